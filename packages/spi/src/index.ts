@@ -1,0 +1,395 @@
+/**
+ * @realmgate/spi: the contract between the Realmgate server and its providers.
+ *
+ * Types only. An extension depends on this package and nothing of the server's, so the server can change
+ * its internals without breaking a provider, as Keycloak's SPI jars keep extensions apart from its core.
+ */
+
+export type Awaitable<T> = T | Promise<T>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Services the host lends to providers
+
+export interface Logger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * Key-value state shared by every server process (memory with one process, Redis with several).
+ * Keys are namespaced by the host per provider, so two providers never collide.
+ */
+export interface SharedStore {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, ttlMs?: number): Promise<void>;
+  /** Atomic: true when this call stored the value, false when the key already existed. */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
+  /** Atomic counter; the TTL starts with the first increment. Returns the new value. */
+  increment(key: string, ttlMs: number): Promise<number>;
+  delete(key: string): Promise<void>;
+  /** Records one hit now and returns the number of hits within the last `windowMs` (sliding window). */
+  recordHit(key: string, windowMs: number): Promise<number>;
+  /** Counts hits within the last `windowMs` without recording one. */
+  countHits(key: string, windowMs: number): Promise<number>;
+  /** Broadcast to every process (including this one). */
+  publish(channel: string, message: string): Promise<void>;
+  /** Returns a function that ends the subscription. */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+}
+
+export interface Counter {
+  inc(labels?: Record<string, string>, value?: number): void;
+}
+export interface Gauge {
+  set(labels: Record<string, string> | undefined, value: number): void;
+  inc(labels?: Record<string, string>, value?: number): void;
+  dec(labels?: Record<string, string>, value?: number): void;
+}
+export interface Histogram {
+  observe(labels: Record<string, string> | undefined, value: number): void;
+}
+
+/** Prometheus metrics exposed at /metrics. Names get no prefix from the host; use `realmgate_<provider>_…`. */
+export interface Metrics {
+  counter(name: string, help: string, labelNames?: readonly string[]): Counter;
+  gauge(name: string, help: string, labelNames?: readonly string[]): Gauge;
+  histogram(name: string, help: string, labelNames?: readonly string[], buckets?: readonly number[]): Histogram;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Read models the host hands out
+
+export interface RealmInfo {
+  id: string;
+  name: string;
+  displayName: string | null;
+  enabled: boolean;
+}
+
+export interface OrganizationInfo {
+  id: string;
+  name: string;
+  alias: string;
+}
+
+/** A user as it was when an event happened (taken before a deletion, so listeners still see it). */
+export interface UserSnapshot {
+  id: string;
+  username: string;
+  email: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  emailVerified: boolean;
+  enabled: boolean;
+  createdTimestamp: number;
+  attributes: Record<string, string[]>;
+  /** Realm roles mapped directly to the user (not expanded through composites). */
+  realmRoles: string[];
+  organizations: OrganizationInfo[];
+}
+
+export interface ClientInfo {
+  /** Internal UUID. */
+  id: string;
+  clientId: string;
+  enabled: boolean;
+  attributes: Record<string, string>;
+}
+
+/** Claims of a verified access token, as Keycloak issues them. */
+export interface AccessTokenClaims {
+  iss: string;
+  sub: string;
+  aud?: string | string[];
+  exp: number;
+  iat: number;
+  jti: string;
+  typ: string;
+  azp?: string;
+  sid?: string;
+  scope?: string;
+  realm_access?: { roles: string[] };
+  resource_access?: Record<string, { roles: string[] }>;
+  preferred_username?: string;
+  /** Present only on service-account tokens. */
+  client_id?: string;
+  [claim: string]: unknown;
+}
+
+export type TokenVerification =
+  | { valid: true; claims: AccessTokenClaims; serviceAccount: boolean }
+  | { valid: false; reason: string };
+
+/** What the host knows of the HTTP request behind an event or a form. */
+export interface RequestInfo {
+  /** Client IP after the server's own trusted-proxy rule. */
+  ipAddress: string;
+  /** The TCP peer address. */
+  remoteAddress: string;
+  forwardedFor: string | null;
+  realIp: string | null;
+  userAgent: string | null;
+}
+
+/** The narrow server API every provider gets at init. */
+export interface ProviderContext {
+  logger: Logger;
+  store: SharedStore;
+  metrics: Metrics;
+  /** The provider's section of the server configuration (config file key `providers.<id>`), or {}. */
+  config: Record<string, unknown>;
+  /** The process environment, read once at start-up. */
+  env: Readonly<Record<string, string | undefined>>;
+  realms: {
+    get(realmName: string): Promise<RealmInfo | null>;
+  };
+  users: {
+    get(realmName: string, userId: string): Promise<UserSnapshot | null>;
+  };
+  clients: {
+    getByClientId(realmName: string, clientId: string): Promise<ClientInfo | null>;
+    list(realmName: string): Promise<ClientInfo[]>;
+  };
+  tokens: {
+    /** Verifies signature, expiry, issuer (this realm) and type; never throws for a bad token. */
+    verifyAccessToken(realmName: string, token: string): Promise<TokenVerification>;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Events
+
+export type UserEventType =
+  | 'LOGIN'
+  | 'LOGIN_ERROR'
+  | 'REGISTER'
+  | 'REGISTER_ERROR'
+  | 'LOGOUT'
+  | 'LOGOUT_ERROR'
+  | 'CODE_TO_TOKEN'
+  | 'CODE_TO_TOKEN_ERROR'
+  | 'CLIENT_LOGIN'
+  | 'CLIENT_LOGIN_ERROR'
+  | 'REFRESH_TOKEN'
+  | 'REFRESH_TOKEN_ERROR'
+  | 'INTROSPECT_TOKEN'
+  | 'REVOKE_GRANT'
+  | 'USER_INFO_REQUEST'
+  | 'SEND_RESET_PASSWORD'
+  | 'RESET_PASSWORD'
+  | 'RESET_PASSWORD_ERROR'
+  | 'SEND_VERIFY_EMAIL'
+  | 'VERIFY_EMAIL'
+  | 'UPDATE_EMAIL'
+  | 'UPDATE_PROFILE'
+  | 'UPDATE_PASSWORD'
+  | 'DELETE_ACCOUNT';
+
+export interface UserEvent {
+  id: string;
+  /** Epoch milliseconds. */
+  time: number;
+  type: UserEventType | (string & {});
+  realmId: string;
+  realmName: string;
+  /** The client's `clientId` (not its UUID), or null. */
+  clientId: string | null;
+  userId: string | null;
+  sessionId: string | null;
+  ipAddress: string | null;
+  error: string | null;
+  details: Record<string, string>;
+  request: RequestInfo | null;
+  /** The user at the time of the event; null when there is none (REGISTER_ERROR, CLIENT_LOGIN). */
+  user: UserSnapshot | null;
+  realm: RealmInfo;
+}
+
+export type AdminOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'ACTION';
+
+export interface AdminEvent {
+  id: string;
+  time: number;
+  realmId: string;
+  realmName: string;
+  operationType: AdminOperation;
+  /** Keycloak's resource types: USER, CLIENT, REALM, REALM_ROLE, REALM_ROLE_MAPPING, CLIENT_ROLE, … */
+  resourceType: string;
+  resourcePath: string;
+  /** JSON of the representation written, when there is one (never with secrets). */
+  representation: string | null;
+  authDetails: { realmId: string; clientId: string | null; userId: string | null; ipAddress: string | null };
+  error: string | null;
+  /** For USER resources: the user before a DELETE, after a CREATE or UPDATE. */
+  user: UserSnapshot | null;
+  realm: RealmInfo;
+  request: RequestInfo | null;
+}
+
+export interface EventListener {
+  onEvent?(event: UserEvent): void;
+  onAdminEvent?(event: AdminEvent): void;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Flows: form actions and form protectors
+
+export type Requirement = 'REQUIRED' | 'ALTERNATIVE' | 'DISABLED' | 'CONDITIONAL';
+
+/** The forms a protector can guard. */
+export type ProtectedForm = 'login' | 'registration' | 'reset-credentials';
+
+export interface FieldError {
+  /** The form field name, e.g. `email`. */
+  field: string;
+  message: string;
+}
+
+export interface FormActionContext {
+  realm: RealmInfo;
+  clientId: string | null;
+  /** Submitted fields (the password fields included; never log them). */
+  form: Readonly<Record<string, string>>;
+  /** `authenticatorConfig.config` of the execution, or {}. */
+  config: Readonly<Record<string, string>>;
+  request: RequestInfo;
+}
+
+export type FormValidation =
+  | { ok: true }
+  | { ok: false; /** event error code, e.g. `invalid_email_domain` */ error: string; fieldErrors: FieldError[] };
+
+export interface FormAction {
+  validate(context: FormActionContext): Awaitable<FormValidation>;
+  /** Runs after the user was created (registration success). */
+  success?(context: FormActionContext & { userId: string }): Awaitable<void>;
+  /** Markup appended to the form page (scripts for inline checks); must be safe HTML. */
+  renderAssets?(context: { realm: RealmInfo; assetsBaseUrl: string }): Awaitable<string>;
+}
+
+export interface FormProtectorRenderContext {
+  realm: RealmInfo;
+  form: ProtectedForm;
+  config: Readonly<Record<string, string>>;
+  request: RequestInfo;
+  /** Absolute path prefix of this provider's realm resource, e.g. `/realms/demo/ext-pow`. */
+  resourceBaseUrl: string;
+}
+
+export interface FormProtectorVerifyContext extends FormProtectorRenderContext {
+  submitted: Readonly<Record<string, string>>;
+}
+
+export type ProtectorDecision =
+  | { ok: true }
+  | {
+      ok: false;
+      /** Short machine reason for the event details, e.g. `expired`. */
+      reason: string;
+      /** Event error code, e.g. `pow_failed`. */
+      error: string;
+      /** When the server is overloaded: answer this status (503) with Retry-After seconds. */
+      status?: number;
+      retryAfterSeconds?: number;
+    };
+
+export interface FormProtector {
+  /** Hidden fields and scripts placed inside the form. Must be safe HTML. */
+  render(context: FormProtectorRenderContext): Awaitable<string>;
+  /** Runs before the password is looked at; a rejection stops the form. */
+  verify(context: FormProtectorVerifyContext): Awaitable<ProtectorDecision>;
+}
+
+export interface ConfigProperty {
+  name: string;
+  label: string;
+  helpText?: string;
+  type: 'String' | 'boolean' | 'List' | 'Password';
+  defaultValue?: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Realm REST resources
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+
+export interface ResourceRequest {
+  realm: RealmInfo;
+  method: HttpMethod;
+  /** The route's path parameters. */
+  params: Readonly<Record<string, string>>;
+  query: Readonly<Record<string, string>>;
+  /** Lower-cased header names. */
+  headers: Readonly<Record<string, string | undefined>>;
+  /** Parsed JSON or form body, or undefined. */
+  body: unknown;
+  request: RequestInfo;
+}
+
+export interface ResourceResponse {
+  status: number;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON; a string or bytes as they are (set Content-Type). */
+  body?: unknown;
+}
+
+export interface ResourceRoute {
+  method: HttpMethod;
+  /** Relative to `/realms/{realm}/{providerId}`, Fastify syntax (`/check-email`, `/assets/:file`). */
+  path: string;
+  handler(request: ResourceRequest): Awaitable<ResourceResponse>;
+}
+
+export interface RealmResource {
+  routes: ResourceRoute[];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Factories: what a provider package exports
+
+interface FactoryBase {
+  /** Unique across the server, e.g. `ext-event-webhook`. */
+  id: string;
+  displayName?: string;
+  helpText?: string;
+  init?(context: ProviderContext): Awaitable<void>;
+  close?(): Awaitable<void>;
+}
+
+export interface EventListenerFactory extends FactoryBase {
+  kind: 'event-listener';
+  create(): EventListener;
+}
+
+export interface FormActionFactory extends FactoryBase {
+  kind: 'form-action';
+  displayName: string;
+  requirementChoices: Requirement[];
+  configProperties?: ConfigProperty[];
+  create(): FormAction;
+}
+
+export interface FormProtectorFactory extends FactoryBase {
+  kind: 'form-protector';
+  displayName: string;
+  requirementChoices: Requirement[];
+  configProperties?: ConfigProperty[];
+  /** Forms whose built-in flows (and copies) get this execution, REQUIRED, when it is installed. */
+  installOn: ProtectedForm[];
+  create(): FormProtector;
+}
+
+export interface RealmResourceFactory extends FactoryBase {
+  kind: 'realm-resource';
+  create(): RealmResource;
+}
+
+export type ProviderFactory = EventListenerFactory | FormActionFactory | FormProtectorFactory | RealmResourceFactory;
+
+/**
+ * The default export (or named export `providers`) of a provider package: its factories.
+ * The package.json `name` and `version` are logged at load.
+ */
+export type ProviderModule = { providers: ProviderFactory[] } | { default: ProviderFactory[] };
