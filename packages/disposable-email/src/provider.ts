@@ -1,0 +1,293 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  Counter,
+  FormActionFactory,
+  Gauge,
+  Logger,
+  ProviderContext,
+  ProviderFactory,
+  RealmResourceFactory,
+  ResourceRequest,
+  ResourceResponse,
+} from '@realmgate/spi';
+import { Blocklist, defaultBlocklist, emailDomain } from './blocklist.js';
+import { parseSettings, unknownKeys } from './config.js';
+import { emailCheckScript } from './email-check-script.js';
+
+export const FORM_ACTION_ID = 'ext-email-domain-validation';
+export const RESOURCE_ID = 'ext-disposable-email-resource-provider';
+export const REFRESH_CHANNEL = 'disposable-email:refresh';
+export const INVALID_EMAIL_DOMAIN = 'invalid_email_domain';
+export const REJECTION_MESSAGE = 'Disposable e-mail addresses are not accepted. Please use a permanent address.';
+export const MAX_EMAIL_LENGTH = 320;
+export const SCRIPT_PATH = '/assets/email-check.js';
+
+const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** What a refresh broadcast carries: the sender, so it can skip its own message. */
+interface RefreshMessage {
+  origin: string;
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): ResourceResponse {
+  return { status, headers: { 'cache-control': 'no-store', ...headers }, body };
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** For logs: the domain only, never the address. */
+function domainForLog(email: string): string {
+  return (emailDomain(email) ?? '(none)').slice(0, 253);
+}
+
+/**
+ * The two factories, sharing one blocklist. The server loads `providers` (the default list); tests build
+ * their own around a separate Blocklist.
+ */
+export function createProviders(blocklist: Blocklist = defaultBlocklist): ProviderFactory[] {
+  // Per process: a refresh broadcast reaches its sender too, which has already refreshed.
+  const processId = randomUUID();
+  const script = emailCheckScript(REJECTION_MESSAGE);
+  let formLogger = silentLogger;
+  let rejections: Counter | undefined;
+
+  const formAction: FormActionFactory = {
+    kind: 'form-action',
+    id: FORM_ACTION_ID,
+    displayName: 'Email Domain Validation',
+    helpText: 'Rejects registrations whose e-mail domain, or a parent domain, is a known disposable-e-mail domain.',
+    requirementChoices: ['REQUIRED', 'DISABLED'],
+    init(context) {
+      formLogger = context.logger;
+      rejections = context.metrics.counter(
+        'realmgate_disposable_email_rejections_total',
+        'Registrations rejected for a disposable e-mail domain',
+      );
+      if (Object.keys(context.config).length > 0) {
+        context.logger.warn(
+          `settings under providers.${FORM_ACTION_ID} are ignored; put them under providers.${RESOURCE_ID}`,
+          { keys: Object.keys(context.config) },
+        );
+      }
+    },
+    create() {
+      return {
+        validate({ form, realm }) {
+          const email = form.email;
+          if (typeof email !== 'string' || !blocklist.isDisposable(email)) return { ok: true };
+          rejections?.inc();
+          formLogger.info('registration rejected: disposable e-mail domain', {
+            realm: realm.name,
+            domain: domainForLog(email),
+          });
+          return {
+            ok: false,
+            error: INVALID_EMAIL_DOMAIN,
+            fieldErrors: [{ field: 'email', message: REJECTION_MESSAGE }],
+          };
+        },
+        renderAssets({ assetsBaseUrl }) {
+          const src = `${assetsBaseUrl.replace(/\/+$/, '')}/${RESOURCE_ID}${SCRIPT_PATH}`;
+          return `<script src="${escapeAttribute(src)}" defer></script>`;
+        },
+      };
+    },
+  };
+
+  let logger = silentLogger;
+  let store: ProviderContext['store'] | undefined;
+  let tokens: ProviderContext['tokens'] | undefined;
+  let unsubscribe: (() => Promise<void>) | undefined;
+  let domainsGauge: Gauge | undefined;
+  let refreshes: Counter | undefined;
+
+  const refreshList = async (trigger: 'api' | 'broadcast' | 'start'): Promise<number> => {
+    try {
+      const count = await blocklist.refresh();
+      refreshes?.inc({ outcome: 'success' });
+      domainsGauge?.set(undefined, count);
+      logger.info('disposable-email domain list refreshed', { trigger, ...blocklist.lastRefresh });
+      return count;
+    } catch (error) {
+      refreshes?.inc({ outcome: 'failure' });
+      logger.error('disposable-email domain list refresh failed; the previous list is kept', {
+        trigger,
+        domains: blocklist.size,
+        error: (error as Error).message,
+      });
+      throw error;
+    }
+  };
+
+  const onBroadcast = (raw: string): void => {
+    let message: unknown;
+    try {
+      message = JSON.parse(raw);
+    } catch {
+      message = undefined;
+    }
+    if (typeof message !== 'object' || message === null || typeof (message as RefreshMessage).origin !== 'string') {
+      logger.warn('ignored a malformed disposable-email refresh message');
+      return;
+    }
+    if ((message as RefreshMessage).origin === processId) return;
+    refreshList('broadcast').catch(() => undefined);
+  };
+
+  const checkEmail = (request: ResourceRequest): ResourceResponse => {
+    const email = request.query.email;
+    if (typeof email !== 'string' || email === '') {
+      return json(400, { error: 'invalid_request', error_description: 'The email query parameter is required.' });
+    }
+    if (email.length > MAX_EMAIL_LENGTH) {
+      return json(400, {
+        error: 'invalid_request',
+        error_description: `The email query parameter must be at most ${MAX_EMAIL_LENGTH} characters.`,
+      });
+    }
+    return json(200, { disposable: blocklist.isDisposable(email) });
+  };
+
+  const refreshDomainList = async (request: ResourceRequest): Promise<ResourceResponse> => {
+    const challenge = `Bearer realm="${request.realm.name.replace(/[^\x20-\x7e]|["\\]/g, '')}"`;
+    const authorization = request.headers.authorization;
+    if (authorization === undefined || authorization.trim() === '') {
+      return json(
+        401,
+        { error: 'invalid_request', error_description: 'An Authorization header with a bearer token is required.' },
+        { 'www-authenticate': challenge },
+      );
+    }
+    const token = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization)?.[1];
+    if (token === undefined) {
+      return json(
+        401,
+        { error: 'invalid_request', error_description: 'The Authorization header must be "Bearer <access token>".' },
+        { 'www-authenticate': `${challenge}, error="invalid_request"` },
+      );
+    }
+    if (tokens === undefined) throw new Error(`${RESOURCE_ID} used before init`);
+    const verification = await tokens.verifyAccessToken(request.realm.name, token);
+    if (!verification.valid) {
+      logger.info('refresh-domain-list: token rejected', { realm: request.realm.name, reason: verification.reason });
+      return json(
+        401,
+        { error: 'invalid_token', error_description: 'The access token is invalid, expired, or not from this realm.' },
+        { 'www-authenticate': `${challenge}, error="invalid_token"` },
+      );
+    }
+    const roles = verification.claims.resource_access?.['realm-management']?.roles;
+    const isRealmAdmin = Array.isArray(roles) && roles.includes('realm-admin');
+    if (!verification.serviceAccount || !isRealmAdmin) {
+      logger.info('refresh-domain-list: caller lacks permission', {
+        realm: request.realm.name,
+        subject: verification.claims.sub,
+        serviceAccount: verification.serviceAccount,
+      });
+      return json(
+        403,
+        {
+          error: 'insufficient_scope',
+          error_description: verification.serviceAccount
+            ? 'The service account needs the realm-admin role of the realm-management client.'
+            : 'Only a service-account token with the realm-admin role of realm-management may refresh the list.',
+        },
+        { 'www-authenticate': `${challenge}, error="insufficient_scope"` },
+      );
+    }
+    let count: number;
+    try {
+      count = await refreshList('api');
+    } catch (error) {
+      const reason = (error as Error).message;
+      return json(500, {
+        success: false,
+        message: `Refreshing the domain list failed; the previous list (${blocklist.size} domains) is kept: ${reason}`,
+      });
+    }
+    const message: RefreshMessage = { origin: processId };
+    try {
+      await store?.publish(REFRESH_CHANNEL, JSON.stringify(message));
+    } catch (error) {
+      logger.warn('disposable-email refresh not broadcast to other server processes', {
+        error: (error as Error).message,
+      });
+      return json(200, {
+        success: true,
+        message: 'Domain list refreshed in this server process; notifying the other processes failed.',
+        domains: count,
+      });
+    }
+    return json(200, { success: true, message: 'Domain list refreshed.', domains: count });
+  };
+
+  const resource: RealmResourceFactory = {
+    kind: 'realm-resource',
+    id: RESOURCE_ID,
+    displayName: 'Disposable e-mail domain list',
+    helpText: 'check-email (public) and refresh-domain-list (service account with realm-admin).',
+    async init(context) {
+      const settings = parseSettings(context.config, context.env, `providers.${RESOURCE_ID}`);
+      logger = context.logger;
+      for (const key of unknownKeys(context.config)) {
+        logger.warn(`unknown setting providers.${RESOURCE_ID}.${key} ignored`);
+      }
+      blocklist.configure(settings);
+      domainsGauge = context.metrics.gauge(
+        'realmgate_disposable_email_domains',
+        'Domains in the disposable-e-mail list',
+      );
+      refreshes = context.metrics.counter(
+        'realmgate_disposable_email_refreshes_total',
+        'Disposable-e-mail list refreshes by outcome',
+        ['outcome'],
+      );
+      if (settings.extraSources.length > 0) {
+        // An unreachable source must not keep the server down: the bundled list is already in place.
+        await refreshList('start').catch(() => undefined);
+      }
+      domainsGauge.set(undefined, blocklist.size);
+      store = context.store;
+      tokens = context.tokens;
+      unsubscribe = await context.store.subscribe(REFRESH_CHANNEL, onBroadcast);
+      logger.info('disposable-email domain list ready', {
+        domains: blocklist.size,
+        allowlist: settings.allowlist.length,
+        extraSources: settings.extraSources.length,
+      });
+    },
+    async close() {
+      await unsubscribe?.();
+      unsubscribe = undefined;
+      store = undefined;
+      tokens = undefined;
+    },
+    create() {
+      return {
+        routes: [
+          { method: 'GET', path: '/check-email', handler: checkEmail },
+          { method: 'POST', path: '/refresh-domain-list', handler: refreshDomainList },
+          {
+            method: 'GET',
+            path: SCRIPT_PATH,
+            handler: () => ({
+              status: 200,
+              headers: {
+                'content-type': 'text/javascript; charset=utf-8',
+                'cache-control': 'public, max-age=3600',
+                'x-content-type-options': 'nosniff',
+              },
+              body: script,
+            }),
+          },
+        ],
+      };
+    },
+  };
+  return [formAction, resource];
+}
+
+/** The server's entry point: both factories around the process-wide list. */
+export const providers = createProviders();

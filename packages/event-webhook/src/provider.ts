@@ -1,0 +1,295 @@
+/**
+ * The `ext-event-webhook` event listener: turns user events (and admin deletions of users) into
+ * deliveries for the clients that have a webhook configured in their attributes.
+ */
+import type {
+  AdminEvent,
+  ClientInfo,
+  EventListenerFactory,
+  Metrics,
+  ProviderContext,
+  UserEvent,
+} from '@realmgate/spi';
+import { clientIp, parseTrustedProxyCount } from './client-ip.js';
+import { WebhookDispatcher } from './delivery.js';
+import type { DeliveryMetrics, DeliveryOutcome, Transport } from './delivery.js';
+import { adminDeletePayload, userEventPayload } from './payload.js';
+import type { Origin, WebhookPayload } from './payload.js';
+import { readSettings } from './settings.js';
+import type { WebhookSettings } from './settings.js';
+import { parseSecret, signatureHeaders } from './signature.js';
+
+export const PROVIDER_ID = 'ext-event-webhook';
+
+/** The user event types that are sent (SPEC 5). */
+export const WEBHOOK_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'REGISTER',
+  'REGISTER_ERROR',
+  'LOGIN',
+  'LOGOUT',
+  'RESET_PASSWORD',
+  'VERIFY_EMAIL',
+  'UPDATE_EMAIL',
+  'DELETE_ACCOUNT',
+]);
+
+/** A client's webhook configuration, read from its attributes. */
+export interface WebhookTarget {
+  url: string;
+  key: string;
+  /** Decoded `api.secret`, or null when deliveries are not signed. */
+  signingKey: Buffer | null;
+  /** Types named in `api.events`, or null for every type. */
+  events: ReadonlySet<string> | null;
+  trustedProxyCount: number;
+}
+
+/**
+ * null when the client sends nothing (disabled, or `api.url` / `api.key` missing); `problem` when its
+ * attributes are set but unusable, so that the operator can be told.
+ */
+export function webhookTarget(client: ClientInfo): WebhookTarget | { problem: string } | null {
+  const attributes = client.attributes;
+  const url = attributes['api.url']?.trim();
+  const key = attributes['api.key']?.trim();
+  if (!client.enabled || !url || !key) return null;
+
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // reported below
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    return { problem: 'api.url is not an absolute http(s) URL' };
+  }
+  // A header value with control characters would fail on every attempt (and could split headers).
+  if (/[\u0000-\u001f\u007f]/.test(key)) return { problem: 'api.key contains control characters' };
+
+  let signingKey: Buffer | null = null;
+  const secret = attributes['api.secret']?.trim();
+  if (secret) {
+    try {
+      signingKey = parseSecret(secret);
+    } catch (error) {
+      return { problem: `api.secret is invalid: ${(error as Error).message}` };
+    }
+  }
+
+  const names = (attributes['api.events'] ?? '')
+    .split(',')
+    .map((name) => name.trim().toUpperCase())
+    .filter((name) => name.length > 0);
+  return {
+    url,
+    key,
+    signingKey,
+    events: names.length > 0 ? new Set(names) : null,
+    trustedProxyCount: parseTrustedProxyCount(attributes['trusted.proxy.count']),
+  };
+}
+
+export interface EventWebhookProviderOptions {
+  /** Replaces the undici transport (tests, or a custom HTTP stack). */
+  transport?: Transport;
+}
+
+export function createEventWebhookProvider(options: EventWebhookProviderOptions = {}): EventListenerFactory {
+  let webhook: ClientWebhooks | null = null;
+  return {
+    kind: 'event-listener',
+    id: PROVIDER_ID,
+    displayName: 'Event webhook',
+    helpText: 'POSTs user events to the URL in the client attributes api.url / api.key, with retries.',
+    init(context) {
+      webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options.transport);
+    },
+    create() {
+      return {
+        onEvent: (event) => webhook?.onEvent(event),
+        onAdminEvent: (event) => webhook?.onAdminEvent(event),
+      };
+    },
+    async close() {
+      await webhook?.close();
+    },
+  };
+}
+
+const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const WARNED_LIMIT = 1000;
+
+/** Delivery outcomes plus the provider's own: the event failed before it reached the queue (client lookup). */
+type ProviderOutcome = DeliveryOutcome | 'dropped_error';
+
+class ClientWebhooks {
+  private readonly dispatcher: WebhookDispatcher;
+  private readonly countOutcome: (outcome: ProviderOutcome) => void;
+  /** Concurrent events for one client share one lookup. */
+  private readonly lookups = new Map<string, Promise<ClientInfo | null>>();
+  /** Lookups and fan-outs not yet handed to the dispatcher; close() waits for them. */
+  private readonly preparing = new Set<Promise<void>>();
+  /** Misconfigurations already reported, so a busy client does not repeat the warning per event. */
+  private readonly warned = new Set<string>();
+  private closing = false;
+
+  constructor(
+    private readonly context: ProviderContext,
+    private readonly settings: WebhookSettings,
+    transport: Transport | undefined,
+  ) {
+    const metrics = metricHooks(context.metrics);
+    this.countOutcome = metrics.count;
+    this.dispatcher = new WebhookDispatcher({ ...settings, logger: context.logger, metrics: metrics.hooks, transport });
+  }
+
+  /** Must stay synchronous and cheap: it runs on the request that caused the event. */
+  onEvent(event: UserEvent): void {
+    const clientId = event.clientId;
+    if (this.closing || !clientId || !WEBHOOK_EVENT_TYPES.has(event.type)) return;
+    this.prepare(event.realmName, event.type, async () => {
+      const client = await this.lookUp(event.realmName, clientId);
+      const target = client && this.target(event.realmName, client);
+      if (!target || !allows(target, event.type)) return;
+      const payload = userEventPayload(event, originOf(event, target));
+      this.send(target, payload, webhookId(event.id), payload.user_name ?? event.details.username ?? null);
+    });
+  }
+
+  onAdminEvent(event: AdminEvent): void {
+    if (this.closing || event.resourceType !== 'USER' || event.operationType !== 'DELETE' || event.error) return;
+    this.prepare(event.realmName, 'DELETE_ACCOUNT', async () => {
+      const clients = await this.context.clients.list(event.realmName);
+      for (const client of clients) {
+        const target = this.target(event.realmName, client);
+        if (!target || !allows(target, 'DELETE_ACCOUNT')) continue;
+        const payload = adminDeletePayload(event, originOf(event, target));
+        this.send(target, payload, webhookId(event.id, client.id), payload.user_name);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    const started = Date.now();
+    const grace = this.settings.shutdownGraceMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.preparing]),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, grace))),
+    ]);
+    clearTimeout(timer);
+    await this.dispatcher.close(Math.max(0, grace - (Date.now() - started)));
+  }
+
+  private prepare(realmName: string, eventType: string, work: () => Promise<void>): void {
+    // Deferred to a microtask so that even the lookup's synchronous part stays off the caller's path.
+    const job = Promise.resolve()
+      .then(work)
+      .catch((error: unknown) => {
+        this.countOutcome('dropped_error');
+        this.context.logger.warn(`webhook event ${eventType} dropped: client lookup failed`, {
+          realm: realmName,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      })
+      .finally(() => this.preparing.delete(job));
+    this.preparing.add(job);
+  }
+
+  private lookUp(realmName: string, clientId: string): Promise<ClientInfo | null> {
+    const key = `${realmName}\u0000${clientId}`;
+    let lookup = this.lookups.get(key);
+    if (!lookup) {
+      lookup = this.context.clients.getByClientId(realmName, clientId).finally(() => this.lookups.delete(key));
+      this.lookups.set(key, lookup);
+    }
+    return lookup;
+  }
+
+  private target(realmName: string, client: ClientInfo): WebhookTarget | null {
+    const target = webhookTarget(client);
+    if (target === null || !('problem' in target)) return target;
+    const warning = `${realmName}\u0000${client.id}\u0000${target.problem}`;
+    if (!this.warned.has(warning)) {
+      if (this.warned.size >= WARNED_LIMIT) this.warned.clear();
+      this.warned.add(warning);
+      this.context.logger.warn(`webhook not sent: client ${client.clientId} ${target.problem}`, {
+        realm: realmName,
+        clientId: client.clientId,
+      });
+    }
+    return null;
+  }
+
+  private send(target: WebhookTarget, payload: WebhookPayload, id: string, userName: string | null): void {
+    const body = JSON.stringify(payload);
+    const signingKey = target.signingKey;
+    this.dispatcher.enqueue({
+      id,
+      url: target.url,
+      headers: {
+        Authorization: `Bearer ${target.key}`,
+        'Content-Type': 'application/json',
+        'User-Agent': 'Realmgate-Webhook/1',
+      },
+      body,
+      attemptHeaders: signingKey ? () => signatureHeaders(signingKey, id, body) : undefined,
+      eventType: payload.type,
+      userName,
+    });
+  }
+}
+
+function allows(target: WebhookTarget, type: string): boolean {
+  return target.events === null || target.events.has(type);
+}
+
+/** The request that caused the event, read through the client's own proxy count. */
+function originOf(event: UserEvent | AdminEvent, target: WebhookTarget): Origin {
+  const fallback = 'authDetails' in event ? event.authDetails.ipAddress : event.ipAddress;
+  return {
+    userIp: (event.request ? clientIp(event.request, target.trustedProxyCount) : null) ?? fallback,
+    userAgent: event.request?.userAgent ?? null,
+  };
+}
+
+/** Standard Webhooks forbids `.` in the id (it delimits the signed content); keep it to a safe alphabet. */
+function webhookId(...parts: string[]): string {
+  return `msg_${parts.map((part) => part.replace(/[^A-Za-z0-9_-]/g, '_')).join('_')}`;
+}
+
+function metricHooks(metrics: Metrics): { hooks: DeliveryMetrics; count: (outcome: ProviderOutcome) => void } {
+  const deliveries = metrics.counter(
+    'realmgate_webhook_deliveries_total',
+    'Webhook deliveries by final outcome',
+    ['outcome'],
+  );
+  const attempts = metrics.counter('realmgate_webhook_attempts_total', 'Webhook HTTP attempts, retries included');
+  const depth = metrics.gauge(
+    'realmgate_webhook_queue_depth',
+    'Webhook deliveries waiting to be sent: queued or waiting for a retry',
+  );
+  const latency = metrics.histogram(
+    'realmgate_webhook_delivery_seconds',
+    'Time from enqueue to the final outcome of a webhook delivery, retries and backoff included',
+    ['outcome'],
+    LATENCY_BUCKETS,
+  );
+  const outcomes: ProviderOutcome[] = ['success', 'failed', 'dropped_queue_full', 'dropped_shutdown', 'dropped_error'];
+  // Every series exists from the start, so rate() and alerts see zeros rather than gaps.
+  for (const outcome of outcomes) deliveries.inc({ outcome }, 0);
+  depth.set(undefined, 0);
+  const count = (outcome: ProviderOutcome) => deliveries.inc({ outcome });
+  return {
+    count,
+    hooks: {
+      outcome(outcome, seconds) {
+        count(outcome);
+        if (seconds !== undefined) latency.observe({ outcome }, seconds);
+      },
+      attempt: () => attempts.inc(),
+      queueDepth: (value) => depth.set(undefined, value),
+    },
+  };
+}

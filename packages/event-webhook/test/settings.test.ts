@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { readSettings } from '../src/settings.js';
+
+describe('readSettings', () => {
+  it('defaults to SPEC 5', () => {
+    expect(readSettings({}, {})).toEqual({
+      maxAttempts: 3,
+      backoffMs: [1000, 2000, 3000],
+      concurrency: 8,
+      queueSize: 10_000,
+      connectTimeoutMs: 5000,
+      responseTimeoutMs: 10_000,
+      shutdownGraceMs: 5000,
+    });
+  });
+
+  it('reads every environment variable', () => {
+    const settings = readSettings(
+      {},
+      {
+        REALMGATE_WEBHOOK_MAX_ATTEMPTS: '5',
+        REALMGATE_WEBHOOK_BACKOFF_MS: '100, 200 ,300',
+        REALMGATE_WEBHOOK_CONCURRENCY: '2',
+        REALMGATE_WEBHOOK_QUEUE_SIZE: '50',
+        REALMGATE_WEBHOOK_CONNECT_TIMEOUT_MS: '1000',
+        REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '2000',
+        REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS: '0',
+      },
+    );
+    expect(settings).toEqual({
+      maxAttempts: 5,
+      backoffMs: [100, 200, 300],
+      concurrency: 2,
+      queueSize: 50,
+      connectTimeoutMs: 1000,
+      responseTimeoutMs: 2000,
+      shutdownGraceMs: 0,
+    });
+  });
+
+  it('prefers the environment to the config file, and the file to the default', () => {
+    const settings = readSettings(
+      { maxAttempts: 4, concurrency: '16', backoffMs: [10, 20] },
+      { REALMGATE_WEBHOOK_MAX_ATTEMPTS: '6', REALMGATE_WEBHOOK_CONCURRENCY: '  ' },
+    );
+    expect(settings).toMatchObject({ maxAttempts: 6, concurrency: 16, backoffMs: [10, 20], queueSize: 10_000 });
+  });
+
+  it.each<[Record<string, unknown>, Record<string, string>, RegExp]>([
+    [{}, { REALMGATE_WEBHOOK_MAX_ATTEMPTS: 'three' }, /REALMGATE_WEBHOOK_MAX_ATTEMPTS="three": must be an integer from 1 to 100/],
+    [{}, { REALMGATE_WEBHOOK_MAX_ATTEMPTS: '0' }, /REALMGATE_WEBHOOK_MAX_ATTEMPTS="0"/],
+    [{}, { REALMGATE_WEBHOOK_BACKOFF_MS: '1000,,3000' }, /REALMGATE_WEBHOOK_BACKOFF_MS="1000,,3000": must be a non-empty list/],
+    [{}, { REALMGATE_WEBHOOK_BACKOFF_MS: '1s' }, /REALMGATE_WEBHOOK_BACKOFF_MS/],
+    [{}, { REALMGATE_WEBHOOK_CONCURRENCY: '-1' }, /REALMGATE_WEBHOOK_CONCURRENCY="-1"/],
+    [{}, { REALMGATE_WEBHOOK_QUEUE_SIZE: '1e4' }, /REALMGATE_WEBHOOK_QUEUE_SIZE="1e4"/],
+    [{}, { REALMGATE_WEBHOOK_CONNECT_TIMEOUT_MS: '0' }, /REALMGATE_WEBHOOK_CONNECT_TIMEOUT_MS="0"/],
+    [{}, { REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '10.5' }, /REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS="10.5"/],
+    [{}, { REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS: '-5' }, /REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS="-5"/],
+    [{ queueSize: 0 }, {}, /providers\.ext-event-webhook\.queueSize=0: must be an integer from 1/],
+    [{ backoffMs: 'fast' }, {}, /providers\.ext-event-webhook\.backoffMs="fast"/],
+    [{ maxAttempts: true }, {}, /providers\.ext-event-webhook\.maxAttempts=true/],
+    [{ maxAttemps: 3 }, {}, /unknown webhook setting providers\.ext-event-webhook\.maxAttemps/],
+  ])('refuses %j %j, naming the key', (config, env, message) => {
+    expect(() => readSettings(config, env)).toThrow(message);
+  });
+});

@@ -1,0 +1,232 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { newId, newSecret } from '../credentials/index.js';
+import { defaultClient } from '../model/defaults.js';
+import { badRequest, conflict, notFound } from '../model/errors.js';
+import type { Client, Realm } from '../model/types.js';
+import { ensureServiceAccount } from '../services/index.js';
+import { isUniqueViolation, type Db } from '../storage/index.js';
+import { requireRole } from './auth.js';
+import { containerRoleRoutes } from './roles.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { userRep } from './users.js';
+import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
+
+const uriSpec = { type: 'stringArray', max: 2048 } as const;
+const clientSpec: Spec = {
+  clientId: { type: 'string', min: 1, pattern: /^[^\s/\\]+$/, patternHint: 'a client id without spaces or slashes' },
+  name: { type: 'string' },
+  description: { type: 'string' },
+  secret: { type: 'string', min: 1, max: 1024 },
+  publicClient: { type: 'boolean' },
+  bearerOnly: { type: 'boolean' },
+  enabled: { type: 'boolean' },
+  protocol: { type: 'string', pattern: /^openid-connect$/, patternHint: '"openid-connect"' },
+  rootUrl: { type: 'string', max: 2048 },
+  baseUrl: { type: 'string', max: 2048 },
+  redirectUris: uriSpec,
+  webOrigins: uriSpec,
+  serviceAccountsEnabled: { type: 'boolean' },
+  standardFlowEnabled: { type: 'boolean' },
+  directAccessGrantsEnabled: { type: 'boolean' },
+  implicitFlowEnabled: { type: 'boolean' },
+  fullScopeAllowed: { type: 'boolean' },
+  attributes: { type: 'stringMap', max: 4096 },
+};
+const clientIgnored = [
+  'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
+  'clientAuthenticatorType', 'consentRequired', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
+  'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
+  'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
+  'useTemplateScope', 'useTemplateMappers',
+];
+
+export function clientRep(client: Client) {
+  return {
+    id: client.id,
+    clientId: client.clientId,
+    ...(client.name !== null ? { name: client.name } : {}),
+    ...(client.description !== null ? { description: client.description } : {}),
+    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl, adminUrl: client.rootUrl } : {}),
+    ...(client.baseUrl !== null ? { baseUrl: client.baseUrl } : {}),
+    surrogateAuthRequired: false,
+    enabled: client.enabled,
+    alwaysDisplayInConsole: false,
+    clientAuthenticatorType: 'client-secret',
+    ...(client.publicClient || client.secret === null ? {} : { secret: client.secret }),
+    redirectUris: client.redirectUris,
+    webOrigins: client.webOrigins,
+    notBefore: 0,
+    bearerOnly: client.bearerOnly,
+    consentRequired: false,
+    standardFlowEnabled: client.standardFlowEnabled,
+    implicitFlowEnabled: client.implicitFlowEnabled,
+    directAccessGrantsEnabled: client.directAccessGrantsEnabled,
+    serviceAccountsEnabled: client.serviceAccountsEnabled,
+    publicClient: client.publicClient,
+    frontchannelLogout: true,
+    protocol: client.protocol,
+    attributes: client.attributes,
+    authenticationFlowBindingOverrides: {},
+    fullScopeAllowed: client.fullScopeAllowed,
+    nodeReRegistrationTimeout: -1,
+    defaultClientScopes: ['web-origins', 'acr', 'profile', 'roles', 'basic', 'email'],
+    optionalClientScopes: ['address', 'phone', 'offline_access', 'organization', 'microprofile-jwt'],
+    access: { view: true, configure: true, manage: true },
+  };
+}
+
+export function parseClient(body: unknown, path = 'client'): Partial<Client> {
+  const input = parseRepresentation(body, clientSpec, clientIgnored, path) as Partial<Client>;
+  for (const field of ['redirectUris', 'webOrigins'] as const) {
+    for (const [i, uri] of (input[field] ?? []).entries()) {
+      if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
+      if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be an absolute URL, a path, or end in *`, field);
+    }
+  }
+  return input;
+}
+
+function isRedirectPattern(uri: string): boolean {
+  if (uri === '*' || uri === '+' || uri.startsWith('/')) return true;
+  try {
+    new URL(uri.replace(/\*$/, ''));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
+export function clientFrom(input: Partial<Client>, base: Client): Client {
+  const fresh = defaultClient(base.id, base.realmId, input.clientId ?? base.clientId);
+  const client: Client = { ...fresh, ...input, id: base.id, realmId: base.realmId, clientId: input.clientId ?? base.clientId };
+  // The secret is a credential, not configuration: kept unless the body sets one, as Keycloak keeps it.
+  client.secret = client.publicClient || client.bearerOnly ? base.secret : (input.secret ?? base.secret ?? newSecret());
+  return client;
+}
+
+export async function insertClient(ctx: ServerContext, realm: Realm, input: Partial<Client>, db: Db, path = 'client'): Promise<Client> {
+  if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
+  const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
+  try {
+    await ctx.storage.clients.insert(client, db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`Client ${client.clientId} already exists`, 'clientId');
+    throw error;
+  }
+  if (client.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, client, db);
+  return client;
+}
+
+export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get('/realms/:realm/clients', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    const clients = await ctx.storage.clients.list(realm.id, {
+      clientId: queryString(request.query, 'clientId'),
+      search: queryBool(request.query, 'search'),
+      first: queryInt(request.query, 'first', 0),
+      max: queryInt(request.query, 'max', undefined),
+    });
+    return clients.map(clientRep);
+  });
+
+  app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-clients');
+    const input = parseClient(request.body);
+    const client = await ctx.storage.transaction((trx) => insertClient(ctx, realm, input, trx));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, redactedRep(client));
+    return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
+  });
+
+  const load = async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const realm = await targetRealm(ctx, request);
+    const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
+    if (!client) throw notFound('Could not find client');
+    return { realm, client };
+  };
+
+  app.get('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    return clientRep(client);
+  });
+
+  app.put('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'manage-clients');
+    const body = request.body as { id?: unknown } | null;
+    if (body && typeof body === 'object' && body.id !== undefined && body.id !== null && body.id !== client.id) {
+      throw badRequest('client.id: does not match the client in the path', 'id');
+    }
+    const updated = clientFrom(parseClient(request.body), client);
+    await ctx.storage.transaction(async (trx) => {
+      try {
+        await ctx.storage.clients.update(updated, trx);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`Client ${updated.clientId} already exists`, 'clientId');
+        throw error;
+      }
+      if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
+    });
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, redactedRep(updated));
+    return reply.code(204).send();
+  });
+
+  app.delete('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'manage-clients');
+    await ctx.storage.transaction(async (trx) => {
+      await trx.deleteFrom('role').where('container_id', '=', client.id).execute();
+      await ctx.storage.clients.delete(client.id, trx);
+    });
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'CLIENT', `clients/${client.id}`);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    return { type: 'secret', value: client.publicClient ? undefined : client.secret };
+  });
+
+  app.post('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'manage-clients');
+    if (client.publicClient) throw badRequest('A public client has no secret');
+    const updated = { ...client, secret: newSecret() };
+    await ctx.storage.clients.update(updated);
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'CLIENT', `clients/${client.id}/client-secret`);
+    return { type: 'secret', value: updated.secret };
+  });
+
+  app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;
+    if (!user) throw badRequest('Service account not enabled for the client');
+    return userRep(user);
+  });
+
+  containerRoleRoutes(
+    app,
+    ctx,
+    '/realms/:realm/clients/:id/roles',
+    async (c, request) => {
+      const { realm, client } = await load(request as AdminRequest<{ realm: string; id: string }>);
+      return { realm, containerId: client.id, clientRole: true, eventPath: `clients/${client.id}/roles` };
+    },
+    { view: 'view-clients', manage: 'manage-clients' },
+  );
+}
+
+/** Admin events never carry a client secret, nor attributes that hold one (such as `api.key`). */
+function redactedRep(client: Client) {
+  const { secret: _secret, ...rep } = clientRep(client) as ReturnType<typeof clientRep> & { secret?: string };
+  const attributes = Object.fromEntries(
+    Object.entries(client.attributes).map(([k, v]) => [k, /key|secret|password|token/i.test(k) ? '**********' : v]),
+  );
+  return { ...rep, attributes };
+}

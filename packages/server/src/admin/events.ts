@@ -1,0 +1,135 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { badRequest } from '../model/errors.js';
+import type { AdminEventTable, EventTable } from '../storage/index.js';
+import { requireRole } from './auth.js';
+import { applyRealmSettings } from './realms.js';
+import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { parseRepresentation, queryInt, queryString } from './validation.js';
+
+const configSpec = {
+  eventsEnabled: { type: 'boolean' },
+  eventsExpiration: { type: 'integer', min: 1 },
+  eventsListeners: { type: 'stringArray' },
+  enabledEventTypes: { type: 'stringArray' },
+  adminEventsEnabled: { type: 'boolean' },
+  adminEventsDetailsEnabled: { type: 'boolean' },
+} as const;
+
+const eventRep = (e: EventTable) => ({
+  id: e.id,
+  time: e.time,
+  type: e.type,
+  realmId: e.realm_id,
+  clientId: e.client_id ?? undefined,
+  userId: e.user_id ?? undefined,
+  sessionId: e.session_id ?? undefined,
+  ipAddress: e.ip_address ?? undefined,
+  error: e.error ?? undefined,
+  details: JSON.parse(e.details) as Record<string, string>,
+});
+
+const adminEventRep = (e: AdminEventTable) => ({
+  id: e.id,
+  time: e.time,
+  realmId: e.realm_id,
+  authDetails: { realmId: e.auth_realm_id, clientId: e.auth_client_id, userId: e.auth_user_id, ipAddress: e.auth_ip_address },
+  operationType: e.operation_type,
+  resourceType: e.resource_type,
+  resourcePath: e.resource_path,
+  ...(e.representation ? { representation: e.representation } : {}),
+  ...(e.error ? { error: e.error } : {}),
+});
+
+/** A date query parameter: `yyyy-MM-dd` (Keycloak's form) or epoch milliseconds. */
+function queryDate(query: Record<string, unknown>, name: string, endOfDay: boolean): number | undefined {
+  const raw = queryString(query, name, 32);
+  if (raw === undefined || raw === '') return undefined;
+  if (/^\d{1,15}$/.test(raw)) return Number(raw);
+  if (/^\d{4}-\d{2}-\d{2}$/.test(raw) && !Number.isNaN(Date.parse(raw))) return Date.parse(raw) + (endOfDay ? 86_399_999 : 0);
+  throw badRequest(`Query parameter "${name}" must be a date (yyyy-MM-dd) or epoch milliseconds`, name);
+}
+
+const queryList = (query: Record<string, unknown>, name: string): string[] | undefined => {
+  const raw = query[name];
+  if (raw === undefined) return undefined;
+  const list = Array.isArray(raw) ? raw : [raw];
+  if (list.length > 100 || list.some((v) => typeof v !== 'string' || v.length > 64)) throw badRequest(`Query parameter "${name}" is malformed`, name);
+  return list as string[];
+};
+
+export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
+
+  app.get('/realms/:realm/events/config', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-events');
+    return {
+      eventsEnabled: realm.eventsEnabled,
+      ...(realm.eventsExpiration !== null ? { eventsExpiration: realm.eventsExpiration } : {}),
+      eventsListeners: realm.eventsListeners,
+      enabledEventTypes: realm.enabledEventTypes,
+      adminEventsEnabled: realm.adminEventsEnabled,
+      adminEventsDetailsEnabled: realm.adminEventsDetailsEnabled,
+    };
+  });
+
+  app.put('/realms/:realm/events/config', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-events');
+    const rep = parseRepresentation(request.body, configSpec, [], 'eventsConfig');
+    const updated = structuredClone(realm);
+    applyRealmSettings(updated, rep, isListener, 'eventsConfig');
+    await ctx.storage.realms.update(updated);
+    await recordAdminEvent(ctx, request, updated, 'UPDATE', 'REALM', 'events/config', rep);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/events', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-events');
+    const q = request.query;
+    const rows = await ctx.storage.events.list(realm.id, {
+      types: queryList(q, 'type'),
+      client: queryString(q, 'client'),
+      user: queryString(q, 'user'),
+      ipAddress: queryString(q, 'ipAddress'),
+      dateFrom: queryDate(q, 'dateFrom', false),
+      dateTo: queryDate(q, 'dateTo', true),
+      first: queryInt(q, 'first', 0),
+      max: queryInt(q, 'max', 100),
+    });
+    return rows.map(eventRep);
+  });
+
+  app.delete('/realms/:realm/events', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-events');
+    await ctx.storage.events.deleteAll(realm.id, false);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/admin-events', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-events');
+    const q = request.query;
+    const rows = await ctx.storage.events.listAdmin(realm.id, {
+      operationTypes: queryList(q, 'operationTypes'),
+      resourceTypes: queryList(q, 'resourceTypes'),
+      resourcePath: queryString(q, 'resourcePath'),
+      authUser: queryString(q, 'authUser'),
+      dateFrom: queryDate(q, 'dateFrom', false),
+      dateTo: queryDate(q, 'dateTo', true),
+      first: queryInt(q, 'first', 0),
+      max: queryInt(q, 'max', 100),
+    });
+    return rows.map(adminEventRep);
+  });
+
+  app.delete('/realms/:realm/admin-events', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-events');
+    await ctx.storage.events.deleteAll(realm.id, true);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { authenticateAdmin } from './auth.js';
+import { clientRoutes } from './clients.js';
+import { eventRoutes } from './events.js';
+import { organizationRoutes } from './organizations.js';
+import { realmRoutes } from './realms.js';
+import { realmRoleRoutes } from './roles.js';
+import { callerOf } from './routing.js';
+import { userRoutes } from './users.js';
+
+export { createRealmFromImport } from './realms.js';
+export { parseRealmImport } from './realm-import.js';
+
+/** The Keycloak-compatible admin REST API under /admin: every route authenticated before it runs. */
+export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promise<void> {
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRequest', async (request) => {
+        request.adminAuth = await authenticateAdmin(ctx, request);
+      });
+      admin.get('/serverinfo', async (request) => {
+        callerOf(request);
+        const spi: Record<string, string> = { 'event-listener': 'eventsListener', 'form-action': 'form-action', 'form-protector': 'form-protector', 'realm-resource': 'realm-restapi-extension' };
+        const providers: Record<string, { internal: boolean; providers: Record<string, { order: number; operationalInfo: Record<string, string> }> }> = {};
+        for (const entry of ctx.providers.list()) {
+          const name = spi[entry.factory.kind];
+          providers[name] ??= { internal: false, providers: {} };
+          providers[name].providers[entry.factory.id] = {
+            order: 0,
+            operationalInfo: { package: entry.packageName, version: entry.version, builtin: String(entry.builtin), displayName: entry.factory.displayName ?? entry.factory.id },
+          };
+        }
+        return {
+          systemInfo: { version: ctx.version, serverTime: new Date().toISOString(), uptime: `${Math.round(process.uptime())} seconds`, javaVersion: process.version, osName: process.platform },
+          memoryInfo: { used: process.memoryUsage().heapUsed, total: process.memoryUsage().heapTotal },
+          providers,
+          realmgateProviders: ctx.providers.list().map((e) => ({ id: e.factory.id, kind: e.factory.kind, package: e.packageName, version: e.version, builtin: e.builtin })),
+        };
+      });
+      const scoped = async (realms: FastifyInstance) => {
+        realmRoutes(realms, ctx);
+        clientRoutes(realms, ctx);
+        userRoutes(realms, ctx);
+        realmRoleRoutes(realms, ctx);
+        organizationRoutes(realms, ctx);
+        eventRoutes(realms, ctx);
+      };
+      await admin.register(scoped);
+    },
+    { prefix: '/admin' },
+  );
+}

@@ -1,0 +1,191 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { badRequest, conflict, notFound } from '../model/errors.js';
+import type { Organization, Realm } from '../model/types.js';
+import { userSnapshot } from '../services/index.js';
+import { isUniqueViolation, type Db } from '../storage/index.js';
+import { requireRole } from './auth.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { userRep } from './users.js';
+import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
+
+const domainPattern = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+const orgSpec: Spec = {
+  name: { type: 'string', min: 1 },
+  alias: { type: 'string', min: 1, pattern: /^[A-Za-z0-9_.-]+$/, patternHint: 'letters, digits, ".", "_" or "-"' },
+  description: { type: 'string', max: 4000 },
+  redirectUrl: { type: 'string', max: 2048 },
+  enabled: { type: 'boolean' },
+  attributes: { type: 'multiMap', max: 2048 },
+  domains: { type: 'object' },
+};
+
+export interface OrganizationInput {
+  name?: string;
+  alias?: string;
+  description?: string;
+  redirectUrl?: string;
+  enabled?: boolean;
+  attributes?: Record<string, string[]>;
+  domains?: { name: string; verified: boolean }[];
+}
+
+export function parseOrganization(body: unknown, path = 'organization'): OrganizationInput {
+  const input = parseRepresentation(body, orgSpec, ['id', 'members', 'identityProviders'], path) as OrganizationInput & { domains?: unknown };
+  if (input.domains !== undefined) {
+    if (!Array.isArray(input.domains) || input.domains.length > 100) throw badRequest(`${path}.domains: must be an array`, 'domains');
+    input.domains = input.domains.map((d, i) => {
+      const name = (d as { name?: unknown })?.name;
+      const verified = (d as { verified?: unknown })?.verified;
+      if (typeof name !== 'string' || !domainPattern.test(name)) throw badRequest(`${path}.domains[${i}].name: must be a domain name`, 'domains');
+      if (verified !== undefined && typeof verified !== 'boolean') throw badRequest(`${path}.domains[${i}].verified: must be true or false`, 'domains');
+      return { name: name.toLowerCase(), verified: verified === true };
+    });
+  }
+  return input as OrganizationInput;
+}
+
+export function organizationRep(org: Organization) {
+  return {
+    id: org.id,
+    name: org.name,
+    alias: org.alias,
+    enabled: org.enabled,
+    ...(org.description !== null ? { description: org.description } : {}),
+    ...(org.redirectUrl !== null ? { redirectUrl: org.redirectUrl } : {}),
+    attributes: org.attributes,
+    domains: org.domains,
+  };
+}
+
+export async function saveOrganization(ctx: ServerContext, realm: Realm, input: OrganizationInput, existing: Organization | null, db: Db, path = 'organization'): Promise<Organization> {
+  if (!existing && !input.name) throw badRequest(`${path}.name: is required`, 'name');
+  if (existing && input.alias !== undefined && input.alias !== existing.alias) throw badRequest(`${path}.alias: cannot be changed`, 'alias');
+  const org: Organization = {
+    id: existing?.id ?? newId(),
+    realmId: realm.id,
+    name: input.name ?? existing!.name,
+    alias: existing?.alias ?? input.alias ?? input.name!,
+    description: input.description ?? null,
+    enabled: input.enabled ?? true,
+    redirectUrl: input.redirectUrl ?? null,
+    attributes: input.attributes ?? {},
+    domains: input.domains ?? [],
+  };
+  try {
+    await ctx.storage.organizations.save(org, existing === null, db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('An organization with this name, alias or domain already exists', 'name');
+    throw error;
+  }
+  return org;
+}
+
+export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const enabledRealm = async (request: AdminRequest, write: boolean) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, write ? 'manage-realm' : 'view-realm');
+    if (!realm.organizationsEnabled) throw badRequest('Organizations not enabled for this realm.');
+    return realm;
+  };
+  const load = async (request: AdminRequest<{ realm: string; id: string }>, write: boolean) => {
+    const realm = await enabledRealm(request, write);
+    const org = await ctx.storage.organizations.byId(realm.id, pathId(request.params.id, 'Organization'));
+    if (!org) throw notFound('Organization not found');
+    return { realm, org };
+  };
+  const memberUserId = (body: unknown): string => {
+    // The official client sends the user id as the raw body; JSON clients send a JSON string.
+    if (typeof body !== 'string' || body.length > 64) throw badRequest('Request body must be the user id');
+    return body.trim().replace(/^"|"$/g, '');
+  };
+
+  app.get('/realms/:realm/organizations', async (request: AdminRequest) => {
+    const realm = await enabledRealm(request, false);
+    const orgs = await ctx.storage.organizations.list(realm.id, {
+      search: queryString(request.query, 'search') ?? queryString(request.query, 'q'),
+      exact: queryBool(request.query, 'exact'),
+      first: queryInt(request.query, 'first', 0),
+      max: queryInt(request.query, 'max', 100),
+    });
+    return orgs.map(organizationRep);
+  });
+
+  app.get('/realms/:realm/organizations/count', async (request: AdminRequest) => {
+    const realm = await enabledRealm(request, false);
+    return ctx.storage.organizations.count(realm.id);
+  });
+
+  app.post('/realms/:realm/organizations', async (request: AdminRequest, reply) => {
+    const realm = await enabledRealm(request, true);
+    const org = await ctx.storage.transaction((trx) => saveOrganization(ctx, realm, parseOrganization(request.body), null, trx));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(org));
+    return reply.code(201).header('location', locationOf(ctx, request, org.id)).send();
+  });
+
+  app.get('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    return organizationRep((await load(request, false)).org);
+  });
+
+  app.put('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, org } = await load(request, true);
+    const updated = await ctx.storage.transaction((trx) => saveOrganization(ctx, realm, parseOrganization(request.body), org, trx));
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(updated));
+    return reply.code(204).send();
+  });
+
+  app.delete('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, org } = await load(request, true);
+    await ctx.storage.organizations.delete(org.id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION', `organizations/${org.id}`);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/organizations/:id/members', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, org } = await load(request, false);
+    const ids = await ctx.storage.organizations.memberIds(org.id, queryInt(request.query, 'first', 0), queryInt(request.query, 'max', 100));
+    const users = await Promise.all(ids.map((id) => ctx.storage.users.byId(realm.id, id)));
+    return users.filter((u) => u !== null).map((u) => ({ ...userRep(u!), membershipType: 'UNMANAGED' }));
+  });
+
+  app.get('/realms/:realm/organizations/:id/members/count', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { org } = await load(request, false);
+    return (await ctx.storage.organizations.memberIds(org.id, 0, 1_000_000)).length;
+  });
+
+  app.post('/realms/:realm/organizations/:id/members', { config: { rawJsonString: true } }, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, org } = await load(request, true);
+    const userId = memberUserId(request.body);
+    const user = await ctx.storage.users.byId(realm.id, pathId(userId, 'User'));
+    if (!user) throw notFound('User does not exist');
+    if (await ctx.storage.organizations.isMember(org.id, user.id)) throw conflict('User is already a member of the organization.');
+    await ctx.storage.organizations.addMember(org.id, user.id);
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'ORGANIZATION_MEMBERSHIP', `organizations/${org.id}/members/${user.id}`, undefined, await userSnapshot(ctx.storage, user));
+    return reply.code(201).header('location', locationOf(ctx, request, user.id)).send();
+  });
+
+  app.get('/realms/:realm/organizations/:id/members/:userId', async (request: AdminRequest<{ realm: string; id: string; userId: string }>) => {
+    const { realm, org } = await load(request, false);
+    const userId = pathId(request.params.userId, 'User');
+    const user = (await ctx.storage.organizations.isMember(org.id, userId)) ? await ctx.storage.users.byId(realm.id, userId) : null;
+    if (!user) throw notFound('User is not a member of the organization');
+    return { ...userRep(user), membershipType: 'UNMANAGED' };
+  });
+
+  app.delete('/realms/:realm/organizations/:id/members/:userId', async (request: AdminRequest<{ realm: string; id: string; userId: string }>, reply) => {
+    const { realm, org } = await load(request, true);
+    const userId = pathId(request.params.userId, 'User');
+    if (!(await ctx.storage.organizations.isMember(org.id, userId))) throw notFound('User is not a member of the organization');
+    await ctx.storage.organizations.removeMember(org.id, userId);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION_MEMBERSHIP', `organizations/${org.id}/members/${userId}`);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/organizations/members/:userId/organizations', async (request: AdminRequest<{ realm: string; userId: string }>) => {
+    const realm = await enabledRealm(request, false);
+    const user = await ctx.storage.users.byId(realm.id, pathId(request.params.userId, 'User'));
+    if (!user) throw notFound('User not found');
+    return (await ctx.storage.organizations.ofUser(user.id)).map(organizationRep);
+  });
+}

@@ -1,0 +1,166 @@
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { badRequest } from '../model/errors.js';
+import type { Client, Realm } from '../model/types.js';
+import type { Db } from '../storage/index.js';
+import { insertClient, parseClient } from './clients.js';
+import { parseOrganization, saveOrganization, type OrganizationInput } from './organizations.js';
+import { realmIgnored, realmSpec } from './realms.js';
+import { parseRole } from './roles.js';
+import { insertUser, parseUser, type UserInput } from './users.js';
+import { parseRepresentation } from './validation.js';
+
+interface ImportedRole {
+  name: string;
+  description?: string;
+  composites?: { realm?: string[]; client?: Record<string, string[]> };
+}
+
+export interface RealmImport {
+  settings: Record<string, unknown>;
+  realmRoles: ImportedRole[];
+  clientRoles: Record<string, ImportedRole[]>;
+  clients: Partial<Client>[];
+  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
+  organizations: (OrganizationInput & { members?: string[] })[];
+}
+
+const asArray = (value: unknown, path: string): unknown[] => {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest(`${path}: must be an array`);
+  return value;
+};
+
+const stringList = (value: unknown, path: string): string[] =>
+  asArray(value, path).map((v, i) => {
+    if (typeof v !== 'string') throw badRequest(`${path}[${i}]: must be a string`);
+    return v;
+  });
+
+function parseImportedRole(value: unknown, path: string): ImportedRole {
+  const role = parseRole(value, path);
+  if (!role.name) throw badRequest(`${path}.name: is required`);
+  const composites = (value as { composites?: unknown }).composites;
+  if (composites === undefined || composites === null) return { name: role.name, description: role.description };
+  if (typeof composites !== 'object') throw badRequest(`${path}.composites: must be an object`);
+  const { realm, client } = composites as { realm?: unknown; client?: unknown };
+  const clientComposites: Record<string, string[]> = {};
+  if (client !== undefined && client !== null) {
+    if (typeof client !== 'object') throw badRequest(`${path}.composites.client: must be an object`);
+    for (const [clientId, names] of Object.entries(client)) clientComposites[clientId] = stringList(names, `${path}.composites.client.${clientId}`);
+  }
+  return { name: role.name, description: role.description, composites: { realm: stringList(realm, `${path}.composites.realm`), client: clientComposites } };
+}
+
+/**
+ * Reads a Keycloak realm export (the subset this server keeps). With `onUnknown` (start-up import) unknown
+ * fields are reported and skipped; without it (the admin API) they are refused. Every error names its JSON path.
+ */
+export function parseRealmImport(body: unknown, isListener: (id: string) => boolean, onUnknown?: (path: string) => void): RealmImport {
+  const settings = parseRepresentation(body, realmSpec, realmIgnored, 'realm', onUnknown);
+  if (typeof settings.realm !== 'string') throw badRequest('realm.realm: is required', 'realm');
+  const rep = body as Record<string, unknown>;
+  if (onUnknown && Array.isArray(settings.eventsListeners)) {
+    settings.eventsListeners = (settings.eventsListeners as string[]).filter((id, i) => {
+      if (isListener(id)) return true;
+      onUnknown(`realm.eventsListeners[${i}] ("${id}" is not installed)`);
+      return false;
+    });
+  }
+  const roles = (rep.roles ?? {}) as { realm?: unknown; client?: unknown };
+  if (typeof roles !== 'object') throw badRequest('realm.roles: must be an object');
+  const realmRoles = asArray(roles.realm, 'realm.roles.realm').map((r, i) => parseImportedRole(r, `realm.roles.realm[${i}]`));
+  const clientRoles: Record<string, ImportedRole[]> = {};
+  if (roles.client !== undefined && roles.client !== null) {
+    if (typeof roles.client !== 'object') throw badRequest('realm.roles.client: must be an object');
+    for (const [clientId, list] of Object.entries(roles.client)) {
+      clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`));
+    }
+  }
+  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => parseClient(c, `realm.clients[${i}]`));
+  const users = asArray(rep.users, 'realm.users').map((u, i) => {
+    const path = `realm.users[${i}]`;
+    const raw = u as { realmRoles?: unknown; clientRoles?: unknown };
+    const clientRoleMap: Record<string, string[]> = {};
+    if (raw?.clientRoles !== undefined && raw.clientRoles !== null) {
+      if (typeof raw.clientRoles !== 'object') throw badRequest(`${path}.clientRoles: must be an object`);
+      for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoleMap[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
+    }
+    return { ...parseUser(u, path), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
+  });
+  const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
+    const path = `realm.organizations[${i}]`;
+    const members = asArray((o as { members?: unknown })?.members, `${path}.members`).map((m, j) => {
+      const username = (m as { username?: unknown })?.username;
+      if (typeof username !== 'string') throw badRequest(`${path}.members[${j}].username: is required`);
+      return username;
+    });
+    return { ...parseOrganization(o, path), members };
+  });
+  return { settings, realmRoles, clientRoles, clients, users, organizations };
+}
+
+/** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
+export async function importRealmContents(ctx: ServerContext, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
+  const { storage } = ctx;
+  const clientUuid = new Map<string, string>();
+  for (const row of await trx.selectFrom('client').select(['id', 'client_id']).where('realm_id', '=', realm.id).execute()) {
+    clientUuid.set(row.client_id, row.id);
+  }
+  for (const [i, input] of data.clients.entries()) {
+    if (clientUuid.has(input.clientId ?? '')) continue;
+    const client = await insertClient(ctx, realm, input, trx, `realm.clients[${i}]`);
+    clientUuid.set(client.clientId, client.id);
+  }
+  const roleId = async (containerId: string, name: string, path: string) => {
+    const row = await trx.selectFrom('role').select('id').where('container_id', '=', containerId).where('name', '=', name).executeTakeFirst();
+    if (!row) throw badRequest(`${path}: role "${name}" does not exist`);
+    return row.id;
+  };
+  const clientContainer = (clientId: string, path: string) => {
+    const id = clientUuid.get(clientId);
+    if (!id) throw badRequest(`${path}: client "${clientId}" does not exist`);
+    return id;
+  };
+  const ensureRole = async (containerId: string, clientRole: boolean, role: ImportedRole) => {
+    const existing = await trx.selectFrom('role').select('id').where('container_id', '=', containerId).where('name', '=', role.name).executeTakeFirst();
+    if (!existing) await storage.roles.insert({ id: newId(), realmId: realm.id, containerId, clientRole, name: role.name, description: role.description ?? null }, trx);
+  };
+  for (const role of data.realmRoles) await ensureRole(realm.id, false, role);
+  for (const [clientId, roles] of Object.entries(data.clientRoles)) {
+    for (const role of roles) await ensureRole(clientContainer(clientId, `realm.roles.client.${clientId}`), true, role);
+  }
+  const linkComposites = async (containerId: string, role: ImportedRole, path: string) => {
+    const children: string[] = [];
+    for (const name of role.composites?.realm ?? []) children.push(await roleId(realm.id, name, `${path}.composites.realm`));
+    for (const [clientId, names] of Object.entries(role.composites?.client ?? {})) {
+      for (const name of names) children.push(await roleId(clientContainer(clientId, `${path}.composites.client`), name, `${path}.composites.client.${clientId}`));
+    }
+    if (children.length) await storage.roles.addComposites(await roleId(containerId, role.name, path), children, trx);
+  };
+  for (const [i, role] of data.realmRoles.entries()) await linkComposites(realm.id, role, `realm.roles.realm[${i}]`);
+  for (const [clientId, roles] of Object.entries(data.clientRoles)) {
+    for (const [i, role] of roles.entries()) await linkComposites(clientContainer(clientId, ''), role, `realm.roles.client.${clientId}[${i}]`);
+  }
+  const userIds = new Map<string, string>();
+  for (const [i, input] of data.users.entries()) {
+    const path = `realm.users[${i}]`;
+    const user = await insertUser(ctx, realm, input, trx, path);
+    userIds.set(user.username, user.id);
+    const grants: string[] = [];
+    for (const name of input.realmRoles ?? []) grants.push(await roleId(realm.id, name, `${path}.realmRoles`));
+    for (const [clientId, names] of Object.entries(input.clientRoles ?? {})) {
+      for (const name of names) grants.push(await roleId(clientContainer(clientId, `${path}.clientRoles`), name, `${path}.clientRoles.${clientId}`));
+    }
+    await storage.roles.grant(user.id, grants, trx);
+  }
+  for (const [i, input] of data.organizations.entries()) {
+    const path = `realm.organizations[${i}]`;
+    const org = await saveOrganization(ctx, realm, input, null, trx, path);
+    for (const [j, username] of (input.members ?? []).entries()) {
+      const userId = userIds.get(username.toLowerCase());
+      if (!userId) throw badRequest(`${path}.members[${j}]: user "${username}" is not in this import`);
+      await storage.organizations.addMember(org.id, userId, trx);
+    }
+  }
+}

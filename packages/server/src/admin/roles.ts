@@ -1,0 +1,244 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { badRequest, conflict, notFound } from '../model/errors.js';
+import type { Realm, Role } from '../model/types.js';
+import { isUniqueViolation } from '../storage/index.js';
+import { requireRole } from './auth.js';
+import { userRep } from './users.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { parseRepresentation, queryInt, queryString, type Spec } from './validation.js';
+
+const roleSpec: Spec = {
+  name: { type: 'string', min: 1, pattern: /^[^/\\]+$/, patternHint: 'a name without slashes' },
+  description: { type: 'string' },
+};
+const roleIgnored = ['id', 'composite', 'composites', 'clientRole', 'containerId', 'attributes', 'scopeParamRequired'];
+
+export function roleRep(role: Role, composite: boolean) {
+  return {
+    id: role.id,
+    name: role.name,
+    description: role.description ?? undefined,
+    composite,
+    clientRole: role.clientRole,
+    containerId: role.containerId,
+    attributes: {},
+  };
+}
+
+export async function roleReps(ctx: ServerContext, roles: Role[]) {
+  const composites = await ctx.storage.roles.hasComposites(roles.map((r) => r.id));
+  return roles.map((r) => roleRep(r, composites.has(r.id)));
+}
+
+export function parseRole(body: unknown, path = 'role'): { name?: string; description?: string } {
+  return parseRepresentation(body, roleSpec, roleIgnored, path) as { name?: string; description?: string };
+}
+
+/** Routes shared by realm roles (/roles) and client roles (/clients/{id}/roles): one container each. */
+export function containerRoleRoutes(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  prefix: string,
+  resolve: (ctx: ServerContext, request: AdminRequest) => Promise<{ realm: Realm; containerId: string; clientRole: boolean; eventPath: string }>,
+  permission: { view: 'view-realm' | 'view-clients'; manage: 'manage-realm' | 'manage-clients' },
+): void {
+  const resourceType = (clientRole: boolean) => (clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE');
+
+  app.get(prefix, async (request: AdminRequest) => {
+    const c = await resolve(ctx, request);
+    requireRole(callerOf(request), c.realm, permission.view);
+    const roles = await ctx.storage.roles.list(c.containerId, {
+      search: queryString(request.query, 'search'),
+      first: queryInt(request.query, 'first', 0),
+      max: queryInt(request.query, 'max', undefined),
+    });
+    return roleReps(ctx, roles);
+  });
+
+  app.post(prefix, async (request: AdminRequest, reply) => {
+    const c = await resolve(ctx, request);
+    requireRole(callerOf(request), c.realm, permission.manage);
+    const input = parseRole(request.body);
+    if (!input.name) throw badRequest('role.name: is required', 'name');
+    const role: Role = { id: newId(), realmId: c.realm.id, containerId: c.containerId, clientRole: c.clientRole, name: input.name, description: input.description ?? null };
+    try {
+      await ctx.storage.roles.insert(role);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`Role with name ${input.name} already exists`, 'name');
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, c.realm, 'CREATE', resourceType(c.clientRole), `${c.eventPath}/${role.name}`, roleRep(role, false));
+    return reply.code(201).header('location', locationOf(ctx, request, role.name)).send();
+  });
+
+  const byName = async (request: AdminRequest) => {
+    const c = await resolve(ctx, request);
+    const role = await ctx.storage.roles.byName(c.containerId, request.params.roleName);
+    if (!role) throw notFound('Could not find role');
+    return { ...c, role };
+  };
+
+  app.get(`${prefix}/:roleName`, async (request: AdminRequest) => {
+    const { realm, role } = await byName(request);
+    requireRole(callerOf(request), realm, permission.view);
+    return (await roleReps(ctx, [role]))[0];
+  });
+
+  app.put(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
+    const { realm, role, clientRole, eventPath } = await byName(request);
+    requireRole(callerOf(request), realm, permission.manage);
+    const input = parseRole(request.body);
+    const updated = { ...role, name: input.name ?? role.name, description: input.description ?? null };
+    try {
+      await ctx.storage.roles.update(updated);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`Role with name ${updated.name} already exists`, 'name');
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', resourceType(clientRole), `${eventPath}/${updated.name}`, roleRep(updated, false));
+    return reply.code(204).send();
+  });
+
+  app.delete(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
+    const { realm, role, clientRole, eventPath } = await byName(request);
+    requireRole(callerOf(request), realm, permission.manage);
+    if (!clientRole && role.name === `default-roles-${realm.name.toLowerCase()}`) throw badRequest('The default role of a realm cannot be deleted');
+    await ctx.storage.roles.delete(role.id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}`);
+    return reply.code(204).send();
+  });
+
+  app.get(`${prefix}/:roleName/composites`, async (request: AdminRequest) => {
+    const { realm, role } = await byName(request);
+    requireRole(callerOf(request), realm, permission.view);
+    return roleReps(ctx, await ctx.storage.roles.composites(role.id));
+  });
+
+  app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
+    const { realm, role, clientRole, eventPath } = await byName(request);
+    requireRole(callerOf(request), realm, permission.manage);
+    const children = await rolesFromBody(ctx, realm, request.body);
+    await ctx.storage.roles.addComposites(role.id, children.map((r) => r.id));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
+    return reply.code(204).send();
+  });
+
+  app.delete(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
+    const { realm, role, clientRole, eventPath } = await byName(request);
+    requireRole(callerOf(request), realm, permission.manage);
+    const children = await rolesFromBody(ctx, realm, request.body);
+    await ctx.storage.roles.removeComposites(role.id, children.map((r) => r.id));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
+    return reply.code(204).send();
+  });
+
+  app.get(`${prefix}/:roleName/users`, async (request: AdminRequest) => {
+    const { realm, role } = await byName(request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const rows = await ctx.storage.db
+      .selectFrom('user_role')
+      .select('user_id')
+      .where('role_id', '=', role.id)
+      .limit(queryInt(request.query, 'max', 100)!)
+      .offset(queryInt(request.query, 'first', 0)!)
+      .execute();
+    const users = await Promise.all(rows.map((r) => ctx.storage.users.byId(realm.id, r.user_id)));
+    return users.filter((u) => u !== null).map((u) => userRep(u!));
+  });
+}
+
+/**
+ * A body that lists roles (`[{id}]` or `[{name}]`, as the admin client sends them): every one must exist
+ * in this realm, or nothing changes.
+ */
+export async function rolesFromBody(ctx: ServerContext, realm: Realm, body: unknown, containerId?: string): Promise<Role[]> {
+  if (!Array.isArray(body) || body.length > 500) throw badRequest('Request body must be an array of roles (at most 500)');
+  const roles: Role[] = [];
+  for (const [i, item] of body.entries()) {
+    if (typeof item !== 'object' || item === null) throw badRequest(`[${i}]: must be a role object`);
+    const { id, name } = item as { id?: unknown; name?: unknown };
+    let role: Role | null = null;
+    if (typeof id === 'string') {
+      role = await ctx.storage.roles.byId(realm.id, id.length === 36 ? id : '');
+    } else if (typeof name === 'string') {
+      role = await ctx.storage.roles.byName(containerId ?? realm.id, name);
+    } else {
+      throw badRequest(`[${i}]: a role needs an "id" or a "name"`);
+    }
+    if (!role || (containerId !== undefined && role.containerId !== containerId)) throw notFound(`Role ${String(id ?? name)} not found`);
+    roles.push(role);
+  }
+  return roles;
+}
+
+export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  containerRoleRoutes(
+    app,
+    ctx,
+    '/realms/:realm/roles',
+    async (c, request) => {
+      const realm = await targetRealm(c, request);
+      return { realm, containerId: realm.id, clientRole: false, eventPath: 'roles' };
+    },
+    { view: 'view-realm', manage: 'manage-realm' },
+  );
+
+  const byId = async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const realm = await targetRealm(ctx, request);
+    const role = await ctx.storage.roles.byId(realm.id, pathId(request.params.id, 'Role'));
+    if (!role) throw notFound('Could not find role with id');
+    return { realm, role };
+  };
+  const permissionFor = (role: Role, write: boolean) =>
+    role.clientRole ? (write ? 'manage-clients' : 'view-clients') : write ? 'manage-realm' : 'view-realm';
+
+  app.get('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    return (await roleReps(ctx, [role]))[0];
+  });
+  app.put('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, true));
+    const input = parseRole(request.body);
+    const updated = { ...role, name: input.name ?? role.name, description: input.description ?? null };
+    try {
+      await ctx.storage.roles.update(updated);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`Role with name ${updated.name} already exists`, 'name');
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}`, roleRep(updated, false));
+    return reply.code(204).send();
+  });
+  app.delete('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, true));
+    await ctx.storage.roles.delete(role.id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}`);
+    return reply.code(204).send();
+  });
+  app.get('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    return roleReps(ctx, await ctx.storage.roles.composites(role.id));
+  });
+  app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, true));
+    const children = await rolesFromBody(ctx, realm, request.body);
+    await ctx.storage.roles.addComposites(role.id, children.map((r) => r.id));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
+    return reply.code(204).send();
+  });
+  app.delete('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, true));
+    const children = await rolesFromBody(ctx, realm, request.body);
+    await ctx.storage.roles.removeComposites(role.id, children.map((r) => r.id));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
+    return reply.code(204).send();
+  });
+}

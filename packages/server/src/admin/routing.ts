@@ -1,0 +1,62 @@
+import type { FastifyRequest } from 'fastify';
+import type { AdminOperation, UserSnapshot } from '@realmgate/spi';
+import type { ServerContext } from '../context.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import { notFound } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import { uuidPattern } from './validation.js';
+import type { AdminAuth } from './auth.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    adminAuth?: AdminAuth;
+  }
+}
+
+export type AdminRequest<P = Record<string, string>, B = unknown> = FastifyRequest<{ Params: P; Body: B; Querystring: Record<string, unknown> }>;
+
+export function callerOf(request: FastifyRequest): AdminAuth {
+  if (!request.adminAuth) throw new Error('admin route reached without authentication');
+  return request.adminAuth;
+}
+
+export async function targetRealm(ctx: ServerContext, request: FastifyRequest): Promise<Realm> {
+  const name = (request.params as { realm: string }).realm;
+  const realm = name.length <= 255 ? await ctx.storage.realms.byName(name) : null;
+  if (!realm) throw notFound('Realm not found.');
+  return realm;
+}
+
+/** A path id that is not a UUID names nothing: 404 without touching the database. */
+export function pathId(value: string, what: string): string {
+  if (!uuidPattern.test(value)) throw notFound(`${what} not found`);
+  return value.toLowerCase();
+}
+
+export async function recordAdminEvent(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  realm: Realm,
+  operationType: AdminOperation,
+  resourceType: string,
+  resourcePath: string,
+  representation?: unknown,
+  user?: UserSnapshot | null,
+): Promise<void> {
+  const caller = callerOf(request);
+  await ctx.events.admin(realm, {
+    operationType,
+    resourceType,
+    resourcePath,
+    representation,
+    auth: { realmId: caller.realm.id, clientId: caller.clientId, userId: caller.userId },
+    request: requestInfo(request),
+    user: user ?? null,
+  });
+}
+
+/** Absolute URL of a resource just created under the request's path, for the Location header. */
+export function locationOf(ctx: ServerContext, request: FastifyRequest, id: string): string {
+  const path = request.url.split('?')[0].replace(/\/$/, '');
+  return `${baseUrl(request, ctx.config.hostname)}${path}/${encodeURIComponent(id)}`;
+}

@@ -1,0 +1,130 @@
+import { badRequest } from '../model/errors.js';
+
+type FieldType = 'string' | 'boolean' | 'integer' | 'stringArray' | 'stringMap' | 'multiMap' | 'object';
+
+export interface FieldSpec {
+  type: FieldType;
+  /** Longest string (or longest item / value for collections); 255 by default, as Keycloak's columns. */
+  max?: number;
+  min?: number;
+  pattern?: RegExp;
+  patternHint?: string;
+}
+
+export type Spec = Record<string, FieldSpec>;
+
+/**
+ * Validates a JSON representation: a field of Keycloak's representation that this server does not use is
+ * accepted and ignored (so Keycloak exports round-trip); any other field is refused, as Keycloak refuses
+ * unrecognized fields. `null` means "not given", as in Keycloak.
+ */
+export function parseRepresentation(
+  body: unknown,
+  spec: Spec,
+  ignored: readonly string[],
+  path: string,
+  /** When given (realm import), an unknown field is reported here and skipped instead of refused. */
+  onUnknown?: (path: string) => void,
+): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw badRequest(`${path}: must be a JSON object`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) {
+    const field = Object.hasOwn(spec, key) ? spec[key] : undefined;
+    if (!field) {
+      if (ignored.includes(key)) continue;
+      if (onUnknown) {
+        onUnknown(`${path}.${key}`);
+        continue;
+      }
+      throw badRequest(`${path}.${key}: unrecognized field`, key);
+    }
+    if (value === null) continue;
+    out[key] = checkField(`${path}.${key}`, key, value, field);
+  }
+  return out;
+}
+
+function checkField(path: string, key: string, value: unknown, field: FieldSpec): unknown {
+  const max = field.max ?? 255;
+  const fail = (expected: string) => badRequest(`${path}: must be ${expected}`, key);
+  const checkString = (s: unknown, label = 'a string') => {
+    if (typeof s !== 'string') throw fail(label);
+    if (s.length > max) throw fail(`at most ${max} characters`);
+    return s;
+  };
+  switch (field.type) {
+    case 'string': {
+      const s = checkString(value);
+      if (field.min !== undefined && s.length < field.min) throw fail(`at least ${field.min} characters`);
+      if (field.pattern && !field.pattern.test(s)) throw fail(field.patternHint ?? `of the form ${field.pattern}`);
+      return s;
+    }
+    case 'boolean':
+      if (typeof value !== 'boolean') throw fail('true or false');
+      return value;
+    case 'integer':
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw fail('an integer');
+      if (field.min !== undefined && value < field.min) throw fail(`at least ${field.min}`);
+      return value;
+    case 'stringArray':
+      if (!Array.isArray(value) || value.length > 1000) throw fail('an array of strings');
+      return value.map((v) => checkString(v, 'an array of strings'));
+    case 'stringMap': {
+      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object of string values');
+      const entries = Object.entries(value as object);
+      if (entries.length > 500) throw fail('an object of at most 500 entries');
+      const map: Record<string, string> = {};
+      for (const [k, v] of entries) {
+        if (k.length > 255) throw fail('an object whose keys have at most 255 characters');
+        // Keycloak's client attributes arrive as strings; numbers and booleans are stored as their text.
+        if (typeof v === 'number' || typeof v === 'boolean') map[k] = String(v);
+        else map[k] = checkString(v, 'an object of string values');
+      }
+      return map;
+    }
+    case 'multiMap': {
+      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object of string arrays');
+      const entries = Object.entries(value as object);
+      if (entries.length > 500) throw fail('an object of at most 500 entries');
+      const map: Record<string, string[]> = {};
+      for (const [k, v] of entries) {
+        if (k.length > 255) throw fail('an object whose keys have at most 255 characters');
+        const list = Array.isArray(v) ? v : [v];
+        map[k] = list.map((item) => checkString(item, 'an object of string arrays'));
+      }
+      return map;
+    }
+    case 'object':
+      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object');
+      return value;
+  }
+}
+
+/** Query parameters: `first`/`max` paging and booleans, with 400s that name the parameter. */
+export function queryInt(query: Record<string, unknown>, name: string, fallback: number | undefined, max = 10_000): number | undefined {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw badRequest(`Query parameter "${name}" must be a non-negative integer`, name);
+  return Math.min(Number(raw), max);
+}
+
+export function queryBool(query: Record<string, unknown>, name: string): boolean | undefined {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw badRequest(`Query parameter "${name}" must be true or false`, name);
+}
+
+export function queryString(query: Record<string, unknown>, name: string, max = 255): string | undefined {
+  const raw = query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string') throw badRequest(`Query parameter "${name}" must be given once`, name);
+  if (raw.length > max) throw badRequest(`Query parameter "${name}" is longer than ${max} characters`, name);
+  return raw;
+}
+
+/** Ids in paths are UUIDs; anything else cannot name a resource (and never reaches a query). */
+export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,0 +1,64 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ServerContext } from './context.js';
+import { newSecret } from './credentials/index.js';
+import { createRealmFromImport, parseRealmImport } from './admin/index.js';
+import { createUser, provisionRealm, setPassword } from './services/index.js';
+
+/** First start: the master realm and its administrator. Returns the generated password, if one was made. */
+export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username: string; generatedPassword: string | null } | null> {
+  if (await ctx.storage.realms.byName('master')) return null;
+  const { config } = ctx;
+  let password = config.bootstrapAdminPassword;
+  let generated: string | null = null;
+  if (!password) {
+    if (config.mode === 'production') {
+      throw new Error('REALMGATE_BOOTSTRAP_ADMIN_PASSWORD must be set for the first start in production mode');
+    }
+    password = generated = newSecret(12);
+  }
+  const username = config.bootstrapAdminUsername;
+  await ctx.storage.transaction(async (trx) => {
+    const master = await provisionRealm(ctx.storage, ctx.keys, 'master', (r) => (r.displayName = 'Realmgate'), trx);
+    const admin = await createUser(ctx.storage, master, { username, enabled: true, emailVerified: true }, trx);
+    await setPassword(ctx.storage, admin, password!, trx);
+    const adminRole = await trx.selectFrom('role').select('id').where('container_id', '=', master.id).where('name', '=', 'admin').executeTakeFirstOrThrow();
+    await ctx.storage.roles.grant(admin.id, [adminRole.id], trx);
+  });
+  return { username, generatedPassword: generated };
+}
+
+/** Imports every *.json realm file of `directory`; realms that exist are left as they are. */
+export async function importRealmDirectory(ctx: ServerContext, directory: string): Promise<string[]> {
+  const imported: string[] = [];
+  const files = (await readdir(directory)).filter((f) => f.endsWith('.json')).sort();
+  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
+  for (const file of files) {
+    const path = join(directory, file);
+    let body: unknown;
+    try {
+      body = JSON.parse(await readFile(path, 'utf8'));
+    } catch (error) {
+      throw new Error(`realm import ${path}: not valid JSON (${(error as Error).message})`);
+    }
+    let parsed;
+    try {
+      parsed = parseRealmImport(body, isListener, (field) => ctx.logger.warn({ file: path, field }, 'realm import: field not supported, ignored'));
+    } catch (error) {
+      throw new Error(`realm import ${path}: ${(error as Error).message}`);
+    }
+    const name = parsed.settings.realm as string;
+    if (await ctx.storage.realms.byName(name)) {
+      ctx.logger.info({ realm: name, file: path }, 'realm exists, import skipped');
+      continue;
+    }
+    try {
+      await createRealmFromImport(ctx, parsed);
+    } catch (error) {
+      throw new Error(`realm import ${path}: ${(error as Error).message}`);
+    }
+    ctx.logger.info({ realm: name, file: path }, 'realm imported');
+    imported.push(name);
+  }
+  return imported;
+}

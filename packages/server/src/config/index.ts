@@ -1,0 +1,114 @@
+import { readFileSync } from 'node:fs';
+import { options, type OptionSpec, type ServerConfig } from './schema.js';
+
+export { options, type OptionSpec, type ServerConfig } from './schema.js';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface ConfigSources {
+  argv?: readonly string[];
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Flag > environment variable > config file > default; every value validated, errors name key and source. */
+export function loadConfig({ argv = [], env = {} }: ConfigSources = {}): ServerConfig {
+  const flags = parseFlags(argv);
+  const configFile = flags.get('--config') ?? env.REALMGATE_CONFIG_FILE ?? null;
+  const file = configFile ? readConfigFile(configFile) : {};
+  const known = new Set<string>(['providers', ...options.map((o) => o.key)]);
+  for (const key of Object.keys(file)) {
+    if (!known.has(key)) throw new ConfigError(`unknown key "${key}" in config file ${configFile}`);
+  }
+  const config: Record<string, unknown> = { configFile };
+  for (const option of options as readonly OptionSpec[]) {
+    const fromFlag = flags.get(option.flag);
+    const fromEnv = env[option.env];
+    if (fromFlag !== undefined) config[option.key] = parseValue(option, fromFlag, `flag ${option.flag}`);
+    else if (fromEnv !== undefined && fromEnv !== '') config[option.key] = parseValue(option, fromEnv, `environment variable ${option.env}`);
+    else if (option.key in file) config[option.key] = parseValue(option, file[option.key], `config file key "${option.key}"`);
+    else config[option.key] = option.default;
+  }
+  const providers = file.providers ?? {};
+  if (typeof providers !== 'object' || providers === null || Array.isArray(providers)) {
+    throw new ConfigError(`config file key "providers" must be an object of provider id → settings`);
+  }
+  config.providers = providers;
+  const flagNames = new Set<string>(['--config', ...options.map((o) => o.flag)]);
+  for (const name of flags.keys()) {
+    if (!flagNames.has(name)) throw new ConfigError(`unknown option ${name}; known: ${[...flagNames].join(', ')}`);
+  }
+  return config as ServerConfig;
+}
+
+function parseFlags(argv: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    if (eq > 0) {
+      flags.set(arg.slice(0, eq), arg.slice(eq + 1));
+    } else {
+      const value = argv[i + 1];
+      if (value === undefined || value.startsWith('--')) throw new ConfigError(`option ${arg} needs a value`);
+      flags.set(arg, value);
+      i++;
+    }
+  }
+  return flags;
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const parsed = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    return parsed as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function parseValue(option: OptionSpec, raw: unknown, source: string): unknown {
+  const shown = option.secret ? '(hidden)' : JSON.stringify(raw);
+  const fail = (expected: string) => new ConfigError(`${option.key}: ${source} must be ${expected}, got ${shown}`);
+  switch (option.type) {
+    case 'integer': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+      if (!Number.isInteger(n) || (option.min !== undefined && n < option.min) || (option.max !== undefined && n > option.max)) {
+        throw fail(`an integer from ${option.min} to ${option.max}`);
+      }
+      return n;
+    }
+    case 'boolean':
+      if (raw === true || raw === 'true') return true;
+      if (raw === false || raw === 'false') return false;
+      throw fail('true or false');
+    case 'enum':
+      if (typeof raw === 'string' && option.values!.includes(raw)) return raw;
+      throw fail(`one of ${option.values!.join(', ')}`);
+    case 'url': {
+      if (typeof raw !== 'string') throw fail('a URL');
+      try {
+        const url = new URL(raw);
+        return url.href.replace(/\/$/, '');
+      } catch {
+        throw fail('a URL');
+      }
+    }
+    case 'list':
+      if (Array.isArray(raw) && raw.every((v) => typeof v === 'string')) return raw;
+      if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      throw fail('a comma-separated list');
+    case 'string':
+      if (typeof raw === 'string' && raw.length > 0) return raw;
+      throw fail('a non-empty string');
+  }
+}

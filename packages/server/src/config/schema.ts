@@ -1,0 +1,52 @@
+/**
+ * Every server option, once: its config-file key, environment variable, CLI flag, type and default.
+ * The configuration reference in docs/ is generated from this table.
+ */
+export type OptionType = 'string' | 'integer' | 'boolean' | 'url' | 'enum' | 'list';
+
+export interface OptionSpec {
+  key: string;
+  env: string;
+  flag: string;
+  type: OptionType;
+  default: string | number | boolean | string[] | null;
+  values?: readonly string[];
+  min?: number;
+  max?: number;
+  description: string;
+  secret?: boolean;
+}
+
+export const options = [
+  { key: 'mode', env: 'REALMGATE_MODE', flag: '--mode', type: 'enum', values: ['development', 'production'], default: 'development', description: 'development: readable logs, generated admin password, mails to the log. production: JSON logs; the bootstrap admin password must be given.' },
+  { key: 'httpHost', env: 'REALMGATE_HTTP_HOST', flag: '--http-host', type: 'string', default: '0.0.0.0', description: 'Address to listen on.' },
+  { key: 'httpPort', env: 'REALMGATE_HTTP_PORT', flag: '--http-port', type: 'integer', min: 0, max: 65535, default: 8080, description: 'Port to listen on (0 picks a free one).' },
+  { key: 'hostname', env: 'REALMGATE_HOSTNAME', flag: '--hostname', type: 'url', default: null, description: "Public base URL (as Keycloak's hostname option); issuers are <hostname>/realms/<realm>. When unset, taken from each request." },
+  { key: 'proxyTrustedAddresses', env: 'REALMGATE_PROXY_TRUSTED_ADDRESSES', flag: '--proxy-trusted-addresses', type: 'list', default: [], description: 'Comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-* headers are believed.' },
+  { key: 'dbUrl', env: 'REALMGATE_DB_URL', flag: '--db-url', type: 'string', default: 'sqlite:./data/realmgate.db', description: 'sqlite:<path> (embedded) or postgres://user@host:port/db.', secret: true },
+  { key: 'redisUrl', env: 'REALMGATE_REDIS_URL', flag: '--redis-url', type: 'url', default: null, description: 'Redis for state shared by several server processes; memory when unset.', secret: true },
+  { key: 'bootstrapAdminUsername', env: 'REALMGATE_BOOTSTRAP_ADMIN_USERNAME', flag: '--bootstrap-admin-username', type: 'string', default: 'admin', description: 'Username of the master-realm administrator created on first start.' },
+  { key: 'bootstrapAdminPassword', env: 'REALMGATE_BOOTSTRAP_ADMIN_PASSWORD', flag: '--bootstrap-admin-password', type: 'string', default: null, description: 'Its password; generated and printed once in development mode when unset.', secret: true },
+  { key: 'providersDir', env: 'REALMGATE_PROVIDERS_DIR', flag: '--providers-dir', type: 'string', default: './providers', description: 'Directory whose packages are loaded as providers at start-up.' },
+  { key: 'importRealm', env: 'REALMGATE_IMPORT_REALM', flag: '--import-realm', type: 'string', default: null, description: 'Directory of Keycloak-format realm JSON files imported at start-up (realms that exist are skipped).' },
+  { key: 'logLevel', env: 'REALMGATE_LOG_LEVEL', flag: '--log-level', type: 'enum', values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info', description: 'Minimum log level.' },
+  { key: 'shutdownGraceMs', env: 'REALMGATE_SHUTDOWN_GRACE_MS', flag: '--shutdown-grace-ms', type: 'integer', min: 0, max: 600000, default: 10000, description: 'How long SIGTERM waits for requests and deliveries in flight.' },
+  { key: 'themeDir', env: 'REALMGATE_THEME_DIR', flag: '--theme-dir', type: 'string', default: null, description: 'Directory whose templates and styles override the built-in theme.' },
+] as const satisfies readonly OptionSpec[];
+
+type ValueOf<T extends OptionSpec> = T['type'] extends 'integer'
+  ? number
+  : T['type'] extends 'boolean'
+    ? boolean
+    : T['type'] extends 'list'
+      ? string[]
+      : T['default'] extends null
+        ? string | null
+        : string;
+
+export type ServerConfig = { -readonly [O in (typeof options)[number] as O['key']]: ValueOf<O> } & {
+  /** Sections of the config file for providers, by provider id. */
+  providers: Record<string, Record<string, unknown>>;
+  /** The config file read, if any. */
+  configFile: string | null;
+};

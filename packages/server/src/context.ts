@@ -1,0 +1,23 @@
+import type { ServerConfig } from './config/index.js';
+import type { EventBus } from './events/index.js';
+import type { RealmKeys } from './keys/index.js';
+import type { MetricsRegistry, ServerLogger } from './observability/index.js';
+import type { TokenService } from './protocol/openid-connect/tokens.js';
+import type { ProviderRegistry } from './providers/index.js';
+import type { Storage } from './storage/index.js';
+import type { OwnedSharedStore } from './store/index.js';
+
+/** The services the composition root builds once and hands to every route module. */
+export interface ServerContext {
+  config: ServerConfig;
+  logger: ServerLogger;
+  metrics: MetricsRegistry;
+  storage: Storage;
+  keys: RealmKeys;
+  tokens: TokenService;
+  events: EventBus;
+  store: OwnedSharedStore;
+  providers: ProviderRegistry;
+  /** The server package version, shown in serverinfo. */
+  version: string;
+}

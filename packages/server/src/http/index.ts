@@ -1,0 +1,2 @@
+export { createHttpApp, FORM_BODY_LIMIT, JSON_BODY_LIMIT } from './app.js';
+export { baseUrl, requestInfo } from './request-info.js';

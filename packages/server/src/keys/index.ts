@@ -1,0 +1,87 @@
+import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { newId } from '../credentials/index.js';
+import type { Db, Storage } from '../storage/index.js';
+
+const ALGORITHM = 'RS256';
+
+export interface SigningKey {
+  kid: string;
+  algorithm: string;
+  key: CryptoKey;
+}
+
+/** Realm signing keys: kept in the database so every process signs and verifies alike; rotatable. */
+export class RealmKeys {
+  // A kid's key material never changes, so an imported key can be cached for the process's life.
+  private readonly imported = new Map<string, Promise<CryptoKey>>();
+
+  constructor(private readonly storage: Storage) {}
+
+  async generate(realmId: string, db: Db = this.storage.db): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true, modulusLength: 2048 });
+    const kid = newId();
+    const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM, use: 'sig' };
+    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
+    await db
+      .insertInto('realm_key')
+      .values({
+        kid,
+        realm_id: realmId,
+        algorithm: ALGORITHM,
+        private_jwk: JSON.stringify(privateJwk),
+        public_jwk: JSON.stringify(publicJwk),
+        active: 1,
+        created_at: Date.now(),
+      })
+      .execute();
+    return kid;
+  }
+
+  /** A new active key; older keys stay published so tokens they signed still verify. */
+  async rotate(realmId: string): Promise<string> {
+    const kid = await this.generate(realmId);
+    await this.storage.db.updateTable('realm_key').set({ active: 0 }).where('realm_id', '=', realmId).where('kid', '!=', kid).execute();
+    return kid;
+  }
+
+  async signingKey(realmId: string): Promise<SigningKey> {
+    const row = await this.storage.db
+      .selectFrom('realm_key')
+      .select(['kid', 'algorithm', 'private_jwk'])
+      .where('realm_id', '=', realmId)
+      .where('active', '=', 1)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (!row) throw new Error(`realm ${realmId} has no active signing key`);
+    return { kid: row.kid, algorithm: row.algorithm, key: await this.importOnce(`${row.kid}:private`, row.private_jwk, row.algorithm) };
+  }
+
+  async verificationKey(realmId: string, kid: string): Promise<CryptoKey | null> {
+    const row = await this.storage.db
+      .selectFrom('realm_key')
+      .select(['public_jwk', 'algorithm'])
+      .where('realm_id', '=', realmId)
+      .where('kid', '=', kid)
+      .executeTakeFirst();
+    return row ? this.importOnce(`${kid}:public`, row.public_jwk, row.algorithm) : null;
+  }
+
+  async jwks(realmId: string): Promise<{ keys: JWK[] }> {
+    const rows = await this.storage.db
+      .selectFrom('realm_key')
+      .select('public_jwk')
+      .where('realm_id', '=', realmId)
+      .orderBy('created_at', 'desc')
+      .execute();
+    return { keys: rows.map((r) => JSON.parse(r.public_jwk) as JWK) };
+  }
+
+  private importOnce(cacheKey: string, jwk: string, algorithm: string): Promise<CryptoKey> {
+    let key = this.imported.get(cacheKey);
+    if (!key) {
+      key = importJWK(JSON.parse(jwk) as JWK, algorithm) as Promise<CryptoKey>;
+      this.imported.set(cacheKey, key);
+    }
+    return key;
+  }
+}

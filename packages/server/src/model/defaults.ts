@@ -1,0 +1,92 @@
+import type { Client, Realm } from './types.js';
+
+/** Keycloak's built-in clients of every realm. */
+export const REALM_MANAGEMENT = 'realm-management';
+export const ADMIN_CLI = 'admin-cli';
+export const ACCOUNT = 'account';
+
+/** Client roles of realm-management, with realm-admin the composite of all of them, as Keycloak's. */
+export const realmManagementRoles = [
+  'create-client',
+  'impersonation',
+  'manage-authorization',
+  'manage-clients',
+  'manage-events',
+  'manage-identity-providers',
+  'manage-realm',
+  'manage-users',
+  'query-clients',
+  'query-groups',
+  'query-realms',
+  'query-users',
+  'view-authorization',
+  'view-clients',
+  'view-events',
+  'view-identity-providers',
+  'view-realm',
+  'view-users',
+] as const;
+
+/** Keycloak's implied roles: holding the key grants the listed ones. */
+export const impliedManagementRoles: Record<string, string[]> = {
+  'view-clients': ['query-clients'],
+  'view-users': ['query-users', 'query-groups'],
+};
+
+export const accountRoles = ['manage-account', 'view-profile', 'delete-account'] as const;
+
+export function defaultRealm(id: string, name: string, now: number): Realm {
+  return {
+    id,
+    name,
+    displayName: null,
+    enabled: true,
+    registrationAllowed: false,
+    resetPasswordAllowed: false,
+    verifyEmail: false,
+    loginWithEmailAllowed: true,
+    duplicateEmailsAllowed: false,
+    deleteAccountAllowed: false,
+    organizationsEnabled: false,
+    eventsEnabled: false,
+    eventsExpiration: null,
+    adminEventsEnabled: false,
+    adminEventsDetailsEnabled: false,
+    eventsListeners: ['jboss-logging'],
+    enabledEventTypes: [],
+    smtpServer: {},
+    browserFlow: 'browser',
+    registrationFlow: 'registration',
+    resetCredentialsFlow: 'reset credentials',
+    accessTokenLifespan: 300,
+    ssoSessionIdleTimeout: 1800,
+    ssoSessionMaxLifespan: 36000,
+    attributes: {},
+    createdAt: now,
+  };
+}
+
+export function defaultClient(id: string, realmId: string, clientId: string): Client {
+  return {
+    id,
+    realmId,
+    clientId,
+    name: null,
+    description: null,
+    secret: null,
+    publicClient: false,
+    bearerOnly: false,
+    enabled: true,
+    protocol: 'openid-connect',
+    rootUrl: null,
+    baseUrl: null,
+    redirectUris: [],
+    webOrigins: [],
+    serviceAccountsEnabled: false,
+    standardFlowEnabled: true,
+    directAccessGrantsEnabled: false,
+    implicitFlowEnabled: false,
+    fullScopeAllowed: true,
+    attributes: {},
+  };
+}

@@ -1,0 +1,120 @@
+export interface SmtpServer {
+  host?: string;
+  port?: string;
+  from?: string;
+  fromDisplayName?: string;
+  replyTo?: string;
+  auth?: string;
+  user?: string;
+  password?: string;
+  ssl?: string;
+  starttls?: string;
+  [key: string]: string | undefined;
+}
+
+export interface Realm {
+  id: string;
+  name: string;
+  displayName: string | null;
+  enabled: boolean;
+  registrationAllowed: boolean;
+  resetPasswordAllowed: boolean;
+  verifyEmail: boolean;
+  loginWithEmailAllowed: boolean;
+  duplicateEmailsAllowed: boolean;
+  deleteAccountAllowed: boolean;
+  organizationsEnabled: boolean;
+  eventsEnabled: boolean;
+  eventsExpiration: number | null;
+  adminEventsEnabled: boolean;
+  adminEventsDetailsEnabled: boolean;
+  eventsListeners: string[];
+  enabledEventTypes: string[];
+  smtpServer: SmtpServer;
+  browserFlow: string;
+  registrationFlow: string;
+  resetCredentialsFlow: string;
+  accessTokenLifespan: number;
+  ssoSessionIdleTimeout: number;
+  ssoSessionMaxLifespan: number;
+  attributes: Record<string, string>;
+  createdAt: number;
+}
+
+export interface Client {
+  id: string;
+  realmId: string;
+  clientId: string;
+  name: string | null;
+  description: string | null;
+  secret: string | null;
+  publicClient: boolean;
+  bearerOnly: boolean;
+  enabled: boolean;
+  protocol: string;
+  rootUrl: string | null;
+  baseUrl: string | null;
+  redirectUris: string[];
+  webOrigins: string[];
+  serviceAccountsEnabled: boolean;
+  standardFlowEnabled: boolean;
+  directAccessGrantsEnabled: boolean;
+  implicitFlowEnabled: boolean;
+  fullScopeAllowed: boolean;
+  attributes: Record<string, string>;
+}
+
+export interface User {
+  id: string;
+  realmId: string;
+  username: string;
+  email: string | null;
+  emailVerified: boolean;
+  firstName: string | null;
+  lastName: string | null;
+  enabled: boolean;
+  createdTimestamp: number;
+  attributes: Record<string, string[]>;
+  serviceAccountClientId: string | null;
+  passwordHash: string | null;
+  passwordCreated: number | null;
+}
+
+export interface Role {
+  id: string;
+  realmId: string;
+  containerId: string;
+  clientRole: boolean;
+  name: string;
+  description: string | null;
+}
+
+export interface Organization {
+  id: string;
+  realmId: string;
+  name: string;
+  alias: string;
+  description: string | null;
+  enabled: boolean;
+  redirectUrl: string | null;
+  attributes: Record<string, string[]>;
+  domains: { name: string; verified: boolean }[];
+}
+
+export interface UserSession {
+  id: string;
+  realmId: string;
+  userId: string;
+  ipAddress: string | null;
+  started: number;
+  lastRefresh: number;
+}
+
+export interface ClientSession {
+  id: string;
+  sessionId: string;
+  clientId: string;
+  refreshTokenId: string | null;
+  scope: string;
+  started: number;
+}

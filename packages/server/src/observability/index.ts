@@ -1,0 +1,2 @@
+export { createLogger, providerLogger, type ServerLogger } from './logger.js';
+export { MetricsRegistry } from './metrics.js';

@@ -1,0 +1,47 @@
+import type { FastifyRequest } from 'fastify';
+import { secretsEqual } from '../../credentials/index.js';
+import { OAuthError } from '../../model/errors.js';
+import type { Client, Realm } from '../../model/types.js';
+import type { Storage } from '../../storage/index.js';
+
+export type FormBody = Record<string, string | undefined>;
+
+/** Reads a form body field; a repeated parameter is a malformed request (RFC 6749 3.1). */
+export function formField(body: unknown, name: string): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const value = (body as Record<string, unknown>)[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new OAuthError(400, 'invalid_request', `parameter ${name} must be given once`);
+  return value;
+}
+
+function basicCredentials(request: FastifyRequest): { id: string; secret: string } | null {
+  const header = request.headers.authorization;
+  if (!header || !/^basic /i.test(header)) return null;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new OAuthError(401, 'invalid_client', 'Malformed Basic credentials', { 'www-authenticate': 'Basic realm="realmgate"' });
+  try {
+    // RFC 6749 2.3.1: both parts are form-urlencoded before base64.
+    return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+  } catch {
+    throw new OAuthError(401, 'invalid_client', 'Malformed Basic credentials');
+  }
+}
+
+/** client_secret_basic, client_secret_post, or a public client naming itself. */
+export async function authenticateClient(storage: Storage, realm: Realm, request: FastifyRequest): Promise<Client> {
+  const basic = basicCredentials(request);
+  const clientId = basic?.id ?? formField(request.body, 'client_id');
+  const secret = basic?.secret ?? formField(request.body, 'client_secret');
+  if (!clientId) throw new OAuthError(401, 'invalid_client', 'Missing client_id');
+  const client = await storage.clients.byClientId(realm.id, clientId);
+  if (!client) throw new OAuthError(401, 'invalid_client', 'Invalid client or Invalid client credentials');
+  if (!client.enabled) throw new OAuthError(401, 'invalid_client', 'Client disabled');
+  if (client.bearerOnly) throw new OAuthError(400, 'unauthorized_client', 'Bearer-only clients cannot request tokens');
+  if (client.publicClient) return client;
+  if (secret === undefined || client.secret === null || !secretsEqual(secret, client.secret)) {
+    throw new OAuthError(401, 'invalid_client', 'Invalid client or Invalid client credentials');
+  }
+  return client;
+}

@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../../context.js';
+import { baseUrl } from '../../http/index.js';
+import { realmOrError } from './realm-lookup.js';
+import { issuerOf } from './tokens.js';
+
+export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get<{ Params: { realm: string } }>('/realms/:realm/.well-known/openid-configuration', async (request) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    const endpoint = (path: string) => `${issuer}/protocol/openid-connect/${path}`;
+    return {
+      issuer,
+      authorization_endpoint: endpoint('auth'),
+      token_endpoint: endpoint('token'),
+      introspection_endpoint: endpoint('token/introspect'),
+      userinfo_endpoint: endpoint('userinfo'),
+      end_session_endpoint: endpoint('logout'),
+      revocation_endpoint: endpoint('revoke'),
+      registration_endpoint: `${issuer}/clients-registrations/openid-connect`,
+      jwks_uri: endpoint('certs'),
+      frontchannel_logout_session_supported: true,
+      frontchannel_logout_supported: true,
+      backchannel_logout_supported: false,
+      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token'],
+      response_types_supported: ['code'],
+      response_modes_supported: ['query', 'fragment', 'form_post'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      userinfo_signing_alg_values_supported: ['none'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: ['openid', 'profile', 'email', 'roles', 'web-origins', 'basic', 'acr', 'organization'],
+      claims_supported: ['aud', 'sub', 'iss', 'auth_time', 'name', 'given_name', 'family_name', 'preferred_username', 'email', 'email_verified', 'acr', 'azp', 'sid'],
+      claims_parameter_supported: false,
+      request_parameter_supported: false,
+      request_uri_parameter_supported: false,
+      require_request_uri_registration: false,
+      tls_client_certificate_bound_access_tokens: false,
+    };
+  });
+
+  app.get<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/certs', async (request, reply) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    return reply.header('cache-control', 'no-cache').send(await ctx.keys.jwks(realm.id));
+  });
+
+  app.get<{ Params: { realm: string } }>('/realms/:realm', async (request) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    return {
+      realm: realm.name,
+      'token-service': `${issuer}/protocol/openid-connect`,
+      'account-service': `${issuer}/account`,
+      'tokens-not-before': 0,
+    };
+  });
+}

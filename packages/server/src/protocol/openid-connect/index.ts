@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../../context.js';
+import { discoveryRoutes } from './discovery.js';
+import { introspectRoutes } from './introspect.js';
+import { logoutRoutes } from './logout.js';
+import { revokeRoutes } from './revoke.js';
+import { tokenRoutes } from './token/index.js';
+import { userinfoRoutes } from './userinfo.js';
+
+export { TokenService, TokenVerificationError, issuerOf, type IssuedTokens } from './tokens.js';
+export { bearerToken, requireBearer } from './bearer.js';
+
+export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  discoveryRoutes(app, ctx);
+  tokenRoutes(app, ctx);
+  userinfoRoutes(app, ctx);
+  introspectRoutes(app, ctx);
+  revokeRoutes(app, ctx);
+  logoutRoutes(app, ctx);
+}

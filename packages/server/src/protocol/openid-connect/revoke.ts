@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import { decodeJwt } from 'jose';
+import type { ServerContext } from '../../context.js';
+import { requestInfo } from '../../http/index.js';
+import { OAuthError } from '../../model/errors.js';
+import { authenticateClient, formField } from './client-auth.js';
+import { realmOrError } from './realm-lookup.js';
+import { TokenVerificationError } from './tokens.js';
+
+/**
+ * RFC 7009: revoking a refresh token ends its session; revoking an access token blocks it until it expires.
+ * Unknown or invalid tokens answer 200 too, so a caller learns nothing.
+ */
+export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/revoke', async (request, reply) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    const client = await authenticateClient(ctx.storage, realm, request);
+    const token = formField(request.body, 'token');
+    if (!token) throw new OAuthError(400, 'invalid_request', 'Missing parameter: token');
+    let typ: unknown;
+    try {
+      typ = decodeJwt(token).typ;
+    } catch {
+      return reply.code(200).send();
+    }
+    try {
+      const claims = await ctx.tokens.verify(realm, token, typ === 'Refresh' ? 'Refresh' : 'Bearer', ctx.config.hostname);
+      if (claims.azp !== client.clientId) throw new OAuthError(400, 'unauthorized_client', 'Unmatching clients');
+      if (typ === 'Refresh' && typeof claims.sid === 'string') {
+        await ctx.storage.sessions.delete(claims.sid);
+      } else {
+        await ctx.storage.sessions.revokeToken(claims.jti, claims.exp * 1000);
+      }
+      await ctx.events.user(realm, { type: 'REVOKE_GRANT', clientId: client.clientId, userId: claims.sub, request: requestInfo(request) });
+    } catch (error) {
+      if (!(error instanceof TokenVerificationError)) throw error;
+    }
+    return reply.code(200).send();
+  });
+}

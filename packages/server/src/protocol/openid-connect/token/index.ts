@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../../../context.js';
+import { OAuthError } from '../../../model/errors.js';
+import { authenticateClient, formField } from '../client-auth.js';
+import { realmOrError } from '../realm-lookup.js';
+import { clientCredentialsGrant } from './client-credentials.js';
+import { passwordGrant } from './password.js';
+import { refreshTokenGrant } from './refresh-token.js';
+
+export type GrantHandler = typeof passwordGrant;
+
+export function tokenRoutes(app: FastifyInstance, ctx: ServerContext, extraGrants: Record<string, GrantHandler> = {}): void {
+  const grants: Record<string, GrantHandler> = {
+    password: passwordGrant,
+    client_credentials: clientCredentialsGrant,
+    refresh_token: refreshTokenGrant,
+    ...extraGrants,
+  };
+  app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    const grantType = formField(request.body, 'grant_type');
+    if (!grantType) throw new OAuthError(400, 'invalid_request', 'Missing form parameter: grant_type');
+    const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
+    if (!grant) throw new OAuthError(400, 'unsupported_grant_type', `Unsupported grant_type ${grantType}`);
+    const client = await authenticateClient(ctx.storage, realm, request);
+    const tokens = await grant(ctx, realm, client, request);
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
+  });
+}

@@ -1,0 +1,63 @@
+import type { FastifyRequest } from 'fastify';
+import { newId, verifyPassword } from '../../../credentials/index.js';
+import { OAuthError } from '../../../model/errors.js';
+import type { Client, Realm, User } from '../../../model/types.js';
+import type { ServerContext } from '../../../context.js';
+import { baseUrl, requestInfo } from '../../../http/index.js';
+import { grantedScope, type IssuedTokens } from '../tokens.js';
+import { formField } from '../client-auth.js';
+
+/** Resource-owner password grant (Keycloak's "direct access grants"). */
+export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+  if (!client.directAccessGrantsEnabled) {
+    throw new OAuthError(400, 'unauthorized_client', 'Client not allowed for direct access grants');
+  }
+  const username = formField(request.body, 'username');
+  const password = formField(request.body, 'password');
+  if (!username || password === undefined) throw new OAuthError(400, 'invalid_request', 'Missing parameter: username or password');
+  const info = requestInfo(request);
+  const user = await findLoginUser(ctx, realm, username);
+  const valid = await verifyPassword(password, user?.passwordHash ?? null);
+  if (!user || !valid || user.serviceAccountClientId) {
+    await ctx.events.user(realm, {
+      type: 'LOGIN_ERROR',
+      clientId: client.clientId,
+      userId: user?.id ?? null,
+      error: user ? 'invalid_user_credentials' : 'user_not_found',
+      details: { auth_method: 'openid-connect', grant_type: 'password', username },
+      request: info,
+    });
+    throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials');
+  }
+  if (!user.enabled) {
+    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'user_disabled', details: { username }, request: info });
+    throw new OAuthError(400, 'invalid_grant', 'Account disabled');
+  }
+  const now = Date.now();
+  const sessionId = newId();
+  const refreshTokenId = newId();
+  const scope = grantedScope(formField(request.body, 'scope'));
+  await ctx.storage.transaction(async (trx) => {
+    await ctx.storage.sessions.create({ id: sessionId, realmId: realm.id, userId: user.id, ipAddress: info.ipAddress, started: now, lastRefresh: now }, trx);
+    await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId, clientId: client.id, refreshTokenId, scope, started: now }, trx);
+  });
+  const tokens = await ctx.tokens.issue(
+    { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId, sessionStarted: now, scope, refreshTokenId, authTime: Math.floor(now / 1000) },
+    true,
+  );
+  await ctx.events.user(realm, {
+    type: 'LOGIN',
+    clientId: client.clientId,
+    userId: user.id,
+    sessionId,
+    details: { auth_method: 'openid-connect', grant_type: 'password', username: user.username },
+    request: info,
+  });
+  return tokens;
+}
+
+export async function findLoginUser(ctx: ServerContext, realm: Realm, login: string): Promise<User | null> {
+  const byName = await ctx.storage.users.byUsername(realm.id, login);
+  if (byName) return byName;
+  return realm.loginWithEmailAllowed && login.includes('@') ? ctx.storage.users.byEmail(realm.id, login) : null;
+}

@@ -1,0 +1,60 @@
+import type { FastifyRequest } from 'fastify';
+import { newId } from '../../../credentials/index.js';
+import { OAuthError } from '../../../model/errors.js';
+import type { Client, Realm } from '../../../model/types.js';
+import type { ServerContext } from '../../../context.js';
+import { baseUrl, requestInfo } from '../../../http/index.js';
+import { TokenVerificationError, type IssuedTokens } from '../tokens.js';
+import { formField } from '../client-auth.js';
+
+/**
+ * Refresh with rotation: each refresh token works once. A second use means it leaked, so the whole
+ * session ends (OAuth 2.0 Security BCP, refresh token reuse detection).
+ */
+export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+  const info = requestInfo(request);
+  const presented = formField(request.body, 'refresh_token');
+  if (!presented) throw new OAuthError(400, 'invalid_request', 'Missing parameter: refresh_token');
+  const refuse = async (description: string, error = 'invalid_token', userId: string | null = null) => {
+    await ctx.events.user(realm, { type: 'REFRESH_TOKEN_ERROR', clientId: client.clientId, userId, error, request: info });
+    return new OAuthError(400, 'invalid_grant', description);
+  };
+  let claims;
+  try {
+    claims = await ctx.tokens.verify(realm, presented, 'Refresh', ctx.config.hostname ? ctx.config.hostname : null);
+  } catch (error) {
+    if (error instanceof TokenVerificationError) throw await refuse(error.message === 'session ended' ? 'Session not active' : 'Invalid refresh token');
+    throw error;
+  }
+  if (claims.azp !== client.clientId) throw await refuse('Invalid refresh token. Token client and authorized client don\'t match', 'invalid_token', claims.sub);
+  const sessionId = claims.sid as string;
+  const session = await ctx.storage.sessions.byId(sessionId);
+  const clientSession = session ? await ctx.storage.sessions.clientSession(sessionId, client.id) : null;
+  const user = session ? await ctx.storage.users.byId(realm.id, session.userId) : null;
+  if (!session || !clientSession || !user) throw await refuse('Session not active', 'invalid_token', claims.sub);
+  if (!user.enabled) throw await refuse('User disabled', 'user_disabled', user.id);
+  const next = newId();
+  const rotated = await ctx.storage.sessions.rotateRefreshToken(clientSession.id, claims.jti as string, next);
+  if (!rotated) {
+    await ctx.storage.sessions.delete(sessionId);
+    throw await refuse('Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
+  }
+  const now = Date.now();
+  await ctx.storage.sessions.touch(sessionId, now);
+  const tokens = await ctx.tokens.issue(
+    {
+      base: baseUrl(request, ctx.config.hostname),
+      realm,
+      client,
+      user,
+      sessionId,
+      sessionStarted: session.started,
+      scope: clientSession.scope,
+      refreshTokenId: next,
+      authTime: Math.floor(session.started / 1000),
+    },
+    true,
+  );
+  await ctx.events.user(realm, { type: 'REFRESH_TOKEN', clientId: client.clientId, userId: user.id, sessionId, request: info, details: { refresh_token_id: next } });
+  return tokens;
+}

@@ -1,0 +1,201 @@
+import { createHash } from 'node:crypto';
+import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { AccessTokenClaims } from '@realmgate/spi';
+import { newId } from '../../credentials/index.js';
+import type { RealmKeys } from '../../keys/index.js';
+import type { Client, Realm, User } from '../../model/types.js';
+import { effectiveRoles } from '../../services/index.js';
+import type { Storage } from '../../storage/index.js';
+
+export type TokenType = 'Bearer' | 'Refresh' | 'ID';
+
+export const issuerOf = (base: string, realmName: string) => `${base}/realms/${encodeURIComponent(realmName)}`;
+
+export interface IssuedTokens {
+  access_token: string;
+  expires_in: number;
+  refresh_expires_in: number;
+  refresh_token?: string;
+  token_type: 'Bearer';
+  id_token?: string;
+  'not-before-policy': 0;
+  session_state?: string;
+  scope: string;
+}
+
+export interface TokenRequestContext {
+  base: string;
+  realm: Realm;
+  client: Client;
+  user: User;
+  /** Absent for service accounts (no session, as Keycloak 26 does for client_credentials). */
+  sessionId: string | null;
+  sessionStarted?: number;
+  scope: string;
+  /** jti for the refresh token, stored by the caller for rotation. */
+  refreshTokenId?: string;
+  nonce?: string;
+  authTime?: number;
+}
+
+export class TokenVerificationError extends Error {
+  override name = 'TokenVerificationError';
+}
+
+/** Scopes this server knows; anything else requested is dropped, as Keycloak ignores unknown scopes. */
+const knownScopes = new Set(['openid', 'profile', 'email', 'roles', 'web-origins', 'offline_access', 'basic', 'acr', 'organization']);
+
+export function grantedScope(requested: string | undefined): string {
+  const scopes = new Set(['profile', 'email']);
+  for (const s of (requested ?? '').split(' ')) if (knownScopes.has(s) && s !== 'offline_access') scopes.add(s);
+  const ordered = [...scopes].sort((a, b) => (a === 'openid' ? -1 : b === 'openid' ? 1 : a.localeCompare(b)));
+  return ordered.join(' ');
+}
+
+export class TokenService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly keys: RealmKeys,
+  ) {}
+
+  async issue(ctx: TokenRequestContext, withRefresh: boolean): Promise<IssuedTokens> {
+    const { realm, client, user } = ctx;
+    const now = Math.floor(Date.now() / 1000);
+    const issuer = issuerOf(ctx.base, realm.name);
+    const roles = await effectiveRoles(this.storage, realm.id, user.id);
+    const resourceAccess: Record<string, { roles: string[] }> = {};
+    for (const [clientId, names] of Object.entries(roles.clientRoles)) resourceAccess[clientId] = { roles: names };
+    const audience = Object.keys(resourceAccess).filter((c) => c !== client.clientId);
+    const fullName = [user.firstName, user.lastName].filter(Boolean).join(' ');
+    const scopes = ctx.scope.split(' ');
+    const profile = scopes.includes('profile');
+    const email = scopes.includes('email');
+    const serviceAccount = user.serviceAccountClientId !== null;
+
+    const accessClaims: Record<string, unknown> = {
+      jti: newId(),
+      typ: 'Bearer',
+      azp: client.clientId,
+      ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
+      ...(ctx.authTime ? { auth_time: ctx.authTime } : {}),
+      acr: '1',
+      'allowed-origins': client.webOrigins,
+      realm_access: { roles: roles.realmRoles },
+      resource_access: resourceAccess,
+      scope: ctx.scope,
+      ...(email ? { email_verified: user.emailVerified } : {}),
+      ...(serviceAccount ? { client_id: client.clientId } : {}),
+      ...(profile && fullName ? { name: fullName } : {}),
+      ...(profile ? { preferred_username: user.username } : {}),
+      ...(profile && user.firstName ? { given_name: user.firstName } : {}),
+      ...(profile && user.lastName ? { family_name: user.lastName } : {}),
+      ...(email && user.email ? { email: user.email } : {}),
+    };
+    const accessToken = await this.sign(realm.id, accessClaims, {
+      issuer,
+      subject: user.id,
+      audience: audience.length ? (audience.length === 1 ? audience[0] : audience) : undefined,
+      iat: now,
+      exp: now + realm.accessTokenLifespan,
+    });
+
+    const result: IssuedTokens = {
+      access_token: accessToken,
+      expires_in: realm.accessTokenLifespan,
+      refresh_expires_in: 0,
+      token_type: 'Bearer',
+      'not-before-policy': 0,
+      scope: ctx.scope,
+    };
+    if (ctx.sessionId) result.session_state = ctx.sessionId;
+
+    if (withRefresh && ctx.sessionId && ctx.refreshTokenId) {
+      const started = Math.floor((ctx.sessionStarted ?? Date.now()) / 1000);
+      const refreshExp = Math.min(now + realm.ssoSessionIdleTimeout, started + realm.ssoSessionMaxLifespan);
+      result.refresh_expires_in = Math.max(0, refreshExp - now);
+      result.refresh_token = await this.sign(
+        realm.id,
+        { jti: ctx.refreshTokenId, typ: 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope },
+        { issuer, subject: user.id, audience: issuer, iat: now, exp: refreshExp },
+      );
+    }
+
+    if (scopes.includes('openid') && !serviceAccount) {
+      const atHash = createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
+      result.id_token = await this.sign(
+        realm.id,
+        {
+          jti: newId(),
+          typ: 'ID',
+          azp: client.clientId,
+          ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
+          ...(ctx.authTime ? { auth_time: ctx.authTime } : {}),
+          ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
+          at_hash: atHash,
+          acr: '1',
+          ...(email ? { email_verified: user.emailVerified } : {}),
+          ...(profile && fullName ? { name: fullName } : {}),
+          ...(profile ? { preferred_username: user.username } : {}),
+          ...(profile && user.firstName ? { given_name: user.firstName } : {}),
+          ...(profile && user.lastName ? { family_name: user.lastName } : {}),
+          ...(email && user.email ? { email: user.email } : {}),
+        },
+        { issuer, subject: user.id, audience: client.clientId, iat: now, exp: now + realm.accessTokenLifespan },
+      );
+    }
+    return result;
+  }
+
+  private async sign(
+    realmId: string,
+    claims: Record<string, unknown>,
+    std: { issuer: string; subject: string; audience?: string | string[]; iat: number; exp: number },
+  ): Promise<string> {
+    const key = await this.keys.signingKey(realmId);
+    const jwt = new SignJWT(claims)
+      .setProtectedHeader({ alg: key.algorithm, typ: 'JWT', kid: key.kid })
+      .setIssuer(std.issuer)
+      .setSubject(std.subject)
+      .setIssuedAt(std.iat)
+      .setExpirationTime(std.exp);
+    if (std.audience) jwt.setAudience(std.audience);
+    return jwt.sign(key.key);
+  }
+
+  /**
+   * Verifies a token of this realm: RS256 only (never `none` or an HMAC), a key the realm published,
+   * the realm's issuer, not expired, the expected `typ`, not revoked, and its session still alive.
+   */
+  async verify(realm: Realm, token: string, expectedType: TokenType, base: string | null): Promise<AccessTokenClaims & JWTPayload> {
+    let header;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      throw new TokenVerificationError('malformed token');
+    }
+    if (header.alg !== 'RS256') throw new TokenVerificationError(`token algorithm ${String(header.alg)} is not accepted`);
+    if (typeof header.kid !== 'string') throw new TokenVerificationError('token has no key id');
+    const key = await this.keys.verificationKey(realm.id, header.kid);
+    if (!key) throw new TokenVerificationError('token was not signed by a key of this realm');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key, { algorithms: ['RS256'], clockTolerance: 5 }));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token expired');
+      throw new TokenVerificationError('invalid token signature or claims');
+    }
+    const expectedIssuer = base ? issuerOf(base, realm.name) : null;
+    const issuerOk = expectedIssuer
+      ? payload.iss === expectedIssuer
+      : typeof payload.iss === 'string' && payload.iss.endsWith(`/realms/${encodeURIComponent(realm.name)}`);
+    if (!issuerOk) throw new TokenVerificationError('token issued by another realm or server');
+    if (payload.typ !== expectedType) throw new TokenVerificationError(`expected a ${expectedType} token`);
+    if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
+      throw new TokenVerificationError('token revoked');
+    }
+    if (typeof payload.sid === 'string' && !(await this.storage.sessions.byId(payload.sid))) {
+      throw new TokenVerificationError('session ended');
+    }
+    return payload as AccessTokenClaims & JWTPayload;
+  }
+}

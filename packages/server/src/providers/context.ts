@@ -1,0 +1,60 @@
+import type { ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/spi';
+import type { ServerContext } from '../context.js';
+import { realmInfo } from '../events/index.js';
+import type { Client } from '../model/types.js';
+import { providerLogger } from '../observability/index.js';
+import { TokenVerificationError } from '../protocol/openid-connect/tokens.js';
+import { userSnapshot } from '../services/index.js';
+import { namespacedStore } from '../store/index.js';
+
+const clientInfo = (c: Client): ClientInfo => ({ id: c.id, clientId: c.clientId, enabled: c.enabled, attributes: { ...c.attributes } });
+
+/** The narrow API a provider gets: read models, token verification, its own log, store namespace and config. */
+export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: ProviderFactory, env: Readonly<Record<string, string | undefined>>): ProviderContext {
+  const { storage } = ctx;
+  const realm = (name: string) => storage.realms.byName(name);
+  return {
+    logger: providerLogger(ctx.logger, factory.id),
+    store: namespacedStore(ctx.store, `provider:${factory.id}`),
+    metrics: ctx.metrics,
+    config: { ...(ctx.config.providers[factory.id] ?? {}) },
+    env,
+    realms: {
+      get: async (name) => {
+        const r = await realm(name);
+        return r ? realmInfo(r) : null;
+      },
+    },
+    users: {
+      get: async (realmName, userId) => {
+        const r = await realm(realmName);
+        const user = r ? await storage.users.byId(r.id, userId) : null;
+        return user ? userSnapshot(storage, user) : null;
+      },
+    },
+    clients: {
+      getByClientId: async (realmName, clientId) => {
+        const r = await realm(realmName);
+        const client = r ? await storage.clients.byClientId(r.id, clientId) : null;
+        return client ? clientInfo(client) : null;
+      },
+      list: async (realmName) => {
+        const r = await realm(realmName);
+        return r ? (await storage.clients.list(r.id)).map(clientInfo) : [];
+      },
+    },
+    tokens: {
+      verifyAccessToken: async (realmName, token) => {
+        const r = await realm(realmName);
+        if (!r) return { valid: false, reason: 'unknown realm' };
+        try {
+          const claims = await ctx.tokens.verify(r, token, 'Bearer', ctx.config.hostname);
+          return { valid: true, claims, serviceAccount: typeof claims.client_id === 'string' };
+        } catch (error) {
+          if (error instanceof TokenVerificationError) return { valid: false, reason: error.message };
+          throw error;
+        }
+      },
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import type { UserSnapshot } from '@realmgate/spi';
+import { hashPassword, newId } from '../credentials/index.js';
+import type { Client, Realm, User } from '../model/types.js';
+import type { Db, Storage } from '../storage/index.js';
+import { defaultRolesName } from './realm-provisioning.js';
+
+export interface NewUser {
+  username: string;
+  email?: string | null;
+  firstName?: string | null;
+  lastName?: string | null;
+  emailVerified?: boolean;
+  enabled?: boolean;
+  attributes?: Record<string, string[]>;
+  serviceAccountClientId?: string | null;
+}
+
+/** Creates a user with the realm's default roles, as Keycloak does for every new user. */
+export async function createUser(storage: Storage, realm: Realm, input: NewUser, db: Db): Promise<User> {
+  const user: User = {
+    id: newId(),
+    realmId: realm.id,
+    username: input.username.toLowerCase(),
+    email: input.email ? input.email.toLowerCase() : null,
+    emailVerified: input.emailVerified ?? false,
+    firstName: input.firstName ?? null,
+    lastName: input.lastName ?? null,
+    enabled: input.enabled ?? true,
+    createdTimestamp: Date.now(),
+    attributes: input.attributes ?? {},
+    serviceAccountClientId: input.serviceAccountClientId ?? null,
+    passwordHash: null,
+    passwordCreated: null,
+  };
+  await storage.users.insert(user, db);
+  const defaults = await db
+    .selectFrom('role')
+    .select('id')
+    .where('container_id', '=', realm.id)
+    .where('name', '=', defaultRolesName(realm.name))
+    .executeTakeFirst();
+  if (defaults) await storage.roles.grant(user.id, [defaults.id], db);
+  return user;
+}
+
+/** The service-account user Keycloak keeps for a client with service accounts enabled. */
+export async function ensureServiceAccount(storage: Storage, realm: Realm, client: Client, db: Db): Promise<void> {
+  const existing = await db.selectFrom('user_entity').select('id').where('service_account_client_id', '=', client.id).executeTakeFirst();
+  if (existing) return;
+  await createUser(storage, realm, { username: `service-account-${client.clientId}`, serviceAccountClientId: client.id }, db);
+}
+
+export async function setPassword(storage: Storage, user: User, password: string, db?: Db): Promise<User> {
+  const updated = { ...user, passwordHash: await hashPassword(password), passwordCreated: Date.now() };
+  await storage.users.update(updated, db);
+  return updated;
+}
+
+/** The user as listeners see it; taken before a deletion so a DELETE event still names who went. */
+export async function userSnapshot(storage: Storage, user: User): Promise<UserSnapshot> {
+  const [roles, organizations] = await Promise.all([storage.roles.userRoles(user.id), storage.organizations.ofUser(user.id)]);
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    emailVerified: user.emailVerified,
+    enabled: user.enabled,
+    createdTimestamp: user.createdTimestamp,
+    attributes: user.attributes,
+    realmRoles: roles.filter((r) => !r.clientRole).map((r) => r.name),
+    organizations: organizations.map((o) => ({ id: o.id, name: o.name, alias: o.alias })),
+  };
+}

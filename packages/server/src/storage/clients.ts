@@ -1,0 +1,105 @@
+import type { Selectable } from 'kysely';
+import type { Client } from '../model/types.js';
+import type { Db } from './db.js';
+import type { ClientTable } from './schema.js';
+import { bool, containsIgnoreCase, flag, fromJson, toJson } from './codec.js';
+
+function toClient(row: Selectable<ClientTable>): Client {
+  return {
+    id: row.id,
+    realmId: row.realm_id,
+    clientId: row.client_id,
+    name: row.name,
+    description: row.description,
+    secret: row.secret,
+    publicClient: bool(row.public_client),
+    bearerOnly: bool(row.bearer_only),
+    enabled: bool(row.enabled),
+    protocol: row.protocol,
+    rootUrl: row.root_url,
+    baseUrl: row.base_url,
+    redirectUris: fromJson(row.redirect_uris, []),
+    webOrigins: fromJson(row.web_origins, []),
+    serviceAccountsEnabled: bool(row.service_accounts_enabled),
+    standardFlowEnabled: bool(row.standard_flow_enabled),
+    directAccessGrantsEnabled: bool(row.direct_access_grants_enabled),
+    implicitFlowEnabled: bool(row.implicit_flow_enabled),
+    fullScopeAllowed: bool(row.full_scope_allowed),
+    attributes: fromJson(row.attributes, {}),
+  };
+}
+
+function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
+  return {
+    id: client.id,
+    realm_id: client.realmId,
+    client_id: client.clientId,
+    name: client.name,
+    description: client.description,
+    secret: client.secret,
+    public_client: flag(client.publicClient),
+    bearer_only: flag(client.bearerOnly),
+    enabled: flag(client.enabled),
+    protocol: client.protocol,
+    root_url: client.rootUrl,
+    base_url: client.baseUrl,
+    redirect_uris: toJson(client.redirectUris),
+    web_origins: toJson(client.webOrigins),
+    service_accounts_enabled: flag(client.serviceAccountsEnabled),
+    standard_flow_enabled: flag(client.standardFlowEnabled),
+    direct_access_grants_enabled: flag(client.directAccessGrantsEnabled),
+    implicit_flow_enabled: flag(client.implicitFlowEnabled),
+    full_scope_allowed: flag(client.fullScopeAllowed),
+    attributes: toJson(client.attributes),
+  };
+}
+
+export class ClientRepository {
+  constructor(private readonly db: Db) {}
+
+  async list(realmId: string, options: { clientId?: string; search?: boolean; first?: number; max?: number } = {}): Promise<Client[]> {
+    let query = this.db.selectFrom('client').selectAll().where('realm_id', '=', realmId);
+    if (options.clientId !== undefined) {
+      query = options.search
+        ? query.where(containsIgnoreCase('client_id', options.clientId))
+        : query.where('client_id', '=', options.clientId);
+    }
+    query = query.orderBy('client_id');
+    if (options.max !== undefined) query = query.limit(options.max);
+    if (options.first) query = query.offset(options.first);
+    return (await query.execute()).map(toClient);
+  }
+
+  async byId(realmId: string, id: string): Promise<Client | null> {
+    const row = await this.db
+      .selectFrom('client')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? toClient(row) : null;
+  }
+
+  async byClientId(realmId: string, clientId: string): Promise<Client | null> {
+    const row = await this.db
+      .selectFrom('client')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return row ? toClient(row) : null;
+  }
+
+  async insert(client: Client, db: Db = this.db): Promise<void> {
+    await db.insertInto('client').values({ ...toRow(client), created_at: Date.now() }).execute();
+  }
+
+  async update(client: Client, db: Db = this.db): Promise<void> {
+    const { id, ...row } = toRow(client);
+    await db.updateTable('client').set(row).where('id', '=', id).execute();
+  }
+
+  async delete(id: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('client').where('id', '=', id).execute();
+  }
+}

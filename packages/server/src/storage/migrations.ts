@@ -1,0 +1,215 @@
+import type { Kysely, Migration } from 'kysely';
+
+// One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
+export const migrations: Record<string, Migration> = {
+  '0001-core': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('realm')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull().unique())
+        .addColumn('display_name', 'text')
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('registration_allowed', 'integer', (c) => c.notNull())
+        .addColumn('reset_password_allowed', 'integer', (c) => c.notNull())
+        .addColumn('verify_email', 'integer', (c) => c.notNull())
+        .addColumn('login_with_email_allowed', 'integer', (c) => c.notNull())
+        .addColumn('duplicate_emails_allowed', 'integer', (c) => c.notNull())
+        .addColumn('delete_account_allowed', 'integer', (c) => c.notNull())
+        .addColumn('organizations_enabled', 'integer', (c) => c.notNull())
+        .addColumn('events_enabled', 'integer', (c) => c.notNull())
+        .addColumn('events_expiration', 'bigint')
+        .addColumn('admin_events_enabled', 'integer', (c) => c.notNull())
+        .addColumn('admin_events_details_enabled', 'integer', (c) => c.notNull())
+        .addColumn('events_listeners', 'text', (c) => c.notNull())
+        .addColumn('enabled_event_types', 'text', (c) => c.notNull())
+        .addColumn('smtp_server', 'text', (c) => c.notNull())
+        .addColumn('browser_flow', 'text', (c) => c.notNull())
+        .addColumn('registration_flow', 'text', (c) => c.notNull())
+        .addColumn('reset_credentials_flow', 'text', (c) => c.notNull())
+        .addColumn('access_token_lifespan', 'integer', (c) => c.notNull())
+        .addColumn('sso_session_idle_timeout', 'integer', (c) => c.notNull())
+        .addColumn('sso_session_max_lifespan', 'integer', (c) => c.notNull())
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('realm_key')
+        .addColumn('kid', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('algorithm', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('active', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('realm_key_realm').on('realm_key').column('realm_id').execute();
+
+      await db.schema
+        .createTable('client')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text')
+        .addColumn('description', 'text')
+        .addColumn('secret', 'text')
+        .addColumn('public_client', 'integer', (c) => c.notNull())
+        .addColumn('bearer_only', 'integer', (c) => c.notNull())
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('protocol', 'text', (c) => c.notNull())
+        .addColumn('root_url', 'text')
+        .addColumn('base_url', 'text')
+        .addColumn('redirect_uris', 'text', (c) => c.notNull())
+        .addColumn('web_origins', 'text', (c) => c.notNull())
+        .addColumn('service_accounts_enabled', 'integer', (c) => c.notNull())
+        .addColumn('standard_flow_enabled', 'integer', (c) => c.notNull())
+        .addColumn('direct_access_grants_enabled', 'integer', (c) => c.notNull())
+        .addColumn('implicit_flow_enabled', 'integer', (c) => c.notNull())
+        .addColumn('full_scope_allowed', 'integer', (c) => c.notNull())
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addUniqueConstraint('client_realm_client_id', ['realm_id', 'client_id'])
+        .execute();
+
+      await db.schema
+        .createTable('user_entity')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('username', 'text', (c) => c.notNull())
+        .addColumn('email', 'text')
+        .addColumn('email_verified', 'integer', (c) => c.notNull())
+        .addColumn('first_name', 'text')
+        .addColumn('last_name', 'text')
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('created_timestamp', 'bigint', (c) => c.notNull())
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addColumn('service_account_client_id', 'text', (c) => c.references('client.id').onDelete('cascade'))
+        .addColumn('password_hash', 'text')
+        .addColumn('password_created', 'bigint')
+        .addUniqueConstraint('user_realm_username', ['realm_id', 'username'])
+        .execute();
+      await db.schema.createIndex('user_realm_email').on('user_entity').columns(['realm_id', 'email']).execute();
+
+      await db.schema
+        .createTable('role')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('container_id', 'text', (c) => c.notNull())
+        .addColumn('client_role', 'integer', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addUniqueConstraint('role_container_name', ['container_id', 'name'])
+        .execute();
+      await db.schema.createIndex('role_realm').on('role').column('realm_id').execute();
+
+      await db.schema
+        .createTable('role_composite')
+        .addColumn('parent_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addColumn('child_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('role_composite_pk', ['parent_id', 'child_id'])
+        .execute();
+
+      await db.schema
+        .createTable('user_role')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('role_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('user_role_pk', ['user_id', 'role_id'])
+        .execute();
+
+      await db.schema
+        .createTable('organization')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('alias', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('redirect_url', 'text')
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addUniqueConstraint('organization_realm_name', ['realm_id', 'name'])
+        .addUniqueConstraint('organization_realm_alias', ['realm_id', 'alias'])
+        .execute();
+
+      await db.schema
+        .createTable('organization_domain')
+        .addColumn('organization_id', 'text', (c) => c.notNull().references('organization.id').onDelete('cascade'))
+        .addColumn('realm_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('verified', 'integer', (c) => c.notNull())
+        .addUniqueConstraint('organization_domain_realm_name', ['realm_id', 'name'])
+        .execute();
+
+      await db.schema
+        .createTable('organization_member')
+        .addColumn('organization_id', 'text', (c) => c.notNull().references('organization.id').onDelete('cascade'))
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('organization_member_pk', ['organization_id', 'user_id'])
+        .execute();
+
+      await db.schema
+        .createTable('user_session')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('ip_address', 'text')
+        .addColumn('started', 'bigint', (c) => c.notNull())
+        .addColumn('last_refresh', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('user_session_user').on('user_session').column('user_id').execute();
+
+      await db.schema
+        .createTable('client_session')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('session_id', 'text', (c) => c.notNull().references('user_session.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull().references('client.id').onDelete('cascade'))
+        .addColumn('refresh_token_id', 'text')
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('started', 'bigint', (c) => c.notNull())
+        .addUniqueConstraint('client_session_session_client', ['session_id', 'client_id'])
+        .execute();
+
+      await db.schema
+        .createTable('revoked_token')
+        .addColumn('jti', 'text', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('event_entity')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('time', 'bigint', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('client_id', 'text')
+        .addColumn('user_id', 'text')
+        .addColumn('session_id', 'text')
+        .addColumn('ip_address', 'text')
+        .addColumn('error', 'text')
+        .addColumn('details', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('event_realm_time').on('event_entity').columns(['realm_id', 'time']).execute();
+
+      await db.schema
+        .createTable('admin_event_entity')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('time', 'bigint', (c) => c.notNull())
+        .addColumn('operation_type', 'text', (c) => c.notNull())
+        .addColumn('resource_type', 'text', (c) => c.notNull())
+        .addColumn('resource_path', 'text', (c) => c.notNull())
+        .addColumn('representation', 'text')
+        .addColumn('auth_realm_id', 'text')
+        .addColumn('auth_client_id', 'text')
+        .addColumn('auth_user_id', 'text')
+        .addColumn('auth_ip_address', 'text')
+        .addColumn('error', 'text')
+        .execute();
+      await db.schema
+        .createIndex('admin_event_realm_time')
+        .on('admin_event_entity')
+        .columns(['realm_id', 'time'])
+        .execute();
+    },
+  },
+};

@@ -1,0 +1,99 @@
+import type { Selectable } from 'kysely';
+import type { Realm } from '../model/types.js';
+import type { Db } from './db.js';
+import type { RealmTable } from './schema.js';
+import { bool, flag, fromJson, toJson } from './codec.js';
+
+function toRealm(row: Selectable<RealmTable>): Realm {
+  return {
+    id: row.id,
+    name: row.name,
+    displayName: row.display_name,
+    enabled: bool(row.enabled),
+    registrationAllowed: bool(row.registration_allowed),
+    resetPasswordAllowed: bool(row.reset_password_allowed),
+    verifyEmail: bool(row.verify_email),
+    loginWithEmailAllowed: bool(row.login_with_email_allowed),
+    duplicateEmailsAllowed: bool(row.duplicate_emails_allowed),
+    deleteAccountAllowed: bool(row.delete_account_allowed),
+    organizationsEnabled: bool(row.organizations_enabled),
+    eventsEnabled: bool(row.events_enabled),
+    eventsExpiration: row.events_expiration,
+    adminEventsEnabled: bool(row.admin_events_enabled),
+    adminEventsDetailsEnabled: bool(row.admin_events_details_enabled),
+    eventsListeners: fromJson(row.events_listeners, []),
+    enabledEventTypes: fromJson(row.enabled_event_types, []),
+    smtpServer: fromJson(row.smtp_server, {}),
+    browserFlow: row.browser_flow,
+    registrationFlow: row.registration_flow,
+    resetCredentialsFlow: row.reset_credentials_flow,
+    accessTokenLifespan: row.access_token_lifespan,
+    ssoSessionIdleTimeout: row.sso_session_idle_timeout,
+    ssoSessionMaxLifespan: row.sso_session_max_lifespan,
+    attributes: fromJson(row.attributes, {}),
+    createdAt: row.created_at,
+  };
+}
+
+function toRow(realm: Realm): Selectable<RealmTable> {
+  return {
+    id: realm.id,
+    name: realm.name,
+    display_name: realm.displayName,
+    enabled: flag(realm.enabled),
+    registration_allowed: flag(realm.registrationAllowed),
+    reset_password_allowed: flag(realm.resetPasswordAllowed),
+    verify_email: flag(realm.verifyEmail),
+    login_with_email_allowed: flag(realm.loginWithEmailAllowed),
+    duplicate_emails_allowed: flag(realm.duplicateEmailsAllowed),
+    delete_account_allowed: flag(realm.deleteAccountAllowed),
+    organizations_enabled: flag(realm.organizationsEnabled),
+    events_enabled: flag(realm.eventsEnabled),
+    events_expiration: realm.eventsExpiration,
+    admin_events_enabled: flag(realm.adminEventsEnabled),
+    admin_events_details_enabled: flag(realm.adminEventsDetailsEnabled),
+    events_listeners: toJson(realm.eventsListeners),
+    enabled_event_types: toJson(realm.enabledEventTypes),
+    smtp_server: toJson(realm.smtpServer),
+    browser_flow: realm.browserFlow,
+    registration_flow: realm.registrationFlow,
+    reset_credentials_flow: realm.resetCredentialsFlow,
+    access_token_lifespan: realm.accessTokenLifespan,
+    sso_session_idle_timeout: realm.ssoSessionIdleTimeout,
+    sso_session_max_lifespan: realm.ssoSessionMaxLifespan,
+    attributes: toJson(realm.attributes),
+    created_at: realm.createdAt,
+  };
+}
+
+export class RealmRepository {
+  constructor(private readonly db: Db) {}
+
+  async list(): Promise<Realm[]> {
+    const rows = await this.db.selectFrom('realm').selectAll().orderBy('name').execute();
+    return rows.map(toRealm);
+  }
+
+  async byName(name: string): Promise<Realm | null> {
+    const row = await this.db.selectFrom('realm').selectAll().where('name', '=', name).executeTakeFirst();
+    return row ? toRealm(row) : null;
+  }
+
+  async byId(id: string): Promise<Realm | null> {
+    const row = await this.db.selectFrom('realm').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toRealm(row) : null;
+  }
+
+  async insert(realm: Realm, db: Db = this.db): Promise<void> {
+    await db.insertInto('realm').values(toRow(realm)).execute();
+  }
+
+  async update(realm: Realm, db: Db = this.db): Promise<void> {
+    const { id, ...row } = toRow(realm);
+    await db.updateTable('realm').set(row).where('id', '=', id).execute();
+  }
+
+  async delete(id: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('realm').where('id', '=', id).execute();
+  }
+}

@@ -1,0 +1,208 @@
+
+
+/** Booleans are stored as 0/1 and times as epoch milliseconds so SQLite and PostgreSQL read back alike. */
+type Flag = number;
+
+export interface RealmTable {
+  id: string;
+  name: string;
+  display_name: string | null;
+  enabled: Flag;
+  registration_allowed: Flag;
+  reset_password_allowed: Flag;
+  verify_email: Flag;
+  login_with_email_allowed: Flag;
+  duplicate_emails_allowed: Flag;
+  delete_account_allowed: Flag;
+  organizations_enabled: Flag;
+  events_enabled: Flag;
+  events_expiration: number | null;
+  admin_events_enabled: Flag;
+  admin_events_details_enabled: Flag;
+  /** JSON string[] */
+  events_listeners: string;
+  /** JSON string[] */
+  enabled_event_types: string;
+  /** JSON object (Keycloak's smtpServer) */
+  smtp_server: string;
+  browser_flow: string;
+  registration_flow: string;
+  reset_credentials_flow: string;
+  access_token_lifespan: number;
+  sso_session_idle_timeout: number;
+  sso_session_max_lifespan: number;
+  /** JSON Record<string,string> */
+  attributes: string;
+  created_at: number;
+}
+
+export interface RealmKeyTable {
+  kid: string;
+  realm_id: string;
+  algorithm: string;
+  private_jwk: string;
+  public_jwk: string;
+  active: Flag;
+  created_at: number;
+}
+
+export interface ClientTable {
+  id: string;
+  realm_id: string;
+  client_id: string;
+  name: string | null;
+  description: string | null;
+  secret: string | null;
+  public_client: Flag;
+  bearer_only: Flag;
+  enabled: Flag;
+  protocol: string;
+  root_url: string | null;
+  base_url: string | null;
+  /** JSON string[] */
+  redirect_uris: string;
+  /** JSON string[] */
+  web_origins: string;
+  service_accounts_enabled: Flag;
+  standard_flow_enabled: Flag;
+  direct_access_grants_enabled: Flag;
+  implicit_flow_enabled: Flag;
+  full_scope_allowed: Flag;
+  /** JSON Record<string,string> */
+  attributes: string;
+  created_at: number;
+}
+
+export interface UserTable {
+  id: string;
+  realm_id: string;
+  username: string;
+  email: string | null;
+  email_verified: Flag;
+  first_name: string | null;
+  last_name: string | null;
+  enabled: Flag;
+  created_timestamp: number;
+  /** JSON Record<string,string[]> */
+  attributes: string;
+  /** The client UUID this user is the service account of. */
+  service_account_client_id: string | null;
+  password_hash: string | null;
+  password_created: number | null;
+}
+
+export interface RoleTable {
+  id: string;
+  realm_id: string;
+  /** Realm id for realm roles, client UUID for client roles. */
+  container_id: string;
+  client_role: Flag;
+  name: string;
+  description: string | null;
+}
+
+export interface RoleCompositeTable {
+  parent_id: string;
+  child_id: string;
+}
+
+export interface UserRoleTable {
+  user_id: string;
+  role_id: string;
+}
+
+export interface OrganizationTable {
+  id: string;
+  realm_id: string;
+  name: string;
+  alias: string;
+  description: string | null;
+  enabled: Flag;
+  redirect_url: string | null;
+  /** JSON Record<string,string[]> */
+  attributes: string;
+}
+
+export interface OrganizationDomainTable {
+  organization_id: string;
+  realm_id: string;
+  name: string;
+  verified: Flag;
+}
+
+export interface OrganizationMemberTable {
+  organization_id: string;
+  user_id: string;
+}
+
+export interface UserSessionTable {
+  id: string;
+  realm_id: string;
+  user_id: string;
+  ip_address: string | null;
+  started: number;
+  last_refresh: number;
+}
+
+export interface ClientSessionTable {
+  id: string;
+  session_id: string;
+  client_id: string;
+  /** jti of the only refresh token that may still be used (rotation). */
+  refresh_token_id: string | null;
+  scope: string;
+  started: number;
+}
+
+export interface RevokedTokenTable {
+  jti: string;
+  expires_at: number;
+}
+
+export interface EventTable {
+  id: string;
+  realm_id: string;
+  time: number;
+  type: string;
+  client_id: string | null;
+  user_id: string | null;
+  session_id: string | null;
+  ip_address: string | null;
+  error: string | null;
+  /** JSON Record<string,string> */
+  details: string;
+}
+
+export interface AdminEventTable {
+  id: string;
+  realm_id: string;
+  time: number;
+  operation_type: string;
+  resource_type: string;
+  resource_path: string;
+  representation: string | null;
+  auth_realm_id: string | null;
+  auth_client_id: string | null;
+  auth_user_id: string | null;
+  auth_ip_address: string | null;
+  error: string | null;
+}
+
+
+export interface Database {
+  realm: RealmTable;
+  realm_key: RealmKeyTable;
+  client: ClientTable;
+  user_entity: UserTable;
+  role: RoleTable;
+  role_composite: RoleCompositeTable;
+  user_role: UserRoleTable;
+  organization: OrganizationTable;
+  organization_domain: OrganizationDomainTable;
+  organization_member: OrganizationMemberTable;
+  user_session: UserSessionTable;
+  client_session: ClientSessionTable;
+  revoked_token: RevokedTokenTable;
+  event_entity: EventTable;
+  admin_event_entity: AdminEventTable;
+}

@@ -1,0 +1,157 @@
+import type { Selectable } from 'kysely';
+import type { User } from '../model/types.js';
+import type { Db } from './db.js';
+import type { UserTable } from './schema.js';
+import { bool, containsIgnoreCase, flag, fromJson, toJson } from './codec.js';
+
+export interface UserQuery {
+  username?: string;
+  email?: string;
+  firstName?: string;
+  lastName?: string;
+  /** Matches username, e-mail, first or last name. */
+  search?: string;
+  exact?: boolean;
+  enabled?: boolean;
+  emailVerified?: boolean;
+  first?: number;
+  max?: number;
+}
+
+function toUser(row: Selectable<UserTable>): User {
+  return {
+    id: row.id,
+    realmId: row.realm_id,
+    username: row.username,
+    email: row.email,
+    emailVerified: bool(row.email_verified),
+    firstName: row.first_name,
+    lastName: row.last_name,
+    enabled: bool(row.enabled),
+    createdTimestamp: row.created_timestamp,
+    attributes: fromJson(row.attributes, {}),
+    serviceAccountClientId: row.service_account_client_id,
+    passwordHash: row.password_hash,
+    passwordCreated: row.password_created,
+  };
+}
+
+function toRow(user: User): Selectable<UserTable> {
+  return {
+    id: user.id,
+    realm_id: user.realmId,
+    username: user.username,
+    email: user.email,
+    email_verified: flag(user.emailVerified),
+    first_name: user.firstName,
+    last_name: user.lastName,
+    enabled: flag(user.enabled),
+    created_timestamp: user.createdTimestamp,
+    attributes: toJson(user.attributes),
+    service_account_client_id: user.serviceAccountClientId,
+    password_hash: user.passwordHash,
+    password_created: user.passwordCreated,
+  };
+}
+
+export class UserRepository {
+  constructor(private readonly db: Db) {}
+
+  private filtered(realmId: string, q: UserQuery) {
+    // Service-account users are not people: Keycloak leaves them out of user searches too.
+    let query = this.db
+      .selectFrom('user_entity')
+      .where('realm_id', '=', realmId)
+      .where('service_account_client_id', 'is', null);
+    const field = (column: 'username' | 'email' | 'first_name' | 'last_name', value: string | undefined) => {
+      if (value === undefined) return;
+      query = q.exact
+        ? query.where((eb) => eb(eb.fn('lower', [column]), '=', value.toLowerCase()))
+        : query.where(containsIgnoreCase(column, value));
+    };
+    field('username', q.username);
+    field('email', q.email);
+    field('first_name', q.firstName);
+    field('last_name', q.lastName);
+    if (q.search !== undefined && q.search !== '*' && q.search !== '') {
+      const term = q.search.replace(/^\*|\*$/g, '');
+      query = query.where((eb) =>
+        eb.or([
+          containsIgnoreCase('username', term),
+          containsIgnoreCase('email', term),
+          containsIgnoreCase('first_name', term),
+          containsIgnoreCase('last_name', term),
+        ]),
+      );
+    }
+    if (q.enabled !== undefined) query = query.where('enabled', '=', flag(q.enabled));
+    if (q.emailVerified !== undefined) query = query.where('email_verified', '=', flag(q.emailVerified));
+    return query;
+  }
+
+  async search(realmId: string, q: UserQuery): Promise<User[]> {
+    let query = this.filtered(realmId, q).selectAll().orderBy('username');
+    query = query.limit(q.max ?? 100);
+    if (q.first) query = query.offset(q.first);
+    return (await query.execute()).map(toUser);
+  }
+
+  async count(realmId: string, q: UserQuery): Promise<number> {
+    const row = await this.filtered(realmId, q)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async byId(realmId: string, id: string): Promise<User | null> {
+    const row = await this.db
+      .selectFrom('user_entity')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? toUser(row) : null;
+  }
+
+  async byUsername(realmId: string, username: string): Promise<User | null> {
+    const row = await this.db
+      .selectFrom('user_entity')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('username', '=', username.toLowerCase())
+      .executeTakeFirst();
+    return row ? toUser(row) : null;
+  }
+
+  async byEmail(realmId: string, email: string): Promise<User | null> {
+    const row = await this.db
+      .selectFrom('user_entity')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('email', '=', email.toLowerCase())
+      .executeTakeFirst();
+    return row ? toUser(row) : null;
+  }
+
+  async serviceAccountOf(clientUuid: string): Promise<User | null> {
+    const row = await this.db
+      .selectFrom('user_entity')
+      .selectAll()
+      .where('service_account_client_id', '=', clientUuid)
+      .executeTakeFirst();
+    return row ? toUser(row) : null;
+  }
+
+  async insert(user: User, db: Db = this.db): Promise<void> {
+    await db.insertInto('user_entity').values(toRow(user)).execute();
+  }
+
+  async update(user: User, db: Db = this.db): Promise<void> {
+    const { id, ...row } = toRow(user);
+    await db.updateTable('user_entity').set(row).where('id', '=', id).execute();
+  }
+
+  async delete(id: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_entity').where('id', '=', id).execute();
+  }
+}

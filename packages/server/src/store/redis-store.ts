@@ -1,0 +1,263 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger, SharedStore } from '@realmgate/spi';
+import { errorText, wholeMs } from './internal.js';
+
+export interface RedisStoreOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
+  url: string;
+  logger: Logger;
+  /** Put before every key and channel, so deployments and test runs can share one Redis. */
+  keyPrefix?: string;
+  /** Bounds how long a request waits on a Redis that accepts connections but does not answer. */
+  commandTimeoutMs?: number;
+  /** Hits kept per sliding-window key; counts stop rising there. */
+  maxHitsPerKey?: number;
+}
+
+interface Script {
+  lua: string;
+  sha: string;
+}
+
+function script(lua: string): Script {
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+// The TTL starts with the first increment only; later ones must not extend it.
+const INCREMENT = script(`
+local created = redis.call('EXISTS', KEYS[1]) == 0
+local value = redis.call('INCR', KEYS[1])
+if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return value`);
+
+// Redis's clock rather than each process's, so processes with skewed clocks count one window.
+const NOW_MS = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
+
+const RECORD_HIT = script(`${NOW_MS}
+local window = tonumber(ARGV[1])
+local max = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+local count = redis.call('ZCARD', KEYS[1])
+if count > max then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, count - max - 1)
+  count = max
+end
+redis.call('PEXPIRE', KEYS[1], window)
+return count`);
+
+const COUNT_HITS = script(`${NOW_MS}
+return redis.call('ZCOUNT', KEYS[1], '(' .. (now - tonumber(ARGV[1])), '+inf')`);
+
+interface Connection {
+  client: Redis;
+  /** The last connection error, until the connection is ready again. */
+  failure: string | undefined;
+}
+
+interface Channel {
+  handlers: Set<(message: string) => void>;
+  subscribed: Promise<void>;
+}
+
+/**
+ * The shared store of several processes. Operations reject (never crash, never hang past the command
+ * timeout) while Redis is unreachable; callers decide how to degrade.
+ */
+export class RedisStore implements SharedStore {
+  private readonly url: string;
+  private readonly logger: Logger;
+  private readonly prefix: string;
+  private readonly commandTimeoutMs: number;
+  private readonly maxHitsPerKey: number;
+  private readonly commands: Connection;
+  // ioredis needs a connection of its own for subscriptions; opened on the first subscribe.
+  private subscriber: Connection | undefined;
+  /** By prefixed channel name. */
+  private readonly channels = new Map<string, Channel>();
+
+  constructor({
+    url,
+    logger,
+    keyPrefix = 'realmgate:',
+    commandTimeoutMs = 1000,
+    maxHitsPerKey = 10_000,
+  }: RedisStoreOptions) {
+    this.url = url;
+    this.logger = logger;
+    this.prefix = keyPrefix;
+    this.commandTimeoutMs = commandTimeoutMs;
+    this.maxHitsPerKey = maxHitsPerKey;
+    this.commands = this.open('commands');
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.run('get', this.commands, (client) => client.get(this.prefix + key));
+  }
+
+  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    const name = this.prefix + key;
+    if (ttlMs === undefined) {
+      await this.run('set', this.commands, (client) => client.set(name, value));
+    } else {
+      const ttl = wholeMs('ttlMs', ttlMs);
+      await this.run('set', this.commands, (client) => client.set(name, value, 'PX', ttl));
+    }
+  }
+
+  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    const ttl = wholeMs('ttlMs', ttlMs);
+    const reply = await this.run('setIfAbsent', this.commands, (client) =>
+      client.set(this.prefix + key, value, 'PX', ttl, 'NX'),
+    );
+    return reply === 'OK';
+  }
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    const ttl = wholeMs('ttlMs', ttlMs);
+    return Number(await this.evaluate('increment', INCREMENT, key, [ttl]));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.run('delete', this.commands, (client) => client.del(this.prefix + key));
+  }
+
+  async recordHit(key: string, windowMs: number): Promise<number> {
+    const window = wholeMs('windowMs', windowMs);
+    return Number(await this.evaluate('recordHit', RECORD_HIT, key, [window, randomUUID(), this.maxHitsPerKey]));
+  }
+
+  async countHits(key: string, windowMs: number): Promise<number> {
+    const window = wholeMs('windowMs', windowMs);
+    return Number(await this.evaluate('countHits', COUNT_HITS, key, [window]));
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.run('publish', this.commands, (client) => client.publish(this.prefix + channel, message));
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
+    const name = this.prefix + channel;
+    const subscriber = (this.subscriber ??= this.open('subscriber'));
+    let entry = this.channels.get(name);
+    if (entry === undefined) {
+      const created: Channel = {
+        handlers: new Set(),
+        subscribed: this.run('subscribe', subscriber, (client) => client.subscribe(name)).then(() => undefined),
+      };
+      // A failed SUBSCRIBE is forgotten, so the next subscribe tries again.
+      created.subscribed.catch(() => {
+        if (this.channels.get(name) === created) this.channels.delete(name);
+      });
+      this.channels.set(name, created);
+      entry = created;
+    }
+    const own = entry;
+    // A wrapper, so one function subscribed twice is two subscriptions, as in MemoryStore.
+    const handler = (message: string): void => onMessage(message);
+    own.handlers.add(handler);
+    await own.subscribed;
+    return async () => {
+      if (!own.handlers.delete(handler) || own.handlers.size > 0 || this.channels.get(name) !== own) return;
+      this.channels.delete(name);
+      // Delivery has stopped already (no handlers left); a failed UNSUBSCRIBE only leaves Redis sending
+      // messages nobody reads, so it is not the caller's problem.
+      try {
+        await this.run('unsubscribe', subscriber, (client) => client.unsubscribe(name));
+      } catch (error) {
+        this.logger.warn('Redis unsubscribe failed', { channel, error: errorText(error) });
+      }
+    };
+  }
+
+  async close(): Promise<void> {
+    this.channels.clear();
+    await Promise.all([this.commands, this.subscriber].map((connection) => connection && quit(connection.client)));
+  }
+
+  private open(role: 'commands' | 'subscriber'): Connection {
+    const client = new Redis(this.url, {
+      lazyConnect: true,
+      // Fail commands at the first failed (re)connection attempt rather than queueing them through many.
+      maxRetriesPerRequest: 0,
+      commandTimeout: this.commandTimeoutMs,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    });
+    const connection: Connection = { client, failure: undefined };
+    client.on('error', (error: Error) => {
+      const first = connection.failure === undefined;
+      connection.failure = error.message;
+      // Once per outage: the reconnect loop repeats the same error every couple of seconds.
+      if (first) {
+        this.logger.error('Redis connection failed; shared-store operations fail until it is back', {
+          connection: role,
+          error: error.message,
+        });
+      } else {
+        this.logger.debug('Redis connection still failing', { connection: role, error: error.message });
+      }
+    });
+    client.on('ready', () => {
+      if (connection.failure !== undefined) this.logger.info('Redis connection restored', { connection: role });
+      connection.failure = undefined;
+    });
+    if (role === 'subscriber') {
+      client.on('message', (name: string, message: string) => this.dispatch(name, message));
+    }
+    return connection;
+  }
+
+  private dispatch(name: string, message: string): void {
+    for (const handler of this.channels.get(name)?.handlers ?? []) {
+      try {
+        handler(message);
+      } catch (error) {
+        this.logger.error('shared store subscriber failed', {
+          channel: name.slice(this.prefix.length),
+          error: errorText(error),
+        });
+      }
+    }
+  }
+
+  private async run<T>(operation: string, connection: Connection, command: (client: Redis) => Promise<T>): Promise<T> {
+    const unreachable = (): string => `Redis is unreachable (${connection.failure ?? 'connection lost'})`;
+    // Between reconnection attempts Redis is known to be down: answer now instead of at the next attempt.
+    if (connection.client.status === 'reconnecting') throw new Error(`Redis ${operation} failed: ${unreachable()}`);
+    try {
+      return await command(connection.client);
+    } catch (error) {
+      // ioredis words a failed connection as a retry limit; the connection's own error says what happened.
+      const lost = error instanceof Error && error.name === 'MaxRetriesPerRequestError';
+      throw new Error(`Redis ${operation} failed: ${lost ? unreachable() : errorText(error)}`, { cause: error });
+    }
+  }
+
+  private evaluate(operation: string, { lua, sha }: Script, key: string, args: (string | number)[]): Promise<unknown> {
+    return this.run(operation, this.commands, async (client) => {
+      try {
+        return await client.evalsha(sha, 1, this.prefix + key, ...args);
+      } catch (error) {
+        // Redis forgets scripts on restart or SCRIPT FLUSH; EVAL loads it again.
+        if (!errorText(error).startsWith('NOSCRIPT')) throw error;
+        return client.eval(lua, 1, this.prefix + key, ...args);
+      }
+    });
+  }
+}
+
+async function quit(client: Redis): Promise<void> {
+  if (client.status === 'wait' || client.status === 'end') {
+    client.disconnect();
+    return;
+  }
+  try {
+    await client.quit();
+  } catch {
+    // Unreachable: nothing to say goodbye to, so just stop reconnecting.
+    client.disconnect();
+  }
+}
