@@ -18,7 +18,7 @@ const orgSpec: Spec = {
   redirectUrl: { type: 'string', max: 2048 },
   enabled: { type: 'boolean' },
   attributes: { type: 'multiMap', max: 2048 },
-  domains: { type: 'object' },
+  domains: { type: 'array' },
 };
 
 export interface OrganizationInput {

@@ -22,7 +22,7 @@ const userSpec: Spec = {
   enabled: { type: 'boolean' },
   emailVerified: { type: 'boolean' },
   attributes: { type: 'multiMap', max: 2048 },
-  credentials: { type: 'object' },
+  credentials: { type: 'array' },
   requiredActions: { type: 'stringArray' },
 };
 const userIgnored = [

@@ -1,6 +1,6 @@
 import { badRequest } from '../model/errors.js';
 
-type FieldType = 'string' | 'boolean' | 'integer' | 'stringArray' | 'stringMap' | 'multiMap' | 'object';
+type FieldType = 'string' | 'boolean' | 'integer' | 'stringArray' | 'stringMap' | 'multiMap' | 'object' | 'array';
 
 export interface FieldSpec {
   type: FieldType;
@@ -98,6 +98,9 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
     }
     case 'object':
       if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object');
+      return value;
+    case 'array':
+      if (!Array.isArray(value) || value.length > 1000) throw fail('an array');
       return value;
   }
 }

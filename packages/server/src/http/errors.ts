@@ -25,20 +25,22 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(401).send({ error: 'invalid_token', error_description: error.message });
     }
     if (error instanceof AppError) {
-      return reply.code(error.status).send({ error: error.code, errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
+      // Keycloak's ErrorRepresentation; 401s keep its {"error": "HTTP 401 Unauthorized"} form.
+      if (error.status === 401) return reply.code(401).send({ error: error.code, errorMessage: error.message });
+      return reply.code(error.status).send({ errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
     }
     const known = error.code ? fastifyErrors[error.code] : undefined;
-    if (known) return reply.code(known.status).send({ error: 'invalid_request', errorMessage: known.message });
+    if (known) return reply.code(known.status).send({ errorMessage: known.message });
     if (error.validation) {
-      return reply.code(400).send({ error: 'invalid_request', errorMessage: error.message });
+      return reply.code(400).send({ errorMessage: error.message });
     }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-      return reply.code(error.statusCode).send({ error: 'invalid_request', errorMessage: error.message });
+      return reply.code(error.statusCode).send({ errorMessage: error.message });
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ error: 'server_error', errorMessage: 'Internal server error' });
+    return reply.code(500).send({ errorMessage: 'Internal server error' });
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: 'not_found', errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
+    reply.code(404).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
   });
 }

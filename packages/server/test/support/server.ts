@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import pino from 'pino';
+import { createServer, loadConfig, type RealmgateServer } from '../../src/index.js';
+
+export const ADMIN_USERNAME = 'admin';
+export const ADMIN_PASSWORD = 'admin-test-password';
+export const REPO_ROOT = resolve(import.meta.dirname, '../../../..');
+export const pgUrl = process.env.REALMGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const redisUrl = process.env.REALMGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+export interface TestServer {
+  url: string;
+  server: RealmgateServer;
+  /** Everything the server logged, as parsed JSON lines. */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  database?: DatabaseKind;
+  /** Defaults to an empty directory: no extension packages unless a test asks for them. */
+  providersDir?: string;
+  env?: Record<string, string>;
+  config?: Record<string, string>;
+}
+
+/** A throw-away PostgreSQL database, so each server starts from an empty schema. */
+async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `realmgate_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(pgUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.href,
+    async drop() {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** Starts a real server on a random port with its own database. */
+export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-test-'));
+  const pgDb = options.database === 'postgres' ? await createPgDatabase() : null;
+  const providersDir = options.providersDir ?? join(dir, 'providers');
+  const config = loadConfig({
+    env: {
+      REALMGATE_HTTP_PORT: '0',
+      REALMGATE_HTTP_HOST: '127.0.0.1',
+      REALMGATE_DB_URL: pgDb ? pgDb.url : `sqlite:${join(dir, 'realmgate.db')}`,
+      REALMGATE_BOOTSTRAP_ADMIN_USERNAME: ADMIN_USERNAME,
+      REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      REALMGATE_PROVIDERS_DIR: providersDir,
+      REALMGATE_LOG_LEVEL: 'debug',
+      ...options.config,
+    },
+  });
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  let server: RealmgateServer;
+  try {
+    server = await createServer(config, { logger, env: options.env ?? {} });
+  } catch (error) {
+    await pgDb?.drop();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const url = await server.listen();
+  return {
+    url,
+    server,
+    logs,
+    async close() {
+      await server.close();
+      await pgDb?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const databases: DatabaseKind[] = ['sqlite', 'postgres'];
+
+/** A password-grant token of the master administrator. */
+export async function adminToken(url: string): Promise<string> {
+  const tokens = await tokenRequest(url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  return tokens.body.access_token as string;
+}
+
+export async function tokenRequest(url: string, realm: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}/realms/${realm}/protocol/openid-connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** JSON request helper for raw HTTP tests (status and parsed body). */
+export async function api(url: string, method: string, path: string, token: string | null, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json: unknown = text;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON
+  }
+  return { status: response.status, body: json as any, headers: response.headers };
+}
+
+/** Waits until `check` returns a truthy value (events are delivered on a later tick). */
+export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw last instanceof Error ? last : new Error('condition not met in time');
+}

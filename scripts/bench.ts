@@ -1,0 +1,30 @@
+/**
+ * `npm run bench`: every figure beside a baseline measured in the same run, as a ratio, because timings on
+ * shared machines drift between runs. Never used as a pass/fail gate in tests.
+ */
+import * as lookup from '../packages/disposable-email/bench/lookup.js';
+import * as delivery from '../packages/event-webhook/bench/delivery.js';
+
+const sections: [string, () => Promise<void>][] = [
+  [
+    'Extension A: disposable-email lookups (100,000 addresses) vs mailchecker.isValid',
+    async () => console.log(lookup.format(await lookup.run())),
+  ],
+  [
+    'Extension B: webhook delivery engine',
+    async () => {
+      for (const f of await delivery.run()) {
+        console.log(
+          `  ${f.name}: ${f.value.toFixed(2)} ${f.unit}  | baseline ${f.baseline.name}: ${f.baseline.value.toFixed(2)} ${f.unit}  | ratio ${f.ratio.toFixed(2)} (${f.higherIsBetter ? 'higher' : 'lower'} is better)`,
+        );
+      }
+    },
+  ],
+];
+
+const only = process.argv[2];
+for (const [title, run] of sections) {
+  if (only && !title.toLowerCase().includes(only.toLowerCase())) continue;
+  console.log(`\n== ${title}`);
+  await run();
+}
