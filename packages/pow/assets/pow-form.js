@@ -1,0 +1,139 @@
+/*
+ * Realmgate proof of work: form wiring. For each `[data-rg-pow]` container rendered inside a form, solves
+ * its challenge in Web Workers as soon as the page loads, fills `pow_nonce`, and holds the submit until the
+ * solution is there and `data-min-solve-ms` has passed (the server rejects faster answers as solved offline).
+ * All hashing happens in workers: the main thread only posts messages.
+ */
+(function () {
+  'use strict';
+
+  var MAX_WORKERS = 8;
+  var CHECKING = 'Checking your browser\u2026';
+  var READY = 'Ready';
+  var FAILED = 'Your browser could not be checked. Please reload the page to try again.';
+
+  function decodePayload(token) {
+    var b64 = token.split('.')[0].replace(/-/g, '+').replace(/_/g, '/');
+    var binary = atob(b64 + '==='.slice((b64.length + 3) % 4));
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return JSON.parse(new TextDecoder().decode(bytes));
+  }
+
+  function protect(container) {
+    var form = container.closest('form');
+    var challengeInput = container.querySelector('input[name="pow_challenge"]');
+    var nonceInput = container.querySelector('input[name="pow_nonce"]');
+    var status = container.querySelector('.rg-pow-status');
+    if (!form || !challengeInput || !nonceInput || !status) return;
+
+    // Timed from now rather than from the challenge's iat: the page arrived after iat on the server's
+    // clock, so this never submits early even when the browser's clock is off.
+    var readyAt = performance.now() + (Number(container.getAttribute('data-min-solve-ms')) || 0);
+    var assets = container.getAttribute('data-assets');
+    var version = '?v=' + encodeURIComponent(container.getAttribute('data-version') || '');
+    var state = 'solving';
+    var pendingSubmit = false;
+    var submitter = null;
+    var workers = [];
+
+    function say(text) {
+      if (status.textContent !== text) status.textContent = text;
+    }
+
+    function stopWorkers() {
+      for (var i = 0; i < workers.length; i++) workers[i].terminate();
+      workers = [];
+    }
+
+    function fail() {
+      state = 'failed';
+      stopWorkers();
+      say(FAILED);
+    }
+
+    function ready() {
+      var wait = readyAt - performance.now();
+      if (wait > 0) {
+        setTimeout(ready, wait);
+        return;
+      }
+      state = 'ready';
+      say(READY);
+      if (pendingSubmit) {
+        pendingSubmit = false;
+        if (typeof form.requestSubmit === 'function') form.requestSubmit(submitter);
+        else form.submit();
+      }
+    }
+
+    form.addEventListener('submit', function (event) {
+      if (state === 'ready') return;
+      event.preventDefault();
+      if (state === 'failed') return;
+      pendingSubmit = true;
+      submitter = event.submitter && event.submitter.form === form ? event.submitter : null;
+      say(CHECKING);
+    });
+
+    say(CHECKING);
+    var challenge;
+    try {
+      challenge = decodePayload(challengeInput.value);
+    } catch (error) {
+      fail();
+      return;
+    }
+    if (typeof Worker !== 'function') {
+      fail();
+      return;
+    }
+
+    var count = Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 2));
+    var failures = 0;
+    for (var i = 0; i < count; i++) {
+      var worker;
+      try {
+        worker = new Worker(assets + 'pow-worker.js' + version);
+      } catch (error) {
+        fail();
+        return;
+      }
+      worker.onmessage = function (event) {
+        if (state !== 'solving') return;
+        if (typeof event.data.nonce === 'string') {
+          state = 'waiting';
+          stopWorkers();
+          nonceInput.value = event.data.nonce;
+          ready();
+        } else if (++failures === count) {
+          fail();
+        }
+      };
+      worker.onerror = function (event) {
+        event.preventDefault();
+        if (state === 'solving' && ++failures === count) fail();
+      };
+      workers.push(worker);
+      worker.postMessage({
+        challenge: challenge,
+        start: i,
+        step: count,
+        argon2Url: assets + 'argon2.umd.min.js' + version,
+        sha256Url: assets + 'sha256.umd.min.js' + version,
+      });
+    }
+  }
+
+  function start() {
+    var containers = document.querySelectorAll('[data-rg-pow]');
+    for (var i = 0; i < containers.length; i++) {
+      if (containers[i].getAttribute('data-rg-pow-started')) continue;
+      containers[i].setAttribute('data-rg-pow-started', 'true');
+      protect(containers[i]);
+    }
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

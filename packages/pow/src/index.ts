@@ -1,0 +1,34 @@
+export { createProviders, escapeHtml, FIELDS, PROVIDER_ID } from './provider.js';
+export { ProofOfWork } from './verifier.js';
+export type { ChallengeRequest, ProofOfWorkOptions, RejectReason, Submission, Verdict } from './verifier.js';
+export { decodeChallenge, encodeChallenge, loadKey, newChallengeId, verifyChallenge } from './challenge.js';
+export type { Challenge, ChallengeAlgorithm, ChallengeParseFailure } from './challenge.js';
+export { argon2idHash, leadingZeroBits, sha256Hash, solutionHash } from './hash.js';
+export { solve } from './solver.js';
+export type { Solution, SolveOptions } from './solver.js';
+export {
+  currentAttempts,
+  difficultyFor,
+  difficultyRange,
+  rateKey,
+  RATE_WINDOW_MS,
+  recordAttempt,
+} from './difficulty.js';
+export { VerificationPool } from './pool.js';
+export type { Lease, PoolOptions } from './pool.js';
+export {
+  DEFAULT_SETTINGS,
+  envName,
+  PowSettingsError,
+  PROFILES,
+  resolveServerOptions,
+  resolveSettings,
+  SETTING_KEYS,
+  SETTING_RULES,
+} from './settings.js';
+export type { HashAlgorithm, PowServerOptions, PowSettings, ProfileName, SettingKey } from './settings.js';
+
+import { createProviders } from './provider.js';
+
+/** What the server loads: the form protector and its asset resource, both with id `ext-pow`. */
+export const providers = createProviders();

@@ -1,0 +1,245 @@
+import { randomBytes } from 'node:crypto';
+import type {
+  ConfigProperty,
+  FormProtector,
+  FormProtectorFactory,
+  FormProtectorRenderContext,
+  Logger,
+  ProtectorDecision,
+  ProviderContext,
+  RealmResource,
+  RealmResourceFactory,
+  ResourceRequest,
+  ResourceResponse,
+} from '@realmgate/spi';
+import { loadAssets } from './assets.js';
+import type { AssetBundle } from './assets.js';
+import { loadKey } from './challenge.js';
+import { VerificationPool } from './pool.js';
+import {
+  DEFAULT_SETTINGS,
+  PowSettingsError,
+  SERVER_CONFIG_KEYS,
+  SETTING_KEYS,
+  SETTING_RULES,
+  envName,
+  resolveServerOptions,
+  resolveSettings,
+} from './settings.js';
+import type { PowSettings } from './settings.js';
+import { ProofOfWork } from './verifier.js';
+
+export const PROVIDER_ID = 'ext-pow';
+
+/** Field names of SPEC 6. */
+export const FIELDS = { challenge: 'pow_challenge', nonce: 'pow_nonce', honeypot: 'website' } as const;
+
+const ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
+}
+
+const CONFIG_PROPERTIES: ConfigProperty[] = SETTING_KEYS.map((key) => ({
+  name: key,
+  label: SETTING_RULES[key].label,
+  helpText: `${SETTING_RULES[key].help} Environment variable ${envName(key)}.`,
+  type: 'String',
+  defaultValue: String(DEFAULT_SETTINGS[key]),
+}));
+
+const NOSCRIPT =
+  'JavaScript is needed for this form: it lets your browser prove it is not a bot. ' +
+  'Please turn JavaScript on and reload the page.';
+
+/** Off-screen rather than display:none, which some bots detect and skip. */
+
+interface ProtectorState {
+  pow: ProofOfWork;
+  logger: Logger;
+  base: PowSettings;
+  layers: { env: ProviderContext['env']; server: ProviderContext['config'] };
+  assetsVersion: string;
+  /** Parsed per-flow configs; a realm has few, so a small cache avoids re-parsing on every page. */
+  perFlow: Map<string, PowSettings>;
+}
+
+const PER_FLOW_CACHE = 256;
+
+function settingsFor(state: ProtectorState, config: Readonly<Record<string, string>>): PowSettings {
+  const cacheKey = JSON.stringify(config);
+  const cached = state.perFlow.get(cacheKey);
+  if (cached) return cached;
+  let settings: PowSettings;
+  try {
+    settings = resolveSettings({ ...state.layers, flow: config });
+  } catch (error) {
+    if (!(error instanceof PowSettingsError)) throw error;
+    // A bad per-flow value must not lock users out or fail the page: the flow falls back to the
+    // server-wide settings, and the operator is told once per distinct config.
+    state.logger.error(`${error.message}; this flow uses the server-wide settings instead`);
+    settings = state.base;
+  }
+  if (state.perFlow.size >= PER_FLOW_CACHE) state.perFlow.clear();
+  state.perFlow.set(cacheKey, settings);
+  return settings;
+}
+
+function renderFields(
+  context: FormProtectorRenderContext,
+  token: string,
+  settings: PowSettings,
+  assetsVersion: string,
+): string {
+  const assets = `${context.resourceBaseUrl}/assets/`;
+  const honeypotId = `rg-pow-website-${randomBytes(4).toString('hex')}`;
+  const attr = (value: string | number): string => escapeHtml(String(value));
+  return [
+    `<div class="rg-pow" data-rg-pow data-min-solve-ms="${attr(settings.min_solve_time_ms)}"` +
+      ` data-assets="${attr(assets)}" data-version="${attr(assetsVersion)}">`,
+    `<input type="hidden" name="${FIELDS.challenge}" value="${attr(token)}">`,
+    `<input type="hidden" name="${FIELDS.nonce}" value="">`,
+    // A stylesheet, not a style attribute: host pages forbid inline styles in their CSP.
+    `<link rel="stylesheet" href="${attr(`${assets}pow.css?v=${assetsVersion}`)}">`,
+    `<div class="rg-pow-hp" aria-hidden="true">`,
+    `<label for="${honeypotId}">Website</label>`,
+    `<input type="text" id="${honeypotId}" name="${FIELDS.honeypot}" value="" tabindex="-1" autocomplete="off">`,
+    `</div>`,
+    `<p class="rg-pow-status" role="status" aria-live="polite"></p>`,
+    `<noscript><p class="rg-pow-noscript">${NOSCRIPT}</p></noscript>`,
+    `</div>`,
+    `<script src="${attr(`${assets}pow-form.js?v=${assetsVersion}`)}" defer></script>`,
+  ].join('\n');
+}
+
+function assetResponse(bundle: AssetBundle, request: ResourceRequest): ResourceResponse {
+  const asset = bundle.files.get(request.params.file);
+  if (!asset) return { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'Not found' };
+  const headers: Record<string, string> = {
+    etag: asset.etag,
+    // Versioned URLs (what render() emits) never change; a bare URL must pick up an upgrade soon.
+    'cache-control':
+      request.query.v === bundle.version ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
+  };
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (ifNoneMatch?.split(',').some((tag) => tag.trim().replace(/^W\//, '') === asset.etag))
+    return { status: 304, headers };
+  return {
+    status: 200,
+    headers: {
+      ...headers,
+      'content-type': request.params.file.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+      // The worker compiles hash-wasm's WebAssembly; a page-wide CSP from the host must not forbid it here.
+      ...(request.params.file === 'pow-worker.js'
+        ? { 'content-security-policy': "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'" }
+        : {}),
+    },
+    body: asset.body,
+  };
+}
+
+/**
+ * The two factories of Extension C. They share no state, so each can be initialised on its own;
+ * `providers` in index.ts is one instance of this pair.
+ */
+export function createProviders(): [FormProtectorFactory, RealmResourceFactory] {
+  let protector: ProtectorState | undefined;
+  let bundle: AssetBundle | undefined;
+
+  const formProtector: FormProtectorFactory = {
+    kind: 'form-protector',
+    id: PROVIDER_ID,
+    displayName: 'Proof of Work',
+    helpText:
+      'Makes the browser solve a memory-hard puzzle before the password of the login, registration or reset ' +
+      'form is processed; difficulty rises per client IP under load.',
+    requirementChoices: ['REQUIRED', 'DISABLED'],
+    installOn: ['login', 'registration', 'reset-credentials'],
+    configProperties: CONFIG_PROPERTIES,
+
+    async init(context: ProviderContext) {
+      const layers = { env: context.env, server: context.config };
+      const base = resolveSettings(layers);
+      const options = resolveServerOptions(layers);
+      const unknown = Object.keys(context.config).filter((key) => !SERVER_CONFIG_KEYS.includes(key));
+      if (unknown.length > 0)
+        context.logger.warn('unknown proof-of-work config keys ignored', { keys: unknown.join(', ') });
+      const pow = new ProofOfWork({
+        store: context.store,
+        key: await loadKey(context.store, options.secret),
+        pool: new VerificationPool({ concurrency: options.verify_concurrency, queueLimit: options.verify_queue_limit }),
+        metrics: context.metrics,
+        logger: context.logger,
+      });
+      const { version } = await loadAssets();
+      protector = { pow, logger: context.logger, base, layers, assetsVersion: version, perFlow: new Map() };
+    },
+
+    create(): FormProtector {
+      const state = protector;
+      if (!state) throw new Error(`${PROVIDER_ID} form protector used before init`);
+      return {
+        async render(context) {
+          const settings = settingsFor(state, context.config);
+          const token = await state.pow.issueChallenge(
+            { realm: context.realm.name, flow: context.form, ip: context.request.ipAddress },
+            settings,
+          );
+          return renderFields(context, token, settings, state.assetsVersion);
+        },
+
+        async verify(context): Promise<ProtectorDecision> {
+          const verdict = await state.pow.verifySolution(
+            {
+              realm: context.realm.name,
+              flow: context.form,
+              ip: context.request.ipAddress,
+              challenge: context.submitted[FIELDS.challenge],
+              nonce: context.submitted[FIELDS.nonce],
+              honeypot: context.submitted[FIELDS.honeypot],
+            },
+            settingsFor(state, context.config),
+          );
+          if (verdict.ok) return { ok: true };
+          state.logger.debug('proof of work rejected', {
+            realm: context.realm.name,
+            form: context.form,
+            reason: verdict.reason,
+          });
+          const decision: ProtectorDecision = { ok: false, reason: verdict.reason, error: 'pow_failed' };
+          return verdict.status === undefined
+            ? decision
+            : { ...decision, status: verdict.status, retryAfterSeconds: verdict.retryAfterSeconds };
+        },
+      };
+    },
+  };
+
+  const assetResource: RealmResourceFactory = {
+    kind: 'realm-resource',
+    id: PROVIDER_ID,
+    displayName: 'Proof of Work assets',
+    helpText: "Serves the proof-of-work form script, its Web Worker and hash-wasm's Argon2id and SHA-256 builds.",
+
+    async init() {
+      bundle = await loadAssets();
+    },
+
+    create(): RealmResource {
+      const assets = bundle;
+      if (!assets) throw new Error(`${PROVIDER_ID} resource used before init`);
+      return {
+        routes: [{ method: 'GET', path: '/assets/:file', handler: (request) => assetResponse(assets, request) }],
+      };
+    },
+  };
+
+  return [formProtector, assetResource];
+}

@@ -1,0 +1,246 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FormProtector, RealmResource } from '@realmgate/spi';
+import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProviders, decodeChallenge } from '../src/index.js';
+import { providerContext, realm, requestFrom } from './context.js';
+
+const CHROMIUM = process.env.REALMGATE_CHROMIUM_PATH ?? '/usr/bin/chromium';
+const MIN_SOLVE_MS = 1000;
+
+/** Per-flow configs with small parameters: the machine is shared. */
+const CONFIGS: Record<string, Record<string, string>> = {
+  argon2: {
+    argon2_memory_kb: '1024',
+    argon2_base_difficulty: '3',
+    argon2_max_difficulty: '4',
+    min_solve_time_ms: String(MIN_SOLVE_MS),
+  },
+  sha256: {
+    hash_algorithm: 'sha256',
+    sha256_base_difficulty: '14',
+    sha256_max_difficulty: '16',
+    min_solve_time_ms: String(MIN_SOLVE_MS),
+  },
+};
+
+interface Outcome {
+  verdict: unknown;
+  fields: Record<string, string>;
+  ageMs: number;
+}
+
+let server: Server;
+let browser: Browser;
+let origin: string;
+let protector: FormProtector;
+let resource: RealmResource;
+const outcomes: Outcome[] = [];
+
+const base = (mode: string) => ({
+  realm,
+  form: 'login' as const,
+  config: CONFIGS[mode],
+  request: requestFrom('127.0.0.1'),
+  resourceBaseUrl: '/realms/demo/ext-pow',
+});
+
+async function body(request: IncomingMessage): Promise<Record<string, string>> {
+  let text = '';
+  for await (const chunk of request) text += chunk;
+  return Object.fromEntries(new URLSearchParams(text));
+}
+
+/** A stand-in for the host: the login page with render() inside its form, the asset route, and the POST. */
+async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const url = new URL(request.url ?? '/', origin);
+  const mode = url.searchParams.get('mode') ?? 'argon2';
+  const asset = /^\/realms\/demo\/ext-pow\/assets\/([^/]+)$/.exec(url.pathname);
+  if (asset) {
+    const result = await resource.routes[0].handler({
+      realm,
+      method: 'GET',
+      params: { file: decodeURIComponent(asset[1]) },
+      query: Object.fromEntries(url.searchParams),
+      headers: request.headers as Record<string, string>,
+      body: undefined,
+      request: requestFrom('127.0.0.1'),
+    });
+    response.writeHead(result.status, result.headers);
+    response.end(result.body as Buffer | undefined);
+    return;
+  }
+  // The page itself forbids inline scripts and WebAssembly, as a strict host would.
+  const headers = {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'",
+  };
+  if (request.method === 'POST') {
+    const fields = await body(request);
+    const verdict = await protector.verify({ ...base(mode), submitted: fields });
+    const ageMs = Date.now() - decodeChallenge(fields.pow_challenge).iat;
+    outcomes.push({ verdict, fields, ageMs });
+    response.writeHead(200, headers);
+    response.end(`<!doctype html><title>Result</title><p id="result">${verdict.ok ? 'accepted' : 'rejected'}</p>`);
+    return;
+  }
+  const fields = await protector.render(base(mode));
+  response.writeHead(200, headers);
+  response.end(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head>
+<body><form method="post" action="/login?mode=${mode}">
+<label for="username">Username</label><input id="username" name="username" value="alice">
+<label for="password">Password</label><input id="password" name="password" type="password" value="pw">
+${fields}
+<button type="submit" name="login" value="signin">Sign in</button>
+</form></body></html>`);
+}
+
+/** Resolves to 127.0.0.1 but, not being localhost, is no secure context: WebCrypto is missing there. */
+const INSECURE_HOST = 'pow.test';
+
+async function open(mode: string, host = origin): Promise<Page> {
+  const page = await browser.newPage();
+  await page.addInitScript(() => {
+    const tasks: number[] = [];
+    (window as unknown as { longTasks: number[] }).longTasks = tasks;
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) tasks.push(entry.duration);
+    }).observe({ type: 'longtask', buffered: true });
+  });
+  await page.goto(`${host}/?mode=${mode}`);
+  return page;
+}
+
+const nonceOf = (page: Page) => page.locator('input[name="pow_nonce"]').inputValue();
+const statusOf = (page: Page) => page.locator('.rg-pow-status').textContent();
+
+beforeAll(async () => {
+  const [protectorFactory, resourceFactory] = createProviders();
+  const host = providerContext();
+  await protectorFactory.init!(host.context);
+  await resourceFactory.init!(host.context);
+  if (protectorFactory.kind !== 'form-protector' || resourceFactory.kind !== 'realm-resource') throw new Error('kinds');
+  protector = protectorFactory.create();
+  resource = resourceFactory.create();
+  server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      response.writeHead(500);
+      response.end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // No skip: a missing Chromium must fail this file (scripts/ensure-chromium.mjs installs it for npm test).
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      `--host-resolver-rules=MAP ${INSECURE_HOST} 127.0.0.1`,
+    ],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+/**
+ * Two cores run both workers flat out beside other test processes, so now and then the scheduler starves the
+ * page for a few tens of ms. A retry absorbs that; hashing on the main thread would fail every attempt.
+ */
+const STARVATION_RETRIES = { retry: 2 };
+
+describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
+  const fills = 'fills pow_nonce in workers with a nonce the server accepts, with no long task on the page';
+  it(fills, STARVATION_RETRIES, async () => {
+    const page = await open(mode);
+    await expect.poll(() => nonceOf(page), { timeout: 20_000 }).not.toBe('');
+    expect(await nonceOf(page)).toMatch(/^[0-9]+$/);
+    await expect.poll(() => statusOf(page), { timeout: MIN_SOLVE_MS + 5000 }).toBe('Ready');
+    expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+
+    const before = outcomes.length;
+    await page.click('button[type="submit"]');
+    await page.waitForSelector('#result');
+    expect(await page.textContent('#result')).toBe('accepted');
+    const outcome = outcomes[before];
+    expect(outcome.verdict).toEqual({ ok: true });
+    expect(outcome.fields).toMatchObject({ username: 'alice', website: '', login: 'signin' });
+    await page.close();
+  });
+
+  it('holds an early submit until solved and the minimum solve time has passed, showing the status', async () => {
+    const page = await open(mode);
+    const before = outcomes.length;
+    await page.click('button[type="submit"]');
+    expect(await statusOf(page)).toBe('Checking your browser\u2026');
+    await page.waitForSelector('#result', { timeout: 20_000 });
+    expect(await page.textContent('#result')).toBe('accepted');
+    const outcome = outcomes[before];
+    expect(outcome.verdict).toEqual({ ok: true });
+    expect(outcome.ageMs).toBeGreaterThanOrEqual(MIN_SOLVE_MS);
+    expect(outcome.fields.login).toBe('signin');
+    await page.close();
+  });
+});
+
+describe('browser solver, sha256 without WebCrypto', () => {
+  it('falls back to WASM SHA-256 on a page that is not a secure context', STARVATION_RETRIES, async () => {
+    const page = await open('sha256', origin.replace('127.0.0.1', INSECURE_HOST));
+    expect(await page.evaluate(() => [window.isSecureContext, typeof crypto.subtle])).toEqual([false, 'undefined']);
+    await expect.poll(() => nonceOf(page), { timeout: 20_000 }).not.toBe('');
+    expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+    const before = outcomes.length;
+    await page.click('button[type="submit"]');
+    await page.waitForSelector('#result', { timeout: 20_000 });
+    expect(outcomes[before].verdict).toEqual({ ok: true });
+    await page.close();
+  });
+});
+
+describe('page furniture', () => {
+  it('has a long-task probe that does see a blocked main thread', async () => {
+    const page = await open('argon2');
+    // From a task of the page's own (a CDP evaluate is not reported as a long task).
+    await page.evaluate(() => {
+      setTimeout(() => {
+        const end = performance.now() + 120;
+        while (performance.now() < end);
+      }, 0);
+    });
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks.length))
+      .toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it('keeps the honeypot off-screen and out of the tab order, and exposes a polite live status', async () => {
+    const page = await open('argon2');
+    const box = await page.locator('input[name="website"]').boundingBox();
+    expect(box === null || box.x + box.width <= 0).toBe(true);
+    await page.focus('#password');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('name'))).toBe('login');
+    expect(await page.locator('[aria-live="polite"]').count()).toBe(1);
+    await page.close();
+  });
+
+  it('says that JavaScript is needed when it is off', async () => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto(`${origin}/?mode=argon2`);
+    expect(await page.locator('body').innerText()).toContain('JavaScript is needed for this form');
+    await context.close();
+  });
+});

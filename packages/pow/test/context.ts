@@ -1,0 +1,47 @@
+import type { Logger, ProviderContext, RealmInfo, RequestInfo } from '@realmgate/spi';
+import { MemoryStore, RecordingMetrics } from './memory-store.js';
+
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** A ProviderContext as the host gives it, with a memory store and recording logger and metrics. */
+export function providerContext(
+  options: { env?: Record<string, string>; config?: Record<string, unknown>; store?: MemoryStore } = {},
+) {
+  const logs: LogLine[] = [];
+  const log =
+    (level: LogLine['level']) =>
+    (message: string, fields?: Record<string, unknown>): void => {
+      logs.push({ level, message, fields });
+    };
+  const logger: Logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
+  const metrics = new RecordingMetrics();
+  const store = options.store ?? new MemoryStore();
+  const unused = () => Promise.reject(new Error('not used by ext-pow'));
+  const context: ProviderContext = {
+    logger,
+    store,
+    metrics,
+    config: options.config ?? {},
+    env: options.env ?? {},
+    realms: { get: unused },
+    users: { get: unused },
+    clients: { getByClientId: unused, list: unused },
+    tokens: { verifyAccessToken: unused },
+  };
+  return { context, logs, metrics, store };
+}
+
+export const realm: RealmInfo = {
+  id: 'f1b1c1d1-0000-4000-8000-000000000001',
+  name: 'demo',
+  displayName: 'Demo',
+  enabled: true,
+};
+
+export function requestFrom(ipAddress: string): RequestInfo {
+  return { ipAddress, remoteAddress: ipAddress, forwardedFor: null, realIp: null, userAgent: 'test' };
+}

@@ -1,0 +1,260 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import type { FormProtectorRenderContext, ResourceRequest, ResourceRoute } from '@realmgate/spi';
+import { describe, expect, it } from 'vitest';
+import { createProviders, decodeChallenge, providers, SETTING_KEYS, solve } from '../src/index.js';
+import { SMALL } from './helpers.js';
+import { providerContext, realm, requestFrom } from './context.js';
+
+const config = { ...SMALL, min_solve_time_ms: '0' };
+
+function renderContext(overrides: Partial<FormProtectorRenderContext> = {}): FormProtectorRenderContext {
+  return {
+    realm,
+    form: 'login',
+    config,
+    request: requestFrom('198.51.100.7'),
+    resourceBaseUrl: '/realms/demo/ext-pow',
+    ...overrides,
+  };
+}
+
+async function initialised(env: Record<string, string> = {}) {
+  const [protectorFactory, resourceFactory] = createProviders();
+  const host = providerContext({ env });
+  await protectorFactory.init!(host.context);
+  await resourceFactory.init!(host.context);
+  return { protector: protectorFactory.create(), resource: resourceFactory.create(), ...host };
+}
+
+function field(html: string, name: string): string {
+  const match = new RegExp(`<input [^>]*name="${name}"[^>]*>`).exec(html);
+  if (!match) throw new Error(`no ${name} input`);
+  return /value="([^"]*)"/.exec(match[0])![1];
+}
+
+describe('factories', () => {
+  it('declare a REQUIRED-or-DISABLED form protector on the three forms, and its asset resource', () => {
+    const [protector, resource] = providers;
+    expect(protector).toMatchObject({
+      kind: 'form-protector',
+      id: 'ext-pow',
+      displayName: 'Proof of Work',
+      requirementChoices: ['REQUIRED', 'DISABLED'],
+      installOn: ['login', 'registration', 'reset-credentials'],
+    });
+    expect(resource).toMatchObject({ kind: 'realm-resource', id: 'ext-pow' });
+    if (protector.kind !== 'form-protector') throw new Error('unreachable');
+    expect(protector.configProperties!.map((p) => p.name)).toEqual(SETTING_KEYS);
+    expect(protector.configProperties!.find((p) => p.name === 'argon2_memory_kb')).toMatchObject({
+      type: 'String',
+      defaultValue: '16384',
+    });
+  });
+
+  it('refuse to start on a bad setting, naming key and value', async () => {
+    const [protector] = createProviders();
+    await expect(protector.init!(providerContext({ env: { POW_ARGON2_MEMORY_KB: 'abc' } }).context)).rejects.toThrow(
+      'environment variable POW_ARGON2_MEMORY_KB: argon2_memory_kb must be an integer between 8 and 1048576, got "abc"',
+    );
+    await expect(protector.init!(providerContext({ config: { argon2_iterations: 'x' } }).context)).rejects.toThrow(
+      'server config argon2_iterations',
+    );
+  });
+
+  it('warn about unknown server-config keys', async () => {
+    const [protector] = createProviders();
+    const host = providerContext({ config: { argon2_memry_kb: 1 } });
+    await protector.init!(host.context);
+    expect(host.logs).toContainEqual(expect.objectContaining({ level: 'warn', fields: { keys: 'argon2_memry_kb' } }));
+  });
+
+  it('cannot be used before init', () => {
+    const [protector, resource] = createProviders();
+    if (protector.kind !== 'form-protector' || resource.kind !== 'realm-resource') throw new Error('unreachable');
+    expect(() => protector.create()).toThrow('before init');
+    expect(() => resource.create()).toThrow('before init');
+  });
+});
+
+describe('render', () => {
+  it('puts a challenge for this realm and form, the empty answer and honeypot, a status and a noscript in the form', async () => {
+    const { protector } = await initialised();
+    const html = await protector.render(renderContext({ form: 'registration' }));
+    const challenge = decodeChallenge(field(html, 'pow_challenge'));
+    expect(challenge).toMatchObject({ realm: 'demo', flow: 'registration', alg: 'argon2id', d: 2, m: 1024, t: 1 });
+    expect(field(html, 'pow_nonce')).toBe('');
+    expect(html).toMatch(/<input type="hidden" name="pow_challenge"/);
+    expect(html).toMatch(/<input type="hidden" name="pow_nonce" value="">/);
+
+    const honeypot = /<input [^>]*name="website"[^>]*>/.exec(html)![0];
+    expect(honeypot).toContain('tabindex="-1"');
+    expect(honeypot).toContain('autocomplete="off"');
+    const honeypotId = /id="([^"]+)"/.exec(honeypot)![1];
+    const hidden = `<div class="rg-pow-hp" aria-hidden="true">`;
+    expect(html).toMatch(new RegExp(`${hidden}\\s*<label for="${honeypotId}">`));
+    // Hidden by the package's stylesheet (host pages forbid inline styles), which the page must link.
+    expect(html).toMatch(/<link rel="stylesheet" href="\/realms\/demo\/ext-pow\/assets\/pow\.css\?v=[\w-]+">/);
+
+    expect(html).toMatch(/<p class="rg-pow-status" role="status" aria-live="polite"><\/p>/);
+    expect(html).toMatch(/<noscript>.*JavaScript is needed for this form.*<\/noscript>/);
+    expect(html).toMatch(/data-min-solve-ms="0"/);
+    expect(html).toMatch(/<script src="\/realms\/demo\/ext-pow\/assets\/pow-form\.js\?v=[\w-]+" defer><\/script>/);
+  });
+
+  it('escapes every attribute value', async () => {
+    const { protector } = await initialised();
+    const html = await protector.render(
+      renderContext({ resourceBaseUrl: `/realms/a"b<c>&'d/ext-pow`, realm: { ...realm, name: `x"><script>` } }),
+    );
+    expect(html).not.toContain('a"b');
+    expect(html).toContain('/realms/a&quot;b&lt;c&gt;&amp;&#39;d/ext-pow/assets/');
+    expect(html).not.toContain('<script>');
+    expect(decodeChallenge(field(html, 'pow_challenge')).realm).toBe(`x"><script>`);
+  });
+
+  it('uses the per-flow config, and falls back to server-wide settings with a logged error when it is bad', async () => {
+    const { protector, logs } = await initialised({ POW_ARGON2_MEMORY_KB: '2048' });
+    const rendered = await protector.render(renderContext({ config: { hash_algorithm: 'sha256' } }));
+    const sha = decodeChallenge(field(rendered, 'pow_challenge'));
+    expect(sha).toMatchObject({ alg: 'sha256', d: 16, m: 0, t: 0 });
+    const bad = { argon2_memory_kb: '1024', argon2_iterations: 'many' };
+    for (let i = 0; i < 3; i++) {
+      const challenge = decodeChallenge(field(await protector.render(renderContext({ config: bad })), 'pow_challenge'));
+      expect(challenge).toMatchObject({ alg: 'argon2id', m: 2048, t: 1 });
+    }
+    const errors = logs.filter((line) => line.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0].message).toContain('argon2_iterations must be an integer between 1 and 16, got "many"');
+  });
+});
+
+describe('verify', () => {
+  it('accepts a solution from a scripted client, then rejects its replay with pow_failed', async () => {
+    const { protector, metrics } = await initialised();
+    const html = await protector.render(renderContext());
+    const challenge = field(html, 'pow_challenge');
+    const { nonce } = await solve(challenge);
+    const submitted = { username: 'alice', password: 'secret', pow_challenge: challenge, pow_nonce: nonce, website: '' };
+    expect(await protector.verify({ ...renderContext(), submitted })).toEqual({ ok: true });
+    expect(await protector.verify({ ...renderContext(), submitted })).toEqual({
+      ok: false,
+      reason: 'replayed',
+      error: 'pow_failed',
+    });
+    expect(metrics.value('realmgate_pow_hash_verifications_total')).toBe(1);
+    expect(metrics.value('realmgate_pow_rejections_total', { reason: 'replayed' })).toBe(1);
+  });
+
+  it('rejects a filled honeypot and a challenge from another form', async () => {
+    const { protector } = await initialised();
+    const challenge = field(await protector.render(renderContext({ form: 'reset-credentials' })), 'pow_challenge');
+    const { nonce } = await solve(challenge);
+    const base = { pow_challenge: challenge, pow_nonce: nonce };
+    const honeypot = await protector.verify({ ...renderContext(), submitted: { ...base, website: 'x' } });
+    expect(honeypot).toMatchObject({ reason: 'honeypot' });
+    expect(await protector.verify({ ...renderContext(), submitted: base })).toMatchObject({ reason: 'wrong_flow' });
+  });
+
+  it('asks for 503 with Retry-After when the pool is full', async () => {
+    const { protector } = await initialised({ POW_VERIFY_CONCURRENCY: '1', POW_VERIFY_QUEUE_LIMIT: '0' });
+    const submissions = await Promise.all(
+      [0, 1].map(async () => {
+        const challenge = field(await protector.render(renderContext()), 'pow_challenge');
+        return { pow_challenge: challenge, pow_nonce: (await solve(challenge)).nonce };
+      }),
+    );
+    const [first, second] = await Promise.all(
+      submissions.map((submitted) => protector.verify({ ...renderContext(), submitted })),
+    );
+    expect(first).toEqual({ ok: true });
+    expect(second).toEqual({ ok: false, reason: 'overloaded', error: 'pow_failed', status: 503, retryAfterSeconds: 1 });
+  });
+
+  it('shares the challenge key through the store between processes', async () => {
+    const one = providerContext();
+    const two = providerContext({ store: one.store });
+    const [a] = createProviders();
+    const [b] = createProviders();
+    await a.init!(one.context);
+    await b.init!(two.context);
+    if (a.kind !== 'form-protector' || b.kind !== 'form-protector') throw new Error('unreachable');
+    const challenge = field(await a.create().render(renderContext()), 'pow_challenge');
+    const { nonce } = await solve(challenge);
+    const submitted = { pow_challenge: challenge, pow_nonce: nonce };
+    expect(await b.create().verify({ ...renderContext(), submitted })).toEqual({ ok: true });
+  });
+});
+
+describe('asset resource', () => {
+  const require = createRequire(import.meta.url);
+  const files: Record<string, string> = {
+    'pow-form.js': new URL('../assets/pow-form.js', import.meta.url).pathname,
+    'pow-worker.js': new URL('../assets/pow-worker.js', import.meta.url).pathname,
+    'argon2.umd.min.js': require.resolve('hash-wasm/dist/argon2.umd.min.js'),
+    'sha256.umd.min.js': require.resolve('hash-wasm/dist/sha256.umd.min.js'),
+  };
+
+  async function get(route: ResourceRoute, file: string, extra: Partial<ResourceRequest> = {}) {
+    return route.handler({
+      realm,
+      method: 'GET',
+      params: { file },
+      query: {},
+      headers: {},
+      body: undefined,
+      request: requestFrom('198.51.100.7'),
+      ...extra,
+    });
+  }
+
+  it('serves exactly the four scripts, as JavaScript', async () => {
+    const { resource } = await initialised();
+    expect(resource.routes.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /assets/:file']);
+    const [route] = resource.routes;
+    for (const [name, path] of Object.entries(files)) {
+      const response = await get(route, name);
+      expect(response.status).toBe(200);
+      expect(response.headers).toMatchObject({
+        'content-type': 'text/javascript; charset=utf-8',
+        'x-content-type-options': 'nosniff',
+        'cache-control': 'public, max-age=300',
+      });
+      expect(Buffer.compare(response.body as Buffer, await readFile(path))).toBe(0);
+    }
+    expect((await get(route, 'pow-worker.js')).headers!['content-security-policy']).toContain("'wasm-unsafe-eval'");
+  });
+
+  it('answers 404 to anything else, traversal included', async () => {
+    const { resource } = await initialised();
+    const [route] = resource.routes;
+    const names = [
+      '',
+      'index.ts',
+      '../package.json',
+      '..%2Fpackage.json',
+      '../src/index.ts',
+      'pow-form.js/..',
+      'POW-FORM.JS',
+      '__proto__',
+      'constructor',
+      'argon2.umd.js',
+      'sha1.umd.min.js',
+      'index.umd.js',
+      '%2e%2e',
+    ];
+    for (const name of names)
+      expect((await get(route, name)).status, name).toBe(404);
+  });
+
+  it('lets versioned URLs be cached for good and answers 304 to a matching ETag', async () => {
+    const { resource, protector } = await initialised();
+    const [route] = resource.routes;
+    const version = /pow-form\.js\?v=([\w-]+)/.exec(await protector.render(renderContext()))![1];
+    const fresh = await get(route, 'pow-form.js', { query: { v: version } });
+    expect(fresh.headers!['cache-control']).toBe('public, max-age=31536000, immutable');
+    const etag = fresh.headers!.etag;
+    const cached = await get(route, 'pow-form.js', { headers: { 'if-none-match': `W/"other", ${etag}` } });
+    expect(cached).toEqual({ status: 304, headers: { etag, 'cache-control': 'public, max-age=300' } });
+  });
+});
