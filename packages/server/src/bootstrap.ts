@@ -19,7 +19,7 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
   }
   const username = config.bootstrapAdminUsername;
   await ctx.storage.transaction(async (trx) => {
-    const master = await provisionRealm(ctx.storage, ctx.keys, 'master', (r) => (r.displayName = 'Realmgate'), trx);
+    const master = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, 'master', (r) => (r.displayName = 'Realmgate'), trx);
     const admin = await createUser(ctx.storage, master, { username, enabled: true, emailVerified: true }, trx);
     await setPassword(ctx.storage, admin, password!, trx);
     const adminRole = await trx.selectFrom('role').select('id').where('container_id', '=', master.id).where('name', '=', 'admin').executeTakeFirstOrThrow();
@@ -31,7 +31,13 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
 /** Imports every *.json realm file of `directory`; realms that exist are left as they are. */
 export async function importRealmDirectory(ctx: ServerContext, directory: string): Promise<string[]> {
   const imported: string[] = [];
-  const files = (await readdir(directory)).filter((f) => f.endsWith('.json')).sort();
+  let entries: string[];
+  try {
+    entries = await readdir(directory);
+  } catch (error) {
+    throw new Error(`realm import directory ${directory} cannot be read: ${(error as Error).message}`);
+  }
+  const files = entries.filter((f) => f.endsWith('.json')).sort();
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
   for (const file of files) {
     const path = join(directory, file);

@@ -1,10 +1,14 @@
 import type { ServerConfig } from './config/index.js';
 import type { EventBus } from './events/index.js';
+import type { Flows } from './flows/index.js';
 import type { RealmKeys } from './keys/index.js';
 import type { MetricsRegistry, ServerLogger } from './observability/index.js';
 import type { TokenService } from './protocol/openid-connect/tokens.js';
 import type { ProviderRegistry } from './providers/index.js';
 import type { Storage } from './storage/index.js';
+import type { Counter, SharedStore } from '@realmgate/spi';
+import type { Mailer } from './mail/index.js';
+import type { ActionTokens, AuthSessions, PageRenderer } from './pages/index.js';
 import type { OwnedSharedStore } from './store/index.js';
 
 /** The services the composition root builds once and hands to every route module. */
@@ -18,6 +22,14 @@ export interface ServerContext {
   events: EventBus;
   store: OwnedSharedStore;
   providers: ProviderRegistry;
+  flows: Flows;
   /** The server package version, shown in serverinfo. */
   version: string;
+  /** The host's own namespace of the shared store (auth sessions, codes, used links). */
+  hostStore: SharedStore;
+  authSessions: AuthSessions;
+  actionTokens: ActionTokens;
+  pages: PageRenderer;
+  mailer: Mailer;
+  mailFailures: Counter;
 }

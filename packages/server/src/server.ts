@@ -5,13 +5,16 @@ import type { ServerContext } from './context.js';
 import { adminApi } from './admin/index.js';
 import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { EventBus } from './events/index.js';
+import { Flows } from './flows/index.js';
 import { createHttpApp } from './http/index.js';
 import { RealmKeys } from './keys/index.js';
-import { createLogger, MetricsRegistry, type ServerLogger } from './observability/index.js';
+import { createLogger, MetricsRegistry, operationsRoutes, spiLogger, type ServerLogger } from './observability/index.js';
 import { openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
-import { createSharedStore } from './store/index.js';
+import { createSharedStore, namespacedStore } from './store/index.js';
+import { Mailer } from './mail/index.js';
+import { ActionTokens, AuthSessions, PageRenderer, pageRoutes } from './pages/index.js';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -29,18 +32,59 @@ export interface ServerOptions {
   env?: Readonly<Record<string, string | undefined>>;
 }
 
+/**
+ * A keep-alive connection whose request was in flight when close() began stays open once the response is sent,
+ * and close() waits for the client to hang up, past the grace period. Responses sent while closing tell the
+ * client to close the connection instead.
+ */
+function closeKeepAliveOnShutdown(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
+  });
+}
+
 /** The composition root: builds every service once, loads providers, mounts routes. Nothing listens yet. */
 export async function createServer(config: ServerConfig, options: ServerOptions = {}): Promise<RealmgateServer> {
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
   const metrics = new MetricsRegistry();
   const storage = await Storage.open(config.dbUrl);
-  const store = createSharedStore({ redisUrl: config.redisUrl ?? undefined, logger: { debug: (m, f) => logger.debug(f ?? {}, m), info: (m, f) => logger.info(f ?? {}, m), warn: (m, f) => logger.warn(f ?? {}, m), error: (m, f) => logger.error(f ?? {}, m) } });
+  const store = createSharedStore({ redisUrl: config.redisUrl ?? undefined, logger: spiLogger(logger, { component: 'shared-store' }) });
   const keys = new RealmKeys(storage);
   const tokens = new TokenService(storage, keys);
   const events = new EventBus(storage, logger, metrics);
   const providers = new ProviderRegistry();
-  const context: ServerContext = { config, logger, metrics, storage, keys, tokens, events, store, providers, version };
+  // Built now for the context; it reads the registry lazily and does its start-up work after providers.init.
+  const flows = new Flows(storage, providers, logger);
+  const hostStore = namespacedStore(store, 'host');
+  const context: ServerContext = {
+    config,
+    logger,
+    metrics,
+    storage,
+    keys,
+    tokens,
+    events,
+    store,
+    providers,
+    flows,
+    version,
+    hostStore,
+    authSessions: new AuthSessions(hostStore),
+    actionTokens: new ActionTokens(keys, hostStore),
+    pages: new PageRenderer(config.themeDir),
+    mailer: new Mailer(logger, config.mode),
+    mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),
+  };
+  const closeProviders = () =>
+    providers.close(config.shutdownGraceMs, (id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));
+  let app: FastifyInstance | undefined;
+  let bootstrapAdmin: RealmgateServer['bootstrapAdmin'];
   try {
     providers.add({ name: '@realmgate/server', version, factories: builtinProviders() }, true);
     for (const pkg of await loadProviderPackages(config.providersDir)) {
@@ -49,53 +93,44 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     }
     await providers.init((factory) => providerContext(context, factory, env));
     for (const [id, listener] of providers.eventListeners) events.register(id, listener);
+    await flows.start();
+
+    bootstrapAdmin = await ensureMasterRealm(context);
+    if (config.importRealm) await importRealmDirectory(context, config.importRealm);
+
+    app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
+    closeKeepAliveOnShutdown(app);
+    operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() });
+    openIdConnectRoutes(app, context);
+    pageRoutes(app, context);
+    await adminApi(app, context);
+    mountRealmResources(app, context, providers.realmResources);
+    await app.ready();
   } catch (error) {
+    // A failed start must not leave providers' timers, Redis or the database open: a caller that retries
+    // (a test, a supervisor) would otherwise pile them up, and the process would not exit on its own.
+    await app?.close().catch(() => {});
+    await closeProviders();
     await store.close().catch(() => {});
-    await storage.close();
+    await storage.close().catch(() => {});
     throw error;
   }
-
-  const bootstrapAdmin = await ensureMasterRealm(context);
-  if (config.importRealm) await importRealmDirectory(context, config.importRealm);
-
-  const app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
-  app.addHook('onResponse', async (request, reply) => {
-    metrics.httpRequests.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
-  });
-  app.get('/health/live', async () => ({ status: 'UP' }));
-  app.get('/health/ready', async (_request, reply) => {
-    try {
-      await storage.db.selectFrom('realm').select('id').limit(1).execute();
-      return { status: 'UP', checks: [{ name: 'database', status: 'UP' }] };
-    } catch {
-      return reply.code(503).send({ status: 'DOWN', checks: [{ name: 'database', status: 'DOWN' }] });
-    }
-  });
-  app.get('/metrics', async (_request, reply) => {
-    const { contentType, body } = await metrics.render();
-    return reply.type(contentType).send(body);
-  });
-  openIdConnectRoutes(app, context);
-  await adminApi(app, context);
-  mountRealmResources(app, context, providers.realmResources);
+  const http = app;
 
   let closed = false;
   return {
-    app,
+    app: http,
     context,
     bootstrapAdmin,
     async listen() {
-      return app.listen({ host: config.httpHost, port: config.httpPort });
+      return http.listen({ host: config.httpHost, port: config.httpPort });
     },
     /** Stops accepting, lets requests in flight finish, then closes providers (bounded), the store and the database. */
     async close() {
       if (closed) return;
       closed = true;
-      await app.close();
-      await providers.close((id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));
+      await http.close();
+      await closeProviders();
       await store.close().catch((error) => logger.warn({ err: error }, 'shared store failed to close'));
       await storage.close();
     },

@@ -76,8 +76,8 @@ export function clientRep(client: Client) {
   };
 }
 
-export function parseClient(body: unknown, path = 'client'): Partial<Client> {
-  const input = parseRepresentation(body, clientSpec, clientIgnored, path) as Partial<Client>;
+export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void): Partial<Client> {
+  const input = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client>;
   for (const field of ['redirectUris', 'webOrigins'] as const) {
     for (const [i, uri] of (input[field] ?? []).entries()) {
       if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
@@ -115,8 +115,18 @@ export async function insertClient(ctx: ServerContext, realm: Realm, input: Part
     if (isUniqueViolation(error)) throw conflict(`Client ${client.clientId} already exists`, 'clientId');
     throw error;
   }
-  if (client.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, client, db);
+  if (client.serviceAccountsEnabled) await serviceAccountNamed(client.clientId, () => ensureServiceAccount(ctx.storage, realm, client, db));
   return client;
+}
+
+/** The service-account user's name is taken by another user: a conflict on the client, not a 500. */
+async function serviceAccountNamed(clientId: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`A user named service-account-${clientId.toLowerCase()} already exists`, 'clientId');
+    throw error;
+  }
 }
 
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -162,6 +172,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
     const updated = clientFrom(parseClient(request.body), client);
+    // Read before the transaction: SQLite's one connection is held by it.
+    const serviceAccount = updated.clientId !== client.clientId ? await ctx.storage.users.serviceAccountOf(client.id) : null;
     await ctx.storage.transaction(async (trx) => {
       try {
         await ctx.storage.clients.update(updated, trx);
@@ -169,7 +181,11 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (isUniqueViolation(error)) throw conflict(`Client ${updated.clientId} already exists`, 'clientId');
         throw error;
       }
-      if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
+      await serviceAccountNamed(updated.clientId, async () => {
+        // Keycloak renames the service-account user with its client.
+        if (serviceAccount) await ctx.storage.users.update({ ...serviceAccount, username: `service-account-${updated.clientId}`.toLowerCase() }, trx);
+        if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
+      });
     });
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, redactedRep(updated));
     return reply.code(204).send();

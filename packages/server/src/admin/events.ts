@@ -9,7 +9,7 @@ import { parseRepresentation, queryInt, queryString } from './validation.js';
 
 const configSpec = {
   eventsEnabled: { type: 'boolean' },
-  eventsExpiration: { type: 'integer', min: 1 },
+  eventsExpiration: { type: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
   eventsListeners: { type: 'stringArray' },
   enabledEventTypes: { type: 'stringArray' },
   adminEventsEnabled: { type: 'boolean' },
@@ -54,7 +54,7 @@ const queryList = (query: Record<string, unknown>, name: string): string[] | und
   const raw = query[name];
   if (raw === undefined) return undefined;
   const list = Array.isArray(raw) ? raw : [raw];
-  if (list.length > 100 || list.some((v) => typeof v !== 'string' || v.length > 64)) throw badRequest(`Query parameter "${name}" is malformed`, name);
+  if (list.length > 100 || list.some((v) => typeof v !== 'string' || v.length > 64 || v.includes('\u0000'))) throw badRequest(`Query parameter "${name}" is malformed`, name);
   return list as string[];
 };
 

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
+import { AppError } from '../model/errors.js';
 import { authenticateAdmin } from './auth.js';
+import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
 import { organizationRoutes } from './organizations.js';
@@ -18,6 +20,13 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
     async (admin) => {
       admin.addHook('onRequest', async (request) => {
         request.adminAuth = await authenticateAdmin(ctx, request);
+        // The admin API consumes JSON only, as Keycloak's resources do. The form and text parsers are there for
+        // other endpoints; without this, such a body would reach handlers that ignore bodies (a DELETE would proceed).
+        const type = request.headers['content-type'];
+        const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+        if (hasBody && type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) {
+          throw new AppError(415, 'unsupported_media_type', 'The admin API accepts application/json bodies only');
+        }
       });
       admin.get('/serverinfo', async (request) => {
         callerOf(request);
@@ -45,6 +54,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
+        authenticationRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

@@ -31,15 +31,18 @@ export interface OrganizationInput {
   domains?: { name: string; verified: boolean }[];
 }
 
-export function parseOrganization(body: unknown, path = 'organization'): OrganizationInput {
-  const input = parseRepresentation(body, orgSpec, ['id', 'members', 'identityProviders'], path) as OrganizationInput & { domains?: unknown };
+export function parseOrganization(body: unknown, path = 'organization', onUnknown?: (path: string) => void): OrganizationInput {
+  const input = parseRepresentation(body, orgSpec, ['id', 'members', 'identityProviders'], path, onUnknown) as OrganizationInput & { domains?: unknown };
   if (input.domains !== undefined) {
     if (!Array.isArray(input.domains) || input.domains.length > 100) throw badRequest(`${path}.domains: must be an array`, 'domains');
+    const seen = new Set<string>();
     input.domains = input.domains.map((d, i) => {
       const name = (d as { name?: unknown })?.name;
       const verified = (d as { verified?: unknown })?.verified;
       if (typeof name !== 'string' || !domainPattern.test(name)) throw badRequest(`${path}.domains[${i}].name: must be a domain name`, 'domains');
       if (verified !== undefined && typeof verified !== 'boolean') throw badRequest(`${path}.domains[${i}].verified: must be true or false`, 'domains');
+      if (seen.has(name.toLowerCase())) throw badRequest(`${path}.domains[${i}].name: is listed twice`, 'domains');
+      seen.add(name.toLowerCase());
       return { name: name.toLowerCase(), verified: verified === true };
     });
   }
@@ -76,7 +79,13 @@ export async function saveOrganization(ctx: ServerContext, realm: Realm, input: 
   try {
     await ctx.storage.organizations.save(org, existing === null, db);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('An organization with this name, alias or domain already exists', 'name');
+    if (isUniqueViolation(error)) {
+      // Which constraint failed: PostgreSQL names it, SQLite lists its columns in the message.
+      const where = `${(error as { constraint?: string }).constraint ?? ''} ${(error as Error).message}`;
+      if (where.includes('organization_domain')) throw conflict(`${path}.domains: a domain is already linked to another organization`, 'domains');
+      if (where.includes('alias')) throw conflict(`${path}.alias: an organization with this alias already exists`, 'alias');
+      throw conflict(`${path}.name: an organization with this name already exists`, 'name');
+    }
     throw error;
   }
   return org;

@@ -33,12 +33,13 @@ const asArray = (value: unknown, path: string): unknown[] => {
 
 const stringList = (value: unknown, path: string): string[] =>
   asArray(value, path).map((v, i) => {
-    if (typeof v !== 'string') throw badRequest(`${path}[${i}]: must be a string`);
+    // Names here are looked up in the database: NUL would fail there instead of naming nothing.
+    if (typeof v !== 'string' || v.includes('\u0000')) throw badRequest(`${path}[${i}]: must be a string without NUL characters`);
     return v;
   });
 
-function parseImportedRole(value: unknown, path: string): ImportedRole {
-  const role = parseRole(value, path);
+function parseImportedRole(value: unknown, path: string, onUnknown?: (path: string) => void): ImportedRole {
+  const role = parseRole(value, path, onUnknown);
   if (!role.name) throw badRequest(`${path}.name: is required`);
   const composites = (value as { composites?: unknown }).composites;
   if (composites === undefined || composites === null) return { name: role.name, description: role.description };
@@ -69,15 +70,15 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   }
   const roles = (rep.roles ?? {}) as { realm?: unknown; client?: unknown };
   if (typeof roles !== 'object') throw badRequest('realm.roles: must be an object');
-  const realmRoles = asArray(roles.realm, 'realm.roles.realm').map((r, i) => parseImportedRole(r, `realm.roles.realm[${i}]`));
+  const realmRoles = asArray(roles.realm, 'realm.roles.realm').map((r, i) => parseImportedRole(r, `realm.roles.realm[${i}]`, onUnknown));
   const clientRoles: Record<string, ImportedRole[]> = {};
   if (roles.client !== undefined && roles.client !== null) {
     if (typeof roles.client !== 'object') throw badRequest('realm.roles.client: must be an object');
     for (const [clientId, list] of Object.entries(roles.client)) {
-      clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`));
+      clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`, onUnknown));
     }
   }
-  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => parseClient(c, `realm.clients[${i}]`));
+  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => parseClient(c, `realm.clients[${i}]`, onUnknown));
   const users = asArray(rep.users, 'realm.users').map((u, i) => {
     const path = `realm.users[${i}]`;
     const raw = u as { realmRoles?: unknown; clientRoles?: unknown };
@@ -86,7 +87,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       if (typeof raw.clientRoles !== 'object') throw badRequest(`${path}.clientRoles: must be an object`);
       for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoleMap[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
     }
-    return { ...parseUser(u, path), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
+    return { ...parseUser(u, path, onUnknown), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
     const path = `realm.organizations[${i}]`;
@@ -95,7 +96,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       if (typeof username !== 'string') throw badRequest(`${path}.members[${j}].username: is required`);
       return username;
     });
-    return { ...parseOrganization(o, path), members };
+    return { ...parseOrganization(o, path, onUnknown), members };
   });
   return { settings, realmRoles, clientRoles, clients, users, organizations };
 }
@@ -107,8 +108,11 @@ export async function importRealmContents(ctx: ServerContext, realm: Realm, data
   for (const row of await trx.selectFrom('client').select(['id', 'client_id']).where('realm_id', '=', realm.id).execute()) {
     clientUuid.set(row.client_id, row.id);
   }
+  // An export lists the built-in clients (admin-cli, account, …) the realm already has: those are kept. A
+  // clientId the import itself lists twice is a conflict, as in Keycloak.
+  const builtIn = new Set(clientUuid.keys());
   for (const [i, input] of data.clients.entries()) {
-    if (clientUuid.has(input.clientId ?? '')) continue;
+    if (builtIn.has(input.clientId ?? '')) continue;
     const client = await insertClient(ctx, realm, input, trx, `realm.clients[${i}]`);
     clientUuid.set(client.clientId, client.id);
   }

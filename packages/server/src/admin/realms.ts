@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { badRequest, conflict } from '../model/errors.js';
+import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { provisionRealm } from '../services/index.js';
+import { defaultRolesName, provisionRealm } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { hasAnyRole, isSuperAdmin, requireRole } from './auth.js';
 import { importRealmContents, parseRealmImport } from './realm-import.js';
@@ -23,7 +23,7 @@ export const realmSpec: Spec = {
   duplicateEmailsAllowed: { type: 'boolean' },
   organizationsEnabled: { type: 'boolean' },
   eventsEnabled: { type: 'boolean' },
-  eventsExpiration: { type: 'integer', min: 1 },
+  eventsExpiration: { type: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
   eventsListeners: { type: 'stringArray' },
   enabledEventTypes: { type: 'stringArray' },
   adminEventsEnabled: { type: 'boolean' },
@@ -153,6 +153,8 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms', async (request: AdminRequest) => {
     const caller = callerOf(request);
     const realms = isSuperAdmin(caller) ? await ctx.storage.realms.list() : [caller.realm].filter((r) => hasAnyRole(caller, r));
+    // Keycloak answers 403, not an empty list, to a caller who may see no realm at all.
+    if (realms.length === 0) throw forbidden('No realm is visible to this caller');
     return realms.map(realmRep);
   });
 
@@ -160,7 +162,14 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     requireRole(callerOf(request), null, 'create-realm');
     const parsed = parseRealmImport(request.body, isListener);
     if (await ctx.storage.realms.byName(parsed.settings.realm as string)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
-    const realm = await createRealmFromImport(ctx, parsed);
+    let realm: Realm;
+    try {
+      realm = await createRealmFromImport(ctx, parsed);
+    } catch (error) {
+      // Another request created the same name between the check above and the insert.
+      if (isUniqueViolation(error)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
+      throw error;
+    }
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', '', realmRep(realm));
     return reply.code(201).header('location', locationOf(ctx, request, realm.name)).send();
   });
@@ -178,8 +187,21 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (rep.realm !== undefined && rep.realm !== realm.name && realm.name === 'master') throw badRequest('realm.realm: the master realm cannot be renamed', 'realm');
     const updated = structuredClone(realm);
     applyRealmSettings(updated, rep, isListener);
+    const binding = await ctx.flows.validateBindings(updated);
+    if (binding) throw badRequest(binding.message, binding.field);
     try {
-      await ctx.storage.realms.update(updated);
+      await ctx.storage.transaction(async (trx) => {
+        await ctx.storage.realms.update(updated, trx);
+        // New users get the default role by its name, default-roles-<realm>: it is renamed with the realm, as Keycloak does.
+        if (updated.name !== realm.name) {
+          await trx
+            .updateTable('role')
+            .set({ name: defaultRolesName(updated.name) })
+            .where('container_id', '=', realm.id)
+            .where('name', '=', defaultRolesName(realm.name))
+            .execute();
+        }
+      });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`Realm ${updated.name} already exists`, 'realm');
       throw error;
@@ -202,7 +224,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
 export async function createRealmFromImport(ctx: ServerContext, parsed: ReturnType<typeof parseRealmImport>): Promise<Realm> {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
   return ctx.storage.transaction(async (trx) => {
-    const realm = await provisionRealm(ctx.storage, ctx.keys, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
+    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
     await importRealmContents(ctx, realm, parsed, trx);
     return realm;
   });

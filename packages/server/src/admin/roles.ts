@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../storage/index.js';
 import { requireRole } from './auth.js';
 import { userRep } from './users.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation, queryInt, queryString, type Spec } from './validation.js';
+import { parseRepresentation, queryInt, queryString, uuidPattern, type Spec } from './validation.js';
 
 const roleSpec: Spec = {
   name: { type: 'string', min: 1, pattern: /^[^/\\]+$/, patternHint: 'a name without slashes' },
@@ -32,8 +32,8 @@ export async function roleReps(ctx: ServerContext, roles: Role[]) {
   return roles.map((r) => roleRep(r, composites.has(r.id)));
 }
 
-export function parseRole(body: unknown, path = 'role'): { name?: string; description?: string } {
-  return parseRepresentation(body, roleSpec, roleIgnored, path) as { name?: string; description?: string };
+export function parseRole(body: unknown, path = 'role', onUnknown?: (path: string) => void): { name?: string; description?: string } {
+  return parseRepresentation(body, roleSpec, roleIgnored, path, onUnknown) as { name?: string; description?: string };
 }
 
 /** Routes shared by realm roles (/roles) and client roles (/clients/{id}/roles): one container each. */
@@ -161,7 +161,8 @@ export async function rolesFromBody(ctx: ServerContext, realm: Realm, body: unkn
     const { id, name } = item as { id?: unknown; name?: unknown };
     let role: Role | null = null;
     if (typeof id === 'string') {
-      role = await ctx.storage.roles.byId(realm.id, id.length === 36 ? id : '');
+      // Not a UUID: names no role, and never reaches a query (PostgreSQL fails on NUL rather than not matching).
+      role = uuidPattern.test(id) ? await ctx.storage.roles.byId(realm.id, id.toLowerCase()) : null;
     } else if (typeof name === 'string') {
       role = await ctx.storage.roles.byName(containerId ?? realm.id, name);
     } else {

@@ -16,7 +16,8 @@ export const emailPattern = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>
 
 const userSpec: Spec = {
   username: { type: 'string', min: 1, pattern: usernamePattern, patternHint: 'a username without spaces or special characters' },
-  email: { type: 'string', max: 254, pattern: emailPattern, patternHint: 'a valid e-mail address' },
+  // "" means no address, as Keycloak's user profile reads it (forms and scripts send it for an empty field).
+  email: { type: 'string', max: 254, pattern: new RegExp(`^$|${emailPattern.source}`), patternHint: 'a valid e-mail address' },
   firstName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
   lastName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
   enabled: { type: 'boolean' },
@@ -41,8 +42,8 @@ export interface UserInput {
   password?: string;
 }
 
-export function parseUser(body: unknown, path = 'user'): UserInput {
-  const rep = parseRepresentation(body, userSpec, userIgnored, path) as UserInput & { credentials?: unknown };
+export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
+  const rep = parseRepresentation(body, userSpec, userIgnored, path, onUnknown) as UserInput & { credentials?: unknown };
   const { credentials, ...input } = rep;
   if (credentials !== undefined) {
     if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
@@ -153,7 +154,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (input.username !== undefined && input.username.toLowerCase() !== user.username) {
       throw badRequest('user.username: cannot be changed (editUsernameAllowed is off)', 'username');
     }
-    const email = input.email !== undefined ? input.email.toLowerCase() : user.email;
+    const email = input.email !== undefined ? input.email.toLowerCase() || null : user.email;
     if (email && email !== user.email && !realm.duplicateEmailsAllowed) {
       const other = await ctx.storage.users.byEmail(realm.id, email);
       if (other && other.id !== user.id) throw conflict('User exists with same email', 'email');

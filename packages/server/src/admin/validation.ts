@@ -1,10 +1,15 @@
 import { badRequest } from '../model/errors.js';
 
+const JAVA_INT_MAX = 2_147_483_647;
+
 type FieldType = 'string' | 'boolean' | 'integer' | 'stringArray' | 'stringMap' | 'multiMap' | 'object' | 'array';
 
 export interface FieldSpec {
   type: FieldType;
-  /** Longest string (or longest item / value for collections); 255 by default, as Keycloak's columns. */
+  /**
+   * Longest string (or longest item / value for collections); 255 by default, as Keycloak's columns.
+   * For integers the largest value: a Java int by default, as Keycloak's, which also fits the integer columns.
+   */
   max?: number;
   min?: number;
   pattern?: RegExp;
@@ -52,6 +57,8 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
   const checkString = (s: unknown, label = 'a string') => {
     if (typeof s !== 'string') throw fail(label);
     if (s.length > max) throw fail(`at most ${max} characters`);
+    // PostgreSQL cannot store NUL in text, and SQLite cuts the string there: refused, not half-stored.
+    if (s.includes('\u0000')) throw fail('text without NUL characters');
     return s;
   };
   switch (field.type) {
@@ -67,6 +74,7 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
     case 'integer':
       if (typeof value !== 'number' || !Number.isInteger(value)) throw fail('an integer');
       if (field.min !== undefined && value < field.min) throw fail(`at least ${field.min}`);
+      if (value > (field.max ?? JAVA_INT_MAX)) throw fail(`at most ${field.max ?? JAVA_INT_MAX}`);
       return value;
     case 'stringArray':
       if (!Array.isArray(value) || value.length > 1000) throw fail('an array of strings');
@@ -126,6 +134,7 @@ export function queryString(query: Record<string, unknown>, name: string, max = 
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string') throw badRequest(`Query parameter "${name}" must be given once`, name);
   if (raw.length > max) throw badRequest(`Query parameter "${name}" is longer than ${max} characters`, name);
+  if (raw.includes('\u0000')) throw badRequest(`Query parameter "${name}" must not contain NUL characters`, name);
   return raw;
 }
 

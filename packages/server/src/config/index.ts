@@ -27,12 +27,15 @@ export function loadConfig({ argv = [], env = {} }: ConfigSources = {}): ServerC
     const fromEnv = env[option.env];
     if (fromFlag !== undefined) config[option.key] = parseValue(option, fromFlag, `flag ${option.flag}`);
     else if (fromEnv !== undefined && fromEnv !== '') config[option.key] = parseValue(option, fromEnv, `environment variable ${option.env}`);
-    else if (option.key in file) config[option.key] = parseValue(option, file[option.key], `config file key "${option.key}"`);
+    else if (option.key in file) config[option.key] = parseValue(option, file[option.key], `key "${option.key}" of config file ${configFile}`);
     else config[option.key] = option.default;
   }
+  const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
   const providers = file.providers ?? {};
-  if (typeof providers !== 'object' || providers === null || Array.isArray(providers)) {
-    throw new ConfigError(`config file key "providers" must be an object of provider id → settings`);
+  if (!isObject(providers)) throw new ConfigError(`config file key "providers" must be an object of provider id → settings`);
+  for (const [id, section] of Object.entries(providers as object)) {
+    // A provider reads its section as an object; anything else would reach it as {} and be silently lost.
+    if (!isObject(section)) throw new ConfigError(`config file key "providers.${id}" must be an object of settings, got ${JSON.stringify(section)}`);
   }
   config.providers = providers;
   const flagNames = new Set<string>(['--config', ...options.map((o) => o.flag)]);
@@ -108,7 +111,8 @@ function parseValue(option: OptionSpec, raw: unknown, source: string): unknown {
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean);
       throw fail('a comma-separated list');
     case 'string':
-      if (typeof raw === 'string' && raw.length > 0) return raw;
-      throw fail('a non-empty string');
+      if (typeof raw !== 'string' || raw.length === 0) throw fail('a non-empty string');
+      if (option.pattern && !option.pattern.test(raw)) throw fail(option.patternHint ?? `of the form ${option.pattern}`);
+      return raw;
   }
 }

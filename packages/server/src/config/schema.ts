@@ -13,6 +13,9 @@ export interface OptionSpec {
   values?: readonly string[];
   min?: number;
   max?: number;
+  /** Strings only: the form the value must have, and how the error message describes it. */
+  pattern?: RegExp;
+  patternHint?: string;
   description: string;
   secret?: boolean;
 }
@@ -23,7 +26,7 @@ export const options = [
   { key: 'httpPort', env: 'REALMGATE_HTTP_PORT', flag: '--http-port', type: 'integer', min: 0, max: 65535, default: 8080, description: 'Port to listen on (0 picks a free one).' },
   { key: 'hostname', env: 'REALMGATE_HOSTNAME', flag: '--hostname', type: 'url', default: null, description: "Public base URL (as Keycloak's hostname option); issuers are <hostname>/realms/<realm>. When unset, taken from each request." },
   { key: 'proxyTrustedAddresses', env: 'REALMGATE_PROXY_TRUSTED_ADDRESSES', flag: '--proxy-trusted-addresses', type: 'list', default: [], description: 'Comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-* headers are believed.' },
-  { key: 'dbUrl', env: 'REALMGATE_DB_URL', flag: '--db-url', type: 'string', default: 'sqlite:./data/realmgate.db', description: 'sqlite:<path> (embedded) or postgres://user@host:port/db.', secret: true },
+  { key: 'dbUrl', env: 'REALMGATE_DB_URL', flag: '--db-url', type: 'string', pattern: /^(sqlite:.+|postgres(ql)?:\/\/.+)$/, patternHint: 'sqlite:<path> or postgres://…', default: 'sqlite:./data/realmgate.db', description: 'sqlite:<path> (embedded) or postgres://user@host:port/db.', secret: true },
   { key: 'redisUrl', env: 'REALMGATE_REDIS_URL', flag: '--redis-url', type: 'url', default: null, description: 'Redis for state shared by several server processes; memory when unset.', secret: true },
   { key: 'bootstrapAdminUsername', env: 'REALMGATE_BOOTSTRAP_ADMIN_USERNAME', flag: '--bootstrap-admin-username', type: 'string', default: 'admin', description: 'Username of the master-realm administrator created on first start.' },
   { key: 'bootstrapAdminPassword', env: 'REALMGATE_BOOTSTRAP_ADMIN_PASSWORD', flag: '--bootstrap-admin-password', type: 'string', default: null, description: 'Its password; generated and printed once in development mode when unset.', secret: true },

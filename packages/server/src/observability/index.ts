@@ -1,2 +1,3 @@
-export { createLogger, providerLogger, type ServerLogger } from './logger.js';
+export { operationsRoutes, type ReadinessChecks } from './health.js';
+export { createLogger, spiLogger, type ServerLogger } from './logger.js';
 export { MetricsRegistry } from './metrics.js';

@@ -16,13 +16,19 @@ const redactPaths = [
   'headers.authorization',
   'req.headers.authorization',
   'req.headers.cookie',
-  'api.key',
+  // A client attribute is named "api.key"; the plain path 'api.key' would only match { api: { key } }.
+  '["api.key"]',
+  '*["api.key"]',
+  '*.attributes["api.key"]',
   'apiKey',
   '*.apiKey',
   'token',
   '*.token',
   'access_token',
   'refresh_token',
+  // User representations carry passwords as credentials[].value.
+  'credentials[*].value',
+  '*.credentials[*].value',
 ];
 
 export function createLogger(options: { mode: 'development' | 'production'; level: string; destination?: NodeJS.WritableStream }): ServerLogger {
@@ -51,9 +57,12 @@ function readableDestination(): pino.DestinationStream {
   };
 }
 
-/** The SPI logger a provider gets: the server's, tagged with the provider id. */
-export function providerLogger(logger: ServerLogger, providerId: string): Logger {
-  const child = logger.child({ provider: providerId });
+/**
+ * The server's logger behind the SPI's `Logger` shape (message first, fields second), with `bindings` on every
+ * line: what providers get, tagged with their id, and what the host hands to code written against the SPI.
+ */
+export function spiLogger(logger: ServerLogger, bindings: Record<string, unknown>): Logger {
+  const child = logger.child(bindings);
   return {
     debug: (message, fields) => child.debug(fields ?? {}, message),
     info: (message, fields) => child.info(fields ?? {}, message),

@@ -2,7 +2,7 @@ import type { ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/sp
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
 import type { Client } from '../model/types.js';
-import { providerLogger } from '../observability/index.js';
+import { spiLogger } from '../observability/index.js';
 import { TokenVerificationError } from '../protocol/openid-connect/tokens.js';
 import { userSnapshot } from '../services/index.js';
 import { namespacedStore } from '../store/index.js';
@@ -14,7 +14,7 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
   const { storage } = ctx;
   const realm = (name: string) => storage.realms.byName(name);
   return {
-    logger: providerLogger(ctx.logger, factory.id),
+    logger: spiLogger(ctx.logger, { provider: factory.id }),
     store: namespacedStore(ctx.store, `provider:${factory.id}`),
     metrics: ctx.metrics,
     config: { ...(ctx.config.providers[factory.id] ?? {}) },

@@ -30,7 +30,14 @@ export async function loadProviderPackages(directory: string): Promise<LoadedPac
   for (const entry of entries) {
     if (entry.startsWith('.')) continue;
     const dir = join(root, entry);
-    if (!(await stat(dir)).isDirectory()) continue;
+    let isDirectory: boolean;
+    try {
+      isDirectory = (await stat(dir)).isDirectory();
+    } catch (error) {
+      // A dangling link (a package uninstalled behind the operator's back) would otherwise stop start-up with a bare ENOENT.
+      throw new ProviderLoadError(`provider package ${dir} cannot be read: ${(error as Error).message}`);
+    }
+    if (!isDirectory) continue;
     packages.push(await loadPackage(dir));
   }
   return packages;
@@ -71,7 +78,9 @@ function entryPoint(manifest: { main?: string; exports?: unknown }): string {
   const exp = manifest.exports;
   if (typeof exp === 'string') return exp;
   if (exp && typeof exp === 'object') {
-    const dot = (exp as Record<string, unknown>)['.'];
+    // `exports` is either a map of subpaths ("." …) or, as shorthand for ".", a map of conditions.
+    const map = exp as Record<string, unknown>;
+    const dot = Object.keys(map).some((key) => key.startsWith('.')) ? map['.'] : map;
     if (typeof dot === 'string') return dot;
     if (dot && typeof dot === 'object') {
       const conditional = dot as Record<string, unknown>;

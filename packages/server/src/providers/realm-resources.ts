@@ -1,38 +1,48 @@
 import type { FastifyInstance } from 'fastify';
-import type { HttpMethod, RealmResource } from '@realmgate/spi';
+import type { HttpMethod, RealmResource, ResourceRoute } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
 import { requestInfo } from '../http/index.js';
 import { notFound } from '../model/errors.js';
+import { ProviderLoadError } from './loader.js';
 
 /** Mounts each RealmResource's routes under /realms/{realm}/{providerId}, adapting Fastify to the SPI shapes. */
 export function mountRealmResources(app: FastifyInstance, ctx: ServerContext, resources: Map<string, RealmResource>): void {
   for (const [providerId, resource] of resources) {
     for (const route of resource.routes) {
       const path = `/realms/:realm/${providerId}${route.path.startsWith('/') ? route.path : `/${route.path}`}`;
-      app.route<{ Params: Record<string, string>; Querystring: Record<string, string> }>({
-        method: route.method,
-        url: path,
-        handler: async (request, reply) => {
-          const { realm: realmName, ...params } = request.params;
-          const realm = await ctx.storage.realms.byName(realmName);
-          if (!realm || !realm.enabled) throw notFound('Realm does not exist');
-          const query: Record<string, string> = {};
-          for (const [k, v] of Object.entries(request.query ?? {})) if (typeof v === 'string') query[k] = v;
-          const response = await route.handler({
-            realm: realmInfo(realm),
-            method: request.method as HttpMethod,
-            params,
-            query,
-            headers: request.headers as Record<string, string | undefined>,
-            body: request.body,
-            request: requestInfo(request),
-          });
-          reply.code(response.status);
-          if (response.headers) reply.headers(response.headers);
-          return reply.send(response.body ?? '');
-        },
-      });
+      try {
+        mountRoute(app, ctx, path, route);
+      } catch (error) {
+        // Fastify's own message (a duplicate route, an unknown method) does not say whose route it was.
+        throw new ProviderLoadError(`realm resource ${providerId} cannot mount ${String(route.method)} ${path}: ${(error as Error).message}`);
+      }
     }
   }
+}
+
+function mountRoute(app: FastifyInstance, ctx: ServerContext, path: string, route: ResourceRoute): void {
+  app.route<{ Params: Record<string, string>; Querystring: Record<string, string> }>({
+    method: route.method,
+    url: path,
+    handler: async (request, reply) => {
+      const { realm: realmName, ...params } = request.params;
+      const realm = await ctx.storage.realms.byName(realmName);
+      if (!realm || !realm.enabled) throw notFound('Realm does not exist');
+      const query: Record<string, string> = {};
+      for (const [k, v] of Object.entries(request.query ?? {})) if (typeof v === 'string') query[k] = v;
+      const response = await route.handler({
+        realm: realmInfo(realm),
+        method: request.method as HttpMethod,
+        params,
+        query,
+        headers: request.headers as Record<string, string | undefined>,
+        body: request.body,
+        request: requestInfo(request),
+      });
+      reply.code(response.status);
+      if (response.headers) reply.headers(response.headers);
+      return reply.send(response.body ?? '');
+    },
+  });
 }

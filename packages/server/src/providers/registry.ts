@@ -17,9 +17,10 @@ export interface ProviderEntry {
   builtin: boolean;
 }
 
-/** Every provider the server runs with; an id is unique within its kind, as Keycloak's within an SPI. */
+/** Every provider the server runs with; an id belongs to one package, and to one factory of each kind in it. */
 export class ProviderRegistry {
   private readonly entries = new Map<string, ProviderEntry>();
+  private readonly byId = new Map<string, ProviderEntry>();
   readonly eventListeners = new Map<string, EventListener>();
   readonly formActions = new Map<string, { factory: FormActionFactory; instance: FormAction }>();
   readonly formProtectors = new Map<string, { factory: FormProtectorFactory; instance: FormProtector }>();
@@ -29,13 +30,18 @@ export class ProviderRegistry {
   add(pkg: Omit<LoadedPackage, 'directory'>, builtin: boolean): void {
     for (const factory of pkg.factories) {
       const key = `${factory.kind}:${factory.id}`;
-      const existing = this.entries.get(key);
-      if (existing) {
+      // An id is the provider's store namespace, log tag and resource path: one package may use it for each
+      // kind it implements (a form protector and its resource), but no other package may use it at all.
+      const first = this.byId.get(factory.id);
+      if (this.entries.has(key) || (first && first.packageName !== pkg.name)) {
+        const holder = this.entries.get(key) ?? first!;
         throw new ProviderLoadError(
-          `duplicate ${factory.kind} provider id "${factory.id}": in ${existing.packageName} and in ${pkg.name}; remove one of them from the providers directory`,
+          `duplicate provider id "${factory.id}": ${holder.factory.kind} in ${holder.packageName} and ${factory.kind} in ${pkg.name}; remove one of them from the providers directory`,
         );
       }
-      this.entries.set(key, { factory, packageName: pkg.name, version: pkg.version, builtin });
+      const entry = { factory, packageName: pkg.name, version: pkg.version, builtin };
+      this.entries.set(key, entry);
+      if (!first) this.byId.set(factory.id, entry);
     }
   }
 
@@ -55,31 +61,50 @@ export class ProviderRegistry {
       } catch (error) {
         throw new ProviderLoadError(`provider ${factory.id} (${packageName}) failed to initialize: ${(error as Error).message}`);
       }
+      // Initialized means it may hold timers or connections: close() must reach it even if create() fails.
       this.initialized.push(factory);
-      switch (factory.kind) {
-        case 'event-listener':
-          this.eventListeners.set(factory.id, factory.create());
-          break;
-        case 'form-action':
-          this.formActions.set(factory.id, { factory, instance: factory.create() });
-          break;
-        case 'form-protector':
-          this.formProtectors.set(factory.id, { factory, instance: factory.create() });
-          break;
-        case 'realm-resource':
-          this.realmResources.set(factory.id, factory.create());
-          break;
+      try {
+        this.instantiate(factory);
+      } catch (error) {
+        throw new ProviderLoadError(`provider ${factory.id} (${packageName}) failed to create its ${factory.kind}: ${(error as Error).message}`);
       }
     }
   }
 
-  /** Closes in reverse order; one provider's failure does not keep the others open. */
-  async close(onError: (id: string, error: unknown) => void): Promise<void> {
+  private instantiate(factory: ProviderFactory): void {
+    switch (factory.kind) {
+      case 'event-listener':
+        this.eventListeners.set(factory.id, factory.create());
+        break;
+      case 'form-action':
+        this.formActions.set(factory.id, { factory, instance: factory.create() });
+        break;
+      case 'form-protector':
+        this.formProtectors.set(factory.id, { factory, instance: factory.create() });
+        break;
+      case 'realm-resource':
+        this.realmResources.set(factory.id, factory.create());
+        break;
+    }
+  }
+
+  /**
+   * Closes in reverse order within `timeoutMs` in all; one provider's failure or hang does not keep the others
+   * open, nor the server from shutting down.
+   */
+  async close(timeoutMs: number, onError: (id: string, error: unknown) => void): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     for (const factory of this.initialized.reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const overdue = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`did not close within ${timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+      });
       try {
-        await factory.close?.();
+        await Promise.race([Promise.resolve().then(() => factory.close?.()), overdue]);
       } catch (error) {
         onError(factory.id, error);
+      } finally {
+        clearTimeout(timer);
       }
     }
     this.initialized.length = 0;

@@ -1,4 +1,5 @@
 import { newId, newSecret } from '../credentials/index.js';
+import type { Flows } from '../flows/index.js';
 import type { RealmKeys } from '../keys/index.js';
 import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
 import type { Client, Realm, Role } from '../model/types.js';
@@ -7,12 +8,13 @@ import type { Db, Storage } from '../storage/index.js';
 export const defaultRolesName = (realmName: string) => `default-roles-${realmName.toLowerCase()}`;
 
 /**
- * Creates a realm with what Keycloak gives every realm: signing key, default roles, and the
- * realm-management, admin-cli, account and account-console clients.
+ * Creates a realm with what Keycloak gives every realm: signing key, default roles, the
+ * realm-management, admin-cli, account and account-console clients, and the built-in authentication flows.
  */
 export async function provisionRealm(
   storage: Storage,
   keys: RealmKeys,
+  flows: Pick<Flows, 'provisionBuiltInFlows'>,
   name: string,
   customize: (realm: Realm) => void = () => {},
   trx?: Db,
@@ -22,6 +24,7 @@ export async function provisionRealm(
   const work = async (db: Db) => {
     await storage.realms.insert(realm, db);
     await keys.generate(realm.id, db);
+    await flows.provisionBuiltInFlows(realm.id, db);
     const role = (containerId: string, roleName: string, clientRole: boolean, description: string | null = null): Role => ({
       id: newId(),
       realmId: realm.id,

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Client } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ClientTable } from './schema.js';
-import { bool, containsIgnoreCase, flag, fromJson, toJson } from './codec.js';
+import { bool, containsIgnoreCase, flag, fromJson, storable, toJson } from './codec.js';
 
 function toClient(row: Selectable<ClientTable>): Client {
   return {
@@ -81,6 +81,7 @@ export class ClientRepository {
   }
 
   async byClientId(realmId: string, clientId: string): Promise<Client | null> {
+    if (!storable(clientId)) return null;
     const row = await this.db
       .selectFrom('client')
       .selectAll()

@@ -13,6 +13,12 @@ export function fromJson<T>(text: string | null | undefined, fallback: T): T {
   }
 }
 
+/**
+ * False for text no row can hold: PostgreSQL refuses NUL in text parameters (an error, not "no match") and SQLite
+ * cuts the string there, so a lookup by such a name answers "nothing" without reaching the database.
+ */
+export const storable = (text: string): boolean => !text.includes('\u0000');
+
 /** True when a driver error is a unique-constraint violation (SQLite or PostgreSQL). */
 export function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; message?: string };

@@ -1,4 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
+// The module itself, not flows/index.js: that entry reaches back into storage.
+import { flowsMigration } from '../flows/migration.js';
 
 // One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
 export const migrations: Record<string, Migration> = {
@@ -212,4 +214,5 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002-flows': flowsMigration,
 };

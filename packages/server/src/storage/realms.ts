@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Realm } from '../model/types.js';
 import type { Db } from './db.js';
 import type { RealmTable } from './schema.js';
-import { bool, flag, fromJson, toJson } from './codec.js';
+import { bool, flag, fromJson, storable, toJson } from './codec.js';
 
 function toRealm(row: Selectable<RealmTable>): Realm {
   return {
@@ -75,6 +75,7 @@ export class RealmRepository {
   }
 
   async byName(name: string): Promise<Realm | null> {
+    if (!storable(name)) return null;
     const row = await this.db.selectFrom('realm').selectAll().where('name', '=', name).executeTakeFirst();
     return row ? toRealm(row) : null;
   }

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Role } from '../model/types.js';
 import type { Db } from './db.js';
 import type { RoleTable } from './schema.js';
-import { bool, containsIgnoreCase, flag } from './codec.js';
+import { bool, containsIgnoreCase, flag, storable } from './codec.js';
 
 function toRole(row: Selectable<RoleTable>): Role {
   return {
@@ -29,6 +29,7 @@ export class RoleRepository {
   }
 
   async byName(containerId: string, name: string): Promise<Role | null> {
+    if (!storable(name)) return null;
     const row = await this.db
       .selectFrom('role')
       .selectAll()

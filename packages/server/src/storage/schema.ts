@@ -1,4 +1,4 @@
-
+import type { FlowTables } from '../flows/index.js';
 
 /** Booleans are stored as 0/1 and times as epoch milliseconds so SQLite and PostgreSQL read back alike. */
 type Flag = number;
@@ -189,7 +189,7 @@ export interface AdminEventTable {
 }
 
 
-export interface Database {
+export interface Database extends FlowTables {
   realm: RealmTable;
   realm_key: RealmKeyTable;
   client: ClientTable;

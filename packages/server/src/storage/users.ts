@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { User } from '../model/types.js';
 import type { Db } from './db.js';
 import type { UserTable } from './schema.js';
-import { bool, containsIgnoreCase, flag, fromJson, toJson } from './codec.js';
+import { bool, containsIgnoreCase, flag, fromJson, storable, toJson } from './codec.js';
 
 export interface UserQuery {
   username?: string;
@@ -114,6 +114,7 @@ export class UserRepository {
   }
 
   async byUsername(realmId: string, username: string): Promise<User | null> {
+    if (!storable(username)) return null;
     const row = await this.db
       .selectFrom('user_entity')
       .selectAll()
@@ -124,6 +125,7 @@ export class UserRepository {
   }
 
   async byEmail(realmId: string, email: string): Promise<User | null> {
+    if (!storable(email)) return null;
     const row = await this.db
       .selectFrom('user_entity')
       .selectAll()

@@ -129,13 +129,13 @@ export async function api(url: string, method: string, path: string, token: stri
 }
 
 /** Waits until `check` returns a truthy value (events are delivered on a later tick). */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
       const value = await check();
-      if (value) return value;
+      if (value) return value as NonNullable<T>;
     } catch (error) {
       last = error;
     }

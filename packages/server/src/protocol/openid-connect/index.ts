@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
+import { authorizationRoutes } from './auth.js';
 import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
@@ -12,6 +13,7 @@ export { bearerToken, requireBearer } from './bearer.js';
 
 export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
   discoveryRoutes(app, ctx);
+  authorizationRoutes(app, ctx);
   tokenRoutes(app, ctx);
   userinfoRoutes(app, ctx);
   introspectRoutes(app, ctx);

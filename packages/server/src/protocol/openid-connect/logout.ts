@@ -1,21 +1,45 @@
-import type { FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { requestInfo } from '../../http/index.js';
+import { baseUrl, requestInfo } from '../../http/index.js';
 import { OAuthError } from '../../model/errors.js';
+import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
+import type { Client, Realm } from '../../model/types.js';
+import { clearSsoCookie, currentSsoSession, showPage } from '../../pages/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
 import { TokenVerificationError } from './tokens.js';
 
+type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+const CONFIRM_LIFETIME_MS = 10 * 60 * 1000;
+
+function param(request: FastifyRequest, name: string): string | undefined {
+  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+  const value = source?.[name];
+  return typeof value === 'string' && value.length <= 4096 ? value : undefined;
+}
+
 /**
- * Back-channel logout with a refresh token (what Keycloak's adapters and the admin client call).
- * RP-initiated browser logout with id_token_hint is added with the browser flows.
+ * Logout: with a `refresh_token` (back-channel, what adapters and the admin client send), or RP-initiated
+ * from the browser with `id_token_hint` and a registered `post_logout_redirect_uri`. Without a hint the user
+ * confirms first, so a link on another site cannot sign people out.
  */
 export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/logout', async (request, reply) => {
-    const realm = await realmOrError(ctx.storage, request.params.realm);
-    const refreshToken = formField(request.body, 'refresh_token');
-    if (!refreshToken) throw new OAuthError(400, 'invalid_request', 'Missing parameter: refresh_token');
+  const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null) => {
+    const user = await ctx.storage.users.byId(realm.id, userId);
+    await ctx.storage.sessions.delete(sessionId);
+    await ctx.events.user(realm, {
+      type: 'LOGOUT',
+      clientId,
+      userId,
+      sessionId,
+      request: requestInfo(request),
+      user: user ? await userSnapshot(ctx.storage, user) : null,
+    });
+  };
+
+  const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
     const client = await authenticateClient(ctx.storage, realm, request);
     let claims;
     try {
@@ -25,16 +49,69 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw error;
     }
     if (claims.azp !== client.clientId) throw new OAuthError(400, 'invalid_grant', 'Invalid refresh token');
-    const user = await ctx.storage.users.byId(realm.id, claims.sub);
-    await ctx.storage.sessions.delete(claims.sid as string);
-    await ctx.events.user(realm, {
-      type: 'LOGOUT',
-      clientId: client.clientId,
-      userId: claims.sub,
-      sessionId: claims.sid as string,
-      request: requestInfo(request),
-      user: user ? await userSnapshot(ctx.storage, user) : null,
-    });
+    await endSession(request, realm, claims.sid as string, claims.sub, client.clientId);
     return reply.code(204).send();
+  };
+
+  const browser = async (request: RealmRequest, reply: FastifyReply, realm: Realm) => {
+    const base = baseUrl(request, ctx.config.hostname);
+    const hint = param(request, 'id_token_hint');
+    let hintClaims = null;
+    if (hint) {
+      try {
+        hintClaims = await ctx.tokens.verify(realm, hint, 'ID', ctx.config.hostname, { hint: true });
+      } catch {
+        return showPage.error(ctx, reply, realm, 'Invalid parameter: id_token_hint', 400);
+      }
+    }
+    const clientId = param(request, 'client_id') ?? (hintClaims?.azp as string | undefined);
+    let client: Client | null = null;
+    if (clientId) {
+      client = await ctx.storage.clients.byClientId(realm.id, clientId);
+      if (!client || (hintClaims && hintClaims.azp !== clientId)) return showPage.error(ctx, reply, realm, 'Invalid parameter: client_id', 400);
+    }
+    const redirect = param(request, 'post_logout_redirect_uri');
+    if (redirect && (!client || !postLogoutRedirectAllowed(client, redirect, base))) {
+      return showPage.error(ctx, reply, realm, 'Invalid redirect uri', 400);
+    }
+    const state = param(request, 'state');
+    const confirmToken = param(request, 'session_code');
+    const confirmed = confirmToken !== undefined && confirmToken.length < 100 && (await ctx.hostStore.get(`logout-confirm:${confirmToken}`)) === realm.id;
+    if (!hintClaims && !confirmed) {
+      const token = randomBytes(24).toString('base64url');
+      await ctx.hostStore.set(`logout-confirm:${token}`, realm.id, CONFIRM_LIFETIME_MS);
+      const hidden: Record<string, string> = {};
+      if (clientId) hidden.client_id = clientId;
+      if (redirect) hidden.post_logout_redirect_uri = redirect;
+      if (state) hidden.state = state;
+      return ctx.pages.send(reply, realm, 'logout-confirm', { action: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`, csrf: token, hidden });
+    }
+    if (confirmed) await ctx.hostStore.delete(`logout-confirm:${confirmToken}`);
+    const sso = await currentSsoSession(ctx, request, realm);
+    if (sso) await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null);
+    else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
+      await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null);
+    }
+    clearSsoCookie(request, reply, realm);
+    if (redirect) {
+      const url = new URL(redirect);
+      if (state) url.searchParams.set('state', state);
+      return reply.code(302).header('location', url.href).send();
+    }
+    return showPage.info(ctx, reply, realm, 'You are signed out', 'You have been signed out.');
+  };
+
+  app.get('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
+    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    return browser(request, reply, realm);
+  });
+
+  app.post('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
+    const refreshToken = formField(request.body, 'refresh_token');
+    if (refreshToken !== undefined) return backChannel(request, reply, await realmOrError(ctx.storage, request.params.realm), refreshToken);
+    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    return browser(request, reply, realm);
   });
 }

@@ -166,7 +166,14 @@ export class TokenService {
    * Verifies a token of this realm: RS256 only (never `none` or an HMAC), a key the realm published,
    * the realm's issuer, not expired, the expected `typ`, not revoked, and its session still alive.
    */
-  async verify(realm: Realm, token: string, expectedType: TokenType, base: string | null): Promise<AccessTokenClaims & JWTPayload> {
+  async verify(
+    realm: Realm,
+    token: string,
+    expectedType: TokenType,
+    base: string | null,
+    /** For an `id_token_hint`: an expired token, or one whose session ended, still names who it was. */
+    options: { hint?: boolean } = {},
+  ): Promise<AccessTokenClaims & JWTPayload> {
     let header;
     try {
       header = decodeProtectedHeader(token);
@@ -179,7 +186,7 @@ export class TokenService {
     if (!key) throw new TokenVerificationError('token was not signed by a key of this realm');
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: ['RS256'], clockTolerance: 5 }));
+      ({ payload } = await jwtVerify(token, key, { algorithms: ['RS256'], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token expired');
       throw new TokenVerificationError('invalid token signature or claims');
@@ -193,8 +200,16 @@ export class TokenService {
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('token revoked');
     }
-    if (typeof payload.sid === 'string' && !(await this.storage.sessions.byId(payload.sid))) {
+    if (!options.hint && typeof payload.sid === 'string' && !(await this.storage.sessions.byId(payload.sid))) {
       throw new TokenVerificationError('session ended');
+    }
+    if (!options.hint) {
+      // Service-account tokens have no session: without these checks they would outlive a disabled or
+      // deleted client or user until they expire.
+      const user = typeof payload.sub === 'string' ? await this.storage.users.byId(realm.id, payload.sub) : null;
+      if (!user || !user.enabled) throw new TokenVerificationError('user not found or disabled');
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.byClientId(realm.id, payload.azp) : null;
+      if (!client || !client.enabled) throw new TokenVerificationError('client not found or disabled');
     }
     return payload as AccessTokenClaims & JWTPayload;
   }

@@ -3,18 +3,19 @@ import type { ServerContext } from '../../../context.js';
 import { OAuthError } from '../../../model/errors.js';
 import { authenticateClient, formField } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
+import { authorizationCodeGrant } from './authorization-code.js';
 import { clientCredentialsGrant } from './client-credentials.js';
 import { passwordGrant } from './password.js';
 import { refreshTokenGrant } from './refresh-token.js';
 
 export type GrantHandler = typeof passwordGrant;
 
-export function tokenRoutes(app: FastifyInstance, ctx: ServerContext, extraGrants: Record<string, GrantHandler> = {}): void {
+export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const grants: Record<string, GrantHandler> = {
     password: passwordGrant,
     client_credentials: clientCredentialsGrant,
     refresh_token: refreshTokenGrant,
-    ...extraGrants,
+    authorization_code: authorizationCodeGrant,
   };
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);

@@ -1,0 +1,347 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Requirement } from '@realmgate/spi';
+import type { ServerContext } from '../context.js';
+import { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthProvider, type AuthenticatorConfig, type FlowType, type ProviderRole, type RealmFlows, type WalkedExecution } from '../flows/index.js';
+import { baseUrl } from '../http/index.js';
+import { badRequest, notFound } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import { requireRole } from './auth.js';
+import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { parseRepresentation, type FieldSpec, type Spec } from './validation.js';
+
+const aliasSpec: FieldSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint };
+// PostgreSQL refuses NUL in text; descriptions may hold any other character.
+const descriptionSpec: FieldSpec = { type: 'string', max: 4096, pattern: /^[^\u0000]*$/, patternHint: 'text without NUL characters' };
+const requirementSpec: FieldSpec = { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' };
+const prioritySpec: FieldSpec = { type: 'integer', min: -2147483648 };
+const MAX_PRIORITY = 2147483647;
+
+const flowSpec: Spec = {
+  alias: aliasSpec,
+  description: descriptionSpec,
+  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
+  topLevel: { type: 'boolean' },
+  builtIn: { type: 'boolean' },
+};
+const flowIgnored = ['id', 'authenticationExecutions'];
+const copySpec: Spec = { newName: aliasSpec };
+const newExecutionSpec: Spec = { provider: { type: 'string', min: 1 }, priority: prioritySpec };
+const newSubflowSpec: Spec = {
+  alias: aliasSpec,
+  type: { type: 'string', pattern: /^(basic-flow|form-flow)$/, patternHint: 'basic-flow or form-flow' },
+  provider: { type: 'string' },
+  description: descriptionSpec,
+  priority: prioritySpec,
+};
+const executionChangeSpec: Spec = {
+  id: { type: 'string', min: 1 },
+  requirement: requirementSpec,
+  priority: prioritySpec,
+  // A provider's display name for a plain execution; the subflow's new alias for a subflow (checked there).
+  displayName: { type: 'string', max: 4096 },
+  description: descriptionSpec,
+};
+const executionChangeIgnored = ['level', 'index', 'requirementChoices', 'configurable', 'authenticationFlow', 'providerId', 'authenticationConfig', 'flowId', 'alias'];
+const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
+
+function parse<T>(body: unknown, spec: Spec, path: string, ignored: readonly string[] = []): T {
+  const parsed = parseRepresentation(body, spec, ignored, path);
+  if (typeof parsed.priority === 'number' && parsed.priority > MAX_PRIORITY) throw badRequest(`${path}.priority: must be at most ${MAX_PRIORITY}`, 'priority');
+  return parsed as T;
+}
+
+function required<T>(value: T | undefined, path: string, field: string): T {
+  if (value === undefined) throw badRequest(`${path}.${field}: is required`, field);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Representations, as Keycloak's (null fields left out)
+
+function executionExportRep(flows: RealmFlows, execution: AuthExecution) {
+  const config = flows.config(execution.configId);
+  const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
+  return {
+    ...(config ? { authenticatorConfig: config.alias } : {}),
+    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
+    authenticatorFlow: execution.subFlowId !== null,
+    ...(subflow ? { flowAlias: subflow.alias } : {}),
+    requirement: execution.requirement,
+    priority: execution.priority,
+    autheticatorFlow: execution.subFlowId !== null,
+    userSetupAllowed: false,
+  };
+}
+
+function flowRep(flows: RealmFlows, flow: AuthFlow) {
+  return {
+    id: flow.id,
+    alias: flow.alias,
+    ...(flow.description !== null ? { description: flow.description } : {}),
+    providerId: flow.providerId,
+    topLevel: flow.topLevel,
+    builtIn: flow.builtIn,
+    authenticationExecutions: flows.executionsOf(flow.id).map((e) => executionExportRep(flows, e)),
+  };
+}
+
+function executionRep(execution: AuthExecution) {
+  const isFlow = execution.subFlowId !== null;
+  return {
+    id: execution.id,
+    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
+    ...(execution.configId ? { authenticatorConfig: execution.configId } : {}),
+    authenticatorFlow: isFlow,
+    ...(execution.subFlowId ? { flowId: execution.subFlowId } : {}),
+    parentFlow: execution.parentFlowId,
+    priority: execution.priority,
+    requirement: execution.requirement,
+    autheticatorFlow: isFlow,
+  };
+}
+
+const configRep = (config: AuthenticatorConfig) => ({ id: config.id, alias: config.alias, config: config.config });
+
+const providerRep = (provider: AuthProvider) => ({ id: provider.id, displayName: provider.displayName, description: provider.description });
+
+// ---------------------------------------------------------------------------------------------------------
+
+/** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */
+export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const { editor, catalog } = ctx.flows;
+  const base = '/realms/:realm/authentication';
+
+  const realmFor = async (request: FastifyRequest, write: boolean): Promise<Realm> => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, write ? 'manage-realm' : 'view-realm');
+    return realm;
+  };
+  const location = (request: FastifyRequest, realm: Realm, path: string) =>
+    `${baseUrl(request, ctx.config.hostname)}/admin/realms/${encodeURIComponent(realm.name)}/authentication/${path}`;
+
+  /** Keycloak's execution info: one row of the flattened tree under a flow. */
+  const executionInfoRep = (flows: RealmFlows, walked: WalkedExecution) => {
+    const { execution, level, index } = walked;
+    const config = flows.config(execution.configId);
+    const common = {
+      id: execution.id,
+      requirement: execution.requirement,
+      requirementChoices: [...editor.requirementChoices(flows, execution)],
+      level,
+      index,
+      priority: execution.priority,
+    };
+    const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
+    if (subflow) {
+      return {
+        ...common,
+        displayName: subflow.alias,
+        ...(subflow.description !== null ? { description: subflow.description } : {}),
+        configurable: false,
+        authenticationFlow: true,
+        flowId: subflow.id,
+        ...(subflow.providerId === 'form-flow' && execution.authenticator ? { providerId: execution.authenticator } : {}),
+        ...(subflow.providerId === 'form-flow' && config ? { authenticationConfig: config.id } : {}),
+      };
+    }
+    const provider = execution.authenticator ? catalog.get(execution.authenticator) : undefined;
+    const configurable = (provider?.configProperties.length ?? 0) > 0;
+    return {
+      ...common,
+      displayName: provider?.displayName ?? execution.authenticator ?? '',
+      description: provider?.description ?? 'This provider is not installed on the server.',
+      configurable,
+      authenticationFlow: false,
+      ...(configurable && config ? { alias: config.alias } : {}),
+      ...(execution.authenticator ? { providerId: execution.authenticator } : {}),
+      ...(config ? { authenticationConfig: config.id } : {}),
+    };
+  };
+
+  const listProviders = (...roles: ProviderRole[]) => async (request: FastifyRequest) => {
+    await realmFor(request, false);
+    return catalog.list(...roles).map(providerRep);
+  };
+  app.get(`${base}/authenticator-providers`, listProviders('authenticator', 'form-protector'));
+  app.get(`${base}/form-action-providers`, listProviders('form-action', 'form-protector'));
+  app.get(`${base}/form-providers`, listProviders('form'));
+  app.get(`${base}/client-authenticator-providers`, async (request) => {
+    await realmFor(request, false);
+    return catalog.list('client-authenticator').map((p) => ({ ...providerRep(p), supportsSecret: true }));
+  });
+
+  app.get(`${base}/config-description/:providerId`, async (request: AdminRequest<{ realm: string; providerId: string }>) => {
+    await realmFor(request, false);
+    const provider = catalog.get(request.params.providerId);
+    if (!provider) throw notFound('Could not find authenticator provider');
+    return {
+      providerId: provider.id,
+      name: provider.displayName,
+      helpText: provider.description,
+      properties: provider.configProperties.map((p) => ({
+        name: p.name,
+        label: p.label,
+        ...(p.helpText !== undefined ? { helpText: p.helpText } : {}),
+        type: p.type,
+        ...(p.defaultValue !== undefined ? { defaultValue: p.defaultValue } : {}),
+        secret: p.type === 'Password',
+      })),
+    };
+  });
+
+  // Flows. The path segment after /flows/ is an id for the flow itself and an alias below it, as in Keycloak.
+
+  app.get(`${base}/flows`, async (request) => {
+    const realm = await realmFor(request, false);
+    const flows = await editor.load(realm.id);
+    return flows.topLevelFlows().map((f) => flowRep(flows, f));
+  });
+
+  app.post(`${base}/flows`, async (request: AdminRequest, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ alias?: string; description?: string; providerId?: FlowType; topLevel?: boolean; builtIn?: boolean }>(request.body, flowSpec, 'flow', flowIgnored);
+    const alias = required(input.alias, 'flow', 'alias');
+    if (input.topLevel === false) throw badRequest('flow.topLevel: only top-level flows are created here; add a subflow through /flows/{alias}/executions/flow', 'topLevel');
+    if (input.builtIn === true) throw badRequest('flow.builtIn: built-in flows cannot be created', 'builtIn');
+    const flow = await editor.createFlow(realm, { alias, description: input.description ?? '', providerId: input.providerId ?? 'basic-flow' });
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_FLOW', `authentication/flows/${flow.id}`, { ...input, id: flow.id });
+    return reply.code(201).header('location', location(request, realm, `flows/${flow.id}`)).send();
+  });
+
+  app.get(`${base}/flows/:flow`, async (request: AdminRequest<{ realm: string; flow: string }>) => {
+    const realm = await realmFor(request, false);
+    const flows = await editor.load(realm.id);
+    const flow = flows.flow(pathId(request.params.flow, 'Flow'));
+    if (!flow) throw notFound('Could not find flow with id');
+    return flowRep(flows, flow);
+  });
+
+  app.put(`${base}/flows/:flow`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const id = pathId(request.params.flow, 'Flow');
+    const input = parse<{ alias?: string; description?: string }>(request.body, flowSpec, 'flow', flowIgnored);
+    const flow = await editor.updateFlow(realm, id, { alias: required(input.alias, 'flow', 'alias'), description: input.description });
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTH_FLOW', `authentication/flows/${flow.id}`, { id: flow.id, alias: flow.alias, description: flow.description });
+    return reply.code(204).send();
+  });
+
+  app.delete(`${base}/flows/:flow`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const flow = await editor.deleteFlow(realm, pathId(request.params.flow, 'Flow'));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'AUTH_FLOW', `authentication/flows/${flow.id}`);
+    return reply.code(204).send();
+  });
+
+  app.post(`${base}/flows/:flow/copy`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ newName?: string }>(request.body, copySpec, 'copy');
+    const copy = await editor.copyFlow(realm, request.params.flow, required(input.newName, 'copy', 'newName'));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_FLOW', `authentication/flows/${request.params.flow}/copy`, { newName: copy.alias, id: copy.id });
+    return reply.code(201).header('location', location(request, realm, `flows/${copy.id}`)).send();
+  });
+
+  // Executions
+
+  app.get(`${base}/flows/:flow/executions`, async (request: AdminRequest<{ realm: string; flow: string }>) => {
+    const realm = await realmFor(request, false);
+    const flows = await editor.load(realm.id);
+    const flow = flows.flowByAlias(request.params.flow);
+    if (!flow) throw notFound('Flow not found');
+    return flows.walk(flow.id).map((w) => executionInfoRep(flows, w));
+  });
+
+  app.put(`${base}/flows/:flow/executions`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ id?: string; requirement?: Requirement; priority?: number; displayName?: string; description?: string }>(
+      request.body,
+      executionChangeSpec,
+      'execution',
+      executionChangeIgnored,
+    );
+    const id = required(input.id, 'execution', 'id');
+    await editor.updateExecution(realm, request.params.flow, { ...input, id });
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTH_EXECUTION', `authentication/flows/${request.params.flow}/executions`, request.body);
+    return reply.code(204).send();
+  });
+
+  app.post(`${base}/flows/:flow/executions/execution`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ provider?: string; priority?: number }>(request.body, newExecutionSpec, 'execution');
+    const execution = await editor.addExecution(realm, request.params.flow, required(input.provider, 'execution', 'provider'), input.priority);
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_EXECUTION', `authentication/flows/${request.params.flow}/executions/execution`, { ...input, id: execution.id });
+    return reply.code(201).header('location', location(request, realm, `executions/${execution.id}`)).send();
+  });
+
+  app.post(`${base}/flows/:flow/executions/flow`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ alias?: string; type?: 'basic-flow' | 'form-flow'; provider?: string; description?: string; priority?: number }>(request.body, newSubflowSpec, 'flow');
+    const { flow, execution } = await editor.addSubflow(realm, request.params.flow, {
+      alias: required(input.alias, 'flow', 'alias'),
+      providerId: input.type ?? 'basic-flow',
+      provider: input.provider,
+      description: input.description ?? '',
+      priority: input.priority,
+    });
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_EXECUTION_FLOW', `authentication/flows/${request.params.flow}/executions/flow`, { ...input, id: execution.id });
+    return reply.code(201).header('location', location(request, realm, `flows/${flow.id}`)).send();
+  });
+
+  app.get(`${base}/executions/:id`, async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const realm = await realmFor(request, false);
+    const execution = (await editor.load(realm.id)).execution(pathId(request.params.id, 'Execution'));
+    if (!execution) throw notFound('Illegal execution');
+    return executionRep(execution);
+  });
+
+  app.delete(`${base}/executions/:id`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const execution = await editor.deleteExecution(realm, pathId(request.params.id, 'Execution'));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'AUTH_EXECUTION', `authentication/executions/${execution.id}`);
+    return reply.code(204).send();
+  });
+
+  for (const [action, direction] of [['raise-priority', -1], ['lower-priority', 1]] as const) {
+    app.post(`${base}/executions/:id/${action}`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+      const realm = await realmFor(request, true);
+      const id = pathId(request.params.id, 'Execution');
+      if (await editor.move(realm, id, direction)) {
+        await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTH_EXECUTION', `authentication/executions/${id}/${action}`);
+      }
+      return reply.code(204).send();
+    });
+  }
+
+  // Authenticator configs
+
+  app.post(`${base}/executions/:id/config`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const executionId = pathId(request.params.id, 'Execution');
+    const input = parse<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
+    const config = await editor.attachConfig(realm, executionId, { alias: required(input.alias, 'config', 'alias'), config: input.config ?? {} });
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTHENTICATOR_CONFIG', `authentication/executions/${executionId}/config`, configRep(config));
+    return reply.code(201).header('location', location(request, realm, `config/${config.id}`)).send();
+  });
+
+  app.get(`${base}/config/:id`, async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const realm = await realmFor(request, false);
+    const config = (await editor.load(realm.id)).config(pathId(request.params.id, 'Authenticator config'));
+    if (!config) throw notFound('Could not find authenticator config');
+    return configRep(config);
+  });
+
+  app.put(`${base}/config/:id`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parse<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
+    const config = await editor.updateConfig(realm, pathId(request.params.id, 'Authenticator config'), input);
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTHENTICATOR_CONFIG', `authentication/config/${config.id}`, configRep(config));
+    return reply.code(204).send();
+  });
+
+  app.delete(`${base}/config/:id`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const id = pathId(request.params.id, 'Authenticator config');
+    await editor.deleteConfig(realm, id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'AUTHENTICATOR_CONFIG', `authentication/config/${id}`);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,181 @@
+import type { FormProtectorFactory, ProtectedForm, Requirement } from '@realmgate/spi';
+import { newId } from '../credentials/index.js';
+import type { Db } from '../storage/index.js';
+import type { AuthExecution, FlowBinding, FlowType } from './model.js';
+import { byPriority } from './realm-flows.js';
+import type { FlowRepository } from './repository.js';
+
+interface FlowSpec {
+  alias: string;
+  description: string;
+  type: FlowType;
+  executions: ExecutionSpec[];
+}
+
+interface ExecutionSpec {
+  requirement: Requirement;
+  /** The provider; for a form subflow, its form provider. */
+  authenticator?: string;
+  subflow?: FlowSpec;
+}
+
+/** The flow each binding names in a new realm, as Keycloak's defaults. */
+export const defaultBindings: Record<FlowBinding, string> = {
+  browserFlow: 'browser',
+  registrationFlow: 'registration',
+  resetCredentialsFlow: 'reset credentials',
+};
+
+/** Where a protector of each form goes: the built-in (sub)flow, before the execution that reads the form. */
+export const protectorPlacement: Record<ProtectedForm, { flow: string; before: string }> = {
+  login: { flow: 'forms', before: 'auth-username-password-form' },
+  registration: { flow: 'registration form', before: 'registration-user-creation' },
+  'reset-credentials': { flow: 'reset credentials', before: 'reset-credentials-choose-user' },
+};
+
+/** Keycloak's built-in top-level flows (the parts this server runs, under Keycloak's names). */
+const builtInFlows: FlowSpec[] = [
+  {
+    alias: 'browser',
+    description: 'Browser based authentication',
+    type: 'basic-flow',
+    executions: [
+      { authenticator: 'auth-cookie', requirement: 'ALTERNATIVE' },
+      {
+        requirement: 'ALTERNATIVE',
+        subflow: {
+          alias: 'forms',
+          description: 'Username, password, otp and other auth forms.',
+          type: 'basic-flow',
+          executions: [{ authenticator: 'auth-username-password-form', requirement: 'REQUIRED' }],
+        },
+      },
+    ],
+  },
+  {
+    alias: 'registration',
+    description: 'Registration flow',
+    type: 'basic-flow',
+    executions: [
+      {
+        requirement: 'REQUIRED',
+        authenticator: 'registration-page-form',
+        subflow: {
+          alias: 'registration form',
+          description: 'Registration form',
+          type: 'form-flow',
+          executions: [
+            { authenticator: 'registration-user-creation', requirement: 'REQUIRED' },
+            { authenticator: 'registration-password-action', requirement: 'REQUIRED' },
+            { authenticator: 'registration-recaptcha-action', requirement: 'DISABLED' },
+            { authenticator: 'registration-terms-and-conditions', requirement: 'DISABLED' },
+          ],
+        },
+      },
+    ],
+  },
+  {
+    alias: 'reset credentials',
+    description: 'Reset credentials for a user if they forgot their password or something',
+    type: 'basic-flow',
+    executions: [
+      { authenticator: 'reset-credentials-choose-user', requirement: 'REQUIRED' },
+      { authenticator: 'reset-credential-email', requirement: 'REQUIRED' },
+      { authenticator: 'reset-password', requirement: 'REQUIRED' },
+    ],
+  },
+  {
+    alias: 'direct grant',
+    description: 'OpenID Connect Resource Owner Grant',
+    type: 'basic-flow',
+    executions: [
+      { authenticator: 'direct-grant-validate-username', requirement: 'REQUIRED' },
+      { authenticator: 'direct-grant-validate-password', requirement: 'REQUIRED' },
+    ],
+  },
+  {
+    alias: 'clients',
+    description: 'Base authentication for clients',
+    type: 'client-flow',
+    executions: [{ authenticator: 'client-secret', requirement: 'ALTERNATIVE' }],
+  },
+];
+
+/** The spec with each protector's execution placed in the flows of the forms it guards, in install order. */
+function withProtectors(spec: FlowSpec, protectors: readonly FormProtectorFactory[]): FlowSpec {
+  const executions = spec.executions.map((e) => (e.subflow ? { ...e, subflow: withProtectors(e.subflow, protectors) } : e));
+  for (const protector of protectors) {
+    for (const form of protector.installOn) {
+      const { flow, before } = protectorPlacement[form];
+      if (flow !== spec.alias) continue;
+      const at = executions.findIndex((e) => e.authenticator === before);
+      executions.splice(at < 0 ? executions.length : at, 0, { authenticator: protector.id, requirement: 'REQUIRED' });
+    }
+  }
+  return { ...spec, executions };
+}
+
+/** Creates a new realm's built-in flows, with the installed protectors in them. */
+export async function provisionBuiltInFlows(repository: FlowRepository, realmId: string, protectors: readonly FormProtectorFactory[], db: Db): Promise<void> {
+  const create = async (spec: FlowSpec, topLevel: boolean): Promise<string> => {
+    const flowId = newId();
+    await repository.insertFlow({ id: flowId, realmId, alias: spec.alias, description: spec.description, providerId: spec.type, topLevel, builtIn: true }, db);
+    for (const [i, e] of spec.executions.entries()) {
+      await repository.insertExecution(
+        {
+          id: newId(),
+          realmId,
+          parentFlowId: flowId,
+          authenticator: e.authenticator ?? null,
+          subFlowId: e.subflow ? await create(e.subflow, false) : null,
+          requirement: e.requirement,
+          priority: (i + 1) * 10,
+          configId: null,
+        },
+        db,
+      );
+    }
+    return flowId;
+  };
+  for (const spec of builtInFlows) await create(withProtectors(spec, protectors), true);
+}
+
+/**
+ * Gives every realm's built-in flows the executions of protectors installed after the realm was created,
+ * before the execution that reads the form. Built-in flows cannot lose executions through the admin API, so
+ * an execution found there (even DISABLED) is the admin's choice and stays as it is. Returns how many were added.
+ */
+export async function addMissingProtectors(repository: FlowRepository, protectors: readonly FormProtectorFactory[], db: Db): Promise<number> {
+  let added = 0;
+  for (const protector of protectors) {
+    for (const form of protector.installOn) {
+      const { flow: alias, before } = protectorPlacement[form];
+      for (const flow of await repository.builtInFlowsNamed(alias, db)) {
+        const siblings = (await repository.executionsOf(flow.id, db)).sort(byPriority);
+        if (siblings.some((e) => e.authenticator === protector.id)) continue;
+        const execution: AuthExecution = {
+          id: newId(),
+          realmId: flow.realmId,
+          parentFlowId: flow.id,
+          authenticator: protector.id,
+          subFlowId: null,
+          requirement: 'REQUIRED',
+          priority: 0,
+          configId: null,
+        };
+        const at = siblings.findIndex((e) => e.authenticator === before);
+        siblings.splice(at < 0 ? 0 : at, 0, execution);
+        for (const [i, sibling] of siblings.entries()) {
+          const priority = (i + 1) * 10;
+          if (sibling === execution) {
+            await repository.insertExecution({ ...execution, priority }, db);
+          } else if (sibling.priority !== priority) {
+            await repository.setPriority(sibling.id, priority, db);
+          }
+        }
+        added++;
+      }
+    }
+  }
+  return added;
+}

@@ -1,0 +1,37 @@
+/**
+ * Authentication flows as data (Keycloak's model): top-level flows hold executions, an execution names a
+ * provider or runs a subflow, has a requirement (REQUIRED, ALTERNATIVE, DISABLED, CONDITIONAL), a priority
+ * that orders it among its siblings, and optionally an authenticator config. Every realm gets Keycloak's
+ * built-in flows (`browser`, `registration`, `reset credentials`, `direct grant`, `clients`); each installed
+ * FormProtector gets a REQUIRED execution in the built-in flows of the forms its `installOn` names, in new
+ * realms at creation and in existing ones at start-up (`Flows.start`).
+ *
+ * The runner, for the pages. Each call reads the realm's BOUND flow (`realm.browserFlow`, `registrationFlow`,
+ * `resetCredentialsFlow`; a binding that names no flow falls back to the built-in one, with a warning) and
+ * returns its enabled steps, walking subflows depth-first in priority order and skipping DISABLED executions
+ * and everything inside a DISABLED subflow:
+ *
+ * - `flows.loginSteps(realm)`        → `{ protectors }`
+ * - `flows.resetSteps(realm)`        → `{ protectors }`
+ * - `flows.registrationSteps(realm)` → `{ protectors, formActions }`: form actions are the built-in
+ *   `registration-user-creation` and `registration-password-action` and those of provider packages.
+ *
+ * A step is `{ id, executionId, instance, config }`: `id` the provider id, `instance` the `FormProtector` or
+ * `FormAction` to call, `config` the execution's `authenticatorConfig.config` (a fresh `{}` when none is
+ * attached). Protectors are a list apart because they all run first, whatever the priorities: a page renders
+ * every protector's `render()` into its form and, on submit, calls every `verify()` before it looks at the
+ * password or runs any form action; then (registration) every form action's `validate()`, collecting
+ * `fieldErrors` (`{ field, message }`); after the user is created, each form action's `success()`. The login
+ * and reset pages do the work of the built-in authenticators (`auth-username-password-form`,
+ * `reset-credential-email`, …) themselves, so those are not steps. An execution whose provider is not
+ * installed is skipped, with one warning per realm and provider.
+ *
+ * `flows.validateBindings(realm)` → `null`, or `{ field, message }` for a binding that names no top-level flow
+ * of the realm (`realm.registrationFlow: no flow "x" in this realm`).
+ */
+export { Flows } from './flows.js';
+export type { FlowTables } from './schema.js';
+export { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
+export type { AuthProvider, ProviderRole } from './catalog.js';
+export type { RealmFlows, WalkedExecution } from './realm-flows.js';
+export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps } from './runner.js';

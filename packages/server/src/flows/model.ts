@@ -1,0 +1,42 @@
+import type { Requirement } from '@realmgate/spi';
+
+/** Keycloak's flow provider ids: a sequence of authenticators, a form with form actions, or client authentication. */
+export type FlowType = 'basic-flow' | 'form-flow' | 'client-flow';
+
+export interface AuthFlow {
+  id: string;
+  realmId: string;
+  alias: string;
+  description: string | null;
+  providerId: FlowType;
+  topLevel: boolean;
+  builtIn: boolean;
+}
+
+export interface AuthExecution {
+  id: string;
+  realmId: string;
+  parentFlowId: string;
+  /** Provider id; a form subflow carries its form provider here too. Null for a basic subflow. */
+  authenticator: string | null;
+  /** Set when this execution runs a subflow. */
+  subFlowId: string | null;
+  requirement: Requirement;
+  priority: number;
+  configId: string | null;
+}
+
+export interface AuthenticatorConfig {
+  id: string;
+  realmId: string;
+  alias: string;
+  config: Record<string, string>;
+}
+
+/** The realm settings that name a flow, as Keycloak's realm representation. */
+export const flowBindings = ['browserFlow', 'registrationFlow', 'resetCredentialsFlow'] as const;
+export type FlowBinding = (typeof flowBindings)[number];
+
+/** Flow and config aliases: Keycloak's reserved characters refused, and control characters (they reach logs and pages). */
+export const aliasPattern = /^[^<>&"\\\u0000-\u001f\u007f]{1,255}$/u;
+export const aliasHint = 'a name of 1 to 255 characters without <, >, &, ", \\ or control characters';

@@ -1,0 +1,143 @@
+import type { Selectable } from 'kysely';
+import type { Requirement } from '@realmgate/spi';
+import type { Db } from '../storage/index.js';
+import { bool, flag, fromJson, toJson } from '../storage/codec.js';
+import type { AuthExecution, AuthFlow, AuthenticatorConfig, FlowType } from './model.js';
+import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable } from './schema.js';
+
+const toFlow = (row: Selectable<AuthFlowTable>): AuthFlow => ({
+  id: row.id,
+  realmId: row.realm_id,
+  alias: row.alias,
+  description: row.description,
+  providerId: row.provider_id as FlowType,
+  topLevel: bool(row.top_level),
+  builtIn: bool(row.built_in),
+});
+
+const flowRow = (flow: AuthFlow): Selectable<AuthFlowTable> => ({
+  id: flow.id,
+  realm_id: flow.realmId,
+  alias: flow.alias,
+  description: flow.description,
+  provider_id: flow.providerId,
+  top_level: flag(flow.topLevel),
+  built_in: flag(flow.builtIn),
+});
+
+const toExecution = (row: Selectable<AuthExecutionTable>): AuthExecution => ({
+  id: row.id,
+  realmId: row.realm_id,
+  parentFlowId: row.parent_flow_id,
+  authenticator: row.authenticator,
+  subFlowId: row.sub_flow_id,
+  requirement: row.requirement as Requirement,
+  priority: row.priority,
+  configId: row.authenticator_config_id,
+});
+
+const executionRow = (execution: AuthExecution): Selectable<AuthExecutionTable> => ({
+  id: execution.id,
+  realm_id: execution.realmId,
+  parent_flow_id: execution.parentFlowId,
+  authenticator: execution.authenticator,
+  sub_flow_id: execution.subFlowId,
+  requirement: execution.requirement,
+  priority: execution.priority,
+  authenticator_config_id: execution.configId,
+});
+
+const toConfig = (row: Selectable<AuthenticatorConfigTable>): AuthenticatorConfig => ({
+  id: row.id,
+  realmId: row.realm_id,
+  alias: row.alias,
+  config: fromJson(row.config, {}),
+});
+
+const bindingColumns = ['browser_flow', 'registration_flow', 'reset_credentials_flow'] as const;
+
+export interface RealmFlowRows {
+  flows: AuthFlow[];
+  executions: AuthExecution[];
+  configs: AuthenticatorConfig[];
+}
+
+/** Rows of the three flow tables. Every method takes the transaction handle when called inside one. */
+export class FlowRepository {
+  constructor(private readonly db: Db) {}
+
+  /** A realm's flows are a few dozen rows: read whole, then walked in memory. */
+  async loadRealm(realmId: string, db: Db = this.db): Promise<RealmFlowRows> {
+    const flows = await db.selectFrom('auth_flow').selectAll().where('realm_id', '=', realmId).execute();
+    const executions = await db.selectFrom('auth_execution').selectAll().where('realm_id', '=', realmId).execute();
+    const configs = await db.selectFrom('authenticator_config').selectAll().where('realm_id', '=', realmId).execute();
+    return { flows: flows.map(toFlow), executions: executions.map(toExecution), configs: configs.map(toConfig) };
+  }
+
+  async flowByAlias(realmId: string, alias: string, db: Db = this.db): Promise<AuthFlow | null> {
+    const row = await db.selectFrom('auth_flow').selectAll().where('realm_id', '=', realmId).where('alias', '=', alias).executeTakeFirst();
+    return row ? toFlow(row) : null;
+  }
+
+  /** Built-in flows of this alias in every realm (start-up upgrades of existing realms). */
+  async builtInFlowsNamed(alias: string, db: Db = this.db): Promise<AuthFlow[]> {
+    const rows = await db.selectFrom('auth_flow').selectAll().where('alias', '=', alias).where('built_in', '=', 1).execute();
+    return rows.map(toFlow);
+  }
+
+  async executionsOf(parentFlowId: string, db: Db = this.db): Promise<AuthExecution[]> {
+    const rows = await db.selectFrom('auth_execution').selectAll().where('parent_flow_id', '=', parentFlowId).execute();
+    return rows.map(toExecution);
+  }
+
+  async insertFlow(flow: AuthFlow, db: Db = this.db): Promise<void> {
+    await db.insertInto('auth_flow').values(flowRow(flow)).execute();
+  }
+
+  async updateFlow(flow: AuthFlow, db: Db = this.db): Promise<void> {
+    const { id, ...row } = flowRow(flow);
+    await db.updateTable('auth_flow').set(row).where('id', '=', id).execute();
+  }
+
+  /** Their executions go too (cascade), and with them the executions that ran them as subflows. */
+  async deleteFlows(ids: string[], db: Db = this.db): Promise<void> {
+    if (ids.length) await db.deleteFrom('auth_flow').where('id', 'in', ids).execute();
+  }
+
+  async insertExecution(execution: AuthExecution, db: Db = this.db): Promise<void> {
+    await db.insertInto('auth_execution').values(executionRow(execution)).execute();
+  }
+
+  async updateExecution(execution: AuthExecution, db: Db = this.db): Promise<void> {
+    const { id, ...row } = executionRow(execution);
+    await db.updateTable('auth_execution').set(row).where('id', '=', id).execute();
+  }
+
+  async deleteExecution(id: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('auth_execution').where('id', '=', id).execute();
+  }
+
+  async setPriority(executionId: string, priority: number, db: Db = this.db): Promise<void> {
+    await db.updateTable('auth_execution').set({ priority }).where('id', '=', executionId).execute();
+  }
+
+  async insertConfig(config: AuthenticatorConfig, db: Db = this.db): Promise<void> {
+    await db.insertInto('authenticator_config').values({ id: config.id, realm_id: config.realmId, alias: config.alias, config: toJson(config.config) }).execute();
+  }
+
+  async updateConfig(config: AuthenticatorConfig, db: Db = this.db): Promise<void> {
+    await db.updateTable('authenticator_config').set({ alias: config.alias, config: toJson(config.config) }).where('id', '=', config.id).execute();
+  }
+
+  /** Executions that used them keep running without a config (the column is set to null). */
+  async deleteConfigs(ids: string[], db: Db = this.db): Promise<void> {
+    if (ids.length) await db.deleteFrom('authenticator_config').where('id', 'in', ids).execute();
+  }
+
+  /** Realms bind flows by alias, so a rename carries the bindings along (Keycloak binds by id). */
+  async renameBindings(realmId: string, from: string, to: string, db: Db = this.db): Promise<void> {
+    for (const column of bindingColumns) {
+      await db.updateTable('realm').set({ [column]: to }).where('id', '=', realmId).where(column, '=', from).execute();
+    }
+  }
+}

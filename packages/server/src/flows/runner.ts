@@ -1,0 +1,144 @@
+import type { FormAction, FormProtector } from '@realmgate/spi';
+import type { Realm } from '../model/types.js';
+import type { ServerLogger } from '../observability/index.js';
+import type { ProviderRegistry } from '../providers/index.js';
+import type { Db, Storage } from '../storage/index.js';
+import { defaultBindings } from './builtin-flows.js';
+import type { ProviderCatalog } from './catalog.js';
+import { flowBindings, type AuthExecution, type AuthFlow, type FlowBinding } from './model.js';
+import { RealmFlows } from './realm-flows.js';
+import { passwordAction, userCreationAction } from './registration-actions.js';
+import type { FlowRepository } from './repository.js';
+
+/** A form protector to run on the form, with its execution's config (`{}` when none is attached). */
+export interface ProtectorStep {
+  /** The provider id, e.g. `ext-pow`. */
+  id: string;
+  executionId: string;
+  instance: FormProtector;
+  config: Record<string, string>;
+}
+
+/** A registration form action (built-in or from a provider package), with its execution's config. */
+export interface FormActionStep {
+  id: string;
+  executionId: string;
+  instance: FormAction;
+  config: Record<string, string>;
+}
+
+/** The enabled steps of a form's bound flow, each list in flow order. */
+export interface FormSteps {
+  protectors: ProtectorStep[];
+}
+
+export interface RegistrationSteps extends FormSteps {
+  formActions: FormActionStep[];
+}
+
+/** A realm setting that names no usable flow, worded for a 400 on the realm PUT. */
+export interface BindingProblem {
+  field: FlowBinding;
+  message: string;
+}
+
+type BuiltInAction = (realm: Realm) => FormAction;
+
+/** Reads a realm's bound flows and turns their enabled executions into the steps a page runs. */
+export class FlowRunner {
+  private readonly warned = new Set<string>();
+  private readonly builtInActions: Map<string, BuiltInAction>;
+
+  constructor(
+    private readonly repository: FlowRepository,
+    private readonly catalog: ProviderCatalog,
+    private readonly providers: ProviderRegistry,
+    storage: Storage,
+    private readonly logger: ServerLogger,
+  ) {
+    this.builtInActions = new Map<string, BuiltInAction>([
+      ['registration-user-creation', (realm) => userCreationAction(storage.users, realm)],
+      ['registration-password-action', () => passwordAction()],
+    ]);
+  }
+
+  /** Form actions belong to registration: in a login or reset flow they have no form to read. */
+  async loginSteps(realm: Realm): Promise<FormSteps> {
+    return { protectors: (await this.steps(realm, 'browserFlow')).protectors };
+  }
+
+  registrationSteps(realm: Realm): Promise<RegistrationSteps> {
+    return this.steps(realm, 'registrationFlow');
+  }
+
+  async resetSteps(realm: Realm): Promise<FormSteps> {
+    return { protectors: (await this.steps(realm, 'resetCredentialsFlow')).protectors };
+  }
+
+  async validateBindings(realm: Realm, db?: Db): Promise<BindingProblem | null> {
+    const flows = new RealmFlows(await this.repository.loadRealm(realm.id, db));
+    for (const field of flowBindings) {
+      const alias = realm[field];
+      const flow = flows.flowByAlias(alias);
+      if (!flow) return { field, message: `realm.${field}: no flow "${alias}" in this realm` };
+      if (!flow.topLevel) return { field, message: `realm.${field}: "${alias}" is a subflow; bind a top-level flow` };
+    }
+    return null;
+  }
+
+  private async steps(realm: Realm, binding: FlowBinding): Promise<RegistrationSteps> {
+    const flows = new RealmFlows(await this.repository.loadRealm(realm.id));
+    const root = this.boundFlow(realm, binding, flows);
+    const steps: RegistrationSteps = { protectors: [], formActions: [] };
+    for (const { execution, parent } of flows.walk(root.id, (e) => e.requirement !== 'DISABLED')) {
+      if (execution.requirement === 'DISABLED' || execution.subFlowId || !execution.authenticator) continue;
+      this.addStep(steps, realm, execution, flows, parent);
+    }
+    return steps;
+  }
+
+  /** The bound flow; a binding that names nothing (an import, a concurrent delete) falls back to the built-in one. */
+  private boundFlow(realm: Realm, binding: FlowBinding, flows: RealmFlows): AuthFlow {
+    const bound = flows.flowByAlias(realm[binding]);
+    if (bound) return bound;
+    const fallback = flows.flowByAlias(defaultBindings[binding]);
+    if (!fallback) throw new Error(`realm ${realm.name} has neither its ${binding} "${realm[binding]}" nor the built-in flow`);
+    this.warnOnce(`${realm.id}:${binding}:${realm[binding]}`, 'bound flow not found; the built-in flow runs instead', {
+      realm: realm.name,
+      binding,
+      flow: realm[binding],
+      fallback: fallback.alias,
+    });
+    return fallback;
+  }
+
+  private addStep(steps: RegistrationSteps, realm: Realm, execution: AuthExecution, flows: RealmFlows, parent: AuthFlow): void {
+    const id = execution.authenticator!;
+    const config = { ...(flows.config(execution.configId)?.config ?? {}) };
+    const protector = this.providers.formProtectors.get(id);
+    if (protector) {
+      steps.protectors.push({ id, executionId: execution.id, instance: protector.instance, config });
+      return;
+    }
+    const action = this.providers.formActions.get(id)?.instance ?? this.builtInActions.get(id)?.(realm);
+    if (action) {
+      steps.formActions.push({ id, executionId: execution.id, instance: action, config });
+      return;
+    }
+    // The login and reset pages do the built-in authenticators' work themselves.
+    const known = this.catalog.get(id);
+    if (known && known.role !== 'form-action') return;
+    this.warnOnce(`${realm.id}:${id}`, 'authentication execution skipped: its provider is not installed', {
+      realm: realm.name,
+      flow: parent.alias,
+      provider: id,
+      execution: execution.id,
+    });
+  }
+
+  private warnOnce(key: string, message: string, fields: Record<string, unknown>): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.logger.warn(fields, message);
+  }
+}

@@ -1,0 +1,37 @@
+import type { Client } from './types.js';
+
+/**
+ * Keycloak's redirect-URI rule: an exact match of a registered URI, or a registered URI ending in `*` as a
+ * prefix. Relative registrations resolve against the client's root URL (or the server's base).
+ */
+export function redirectUriAllowed(client: Client, candidate: string, base: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(candidate);
+  } catch {
+    return false;
+  }
+  if (parsed.hash || parsed.username || parsed.password) return false;
+  return client.redirectUris.some((registered) => {
+    const absolute = registered.startsWith('/') ? `${client.rootUrl ?? base}${registered}` : registered;
+    if (absolute.endsWith('*')) {
+      const prefix = absolute.slice(0, -1);
+      // A wildcard never widens to another host: the candidate must keep the registered origin.
+      try {
+        const registeredOrigin = new URL(prefix.includes('://') ? prefix : `${prefix}x`).origin;
+        if (parsed.origin !== registeredOrigin) return false;
+      } catch {
+        return false;
+      }
+      return candidate.startsWith(prefix);
+    }
+    return candidate === absolute;
+  });
+}
+
+/** `post.logout.redirect.uris` (`##`-separated, `+` meaning the redirect URIs), as Keycloak. */
+export function postLogoutRedirectAllowed(client: Client, candidate: string, base: string): boolean {
+  const configured = (client.attributes['post.logout.redirect.uris'] ?? '').split('##').filter(Boolean);
+  const patterns = configured.flatMap((entry) => (entry === '+' ? client.redirectUris : [entry]));
+  return redirectUriAllowed({ ...client, redirectUris: patterns }, candidate, base);
+}

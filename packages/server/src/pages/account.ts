@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { secretsEqual, verifyPassword } from '../credentials/index.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import type { Realm, User, UserSession } from '../model/types.js';
+import { setPassword, userSnapshot } from '../services/index.js';
+import { showPage, keepValues } from './pages.js';
+import { formValues } from './protection.js';
+import { clearSsoCookie, currentSsoSession } from './sso.js';
+import { sendVerification } from './verify-email.js';
+
+type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+type Tab = 'profile' | 'password' | 'delete';
+const ACCOUNT_CLIENT = 'account-console';
+const emailPattern = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
+const namePattern = /^[^<>&"$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]*$/u;
+
+/** Delete-account is Keycloak's `delete_account` action; here a realm attribute switches it on. */
+export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed || realm.attributes.deleteAccountAllowed === 'true';
+
+/**
+ * The account pages use the realm's SSO session directly (no tokens): a visitor without one signs in through
+ * the account-console client and comes back here.
+ */
+export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const base = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account`;
+
+  const signedIn = async (request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; user: User; session: UserSession } | FastifyReply> => {
+    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    const sso = await currentSsoSession(ctx, request, realm);
+    if (sso) return { realm, ...sso };
+    const auth = await ctx.authSessions.start(reply, request, realm, {
+      clientId: ACCOUNT_CLIENT,
+      redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}/`,
+      responseMode: 'query',
+      scope: 'openid profile email',
+      state: null,
+      nonce: null,
+      // The page never redeems the code (the SSO cookie is what it needs), but the client requires PKCE.
+      codeChallenge: randomBytes(32).toString('base64url'),
+    });
+    return showPage.login(ctx, request, reply, realm, auth, {});
+  };
+
+  const csrfFor = async (session: UserSession) => {
+    const key = `account-csrf:${session.id}`;
+    const existing = await ctx.hostStore.get(key);
+    if (existing) return existing;
+    const token = randomBytes(24).toString('base64url');
+    await ctx.hostStore.set(key, token, 8 * 3600 * 1000);
+    return token;
+  };
+
+  const render = async (reply: FastifyReply, realm: Realm, user: User, session: UserSession, tab: Tab, state: { values?: Record<string, string>; errors?: Record<string, string>; message?: { type: 'error' | 'info' | 'success'; text: string }; status?: number } = {}) =>
+    ctx.pages.send(
+      reply,
+      realm,
+      'account',
+      {
+        tab,
+        base: base(realm),
+        csrf: await csrfFor(session),
+        username: user.username,
+        deleteAllowed: deleteAccountAllowed(realm),
+        logoutUrl: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`,
+        values: state.values ?? { firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' },
+        errors: state.errors ?? {},
+        message: state.message,
+      },
+      state.status ?? 200,
+    );
+
+  const posted = async (request: RealmRequest, reply: FastifyReply, names: string[]) => {
+    const c = await signedIn(request, reply);
+    if (!('realm' in c)) return { done: c } as const;
+    const form = formValues(request.body, [...names, 'session_code']);
+    const expected = await ctx.hostStore.get(`account-csrf:${c.session.id}`);
+    if (!expected || !secretsEqual(form.session_code, expected)) {
+      return { done: await showPage.error(ctx, reply, c.realm, 'This form has expired or was not sent from this page. Please go back and try again.', 400) } as const;
+    }
+    return { ...c, form } as const;
+  };
+
+  for (const [path, tab] of [['', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
+    app.get(`/realms/:realm/account${path}`, async (request: RealmRequest, reply) => {
+      const c = await signedIn(request, reply);
+      if (!('realm' in c)) return c;
+      if (tab === 'delete' && !deleteAccountAllowed(c.realm)) return showPage.error(ctx, reply, c.realm, 'Deleting accounts is not allowed in this realm.', 403);
+      return render(reply, c.realm, c.user, c.session, tab);
+    });
+  }
+
+  app.post('/realms/:realm/account', async (request: RealmRequest, reply) => {
+    const p = await posted(request, reply, ['firstName', 'lastName', 'email']);
+    if ('done' in p) return p.done;
+    const { realm, user, session, form } = p;
+    const values = keepValues(form, ['firstName', 'lastName', 'email']);
+    const errors: Record<string, string> = {};
+    for (const field of ['firstName', 'lastName'] as const) {
+      if (values[field].length > 255 || !namePattern.test(values[field])) errors[field] = 'Please use letters, spaces and simple punctuation only.';
+    }
+    const email = values.email.trim().toLowerCase();
+    if (!emailPattern.test(email) || email.length > 254) errors.email = 'Invalid email address.';
+    else if (email !== user.email && !realm.duplicateEmailsAllowed) {
+      const other = await ctx.storage.users.byEmail(realm.id, email);
+      if (other && other.id !== user.id) errors.email = 'Email already exists.';
+    }
+    if (Object.keys(errors).length) return render(reply, realm, user, session, 'profile', { values, errors, status: 400 });
+    const info = requestInfo(request);
+    const namesChanged = (values.firstName || null) !== user.firstName || (values.lastName || null) !== user.lastName;
+    let updated: User = { ...user, firstName: values.firstName || null, lastName: values.lastName || null };
+    let message = 'Your account has been updated.';
+    if (email !== user.email) {
+      if (realm.verifyEmail) {
+        await sendVerification(ctx, request, realm, user, email, ACCOUNT_CLIENT);
+        message = `We sent a link to ${email}. Your e-mail address changes when you open it.`;
+      } else {
+        updated = { ...updated, email, emailVerified: false };
+      }
+    }
+    await ctx.storage.users.update(updated);
+    const snapshot = await userSnapshot(ctx.storage, updated);
+    if (namesChanged) await ctx.events.user(realm, { type: 'UPDATE_PROFILE', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, user: snapshot, details: { context: 'ACCOUNT' } });
+    if (updated.email !== user.email) {
+      await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, user: snapshot, details: { previous_email: user.email ?? '', updated_email: updated.email ?? '', context: 'ACCOUNT' } });
+    }
+    return render(reply, realm, updated, session, 'profile', { message: { type: 'success', text: message } });
+  });
+
+  app.post('/realms/:realm/account/password', async (request: RealmRequest, reply) => {
+    const p = await posted(request, reply, ['password', 'password-new', 'password-confirm']);
+    if ('done' in p) return p.done;
+    const { realm, user, session, form } = p;
+    const errors: Record<string, string> = {};
+    if (!(await verifyPassword(form.password.slice(0, 1024), user.passwordHash))) errors.password = 'Invalid existing password.';
+    if (!form['password-new']) errors['password-new'] = 'Please specify password.';
+    else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
+    else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";
+    if (Object.keys(errors).length) return render(reply, realm, user, session, 'password', { errors, status: 400 });
+    const updated = await setPassword(ctx.storage, user, form['password-new']);
+    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
+    return render(reply, realm, updated, session, 'password', { message: { type: 'success', text: 'Your password has been updated.' } });
+  });
+
+  app.post('/realms/:realm/account/delete', async (request: RealmRequest, reply) => {
+    const p = await posted(request, reply, ['confirm']);
+    if ('done' in p) return p.done;
+    const { realm, user, session } = p;
+    if (!deleteAccountAllowed(realm)) return showPage.error(ctx, reply, realm, 'Deleting accounts is not allowed in this realm.', 403);
+    const snapshot = await userSnapshot(ctx.storage, user);
+    await ctx.storage.users.delete(user.id);
+    clearSsoCookie(request, reply, realm);
+    await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
+    return showPage.info(ctx, reply, realm, 'Your account has been deleted', 'Your profile is gone and you have been signed out.');
+  });
+}

@@ -1,0 +1,68 @@
+import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose';
+import type { SharedStore } from '@realmgate/spi';
+import { newId } from '../credentials/index.js';
+import type { RealmKeys } from '../keys/index.js';
+import type { Realm } from '../model/types.js';
+
+export type ActionType = 'reset-credentials' | 'verify-email';
+
+export interface ActionClaims {
+  jti: string;
+  sub: string;
+  typ: ActionType;
+  /** For verify-email of a changed address: the address being confirmed. */
+  email?: string;
+  /** The client the flow started from, for the event. */
+  azp?: string;
+  exp: number;
+}
+
+/** Lifetime of e-mailed links, Keycloak's default for user-initiated actions. */
+export const ACTION_TOKEN_LIFETIME_S = 300;
+
+/**
+ * E-mailed links are JWTs signed with the realm's key (as Keycloak's action tokens): stateless to issue,
+ * verifiable by any process; single use is enforced in the shared store when the action is carried out.
+ */
+export class ActionTokens {
+  constructor(
+    private readonly keys: RealmKeys,
+    private readonly store: SharedStore,
+  ) {}
+
+  async issue(realm: Realm, typ: ActionType, userId: string, extra: { email?: string; azp?: string } = {}): Promise<string> {
+    const key = await this.keys.signingKey(realm.id);
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ typ, ...extra })
+      .setProtectedHeader({ alg: key.algorithm, kid: key.kid })
+      .setJti(newId())
+      .setSubject(userId)
+      .setAudience(`realm:${realm.id}`)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ACTION_TOKEN_LIFETIME_S)
+      .sign(key.key);
+  }
+
+  /** The claims of a valid, unexpired, not yet used link of this realm and type; null otherwise. */
+  async read(realm: Realm, token: string, typ: ActionType): Promise<ActionClaims | null> {
+    try {
+      if (token.length > 4096) return null;
+      const { kid, alg } = decodeProtectedHeader(token);
+      if (alg !== 'RS256' || typeof kid !== 'string') return null;
+      const key = await this.keys.verificationKey(realm.id, kid);
+      if (!key) return null;
+      const { payload } = await jwtVerify(token, key, { algorithms: ['RS256'], audience: `realm:${realm.id}` });
+      if (payload.typ !== typ || typeof payload.jti !== 'string' || typeof payload.sub !== 'string') return null;
+      if (await this.store.get(`action-used:${payload.jti}`)) return null;
+      return payload as unknown as ActionClaims;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Marks the link used; false when another request used it first. */
+  consume(claims: ActionClaims): Promise<boolean> {
+    const ttl = Math.max(1000, claims.exp * 1000 - Date.now() + 60_000);
+    return this.store.setIfAbsent(`action-used:${claims.jti}`, '1', ttl);
+  }
+}

@@ -1,0 +1,35 @@
+import type { ServerContext } from '../context.js';
+import type { Realm, User } from '../model/types.js';
+import type { Mail } from '../mail/index.js';
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function mail(realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string): Mail {
+  const title = realm.displayName || realm.name;
+  const minutes = 5;
+  return {
+    to,
+    subject: `${subject} · ${title}`,
+    text: `${intro}\n\n${link}\n\nThis link expires in ${minutes} minutes and works once. If you did not ask for this, ignore this message.\n`,
+    html:
+      `<p>${escapeHtml(intro)}</p><p><a href="${escapeHtml(link)}">${escapeHtml(linkLabel)}</a></p>` +
+      `<p>This link expires in ${minutes} minutes and works once. If you did not ask for this, ignore this message.</p>`,
+  };
+}
+
+/**
+ * Sends in the background: SMTP is slow and may fail, and neither may hold up or fail the page.
+ * A failure is logged and counted.
+ */
+export function sendInBackground(ctx: ServerContext, realm: Realm, message: Mail): void {
+  ctx.mailer.send(realm, message).catch((error: unknown) => {
+    ctx.mailFailures.inc({ realm: realm.name });
+    ctx.logger.error({ err: error, realm: realm.name }, 'sending e-mail failed');
+  });
+}
+
+export const resetPasswordMail = (realm: Realm, user: User, link: string) =>
+  mail(realm, user.email!, 'Reset your password', `Someone asked to reset the password of your account ${user.username}. Choose a new one here:`, link, 'Choose a new password');
+
+export const verifyEmailMail = (realm: Realm, to: string, link: string) =>
+  mail(realm, to, 'Verify your e-mail address', 'Please confirm that this is your e-mail address:', link, 'Verify e-mail address');

@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { accountRoutes } from './account.js';
+import { loginRoutes } from './login.js';
+import { registrationRoutes } from './registration.js';
+import { resetRoutes } from './reset.js';
+
+export { ActionTokens } from './action-tokens.js';
+export { AuthSessions } from './auth-session.js';
+export { completeLogin } from './complete.js';
+export { showPage } from './pages.js';
+export { PageRenderer } from './render.js';
+export { codeKey, clearSsoCookie, currentSsoSession, type CodeGrant } from './sso.js';
+
+export function pageRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  loginRoutes(app, ctx);
+  registrationRoutes(app, ctx);
+  resetRoutes(app, ctx);
+  accountRoutes(app, ctx);
+}

@@ -1,0 +1,99 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { requestInfo } from '../http/index.js';
+import type { Realm } from '../model/types.js';
+import type { AuthSession } from './auth-session.js';
+import { protectorMarkup } from './protection.js';
+import type { FieldErrors } from './render.js';
+
+export interface FormState {
+  values?: Record<string, string>;
+  errors?: FieldErrors;
+  message?: { type: 'error' | 'info' | 'success'; text: string };
+  status?: number;
+}
+
+export const actionUrl = (realm: Realm, action: string) => `/realms/${encodeURIComponent(realm.name)}/login-actions/${action}`;
+
+/** Keeps what the user typed, never a password. */
+export function keepValues(form: Record<string, string>, names: readonly string[]): Record<string, string> {
+  return Object.fromEntries(names.map((n) => [n, (form[n] ?? '').slice(0, 255)]));
+}
+
+const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate' } as Realm;
+
+export const showPage = {
+  async error(ctx: ServerContext, reply: FastifyReply, realm: Realm | null, text: string, status = 400, link?: { href: string; label: string }) {
+    return ctx.pages.send(reply, realm ?? placeholderRealm, 'error', { text, link }, status);
+  },
+
+  async info(ctx: ServerContext, reply: FastifyReply, realm: Realm, title: string, text: string, link?: { href: string; label: string }, status = 200) {
+    return ctx.pages.send(reply, realm, 'info', { title, text, link }, status);
+  },
+
+  async login(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+    const steps = await ctx.flows.loginSteps(realm);
+    return ctx.pages.send(
+      reply,
+      realm,
+      'login',
+      {
+        action: actionUrl(realm, 'authenticate'),
+        csrf: auth.csrf,
+        loginWithEmail: realm.loginWithEmailAllowed,
+        registerUrl: realm.registrationAllowed ? actionUrl(realm, 'registration') : null,
+        resetUrl: realm.resetPasswordAllowed ? actionUrl(realm, 'reset-credentials') : null,
+        protectorHtml: await protectorMarkup(realm, 'login', steps.protectors, requestInfo(request)),
+        values: state.values ?? {},
+        errors: state.errors ?? {},
+        message: state.message,
+      },
+      state.status ?? 200,
+    );
+  },
+
+  async registration(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+    const steps = await ctx.flows.registrationSteps(realm);
+    const assets: string[] = [];
+    for (const action of steps.formActions) {
+      const html = await action.instance.renderAssets?.({ realm: { id: realm.id, name: realm.name, displayName: realm.displayName, enabled: realm.enabled }, assetsBaseUrl: `/realms/${encodeURIComponent(realm.name)}` });
+      if (html) assets.push(html);
+    }
+    return ctx.pages.send(
+      reply,
+      realm,
+      'register',
+      {
+        action: actionUrl(realm, 'registration'),
+        csrf: auth.csrf,
+        loginUrl: actionUrl(realm, 'authenticate'),
+        protectorHtml: await protectorMarkup(realm, 'registration', steps.protectors, requestInfo(request)),
+        assetsHtml: assets.join('\n'),
+        values: state.values ?? {},
+        errors: state.errors ?? {},
+        message: state.message,
+      },
+      state.status ?? 200,
+    );
+  },
+
+  async resetRequest(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+    const steps = await ctx.flows.resetSteps(realm);
+    return ctx.pages.send(
+      reply,
+      realm,
+      'reset',
+      {
+        action: actionUrl(realm, 'reset-credentials'),
+        csrf: auth.csrf,
+        loginWithEmail: realm.loginWithEmailAllowed,
+        loginUrl: actionUrl(realm, 'authenticate'),
+        protectorHtml: await protectorMarkup(realm, 'reset-credentials', steps.protectors, requestInfo(request)),
+        values: state.values ?? {},
+        errors: state.errors ?? {},
+        message: state.message,
+      },
+      state.status ?? 200,
+    );
+  },
+};

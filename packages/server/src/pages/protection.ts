@@ -1,0 +1,54 @@
+import type { FormProtector, ProtectedForm, ProtectorDecision, RequestInfo } from '@realmgate/spi';
+import { realmInfo } from '../events/index.js';
+import type { Realm } from '../model/types.js';
+
+export interface ProtectorStep {
+  id: string;
+  instance: FormProtector;
+  config: Record<string, string>;
+}
+
+const resourceBase = (realm: Realm, id: string) => `/realms/${encodeURIComponent(realm.name)}/${id}`;
+
+/** The hidden fields and scripts of every enabled protector, in flow order. */
+export async function protectorMarkup(realm: Realm, form: ProtectedForm, steps: ProtectorStep[], request: RequestInfo): Promise<string> {
+  const parts: string[] = [];
+  for (const step of steps) {
+    parts.push(await step.instance.render({ realm: realmInfo(realm), form, config: step.config, request, resourceBaseUrl: resourceBase(realm, step.id) }));
+  }
+  return parts.join('\n');
+}
+
+/** Runs protectors in order before anything looks at the password; the first refusal stops the form. */
+export async function runProtectors(
+  realm: Realm,
+  form: ProtectedForm,
+  steps: ProtectorStep[],
+  request: RequestInfo,
+  submitted: Record<string, string>,
+): Promise<(ProtectorDecision & { ok: false; protector: string }) | null> {
+  for (const step of steps) {
+    const decision = await step.instance.verify({
+      realm: realmInfo(realm),
+      form,
+      config: step.config,
+      request,
+      resourceBaseUrl: resourceBase(realm, step.id),
+      submitted,
+    });
+    if (!decision.ok) return { ...decision, protector: step.id };
+  }
+  return null;
+}
+
+/** Form fields as strings: a repeated field keeps its first value, a missing one is ''. */
+export function formValues(body: unknown, names: readonly string[]): Record<string, string> {
+  const source = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+  const out: Record<string, string> = {};
+  for (const [key, raw] of Object.entries(source)) {
+    const value = Array.isArray(raw) ? raw[0] : raw;
+    if (typeof value === 'string') out[key] = value;
+  }
+  for (const name of names) out[name] ??= '';
+  return out;
+}

@@ -1,0 +1,123 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { decodeJwt } from 'jose';
+import type { ServerContext } from '../context.js';
+import { requestInfo } from '../http/index.js';
+import type { Realm } from '../model/types.js';
+import { findLoginUser } from '../protocol/openid-connect/token/password.js';
+import { setPassword, userSnapshot } from '../services/index.js';
+import { resetPasswordMail, sendInBackground } from './emails.js';
+import { csrfRejected, loginContext } from './login.js';
+import { actionUrl, keepValues, showPage } from './pages.js';
+import { formValues, runProtectors } from './protection.js';
+import { actionTokenUrl } from './verify-email.js';
+
+type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+const linkExpired = 'This link has expired or has already been used. Please ask for a new one.';
+
+export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get('/realms/:realm/login-actions/reset-credentials', async (request: RealmRequest, reply) => {
+    const c = await loginContext(ctx, request, reply);
+    if (!('realm' in c)) return c;
+    if (!c.realm.resetPasswordAllowed) return showPage.error(ctx, reply, c.realm, 'Resetting passwords is not allowed in this realm.', 403);
+    return showPage.resetRequest(ctx, request, reply, c.realm, c.auth, {});
+  });
+
+  app.post('/realms/:realm/login-actions/reset-credentials', async (request: RealmRequest, reply) => {
+    const c = await loginContext(ctx, request, reply);
+    if (!('realm' in c)) return c;
+    const { realm, auth } = c;
+    if (!realm.resetPasswordAllowed) return showPage.error(ctx, reply, realm, 'Resetting passwords is not allowed in this realm.', 403);
+    const form = formValues(request.body, ['username', 'session_code']);
+    const rejected = csrfRejected(ctx, reply, realm, auth, form);
+    if (rejected) return rejected;
+    const info = requestInfo(request);
+    const values = keepValues(form, ['username']);
+    const steps = await ctx.flows.resetSteps(realm);
+    const refusal = await runProtectors(realm, 'reset-credentials', steps.protectors, info, form);
+    if (refusal) {
+      await ctx.events.user(realm, { type: 'RESET_PASSWORD_ERROR', clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, username: values.username }, request: info });
+      if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
+      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this request. Please try again.' }, status: refusal.status ?? 400 });
+    }
+    if (!form.username || form.username.length > 255) {
+      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: 'Please enter your username or e-mail address.' }, status: 400 });
+    }
+    const user = await findLoginUser(ctx, realm, form.username);
+    if (user && user.enabled && user.email && !user.serviceAccountClientId) {
+      const token = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { azp: auth.clientId });
+      sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
+      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email, username: user.username }, request: info });
+    } else {
+      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD_ERROR', clientId: auth.clientId, error: 'user_not_found', details: { username: values.username }, request: info });
+    }
+    // The same answer whether or not the account exists, so the form cannot be used to find accounts.
+    return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: 'You should receive an e-mail shortly with further instructions.' } });
+  });
+
+  const realmOf = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply): Promise<Realm | FastifyReply> => {
+    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    return realm && realm.enabled ? realm : showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+  };
+
+  app.get('/realms/:realm/login-actions/action-token', async (request: FastifyRequest<{ Params: { realm: string }; Querystring: { key?: string } }>, reply) => {
+    const realm = await realmOf(request, reply);
+    if (!('id' in realm)) return realm;
+    const key = typeof request.query.key === 'string' ? request.query.key : '';
+    let typ: unknown;
+    try {
+      typ = decodeJwt(key).typ;
+    } catch {
+      return showPage.error(ctx, reply, realm, linkExpired, 400);
+    }
+    if (typ === 'reset-credentials') {
+      const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
+      if (!claims) return showPage.error(ctx, reply, realm, linkExpired, 400);
+      return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors: {} });
+    }
+    if (typ === 'verify-email') {
+      const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
+      const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (!claims || !user || !(await ctx.actionTokens.consume(claims))) return showPage.error(ctx, reply, realm, linkExpired, 400);
+      const email = claims.email ?? user.email;
+      const changed = email !== user.email;
+      if (changed && email && !realm.duplicateEmailsAllowed) {
+        const other = await ctx.storage.users.byEmail(realm.id, email);
+        if (other && other.id !== user.id) return showPage.error(ctx, reply, realm, 'This e-mail address is already used by another account.', 409);
+      }
+      const previous = user.email;
+      const updated = { ...user, email, emailVerified: true };
+      await ctx.storage.users.update(updated);
+      const info = requestInfo(request);
+      const snapshot = await userSnapshot(ctx.storage, updated);
+      if (changed) {
+        await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { previous_email: previous ?? '', updated_email: email ?? '' }, request: info, user: snapshot });
+      }
+      await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: email ?? '' }, request: info, user: snapshot });
+      return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', { href: `/realms/${encodeURIComponent(realm.name)}/account/`, label: 'Continue' });
+    }
+    return showPage.error(ctx, reply, realm, linkExpired, 400);
+  });
+
+  app.post('/realms/:realm/login-actions/reset-password', async (request: RealmRequest, reply) => {
+    const realm = await realmOf(request, reply);
+    if (!('id' in realm)) return realm;
+    const form = formValues(request.body, ['password-new', 'password-confirm', 'session_code']);
+    const key = form.session_code;
+    const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
+    const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+    if (!claims || !user) return showPage.error(ctx, reply, realm, linkExpired, 400);
+    const errors: Record<string, string> = {};
+    if (!form['password-new']) errors['password-new'] = 'Please specify password.';
+    else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
+    else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";
+    if (Object.keys(errors).length) {
+      return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors }, 400);
+    }
+    if (!(await ctx.actionTokens.consume(claims))) return showPage.error(ctx, reply, realm, linkExpired, 400);
+    const updated = await setPassword(ctx.storage, user, form['password-new']);
+    // The old password may be known to someone else: end every session it opened.
+    await ctx.storage.sessions.deleteForUser(user.id);
+    await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
+    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', { href: `/realms/${encodeURIComponent(realm.name)}/account/`, label: 'Sign in' });
+  });
+}

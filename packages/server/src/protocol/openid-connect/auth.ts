@@ -1,0 +1,78 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../../context.js';
+import { baseUrl } from '../../http/index.js';
+import { redirectUriAllowed } from '../../model/redirect-uri.js';
+import { showPage, completeLogin } from '../../pages/index.js';
+import { currentSsoSession, redirectToClient } from '../../pages/sso.js';
+import type { AuthSession } from '../../pages/auth-session.js';
+import { grantedScope, issuerOf } from './tokens.js';
+
+const MAX_PARAM = 2048;
+
+function param(request: FastifyRequest, name: string): string | undefined {
+  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+  const value = source?.[name];
+  return typeof value === 'string' && value.length <= MAX_PARAM ? value : undefined;
+}
+
+/**
+ * The authorization endpoint (and Keycloak's `registrations` entry point). Problems with the client or the
+ * redirect URI are shown on an error page, never sent to an unverified URI; the rest go back to the client.
+ */
+export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const handler = (entry: 'login' | 'registration') => async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
+    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    const clientId = param(request, 'client_id');
+    const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
+    if (!client || !client.enabled) return showPage.error(ctx, reply, realm, 'Client not found.', 400);
+    const base = baseUrl(request, ctx.config.hostname);
+    const redirectUri = param(request, 'redirect_uri');
+    if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
+      return showPage.error(ctx, reply, realm, 'Invalid parameter: redirect_uri', 400);
+    }
+    const responseMode = (param(request, 'response_mode') ?? 'query') as AuthSession['responseMode'];
+    const state = param(request, 'state') ?? null;
+    const fail = (error: string, description: string) =>
+      redirectToClient(reply, redirectUri, ['query', 'fragment', 'form_post'].includes(responseMode) ? responseMode : 'query', {
+        error,
+        error_description: description,
+        ...(state !== null ? { state } : {}),
+        iss: issuerOf(base, realm.name),
+      });
+    if (!['query', 'fragment', 'form_post'].includes(responseMode)) return fail('invalid_request', 'Invalid parameter: response_mode');
+    if (param(request, 'response_type') !== 'code') return fail('unsupported_response_type', 'Client is not allowed to initiate browser login with given response_type. Only code is supported.');
+    if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
+    const challenge = param(request, 'code_challenge');
+    const method = param(request, 'code_challenge_method');
+    const pkceRequired = client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256';
+    if (challenge !== undefined || method !== undefined) {
+      if (method !== 'S256') return fail('invalid_request', 'Invalid parameter: code challenge method is not supported (use S256)');
+      if (!challenge || !/^[A-Za-z0-9\-._~]{43,128}$/.test(challenge)) return fail('invalid_request', 'Invalid parameter: code_challenge');
+    } else if (pkceRequired) {
+      return fail('invalid_request', 'Missing parameter: code_challenge_method');
+    }
+    const prompt = param(request, 'prompt') ?? '';
+    const auth: Omit<AuthSession, 'id' | 'csrf' | 'createdAt' | 'realmId'> = {
+      clientId: client.clientId,
+      redirectUri,
+      responseMode,
+      scope: grantedScope(param(request, 'scope')),
+      state,
+      nonce: param(request, 'nonce') ?? null,
+      codeChallenge: challenge ?? null,
+    };
+    const sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
+    if (sso) {
+      const session = await ctx.authSessions.start(reply, request, realm, auth);
+      return completeLogin(ctx, request, reply, realm, session, sso.user, sso.session);
+    }
+    if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');
+    const session = await ctx.authSessions.start(reply, request, realm, auth);
+    if (entry === 'registration' && realm.registrationAllowed) return showPage.registration(ctx, request, reply, realm, session, {});
+    return showPage.login(ctx, request, reply, realm, session, {});
+  };
+  app.get('/realms/:realm/protocol/openid-connect/auth', handler('login'));
+  app.post('/realms/:realm/protocol/openid-connect/auth', handler('login'));
+  app.get('/realms/:realm/protocol/openid-connect/registrations', handler('registration'));
+}

@@ -1,0 +1,485 @@
+import { randomUUID } from 'node:crypto';
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { adminRoutes, fillPath, paramCount, rawRequest, type PathValues, type Route } from './support/admin-routes.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+
+const REALM = 'bad';
+const key = (r: Route) => `${r.method} ${r.url}`;
+
+/** Bodies that are not JSON at all (or not a JSON value the server can use). */
+const malformedJson: Record<string, string> = {
+  'truncated object': '{"name":',
+  'lone brace': '{',
+  'single quotes': "{'name': 'x'}",
+  'trailing comma': '{"name":"x",}',
+  'bare word': 'nul',
+  'unterminated array': '[1,2',
+  'NUL byte': '\u0000',
+  'deep nesting': '['.repeat(50_000) + ']'.repeat(49_999),
+};
+
+/** Shapes that are valid JSON but never a representation: sent to every route that reads an object body. */
+const notAnObject: Record<string, unknown> = {
+  'empty body': '',
+  null: null,
+  array: [],
+  'array of objects': [{}],
+  number: 5,
+  string: 'text',
+  boolean: true,
+  'unknown field': { notAField: 1 },
+  'prototype key': JSON.parse('{"__proto__": {"admin": true}}'),
+};
+
+/** Valid JSON that is not a list of roles: sent to every route that reads one. */
+const notARoleList: Record<string, unknown> = {
+  'empty body': '',
+  null: null,
+  object: {},
+  number: 5,
+  string: 'text',
+  'array of numbers': [5],
+  'role without id or name': [{}],
+  'numeric id': [{ id: 5 }],
+  'injection id': [{ id: "' OR 1=1 --" }],
+  'unknown uuid': [{ id: randomUUID() }],
+  'script name': [{ name: '<script>alert(1)</script>' }],
+  'NUL name': [{ name: 'fixture\u0000role' }],
+  'NUL id': [{ id: '\u0000'.repeat(36) }],
+  'uuid-length junk id': [{ id: "' OR 1=1 --".padEnd(36, ' ') }],
+  'too many': Array.from({ length: 501 }, () => ({ name: 'fixture-role' })),
+  // One good and one unknown role: all or nothing.
+  'partly unknown': [{ name: 'fixture-role' }, { name: 'ghost' }],
+};
+
+const long = 'a'.repeat(10_000);
+
+/** Route-specific bodies with the right shape but a bad field: each must be refused and change nothing. */
+const realmFields: unknown[] = [
+  { realm: 5 },
+  { realm: '' },
+  { realm: 'has space' },
+  { realm: '../../etc/passwd' },
+  { realm: 'x\u0000y' },
+  { realm: ['bad-2'] },
+  { realm: 'bad-2', enabled: 'true' },
+  { realm: 'bad-2', displayName: long },
+  { realm: 'bad-2', accessTokenLifespan: 3_000_000_000 },
+  { realm: 'bad-2', accessTokenLifespan: -1 },
+  { realm: 'bad-2', eventsExpiration: 1e20 },
+  { realm: 'bad-2', eventsListeners: ['no-such-listener'] },
+  { realm: 'bad-2', smtpServer: { port: 'abc' } },
+  { realm: 'bad-2', smtpServer: 'smtp.example' },
+  { realm: 'bad-2', attributes: { a: { b: 1 } } },
+];
+const realmImportFields: unknown[] = [
+  ...realmFields,
+  { realm: 'bad-2', users: 'nope' },
+  { realm: 'bad-2', users: [null] },
+  { realm: 'bad-2', users: [{ username: 'u', credentials: [{ type: 'password', value: 5 }] }] },
+  { realm: 'bad-2', users: [{ username: 'u' }, { username: 'U' }] },
+  { realm: 'bad-2', users: [{ username: 'u', realmRoles: ['ghost'] }] },
+  { realm: 'bad-2', clients: [{ clientId: 5 }] },
+  { realm: 'bad-2', clients: [{ clientId: 'c' }, { clientId: 'c' }] },
+  { realm: 'bad-2', roles: 'x' },
+  { realm: 'bad-2', roles: { realm: [{ name: 5 }] } },
+  { realm: 'bad-2', roles: { client: { ghost: [{ name: 'r' }] } } },
+  { realm: 'bad-2', organizations: [{ name: 'o', domains: 'x' }] },
+  { realm: 'bad-2', users: [{ username: 'u', realmRoles: ['\u0000'] }] },
+  { realm: 'bad-2', users: [{ username: 'u', clientRoles: { account: ['x\u0000'] } }] },
+  { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { realm: ['\u0000'] } }] } },
+  { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { client: { account: [5] } } }] } },
+  { realm: REALM },
+];
+const realmUpdateFields: unknown[] = [...realmFields.map((r) => ({ ...(r as object), realm: (r as { realm: unknown }).realm === 'bad-2' ? REALM : (r as { realm: unknown }).realm })), { realm: 'master' }, { registrationAllowed: 'yes' }, { displayName: 5 }];
+const clientFields: unknown[] = [
+  { clientId: 5 },
+  { clientId: '' },
+  { clientId: 'a b' },
+  { clientId: '../x' },
+  { clientId: 'x\u0000' },
+  { clientId: long },
+  { clientId: 'x', redirectUris: 'https://a.example' },
+  { clientId: 'x', redirectUris: [5] },
+  { clientId: 'x', redirectUris: ['https://a.example/#fragment'] },
+  { clientId: 'x', redirectUris: ['javascript alert(1)'] },
+  { clientId: 'x', webOrigins: {} },
+  { clientId: 'x', attributes: [] },
+  { clientId: 'x', attributes: { a: { b: 1 } } },
+  { clientId: 'x', protocol: 'saml' },
+  { clientId: 'x', publicClient: 'false' },
+  { clientId: 'x', description: 'a\u0000b' },
+  { clientId: 'x', description: long },
+];
+const roleFields: unknown[] = [{ name: 5 }, { name: '' }, { name: 'a/b' }, { name: 'x', description: 5 }, { name: 'x\u0000' }, { name: long }];
+const userFields: unknown[] = [
+  { username: 5 },
+  { username: '' },
+  { username: 'a b' },
+  { username: '<script>' },
+  { username: 'x\u0000y' },
+  { username: 'x', email: 'not-an-email' },
+  { username: 'x', email: 5 },
+  { username: 'x', firstName: '<script>alert(1)</script>' },
+  { username: 'x', enabled: 1 },
+  { username: 'x', attributes: [] },
+  { username: 'x', attributes: { a: 5 } },
+  { username: 'x', attributes: { a: [{}] } },
+  { username: 'x', credentials: {} },
+  { username: 'x', credentials: [{ type: 'password', value: '' }] },
+  { username: 'x', credentials: [{ type: 'otp', value: '123456' }] },
+  { username: 'x', requiredActions: 'UPDATE_PASSWORD' },
+];
+/** For updates: a case about another field drops `username` (which the PUT would otherwise refuse for itself). */
+const withoutUsername = (u: unknown): unknown => {
+  const { username, ...rest } = u as Record<string, unknown>;
+  return Object.keys(rest).length ? rest : { username };
+};
+const orgFields: unknown[] = [
+  { name: 5 },
+  { name: '' },
+  { name: 'x\u0000' },
+  { name: 'x', alias: 'a b' },
+  { name: 'x', domains: 'x.example' },
+  { name: 'x', domains: [{ name: 5 }] },
+  { name: 'x', domains: [{ name: 'not a domain' }] },
+  { name: 'x', domains: [{ name: 'ok.example', verified: 'yes' }] },
+  { name: 'x', attributes: { a: 5 } },
+  { name: 'x', enabled: 'true' },
+];
+const eventsConfigFields: unknown[] = [
+  { eventsEnabled: 'true' },
+  { eventsListeners: 'jboss-logging' },
+  { eventsListeners: ['no-such-listener'] },
+  { eventsListeners: [5] },
+  { eventsExpiration: 0 },
+  { eventsExpiration: 1.5 },
+  { eventsExpiration: 1e20 },
+  { enabledEventTypes: [5] },
+  { adminEventsEnabled: null, bogus: 1 },
+];
+
+const objectBody = (fields: unknown[]) => ({ shapes: notAnObject, fields });
+const roleListBody = { shapes: notARoleList, fields: [] as unknown[] };
+
+/**
+ * Every route that reads a body, with the bad bodies for it. A POST or PUT route missing here fails the
+ * coverage test, so a new route cannot slip past the sweep.
+ */
+const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unknown[] }> = {
+  'POST /admin/realms': objectBody(realmImportFields),
+  'PUT /admin/realms/:realm': objectBody(realmUpdateFields),
+  'POST /admin/realms/:realm/clients': objectBody([...clientFields, { clientId: 'fixture-app' }]),
+  'PUT /admin/realms/:realm/clients/:id': objectBody([...clientFields, { clientId: 'realm-management' }, { clientId: 'fixture-app', id: randomUUID() }]),
+  'POST /admin/realms/:realm/clients/:id/roles': objectBody([...roleFields, { name: 'fixture-role' }]),
+  'PUT /admin/realms/:realm/clients/:id/roles/:roleName': objectBody([...roleFields, { name: 'other-client-role' }]),
+  'POST /admin/realms/:realm/clients/:id/roles/:roleName/composites': roleListBody,
+  'DELETE /admin/realms/:realm/clients/:id/roles/:roleName/composites': roleListBody,
+  'POST /admin/realms/:realm/users': objectBody([...userFields, { username: 'fixture-user' }, { username: 'FIXTURE-USER' }, { username: 'y', email: 'fixture@example.com' }]),
+  'PUT /admin/realms/:realm/users/:id': objectBody([...userFields.map(withoutUsername), { username: 'renamed' }, { email: 'other@example.com' }]),
+  'PUT /admin/realms/:realm/users/:id/reset-password': objectBody([{ type: 'password' }, { type: 'password', value: 5 }, { type: 'password', value: '' }, { type: 'otp', value: 'x' }, { value: 'x', temporary: 'yes' }, { value: long }]),
+  'POST /admin/realms/:realm/users/:id/role-mappings/realm': roleListBody,
+  'DELETE /admin/realms/:realm/users/:id/role-mappings/realm': roleListBody,
+  'POST /admin/realms/:realm/users/:id/role-mappings/clients/:client': roleListBody,
+  'DELETE /admin/realms/:realm/users/:id/role-mappings/clients/:client': roleListBody,
+  'POST /admin/realms/:realm/roles': objectBody([...roleFields, { name: 'fixture-role' }]),
+  'PUT /admin/realms/:realm/roles/:roleName': objectBody([...roleFields, { name: 'offline_access' }]),
+  'POST /admin/realms/:realm/roles/:roleName/composites': roleListBody,
+  'DELETE /admin/realms/:realm/roles/:roleName/composites': roleListBody,
+  'PUT /admin/realms/:realm/roles-by-id/:id': objectBody([...roleFields, { name: 'offline_access' }]),
+  'POST /admin/realms/:realm/roles-by-id/:id/composites': roleListBody,
+  'DELETE /admin/realms/:realm/roles-by-id/:id/composites': roleListBody,
+  'POST /admin/realms/:realm/organizations': objectBody([...orgFields, { name: 'Fixture' }, { name: 'Other', alias: 'fixture' }, { name: 'Other', domains: [{ name: 'fixture.example' }] }]),
+  'PUT /admin/realms/:realm/organizations/:id': objectBody([...orgFields, { name: 'Fixture', alias: 'changed' }, { name: 'Other Org' }, { name: 'Fixture', domains: [{ name: 'ok.example' }, { name: 'ok.example' }] }]),
+  'POST /admin/realms/:realm/organizations/:id/members': {
+    shapes: { 'empty body': '', null: null, object: {}, array: [], number: 5, boolean: true, 'not a uuid': 'not-a-uuid', 'unknown uuid': randomUUID(), 'quoted injection': JSON.stringify("' OR 1=1 --"), 'raw injection': "' OR 1=1 --", long, 'raw NUL': 'x\u0000' },
+    fields: [],
+  },
+  'PUT /admin/realms/:realm/events/config': objectBody(eventsConfigFields),
+  'POST /admin/realms/:realm/authentication/flows': objectBody([
+    { alias: 5 },
+    { alias: '' },
+    { description: 'no alias' },
+    { alias: 'x\u0000' },
+    { alias: 'new-flow', providerId: 'no-such-type' },
+    { alias: 'new-flow', topLevel: 'yes' },
+    { alias: 'new-flow', builtIn: true },
+    { alias: 'new-flow', description: 5 },
+    { alias: 'browser' },
+  ]),
+  'PUT /admin/realms/:realm/authentication/flows/:flow': objectBody([{ alias: 5 }, { description: 'no alias' }, { alias: 'x', providerId: 'no-such-type' }, { alias: 'registration' }, { alias: 'x\u0000' }]),
+  'POST /admin/realms/:realm/authentication/flows/:flow/copy': objectBody([{}, { newName: 5 }, { newName: '' }, { newName: 'x\u0000' }, { newName: 'registration' }]),
+  'PUT /admin/realms/:realm/authentication/flows/:flow/executions': objectBody([
+    {},
+    { id: 5 },
+    { id: randomUUID(), requirement: 'REQUIRED' },
+    { id: 'x\u0000', requirement: 'REQUIRED' },
+    { id: "' OR 1=1 --", requirement: 'REQUIRED' },
+    { requirement: 'SOMETIMES' },
+    { priority: 'high' },
+    { priority: 1e12 },
+  ]),
+  'POST /admin/realms/:realm/authentication/flows/:flow/executions/execution': objectBody([{}, { provider: 5 }, { provider: '' }, { provider: 'no-such-provider' }, { provider: 'x\u0000' }, { provider: 'auth-cookie', priority: 'first' }]),
+  'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
+  'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
+  'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+};
+/** POST and PUT routes that take no body (any body is ignored, as Keycloak ignores it). */
+const noBodyRoutes = [
+  'POST /admin/realms/:realm/clients/:id/client-secret',
+  'POST /admin/realms/:realm/authentication/executions/:id/raise-priority',
+  'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
+];
+
+/** Query parameters each searching or paging GET route reads, with bad values for them. */
+const paging = ['first=-1', 'max=abc', 'first=1e3', 'max=99999999999', 'first=1&first=2', 'first=%00', 'max=0x10'];
+const text = (name: string) => [`${name}=${'a'.repeat(300)}`, `${name}=x&${name}=y`, `${name}=%00`, `${name}=a%00b`];
+const queryRoutes: Record<string, string[]> = {
+  'GET /admin/realms/:realm/clients': [...paging, ...text('clientId'), 'search=maybe'],
+  'GET /admin/realms/:realm/users': [...paging, ...text('username'), ...text('email'), ...text('search'), ...text('firstName'), 'exact=maybe', 'enabled=1', 'emailVerified=yes'],
+  'GET /admin/realms/:realm/users/count': [...text('username'), ...text('search'), 'exact=maybe', 'enabled=1'],
+  'GET /admin/realms/:realm/clients/:id/roles': [...paging, ...text('search')],
+  'GET /admin/realms/:realm/clients/:id/roles/:roleName/users': paging,
+  'GET /admin/realms/:realm/roles': [...paging, ...text('search')],
+  'GET /admin/realms/:realm/roles/:roleName/users': paging,
+  'GET /admin/realms/:realm/organizations': [...paging, ...text('search'), ...text('q'), 'exact=maybe'],
+  'GET /admin/realms/:realm/organizations/:id/members': paging,
+  'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
+  'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
+};
+/** GET routes that read no query parameter. */
+const noQueryRoutes = [
+  'GET /admin/serverinfo',
+  'GET /admin/realms',
+  'GET /admin/realms/:realm',
+  'GET /admin/realms/:realm/clients/:id',
+  'GET /admin/realms/:realm/clients/:id/client-secret',
+  'GET /admin/realms/:realm/clients/:id/service-account-user',
+  'GET /admin/realms/:realm/clients/:id/roles/:roleName',
+  'GET /admin/realms/:realm/clients/:id/roles/:roleName/composites',
+  'GET /admin/realms/:realm/users/:id',
+  'GET /admin/realms/:realm/users/:id/role-mappings',
+  'GET /admin/realms/:realm/users/:id/role-mappings/realm',
+  'GET /admin/realms/:realm/users/:id/role-mappings/realm/available',
+  'GET /admin/realms/:realm/users/:id/role-mappings/realm/composite',
+  'GET /admin/realms/:realm/users/:id/role-mappings/clients/:client',
+  'GET /admin/realms/:realm/users/:id/role-mappings/clients/:client/available',
+  'GET /admin/realms/:realm/users/:id/role-mappings/clients/:client/composite',
+  'GET /admin/realms/:realm/roles/:roleName',
+  'GET /admin/realms/:realm/roles/:roleName/composites',
+  'GET /admin/realms/:realm/roles-by-id/:id',
+  'GET /admin/realms/:realm/roles-by-id/:id/composites',
+  'GET /admin/realms/:realm/organizations/count',
+  'GET /admin/realms/:realm/organizations/members/:userId/organizations',
+  'GET /admin/realms/:realm/organizations/:id',
+  'GET /admin/realms/:realm/organizations/:id/members/count',
+  'GET /admin/realms/:realm/organizations/:id/members/:userId',
+  'GET /admin/realms/:realm/events/config',
+  'GET /admin/realms/:realm/authentication/authenticator-providers',
+  'GET /admin/realms/:realm/authentication/form-action-providers',
+  'GET /admin/realms/:realm/authentication/form-providers',
+  'GET /admin/realms/:realm/authentication/client-authenticator-providers',
+  'GET /admin/realms/:realm/authentication/config-description/:providerId',
+  'GET /admin/realms/:realm/authentication/flows',
+  'GET /admin/realms/:realm/authentication/flows/:flow',
+  'GET /admin/realms/:realm/authentication/flows/:flow/executions',
+  'GET /admin/realms/:realm/authentication/executions/:id',
+  'GET /admin/realms/:realm/authentication/config/:id',
+];
+
+/** Path-parameter values that must name nothing; each is written into the path exactly as given here. */
+const badIds: Record<string, string> = {
+  'encoded traversal': encodeURIComponent('../../etc/passwd'),
+  'percent-encoded dots': '%2e%2e%2f',
+  'double-encoded dots': '%252e%252e%252f',
+  'dot-dot': '..',
+  'SQL injection': encodeURIComponent("' OR 1=1 --"),
+  'SQL injection 2': encodeURIComponent('1; DROP TABLE client; --'),
+  script: encodeURIComponent('<script>alert(1)</script>'),
+  '300 characters': 'a'.repeat(300),
+  '5000 characters': 'a'.repeat(5000),
+  NUL: '%00',
+  'embedded NUL': `${randomUUID().slice(0, 30)}%00`,
+  'broken escape': '%ZZ',
+  'overlong UTF-8': '%C0%AF',
+  'random uuid': randomUUID(),
+  'uppercase unknown uuid': randomUUID().toUpperCase(),
+  whitespace: '%20',
+};
+
+describe.each(databases)('admin API refuses bad input on every route, with a 4xx and no change (%s)', (database) => {
+  let t: TestServer;
+  let token: string;
+  let values: PathValues;
+  let routes: Route[];
+  const failures: string[] = [];
+  beforeEach(() => {
+    failures.length = 0;
+  });
+
+  const send = (method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}) =>
+    rawRequest(t.url, method, path, { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, body);
+
+  /** Records (rather than throws on) a response that is not a JSON 4xx, so one run lists every offender. */
+  const check = (label: string, response: { status: number; json: any; text: string }, expected?: number) => {
+    const json = response.json as Record<string, unknown> | undefined;
+    const ok =
+      (expected === undefined ? response.status >= 400 && response.status < 500 : response.status === expected) &&
+      typeof json === 'object' &&
+      json !== null &&
+      (typeof json.errorMessage === 'string' || typeof json.error === 'string');
+    if (!ok) failures.push(`${label} → ${response.status} ${response.text.slice(0, 200)}`);
+  };
+
+  const get = async (path: string) => {
+    const response = await send('GET', path);
+    expect(response.status, `${path}: ${response.text}`).toBe(200);
+    return response.json;
+  };
+
+  /** What the sweep must leave untouched: the realms, and everything in the test realm. */
+  const snapshot = async () => {
+    const base = `/admin/realms/${REALM}`;
+    return {
+      realms: (await get('/admin/realms')) as unknown,
+      realm: await get(base),
+      clients: await get(`${base}/clients`),
+      users: await get(`${base}/users?max=1000`),
+      userCount: await get(`${base}/users/count`),
+      serviceAccount: await get(`${base}/clients/${values['clients:id']}/service-account-user`),
+      secret: await get(`${base}/clients/${values['clients:id']}/client-secret`),
+      realmRoles: await get(`${base}/roles`),
+      clientRoles: await get(`${base}/clients/${values['clients:id']}/roles`),
+      composites: await get(`${base}/roles/fixture-role/composites`),
+      clientComposites: await get(`${base}/clients/${values['clients:id']}/roles/fixture-role/composites`),
+      mappings: await get(`${base}/users/${values['users:id']}/role-mappings`),
+      organizations: await get(`${base}/organizations`),
+      members: await get(`${base}/organizations/${values['organizations:id']}/members`),
+      eventsConfig: await get(`${base}/events/config`),
+      flows: await get(`${base}/authentication/flows`),
+      browserExecutions: await get(`${base}/authentication/flows/browser/executions`),
+      masterClients: ((await get('/admin/realms/master/clients')) as { clientId: string }[]).map((c) => c.clientId),
+      masterUsers: ((await get('/admin/realms/master/users')) as { username: string }[]).map((u) => u.username),
+    };
+  };
+  let before: Awaited<ReturnType<typeof snapshot>>;
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    token = (await kc.getAccessToken())!;
+    await kc.realms.create({ realm: REALM, enabled: true, organizationsEnabled: true });
+    kc.setConfig({ realmName: REALM });
+    const { id: client } = await kc.clients.create({ clientId: 'fixture-app', serviceAccountsEnabled: true, publicClient: false });
+    await kc.clients.createRole({ id: client, name: 'fixture-role' });
+    await kc.clients.createRole({ id: client, name: 'other-client-role' });
+    await kc.roles.create({ name: 'fixture-role' });
+    const role = (await kc.roles.findOneByName({ name: 'fixture-role' }))!;
+    const { id: user } = await kc.users.create({ username: 'fixture-user', email: 'fixture@example.com', enabled: true, credentials: [{ type: 'password', value: 'fixture-pass' }] });
+    await kc.users.create({ username: 'other-user', email: 'other@example.com', enabled: true });
+    await kc.users.addRealmRoleMappings({ id: user, roles: [{ id: role.id!, name: 'fixture-role' }] });
+    const { id: org } = await kc.organizations.create({ name: 'Fixture', alias: 'fixture', domains: [{ name: 'fixture.example' }] });
+    await kc.organizations.create({ name: 'Other Org', alias: 'other-org' });
+    await kc.organizations.addMember({ orgId: org, userId: user });
+    const flows = await kc.authenticationManagement.getFlows();
+    const browser = flows.find((f) => f.alias === 'browser')!;
+    const [execution] = await kc.authenticationManagement.getExecutions({ flow: 'browser' });
+    values = {
+      realm: REALM,
+      'clients:id': client,
+      'users:id': user,
+      'roles-by-id:id': role.id!,
+      'organizations:id': org,
+      roleName: 'fixture-role',
+      client,
+      userId: user,
+      // Below /flows/ the segment is a flow id at the end of the path and an alias before a sub-path, as Keycloak's.
+      'flows:flow:': browser.id!,
+      'flows:flow': 'browser',
+      'executions:id': execution.id!,
+      providerId: 'auth-cookie',
+    };
+    routes = adminRoutes(t.server.app);
+    before = await snapshot();
+  });
+  afterAll(() => t?.close());
+
+  it('classifies every admin route (so a new one cannot skip the sweep)', () => {
+    expect(routes.length).toBeGreaterThanOrEqual(60);
+    for (const route of routes) {
+      const k = key(route);
+      if (route.method === 'POST' || route.method === 'PUT') expect(Object.hasOwn(bodyRoutes, k) || noBodyRoutes.includes(k), `${k} has no bad-body cases`).toBe(true);
+      if (route.method === 'GET') expect(Object.hasOwn(queryRoutes, k) || noQueryRoutes.includes(k), `${k} has no bad-query cases`).toBe(true);
+    }
+    for (const k of [...Object.keys(bodyRoutes), ...Object.keys(queryRoutes)]) expect(routes.map(key), `${k} is not a route`).toContain(k);
+  });
+
+  it('malformed JSON, other content types and bodies over 1 MiB on every route that accepts a body', async () => {
+    const oversized = JSON.stringify({ description: 'a'.repeat(1024 * 1024) });
+    for (const route of routes.filter((r) => r.method !== 'GET')) {
+      const path = fillPath(route.url, values);
+      const label = key(route);
+      for (const [name, body] of Object.entries(malformedJson)) check(`${label} ${name}`, await send(route.method, path, body));
+      check(`${label} oversized`, await send(route.method, path, oversized), 413);
+      check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
+      check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('wrong shapes and wrong field types in the body of every route that reads one', async () => {
+    for (const [k, cases] of Object.entries(bodyRoutes)) {
+      const [method, url] = k.split(' ');
+      const path = fillPath(url, values);
+      for (const [name, body] of Object.entries(cases.shapes)) {
+        check(`${k} ${name}`, await send(method, path, typeof body === 'string' && name.startsWith('raw') ? body : body === '' ? '' : JSON.stringify(body)));
+      }
+      for (const body of cases.fields) check(`${k} ${JSON.stringify(body).slice(0, 80)}`, await send(method, path, JSON.stringify(body)));
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('path traversal, injection, over-long and malformed ids in every path parameter of every route', async () => {
+    for (const route of routes.filter((r) => paramCount(r.url) > 0)) {
+      for (let index = 0; index < paramCount(route.url); index++) {
+        for (const [name, raw] of Object.entries(badIds)) {
+          check(`${key(route)} param ${index} ${name}`, await send(route.method, fillPath(route.url, values, { index, raw })));
+        }
+        // Unencoded: `..` segments and slashes reach the router as they are.
+        check(`${key(route)} param ${index} raw traversal`, await send(route.method, fillPath(route.url, values, { index, raw: '../../../../etc/passwd' })));
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('bad paging, repeated, over-long and NUL query parameters on every route that reads them', async () => {
+    for (const [k, queries] of Object.entries(queryRoutes)) {
+      const [method, url] = k.split(' ');
+      for (const query of queries) check(`${k}?${query.slice(0, 60)}`, await send(method, `${fillPath(url, values)}?${query}`), 400);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('search terms are data: injection and wildcard characters match nothing', async () => {
+    const base = `/admin/realms/${REALM}`;
+    for (const term of ["' OR 1=1 --", "%' OR '1'='1", '%', '*)(uid=*', '<script>']) {
+      const q = encodeURIComponent(term);
+      expect(await get(`${base}/users?search=${q}`), term).toEqual([]);
+      expect(await get(`${base}/users?username=${q}`), term).toEqual([]);
+      expect(await get(`${base}/users/count?email=${q}`), term).toBe(0);
+      expect(await get(`${base}/clients?clientId=${q}&search=true`), term).toEqual([]);
+      expect(await get(`${base}/roles?search=${q}`), term).toEqual([]);
+      expect(await get(`${base}/organizations?search=${q}`), term).toEqual([]);
+    }
+  });
+
+  it('left every realm, client, user, role, mapping, organization and setting as it was', async () => {
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('answered nothing with a 5xx', () => {
+    expect(t.logs.filter((l) => l.msg === 'unhandled error').map((l) => (l.err as { message?: string })?.message)).toEqual([]);
+  });
+});
