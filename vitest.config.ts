@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['packages/*/test/**/*.test.ts'],
-    testTimeout: 30_000,
+    // Generous: the route sweeps and browser tests send thousands of requests on two shared cores.
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // Two cores on CI machines: more parallel files only adds contention (Argon2, Chromium).
