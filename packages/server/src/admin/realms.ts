@@ -110,6 +110,14 @@ export function realmRep(realm: Realm) {
   };
 }
 
+/** Representation fields that are stored under the same name in the realm model. */
+const sameNamedSettings = [
+  'displayName', 'enabled', 'registrationAllowed', 'resetPasswordAllowed', 'verifyEmail', 'loginWithEmailAllowed',
+  'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
+  'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
+  'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'attributes',
+] as const satisfies readonly (keyof Realm)[];
+
 /** Applies a (partial) realm representation: given fields change, absent ones stay, as Keycloak's realm PUT. */
 export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, knownListeners: (id: string) => boolean, path = 'realm'): void {
   const listeners = rep.eventsListeners as string[] | undefined;
@@ -123,28 +131,9 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
     if (value !== undefined) realm[key] = value as Realm[K];
   };
   set('name', rep.realm);
-  set('displayName', rep.displayName);
-  set('enabled', rep.enabled);
-  set('registrationAllowed', rep.registrationAllowed);
-  set('resetPasswordAllowed', rep.resetPasswordAllowed);
-  set('verifyEmail', rep.verifyEmail);
-  set('loginWithEmailAllowed', rep.loginWithEmailAllowed);
-  set('duplicateEmailsAllowed', rep.duplicateEmailsAllowed);
-  set('organizationsEnabled', rep.organizationsEnabled);
-  set('eventsEnabled', rep.eventsEnabled);
-  set('eventsExpiration', rep.eventsExpiration);
   set('eventsListeners', listeners);
-  set('enabledEventTypes', rep.enabledEventTypes);
-  set('adminEventsEnabled', rep.adminEventsEnabled);
-  set('adminEventsDetailsEnabled', rep.adminEventsDetailsEnabled);
   set('smtpServer', smtp);
-  set('browserFlow', rep.browserFlow);
-  set('registrationFlow', rep.registrationFlow);
-  set('resetCredentialsFlow', rep.resetCredentialsFlow);
-  set('accessTokenLifespan', rep.accessTokenLifespan);
-  set('ssoSessionIdleTimeout', rep.ssoSessionIdleTimeout);
-  set('ssoSessionMaxLifespan', rep.ssoSessionMaxLifespan);
-  set('attributes', rep.attributes);
+  for (const key of sameNamedSettings) set(key, rep[key]);
 }
 
 export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {

@@ -36,6 +36,19 @@ export function parseRole(body: unknown, path = 'role', onUnknown?: (path: strin
   return parseRepresentation(body, roleSpec, roleIgnored, path, onUnknown) as { name?: string; description?: string };
 }
 
+/** A role PUT: Keycloak changes name and description; a taken name is a 409. */
+async function updateRole(ctx: ServerContext, role: Role, body: unknown): Promise<Role> {
+  const input = parseRole(body);
+  const updated = { ...role, name: input.name ?? role.name, description: input.description ?? null };
+  try {
+    await ctx.storage.roles.update(updated);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`Role with name ${updated.name} already exists`, 'name');
+    throw error;
+  }
+  return updated;
+}
+
 /** Routes shared by realm roles (/roles) and client roles (/clients/{id}/roles): one container each. */
 export function containerRoleRoutes(
   app: FastifyInstance,
@@ -89,14 +102,7 @@ export function containerRoleRoutes(
   app.put(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
-    const input = parseRole(request.body);
-    const updated = { ...role, name: input.name ?? role.name, description: input.description ?? null };
-    try {
-      await ctx.storage.roles.update(updated);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Role with name ${updated.name} already exists`, 'name');
-      throw error;
-    }
+    const updated = await updateRole(ctx, role, request.body);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', resourceType(clientRole), `${eventPath}/${updated.name}`, roleRep(updated, false));
     return reply.code(204).send();
   });
@@ -119,8 +125,7 @@ export function containerRoleRoutes(
   app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
-    const children = await rolesFromBody(ctx, realm, request.body);
-    await ctx.storage.roles.addComposites(role.id, children.map((r) => r.id));
+    await ctx.storage.roles.addComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
     await recordAdminEvent(ctx, request, realm, 'CREATE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
   });
@@ -128,8 +133,7 @@ export function containerRoleRoutes(
   app.delete(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
-    const children = await rolesFromBody(ctx, realm, request.body);
-    await ctx.storage.roles.removeComposites(role.id, children.map((r) => r.id));
+    await ctx.storage.roles.removeComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
     await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
   });
@@ -203,14 +207,7 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.put('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
-    const input = parseRole(request.body);
-    const updated = { ...role, name: input.name ?? role.name, description: input.description ?? null };
-    try {
-      await ctx.storage.roles.update(updated);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Role with name ${updated.name} already exists`, 'name');
-      throw error;
-    }
+    const updated = await updateRole(ctx, role, request.body);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}`, roleRep(updated, false));
     return reply.code(204).send();
   });
@@ -229,16 +226,14 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
-    const children = await rolesFromBody(ctx, realm, request.body);
-    await ctx.storage.roles.addComposites(role.id, children.map((r) => r.id));
+    await ctx.storage.roles.addComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
     await recordAdminEvent(ctx, request, realm, 'CREATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
     return reply.code(204).send();
   });
   app.delete('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
-    const children = await rolesFromBody(ctx, realm, request.body);
-    await ctx.storage.roles.removeComposites(role.id, children.map((r) => r.id));
+    await ctx.storage.roles.removeComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
     await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
     return reply.code(204).send();
   });
