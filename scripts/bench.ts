@@ -4,6 +4,7 @@
  */
 import * as lookup from '../packages/disposable-email/bench/lookup.js';
 import * as delivery from '../packages/event-webhook/bench/delivery.js';
+import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 
 const sections: [string, () => Promise<void>][] = [
   [
@@ -19,6 +20,10 @@ const sections: [string, () => Promise<void>][] = [
         );
       }
     },
+  ],
+  [
+    'Extension B: form login latency, webhook to a receiver that never answers vs no webhook',
+    async () => console.log(webhookLogin.format(await webhookLogin.run())),
   ],
 ];
 

@@ -68,6 +68,9 @@ function normalize(domain: string, convertUnicode: boolean): string | null {
   let upper = false;
   let previousDot = true;
   for (let i = 0; i < end; i++) {
+    // Already longer than a DNS name, all in ASCII so far: IDN mapping (should Unicode follow) keeps ASCII
+    // characters and only adds, so the answer is null; stop here rather than scan a huge input to its end.
+    if (i === MAX_DOMAIN_LENGTH) return null;
     const c = domain.charCodeAt(i);
     if (c === 46) {
       if (previousDot) return null;

@@ -29,7 +29,8 @@ export function emailCheckScript(message: string): string {
     if (!el) {
       el = document.createElement('span');
       el.id = ERROR_ID;
-      el.className = 'input-error';
+      // The class the server's pages give a field's error, so the hint looks like the error on submit.
+      el.className = 'field-error';
       el.setAttribute('aria-live', 'polite');
       input.insertAdjacentElement('afterend', el);
       created = el;

@@ -42,16 +42,31 @@ function domainForLog(email: string): string {
   return (emailDomain(email) ?? '(none)').slice(0, 253);
 }
 
+/** What one server's init gave the realm resource; its routes keep it, so each server uses its own. */
+interface ServerState {
+  logger: Logger;
+  store: ProviderContext['store'];
+  tokens: ProviderContext['tokens'];
+  domainsGauge: Gauge;
+  refreshes: Counter;
+  /** Names this server in broadcasts: every subscriber gets the message, the sender has already refreshed. */
+  origin: string;
+  unsubscribe?: () => Promise<void>;
+}
+
 /**
  * The two factories, sharing one blocklist. The server loads `providers` (the default list); tests build
  * their own around a separate Blocklist.
+ *
+ * A factory is a module-level object, so a host running several servers in one process (tests do) calls
+ * `init` once per server on the same factory. Everything a server's context provides (logger, store, token
+ * verifier, metrics) is therefore captured by the instance `create()` returns right after that server's
+ * `init`, not kept in one shared variable the next server's `init` would overwrite. The list itself is one
+ * per process, as specified.
  */
 export function createProviders(blocklist: Blocklist = defaultBlocklist): ProviderFactory[] {
-  // Per process: a refresh broadcast reaches its sender too, which has already refreshed.
-  const processId = randomUUID();
   const script = emailCheckScript(REJECTION_MESSAGE);
-  let formLogger = silentLogger;
-  let rejections: Counter | undefined;
+  let formState: { logger: Logger; rejections?: Counter } = { logger: silentLogger };
 
   const formAction: FormActionFactory = {
     kind: 'form-action',
@@ -60,11 +75,13 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     helpText: 'Rejects registrations whose e-mail domain, or a parent domain, is a known disposable-e-mail domain.',
     requirementChoices: ['REQUIRED', 'DISABLED'],
     init(context) {
-      formLogger = context.logger;
-      rejections = context.metrics.counter(
-        'realmgate_disposable_email_rejections_total',
-        'Registrations rejected for a disposable e-mail domain',
-      );
+      formState = {
+        logger: context.logger,
+        rejections: context.metrics.counter(
+          'realmgate_disposable_email_rejections_total',
+          'Registrations rejected for a disposable e-mail domain',
+        ),
+      };
       if (Object.keys(context.config).length > 0) {
         context.logger.warn(
           `settings under providers.${FORM_ACTION_ID} are ignored; put them under providers.${RESOURCE_ID}`,
@@ -73,12 +90,13 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
       }
     },
     create() {
+      const { logger, rejections } = formState;
       return {
         validate({ form, realm }) {
           const email = form.email;
           if (typeof email !== 'string' || !blocklist.isDisposable(email)) return { ok: true };
           rejections?.inc();
-          formLogger.info('registration rejected: disposable e-mail domain', {
+          logger.info('registration rejected: disposable e-mail domain', {
             realm: realm.name,
             domain: domainForLog(email),
           });
@@ -96,23 +114,19 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     },
   };
 
-  let logger = silentLogger;
-  let store: ProviderContext['store'] | undefined;
-  let tokens: ProviderContext['tokens'] | undefined;
-  let unsubscribe: (() => Promise<void>) | undefined;
-  let domainsGauge: Gauge | undefined;
-  let refreshes: Counter | undefined;
+  /** Servers initialised and not yet closed; `create()` takes the latest. */
+  const servers: ServerState[] = [];
 
-  const refreshList = async (trigger: 'api' | 'broadcast' | 'start'): Promise<number> => {
+  const refreshList = async (state: ServerState, trigger: 'api' | 'broadcast' | 'start'): Promise<number> => {
     try {
       const count = await blocklist.refresh();
-      refreshes?.inc({ outcome: 'success' });
-      domainsGauge?.set(undefined, count);
-      logger.info('disposable-email domain list refreshed', { trigger, ...blocklist.lastRefresh });
+      state.refreshes.inc({ outcome: 'success' });
+      state.domainsGauge.set(undefined, count);
+      state.logger.info('disposable-email domain list refreshed', { trigger, ...blocklist.lastRefresh });
       return count;
     } catch (error) {
-      refreshes?.inc({ outcome: 'failure' });
-      logger.error('disposable-email domain list refresh failed; the previous list is kept', {
+      state.refreshes.inc({ outcome: 'failure' });
+      state.logger.error('disposable-email domain list refresh failed; the previous list is kept', {
         trigger,
         domains: blocklist.size,
         error: (error as Error).message,
@@ -121,7 +135,7 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     }
   };
 
-  const onBroadcast = (raw: string): void => {
+  const onBroadcast = (state: ServerState, raw: string): void => {
     let message: unknown;
     try {
       message = JSON.parse(raw);
@@ -129,11 +143,11 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
       message = undefined;
     }
     if (typeof message !== 'object' || message === null || typeof (message as RefreshMessage).origin !== 'string') {
-      logger.warn('ignored a malformed disposable-email refresh message');
+      state.logger.warn('ignored a malformed disposable-email refresh message');
       return;
     }
-    if ((message as RefreshMessage).origin === processId) return;
-    refreshList('broadcast').catch(() => undefined);
+    if ((message as RefreshMessage).origin === state.origin) return;
+    refreshList(state, 'broadcast').catch(() => undefined);
   };
 
   const checkEmail = (request: ResourceRequest): ResourceResponse => {
@@ -150,7 +164,8 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     return json(200, { disposable: blocklist.isDisposable(email) });
   };
 
-  const refreshDomainList = async (request: ResourceRequest): Promise<ResourceResponse> => {
+  const refreshDomainList = async (state: ServerState, request: ResourceRequest): Promise<ResourceResponse> => {
+    const { logger } = state;
     const challenge = `Bearer realm="${request.realm.name.replace(/[^\x20-\x7e]|["\\]/g, '')}"`;
     const authorization = request.headers.authorization;
     if (authorization === undefined || authorization.trim() === '') {
@@ -168,8 +183,7 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
         { 'www-authenticate': `${challenge}, error="invalid_request"` },
       );
     }
-    if (tokens === undefined) throw new Error(`${RESOURCE_ID} used before init`);
-    const verification = await tokens.verifyAccessToken(request.realm.name, token);
+    const verification = await state.tokens.verifyAccessToken(request.realm.name, token);
     if (!verification.valid) {
       logger.info('refresh-domain-list: token rejected', { realm: request.realm.name, reason: verification.reason });
       return json(
@@ -199,7 +213,7 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     }
     let count: number;
     try {
-      count = await refreshList('api');
+      count = await refreshList(state, 'api');
     } catch (error) {
       const reason = (error as Error).message;
       return json(500, {
@@ -207,9 +221,9 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
         message: `Refreshing the domain list failed; the previous list (${blocklist.size} domains) is kept: ${reason}`,
       });
     }
-    const message: RefreshMessage = { origin: processId };
+    const message: RefreshMessage = { origin: state.origin };
     try {
-      await store?.publish(REFRESH_CHANNEL, JSON.stringify(message));
+      await state.store.publish(REFRESH_CHANNEL, JSON.stringify(message));
     } catch (error) {
       logger.warn('disposable-email refresh not broadcast to other server processes', {
         error: (error as Error).message,
@@ -230,28 +244,30 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     helpText: 'check-email (public) and refresh-domain-list (service account with realm-admin).',
     async init(context) {
       const settings = parseSettings(context.config, context.env, `providers.${RESOURCE_ID}`);
-      logger = context.logger;
+      const { logger } = context;
       for (const key of unknownKeys(context.config)) {
         logger.warn(`unknown setting providers.${RESOURCE_ID}.${key} ignored`);
       }
       blocklist.configure(settings);
-      domainsGauge = context.metrics.gauge(
-        'realmgate_disposable_email_domains',
-        'Domains in the disposable-e-mail list',
-      );
-      refreshes = context.metrics.counter(
-        'realmgate_disposable_email_refreshes_total',
-        'Disposable-e-mail list refreshes by outcome',
-        ['outcome'],
-      );
+      const state: ServerState = {
+        logger,
+        store: context.store,
+        tokens: context.tokens,
+        domainsGauge: context.metrics.gauge('realmgate_disposable_email_domains', 'Domains in the disposable-e-mail list'),
+        refreshes: context.metrics.counter(
+          'realmgate_disposable_email_refreshes_total',
+          'Disposable-e-mail list refreshes by outcome',
+          ['outcome'],
+        ),
+        origin: randomUUID(),
+      };
       if (settings.extraSources.length > 0) {
         // An unreachable source must not keep the server down: the bundled list is already in place.
-        await refreshList('start').catch(() => undefined);
+        await refreshList(state, 'start').catch(() => undefined);
       }
-      domainsGauge.set(undefined, blocklist.size);
-      store = context.store;
-      tokens = context.tokens;
-      unsubscribe = await context.store.subscribe(REFRESH_CHANNEL, onBroadcast);
+      state.domainsGauge.set(undefined, blocklist.size);
+      state.unsubscribe = await context.store.subscribe(REFRESH_CHANNEL, (raw) => onBroadcast(state, raw));
+      servers.push(state);
       logger.info('disposable-email domain list ready', {
         domains: blocklist.size,
         allowlist: settings.allowlist.length,
@@ -259,16 +275,18 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
       });
     },
     async close() {
-      await unsubscribe?.();
-      unsubscribe = undefined;
-      store = undefined;
-      tokens = undefined;
+      // Called once per server, without saying which: every subscription ends (one server per process is the
+      // deployed case); instances already created keep answering requests.
+      const closing = servers.splice(0);
+      await Promise.all(closing.map((state) => state.unsubscribe?.()));
     },
     create() {
+      const state = servers.at(-1);
+      if (state === undefined) throw new Error(`${RESOURCE_ID} created before init`);
       return {
         routes: [
           { method: 'GET', path: '/check-email', handler: checkEmail },
-          { method: 'POST', path: '/refresh-domain-list', handler: refreshDomainList },
+          { method: 'POST', path: '/refresh-domain-list', handler: (request) => refreshDomainList(state, request) },
           {
             method: 'GET',
             path: SCRIPT_PATH,

@@ -156,7 +156,8 @@ describe('matching', () => {
     expect(isDisposableEmail(`a@y.${longest}`)).toBe(false);
     const started = performance.now();
     for (let i = 0; i < 10; i++) expect(isDisposableEmail(`a@${'x.'.repeat(100_000)}mailinator.com`)).toBe(false);
-    expect(performance.now() - started).toBeLessThan(500);
+    // Linear work would take milliseconds, quadratic minutes; the margin absorbs a busy shared machine.
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('catches padding that IDN mapping removes, however long', () => {

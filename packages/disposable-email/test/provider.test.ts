@@ -316,6 +316,39 @@ describe('POST /refresh-domain-list', () => {
     expect(bus.subscriberCount(REFRESH_CHANNEL)).toBe(1);
   });
 
+  it('keeps each server apart when one process runs two: own token verifier, store, logs and metrics', async () => {
+    // The host loads the package once per process, so a second server initialises the same factories.
+    const { list } = await newList();
+    const [formAction, resource] = createProviders(list) as [FormActionFactory, RealmResourceFactory];
+    const busA = new FakeBus();
+    const busB = new FakeBus();
+    const a = fakeContext({ verify: verifier, bus: busA });
+    const b = fakeContext({ verify: () => ({ valid: false, reason: 'signed by another server' }), bus: busB });
+    await formAction.init?.(a.context);
+    const actionA = formAction.create();
+    await resource.init?.(a.context);
+    const routesA = resource.create();
+    await formAction.init?.(b.context);
+    await resource.init?.(b.context);
+    const routesB = resource.create();
+
+    expect((await call(routesA, 'POST', '/refresh-domain-list', { headers: { authorization: 'Bearer sa-admin' } })).status).toBe(200);
+    expect(a.verifyCalls).toHaveLength(1);
+    expect(b.verifyCalls).toHaveLength(0);
+    expect(busA.published).toHaveLength(1);
+    expect(busB.published).toHaveLength(0);
+    expect(a.metrics.get('realmgate_disposable_email_refreshes_total')?.values).toEqual([{ labels: { outcome: 'success' }, value: 1 }]);
+    expect((await call(routesB, 'POST', '/refresh-domain-list', { headers: { authorization: 'Bearer sa-admin' } })).status).toBe(401);
+    expect(b.verifyCalls).toHaveLength(1);
+
+    await actionA.validate({ realm, clientId: 'web', form: { email: 'a@disposable.example' }, request: requestInfo, config: {} });
+    expect(a.logs).toContainEqual(expect.objectContaining({ message: 'registration rejected: disposable e-mail domain' }));
+    expect(b.logs).not.toContainEqual(expect.objectContaining({ message: 'registration rejected: disposable e-mail domain' }));
+
+    await resource.close?.();
+    expect(busA.subscriberCount(REFRESH_CHANNEL) + busB.subscriberCount(REFRESH_CHANNEL)).toBe(0);
+  });
+
   it('still answers 200 when the broadcast fails, and says so', async () => {
     const bus = new FakeBus();
     const { routes, fake } = await setUp({ verify: verifier, bus });

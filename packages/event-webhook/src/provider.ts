@@ -105,9 +105,13 @@ export function createEventWebhookProvider(options: EventWebhookProviderOptions 
       webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options.transport);
     },
     create() {
+      // Bound to the instance of the init just before: a second server in the same process (tests, a
+      // bench) re-initialises the shared factory, and must not take over this server's listener, whose
+      // client lookups belong to this server's context.
+      const own = webhook;
       return {
-        onEvent: (event) => webhook?.onEvent(event),
-        onAdminEvent: (event) => webhook?.onAdminEvent(event),
+        onEvent: (event) => own?.onEvent(event),
+        onAdminEvent: (event) => own?.onAdminEvent(event),
       };
     },
     async close() {
@@ -151,7 +155,7 @@ class ClientWebhooks {
       const client = await this.lookUp(event.realmName, clientId);
       const target = client && this.target(event.realmName, client);
       if (!target || !allows(target, event.type)) return;
-      const payload = userEventPayload(event, originOf(event, target));
+      const payload = userEventPayload(await withUser(this.context, event), originOf(event, target));
       this.send(target, payload, webhookId(event.id), payload.user_name ?? event.details.username ?? null);
     });
   }
@@ -239,6 +243,17 @@ class ClientWebhooks {
       userName,
     });
   }
+}
+
+/**
+ * The host should attach a snapshot to every user event; when it did not (e.g. a LOGIN without one), the
+ * user is read now, in the background, so the payload still carries the user's fields. Not for
+ * REGISTER_ERROR (no user) nor DELETE_ACCOUNT (the user is gone: only the host's snapshot can describe it).
+ */
+async function withUser(context: ProviderContext, event: UserEvent): Promise<UserEvent> {
+  if (event.user || !event.userId || event.type === 'REGISTER_ERROR' || event.type === 'DELETE_ACCOUNT') return event;
+  const user = await context.users?.get(event.realmName, event.userId).catch(() => null);
+  return user ? { ...event, user } : event;
 }
 
 function allows(target: WebhookTarget, type: string): boolean {

@@ -51,12 +51,16 @@ function setUp(clients: ClientInfo[], options: { env?: Record<string, string>; c
     ),
     list: vi.fn(async (realmName: string) => (realmName === 'demo' ? clients : [])),
   };
+  const usersApi = {
+    get: vi.fn(async (realmName: string, userId: string) => (realmName === 'demo' && userId === alice.id ? alice : null)),
+  };
   const context = {
     logger,
     metrics: metrics.metrics,
     config: options.config ?? {},
     env: options.env ?? {},
     clients: clientsApi,
+    users: usersApi,
   } as unknown as ProviderContext;
   const factory = createEventWebhookProvider({ transport });
   return {
@@ -66,6 +70,7 @@ function setUp(clients: ClientInfo[], options: { env?: Record<string, string>; c
     logger,
     metrics,
     clientsApi,
+    usersApi,
     async start(): Promise<EventListener> {
       await factory.init?.(context);
       return factory.create();
@@ -291,6 +296,55 @@ describe('ext-event-webhook provider', () => {
     expect(t.metrics.value('realmgate_webhook_attempts_total')).toBe(2);
     expect(t.metrics.value('realmgate_webhook_delivery_seconds_count', { outcome: 'success' })).toBe(2);
     expect(t.metrics.value('realmgate_webhook_queue_depth')).toBe(0);
+  });
+
+  it('reads the user when the host sent an event without a snapshot (e.g. a password-grant LOGIN)', async () => {
+    const t = setUp([SHOP]);
+    const listener = await t.start();
+    listener.onEvent?.(userEvent({ type: 'LOGIN', user: null, details: { username: 'alice' } }));
+    const [sent] = await t.sent();
+    expect(t.usersApi.get).toHaveBeenCalledWith('demo', alice.id);
+    expect(sent.payload).toMatchObject({
+      type: 'LOGIN',
+      user_id: alice.id,
+      email: 'alice@example.com',
+      first_name: 'Alice',
+      email_verified: true,
+      created_timestamp: alice.createdTimestamp,
+      user_roles: alice.realmRoles,
+      organizations: alice.organizations,
+      attributes: alice.attributes,
+    });
+  });
+
+  it('never reads the user for REGISTER_ERROR or DELETE_ACCOUNT, and falls back to the event when the read fails', async () => {
+    const t = setUp([SHOP]);
+    const listener = await t.start();
+    t.usersApi.get.mockRejectedValueOnce(new Error('database is gone'));
+    listener.onEvent?.(userEvent({ type: 'LOGOUT', user: null, details: { username: 'alice' } }));
+    listener.onEvent?.(userEvent({ type: 'DELETE_ACCOUNT', user: null, details: { username: 'alice' } }));
+    listener.onEvent?.(userEvent({ type: 'REGISTER_ERROR', user: null, userId: null, error: 'x', details: {} }));
+    const sent = await t.sent();
+    expect(t.usersApi.get).toHaveBeenCalledTimes(1);
+    expect(sent.map((s) => [s.payload.type, s.payload.user_id, s.payload.user_name, s.payload.email]).sort()).toEqual([
+      ['DELETE_ACCOUNT', alice.id, 'alice', null],
+      ['LOGOUT', alice.id, 'alice', null],
+      ['REGISTER_ERROR', null, null, null],
+    ]);
+  });
+
+  it('keeps each listener on the context of its own init when the factory is initialised twice (two servers in one process)', async () => {
+    const first = setUp([SHOP]);
+    const listener = await first.start();
+    const second = setUp([BLOG]);
+    // The same factory, initialised again for another server with other clients.
+    await first.factory.init?.(second.context);
+    listener.onEvent?.(userEvent({ clientId: 'shop' }));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(first.clientsApi.getByClientId).toHaveBeenCalledTimes(1);
+    expect(second.clientsApi.getByClientId).not.toHaveBeenCalled();
+    expect(first.transport.calls.map((call) => call.request.url)).toEqual(['https://shop.example.test/hook']);
+    await first.factory.close?.();
   });
 
   it('refuses to start with a bad setting, naming it', async () => {

@@ -8,11 +8,8 @@ import { requireRole } from './auth.js';
 import { roleReps, rolesFromBody } from './roles.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
+import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
 
-// Keycloak's default user profile refuses these characters in usernames and person names.
-const usernamePattern = /^[^\s<>&"'$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]+$/u;
-const personNamePattern = /^[^<>&"$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]*$/u;
-export const emailPattern = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 
 const userSpec: Spec = {
   username: { type: 'string', min: 1, pattern: usernamePattern, patternHint: 'a username without spaces or special characters' },

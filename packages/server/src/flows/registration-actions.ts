@@ -1,5 +1,6 @@
 import type { FieldError, FormAction, FormValidation } from '@realmgate/spi';
 import type { Realm, User } from '../model/types.js';
+import { emailPattern, usernamePattern } from '../model/user-profile.js';
 
 /** The user lookups the registration checks need (the realm's user repository). */
 export interface RegisteredUsers {
@@ -11,8 +12,6 @@ export interface RegisteredUsers {
 export type RegistrationRealm = Pick<Realm, 'id' | 'duplicateEmailsAllowed'> & { registrationEmailAsUsername?: boolean };
 
 // The same rules as the admin API's user representation (Keycloak's default user profile).
-const usernamePattern = /^[^\s<>&"'$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]+$/u;
-const emailPattern = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 const controlCharacters = /[\u0000-\u001f\u007f]/;
 const MAX_LENGTH = 255;
 

@@ -4,6 +4,7 @@ import { OAuthError } from '../../../model/errors.js';
 import type { Client, Realm, User } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
+import { userSnapshot } from '../../../services/index.js';
 import { grantedScope, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 
@@ -52,6 +53,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     sessionId,
     details: { auth_method: 'openid-connect', grant_type: 'password', username: user.username },
     request: info,
+    user: await userSnapshot(ctx.storage, user),
   });
   return tokens;
 }
