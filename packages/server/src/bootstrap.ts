@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
 import { createRealmFromImport, parseRealmImport } from './admin/index.js';
@@ -28,7 +29,33 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
   return { username, generatedPassword: generated };
 }
 
-/** Imports every *.json realm file of `directory`; realms that exist are left as they are. */
+/** The placeholder a realm file may use in any string value, e.g. a webhook URL that points back at this server. */
+export const BASE_URL_PLACEHOLDER = '${realmgate.base-url}';
+
+/**
+ * What the placeholder becomes: the configured hostname, else this server's own listening address (loopback
+ * for a wildcard host, since the server calls itself). Fixed at import: a realm imported while listening on
+ * one port keeps that port.
+ */
+export function importBaseUrl(config: ServerConfig): string {
+  if (config.hostname) return config.hostname;
+  const host = config.httpHost === '0.0.0.0' ? '127.0.0.1' : config.httpHost === '::' ? '[::1]' : config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost;
+  return `http://${host}:${config.httpPort}`;
+}
+
+function substitute(value: unknown, placeholder: string, replacement: string): unknown {
+  if (typeof value === 'string') return value.replaceAll(placeholder, replacement);
+  if (Array.isArray(value)) return value.map((v) => substitute(v, placeholder, replacement));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, placeholder, replacement)]));
+  }
+  return value;
+}
+
+/**
+ * Imports every *.json realm file of `directory`; realms that exist are left as they are. `${realmgate.base-url}`
+ * in any string value is replaced first (see importBaseUrl).
+ */
 export async function importRealmDirectory(ctx: ServerContext, directory: string): Promise<string[]> {
   const imported: string[] = [];
   let entries: string[];
@@ -43,7 +70,7 @@ export async function importRealmDirectory(ctx: ServerContext, directory: string
     const path = join(directory, file);
     let body: unknown;
     try {
-      body = JSON.parse(await readFile(path, 'utf8'));
+      body = substitute(JSON.parse(await readFile(path, 'utf8')), BASE_URL_PLACEHOLDER, importBaseUrl(ctx.config));
     } catch (error) {
       throw new Error(`realm import ${path}: not valid JSON (${(error as Error).message})`);
     }

@@ -1,5 +1,22 @@
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from './config/index.js';
+import type { DemoLinks } from './dev/index.js';
 import { createServer } from './server.js';
+
+/** Imported in development mode when no --import-realm is given, so a fresh clone shows the extensions at work. */
+const demoRealmDirectory = fileURLToPath(new URL('../../../demo/', import.meta.url));
+
+function demoText(links: DemoLinks): string {
+  return (
+    `  Try the demo realm:\n` +
+    `    1. Register with a disposable address (e.g. someone@mailinator.com): refused as you leave the e-mail field\n` +
+    `       ${links.register}\n` +
+    `    2. Register with a normal address: the webhook delivery appears at ${links.webhookInbox}\n` +
+    `       ${links.register}\n` +
+    `    3. Log in: proof of work solves in the background while you type\n` +
+    `       ${links.login}\n\n`
+  );
+}
 
 async function main(): Promise<void> {
   let config;
@@ -12,22 +29,29 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  if (config.mode === 'development' && config.importRealm === null) config.importRealm = demoRealmDirectory;
   const server = await createServer(config);
   const { logger } = server.context;
   const url = await server.listen();
   const shown = url.replace('0.0.0.0', 'localhost').replace('[::]', 'localhost');
   logger.info({ url: shown, mode: config.mode }, 'Realmgate is running');
-  if (server.bootstrapAdmin) {
-    const { username, generatedPassword } = server.bootstrapAdmin;
-    if (generatedPassword) {
+  if (config.mode === 'production') {
+    // Production's stdout is JSON lines only.
+    if (server.bootstrapAdmin) logger.info({ username: server.bootstrapAdmin.username }, 'bootstrap administrator created in the master realm');
+  } else {
+    let banner = `\n  Realmgate ${server.context.version} is running at ${shown}\n\n`;
+    if (server.bootstrapAdmin?.generatedPassword) {
+      const { username, generatedPassword } = server.bootstrapAdmin;
       // Printed once, on the console only: it is not in any log line or file.
-      process.stdout.write(
-        `\n  Admin console credentials (master realm), shown once:\n    username: ${username}\n    password: ${generatedPassword}\n` +
-          `  Token: curl -d grant_type=password -d client_id=admin-cli -d username=${username} -d 'password=…' ${shown}/realms/master/protocol/openid-connect/token\n\n`,
-      );
+      banner +=
+        `  Admin (master realm), password shown once:\n    username: ${username}\n    password: ${generatedPassword}\n` +
+        `  Token: curl -d grant_type=password -d client_id=admin-cli -d username=${username} -d 'password=…' ${shown}/realms/master/protocol/openid-connect/token\n\n`;
     } else {
-      logger.info({ username }, 'bootstrap administrator created in the master realm');
+      banner += `  Admin (master realm): ${config.bootstrapAdminUsername}, password ${server.bootstrapAdmin ? 'from REALMGATE_BOOTSTRAP_ADMIN_PASSWORD' : 'as printed at the first start'}\n\n`;
     }
+    const links = await server.dev?.demoLinks(config.hostname ?? shown);
+    if (links) banner += demoText(links);
+    process.stdout.write(banner);
   }
   let stopping = false;
   const stop = async (signal: string) => {

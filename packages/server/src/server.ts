@@ -4,6 +4,7 @@ import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { adminApi } from './admin/index.js';
 import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
+import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp } from './http/index.js';
@@ -23,6 +24,8 @@ export interface RealmgateServer {
   context: ServerContext;
   /** Set on first start when the admin password was generated. */
   bootstrapAdmin: { username: string; generatedPassword: string | null } | null;
+  /** Development mode only: the demo's links. */
+  dev: DevTools | null;
   listen(): Promise<string>;
   close(): Promise<void>;
 }
@@ -85,6 +88,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     providers.close(config.shutdownGraceMs, (id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));
   let app: FastifyInstance | undefined;
   let bootstrapAdmin: RealmgateServer['bootstrapAdmin'];
+  let dev: DevTools | null = null;
   try {
     providers.add({ name: '@realmgate/server', version, factories: builtinProviders() }, true);
     for (const pkg of await loadProviderPackages(config.providersDir)) {
@@ -105,6 +109,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     pageRoutes(app, context);
     await adminApi(app, context);
     mountRealmResources(app, context, providers.realmResources);
+    if (config.mode === 'development') dev = devRoutes(app, context);
     await app.ready();
   } catch (error) {
     // A failed start must not leave providers' timers, Redis or the database open: a caller that retries
@@ -122,6 +127,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     app: http,
     context,
     bootstrapAdmin,
+    dev,
     async listen() {
       return http.listen({ host: config.httpHost, port: config.httpPort });
     },

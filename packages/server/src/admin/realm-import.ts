@@ -1,5 +1,6 @@
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
+import { aliasHint, aliasPattern, type FlowImport, type FlowType, type ImportedExecution } from '../flows/index.js';
 import { badRequest } from '../model/errors.js';
 import type { Client, Realm } from '../model/types.js';
 import type { Db } from '../storage/index.js';
@@ -8,7 +9,7 @@ import { parseOrganization, saveOrganization, type OrganizationInput } from './o
 import { realmIgnored, realmSpec } from './realms.js';
 import { parseRole } from './roles.js';
 import { insertUser, parseUser, type UserInput } from './users.js';
-import { parseRepresentation } from './validation.js';
+import { parseRepresentation, type Spec } from './validation.js';
 
 interface ImportedRole {
   name: string;
@@ -23,6 +24,7 @@ export interface RealmImport {
   clients: Partial<Client>[];
   users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
   organizations: (OrganizationInput & { members?: string[] })[];
+  authentication: FlowImport;
 }
 
 const asArray = (value: unknown, path: string): unknown[] => {
@@ -51,6 +53,68 @@ function parseImportedRole(value: unknown, path: string, onUnknown?: (path: stri
     for (const [clientId, names] of Object.entries(client)) clientComposites[clientId] = stringList(names, `${path}.composites.client.${clientId}`);
   }
   return { name: role.name, description: role.description, composites: { realm: stringList(realm, `${path}.composites.realm`), client: clientComposites } };
+}
+
+const flowAliasSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint } as const;
+const flowSpec: Spec = {
+  alias: flowAliasSpec,
+  description: { type: 'string', max: 4096 },
+  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
+  topLevel: { type: 'boolean' },
+  builtIn: { type: 'boolean' },
+  authenticationExecutions: { type: 'array' },
+};
+const executionSpec: Spec = {
+  authenticator: { type: 'string' },
+  authenticatorConfig: flowAliasSpec,
+  authenticatorFlow: { type: 'boolean' },
+  // Keycloak's exports carry this misspelling beside the right one.
+  autheticatorFlow: { type: 'boolean' },
+  flowAlias: flowAliasSpec,
+  requirement: { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' },
+  priority: { type: 'integer', min: -2_147_483_648 },
+};
+const configSpec: Spec = { alias: flowAliasSpec, config: { type: 'stringMap', max: 4096 } };
+
+/** `authenticationFlows` and `authenticatorConfig`; built-in flows are skipped, the new realm has its own. */
+function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (path: string) => void): FlowImport {
+  const flows = asArray(rep.authenticationFlows, 'realm.authenticationFlows').flatMap((value, i) => {
+    const path = `realm.authenticationFlows[${i}]`;
+    const flow = parseRepresentation(value, flowSpec, ['id'], path, onUnknown);
+    if (flow.builtIn === true) return [];
+    if (typeof flow.alias !== 'string') throw badRequest(`${path}.alias: is required`);
+    const executions = asArray(flow.authenticationExecutions, `${path}.authenticationExecutions`).map((e, j): ImportedExecution => {
+      const at = `${path}.authenticationExecutions[${j}]`;
+      const execution = parseRepresentation(e, executionSpec, ['userSetupAllowed', 'id'], at, onUnknown);
+      const runsFlow = execution.authenticatorFlow === true || execution.autheticatorFlow === true;
+      if (runsFlow && typeof execution.flowAlias !== 'string') throw badRequest(`${at}.flowAlias: is required when authenticatorFlow is true`);
+      return {
+        path: at,
+        authenticator: (execution.authenticator as string | undefined) ?? null,
+        flowAlias: runsFlow ? (execution.flowAlias as string) : null,
+        requirement: (execution.requirement as ImportedExecution['requirement'] | undefined) ?? 'DISABLED',
+        priority: (execution.priority as number | undefined) ?? (j + 1) * 10,
+        configAlias: (execution.authenticatorConfig as string | undefined) ?? null,
+      };
+    });
+    return [
+      {
+        path,
+        alias: flow.alias,
+        description: (flow.description as string | undefined) ?? null,
+        providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',
+        topLevel: flow.topLevel !== false,
+        executions,
+      },
+    ];
+  });
+  const configs = asArray(rep.authenticatorConfig, 'realm.authenticatorConfig').map((value, i) => {
+    const path = `realm.authenticatorConfig[${i}]`;
+    const config = parseRepresentation(value, configSpec, ['id'], path, onUnknown);
+    if (typeof config.alias !== 'string') throw badRequest(`${path}.alias: is required`);
+    return { path, alias: config.alias, config: (config.config as Record<string, string> | undefined) ?? {} };
+  });
+  return { flows, configs };
 }
 
 /**
@@ -98,7 +162,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     });
     return { ...parseOrganization(o, path, onUnknown), members };
   });
-  return { settings, realmRoles, clientRoles, clients, users, organizations };
+  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown) };
 }
 
 /** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
@@ -146,6 +210,10 @@ export async function importRealmContents(ctx: ServerContext, realm: Realm, data
   for (const [clientId, roles] of Object.entries(data.clientRoles)) {
     for (const [i, role] of roles.entries()) await linkComposites(clientContainer(clientId, ''), role, `realm.roles.client.${clientId}[${i}]`);
   }
+  await ctx.flows.importFlows(realm.id, data.authentication, trx);
+  // The bindings are settings of the realm, read before its flows existed: checked once they do.
+  const binding = await ctx.flows.validateBindings(realm, trx);
+  if (binding) throw badRequest(binding.message, binding.field);
   const userIds = new Map<string, string>();
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;

@@ -6,6 +6,7 @@ import type { Db, Storage } from '../storage/index.js';
 import { addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
+import { importFlows, type FlowImport } from './import.js';
 import { FlowRepository } from './repository.js';
 import { FlowRunner, type BindingProblem, type FormSteps, type RegistrationSteps } from './runner.js';
 
@@ -43,6 +44,11 @@ export class Flows {
   /** A new realm's built-in flows; called inside the realm's creating transaction. */
   provisionBuiltInFlows(realmId: string, trx: Db): Promise<void> {
     return provisionBuiltInFlows(this.repository, realmId, this.protectors(), trx);
+  }
+
+  /** A realm export's own flows and configs; called inside the realm's creating transaction, after provisioning. */
+  importFlows(realmId: string, data: FlowImport, trx: Db): Promise<void> {
+    return importFlows(this.repository, this.catalog, this.logger, realmId, data, trx);
   }
 
   loginSteps(realm: Realm): Promise<FormSteps> {

@@ -26,10 +26,14 @@
  * `reset-credential-email`, …) themselves, so those are not steps. An execution whose provider is not
  * installed is skipped, with one warning per realm and provider.
  *
+ * Realm import: `flows.importFlows(realmId, { flows, configs }, trx)` writes an export's own flows (built-in
+ * ones are skipped when the export is read) with the admin API's rules; the realm's bindings are checked after.
+ *
  * `flows.validateBindings(realm)` → `null`, or `{ field, message }` for a binding that names no top-level flow
  * of the realm (`realm.registrationFlow: no flow "x" in this realm`).
  */
 export { Flows } from './flows.js';
+export type { FlowImport, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
 export type { FlowTables } from './schema.js';
 export { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
 export type { AuthProvider, ProviderRole } from './catalog.js';

@@ -12,7 +12,7 @@ import type { FlowRepository } from './repository.js';
 
 /** A form protector to run on the form, with its execution's config (`{}` when none is attached). */
 export interface ProtectorStep {
-  /** The provider id, e.g. `ext-pow`. */
+  /** The provider id. */
   id: string;
   executionId: string;
   instance: FormProtector;

@@ -5,6 +5,13 @@ import type { Client } from './types.js';
  * prefix. Relative registrations resolve against the client's root URL (or the server's base).
  */
 export function redirectUriAllowed(client: Client, candidate: string, base: string): boolean {
+  if (!matchesRegistered(client, candidate, base)) return false;
+  // The browser follows the parsed URL: `/wild/../admin` matches `/wild/*` as text but lands elsewhere.
+  const followed = new URL(candidate).href;
+  return followed === candidate || followed === `${candidate}/` || matchesRegistered(client, followed, base);
+}
+
+function matchesRegistered(client: Client, candidate: string, base: string): boolean {
   let parsed: URL;
   try {
     parsed = new URL(candidate);

@@ -9,12 +9,11 @@ import { showPage, keepValues } from './pages.js';
 import { formValues } from './protection.js';
 import { clearSsoCookie, currentSsoSession } from './sso.js';
 import { sendVerification } from './verify-email.js';
+import { emailPattern, personNamePattern as namePattern } from '../model/user-profile.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
 const ACCOUNT_CLIENT = 'account-console';
-const emailPattern = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
-const namePattern = /^[^<>&"$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]*$/u;
 
 /** Delete-account is Keycloak's `delete_account` action; here a realm attribute switches it on. */
 export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed || realm.attributes.deleteAccountAllowed === 'true';
@@ -99,7 +98,8 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const values = keepValues(form, ['firstName', 'lastName', 'email']);
     const errors: Record<string, string> = {};
     for (const field of ['firstName', 'lastName'] as const) {
-      if (values[field].length > 255 || !namePattern.test(values[field])) errors[field] = 'Please use letters, spaces and simple punctuation only.';
+      if (form[field].length > 255) errors[field] = 'Must be at most 255 characters.';
+      else if (!namePattern.test(values[field])) errors[field] = 'Please use letters, spaces and simple punctuation only.';
     }
     const email = values.email.trim().toLowerCase();
     if (!emailPattern.test(email) || email.length > 254) errors.email = 'Invalid email address.';

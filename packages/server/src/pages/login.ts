@@ -6,10 +6,14 @@ import type { Realm } from '../model/types.js';
 import { findLoginUser } from '../protocol/openid-connect/token/password.js';
 import type { AuthSession } from './auth-session.js';
 import { completeLogin } from './complete.js';
-import { showPage, keepValues } from './pages.js';
+import { actionUrl, showPage, keepValues } from './pages.js';
 import { formValues, runProtectors } from './protection.js';
+import type { FieldErrors } from './render.js';
+import { sendVerification } from './verify-email.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+const MAX_USERNAME = 255;
+const MAX_PASSWORD = 1024;
 
 /** The realm and auth session behind a login-actions request, or the page that explains why there is none. */
 export async function loginContext(ctx: ServerContext, request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; auth: AuthSession } | FastifyReply> {
@@ -51,12 +55,13 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
       return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this sign-in. Please try again.' }, status: refusal.status ?? 400 });
     }
-    if (!form.username || !form.password || form.username.length > 255 || form.password.length > 1024) {
-      return showPage.login(ctx, request, reply, realm, auth, {
-        values,
-        errors: { ...(form.username ? {} : { username: 'Please enter your username.' }), ...(form.password ? {} : { password: 'Please enter your password.' }) },
-        status: 400,
-      });
+    if (!form.username || !form.password || form.username.length > MAX_USERNAME || form.password.length > MAX_PASSWORD) {
+      const errors: FieldErrors = {};
+      if (!form.username) errors.username = 'Please enter your username.';
+      else if (form.username.length > MAX_USERNAME) errors.username = `Must be at most ${MAX_USERNAME} characters.`;
+      if (!form.password) errors.password = 'Please enter your password.';
+      else if (form.password.length > MAX_PASSWORD) errors.password = 'Password is too long.';
+      return showPage.login(ctx, request, reply, realm, auth, { values, errors, status: 400 });
     }
     const user = await findLoginUser(ctx, realm, form.username);
     const valid = await verifyPassword(form.password, user?.passwordHash ?? null);
@@ -67,6 +72,19 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!user.enabled) {
       await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: auth.clientId, userId: user.id, error: 'user_disabled', details: { username: user.username }, request: info });
       return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+    }
+    // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
+    // session stays, so signing in again after opening the link goes back to the application.
+    if (realm.verifyEmail && user.email && !user.emailVerified) {
+      await sendVerification(ctx, request, realm, user, user.email, auth.clientId);
+      return showPage.info(
+        ctx,
+        reply,
+        realm,
+        'Verify your e-mail address',
+        `You need to verify your e-mail address to activate your account. We sent a link to ${user.email}: open it, then sign in again.`,
+        { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
+      );
     }
     return completeLogin(ctx, request, reply, realm, auth, user);
   });

@@ -27,6 +27,11 @@ export const showPage = {
     return ctx.pages.send(reply, realm ?? placeholderRealm, 'error', { text, link }, status);
   },
 
+  /** A request the application got wrong: the detail is for its developers, the rest of the page for the user. */
+  async requestError(ctx: ServerContext, reply: FastifyReply, realm: Realm, detail: string, status = 400) {
+    return ctx.pages.send(reply, realm, 'error', { text: detail, fromApplication: true }, status);
+  },
+
   async info(ctx: ServerContext, reply: FastifyReply, realm: Realm, title: string, text: string, link?: { href: string; label: string }, status = 200) {
     return ctx.pages.send(reply, realm, 'info', { title, text, link }, status);
   },

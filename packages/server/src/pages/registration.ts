@@ -13,6 +13,7 @@ import { realmInfo } from '../events/index.js';
 
 const FIELDS = ['firstName', 'lastName', 'email', 'username', 'password', 'password-confirm'] as const;
 const KEPT = ['firstName', 'lastName', 'email', 'username'] as const;
+const MAX_PASSWORD = 1024;
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 
@@ -59,9 +60,17 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
       errors.username = 'Please specify username.';
       firstError ??= 'invalid_registration';
     }
+    // Login refuses longer passwords, so an account created with one could never be used.
+    if (form.password.length > MAX_PASSWORD && !errors.password) {
+      errors.password = 'Password is too long.';
+      firstError ??= 'invalid_registration';
+    }
     if (firstError) {
       await registerError(firstError);
-      return showPage.registration(ctx, request, reply, realm, auth, { values, errors, status: 400 });
+      // A form action may name a field this page does not have (a theme left it out): say it above the form.
+      const unplaced = Object.entries(errors).filter(([field]) => !(FIELDS as readonly string[]).includes(field));
+      const message = unplaced.length ? { type: 'error' as const, text: unplaced.map(([, text]) => text).join(' ') } : undefined;
+      return showPage.registration(ctx, request, reply, realm, auth, { values, errors, message, status: 400 });
     }
 
     let user: User;

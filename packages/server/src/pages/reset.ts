@@ -40,7 +40,8 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return showPage.resetRequest(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this request. Please try again.' }, status: refusal.status ?? 400 });
     }
     if (!form.username || form.username.length > 255) {
-      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: 'Please enter your username or e-mail address.' }, status: 400 });
+      const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
+      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: error }, status: 400 });
     }
     const user = await findLoginUser(ctx, realm, form.username);
     if (user && user.enabled && user.email && !user.serviceAccountClientId) {
@@ -53,6 +54,16 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // The same answer whether or not the account exists, so the form cannot be used to find accounts.
     return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: 'You should receive an e-mail shortly with further instructions.' } });
   });
+
+  /**
+   * Opened in the browser that was signing in to an application: back to that sign-in. Otherwise the account
+   * page, which starts a sign-in of its own (with "Forgot password?" for a new link).
+   */
+  const signInLink = async (request: FastifyRequest, realm: Realm, label: string) =>
+    (await ctx.authSessions.current(request, realm)) ? { href: actionUrl(realm, 'authenticate'), label } : { href: `/realms/${encodeURIComponent(realm.name)}/account/`, label };
+
+  const expired = async (request: FastifyRequest, reply: FastifyReply, realm: Realm) =>
+    showPage.error(ctx, reply, realm, linkExpired, 400, await signInLink(request, realm, 'Back to sign in'));
 
   const realmOf = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply): Promise<Realm | FastifyReply> => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
@@ -67,17 +78,17 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     try {
       typ = decodeJwt(key).typ;
     } catch {
-      return showPage.error(ctx, reply, realm, linkExpired, 400);
+      return expired(request, reply, realm);
     }
     if (typ === 'reset-credentials') {
       const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
-      if (!claims) return showPage.error(ctx, reply, realm, linkExpired, 400);
+      if (!claims) return expired(request, reply, realm);
       return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors: {} });
     }
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
-      if (!claims || !user || !(await ctx.actionTokens.consume(claims))) return showPage.error(ctx, reply, realm, linkExpired, 400);
+      if (!claims || !user || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const email = claims.email ?? user.email;
       const changed = email !== user.email;
       if (changed && email && !realm.duplicateEmailsAllowed) {
@@ -93,9 +104,9 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { previous_email: previous ?? '', updated_email: email ?? '' }, request: info, user: snapshot });
       }
       await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: email ?? '' }, request: info, user: snapshot });
-      return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', { href: `/realms/${encodeURIComponent(realm.name)}/account/`, label: 'Continue' });
+      return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', await signInLink(request, realm, 'Continue'));
     }
-    return showPage.error(ctx, reply, realm, linkExpired, 400);
+    return expired(request, reply, realm);
   });
 
   app.post('/realms/:realm/login-actions/reset-password', async (request: RealmRequest, reply) => {
@@ -105,7 +116,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const key = form.session_code;
     const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
-    if (!claims || !user) return showPage.error(ctx, reply, realm, linkExpired, 400);
+    if (!claims || !user) return expired(request, reply, realm);
     const errors: Record<string, string> = {};
     if (!form['password-new']) errors['password-new'] = 'Please specify password.';
     else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
@@ -113,11 +124,11 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (Object.keys(errors).length) {
       return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors }, 400);
     }
-    if (!(await ctx.actionTokens.consume(claims))) return showPage.error(ctx, reply, realm, linkExpired, 400);
+    if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
     const updated = await setPassword(ctx.storage, user, form['password-new']);
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
-    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', { href: `/realms/${encodeURIComponent(realm.name)}/account/`, label: 'Sign in' });
+    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', await signInLink(request, realm, 'Sign in'));
   });
 }

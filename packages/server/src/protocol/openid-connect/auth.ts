@@ -9,9 +9,10 @@ import { grantedScope, issuerOf } from './tokens.js';
 
 const MAX_PARAM = 2048;
 
+const paramsOf = (request: FastifyRequest) => (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+
 function param(request: FastifyRequest, name: string): string | undefined {
-  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
-  const value = source?.[name];
+  const value = paramsOf(request)?.[name];
   return typeof value === 'string' && value.length <= MAX_PARAM ? value : undefined;
 }
 
@@ -25,12 +26,15 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
     const clientId = param(request, 'client_id');
     const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
-    if (!client || !client.enabled) return showPage.error(ctx, reply, realm, 'Client not found.', 400);
+    if (!client || !client.enabled) return showPage.requestError(ctx, reply, realm, 'Client not found.');
     const base = baseUrl(request, ctx.config.hostname);
     const redirectUri = param(request, 'redirect_uri');
     if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
-      return showPage.error(ctx, reply, realm, 'Invalid parameter: redirect_uri', 400);
+      return showPage.requestError(ctx, reply, realm, 'Invalid parameter: redirect_uri');
     }
+    // Dropping an over-long state would send the client a response it cannot match: refuse the request here.
+    const oversized = Object.entries(paramsOf(request) ?? {}).find(([, value]) => typeof value === 'string' && value.length > MAX_PARAM);
+    if (oversized) return showPage.requestError(ctx, reply, realm, `Invalid parameter: ${oversized[0].slice(0, 40)} is too long.`);
     const responseMode = (param(request, 'response_mode') ?? 'query') as AuthSession['responseMode'];
     const state = param(request, 'state') ?? null;
     const fail = (error: string, description: string) =>

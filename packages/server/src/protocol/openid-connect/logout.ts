@@ -61,25 +61,31 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       try {
         hintClaims = await ctx.tokens.verify(realm, hint, 'ID', ctx.config.hostname, { hint: true });
       } catch {
-        return showPage.error(ctx, reply, realm, 'Invalid parameter: id_token_hint', 400);
+        return showPage.requestError(ctx, reply, realm, 'Invalid parameter: id_token_hint');
       }
     }
     const clientId = param(request, 'client_id') ?? (hintClaims?.azp as string | undefined);
     let client: Client | null = null;
     if (clientId) {
       client = await ctx.storage.clients.byClientId(realm.id, clientId);
-      if (!client || (hintClaims && hintClaims.azp !== clientId)) return showPage.error(ctx, reply, realm, 'Invalid parameter: client_id', 400);
+      if (!client || (hintClaims && hintClaims.azp !== clientId)) return showPage.requestError(ctx, reply, realm, 'Invalid parameter: client_id');
     }
     const redirect = param(request, 'post_logout_redirect_uri');
     if (redirect && (!client || !postLogoutRedirectAllowed(client, redirect, base))) {
-      return showPage.error(ctx, reply, realm, 'Invalid redirect uri', 400);
+      return showPage.requestError(ctx, reply, realm, 'Invalid redirect uri');
     }
     const state = param(request, 'state');
+    const sso = await currentSsoSession(ctx, request, realm);
+    // The confirmation is bound to this browser's session: a token fetched elsewhere signs nobody out.
+    const confirmFor = `${realm.id} ${sso?.session.id ?? '-'}`;
     const confirmToken = param(request, 'session_code');
-    const confirmed = confirmToken !== undefined && confirmToken.length < 100 && (await ctx.hostStore.get(`logout-confirm:${confirmToken}`)) === realm.id;
+    const confirmed = confirmToken !== undefined && confirmToken.length < 100 && (await ctx.hostStore.get(`logout-confirm:${confirmToken}`)) === confirmFor;
+    if (confirmToken !== undefined && !confirmed) {
+      return showPage.error(ctx, reply, realm, 'This sign-out request has expired or was not sent from this page. Nothing was changed; please try again.', 400);
+    }
     if (!hintClaims && !confirmed) {
       const token = randomBytes(24).toString('base64url');
-      await ctx.hostStore.set(`logout-confirm:${token}`, realm.id, CONFIRM_LIFETIME_MS);
+      await ctx.hostStore.set(`logout-confirm:${token}`, confirmFor, CONFIRM_LIFETIME_MS);
       const hidden: Record<string, string> = {};
       if (clientId) hidden.client_id = clientId;
       if (redirect) hidden.post_logout_redirect_uri = redirect;
@@ -87,7 +93,6 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return ctx.pages.send(reply, realm, 'logout-confirm', { action: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`, csrf: token, hidden });
     }
     if (confirmed) await ctx.hostStore.delete(`logout-confirm:${confirmToken}`);
-    const sso = await currentSsoSession(ctx, request, realm);
     if (sso) await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null);
     else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
       await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null);
