@@ -210,3 +210,17 @@ describe('token verification refuses forged and foreign tokens', () => {
     expect(await userinfo(r.body.refresh_token as string)).toBe(401);
   });
 });
+
+describe('verifyEmail realms', () => {
+  it('refuses the password grant while the e-mail is unverified, as Keycloak does', async () => {
+    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    await kc.realms.create({ realm: 'verified-only', enabled: true, verifyEmail: true });
+    kc.setConfig({ realmName: 'verified-only' });
+    await kc.users.create({ username: 'unverified', email: 'u@example.com', emailVerified: false, enabled: true, credentials: [{ type: 'password', value: 'pass-word-1' }] });
+    await kc.users.create({ username: 'verified', email: 'v@example.com', emailVerified: true, enabled: true, credentials: [{ type: 'password', value: 'pass-word-1' }] });
+    const grant = (username: string) => tokenRequest(t.url, 'verified-only', { grant_type: 'password', client_id: 'admin-cli', username, password: 'pass-word-1' });
+    expect(await grant('unverified')).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Account is not fully set up' } });
+    expect((await grant('verified')).status).toBe(200);
+  });
+});

@@ -38,7 +38,9 @@ export async function currentSsoSession(ctx: ServerContext, request: FastifyRequ
     return null;
   }
   const user = await ctx.storage.users.byId(realm.id, session.userId);
-  return user && user.enabled ? { session, user } : null;
+  // An unverified address in a verifyEmail realm must go through the login page, which sends the link.
+  if (!user || !user.enabled || (realm.verifyEmail && user.email && !user.emailVerified)) return null;
+  return { session, user };
 }
 
 export async function startSsoSession(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User): Promise<UserSession> {

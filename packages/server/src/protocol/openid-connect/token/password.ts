@@ -34,6 +34,11 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'user_disabled', details: { username }, request: info });
     throw new OAuthError(400, 'invalid_grant', 'Account disabled');
   }
+  if (realm.verifyEmail && user.email && !user.emailVerified) {
+    // Keycloak's answer while the VERIFY_EMAIL action is pending: the browser flow sends the link.
+    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'resolve_required_actions', details: { username: user.username }, request: info });
+    throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up');
+  }
   const now = Date.now();
   const sessionId = newId();
   const refreshTokenId = newId();
