@@ -30,6 +30,13 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(error.status).send({ errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
     }
     const known = error.code ? fastifyErrors[error.code] : undefined;
+    if (known && isBrowserForm(request.headers['content-type'], request.headers.accept)) {
+      // A person submitted a page's form: answer with a page, not JSON.
+      return reply
+        .code(known.status)
+        .type('text/html; charset=utf-8')
+        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Request refused</title><p>${known.message}. Please go back and try again with less text.</p></html>`);
+    }
     if (known) return reply.code(known.status).send({ errorMessage: known.message });
     if (error.validation) {
       return reply.code(400).send({ errorMessage: error.message });
@@ -44,3 +51,6 @@ export function installErrorHandling(app: FastifyInstance): void {
     reply.code(404).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
   });
 }
+
+const isBrowserForm = (contentType: string | undefined, accept: string | undefined) =>
+  (contentType ?? '').startsWith('application/x-www-form-urlencoded') && (accept ?? '').includes('text/html');
