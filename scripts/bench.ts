@@ -4,6 +4,8 @@
  */
 import * as lookup from '../packages/disposable-email/bench/lookup.js';
 import * as delivery from '../packages/event-webhook/bench/delivery.js';
+import * as powBrowser from '../packages/pow/bench/browser.js';
+import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 
 const sections: [string, () => Promise<void>][] = [
@@ -24,6 +26,14 @@ const sections: [string, () => Promise<void>][] = [
   [
     'Extension B: form login latency, webhook to a receiver that never answers vs no webhook',
     async () => console.log(webhookLogin.format(await webhookLogin.run())),
+  ],
+  [
+    'Extension C: proof-of-work server verification (defaults, memory store)',
+    async () => console.log(powVerify.format(await powVerify.run())),
+  ],
+  [
+    'Extension C: proof-of-work solve time in headless Chromium, per profile at base difficulty',
+    async () => console.log(powBrowser.format(await powBrowser.run())),
   ],
 ];
 

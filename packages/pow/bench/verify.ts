@@ -138,11 +138,16 @@ export async function run(): Promise<Figure[]> {
   return figures;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const figures = await run();
-  for (const f of figures)
-    console.log(
-      `${f.ok ? 'ok  ' : 'MISS'} ${f.name}: ${f.medianMs.toFixed(3)} ms vs ${f.baseline} ` +
+export function format(figures: Figure[]): string {
+  return figures
+    .map(
+      (f) =>
+        `  ${f.ok ? 'ok  ' : 'MISS'} ${f.name}: ${f.medianMs.toFixed(3)} ms vs ${f.baseline} ` +
         `${f.baselineMs.toFixed(3)} ms = ${f.ratio.toFixed(4)} (target <= ${f.target})`,
-    );
+    )
+    .join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.log(format(await run()));
 }

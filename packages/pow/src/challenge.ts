@@ -90,7 +90,9 @@ export function verifyChallenge(
   const sig = token.slice(dot + 1);
   if (token.length > MAX_CHALLENGE_LENGTH || dot < 0 || !B64URL.test(payload) || !SIG.test(sig))
     return { ok: false, reason: 'malformed' };
-  if (!timingSafeEqual(sign(payload, key), Buffer.from(sig, 'base64url')))
+  // Compared as text, not decoded bytes: the last of the 43 characters carries 2 unused bits, and decoding
+  // would let four spellings of one signature through (a token a client altered must not verify).
+  if (!timingSafeEqual(Buffer.from(sign(payload, key).toString('base64url')), Buffer.from(sig)))
     return { ok: false, reason: 'bad_signature' };
   const challenge = decodePayload(payload);
   return challenge ? { ok: true, challenge } : { ok: false, reason: 'malformed' };

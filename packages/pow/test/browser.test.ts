@@ -102,20 +102,58 @@ ${fields}
 /** Resolves to 127.0.0.1 but, not being localhost, is no secure context: WebCrypto is missing there. */
 const INSECURE_HOST = 'pow.test';
 
-async function open(mode: string, host = origin): Promise<Page> {
+async function open(mode: string, host = origin, before?: (page: Page) => Promise<unknown>): Promise<Page> {
   const page = await browser.newPage();
+  await before?.(page);
   await page.addInitScript(() => {
-    const tasks: number[] = [];
-    (window as unknown as { longTasks: number[] }).longTasks = tasks;
+    const tasks: { start: number; duration: number }[] = [];
+    const solving = { workers: 0, start: -1, found: -1 };
+    Object.assign(window, { longTasks: tasks, solving });
     new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) tasks.push(entry.duration);
+      for (const entry of list.getEntries()) tasks.push({ start: entry.startTime, duration: entry.duration });
     }).observe({ type: 'longtask', buffered: true });
+    // When solving starts (first worker) and ends (first answer).
+    const Native = window.Worker;
+    window.Worker = class extends Native {
+      constructor(url: string | URL, options?: WorkerOptions) {
+        super(url, options);
+        solving.workers++;
+        if (solving.start < 0) solving.start = performance.now();
+        this.addEventListener('message', (event: MessageEvent) => {
+          if (typeof event.data?.nonce === 'string' && solving.found < 0) solving.found = performance.now();
+        });
+      }
+    };
   });
   await page.goto(`${host}/?mode=${mode}`);
   return page;
 }
 
 const nonceOf = (page: Page) => page.locator('input[name="pow_nonce"]').inputValue();
+
+interface Solving {
+  workers: number;
+  start: number;
+  found: number;
+}
+type Probed = { longTasks: { start: number; duration: number }[]; solving: Solving };
+
+/**
+ * Long tasks while solving: from the first worker's creation to the first answer, after the solution was seen
+ * in pow_nonce. The task that creates the workers is the page's own (end of parsing, deferred scripts,
+ * DOMContentLoaded) and began before solving did, so it is not counted; a solver without workers fails the
+ * worker count instead.
+ */
+async function longTasksWhileSolving(page: Page): Promise<{ start: number; duration: number }[]> {
+  const { longTasks, solving } = await page.evaluate(() => {
+    const probed = window as unknown as Probed;
+    return { longTasks: probed.longTasks, solving: probed.solving };
+  });
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  expect(solving.workers).toBe(Math.min(8, Math.max(1, cores || 2)));
+  expect(solving.found).toBeGreaterThan(solving.start);
+  return longTasks.filter((t) => t.start >= solving.start && t.start < solving.found);
+}
 const statusOf = (page: Page) => page.locator('.rg-pow-status').textContent();
 
 beforeAll(async () => {
@@ -168,7 +206,7 @@ describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
     await expect.poll(() => nonceOf(page), { timeout: 20_000 }).not.toBe('');
     expect(await nonceOf(page)).toMatch(/^[0-9]+$/);
     await expect.poll(() => statusOf(page), { timeout: MIN_SOLVE_MS + 5000 }).toBe('Ready');
-    expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+    expect(await longTasksWhileSolving(page)).toEqual([]);
 
     const before = outcomes.length;
     await page.click('button[type="submit"]');
@@ -181,10 +219,22 @@ describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
   });
 
   it('holds an early submit until solved and the minimum solve time has passed, showing the status', async () => {
-    const page = await open(mode);
+    // The solver script is held back until after the click, so that the click surely comes before the
+    // solution however slow the machine is.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const page = await open(mode, origin, (p) =>
+      p.route(/\/pow-worker\.js/, async (route) => {
+        await released;
+        await route.continue();
+      }),
+    );
     const before = outcomes.length;
     await page.click('button[type="submit"]');
     expect(await statusOf(page)).toBe('Checking your browser\u2026');
+    expect(await nonceOf(page)).toBe('');
+    expect(outcomes.length).toBe(before);
+    release();
     await page.waitForSelector('#result', { timeout: 20_000 });
     expect(await page.textContent('#result')).toBe('accepted');
     const outcome = outcomes[before];
@@ -200,7 +250,7 @@ describe('browser solver, sha256 without WebCrypto', () => {
     const page = await open('sha256', origin.replace('127.0.0.1', INSECURE_HOST));
     expect(await page.evaluate(() => [window.isSecureContext, typeof crypto.subtle])).toEqual([false, 'undefined']);
     await expect.poll(() => nonceOf(page), { timeout: 20_000 }).not.toBe('');
-    expect(await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks)).toEqual([]);
+    expect(await longTasksWhileSolving(page)).toEqual([]);
     const before = outcomes.length;
     await page.click('button[type="submit"]');
     await page.waitForSelector('#result', { timeout: 20_000 });
@@ -220,7 +270,7 @@ describe('page furniture', () => {
       }, 0);
     });
     await expect
-      .poll(() => page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks.length))
+      .poll(() => page.evaluate(() => (window as unknown as Probed).longTasks.length))
       .toBeGreaterThan(0);
     await page.close();
   });

@@ -57,6 +57,18 @@ describe('wire format', () => {
     expect(verifyChallenge(token, randomBytes(32))).toEqual({ ok: false, reason: 'bad_signature' });
   });
 
+  it('accepts only the canonical spelling of the signature (the last character has 2 unused bits)', () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const token = encodeChallenge(sample, key);
+    const last = alphabet.indexOf(token.at(-1)!);
+    for (const other of [last ^ 1, last ^ 2, last ^ 3]) {
+      const twin = token.slice(0, -1) + alphabet[other];
+      // Same bytes once decoded, different text.
+      expect(Buffer.from(twin.split('.')[1], 'base64url')).toEqual(Buffer.from(token.split('.')[1], 'base64url'));
+      expect(verifyChallenge(twin, key)).toEqual({ ok: false, reason: 'bad_signature' });
+    }
+  });
+
   it('rejects malformed tokens before checking a signature', () => {
     const token = encodeChallenge(sample, key);
     const [payload, sig] = token.split('.');

@@ -36,13 +36,13 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
     const info = requestInfo(request);
     const values = keepValues(form, KEPT);
     const details = { email: values.email, first_name: values.firstName, last_name: values.lastName, username: values.username, register_method: 'form', redirect_uri: auth.redirectUri };
-    const registerError = (error: string, reason?: string) =>
-      ctx.events.user(realm, { type: 'REGISTER_ERROR', clientId: auth.clientId, error, details: { ...details, ...(reason ? { reason } : {}) }, request: info });
+    const registerError = (error: string, extra: Record<string, string> = {}) =>
+      ctx.events.user(realm, { type: 'REGISTER_ERROR', clientId: auth.clientId, error, details: { ...details, ...extra }, request: info });
 
     const steps = await ctx.flows.registrationSteps(realm);
     const refusal = await runProtectors(realm, 'registration', steps.protectors, info, form);
     if (refusal) {
-      await registerError(refusal.error, refusal.reason);
+      await registerError(refusal.error, { reason: refusal.reason, protector: refusal.protector });
       if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
       return showPage.registration(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this registration. Please try again.' }, status: refusal.status ?? 400 });
     }

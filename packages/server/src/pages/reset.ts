@@ -35,7 +35,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const steps = await ctx.flows.resetSteps(realm);
     const refusal = await runProtectors(realm, 'reset-credentials', steps.protectors, info, form);
     if (refusal) {
-      await ctx.events.user(realm, { type: 'RESET_PASSWORD_ERROR', clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, username: values.username }, request: info });
+      await ctx.events.user(realm, { type: 'RESET_PASSWORD_ERROR', clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, protector: refusal.protector, username: values.username }, request: info });
       if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
       return showPage.resetRequest(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this request. Please try again.' }, status: refusal.status ?? 400 });
     }
