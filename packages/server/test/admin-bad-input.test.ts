@@ -276,6 +276,7 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/organizations/:id/members/count',
   'GET /admin/realms/:realm/organizations/:id/members/:userId',
   'GET /admin/realms/:realm/events/config',
+  'GET /admin/realms/:realm/keys',
   'GET /admin/realms/:realm/authentication/authenticator-providers',
   'GET /admin/realms/:realm/authentication/form-action-providers',
   'GET /admin/realms/:realm/authentication/form-providers',

@@ -224,3 +224,26 @@ describe('verifyEmail realms', () => {
     expect((await grant('verified')).status).toBe(200);
   });
 });
+
+describe('key rotation', () => {
+  it('signs with the new key while tokens of the old one still verify, and lists both', async () => {
+    const before = await tokenRequest(t.url, 'proto', { grant_type: 'client_credentials', client_id: 'backend', client_secret: confidentialSecret });
+    const oldKid = decodeProtectedHeader(before.body.access_token as string).kid;
+    const realm = await t.server.context.storage.realms.byName('proto');
+    const newKid = await t.server.context.keys.rotate(realm!.id);
+    expect(newKid).not.toBe(oldKid);
+    const after = await tokenRequest(t.url, 'proto', { grant_type: 'client_credentials', client_id: 'backend', client_secret: confidentialSecret });
+    expect(decodeProtectedHeader(after.body.access_token as string).kid).toBe(newKid);
+    for (const token of [before.body.access_token, after.body.access_token] as string[]) {
+      expect((await api(t.url, 'GET', '/realms/proto/protocol/openid-connect/userinfo', token)).status).toBe(200);
+    }
+    const jwks = await (await fetch(`${t.url}/realms/proto/protocol/openid-connect/certs`)).json();
+    expect(jwks.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, oldKid]);
+    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    const keys = await kc.realms.getKeys({ realm: 'proto' });
+    expect(keys.active).toEqual({ RS256: newKid });
+    expect(keys.keys?.map((k) => [k.kid, k.status])).toEqual([[newKid, 'ACTIVE'], [oldKid, 'PASSIVE']]);
+    expect(keys.keys?.[0].publicKey).toMatch(/^MII/);
+  });
+});

@@ -5,6 +5,7 @@ import { authenticateAdmin } from './auth.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
+import { keyRoutes } from './keys.js';
 import { organizationRoutes } from './organizations.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
@@ -54,6 +55,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
+        keyRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
       };
       await admin.register(scoped);

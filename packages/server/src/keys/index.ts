@@ -66,6 +66,17 @@ export class RealmKeys {
     return row ? this.importOnce(`${kid}:public`, row.public_jwk, row.algorithm) : null;
   }
 
+  /** Every key of the realm, newest first: the active one signs, the others still verify what they signed. */
+  async list(realmId: string): Promise<{ kid: string; algorithm: string; active: boolean; publicJwk: JWK }[]> {
+    const rows = await this.storage.db
+      .selectFrom('realm_key')
+      .select(['kid', 'algorithm', 'active', 'public_jwk'])
+      .where('realm_id', '=', realmId)
+      .orderBy('created_at', 'desc')
+      .execute();
+    return rows.map((r) => ({ kid: r.kid, algorithm: r.algorithm, active: r.active === 1, publicJwk: JSON.parse(r.public_jwk) as JWK }));
+  }
+
   async jwks(realmId: string): Promise<{ keys: JWK[] }> {
     const rows = await this.storage.db
       .selectFrom('realm_key')
