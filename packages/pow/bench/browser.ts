@@ -16,7 +16,7 @@ import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { createProviders, decodeChallenge, PROFILES } from '../src/index.js';
 import type { ProfileName } from '../src/index.js';
-import { providerContext, realm, requestFrom } from '../test/context.js';
+import { providerContext, realm, requestFrom, serveAsset } from '../test/context.js';
 
 export interface BrowserFigure {
   profile: ProfileName;
@@ -94,21 +94,7 @@ async function startHost(): Promise<{ origin: string; close(): Promise<void> }> 
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
-    const asset = /^\/realms\/demo\/ext-pow\/assets\/([^/]+)$/.exec(url.pathname);
-    if (asset) {
-      const result = await resource.routes[0].handler({
-        realm,
-        method: 'GET',
-        params: { file: decodeURIComponent(asset[1]) },
-        query: Object.fromEntries(url.searchParams),
-        headers: request.headers as Record<string, string>,
-        body: undefined,
-        request: requestFrom('127.0.0.1'),
-      });
-      response.writeHead(result.status, result.headers);
-      response.end(result.body as Buffer | undefined);
-      return;
-    }
+    if (await serveAsset(resource, url, request, response)) return;
     const profile = (url.searchParams.get('profile') ?? 'basic') as ProfileName;
     const fields =
       url.pathname === '/solve'

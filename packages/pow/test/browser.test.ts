@@ -6,7 +6,7 @@ import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProviders, decodeChallenge } from '../src/index.js';
-import { providerContext, realm, requestFrom } from './context.js';
+import { providerContext, realm, requestFrom, serveAsset } from './context.js';
 
 const CHROMIUM = process.env.REALMGATE_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const MIN_SOLVE_MS = 1000;
@@ -58,21 +58,7 @@ async function body(request: IncomingMessage): Promise<Record<string, string>> {
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const url = new URL(request.url ?? '/', origin);
   const mode = url.searchParams.get('mode') ?? 'argon2';
-  const asset = /^\/realms\/demo\/ext-pow\/assets\/([^/]+)$/.exec(url.pathname);
-  if (asset) {
-    const result = await resource.routes[0].handler({
-      realm,
-      method: 'GET',
-      params: { file: decodeURIComponent(asset[1]) },
-      query: Object.fromEntries(url.searchParams),
-      headers: request.headers as Record<string, string>,
-      body: undefined,
-      request: requestFrom('127.0.0.1'),
-    });
-    response.writeHead(result.status, result.headers);
-    response.end(result.body as Buffer | undefined);
-    return;
-  }
+  if (await serveAsset(resource, url, request, response)) return;
   // The page itself forbids inline scripts and WebAssembly, as a strict host would.
   const headers = {
     'content-type': 'text/html; charset=utf-8',

@@ -1,4 +1,5 @@
-import type { Logger, ProviderContext, RealmInfo, RequestInfo } from '@realmgate/spi';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger, ProviderContext, RealmInfo, RealmResource, RequestInfo } from '@realmgate/spi';
 import { MemoryStore, RecordingMetrics } from './memory-store.js';
 
 export interface LogLine {
@@ -44,4 +45,22 @@ export const realm: RealmInfo = {
 
 export function requestFrom(ipAddress: string): RequestInfo {
   return { ipAddress, remoteAddress: ipAddress, forwardedFor: null, realIp: null, userAgent: 'test' };
+}
+
+/** Serves the asset route of `resource` over node:http, as the host mounts it; false for any other path. */
+export async function serveAsset(resource: RealmResource, url: URL, request: IncomingMessage, response: ServerResponse): Promise<boolean> {
+  const asset = /^\/realms\/demo\/ext-pow\/assets\/([^/]+)$/.exec(url.pathname);
+  if (!asset) return false;
+  const result = await resource.routes[0].handler({
+    realm,
+    method: 'GET',
+    params: { file: decodeURIComponent(asset[1]) },
+    query: Object.fromEntries(url.searchParams),
+    headers: request.headers as Record<string, string>,
+    body: undefined,
+    request: requestFrom('127.0.0.1'),
+  });
+  response.writeHead(result.status, result.headers);
+  response.end(result.body as Buffer | undefined);
+  return true;
 }
