@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import type { ServerConfig } from './config/index.js';
+import { checkHostname, type ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { adminApi } from './admin/index.js';
 import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
@@ -53,6 +53,8 @@ function closeKeepAliveOnShutdown(app: FastifyInstance): void {
 
 /** The composition root: builds every service once, loads providers, mounts routes. Nothing listens yet. */
 export async function createServer(config: ServerConfig, options: ServerOptions = {}): Promise<RealmgateServer> {
+  // loadConfig checks this too; a configuration built in code must not skip it.
+  checkHostname(config);
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
   const metrics = new MetricsRegistry();
@@ -78,7 +80,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     flows,
     version,
     hostStore,
-    authSessions: new AuthSessions(hostStore),
+    authSessions: new AuthSessions(hostStore, config.hostname),
     actionTokens: new ActionTokens(keys, hostStore),
     pages: new PageRenderer(config.themeDir),
     mailer: new Mailer(logger, config.mode),

@@ -109,7 +109,7 @@ describe('the development routes', () => {
   let production: TestServer;
   beforeAll(async () => {
     dev = await startServer({ config: { REALMGATE_MODE: 'development' } });
-    production = await startServer({ config: { REALMGATE_MODE: 'production' } });
+    production = await startServer({ config: { REALMGATE_MODE: 'production', REALMGATE_HOSTNAME: 'http://auth.example.test' } });
   });
   afterAll(async () => {
     await dev?.close();

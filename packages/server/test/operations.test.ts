@@ -252,6 +252,7 @@ describe('the CLI', () => {
     const cli = startCli(['--import-realm', realms, '--providers-dir', fixtureProviders], {
       ...baseEnv('prod'),
       REALMGATE_MODE: 'production',
+      REALMGATE_HOSTNAME: 'https://auth.example.test',
       REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: 'Prod-admin-pass-1',
     });
     const [, url] = await cli.waitFor(/"url":"(http:\/\/[^"]+)"/);

@@ -38,11 +38,34 @@ export function loadConfig({ argv = [], env = {} }: ConfigSources = {}): ServerC
     if (!isObject(section)) throw new ConfigError(`config file key "providers.${id}" must be an object of settings, got ${JSON.stringify(section)}`);
   }
   config.providers = providers;
+  checkHostname(config as ServerConfig);
   const flagNames = new Set<string>(['--config', ...options.map((o) => o.flag)]);
   for (const name of flags.keys()) {
     if (!flagNames.has(name)) throw new ConfigError(`unknown option ${name}; known: ${[...flagNames].join(', ')}`);
   }
   return config as ServerConfig;
+}
+
+/**
+ * Keycloak 26's rule: production needs the public URL, so that e-mailed links, issuers and discovery cannot be
+ * set by a request's Host or X-Forwarded-* headers; `hostname-strict=false` is the explicit way out.
+ */
+export function checkHostname(config: Pick<ServerConfig, 'mode' | 'hostname' | 'hostnameStrict'>): void {
+  if (config.hostname !== null) {
+    const url = new URL(config.hostname);
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash || url.username || url.password) {
+      throw new ConfigError(`hostname must be an http:// or https:// URL without credentials, query or fragment (such as https://auth.example.com), got ${JSON.stringify(config.hostname)}`);
+    }
+    return;
+  }
+  if (config.mode === 'production' && config.hostnameStrict) {
+    throw new ConfigError(
+      'hostname is not set: production mode needs the public URL of this server (--hostname https://auth.example.com or ' +
+        'REALMGATE_HOSTNAME), so that links in e-mails and token issuers do not come from the Host header of a request. ' +
+        'To take it from each request instead (only behind a proxy that sets Host and X-Forwarded-*), set hostname-strict ' +
+        'to false (--hostname-strict false or REALMGATE_HOSTNAME_STRICT=false).',
+    );
+  }
 }
 
 function parseFlags(argv: readonly string[]): Map<string, string> {

@@ -1,3 +1,3 @@
 export { createHttpApp, FORM_BODY_LIMIT, JSON_BODY_LIMIT } from './app.js';
-export { baseUrl, requestInfo } from './request-info.js';
+export { baseUrl, requestInfo, secureCookies } from './request-info.js';
 export { clearCookie, readCookie, setCookie, type CookieOptions } from './cookies.js';

@@ -151,7 +151,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!deleteAccountAllowed(realm)) return showPage.error(ctx, reply, realm, 'Deleting accounts is not allowed in this realm.', 403);
     const snapshot = await userSnapshot(ctx.storage, user);
     await ctx.storage.users.delete(user.id);
-    clearSsoCookie(request, reply, realm);
+    clearSsoCookie(ctx, request, reply, realm);
     await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
     return showPage.info(ctx, reply, realm, 'Your account has been deleted', 'Your profile is gone and you have been signed out.');
   });

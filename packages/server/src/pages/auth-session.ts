@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SharedStore } from '@realmgate/spi';
 import { secretsEqual } from '../credentials/index.js';
-import { readCookie, setCookie, clearCookie } from '../http/index.js';
+import { readCookie, secureCookies, setCookie, clearCookie } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 
 /** What the authorization request asked for, kept while the user is on the login pages. */
@@ -25,17 +25,19 @@ const AUTH_SESSION_COOKIE = 'AUTH_SESSION_ID';
 const LIFETIME_MS = 30 * 60 * 1000;
 
 export const realmCookiePath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/`;
-export const isSecure = (request: FastifyRequest) => request.protocol === 'https';
 const token = () => randomBytes(24).toString('base64url');
 
 /** Login-page state in the shared store (memory or Redis), so any server process can continue it. */
 export class AuthSessions {
-  constructor(private readonly store: SharedStore) {}
+  constructor(
+    private readonly store: SharedStore,
+    private readonly hostname: string | null,
+  ) {}
 
   async start(reply: FastifyReply, request: FastifyRequest, realm: Realm, fields: Omit<AuthSession, 'id' | 'csrf' | 'createdAt' | 'realmId'>): Promise<AuthSession> {
     const session: AuthSession = { ...fields, id: token(), realmId: realm.id, csrf: token(), createdAt: Date.now() };
     await this.store.set(`auth-session:${session.id}`, JSON.stringify(session), LIFETIME_MS);
-    setCookie(reply, AUTH_SESSION_COOKIE, session.id, { path: realmCookiePath(realm), secure: isSecure(request), maxAgeSeconds: LIFETIME_MS / 1000 });
+    setCookie(reply, AUTH_SESSION_COOKIE, session.id, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname), maxAgeSeconds: LIFETIME_MS / 1000 });
     return session;
   }
 
@@ -56,6 +58,6 @@ export class AuthSessions {
 
   async end(reply: FastifyReply, request: FastifyRequest, realm: Realm, session: AuthSession): Promise<void> {
     await this.store.delete(`auth-session:${session.id}`);
-    clearCookie(reply, AUTH_SESSION_COOKIE, { path: realmCookiePath(realm), secure: isSecure(request) });
+    clearCookie(reply, AUTH_SESSION_COOKIE, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname) });
   }
 }

@@ -3,10 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SharedStore } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { clearCookie, readCookie, requestInfo, setCookie } from '../http/index.js';
+import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import type { AuthSession } from './auth-session.js';
-import { isSecure, realmCookiePath } from './auth-session.js';
+import { realmCookiePath } from './auth-session.js';
 
 const SSO_COOKIE = 'REALMGATE_SESSION';
 const CODE_LIFETIME_MS = 60_000;
@@ -47,12 +47,12 @@ export async function startSsoSession(ctx: ServerContext, request: FastifyReques
   const now = Date.now();
   const session: UserSession = { id: newId(), realmId: realm.id, userId: user.id, ipAddress: requestInfo(request).ipAddress, started: now, lastRefresh: now };
   await ctx.storage.sessions.create(session);
-  setCookie(reply, SSO_COOKIE, session.id, { path: realmCookiePath(realm), secure: isSecure(request) });
+  setCookie(reply, SSO_COOKIE, session.id, { path: realmCookiePath(realm), secure: secureCookies(request, ctx.config.hostname) });
   return session;
 }
 
-export function clearSsoCookie(request: FastifyRequest, reply: FastifyReply, realm: Realm): void {
-  clearCookie(reply, SSO_COOKIE, { path: realmCookiePath(realm), secure: isSecure(request) });
+export function clearSsoCookie(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm): void {
+  clearCookie(reply, SSO_COOKIE, { path: realmCookiePath(realm), secure: secureCookies(request, ctx.config.hostname) });
 }
 
 /** Issues a single-use code and sends the browser back to the client (query, fragment or form_post). */

@@ -97,7 +97,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
       await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null);
     }
-    clearSsoCookie(request, reply, realm);
+    clearSsoCookie(ctx, request, reply, realm);
     if (redirect) {
       const url = new URL(redirect);
       if (state) url.searchParams.set('state', state);
