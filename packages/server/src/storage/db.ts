@@ -3,20 +3,33 @@ import { dirname, resolve } from 'node:path';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
+import { defaultSqliteDriver, openSqliteDriver, type SqliteDriverName } from './sqlite-driver.js';
+
+export type { SqliteDriverName } from './sqlite-driver.js';
 
 export type Db = Kysely<Database>;
 
 export interface DatabaseHandle {
   db: Db;
   dialect: 'sqlite' | 'postgres';
+  /** The library under Kysely for SQLite (see sqlite-driver.ts); absent for PostgreSQL. */
+  sqliteDriver?: SqliteDriverName;
   close(): Promise<void>;
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+export interface OpenDatabaseOptions {
+  /** Defaults to node:sqlite where this Node has it, else better-sqlite3; tests and the bench pick one. */
+  sqliteDriver?: SqliteDriverName;
+}
+
 /** Opens `sqlite:<path>` (or `sqlite::memory:`) or `postgres://…` and brings the schema up to date. */
-export async function openDatabase(url: string): Promise<DatabaseHandle> {
-  const handle = url.startsWith('postgres://') || url.startsWith('postgresql://') ? await openPostgres(url) : await openSqlite(url);
+export async function openDatabase(url: string, options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
+  const handle =
+    url.startsWith('postgres://') || url.startsWith('postgresql://')
+      ? await openPostgres(url)
+      : await openSqlite(url, options.sqliteDriver ?? defaultSqliteDriver());
   const { error, results } = await new Migrator({ db: handle.db, provider }).migrateToLatest();
   if (error) {
     await handle.close();
@@ -26,21 +39,16 @@ export async function openDatabase(url: string): Promise<DatabaseHandle> {
   return handle;
 }
 
-async function openSqlite(url: string): Promise<DatabaseHandle> {
+async function openSqlite(url: string, driver: SqliteDriverName): Promise<DatabaseHandle> {
   if (!url.startsWith('sqlite:')) {
     throw new Error(`unsupported database URL "${url}": use sqlite:<path> or postgres://…`);
   }
-  const { default: SQLite } = await import('better-sqlite3');
   const location = url.slice('sqlite:'.length);
   const inMemory = location === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(location)), { recursive: true });
-  const sqlite = new SQLite(inMemory ? ':memory:' : resolve(location));
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
-  sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return { db, dialect: 'sqlite', sqliteDriver: driver, close: () => db.destroy() };
 }
 
 async function openPostgres(url: string): Promise<DatabaseHandle> {
