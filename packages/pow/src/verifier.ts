@@ -17,6 +17,8 @@ export type RejectReason =
   | 'wrong_flow'
   | 'expired'
   | 'too_fast'
+  | 'stale_parameters'
+  | 'stale_difficulty'
   | 'overloaded'
   | 'replayed'
   | 'missing_nonce'
@@ -127,14 +129,17 @@ export class ProofOfWork {
 
   /**
    * SPEC 6's checks, cheapest first; only the last computes a hash. The submission also counts towards the
-   * client's rate, whatever the outcome.
+   * client's rate, whatever the outcome. `settings` are the flow's settings now, which may differ from those
+   * the challenge was issued under: a challenge easier than what is in force now is refused as stale.
    */
   async verifySolution(submission: Submission, settings: PowSettings): Promise<Verdict> {
-    const recorded = recordAttempt(this.store, submission.realm, submission.ip).catch((error: unknown) =>
-      this.storeFailed('record_hit', error),
-    );
+    // Started at once and awaited only by the difficulty check, so it costs no extra round trip.
+    const recorded = recordAttempt(this.store, submission.realm, submission.ip).catch((error: unknown) => {
+      this.storeFailed('record_hit', error);
+      return null;
+    });
     try {
-      const verdict = await this.check(submission, settings);
+      const verdict = await this.check(submission, settings, recorded);
       if (!verdict.ok) this.rejected.inc({ reason: verdict.reason });
       return verdict;
     } finally {
@@ -142,7 +147,11 @@ export class ProofOfWork {
     }
   }
 
-  private async check(submission: Submission, settings: PowSettings): Promise<Verdict> {
+  private async check(
+    submission: Submission,
+    settings: PowSettings,
+    recorded: Promise<number | null>,
+  ): Promise<Verdict> {
     // 1. Honeypot: a person never sees the field.
     if (submission.honeypot) return { ok: false, reason: 'honeypot' };
 
@@ -159,6 +168,25 @@ export class ProofOfWork {
 
     // 3. Faster than a browser can have solved it: solved offline.
     if (age < settings.min_solve_time_ms) return { ok: false, reason: 'too_fast' };
+
+    // 3b. Still what the server would ask for now (issue 11). The parameters are the flow's current ones:
+    // an easier challenge from before a settings change, or one costlier than the server's limits now
+    // allow, is not hashed.
+    const argon2 = settings.hash_algorithm === 'argon2';
+    if (
+      challenge.alg !== (argon2 ? 'argon2id' : 'sha256') ||
+      (argon2 && (challenge.m !== settings.argon2_memory_kb || challenge.t !== settings.argon2_iterations))
+    )
+      return { ok: false, reason: 'stale_parameters' };
+    // The difficulty a challenge issued just before this submission would carry: the rate may have risen
+    // since the page was loaded. `recordHit` counts this submission too, hence the - 1. Unknown when the
+    // store failed: fail open, as everywhere else.
+    const attempts = await recorded;
+    if (attempts !== null) {
+      const { base, max, threshold } = difficultyRange(settings);
+      if (challenge.d < difficultyFor(Math.max(0, attempts - 1), base, max, threshold))
+        return { ok: false, reason: 'stale_difficulty' };
+    }
 
     // A place in the pool before the challenge is spent, so a 503 leaves it usable for the retry.
     let lease: Lease | null = null;

@@ -9,6 +9,7 @@ import {
 } from '../src/index.js';
 import type { Submission } from '../src/index.js';
 import { harness, smallSettings } from './helpers.js';
+import { rateKey } from '../src/index.js';
 
 const settings = smallSettings();
 const who = { realm: 'demo', flow: 'login', ip: '192.0.2.1' } as const;
@@ -137,15 +138,6 @@ describe('verifySolution', () => {
     expect(h.pow.hashVerifications).toBe(1);
   });
 
-  it('honours the difficulty signed into the challenge, not the current one', async () => {
-    const h = harness();
-    const good = await solvedSubmission(h, smallSettings({ argon2_base_difficulty: '0' }));
-    expect(decodeChallenge(good.challenge!).d).toBe(0);
-    // The operator raises the difficulty meanwhile: the issued challenge stays valid as issued.
-    const verdict = await h.pow.verifySolution(good, smallSettings({ argon2_base_difficulty: '4' }));
-    expect(verdict).toMatchObject({ ok: true });
-  });
-
   it('answers 503 with Retry-After beyond the pool queue, leaving the challenge usable', async () => {
     const h = harness({ pool: new VerificationPool({ concurrency: 1, queueLimit: 0 }) });
     const first = await solvedSubmission(h);
@@ -189,5 +181,135 @@ describe('verifySolution', () => {
     expect(await h.pow.verifySolution(good, settings)).toMatchObject({ ok: true });
     expect(h.metrics.value('realmgate_pow_store_errors_total', { op: 'spend' })).toBe(1);
     expect(h.metrics.value('realmgate_pow_store_errors_total', { op: 'record_hit' })).toBe(1);
+  });
+});
+
+// Issue 11: a challenge is checked against the difficulty in force when it is posted, not when it was issued.
+describe('stale challenges', () => {
+  // base 2, max 4, threshold 3 (SMALL): up to 3 attempts d = 2, 4-6 → 3, 7-9 → 4.
+  const junk = { ...who, challenge: 'x' };
+  const submitJunk = async (h: ReturnType<typeof harness>, times: number) => {
+    for (let i = 0; i < times; i++) expect(await h.pow.verifySolution(junk, settings)).toMatchObject({ ok: false });
+  };
+
+  it('refuses an easy challenge fetched while the rate was low, without a hash and without spending it', async () => {
+    const h = harness();
+    // The attacker loads the page while its rate is low (page loads do not count)...
+    const easy = await h.pow.issueChallenge(who, settings);
+    expect(decodeChallenge(easy).d).toBe(2);
+    const { nonce } = await solve(easy);
+    // ... then floods the form: its rate rises.
+    await submitJunk(h, 4);
+    h.clock.now += settings.min_solve_time_ms + 100;
+    const verdict = await h.pow.verifySolution({ ...who, challenge: easy, nonce, honeypot: '' }, settings);
+    expect(verdict).toEqual({ ok: false, reason: 'stale_difficulty' });
+    expect(h.pow.hashVerifications).toBe(0);
+    expect(h.metrics.value('realmgate_pow_rejections_total', { reason: 'stale_difficulty' })).toBe(1);
+    // Checked before the spent-set: nothing was written for it.
+    expect(await h.store.get(`spent:${decodeChallenge(easy).id}`)).toBeNull();
+    // The page shown next carries the difficulty in force, and solving that one passes.
+    const fresh = await h.pow.issueChallenge(who, settings);
+    expect(decodeChallenge(fresh).d).toBe(3);
+    const answer = await solve(fresh);
+    h.clock.now += settings.min_solve_time_ms + 100;
+    expect(await h.pow.verifySolution({ ...who, challenge: fresh, nonce: answer.nonce, honeypot: '' }, settings)).toMatchObject({
+      ok: true,
+    });
+    expect(h.pow.hashVerifications).toBe(1);
+  });
+
+  it("does not count the submission itself: a page loaded at the threshold is not stale on its own post", async () => {
+    for (const [before, expected] of [
+      [3, true],
+      [4, false],
+    ] as const) {
+      const h = harness();
+      await submitJunk(h, before === 3 ? 3 : 0);
+      const challenge = await h.pow.issueChallenge(who, settings);
+      expect(decodeChallenge(challenge).d).toBe(2);
+      const { nonce } = await solve(challenge);
+      if (before === 4) await submitJunk(h, 4);
+      h.clock.now += settings.min_solve_time_ms + 100;
+      const verdict = await h.pow.verifySolution({ ...who, challenge, nonce, honeypot: '' }, settings);
+      expect(verdict.ok, `${before} attempts before`).toBe(expected);
+    }
+  });
+
+  it('lets at most a threshold of harvested easy challenges through when they are posted all at once', async () => {
+    const h = harness();
+    // Harvest ten base-difficulty challenges while idle, solve them all offline, then post them in parallel.
+    const harvested = await Promise.all([...Array(10)].map(() => h.pow.issueChallenge(who, settings)));
+    const posts = await Promise.all(
+      harvested.map(async (challenge) => ({ ...who, challenge, nonce: (await solve(challenge)).nonce, honeypot: '' })),
+    );
+    h.clock.now += settings.min_solve_time_ms + 100;
+    const verdicts = await Promise.all(posts.map((post) => h.pow.verifySolution(post, settings)));
+    const accepted = verdicts.filter((v) => v.ok).length;
+    // Attempts before each post: 0..9; only those at or below the threshold (3) still get the base difficulty.
+    expect(accepted).toBe(settings.argon2_rate_threshold + 1);
+    expect(verdicts.filter((v) => !v.ok)).toEqual(
+      Array(10 - accepted).fill({ ok: false, reason: 'stale_difficulty' }),
+    );
+    expect(h.pow.hashVerifications).toBe(accepted);
+    expect(await h.store.countHits(rateKey(who.realm, who.ip), 60_000)).toBe(10);
+  });
+
+  it('refuses a challenge issued before the operator raised the difficulty, and accepts a harder one', async () => {
+    const h = harness();
+    const easy = await solvedSubmission(h, smallSettings({ argon2_base_difficulty: '0' }));
+    expect(decodeChallenge(easy.challenge!).d).toBe(0);
+    expect(await h.pow.verifySolution(easy, smallSettings({ argon2_base_difficulty: '4' }))).toEqual({
+      ok: false,
+      reason: 'stale_difficulty',
+    });
+    // Harder than required (the rate fell, or the difficulty was lowered): still good.
+    const hard = await solvedSubmission(h, smallSettings({ argon2_base_difficulty: '4' }));
+    expect(await h.pow.verifySolution(hard, smallSettings({ argon2_base_difficulty: '0' }))).toMatchObject({ ok: true });
+    expect(h.pow.hashVerifications).toBe(1);
+  });
+
+  it('accepts a raised challenge after the rate fell back', async () => {
+    const h = harness();
+    const s = smallSettings({ challenge_ttl_seconds: '120' });
+    await submitJunk(h, 9);
+    const hard = await solvedSubmission(h, s);
+    expect(decodeChallenge(hard.challenge!).d).toBe(4);
+    h.clock.now += 60_001;
+    expect(await h.pow.verifySolution(hard, s)).toMatchObject({ ok: true });
+  });
+
+  it('refuses, before hashing, a challenge whose algorithm or Argon2id parameters are no longer the flow’s', async () => {
+    const cases: [string, Record<string, string>, Record<string, string>][] = [
+      // A cheap SHA-256 challenge against a flow now on Argon2id: its 8 bits would beat Argon2id's 2.
+      ['sha256 → argon2', { hash_algorithm: 'sha256' }, {}],
+      ['argon2 → sha256', {}, { hash_algorithm: 'sha256', sha256_base_difficulty: '0' }],
+      ['memory raised', {}, { argon2_memory_kb: '2048' }],
+      ['iterations raised', {}, { argon2_iterations: '2' }],
+      // Costlier than the server now allows (the limit was lowered, so the flow's memory was too).
+      ['memory lowered', { argon2_memory_kb: '2048' }, {}],
+    ];
+    for (const [name, issuedWith, checkedWith] of cases) {
+      const h = harness();
+      const submission = await solvedSubmission(h, smallSettings(issuedWith));
+      const verdict = await h.pow.verifySolution(submission, smallSettings(checkedWith));
+      expect(verdict, name).toEqual({ ok: false, reason: 'stale_parameters' });
+      expect(h.pow.hashVerifications, name).toBe(0);
+    }
+  });
+
+  it('is a cheap check: a stale post is refused as such even when the pool is full', async () => {
+    const pool = new VerificationPool({ concurrency: 1, queueLimit: 0 });
+    const h = harness({ pool });
+    const easy = await h.pow.issueChallenge(who, settings);
+    const { nonce } = await solve(easy);
+    const busy = await solvedSubmission(h);
+    await submitJunk(h, 4);
+    const running = h.pow.verifySolution(busy, smallSettings({ argon2_base_difficulty: '0' }));
+    while (pool.size === 0) await new Promise((resolve) => setImmediate(resolve));
+    expect(await h.pow.verifySolution({ ...who, challenge: easy, nonce, honeypot: '' }, settings)).toEqual({
+      ok: false,
+      reason: 'stale_difficulty',
+    });
+    await running;
   });
 });
