@@ -17,16 +17,32 @@ export {
 export { VerificationPool } from './pool.js';
 export type { Lease, PoolOptions } from './pool.js';
 export {
+  DEFAULT_LIMITS,
   DEFAULT_SETTINGS,
   envName,
+  flowConfigProblems,
+  LIMIT_KEYS,
+  LIMIT_RULES,
+  limitOf,
   PowSettingsError,
   PROFILES,
+  resolveLimits,
   resolveServerOptions,
   resolveSettings,
+  resolveSettingsReport,
   SETTING_KEYS,
   SETTING_RULES,
 } from './settings.js';
-export type { HashAlgorithm, PowServerOptions, PowSettings, ProfileName, SettingKey } from './settings.js';
+export type {
+  HashAlgorithm,
+  LimitKey,
+  PowLimits,
+  PowServerOptions,
+  PowSettings,
+  ProfileName,
+  ResolvedSettings,
+  SettingKey,
+} from './settings.js';
 
 import { createProviders } from './provider.js';
 

@@ -23,10 +23,13 @@ import {
   SETTING_KEYS,
   SETTING_RULES,
   envName,
+  flowConfigProblems,
+  resolveLimits,
   resolveServerOptions,
   resolveSettings,
+  resolveSettingsReport,
 } from './settings.js';
-import type { PowSettings } from './settings.js';
+import type { PowLimits, PowSettings } from './settings.js';
 import { ProofOfWork } from './verifier.js';
 
 export const PROVIDER_ID = 'ext-pow';
@@ -64,7 +67,7 @@ interface ProtectorState {
   pow: ProofOfWork;
   logger: Logger;
   base: PowSettings;
-  layers: { env: ProviderContext['env']; server: ProviderContext['config'] };
+  layers: { env: ProviderContext['env']; server: ProviderContext['config']; limits: PowLimits };
   assetsVersion: string;
   /** Parsed per-flow configs; a realm has few, so a small cache avoids re-parsing on every page. */
   perFlow: Map<string, PowSettings>;
@@ -78,7 +81,11 @@ function settingsFor(state: ProtectorState, config: Readonly<Record<string, stri
   if (cached) return cached;
   let settings: PowSettings;
   try {
-    settings = resolveSettings({ ...state.layers, flow: config });
+    const report = resolveSettingsReport({ ...state.layers, flow: config });
+    settings = report.settings;
+    // Stored past the admin API's check (a realm import, a limit lowered since): used at the limit.
+    if (report.clamped.length > 0)
+      state.logger.warn(`${report.clamped.join('; ')}; this flow uses the limit instead`);
   } catch (error) {
     if (!(error instanceof PowSettingsError)) throw error;
     // A bad per-flow value must not lock users out or fail the page: the flow falls back to the
@@ -165,7 +172,8 @@ export function createProviders(): [FormProtectorFactory, RealmResourceFactory] 
     configProperties: CONFIG_PROPERTIES,
 
     async init(context: ProviderContext) {
-      const layers = { env: context.env, server: context.config };
+      const limits = resolveLimits({ env: context.env, server: context.config });
+      const layers = { env: context.env, server: context.config, limits };
       const base = resolveSettings(layers);
       const options = resolveServerOptions(layers);
       const unknown = Object.keys(context.config).filter((key) => !SERVER_CONFIG_KEYS.includes(key));
@@ -180,6 +188,16 @@ export function createProviders(): [FormProtectorFactory, RealmResourceFactory] 
       });
       const { version } = await loadAssets();
       protector = { pow, logger: context.logger, base, layers, assetsVersion: version, perFlow: new Map() };
+    },
+
+    /**
+     * For the admin API, before it stores an `authenticatorConfig` of an `ext-pow` execution: every
+     * problem, each naming its key (a value above a server-wide limit names the limit too).
+     */
+    validateConfig(config: Readonly<Record<string, string>>): string[] {
+      const state = protector;
+      if (!state) throw new Error(`${PROVIDER_ID} form protector used before init`);
+      return flowConfigProblems(config, state.layers);
     },
 
     create(): FormProtector {

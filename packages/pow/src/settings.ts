@@ -231,18 +231,144 @@ export interface SettingsLayers {
   env?: Readonly<Record<string, string | undefined>>;
   /** The provider's section of the server configuration file. */
   server?: Readonly<Record<string, unknown>>;
+  /** Server-wide limits; read from `env` and `server` when absent. */
+  limits?: PowLimits;
 }
 
 /**
- * Settings with precedence per-flow config > `POW_<KEY>` environment variable > server config > default.
- * Throws a {@link PowSettingsError} naming every bad key and value.
+ * Server-wide limits on what a per-flow config may set: one realm administrator must not be able to make
+ * every anonymous form post cost the whole server a gigabyte (SPEC 6 gives no bound; issue 11).
+ * Environment or server config only, never per flow.
  */
-export function resolveSettings(layers: SettingsLayers = {}): PowSettings {
+export interface PowLimits {
+  max_argon2_memory_kb: number;
+  max_argon2_iterations: number;
+  max_argon2_difficulty: number;
+  max_sha256_difficulty: number;
+}
+
+export type LimitKey = keyof PowLimits;
+
+interface LimitRule {
+  min: number;
+  max: number;
+  default: number;
+  /** The settings this limit bounds. */
+  bounds: readonly SettingKey[];
+}
+
+export const LIMIT_RULES: { readonly [K in LimitKey]: LimitRule } = {
+  // 64 MiB: the strict profile (32 MiB) fits; with one verification per core, a 2-core server holds 128 MiB.
+  max_argon2_memory_kb: { min: 8, max: 1_048_576, default: 65_536, bounds: ['argon2_memory_kb'] },
+  max_argon2_iterations: { min: 1, max: 16, default: 4, bounds: ['argon2_iterations'] },
+  // Difficulty costs the browser, not the server: 8 bits is the strict profile's ceiling (about 20 s).
+  max_argon2_difficulty: {
+    min: 0,
+    max: 16,
+    default: 8,
+    bounds: ['argon2_base_difficulty', 'argon2_max_difficulty'],
+  },
+  max_sha256_difficulty: {
+    min: 0,
+    max: 32,
+    default: 24,
+    bounds: ['sha256_base_difficulty', 'sha256_max_difficulty'],
+  },
+};
+
+export const LIMIT_KEYS = Object.keys(LIMIT_RULES) as LimitKey[];
+
+export const DEFAULT_LIMITS: Readonly<PowLimits> = Object.freeze(
+  Object.fromEntries(LIMIT_KEYS.map((key) => [key, LIMIT_RULES[key].default])) as unknown as PowLimits,
+);
+
+/** The limit bounding a setting, if any. */
+export function limitOf(key: SettingKey): LimitKey | undefined {
+  return LIMIT_KEYS.find((limit) => LIMIT_RULES[limit].bounds.includes(key));
+}
+
+/** A value from the environment or the server config, with where it came from. */
+function pickProcessWide(
+  layers: Pick<SettingsLayers, 'env' | 'server'>,
+  key: string,
+): { raw: unknown; source: Source } | undefined {
+  const fromEnv = layers.env?.[envName(key)];
+  if (present(fromEnv)) return { raw: fromEnv, source: 'env' };
+  const fromServer = layers.server?.[key];
+  return present(fromServer) ? { raw: fromServer, source: 'server' } : undefined;
+}
+
+/**
+ * Server-wide limits: `POW_MAX_<…>` environment variable > server config `max_<…>` > default.
+ * Throws a {@link PowSettingsError} naming every bad value.
+ */
+export function resolveLimits(layers: Pick<SettingsLayers, 'env' | 'server'> = {}): PowLimits {
   const problems: string[] = [];
+  const limits = { ...DEFAULT_LIMITS };
+  for (const key of LIMIT_KEYS) {
+    const found = pickProcessWide(layers, key);
+    if (!found) continue;
+    const rule = LIMIT_RULES[key];
+    const value = parseInteger(key, found.raw, rule.min, rule.max, found.source, problems);
+    if (value !== undefined) limits[key] = value;
+  }
+  if (problems.length > 0) throw new PowSettingsError(problems);
+  return limits;
+}
+
+function aboveLimit(key: SettingKey, value: number, limit: LimitKey, limits: PowLimits): string {
+  return `${key} ${value} is above this server's limit of ${limits[limit]} (${limit}, environment variable ${envName(limit)})`;
+}
+
+export interface ResolvedSettings {
+  settings: PowSettings;
+  /** Per-flow values above a server-wide limit, used at the limit instead: one message each. */
+  clamped: string[];
+}
+
+/**
+ * {@link resolveSettings}, also reporting the per-flow values that were lowered to a server-wide limit.
+ * With `strict`, such a value is an error instead (what the admin API answers with a 400).
+ */
+export function resolveSettingsReport(layers: SettingsLayers = {}, strict = false): ResolvedSettings {
+  const problems: string[] = [];
+  const clamped: string[] = [];
+  let limits = layers.limits;
+  if (!limits) {
+    try {
+      limits = resolveLimits(layers);
+    } catch (error) {
+      if (!(error instanceof PowSettingsError)) throw error;
+      problems.push(...error.problems);
+      limits = DEFAULT_LIMITS;
+    }
+  }
   const server = parseLayer(layers.server ?? {}, 'server', problems);
   const env = parseLayer(layers.env ?? {}, 'env', problems);
   const flow = parseLayer(layers.flow ?? {}, 'flow', problems);
-  const settings: PowSettings = { ...DEFAULT_SETTINGS, ...server, ...env, ...flow };
+  const settings: PowSettings = { ...DEFAULT_SETTINGS };
+  // Limits apply layer by layer: the operator's own values above a limit are a start-up error, a realm's
+  // are lowered (or refused by the admin API), and a default above a lowered limit just follows it.
+  for (const [source, layer] of [['server', server], ['env', env], ['flow', flow]] as const) {
+    for (const [key, value] of Object.entries(layer) as [SettingKey, PowSettings[SettingKey]][]) {
+      const limit = limitOf(key);
+      if (limit && typeof value === 'number' && value > limits[limit]) {
+        const message = `${where(source, key)}: ${aboveLimit(key, value, limit, limits)}`;
+        if (source === 'flow' && !strict) {
+          clamped.push(message);
+          (settings as unknown as Record<string, unknown>)[key] = limits[limit];
+        } else problems.push(message);
+        continue;
+      }
+      (settings as unknown as Record<string, unknown>)[key] = value;
+    }
+  }
+  for (const key of SETTING_KEYS) {
+    const limit = limitOf(key);
+    const value = settings[key];
+    if (limit && typeof value === 'number' && value > limits[limit])
+      (settings as unknown as Record<string, unknown>)[key] = limits[limit];
+  }
   for (const alg of ['argon2', 'sha256'] as const) {
     const base = settings[`${alg}_base_difficulty`];
     const max = settings[`${alg}_max_difficulty`];
@@ -255,7 +381,43 @@ export function resolveSettings(layers: SettingsLayers = {}): PowSettings {
         `challenge_ttl_seconds (${settings.challenge_ttl_seconds}) in milliseconds`,
     );
   if (problems.length > 0) throw new PowSettingsError(problems);
-  return settings;
+  return { settings, clamped };
+}
+
+/**
+ * Settings with precedence per-flow config > `POW_<KEY>` environment variable > server config > default,
+ * per-flow values above a server-wide limit lowered to it (see {@link resolveSettingsReport}).
+ * Throws a {@link PowSettingsError} naming every bad key and value.
+ */
+export function resolveSettings(layers: SettingsLayers = {}): PowSettings {
+  return resolveSettingsReport(layers).settings;
+}
+
+/**
+ * What the admin API should refuse in a per-flow config (`authenticatorConfig.config` of an `ext-pow`
+ * execution) before storing it: every value that is not a valid setting, above a server-wide limit, or
+ * inconsistent with the server-wide settings it combines with. Each message names the key; empty when valid.
+ */
+export function flowConfigProblems(
+  config: Readonly<Record<string, unknown>>,
+  layers: Pick<SettingsLayers, 'env' | 'server' | 'limits'> = {},
+): string[] {
+  const problems: string[] = [];
+  const unknown = Object.keys(config).filter((key) => !(SETTING_KEYS as string[]).includes(key));
+  for (const key of unknown)
+    problems.push(`per-flow config ${key}: not a proof-of-work setting (known: ${SETTING_KEYS.join(', ')})`);
+  const flow: Record<string, string> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (typeof value === 'string') flow[key] = value;
+    else problems.push(`per-flow config ${key}: values are strings, got ${describe(value)}`);
+  }
+  try {
+    resolveSettingsReport({ ...layers, flow }, true);
+  } catch (error) {
+    if (!(error instanceof PowSettingsError)) throw error;
+    problems.push(...error.problems);
+  }
+  return problems;
 }
 
 /**
@@ -266,12 +428,7 @@ export function resolveServerOptions(
   layers: Pick<SettingsLayers, 'env' | 'server'> = {},
 ): PowServerOptions {
   const problems: string[] = [];
-  const pick = (key: keyof PowServerOptions): { raw: unknown; source: Source } | undefined => {
-    const fromEnv = layers.env?.[envName(key)];
-    if (present(fromEnv)) return { raw: fromEnv, source: 'env' };
-    const fromServer = layers.server?.[key];
-    return present(fromServer) ? { raw: fromServer, source: 'server' } : undefined;
-  };
+  const pick = (key: keyof PowServerOptions) => pickProcessWide(layers, key);
   const integer = (key: 'verify_concurrency' | 'verify_queue_limit', min: number, max: number, fallback: number) => {
     const found = pick(key);
     return found ? (parseInteger(key, found.raw, min, max, found.source, problems) ?? fallback) : fallback;
@@ -297,4 +454,5 @@ export const SERVER_CONFIG_KEYS: readonly string[] = [
   'secret',
   'verify_concurrency',
   'verify_queue_limit',
+  ...LIMIT_KEYS,
 ];

@@ -186,6 +186,77 @@ describe('verify', () => {
   });
 });
 
+// Issue 11: server-wide limits on per-flow config, for the admin API and at use time.
+describe('limits on the per-flow config', () => {
+  async function validator(env: Record<string, string> = {}) {
+    const [factory] = createProviders();
+    if (factory.kind !== 'form-protector') throw new Error('unreachable');
+    const host = providerContext({ env });
+    await factory.init!(host.context);
+    return { factory, ...host };
+  }
+
+  it('offers the admin API a validateConfig that names the key and the limit', async () => {
+    const { factory } = await validator({ POW_MAX_ARGON2_MEMORY_KB: '32768' });
+    expect(factory.validateConfig!({ argon2_memory_kb: '32768', argon2_iterations: '2' })).toEqual([]);
+    const problems = factory.validateConfig!({ argon2_memory_kb: '1048576' });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('argon2_memory_kb 1048576');
+    expect(problems[0]).toContain("this server's limit of 32768");
+    expect(problems[0]).toContain('POW_MAX_ARGON2_MEMORY_KB');
+    const [fresh] = createProviders();
+    if (fresh.kind !== 'form-protector') throw new Error('unreachable');
+    expect(() => fresh.validateConfig!({})).toThrow('before init');
+  });
+
+  it('refuses to start on a bad limit, or on a server-wide setting above one', async () => {
+    const [factory] = createProviders();
+    await expect(factory.init!(providerContext({ env: { POW_MAX_ARGON2_ITERATIONS: '0' } }).context)).rejects.toThrow(
+      'environment variable POW_MAX_ARGON2_ITERATIONS: max_argon2_iterations must be an integer between 1 and 16, got "0"',
+    );
+    await expect(factory.init!(providerContext({ config: { argon2_memory_kb: 1048576 } }).context)).rejects.toThrow(
+      "server config argon2_memory_kb: argon2_memory_kb 1048576 is above this server's limit of 65536",
+    );
+  });
+
+  it('uses a stored value above a limit (a realm import) at the limit, warning once per config', async () => {
+    const { factory, logs, metrics } = await validator({ POW_MAX_ARGON2_MEMORY_KB: '2048', POW_MAX_ARGON2_ITERATIONS: '1' });
+    const protector = factory.create();
+    const imported = { ...config, argon2_memory_kb: '1048576', argon2_iterations: '16' };
+    const challenges = [];
+    for (let i = 0; i < 3; i++)
+      challenges.push(decodeChallenge(field(await protector.render(renderContext({ config: imported })), 'pow_challenge')));
+    expect(challenges.map((c) => [c.m, c.t])).toEqual([
+      [2048, 1],
+      [2048, 1],
+      [2048, 1],
+    ]);
+    const warnings = logs.filter((line) => line.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].message).toContain('per-flow config argon2_memory_kb: argon2_memory_kb 1048576 is above');
+    expect(warnings[0].message).toContain('per-flow config argon2_iterations: argon2_iterations 16 is above');
+    // And verification costs the server one hash at the limit, not at the stored value.
+    const token = field(await protector.render(renderContext({ config: imported })), 'pow_challenge');
+    const submitted = { pow_challenge: token, pow_nonce: (await solve(token)).nonce };
+    expect(await protector.verify({ ...renderContext({ config: imported }), submitted })).toEqual({ ok: true });
+    expect(metrics.value('realmgate_pow_hash_verifications_total')).toBe(1);
+  });
+
+  it('refuses, as stale and without a hash, a challenge issued before the flow was reconfigured', async () => {
+    const { factory, metrics } = await validator();
+    const protector = factory.create();
+    const token = field(await protector.render(renderContext()), 'pow_challenge');
+    const submitted = { pow_challenge: token, pow_nonce: (await solve(token)).nonce };
+    const raised = { ...config, argon2_base_difficulty: '4' };
+    expect(await protector.verify({ ...renderContext({ config: raised }), submitted })).toEqual({
+      ok: false,
+      reason: 'stale_difficulty',
+      error: 'pow_failed',
+    });
+    expect(metrics.value('realmgate_pow_hash_verifications_total')).toBe(0);
+  });
+});
+
 describe('asset resource', () => {
   const require = createRequire(import.meta.url);
   const files: Record<string, string> = {

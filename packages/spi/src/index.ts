@@ -368,6 +368,12 @@ export interface FormActionFactory extends FactoryBase {
   displayName: string;
   requirementChoices: Requirement[];
   configProperties?: ConfigProperty[];
+  /**
+   * Checks an `authenticatorConfig.config` before the admin API stores it on an execution of this provider
+   * (`POST …/executions/{id}/config`, `PUT …/config/{id}`): the problems, each naming its key; empty when
+   * valid. The server answers 400 with them and writes nothing. Optional; called after `init`.
+   */
+  validateConfig?(config: Readonly<Record<string, string>>): string[];
   create(): FormAction;
 }
 
@@ -376,6 +382,12 @@ export interface FormProtectorFactory extends FactoryBase {
   displayName: string;
   requirementChoices: Requirement[];
   configProperties?: ConfigProperty[];
+  /**
+   * Checks an `authenticatorConfig.config` before the admin API stores it on an execution of this provider
+   * (`POST …/executions/{id}/config`, `PUT …/config/{id}`): the problems, each naming its key; empty when
+   * valid. The server answers 400 with them and writes nothing. Optional; called after `init`.
+   */
+  validateConfig?(config: Readonly<Record<string, string>>): string[];
   /** Forms whose built-in flows (and copies) get this execution, REQUIRED, when it is installed. */
   installOn: ProtectedForm[];
   create(): FormProtector;
