@@ -7,8 +7,33 @@ import * as delivery from '../packages/event-webhook/bench/delivery.js';
 import * as powBrowser from '../packages/pow/bench/browser.js';
 import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
+import * as host from './host-bench.js';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/** Merges one section's figures into bench/results.json, so a run of one section keeps the others' last figures. */
+function record(section: string, figures: unknown): void {
+  const file = resolve(import.meta.dirname, '../bench/results.json');
+  let results: Record<string, unknown> = {};
+  try {
+    results = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    // first run: no file yet
+  }
+  results[section] = { recordedAt: new Date().toISOString(), figures };
+  mkdirSync(resolve(file, '..'), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+}
 
 const sections: [string, () => Promise<void>][] = [
+  [
+    "Host: throughput on Node 24 (node:sqlite) beside the machine's Node (better-sqlite3 on Node 20)",
+    async () => {
+      const figures = await host.run();
+      console.log(host.format(figures));
+      record('host', figures);
+    },
+  ],
   [
     'Extension A: disposable-email lookups (100,000 addresses) vs mailchecker.isValid',
     async () => console.log(lookup.format(await lookup.run())),
