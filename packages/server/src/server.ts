@@ -80,7 +80,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     flows,
     version,
     hostStore,
-    authSessions: new AuthSessions(hostStore, config.hostname),
+    authSessions: new AuthSessions(keys, config.hostname),
     actionTokens: new ActionTokens(keys, hostStore),
     pages: new PageRenderer(config.themeDir),
     mailer: new Mailer(logger, config.mode),

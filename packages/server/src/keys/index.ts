@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
@@ -14,6 +15,7 @@ export interface SigningKey {
 export class RealmKeys {
   // A kid's key material never changes, so an imported key can be cached for the process's life.
   private readonly imported = new Map<string, Promise<CryptoKey>>();
+  private readonly stateSecrets = new Map<string, Buffer>();
 
   constructor(private readonly storage: Storage) {}
 
@@ -64,6 +66,27 @@ export class RealmKeys {
       .where('kid', '=', kid)
       .executeTakeFirst();
     return row ? this.importOnce(`${kid}:public`, row.public_jwk, row.algorithm) : null;
+  }
+
+  /**
+   * A MAC secret for the host's own short-lived state (the login pages' auth-session cookie, logout
+   * confirmations), derived from the realm's private key with HKDF: every process derives the same one from
+   * the database, and rotating the key replaces it. Without `kid`, the active key's; with it, that key's (to
+   * verify what it signed), or null when the realm has no such key.
+   */
+  async stateSecret(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
+    let query = this.storage.db.selectFrom('realm_key').select(['kid', 'private_jwk']).where('realm_id', '=', realmId);
+    query = kid === undefined ? query.where('active', '=', 1).orderBy('created_at', 'desc') : query.where('kid', '=', kid);
+    const row = await query.executeTakeFirst();
+    if (!row) return null;
+    let secret = this.stateSecrets.get(row.kid);
+    if (!secret) {
+      const { d } = JSON.parse(row.private_jwk) as JWK;
+      if (typeof d !== 'string') throw new Error(`realm key ${row.kid} has no private part`);
+      secret = Buffer.from(hkdfSync('sha256', Buffer.from(d, 'base64url'), `realm:${realmId}`, 'realmgate host state v1', 32));
+      this.stateSecrets.set(row.kid, secret);
+    }
+    return { kid: row.kid, secret };
   }
 
   /** Every key of the realm, newest first: the active one signs, the others still verify what they signed. */

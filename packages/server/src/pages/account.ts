@@ -40,6 +40,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
       // The page never redeems the code (the SSO cookie is what it needs), but the client requires PKCE.
       codeChallenge: randomBytes(32).toString('base64url'),
     });
+    if (!auth) return showPage.error(ctx, reply, realm, 'The address of this page is too long.', 400);
     return showPage.login(ctx, request, reply, realm, auth, {});
   };
 

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SharedStore } from '@realmgate/spi';
 import { secretsEqual } from '../credentials/index.js';
 import { readCookie, secureCookies, setCookie, clearCookie } from '../http/index.js';
+import type { RealmKeys } from '../keys/index.js';
 import type { Realm } from '../model/types.js';
+import { SignedState } from './signed-state.js';
 
 /** What the authorization request asked for, kept while the user is on the login pages. */
 export interface AuthSession {
-  id: string;
   realmId: string;
   clientId: string;
   redirectUri: string;
@@ -21,34 +21,56 @@ export interface AuthSession {
   createdAt: number;
 }
 
-const AUTH_SESSION_COOKIE = 'AUTH_SESSION_ID';
+/** The parameters of an authorization request the auth endpoint accepted. */
+export type AuthRequest = Omit<AuthSession, 'csrf' | 'createdAt' | 'realmId'>;
+
+const AUTH_SESSION_COOKIE = 'AUTH_SESSION';
+const PURPOSE = 'auth-session';
 const LIFETIME_MS = 30 * 60 * 1000;
+/** Browsers keep a cookie of up to 4096 bytes, name and value together. */
+const MAX_COOKIE_VALUE = 4096 - AUTH_SESSION_COOKIE.length - 1;
 
 export const realmCookiePath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/`;
 const token = () => randomBytes(24).toString('base64url');
 
-/** Login-page state in the shared store (memory or Redis), so any server process can continue it. */
+/**
+ * Login-page state lives in the browser, not in the server: a cookie holding the authorization request and the
+ * CSRF token, MACed with a secret derived from the realm's key (see SignedState), valid 30 minutes. Opening the
+ * login page therefore writes nothing to the shared store, and any server process can continue the login.
+ */
 export class AuthSessions {
-  constructor(
-    private readonly store: SharedStore,
-    private readonly hostname: string | null,
-  ) {}
+  private readonly signed: SignedState;
 
-  async start(reply: FastifyReply, request: FastifyRequest, realm: Realm, fields: Omit<AuthSession, 'id' | 'csrf' | 'createdAt' | 'realmId'>): Promise<AuthSession> {
-    const session: AuthSession = { ...fields, id: token(), realmId: realm.id, csrf: token(), createdAt: Date.now() };
-    await this.store.set(`auth-session:${session.id}`, JSON.stringify(session), LIFETIME_MS);
-    setCookie(reply, AUTH_SESSION_COOKIE, session.id, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname), maxAgeSeconds: LIFETIME_MS / 1000 });
+  constructor(
+    keys: RealmKeys,
+    private readonly hostname: string | null,
+  ) {
+    this.signed = new SignedState(keys);
+  }
+
+  /** An auth session that is never sent to the browser: a login that completes in the same request (SSO). */
+  create(realm: Realm, request: AuthRequest): AuthSession {
+    return { ...request, realmId: realm.id, csrf: token(), createdAt: Date.now() };
+  }
+
+  /**
+   * A new auth session in this browser's cookie; null when the request's parameters are too long to fit in
+   * a cookie (browsers would drop it, and the login could not continue).
+   */
+  async start(reply: FastifyReply, request: FastifyRequest, realm: Realm, fields: AuthRequest): Promise<AuthSession | null> {
+    const session = this.create(realm, fields);
+    const value = await this.signed.seal(realm.id, PURPOSE, session, LIFETIME_MS);
+    if (value.length > MAX_COOKIE_VALUE) return null;
+    setCookie(reply, AUTH_SESSION_COOKIE, value, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname), maxAgeSeconds: LIFETIME_MS / 1000 });
     return session;
   }
 
-  /** The auth session of this browser for this realm, or null when it expired or never existed. */
+  /** The auth session of this browser for this realm, or null when it expired, was tampered with or never existed. */
   async current(request: FastifyRequest, realm: Realm): Promise<AuthSession | null> {
-    const id = readCookie(request, AUTH_SESSION_COOKIE);
-    if (!id || id.length > 64) return null;
-    const raw = await this.store.get(`auth-session:${id}`);
-    if (!raw) return null;
-    const session = JSON.parse(raw) as AuthSession;
-    return session.realmId === realm.id ? session : null;
+    const session = await this.signed.open<AuthSession>(realm.id, PURPOSE, readCookie(request, AUTH_SESSION_COOKIE), MAX_COOKIE_VALUE);
+    if (!session || session.realmId !== realm.id || typeof session.csrf !== 'string') return null;
+    const { exp: _exp, ...fields } = session;
+    return fields;
   }
 
   /** True when a form post carries this session's CSRF token. */
@@ -56,8 +78,8 @@ export class AuthSessions {
     return typeof submitted === 'string' && secretsEqual(submitted, session.csrf);
   }
 
-  async end(reply: FastifyReply, request: FastifyRequest, realm: Realm, session: AuthSession): Promise<void> {
-    await this.store.delete(`auth-session:${session.id}`);
+  /** The login is over: the browser forgets the request (a copy kept elsewhere can only start a new login). */
+  end(reply: FastifyReply, request: FastifyRequest, realm: Realm): void {
     clearCookie(reply, AUTH_SESSION_COOKIE, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname) });
   }
 }

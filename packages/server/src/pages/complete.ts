@@ -19,7 +19,7 @@ export async function completeLogin(
 ): Promise<FastifyReply> {
   const session = existing ?? (await startSsoSession(ctx, request, reply, realm, user));
   if (existing) await ctx.storage.sessions.touch(existing.id, Date.now());
-  await ctx.authSessions.end(reply, request, realm, auth);
+  ctx.authSessions.end(reply, request, realm);
   await ctx.events.user(realm, {
     type: 'LOGIN',
     clientId: auth.clientId,

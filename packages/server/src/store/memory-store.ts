@@ -3,8 +3,14 @@ import { errorText, wholeMs } from './internal.js';
 
 export interface MemoryStoreOptions {
   logger: Logger;
-  /** Keys held at most; beyond it the least recently written key is evicted. */
+  /**
+   * Keys held at most, claims aside; beyond it the least recently written is evicted. Claims (keys written
+   * by setIfAbsent: used e-mail links, spent proof-of-work challenges, redeemed codes, shared secrets) are never
+   * evicted, since a claim that vanished early could be made twice.
+   */
   maxKeys?: number;
+  /** Claims held at most; beyond it setIfAbsent fails (refuses to claim) rather than forget an older claim. */
+  maxClaims?: number;
   /** Hits kept per sliding-window key; counts stop rising there. */
   maxHitsPerKey?: number;
   sweepIntervalMs?: number;
@@ -14,6 +20,9 @@ type Entry =
   | { kind: 'value'; value: string; expiresAt: number }
   | { kind: 'hits'; stamps: number[]; expiresAt: number };
 
+/** Claims are swept (expired ones dropped) at most this often when their bound is reached. */
+const CLAIM_SWEEP_MIN_INTERVAL_MS = 1000;
+
 interface Subscription {
   onMessage: (message: string) => void;
   active: boolean;
@@ -22,28 +31,38 @@ interface Subscription {
 // Monotonic, so a wall-clock step neither expires nor revives keys.
 const now = (): number => performance.now();
 
-/** The shared store of a single process. Behaves as RedisStore does, errors included. */
+/**
+ * The shared store of a single process. Behaves as RedisStore does, errors included, and as Redis with
+ * `maxmemory-policy noeviction` for claims: nothing written by setIfAbsent is dropped before it expires.
+ */
 export class MemoryStore implements SharedStore {
+  /** Evictable keys, least recently written first. */
   private readonly entries = new Map<string, Entry>();
+  /** Keys written by setIfAbsent: kept until they expire or are deleted, under their own bound. */
+  private readonly claims = new Map<string, Entry>();
   private readonly channels = new Map<string, Set<Subscription>>();
   private readonly logger: Logger;
   private readonly maxKeys: number;
+  private readonly maxClaims: number;
   private readonly maxHitsPerKey: number;
   private readonly sweeper: NodeJS.Timeout;
   private evicted = 0;
+  private claimsRefused = 0;
+  private lastClaimSweep = -Infinity;
 
-  constructor({ logger, maxKeys = 1_000_000, maxHitsPerKey = 10_000, sweepIntervalMs = 10_000 }: MemoryStoreOptions) {
+  constructor({ logger, maxKeys = 1_000_000, maxClaims = 1_000_000, maxHitsPerKey = 10_000, sweepIntervalMs = 10_000 }: MemoryStoreOptions) {
     this.logger = logger;
     this.maxKeys = maxKeys;
+    this.maxClaims = maxClaims;
     this.maxHitsPerKey = maxHitsPerKey;
     this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
     // The sweep must never keep a finished process alive.
     this.sweeper.unref();
   }
 
-  /** Keys held, expired ones not yet swept included. */
+  /** Keys held (claims included), expired ones not yet swept included. */
   get size(): number {
-    return this.entries.size;
+    return this.entries.size + this.claims.size;
   }
 
   async get(key: string): Promise<string | null> {
@@ -62,7 +81,7 @@ export class MemoryStore implements SharedStore {
     const ttl = wholeMs('ttlMs', ttlMs);
     const at = now();
     if (this.live(key, at) !== undefined) return false;
-    this.put(key, { kind: 'value', value, expiresAt: at + ttl });
+    this.claim(key, { kind: 'value', value, expiresAt: at + ttl }, at);
     return true;
   }
 
@@ -79,12 +98,15 @@ export class MemoryStore implements SharedStore {
     if (!/^-?\d+$/.test(entry.value) || !Number.isSafeInteger(next)) {
       throw new Error(`value of key "${key}" is not an integer or out of range`);
     }
-    this.put(key, { kind: 'value', value: String(next), expiresAt: entry.expiresAt });
+    // A claim that is counted on stays a claim.
+    if (this.claims.has(key)) this.claims.set(key, { kind: 'value', value: String(next), expiresAt: entry.expiresAt });
+    else this.put(key, { kind: 'value', value: String(next), expiresAt: entry.expiresAt });
     return next;
   }
 
   async delete(key: string): Promise<void> {
     this.entries.delete(key);
+    this.claims.delete(key);
   }
 
   async recordHit(key: string, windowMs: number): Promise<number> {
@@ -147,9 +169,10 @@ export class MemoryStore implements SharedStore {
   }
 
   private live(key: string, at: number): Entry | undefined {
-    const entry = this.entries.get(key);
+    const map = this.claims.has(key) ? this.claims : this.entries;
+    const entry = map.get(key);
     if (entry !== undefined && entry.expiresAt <= at) {
-      this.entries.delete(key);
+      map.delete(key);
       return undefined;
     }
     return entry;
@@ -157,6 +180,7 @@ export class MemoryStore implements SharedStore {
 
   /** Writes move a key to the young end of the map's order, so eviction takes the least recently written. */
   private put(key: string, entry: Entry): void {
+    this.claims.delete(key);
     this.entries.delete(key);
     this.entries.set(key, entry);
     if (this.entries.size > this.maxKeys) {
@@ -164,6 +188,20 @@ export class MemoryStore implements SharedStore {
       this.entries.delete(oldest);
       this.evicted += 1;
     }
+  }
+
+  /** A claim is never evicted: when their bound is reached and sweeping frees nothing, the claim is refused. */
+  private claim(key: string, entry: Entry, at: number): void {
+    if (this.claims.size >= this.maxClaims && at - this.lastClaimSweep >= CLAIM_SWEEP_MIN_INTERVAL_MS) {
+      this.lastClaimSweep = at;
+      for (const [name, held] of this.claims) if (held.expiresAt <= at) this.claims.delete(name);
+    }
+    if (this.claims.size >= this.maxClaims) {
+      this.claimsRefused += 1;
+      throw new Error(`shared store full: ${this.maxClaims} claims (used links, spent challenges) held, none expired; refusing "${key}" rather than forgetting an older one`);
+    }
+    this.entries.delete(key);
+    this.claims.set(key, entry);
   }
 
   private deliver(channel: string, subscription: Subscription, message: string): void {
@@ -176,8 +214,17 @@ export class MemoryStore implements SharedStore {
 
   private sweep(): void {
     const at = now();
-    for (const [key, entry] of this.entries) {
-      if (entry.expiresAt <= at) this.entries.delete(key);
+    for (const map of [this.entries, this.claims]) {
+      for (const [key, entry] of map) {
+        if (entry.expiresAt <= at) map.delete(key);
+      }
+    }
+    if (this.claimsRefused > 0) {
+      this.logger.error('memory store full of claims: refused new ones (raise maxClaims or use Redis)', {
+        refused: this.claimsRefused,
+        maxClaims: this.maxClaims,
+      });
+      this.claimsRefused = 0;
     }
     if (this.evicted > 0) {
       this.logger.warn('memory store full: evicted least recently written keys (raise maxKeys or use Redis)', {

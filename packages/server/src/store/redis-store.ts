@@ -203,11 +203,28 @@ export class RedisStore implements SharedStore {
     client.on('ready', () => {
       if (connection.failure !== undefined) this.logger.info('Redis connection restored', { connection: role });
       connection.failure = undefined;
+      if (role === 'commands') void this.checkEvictionPolicy(client);
     });
     if (role === 'subscriber') {
       client.on('message', (name: string, message: string) => this.dispatch(name, message));
     }
     return connection;
+  }
+
+  /**
+   * Every key here has a TTL, so any eviction policy but `noeviction` (Redis's default) may drop used-link and
+   * spent-challenge markers before they expire, and let them be used again. Said once per connection; a Redis
+   * that does not answer INFO (some managed ones) is taken on trust.
+   */
+  private async checkEvictionPolicy(client: Redis): Promise<void> {
+    try {
+      const policy = /^maxmemory_policy:(\S+)/m.exec(await client.info('memory'))?.[1];
+      if (policy !== undefined && policy !== 'noeviction') {
+        this.logger.warn('Redis may evict keys before they expire: set maxmemory-policy noeviction, or used e-mail links and spent proof-of-work challenges can be replayed under memory pressure', { maxmemoryPolicy: policy });
+      }
+    } catch (error) {
+      this.logger.debug('Redis eviction policy unknown (INFO refused)', { error: errorText(error) });
+    }
   }
 
   private dispatch(name: string, message: string): void {

@@ -4,7 +4,7 @@ import { baseUrl } from '../../http/index.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { showPage, completeLogin } from '../../pages/index.js';
 import { currentSsoSession, redirectToClient } from '../../pages/sso.js';
-import type { AuthSession } from '../../pages/auth-session.js';
+import type { AuthRequest, AuthSession } from '../../pages/auth-session.js';
 import { grantedScope, issuerOf } from './tokens.js';
 
 const MAX_PARAM = 2048;
@@ -57,7 +57,7 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       return fail('invalid_request', 'Missing parameter: code_challenge_method');
     }
     const prompt = param(request, 'prompt') ?? '';
-    const auth: Omit<AuthSession, 'id' | 'csrf' | 'createdAt' | 'realmId'> = {
+    const auth: AuthRequest = {
       clientId: client.clientId,
       redirectUri,
       responseMode,
@@ -67,12 +67,12 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       codeChallenge: challenge ?? null,
     };
     const sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
-    if (sso) {
-      const session = await ctx.authSessions.start(reply, request, realm, auth);
-      return completeLogin(ctx, request, reply, realm, session, sso.user, sso.session);
-    }
+    // Signed in already: the login completes in this request, and nothing about it is kept anywhere.
+    if (sso) return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session);
     if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');
+    // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
+    if (!session) return showPage.requestError(ctx, reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
     if (entry === 'registration' && realm.registrationAllowed) return showPage.registration(ctx, request, reply, realm, session, {});
     return showPage.login(ctx, request, reply, realm, session, {});
   };

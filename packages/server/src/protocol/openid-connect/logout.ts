@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
@@ -6,6 +5,7 @@ import { OAuthError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clearSsoCookie, currentSsoSession, showPage } from '../../pages/index.js';
+import { SignedState } from '../../pages/signed-state.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
@@ -13,6 +13,7 @@ import { TokenVerificationError } from './tokens.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const CONFIRM_LIFETIME_MS = 10 * 60 * 1000;
+const CONFIRM_PURPOSE = 'logout-confirm';
 
 function param(request: FastifyRequest, name: string): string | undefined {
   const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
@@ -22,10 +23,11 @@ function param(request: FastifyRequest, name: string): string | undefined {
 
 /**
  * Logout: with a `refresh_token` (back-channel, what adapters and the admin client send), or RP-initiated
- * from the browser with `id_token_hint` and a registered `post_logout_redirect_uri`. Without a hint the user
- * confirms first, so a link on another site cannot sign people out.
+ * from the browser with `id_token_hint` and a registered `post_logout_redirect_uri`. Without a hint, or with one
+ * whose session is not the browser's, the user confirms first, so a link on another site cannot sign people out.
  */
 export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const signed = new SignedState(ctx.keys);
   const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null) => {
     const user = await ctx.storage.users.byId(realm.id, userId);
     await ctx.storage.sessions.delete(sessionId);
@@ -76,25 +78,28 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     const state = param(request, 'state');
     const sso = await currentSsoSession(ctx, request, realm);
-    // The confirmation is bound to this browser's session: a token fetched elsewhere signs nobody out.
-    const confirmFor = `${realm.id} ${sso?.session.id ?? '-'}`;
+    // The confirmation is bound to this browser's session: a token fetched elsewhere signs nobody out. It is
+    // signed, not stored, so showing the page writes nothing; once the session ends it matches nothing.
+    const browserSession = sso?.session.id ?? null;
     const confirmToken = param(request, 'session_code');
-    const confirmed = confirmToken !== undefined && confirmToken.length < 100 && (await ctx.hostStore.get(`logout-confirm:${confirmToken}`)) === confirmFor;
+    const confirmed = confirmToken !== undefined && (await signed.open<{ sid: string | null }>(realm.id, CONFIRM_PURPOSE, confirmToken, 1024))?.sid === browserSession;
     if (confirmToken !== undefined && !confirmed) {
       return showPage.error(ctx, reply, realm, 'This sign-out request has expired or was not sent from this page. Nothing was changed; please try again.', 400);
     }
-    if (!hintClaims && !confirmed) {
-      const token = randomBytes(24).toString('base64url');
-      await ctx.hostStore.set(`logout-confirm:${token}`, confirmFor, CONFIRM_LIFETIME_MS);
+    // Keycloak's rule: without a hint, or with the hint of a session that is not this browser's, the user
+    // confirms; a hint alone (anyone's ID token, on a link from another site) never ends the browser's session.
+    const hintIsBrowsers = hintClaims !== null && sso !== null && hintClaims.sid === sso.session.id;
+    if (!confirmed && (!hintClaims || (sso && !hintIsBrowsers))) {
+      const token = await signed.seal(realm.id, CONFIRM_PURPOSE, { sid: browserSession }, CONFIRM_LIFETIME_MS);
       const hidden: Record<string, string> = {};
       if (clientId) hidden.client_id = clientId;
       if (redirect) hidden.post_logout_redirect_uri = redirect;
       if (state) hidden.state = state;
       return ctx.pages.send(reply, realm, 'logout-confirm', { action: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`, csrf: token, hidden });
     }
-    if (confirmed) await ctx.hostStore.delete(`logout-confirm:${confirmToken}`);
     if (sso) await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null);
     else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
+      // No session in this browser: the hint's own session ends (the client holding its ID token asks), as Keycloak.
       await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null);
     }
     clearSsoCookie(ctx, request, reply, realm);
