@@ -4,11 +4,15 @@ import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
 import { createRealmFromImport, parseRealmImport } from './admin/index.js';
-import { createUser, provisionRealm, setPassword } from './services/index.js';
+import { createUser, provisionRealm, setPassword, upgradeAdminModel } from './services/index.js';
+import { isUniqueViolation } from './storage/index.js';
 
 /** First start: the master realm and its administrator. Returns the generated password, if one was made. */
 export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username: string; generatedPassword: string | null } | null> {
-  if (await ctx.storage.realms.byName('master')) return null;
+  if (await ctx.storage.realms.byName('master')) {
+    await upgradeAdminModelOnce(ctx);
+    return null;
+  }
   const { config } = ctx;
   let password = config.bootstrapAdminPassword;
   let generated: string | null = null;
@@ -27,6 +31,17 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
     await ctx.storage.roles.grant(admin.id, [adminRole.id], trx);
   });
   return { username, generatedPassword: generated };
+}
+
+/** A database from before the master admin model (see upgradeAdminModel); another process may be doing the same. */
+async function upgradeAdminModelOnce(ctx: ServerContext): Promise<void> {
+  try {
+    const upgraded = await ctx.storage.transaction((trx) => upgradeAdminModel(ctx.storage, trx));
+    if (upgraded.length) ctx.logger.info({ realms: upgraded }, 'master realm: administration clients added for existing realms');
+  } catch (error) {
+    // A concurrent start-up did it first: its transaction committed the same rows.
+    if (!isUniqueViolation(error)) throw error;
+  }
 }
 
 /** The placeholder a realm file may use in any string value, e.g. a webhook URL that points back at this server. */

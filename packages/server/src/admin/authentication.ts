@@ -5,7 +5,7 @@ import { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthPr
 import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { requireRole } from './auth.js';
+import { requireRole } from './permissions.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, type FieldSpec, type Spec } from './validation.js';
 

@@ -2,11 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId, newSecret } from '../credentials/index.js';
 import { defaultClient } from '../model/defaults.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import type { Client, Realm } from '../model/types.js';
 import { ensureServiceAccount } from '../services/index.js';
 import { isUniqueViolation, type Db } from '../storage/index.js';
-import { requireRole } from './auth.js';
+import { isAdministrationClient, requireRole } from './permissions.js';
+import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { userRep } from './users.js';
@@ -172,6 +173,9 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
     const updated = clientFrom(parseClient(request.body), client);
+    if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
+      throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
+    }
     // Read before the transaction: SQLite's one connection is held by it.
     const serviceAccount = updated.clientId !== client.clientId ? await ctx.storage.users.serviceAccountOf(client.id) : null;
     await ctx.storage.transaction(async (trx) => {
@@ -194,6 +198,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'manage-clients');
+    // It would take its roles from every administrator of the realm; Keycloak refuses it to everyone too.
+    if (isAdministrationClient(realm, client)) throw forbidden(`${client.clientId} holds the administration roles of a realm and cannot be deleted`);
     await ctx.storage.transaction(async (trx) => {
       await trx.deleteFrom('role').where('container_id', '=', client.id).execute();
       await ctx.storage.clients.delete(client.id, trx);
@@ -224,6 +230,25 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;
     if (!user) throw badRequest('Service account not enabled for the client');
     return userRep(user);
+  });
+
+  roleMappingRoutes(app, ctx, {
+    prefix: '/realms/:realm/clients/:id/scope-mappings',
+    segment: 'scope-mappings',
+    holder: async (request) => {
+      const { realm, client } = await load(request as AdminRequest<{ realm: string; id: string }>);
+      return { realm, id: client.id, eventPath: `clients/${client.id}` };
+    },
+    view: 'view-clients',
+    manage: 'manage-clients',
+    resourceTypes: { realm: 'REALM_SCOPE_MAPPING', client: 'CLIENT_SCOPE_MAPPING' },
+    // A scope only narrows what tokens carry, so no admin-role rule (as Keycloak); realm roles are the realm's.
+    mayMap: async (caller, realm, _roles, realmLevel) => {
+      if (realmLevel) requireRole(caller, realm, 'manage-realm');
+    },
+    mappedIds: (clientId) => ctx.storage.roles.scopeMappedRoleIds(clientId),
+    add: (clientId, roleIds) => ctx.storage.roles.addScopeMappings(clientId, roleIds),
+    remove: (clientId, roleIds) => ctx.storage.roles.removeScopeMappings(clientId, roleIds),
   });
 
   containerRoleRoutes(

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest } from '../model/errors.js';
 import type { AdminEventTable, EventTable } from '../storage/index.js';
-import { requireRole } from './auth.js';
+import { requireRole } from './permissions.js';
 import { applyRealmSettings, realmSpec } from './realms.js';
 import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, queryInt, queryString } from './validation.js';

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { AppError } from '../model/errors.js';
+import { AppError, forbidden } from '../model/errors.js';
 import { authenticateAdmin } from './auth.js';
+import { isAnyAdministrator } from './permissions.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
@@ -30,7 +31,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         }
       });
       admin.get('/serverinfo', async (request) => {
-        callerOf(request);
+        // Versions, memory and the installed providers are for administrators, not for any signed-in user.
+        if (!isAnyAdministrator(callerOf(request))) throw forbidden('Server information is for administrators');
         const spi: Record<string, string> = { 'event-listener': 'eventsListener', 'form-action': 'form-action', 'form-protector': 'form-protector', 'realm-resource': 'realm-restapi-extension' };
         const providers: Record<string, { internal: boolean; providers: Record<string, { order: number; operationalInfo: Record<string, string> }> }> = {};
         for (const entry of ctx.providers.list()) {

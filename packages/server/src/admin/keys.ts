@@ -1,7 +1,7 @@
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { requireRole } from './auth.js';
+import { requireRole } from './permissions.js';
 import { callerOf, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's KeysMetadataRepresentation for the realm's signing keys (what `realms.getKeys` reads). */

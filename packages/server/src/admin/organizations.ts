@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { Organization, Realm } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import { isUniqueViolation, type Db } from '../storage/index.js';
-import { requireRole } from './auth.js';
+import { requireRole } from './permissions.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { userRep } from './users.js';
 import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';

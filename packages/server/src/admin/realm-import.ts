@@ -25,6 +25,46 @@ export interface RealmImport {
   users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
   organizations: (OrganizationInput & { members?: string[] })[];
   authentication: FlowImport;
+  /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
+  scopeMappings: ImportedScopeMapping[];
+}
+
+interface ImportedScopeMapping {
+  /** The client whose scope this is. */
+  client: string;
+  /** The client whose roles are named, or null for realm roles. */
+  roleContainer: string | null;
+  roles: string[];
+  path: string;
+}
+
+/**
+ * Scope mappings of clients. Entries for client scopes (`clientScope`) belong to a model this server does not
+ * have yet: reported through `onUnknown` and skipped, as is a role the realm lacks (Keycloak's exports name
+ * roles of built-in clients that differ between versions).
+ */
+function parseScopeMappings(rep: Record<string, unknown>, onUnknown?: (path: string) => void): ImportedScopeMapping[] {
+  const result: ImportedScopeMapping[] = [];
+  const read = (list: unknown, path: string, roleContainer: string | null) => {
+    for (const [i, entry] of asArray(list, path).entries()) {
+      const at = `${path}[${i}]`;
+      if (typeof entry !== 'object' || entry === null) throw badRequest(`${at}: must be an object`);
+      const { client, clientScope, roles } = entry as { client?: unknown; clientScope?: unknown; roles?: unknown };
+      if (clientScope !== undefined) {
+        onUnknown?.(`${at}.clientScope`);
+        continue;
+      }
+      if (typeof client !== 'string') throw badRequest(`${at}.client: is required`);
+      result.push({ client, roleContainer, roles: stringList(roles, `${at}.roles`), path: at });
+    }
+  };
+  read(rep.scopeMappings, 'realm.scopeMappings', null);
+  const byContainer = rep.clientScopeMappings;
+  if (byContainer !== undefined && byContainer !== null) {
+    if (typeof byContainer !== 'object' || Array.isArray(byContainer)) throw badRequest('realm.clientScopeMappings: must be an object');
+    for (const [container, list] of Object.entries(byContainer)) read(list, `realm.clientScopeMappings.${container}`, container);
+  }
+  return result;
 }
 
 const asArray = (value: unknown, path: string): unknown[] => {
@@ -162,7 +202,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     });
     return { ...parseOrganization(o, path, onUnknown), members };
   });
-  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown) };
+  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown), scopeMappings: parseScopeMappings(rep, onUnknown) };
 }
 
 /** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
@@ -209,6 +249,21 @@ export async function importRealmContents(ctx: ServerContext, realm: Realm, data
   for (const [i, role] of data.realmRoles.entries()) await linkComposites(realm.id, role, `realm.roles.realm[${i}]`);
   for (const [clientId, roles] of Object.entries(data.clientRoles)) {
     for (const [i, role] of roles.entries()) await linkComposites(clientContainer(clientId, ''), role, `realm.roles.client.${clientId}[${i}]`);
+  }
+  for (const mapping of data.scopeMappings) {
+    const holder = clientUuid.get(mapping.client);
+    const container = mapping.roleContainer === null ? realm.id : clientUuid.get(mapping.roleContainer);
+    if (!holder || !container) {
+      ctx.logger.warn({ realm: realm.name, path: mapping.path }, 'realm import: scope mapping of an unknown client, skipped');
+      continue;
+    }
+    const ids: string[] = [];
+    for (const name of mapping.roles) {
+      const row = await trx.selectFrom('role').select('id').where('container_id', '=', container).where('name', '=', name).executeTakeFirst();
+      if (row) ids.push(row.id);
+      else ctx.logger.warn({ realm: realm.name, path: mapping.path, role: name }, 'realm import: scope mapping of an unknown role, skipped');
+    }
+    await storage.roles.addScopeMappings(holder, ids, trx);
   }
   await ctx.flows.importFlows(realm.id, data.authentication, trx);
   // The bindings are settings of the realm, read before its flows existed: checked once they do.

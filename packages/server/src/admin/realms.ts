@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { defaultRolesName, provisionRealm } from '../services/index.js';
+import { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { hasAnyRole, isSuperAdmin, requireRole } from './auth.js';
+import { hasAnyRole, isSuperAdmin, requireRole } from './permissions.js';
 import { importRealmContents, parseRealmImport } from './realm-import.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, type Spec } from './validation.js';
@@ -141,19 +141,24 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms', async (request: AdminRequest) => {
     const caller = callerOf(request);
-    const realms = isSuperAdmin(caller) ? await ctx.storage.realms.list() : [caller.realm].filter((r) => hasAnyRole(caller, r));
+    // A master caller may administer any realm through master's {realm}-realm clients; others only their own.
+    const candidates = caller.realm.name === 'master' ? await ctx.storage.realms.list() : [caller.realm];
+    const realms = candidates.filter((r) => hasAnyRole(caller, r));
     // Keycloak answers 403, not an empty list, to a caller who may see no realm at all.
     if (realms.length === 0) throw forbidden('No realm is visible to this caller');
     return realms.map(realmRep);
   });
 
   app.post('/realms', async (request: AdminRequest, reply) => {
-    requireRole(callerOf(request), null, 'create-realm');
+    const caller = callerOf(request);
+    requireRole(caller, null, 'create-realm');
     const parsed = parseRealmImport(request.body, isListener);
     if (await ctx.storage.realms.byName(parsed.settings.realm as string)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
     let realm: Realm;
     try {
-      realm = await createRealmFromImport(ctx, parsed);
+      // Keycloak gives a creator who is not the master administrator every role over the new realm, so what the
+      // import grants inside that realm is never more than the creator holds afterwards.
+      realm = await createRealmFromImport(ctx, parsed, isSuperAdmin(caller) ? null : caller.userId);
     } catch (error) {
       // Another request created the same name between the check above and the insert.
       if (isUniqueViolation(error)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
@@ -183,6 +188,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await ctx.storage.realms.update(updated, trx);
         // New users get the default role by its name, default-roles-<realm>: it is renamed with the realm, as Keycloak does.
         if (updated.name !== realm.name) {
+          await renameAdminClient(realm.name, updated.name, trx);
           await trx
             .updateTable('role')
             .set({ name: defaultRolesName(updated.name) })
@@ -203,18 +209,23 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-realm');
     if (realm.name === 'master') throw badRequest('The master realm cannot be deleted');
-    await ctx.storage.realms.delete(realm.id);
+    await ctx.storage.transaction(async (trx) => {
+      await removeAdminClient(realm.name, trx);
+      await ctx.storage.realms.delete(realm.id, trx);
+    });
     const master = await ctx.storage.realms.byName('master');
     if (master) await recordAdminEvent(ctx, request, master, 'DELETE', 'REALM', `realms/${realm.name}`);
     return reply.code(204).send();
   });
 }
 
-export async function createRealmFromImport(ctx: ServerContext, parsed: ReturnType<typeof parseRealmImport>): Promise<Realm> {
+/** Creates a realm from an import; `creatorUserId`, a master user, is given every role of master's client for it. */
+export async function createRealmFromImport(ctx: ServerContext, parsed: ReturnType<typeof parseRealmImport>, creatorUserId: string | null = null): Promise<Realm> {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
   return ctx.storage.transaction(async (trx) => {
     const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
     await importRealmContents(ctx, realm, parsed, trx);
+    if (creatorUserId) await grantAdminClientRoles(creatorUserId, realm.name, trx);
     return realm;
   });
 }

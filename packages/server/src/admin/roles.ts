@@ -4,7 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { requireRole } from './auth.js';
+import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
 import { userRep } from './users.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, queryInt, queryString, uuidPattern, type Spec } from './validation.js';
@@ -73,6 +73,7 @@ export function containerRoleRoutes(
   app.post(prefix, async (request: AdminRequest, reply) => {
     const c = await resolve(ctx, request);
     requireRole(callerOf(request), c.realm, permission.manage);
+    await requireMayAddRoleTo(ctx, c.realm, c.containerId);
     const input = parseRole(request.body);
     if (!input.name) throw badRequest('role.name: is required', 'name');
     const role: Role = { id: newId(), realmId: c.realm.id, containerId: c.containerId, clientRole: c.clientRole, name: input.name, description: input.description ?? null };
@@ -102,6 +103,7 @@ export function containerRoleRoutes(
   app.put(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
+    await requireMayChangeRole(ctx, callerOf(request), role);
     const updated = await updateRole(ctx, role, request.body);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', resourceType(clientRole), `${eventPath}/${updated.name}`, roleRep(updated, false));
     return reply.code(204).send();
@@ -110,6 +112,7 @@ export function containerRoleRoutes(
   app.delete(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
+    await requireMayChangeRole(ctx, callerOf(request), role);
     if (!clientRole && role.name === `default-roles-${realm.name.toLowerCase()}`) throw badRequest('The default role of a realm cannot be deleted');
     await ctx.storage.roles.delete(role.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}`);
@@ -125,7 +128,7 @@ export function containerRoleRoutes(
   app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
-    await ctx.storage.roles.addComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
+    await ctx.storage.roles.addComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'CREATE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
   });
@@ -133,7 +136,7 @@ export function containerRoleRoutes(
   app.delete(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     requireRole(callerOf(request), realm, permission.manage);
-    await ctx.storage.roles.removeComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
+    await ctx.storage.roles.removeComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
   });
@@ -153,13 +156,16 @@ export function containerRoleRoutes(
   });
 }
 
+/** The most roles one call may name: Keycloak sets no limit, a bound keeps one request's work small. */
+const MAX_ROLES_PER_CALL = 1000;
+
 /**
  * A body that lists roles (`[{id}]` or `[{name}]`, as the admin client sends them): every one must exist
- * in this realm, or nothing changes.
+ * in this realm (in `containerId` when given), or nothing changes. Duplicates count once.
  */
 export async function rolesFromBody(ctx: ServerContext, realm: Realm, body: unknown, containerId?: string): Promise<Role[]> {
-  if (!Array.isArray(body) || body.length > 500) throw badRequest('Request body must be an array of roles (at most 500)');
-  const roles: Role[] = [];
+  if (!Array.isArray(body) || body.length > MAX_ROLES_PER_CALL) throw badRequest(`Request body must be an array of roles (at most ${MAX_ROLES_PER_CALL})`);
+  const roles = new Map<string, Role>();
   for (const [i, item] of body.entries()) {
     if (typeof item !== 'object' || item === null) throw badRequest(`[${i}]: must be a role object`);
     const { id, name } = item as { id?: unknown; name?: unknown };
@@ -173,9 +179,17 @@ export async function rolesFromBody(ctx: ServerContext, realm: Realm, body: unkn
       throw badRequest(`[${i}]: a role needs an "id" or a "name"`);
     }
     if (!role || (containerId !== undefined && role.containerId !== containerId)) throw notFound(`Role ${String(id ?? name)} not found`);
-    roles.push(role);
+    roles.set(role.id, role);
   }
-  return roles;
+  return [...roles.values()];
+}
+
+/** The roles a composites call adds to or removes from `parent`, once the caller may (requireMayCompose). */
+async function compositeChange(ctx: ServerContext, request: AdminRequest, parent: Role): Promise<string[]> {
+  const realm = await targetRealm(ctx, request);
+  const children = await rolesFromBody(ctx, realm, request.body);
+  await requireMayCompose(ctx, callerOf(request), realm, parent, children);
+  return children.map((r) => r.id);
 }
 
 export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -207,6 +221,7 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.put('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
+    await requireMayChangeRole(ctx, callerOf(request), role);
     const updated = await updateRole(ctx, role, request.body);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}`, roleRep(updated, false));
     return reply.code(204).send();
@@ -214,6 +229,7 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.delete('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
+    await requireMayChangeRole(ctx, callerOf(request), role);
     await ctx.storage.roles.delete(role.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}`);
     return reply.code(204).send();
@@ -226,14 +242,14 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
-    await ctx.storage.roles.addComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
+    await ctx.storage.roles.addComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'CREATE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
     return reply.code(204).send();
   });
   app.delete('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, true));
-    await ctx.storage.roles.removeComposites(role.id, (await rolesFromBody(ctx, realm, request.body)).map((r) => r.id));
+    await ctx.storage.roles.removeComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `roles-by-id/${role.id}/composites`, request.body);
     return reply.code(204).send();
   });

@@ -4,8 +4,8 @@ import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { createUser, setPassword, userSnapshot } from '../services/index.js';
 import { isUniqueViolation, type Db } from '../storage/index.js';
-import { requireRole } from './auth.js';
-import { roleReps, rolesFromBody } from './roles.js';
+import { requireMayMapRoles, requireRole } from './permissions.js';
+import { roleMappingRoutes } from './role-mappings.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
@@ -195,62 +195,19 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   // Role mappings ---------------------------------------------------------------------------------------
 
-  app.get('/realms/:realm/users/:id/role-mappings', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'view-users');
-    const roles = await ctx.storage.roles.userRoles(user.id);
-    const realmMappings = await roleReps(ctx, roles.filter((r) => !r.clientRole));
-    const clientMappings: Record<string, { id: string; client: string; mappings: unknown[] }> = {};
-    for (const role of roles.filter((r) => r.clientRole)) {
-      const client = await ctx.storage.clients.byId(realm.id, role.containerId);
-      if (!client) continue;
-      clientMappings[client.clientId] ??= { id: client.id, client: client.clientId, mappings: [] };
-      clientMappings[client.clientId].mappings.push(...(await roleReps(ctx, [role])));
-    }
-    return { ...(realmMappings.length ? { realmMappings } : {}), ...(Object.keys(clientMappings).length ? { clientMappings } : {}) };
+  roleMappingRoutes(app, ctx, {
+    prefix: '/realms/:realm/users/:id/role-mappings',
+    segment: 'role-mappings',
+    holder: async (request) => {
+      const { realm, user } = await load(request as AdminRequest<{ realm: string; id: string }>);
+      return { realm, id: user.id, eventPath: `users/${user.id}` };
+    },
+    view: 'view-users',
+    manage: 'manage-users',
+    resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
+    mayMap: (caller, _realm, roles) => requireMayMapRoles(ctx, caller, roles),
+    mappedIds: (userId) => ctx.storage.roles.userRoleIds(userId),
+    add: (userId, roleIds) => ctx.storage.roles.grant(userId, roleIds),
+    remove: (userId, roleIds) => ctx.storage.roles.revoke(userId, roleIds),
   });
-
-  type MappingParams = { realm: string; id: string; client?: string };
-  const container = async (request: AdminRequest<MappingParams>) => {
-    const { realm, user } = await load(request);
-    if (request.params.client === undefined) return { realm, user, containerId: realm.id, type: 'REALM_ROLE_MAPPING', path: `users/${user.id}/role-mappings/realm` };
-    const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.client, 'Client'));
-    if (!client) throw notFound('Client not found');
-    return { realm, user, containerId: client.id, type: 'CLIENT_ROLE_MAPPING', path: `users/${user.id}/role-mappings/clients/${client.id}` };
-  };
-  for (const base of ['/realms/:realm/users/:id/role-mappings/realm', '/realms/:realm/users/:id/role-mappings/clients/:client']) {
-    app.get(base, async (request: AdminRequest<MappingParams>) => {
-      const c = await container(request);
-      requireRole(callerOf(request), c.realm, 'view-users');
-      return roleReps(ctx, (await ctx.storage.roles.userRoles(c.user.id)).filter((r) => r.containerId === c.containerId));
-    });
-    app.get(`${base}/available`, async (request: AdminRequest<MappingParams>) => {
-      const c = await container(request);
-      requireRole(callerOf(request), c.realm, 'view-users');
-      const mapped = new Set(await ctx.storage.roles.userRoleIds(c.user.id));
-      return roleReps(ctx, (await ctx.storage.roles.list(c.containerId)).filter((r) => !mapped.has(r.id)));
-    });
-    app.get(`${base}/composite`, async (request: AdminRequest<MappingParams>) => {
-      const c = await container(request);
-      requireRole(callerOf(request), c.realm, 'view-users');
-      const ids = await ctx.storage.roles.expand(await ctx.storage.roles.userRoleIds(c.user.id));
-      return roleReps(ctx, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
-    });
-    app.post(base, async (request: AdminRequest<MappingParams>, reply) => {
-      const c = await container(request);
-      requireRole(callerOf(request), c.realm, 'manage-users');
-      const roles = await rolesFromBody(ctx, c.realm, request.body, c.containerId);
-      await ctx.storage.roles.grant(c.user.id, roles.map((r) => r.id));
-      await recordAdminEvent(ctx, request, c.realm, 'CREATE', c.type, c.path, request.body);
-      return reply.code(204).send();
-    });
-    app.delete(base, async (request: AdminRequest<MappingParams>, reply) => {
-      const c = await container(request);
-      requireRole(callerOf(request), c.realm, 'manage-users');
-      const roles = await rolesFromBody(ctx, c.realm, request.body, c.containerId);
-      await ctx.storage.roles.revoke(c.user.id, roles.map((r) => r.id));
-      await recordAdminEvent(ctx, request, c.realm, 'DELETE', c.type, c.path, request.body);
-      return reply.code(204).send();
-    });
-  }
 }

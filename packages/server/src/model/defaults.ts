@@ -5,6 +5,18 @@ export const REALM_MANAGEMENT = 'realm-management';
 export const ADMIN_CLI = 'admin-cli';
 export const ACCOUNT = 'account';
 
+/** The master realm's roles that act on every realm: `admin` (all of them) and `create-realm`. */
+export const MASTER_ADMIN_ROLES = ['admin', 'create-realm'] as const;
+export const isMasterAdminRole = (name: string): boolean => (MASTER_ADMIN_ROLES as readonly string[]).includes(name);
+
+/**
+ * The master realm's client that administers realm `name` (Keycloak's `{realm}-realm`): its roles, held by a
+ * master user, act on that realm alone. Master itself is administered through `master-realm`.
+ */
+export const adminClientId = (realmName: string): string => `${realmName}-realm`;
+/** The realm a master client administers by its name, or null for a client id of another shape. */
+export const adminClientRealmName = (clientId: string): string | null => (clientId.endsWith('-realm') && clientId.length > 6 ? clientId.slice(0, -6) : null);
+
 /** Client roles of realm-management, with realm-admin the composite of all of them, as Keycloak's. */
 export const realmManagementRoles = [
   'create-client',

@@ -1,9 +1,12 @@
 import { newId, newSecret } from '../credentials/index.js';
 import type { Flows } from '../flows/index.js';
 import type { RealmKeys } from '../keys/index.js';
-import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
+import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
+
+const MASTER = 'master';
 
 export const defaultRolesName = (realmName: string) => `default-roles-${realmName.toLowerCase()}`;
 
@@ -38,7 +41,6 @@ export async function provisionRealm(
     const defaults = role(realm.id, defaultRolesName(name), false, '${role_default-roles}');
     for (const r of [offline, uma, defaults]) await storage.roles.insert(r, db);
 
-    const management: Client = { ...defaultClient(newId(), realm.id, REALM_MANAGEMENT), bearerOnly: true, standardFlowEnabled: false, name: '${client_realm-management}' };
     const adminCli: Client = { ...defaultClient(newId(), realm.id, ADMIN_CLI), publicClient: true, standardFlowEnabled: false, directAccessGrantsEnabled: true, name: '${client_admin-cli}' };
     const account: Client = {
       ...defaultClient(newId(), realm.id, ACCOUNT),
@@ -56,22 +58,10 @@ export async function provisionRealm(
       redirectUris: [`/realms/${name}/account/*`],
       attributes: { 'pkce.code.challenge.method': 'S256', 'post.logout.redirect.uris': '+' },
     };
-    for (const c of [management, adminCli, account, accountConsole]) await storage.clients.insert(c, db);
-
-    const managementRoles = new Map<string, Role>();
-    for (const roleName of [...realmManagementRoles, 'realm-admin']) {
-      const r = role(management.id, roleName, true, `\${role_${roleName}}`);
-      managementRoles.set(roleName, r);
-      await storage.roles.insert(r, db);
-    }
-    for (const [holder, implied] of Object.entries(impliedManagementRoles)) {
-      await storage.roles.addComposites(managementRoles.get(holder)!.id, implied.map((n) => managementRoles.get(n)!.id), db);
-    }
-    await storage.roles.addComposites(
-      managementRoles.get('realm-admin')!.id,
-      realmManagementRoles.map((n) => managementRoles.get(n)!.id),
-      db,
-    );
+    for (const c of [adminCli, account, accountConsole]) await storage.clients.insert(c, db);
+    // Master is administered through its own master-realm client (below); every other realm through its
+    // realm-management client and, from master, through master's {realm}-realm client.
+    if (name !== MASTER) await insertManagementClient(storage, realm.id, REALM_MANAGEMENT, true, db);
 
     const accountRoleIds = new Map<string, string>();
     for (const roleName of accountRoles) {
@@ -81,15 +71,118 @@ export async function provisionRealm(
     }
     await storage.roles.addComposites(defaults.id, [offline.id, uma.id, accountRoleIds.get('view-profile')!, accountRoleIds.get('manage-account')!], db);
 
-    if (name === 'master') {
+    if (name === MASTER) {
       const createRealm = role(realm.id, 'create-realm', false, '${role_create-realm}');
       const admin = role(realm.id, 'admin', false, '${role_admin}');
       await storage.roles.insert(createRealm, db);
       await storage.roles.insert(admin, db);
-      await storage.roles.addComposites(admin.id, [createRealm.id, managementRoles.get('realm-admin')!.id], db);
+      await storage.roles.addComposites(admin.id, [createRealm.id], db);
     }
+    await addAdminClient(storage, name, db);
   };
   if (trx) await work(trx);
   else await storage.transaction(work);
   return realm;
+}
+
+/**
+ * A bearer-only client holding Keycloak's management roles, `manage-X` composites of what they imply and, for
+ * realm-management, `realm-admin` over all of them. Returns the roles by name.
+ */
+async function insertManagementClient(storage: Storage, realmId: string, clientId: string, withRealmAdmin: boolean, db: Db): Promise<Map<string, Role>> {
+  const client: Client = { ...defaultClient(newId(), realmId, clientId), bearerOnly: true, standardFlowEnabled: false, name: clientId === REALM_MANAGEMENT ? '${client_realm-management}' : `${clientId.slice(0, -6)} Realm` };
+  await storage.clients.insert(client, db);
+  const roles = new Map<string, Role>();
+  for (const roleName of withRealmAdmin ? [...realmManagementRoles, 'realm-admin'] : realmManagementRoles) {
+    const r: Role = { id: newId(), realmId, containerId: client.id, clientRole: true, name: roleName, description: `\${role_${roleName}}` };
+    roles.set(roleName, r);
+    await storage.roles.insert(r, db);
+  }
+  for (const [holder, implied] of Object.entries(impliedManagementRoles)) {
+    await storage.roles.addComposites(roles.get(holder)!.id, implied.map((n) => roles.get(n)!.id), db);
+  }
+  if (withRealmAdmin) await storage.roles.addComposites(roles.get('realm-admin')!.id, realmManagementRoles.map((n) => roles.get(n)!.id), db);
+  return roles;
+}
+
+// Through `db`, never the repositories' own handle: inside a SQLite transaction that would wait forever.
+const masterOf = (db: Db) => db.selectFrom('realm').select('id').where('name', '=', MASTER).executeTakeFirst();
+
+const masterAdminRole = (db: Db, masterId: string) =>
+  db.selectFrom('role').select('id').where('container_id', '=', masterId).where('name', '=', 'admin').executeTakeFirst();
+
+/**
+ * Master's `{realm}-realm` client for a new realm, its roles added to master's `admin` composite (so the master
+ * administrator holds them). A realm of that name must not find the client id taken: its creation fails instead.
+ */
+async function addAdminClient(storage: Storage, realmName: string, db: Db): Promise<void> {
+  const master = await masterOf(db);
+  if (!master) throw new Error('the master realm must exist before any other realm');
+  const taken = await db.selectFrom('client').select('id').where('realm_id', '=', master.id).where('client_id', '=', adminClientId(realmName)).executeTakeFirst();
+  if (taken) throw conflict(`The master realm has a client named ${adminClientId(realmName)}, which administers realm ${realmName}: rename that client first`, 'realm');
+  const roles = await insertManagementClient(storage, master.id, adminClientId(realmName), false, db);
+  const admin = await masterAdminRole(db, master.id);
+  if (admin) await storage.roles.addComposites(admin.id, [...roles.values()].map((r) => r.id), db);
+}
+
+/** Gives a master user every role of master's client for `realmName`: what Keycloak gives a realm's creator. */
+export async function grantAdminClientRoles(userId: string, realmName: string, db: Db): Promise<void> {
+  const roles = await db
+    .selectFrom('role')
+    .innerJoin('client', 'client.id', 'role.container_id')
+    .innerJoin('realm', 'realm.id', 'client.realm_id')
+    .select('role.id')
+    .where('realm.name', '=', MASTER)
+    .where('client.client_id', '=', adminClientId(realmName))
+    .execute();
+  if (roles.length) await db.insertInto('user_role').values(roles.map((r) => ({ user_id: userId, role_id: r.id }))).onConflict((oc) => oc.columns(['user_id', 'role_id']).doNothing()).execute();
+}
+
+/** Renames master's client for a realm with the realm, as Keycloak does. */
+export async function renameAdminClient(oldName: string, newName: string, db: Db): Promise<void> {
+  const master = await masterOf(db);
+  if (!master) return;
+  await db.updateTable('client').set({ client_id: adminClientId(newName), name: `${newName} Realm` }).where('realm_id', '=', master.id).where('client_id', '=', adminClientId(oldName)).execute();
+}
+
+/** Removes master's client for a deleted realm, with its roles (their mappings and composites go with them). */
+export async function removeAdminClient(realmName: string, db: Db): Promise<void> {
+  const master = await masterOf(db);
+  if (!master) return;
+  const client = await db.selectFrom('client').select('id').where('realm_id', '=', master.id).where('client_id', '=', adminClientId(realmName)).executeTakeFirst();
+  if (!client) return;
+  await db.deleteFrom('role').where('container_id', '=', client.id).execute();
+  await db.deleteFrom('client').where('id', '=', client.id).execute();
+}
+
+/**
+ * Brings a database made before the master admin model to it, once: master's realm-management becomes
+ * master-realm (its realm-admin role goes; whoever held it directly gets every master-realm role instead), and
+ * every other realm gets its {realm}-realm client in master. Idempotent; runs at start-up in one transaction.
+ */
+export async function upgradeAdminModel(storage: Storage, db: Db): Promise<string[]> {
+  const master = await masterOf(db);
+  if (!master) return [];
+  const done: string[] = [];
+  const legacy = await db.selectFrom('client').select('id').where('realm_id', '=', master.id).where('client_id', '=', REALM_MANAGEMENT).executeTakeFirst();
+  if (legacy) {
+    await db.updateTable('client').set({ client_id: adminClientId(MASTER), name: `${MASTER} Realm` }).where('id', '=', legacy.id).execute();
+    const realmAdmin = await db.selectFrom('role').select('id').where('container_id', '=', legacy.id).where('name', '=', 'realm-admin').executeTakeFirst();
+    if (realmAdmin) {
+      const holders = await db.selectFrom('user_role').select('user_id').where('role_id', '=', realmAdmin.id).execute();
+      const managementRoleIds = (await db.selectFrom('role').select('id').where('container_id', '=', legacy.id).where('id', '!=', realmAdmin.id).execute()).map((r) => r.id);
+      for (const { user_id } of holders) await storage.roles.grant(user_id, managementRoleIds, db);
+      const admin = await masterAdminRole(db, master.id);
+      if (admin) await storage.roles.addComposites(admin.id, managementRoleIds, db);
+      await db.deleteFrom('role').where('id', '=', realmAdmin.id).execute();
+    }
+    done.push(MASTER);
+  }
+  const clientIds = new Set((await db.selectFrom('client').select('client_id').where('realm_id', '=', master.id).execute()).map((c) => c.client_id));
+  for (const realm of await db.selectFrom('realm').select('name').where('name', '!=', MASTER).execute()) {
+    if (clientIds.has(adminClientId(realm.name))) continue;
+    await addAdminClient(storage, realm.name, db);
+    done.push(realm.name);
+  }
+  return done;
 }

@@ -1,3 +1,4 @@
+import type { Client } from '../model/types.js';
 import type { Storage } from '../storage/index.js';
 
 export interface EffectiveRoles {
@@ -6,10 +7,24 @@ export interface EffectiveRoles {
   clientRoles: Record<string, string[]>;
 }
 
-/** The user's roles with composites expanded, grouped as Keycloak's token claims group them. */
-export async function effectiveRoles(storage: Storage, realmId: string, userId: string): Promise<EffectiveRoles> {
-  const ids = await storage.roles.expand(await storage.roles.userRoleIds(userId));
-  const roles = await storage.roles.byIds([...ids]);
+/**
+ * The roles a token of `client` may carry, or null for all of them (`fullScopeAllowed`): as Keycloak, the
+ * client's own roles and its scope mappings, composites expanded.
+ */
+async function clientScope(storage: Storage, client: Client): Promise<Set<string> | null> {
+  if (client.fullScopeAllowed) return null;
+  const own = (await storage.roles.list(client.id)).map((r) => r.id);
+  return storage.roles.expand([...own, ...(await storage.roles.scopeMappedRoleIds(client.id))]);
+}
+
+/**
+ * The user's roles with composites expanded, grouped as Keycloak's token claims group them; with `client`,
+ * only those in the client's scope.
+ */
+export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
+  const scope = client ? await clientScope(storage, client) : null;
+  const ids = [...(await storage.roles.expand(await storage.roles.userRoleIds(userId)))].filter((id) => scope === null || scope.has(id));
+  const roles = await storage.roles.byIds(ids);
   const realmRoles: string[] = [];
   const byClientUuid = new Map<string, string[]>();
   for (const role of roles) {
@@ -18,8 +33,8 @@ export async function effectiveRoles(storage: Storage, realmId: string, userId: 
   }
   const clientRoles: Record<string, string[]> = {};
   for (const [uuid, names] of byClientUuid) {
-    const client = await storage.clients.byId(realmId, uuid);
-    if (client) clientRoles[client.clientId] = names.sort();
+    const owner = await storage.clients.byId(realmId, uuid);
+    if (owner) clientRoles[owner.clientId] = names.sort();
   }
   return { realmRoles: realmRoles.sort(), clientRoles };
 }

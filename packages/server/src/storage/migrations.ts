@@ -215,4 +215,14 @@ export const migrations: Record<string, Migration> = {
     },
   },
   '0002-flows': flowsMigration,
+  '0003-scope-mappings': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('scope_mapping')
+        .addColumn('client_id', 'text', (c) => c.notNull().references('client.id').onDelete('cascade'))
+        .addColumn('role_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('scope_mapping_pk', ['client_id', 'role_id'])
+        .execute();
+    },
+  },
 };

@@ -167,4 +167,25 @@ export class RoleRepository {
     if (roleIds.length === 0) return;
     await db.deleteFrom('user_role').where('user_id', '=', userId).where('role_id', 'in', roleIds).execute();
   }
+
+  async scopeMappedRoleIds(clientId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('scope_mapping').select('role_id').where('client_id', '=', clientId).execute();
+    return rows.map((r) => r.role_id);
+  }
+
+  async addScopeMappings(clientId: string, roleIds: string[], db: Db = this.db): Promise<void> {
+    const fresh = [...new Set(roleIds)];
+    if (fresh.length) {
+      await db
+        .insertInto('scope_mapping')
+        .values(fresh.map((role_id) => ({ client_id: clientId, role_id })))
+        .onConflict((oc) => oc.columns(['client_id', 'role_id']).doNothing())
+        .execute();
+    }
+  }
+
+  async removeScopeMappings(clientId: string, roleIds: string[], db: Db = this.db): Promise<void> {
+    if (roleIds.length === 0) return;
+    await db.deleteFrom('scope_mapping').where('client_id', '=', clientId).where('role_id', 'in', roleIds).execute();
+  }
 }

@@ -111,6 +111,12 @@ export interface UserRoleTable {
   role_id: string;
 }
 
+/** A client's scope: the roles its tokens may carry when `fullScopeAllowed` is off (Keycloak's scope mappings). */
+export interface ScopeMappingTable {
+  client_id: string;
+  role_id: string;
+}
+
 export interface OrganizationTable {
   id: string;
   realm_id: string;
@@ -197,6 +203,7 @@ export interface Database extends FlowTables {
   role: RoleTable;
   role_composite: RoleCompositeTable;
   user_role: UserRoleTable;
+  scope_mapping: ScopeMappingTable;
   organization: OrganizationTable;
   organization_domain: OrganizationDomainTable;
   organization_member: OrganizationMemberTable;

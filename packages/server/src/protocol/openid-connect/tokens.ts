@@ -62,7 +62,7 @@ export class TokenService {
     const { realm, client, user } = ctx;
     const now = Math.floor(Date.now() / 1000);
     const issuer = issuerOf(ctx.base, realm.name);
-    const roles = await effectiveRoles(this.storage, realm.id, user.id);
+    const roles = await effectiveRoles(this.storage, realm.id, user.id, client);
     const resourceAccess: Record<string, { roles: string[] }> = {};
     for (const [clientId, names] of Object.entries(roles.clientRoles)) resourceAccess[clientId] = { roles: names };
     const audience = Object.keys(resourceAccess).filter((c) => c !== client.clientId);

@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { notFound } from '../model/errors.js';
+import type { Realm, Role } from '../model/types.js';
+import type { AdminAuth } from './auth.js';
+import { requireRole, type AdminRole } from './permissions.js';
+import { roleReps, rolesFromBody } from './roles.js';
+import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
+
+/** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */
+export interface MappingHolder {
+  realm: Realm;
+  id: string;
+  /** Resource path of the holder in admin events, e.g. `users/{id}`. */
+  eventPath: string;
+}
+
+export interface RoleMappingResource {
+  /** Route prefix under the realm, e.g. `/realms/:realm/users/:id/role-mappings`. */
+  prefix: string;
+  /** The last segment of admin events' resource path: `role-mappings` or `scope-mappings`. */
+  segment: string;
+  holder(request: AdminRequest): Promise<MappingHolder>;
+  view: AdminRole;
+  manage: AdminRole;
+  /** Admin event resource types for realm-role and client-role mappings. */
+  resourceTypes: { realm: string; client: string };
+  /** The check beyond `manage` for the roles of one call, before anything is written. */
+  mayMap(caller: AdminAuth, realm: Realm, roles: Role[], realmLevel: boolean): Promise<void>;
+  mappedIds(holderId: string): Promise<string[]>;
+  add(holderId: string, roleIds: string[]): Promise<void>;
+  remove(holderId: string, roleIds: string[]): Promise<void>;
+}
+
+/**
+ * Keycloak's role-mapping resource, the same for every holder: all mappings grouped by realm and client,
+ * and per container (`/realm`, `/clients/{client}`) the direct mappings, the roles still available, the
+ * effective ones (`/composite`), and POST/DELETE of a role list, all or nothing.
+ */
+export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, resource: RoleMappingResource): void {
+  const { prefix } = resource;
+  const mappedRoles = async (holderId: string): Promise<Role[]> =>
+    (await ctx.storage.roles.byIds(await resource.mappedIds(holderId))).sort((a, b) => a.name.localeCompare(b.name));
+
+  app.get(prefix, async (request: AdminRequest) => {
+    const holder = await resource.holder(request);
+    requireRole(callerOf(request), holder.realm, resource.view);
+    const roles = await mappedRoles(holder.id);
+    const realmMappings = await roleReps(ctx, roles.filter((r) => !r.clientRole));
+    const clientMappings: Record<string, { id: string; client: string; mappings: unknown[] }> = {};
+    for (const role of roles.filter((r) => r.clientRole)) {
+      const client = await ctx.storage.clients.byId(holder.realm.id, role.containerId);
+      if (!client) continue;
+      clientMappings[client.clientId] ??= { id: client.id, client: client.clientId, mappings: [] };
+      clientMappings[client.clientId].mappings.push(...(await roleReps(ctx, [role])));
+    }
+    return { ...(realmMappings.length ? { realmMappings } : {}), ...(Object.keys(clientMappings).length ? { clientMappings } : {}) };
+  });
+
+  type Params = { realm: string; id: string; client?: string };
+  const container = async (request: AdminRequest<Params>) => {
+    const holder = await resource.holder(request);
+    if (request.params.client === undefined) {
+      return { holder, containerId: holder.realm.id, type: resource.resourceTypes.realm, path: `${holder.eventPath}/${resource.segment}/realm` };
+    }
+    const client = await ctx.storage.clients.byId(holder.realm.id, pathId(request.params.client, 'Client'));
+    if (!client) throw notFound('Client not found');
+    return { holder, containerId: client.id, type: resource.resourceTypes.client, path: `${holder.eventPath}/${resource.segment}/clients/${client.id}` };
+  };
+  for (const base of [`${prefix}/realm`, `${prefix}/clients/:client`]) {
+    app.get(base, async (request: AdminRequest<Params>) => {
+      const c = await container(request);
+      requireRole(callerOf(request), c.holder.realm, resource.view);
+      return roleReps(ctx, (await mappedRoles(c.holder.id)).filter((r) => r.containerId === c.containerId));
+    });
+    app.get(`${base}/available`, async (request: AdminRequest<Params>) => {
+      const c = await container(request);
+      requireRole(callerOf(request), c.holder.realm, resource.view);
+      const mapped = new Set(await resource.mappedIds(c.holder.id));
+      return roleReps(ctx, (await ctx.storage.roles.list(c.containerId)).filter((r) => !mapped.has(r.id)));
+    });
+    app.get(`${base}/composite`, async (request: AdminRequest<Params>) => {
+      const c = await container(request);
+      requireRole(callerOf(request), c.holder.realm, resource.view);
+      const ids = await ctx.storage.roles.expand(await resource.mappedIds(c.holder.id));
+      return roleReps(ctx, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
+    });
+    for (const [method, operation] of [['POST', 'CREATE'], ['DELETE', 'DELETE']] as const) {
+      app.route({
+        method,
+        url: base,
+        handler: async (request: AdminRequest<Params>, reply) => {
+          const c = await container(request);
+          requireRole(callerOf(request), c.holder.realm, resource.manage);
+          const roles = await rolesFromBody(ctx, c.holder.realm, request.body, c.containerId);
+          await resource.mayMap(callerOf(request), c.holder.realm, roles, c.containerId === c.holder.realm.id);
+          const ids = roles.map((r) => r.id);
+          await (method === 'POST' ? resource.add(c.holder.id, ids) : resource.remove(c.holder.id, ids));
+          await recordAdminEvent(ctx, request, c.holder.realm, operation, c.type, c.path, request.body);
+          return reply.code(204).send();
+        },
+      });
+    }
+  }
+}
