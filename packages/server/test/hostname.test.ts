@@ -79,7 +79,8 @@ describe('with hostname set', () => {
   });
 
   it('answers discovery, the realm page and token issuers with the hostname whatever Host and X-Forwarded-* say', async () => {
-    for (const headers of [ATTACKER, { host: 'attacker.example' }, { 'x-forwarded-host': 'attacker.example:8443', 'x-forwarded-proto': 'https' }, {}]) {
+    const variants: Record<string, string>[] = [ATTACKER, { host: 'attacker.example' }, { 'x-forwarded-host': 'attacker.example:8443', 'x-forwarded-proto': 'https' }, {}];
+    for (const headers of variants) {
       const discovery = await raw(t.url, 'GET', '/realms/host/.well-known/openid-configuration', headers);
       const body = JSON.parse(discovery.body) as Record<string, string>;
       expect(body.issuer).toBe(`${PUBLIC}/realms/host`);
