@@ -21,6 +21,9 @@
  * real work for the long-task check), "sha" (SHA-256). POW_VERIFY_CONCURRENCY=1 and POW_VERIFY_QUEUE_LIMIT=1
  * make the pool's bound reachable; every scenario sends its own X-Forwarded-For (trusted from 127.0.0.1), so
  * rate counters and events do not mix. A pair of processes on PostgreSQL and Redis covers the shared store.
+ *
+ * Issue 11 (stale challenges, limits on per-flow config) uses "main" with fresh addresses and "tuned"; the
+ * limits are the defaults (no POW_MAX_* set), so the heavy realm's 64 MiB is exactly at its limit.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -38,6 +41,8 @@ import { launchBrowser } from '../../server/test/support/browser.js';
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
+  adminToken,
+  api,
   eventually,
   pgUrl,
   redisUrl,
@@ -315,6 +320,49 @@ async function configureFlow(realm: string, flow: string, config: Record<string,
   }
 }
 
+/**
+ * A new realm imported through the admin API (`POST /admin/realms`) whose browser flow is a copy of the
+ * built-in one (subflows included, made in "tuned") with `config` as the ext-pow execution's
+ * authenticatorConfig: the way a config reaches the store without the admin API's per-key checks.
+ */
+async function importRealmWithPowConfig(realm: string, config: Record<string, string>): Promise<void> {
+  const token = await adminToken(main.url);
+  const base = '/admin/realms/tuned/authentication';
+  const source = 'pow import source';
+  const find = async () => ((await api(main.url, 'GET', `${base}/flows`, token)).body as { id: string; alias: string }[]).find((f) => f.alias === source);
+  if (!(await find())) expect((await api(main.url, 'POST', `${base}/flows/browser/copy`, token, { newName: source })).status).toBe(201);
+  const top = (await find())!;
+  const rows = (await api(main.url, 'GET', `${base}/flows/${encodeURIComponent(source)}/executions`, token)).body as { flowId?: string }[];
+  const flowIds = [top.id, ...rows.flatMap((row) => (row.flowId ? [row.flowId] : []))];
+  const flows = [];
+  for (const id of flowIds) {
+    const { id: _id, ...flow } = (await api(main.url, 'GET', `${base}/flows/${id}`, token)).body as Record<string, unknown> & {
+      authenticationExecutions: Record<string, unknown>[];
+    };
+    flow.authenticationExecutions = flow.authenticationExecutions.map((e) =>
+      e.authenticator === 'ext-pow' ? { ...e, authenticatorConfig: 'pow-imported' } : e,
+    );
+    flows.push(flow);
+  }
+  const created = await api(main.url, 'POST', '/admin/realms', token, {
+    realm,
+    enabled: true,
+    browserFlow: source,
+    eventsEnabled: true,
+    authenticationFlows: flows,
+    authenticatorConfig: [{ alias: 'pow-imported', config }],
+    clients: [{ clientId: 'web', publicClient: true, redirectUris: [callback] }],
+    users: [
+      {
+        username: 'alice',
+        enabled: true,
+        credentials: [{ type: 'password', value: 'wonderland-42', temporary: false }],
+      },
+    ],
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+}
+
 async function powEvents(realm: string, type: string, ip: string) {
   kc.setConfig({ realmName: realm });
   return kc.realms.findEvents({ realm, type: type as 'LOGIN_ERROR', ipAddress: ip, max: 1000 });
@@ -479,8 +527,9 @@ describe('settings precedence, end to end', () => {
     expect((await submit(open, { ...user, pow_nonce: nonce })).status).toBe(302);
 
     // A bad per-flow value does not lock anyone out: that flow uses the server-wide settings, and says so.
-    await configureFlow('heavy', 'registration', { argon2_base_difficulty: '3', argon2_memory_kb: 'lots' });
-    const fallback = await openForm(main.url, 'heavy', 'registration', freshIp());
+    // The admin API refuses such a value (issue 11), so it arrives the other way a config is stored: an import.
+    await importRealmWithPowConfig('imported-junk', { argon2_base_difficulty: '3', argon2_memory_kb: 'lots' });
+    const fallback = await openForm(main.url, 'imported-junk', 'login', freshIp());
     expect(fallback.challenge).toMatchObject({ d: 1, t: 1, m: 1024 });
     expect(main.logs.some((line) => String(line.msg).includes('per-flow config argon2_memory_kb: argon2_memory_kb must be an integer'))).toBe(true);
   });
@@ -541,6 +590,12 @@ const RUN = randomBytes(4).toString('hex');
 const RATE_REALM = `pow-rate-${RUN}`;
 const SPENT_REALM = `pow-spent-${RUN}`;
 const CALM_REALM = `pow-calm-${RUN}`;
+/**
+ * The concurrent replay on a rate of its own: every request here comes from 127.0.0.1, and after the two
+ * submissions in SPENT_REALM a third would already find the difficulty raised (threshold 2) and be refused
+ * as stale before reaching the spent-set.
+ */
+const PAIR_REALM = `pow-pair-${RUN}`;
 
 interface SharedPair {
   r1: TestServer;
@@ -572,6 +627,7 @@ const sharedServers = () =>
     await createRealm(kc1, RATE_REALM);
     await createRealm(kc1, SPENT_REALM);
     await createRealm(kc1, CALM_REALM);
+    await createRealm(kc1, PAIR_REALM);
     const r2 = await startServer(options);
     return {
       r1,
@@ -626,14 +682,14 @@ describe('several processes sharing Redis', () => {
     expect((await loginErrors(r1.url, SPENT_REALM))[0]).toMatchObject({ error: 'pow_failed', details: { reason: 'replayed' } });
 
     // One solution sent to both processes at once: exactly one passes.
-    const a = await openForm(r2.url, SPENT_REALM, 'login');
-    const b = await openForm(r1.url, SPENT_REALM, 'login');
+    const a = await openForm(r2.url, PAIR_REALM, 'login');
+    const b = await openForm(r1.url, PAIR_REALM, 'login');
     const twice = { ...credentials, pow_challenge: a.form.fields.pow_challenge, pow_nonce: await solved(a.form.fields.pow_challenge) };
     const replies = await Promise.all([submit(a, twice, a.form, r1.url), submit(b, twice, b.form, r2.url)]);
     expect(replies.map((r) => r.status).sort()).toEqual([302, 400]);
-    await eventually(async () => (await loginErrors(r1.url, SPENT_REALM)).length === 2);
-    const reasons = (await loginErrors(r2.url, SPENT_REALM)).map((e) => e.details?.reason);
-    expect(reasons).toEqual(['replayed', 'replayed']);
+    await eventually(async () => (await loginErrors(r1.url, PAIR_REALM)).length === 1);
+    const reasons = (await loginErrors(r2.url, PAIR_REALM)).map((e) => e.details?.reason);
+    expect(reasons).toEqual(['replayed']);
   });
 
   it("counts one client's submissions to any process, by the address the server trusts", async () => {
@@ -883,6 +939,139 @@ describe('server checks with a scripted client (realm "main")', () => {
 // 6. Bounded server cost.
 // ---------------------------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------------------------
+// Issue 11: the difficulty in force when a form is posted, and server-wide limits on per-flow config.
+// ---------------------------------------------------------------------------------------------------------
+
+describe('a challenge fetched while the rate was low (issue 11)', () => {
+  /** Raises `ip`'s rate in "main" by `count` cheap submissions (no challenge) to its login form. */
+  const flood = async (ip: string, count: number) => {
+    for (let i = 0; i < count; i++) await attempt(main.url, 'main', ip);
+  };
+
+  it('is refused as stale once the rate rose, without a hash; the new page keeps the username and is harder', async () => {
+    const ip = freshIp();
+    // Loaded (and solved) while the rate was low: threshold 2, so d = 1.
+    const open = await openForm(main.url, 'main', 'login', ip);
+    expect(open.challenge.d).toBe(1);
+    const nonce = await solved(open.form.fields.pow_challenge);
+    // Then the same client floods: 3 attempts, so a page now gets 1 + ceil((3 - 2) / 2) = 2.
+    await flood(ip, 3);
+    const before = await hashes(main.url);
+    const reply = await submit(open, { username: 'alice', password: 'wonderland-42', pow_nonce: nonce });
+    expect(reply.status).toBe(400);
+    expect(pageMessage(reply.html)).toBe(GENERIC_LOGIN);
+    expect(await hashes(main.url)).toBe(before);
+    const errors = await eventsFrom('main', 'LOGIN_ERROR', ip, 4);
+    expect(errors.filter((e) => e.details?.reason === 'stale_difficulty')).toHaveLength(1);
+    expect(await powEvents('main', 'LOGIN', ip)).toEqual([]);
+    // A new challenge at the difficulty now in force (4 attempts: 2), the username kept, the password not.
+    const again = parseForm(reply.html);
+    expect(decodeChallenge(again.fields.pow_challenge).d).toBe(2);
+    expect(again.fields.username).toBe('alice');
+    expect(again.fields.password ?? '').toBe('');
+    // Solving that one signs in.
+    const signedIn = await submit(open, { username: 'alice', password: 'wonderland-42', pow_nonce: await solved(again.fields.pow_challenge) }, again);
+    expect(signedIn.status).toBe(302);
+    expect(await hashes(main.url)).toBe(before + 1);
+  });
+
+  it('lets one of many easy challenges harvested at the threshold through when they are all posted at once', async () => {
+    const ip = freshIp();
+    // At the threshold (2 attempts) pages still get d = 1; page loads do not count, so harvest four.
+    await flood(ip, 2);
+    const harvested = await Promise.all([...Array(4)].map(() => openForm(main.url, 'main', 'login', ip)));
+    expect(harvested.map((h) => h.challenge.d)).toEqual([1, 1, 1, 1]);
+    const nonces = await Promise.all(harvested.map((h) => solved(h.form.fields.pow_challenge)));
+    const before = await hashes(main.url);
+    const replies = await Promise.all(harvested.map((h, i) => submit(h, { username: 'alice', password: 'wonderland-42', pow_nonce: nonces[i] })));
+    // Only the post that found 2 attempts before it still meets d = 1; the others found 3 to 5, so d = 2 or 3.
+    expect(replies.map((r) => r.status).sort()).toEqual([302, 400, 400, 400]);
+    expect(await hashes(main.url)).toBe(before + 1);
+    const errors = await eventsFrom('main', 'LOGIN_ERROR', ip, 5);
+    expect(errors.filter((e) => e.details?.reason === 'stale_difficulty')).toHaveLength(3);
+  });
+
+  it('keeps what was typed in the registration form (never the passwords) when its challenge went stale', async () => {
+    const ip = freshIp();
+    const open = await openForm(main.url, 'main', 'registration', ip);
+    const nonce = await solved(open.form.fields.pow_challenge);
+    await flood(ip, 3);
+    const typed = { firstName: 'Stale', lastName: 'Mate', email: 'stale.mate@example.com', username: 'stalemate' };
+    const reply = await submit(open, { ...typed, password: 'checkmate-42', 'password-confirm': 'checkmate-42', pow_nonce: nonce });
+    expect(reply.status).toBe(400);
+    const [error] = await eventsFrom('main', 'REGISTER_ERROR', ip, 1);
+    expect(error).toMatchObject({ error: 'pow_failed', details: { reason: 'stale_difficulty' } });
+    const again = parseForm(reply.html);
+    expect(again.fields).toMatchObject(typed);
+    expect(again.fields.password ?? '').toBe('');
+    expect(again.fields['password-confirm'] ?? '').toBe('');
+    expect(decodeChallenge(again.fields.pow_challenge).d).toBe(2);
+    const done = await submit(open, { ...again.fields, password: 'checkmate-42', 'password-confirm': 'checkmate-42', pow_nonce: await solved(again.fields.pow_challenge) }, again);
+    expect(done.status).toBe(302);
+  });
+});
+
+describe('server-wide limits on per-flow config (issue 11)', () => {
+  const configPath = (realm: string, rest: string) => `/admin/realms/${realm}/authentication/${rest}`;
+
+  it('uses a stored value above a limit (a realm import) at the limit, warning, and still signs in', { timeout: 60_000 }, async () => {
+    await importRealmWithPowConfig('imported-big', { argon2_memory_kb: '1048576', argon2_iterations: '16', argon2_base_difficulty: '1' });
+    const open = await openForm(main.url, 'imported-big', 'login', freshIp());
+    // 64 MiB and 4 iterations: the default limits, not 1 GiB and 16.
+    expect(open.challenge).toMatchObject({ alg: 'argon2id', m: 65536, t: 4, d: 1 });
+    expect(
+      main.logs.some((line) => String(line.msg).includes("per-flow config argon2_memory_kb: argon2_memory_kb 1048576 is above this server's limit of 65536")),
+    ).toBe(true);
+    const before = await hashes(main.url);
+    const reply = await submit(open, { username: 'alice', password: 'wonderland-42', pow_nonce: await solved(open.form.fields.pow_challenge) });
+    expect(reply.status).toBe(302);
+    expect(await hashes(main.url)).toBe(before + 1);
+  });
+
+  it('answers 400 naming the key and the limit to a PUT or POST above a limit, and stores nothing', async () => {
+    const token = await adminToken(main.url);
+    // "tuned" has a config on its registration flow; its reset flow has none.
+    await configureFlow('tuned', 'registration', { argon2_base_difficulty: '3', argon2_iterations: '2' });
+    const registration = await powExecution('tuned', 'registration');
+    const configId = registration.authenticationConfig!;
+    const stored = await api(main.url, 'GET', configPath('tuned', `config/${configId}`), token);
+    expect(stored.status).toBe(200);
+    const reset = await powExecution('tuned', 'reset credentials');
+    expect(reset.authenticationConfig).toBeUndefined();
+
+    const attacks: [Record<string, string>, string, string][] = [
+      [{ argon2_memory_kb: '1048576' }, 'argon2_memory_kb', 'max_argon2_memory_kb'],
+      [{ argon2_memory_kb: '0001048576' }, 'argon2_memory_kb', 'max_argon2_memory_kb'],
+      [{ argon2_memory_kb: '65537' }, 'argon2_memory_kb', 'max_argon2_memory_kb'],
+      [{ argon2_iterations: '16' }, 'argon2_iterations', 'max_argon2_iterations'],
+      [{ argon2_base_difficulty: '9', argon2_max_difficulty: '16' }, 'argon2_max_difficulty', 'max_argon2_difficulty'],
+      [{ hash_algorithm: 'sha256', sha256_max_difficulty: '32' }, 'sha256_max_difficulty', 'max_sha256_difficulty'],
+    ];
+    for (const [config, key, limit] of attacks) {
+      const put = await api(main.url, 'PUT', configPath('tuned', `config/${configId}`), token, { id: configId, alias: 'pow-registration', config });
+      expect(put.status, JSON.stringify(config)).toBe(400);
+      expect(JSON.stringify(put.body)).toContain(key);
+      expect(JSON.stringify(put.body)).toContain(limit);
+      const post = await api(main.url, 'POST', configPath('tuned', `executions/${reset.id}/config`), token, { alias: 'pow-reset', config });
+      expect(post.status, JSON.stringify(config)).toBe(400);
+      expect(JSON.stringify(post.body)).toContain(key);
+    }
+    // Nothing written: the old config as it was, no config on the reset execution, the same challenges.
+    expect((await api(main.url, 'GET', configPath('tuned', `config/${configId}`), token)).body).toEqual(stored.body);
+    expect((await powExecution('tuned', 'reset credentials')).authenticationConfig).toBeUndefined();
+    expect((await openForm(main.url, 'tuned', 'registration', freshIp())).challenge).toMatchObject({ d: 3, t: 2, m: 1024 });
+    // At the limit is accepted.
+    const atLimit = await api(main.url, 'PUT', configPath('tuned', `config/${configId}`), token, {
+      id: configId,
+      alias: 'pow-registration',
+      config: { argon2_base_difficulty: '3', argon2_iterations: '4' },
+    });
+    expect(atLimit.status).toBe(204);
+    await configureFlow('tuned', 'registration', { argon2_base_difficulty: '3', argon2_iterations: '2' });
+  });
+});
+
 describe('bounded verification cost', () => {
   it('answers 503 with Retry-After past the queue limit, while other routes stay fast', { timeout: 60_000 }, async () => {
     // Heavy hashes (64 MiB, t = 2) at difficulty 0: any nonce is a solution, the server still hashes once.
@@ -993,8 +1182,8 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
     await browser?.close();
   });
 
-  async function person(options: { javaScriptEnabled?: boolean } = {}): Promise<Page> {
-    const context = await browser.newContext({ extraHTTPHeaders: { 'x-forwarded-for': freshIp() }, ...options });
+  async function person(options: { javaScriptEnabled?: boolean } = {}, ip = freshIp()): Promise<Page> {
+    const context = await browser.newContext({ extraHTTPHeaders: { 'x-forwarded-for': ip }, ...options });
     contexts.push(context);
     await context.addInitScript(installProbe);
     return context.newPage();
@@ -1120,6 +1309,40 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
     expect(posted[0].at - decodeChallenge(sent.get('pow_challenge')!).iat).toBeGreaterThanOrEqual(500);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: oidc.skipStateCheck });
     expect(tokens.claims()?.preferred_username).toBe('dinah');
+  });
+
+  it('after a stale challenge, shows the form again with what was typed (not the passwords) and solves anew by itself', { timeout: 60_000 }, async () => {
+    const ip = freshIp();
+    const page = await person({}, ip);
+    const { config, verifier, url } = await authorization('main', 'registrations');
+    await page.goto(url);
+    await expect.poll(() => nonceOf(page), { timeout: 20_000 }).toMatch(/^[0-9]+$/);
+    const first = await page.inputValue('input[name="pow_challenge"]');
+    expect(decodeChallenge(first).d).toBe(1);
+    const typed = { firstName: 'Tweedle', lastName: 'Dee', email: 'tweedle.dee@example.com', username: 'tweedledee' };
+    for (const [id, value] of Object.entries(typed)) await page.fill(`#${id}`, value);
+    await page.fill('#password', 'contrariwise-1');
+    await page.fill('#password-confirm', 'contrariwise-1');
+    // Meanwhile the same address floods the realm: the solved challenge on the page is now too easy.
+    for (let i = 0; i < 3; i++) await attempt(main.url, 'main', ip);
+    await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('button[type=submit]')]);
+    await page.waitForLoadState('domcontentloaded');
+    expect(await page.locator('#page-message').textContent()).toContain('We could not verify this registration');
+    const [error] = await eventsFrom('main', 'REGISTER_ERROR', ip, 1);
+    expect(error.details).toMatchObject({ reason: 'stale_difficulty' });
+    for (const [id, value] of Object.entries(typed)) expect(await page.inputValue(`#${id}`), id).toBe(value);
+    expect(await page.inputValue('#password')).toBe('');
+    expect(await page.inputValue('#password-confirm')).toBe('');
+    // A new, harder challenge, which the page solves without being asked.
+    const second = await page.inputValue('input[name="pow_challenge"]');
+    expect(second).not.toBe(first);
+    expect(decodeChallenge(second).d).toBe(2);
+    await expect.poll(() => nonceOf(page), { timeout: 20_000 }).toMatch(/^[0-9]+$/);
+    await page.fill('#password', 'contrariwise-1');
+    await page.fill('#password-confirm', 'contrariwise-1');
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(callback), { timeout: 30_000 }), page.click('button[type=submit]')]);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: oidc.skipStateCheck });
+    expect(tokens.claims()?.preferred_username).toBe('tweedledee');
   });
 
   it('sends the reset mail after an early submit; the e-mailed new-password form carries no challenge', { timeout: 60_000 }, async () => {
