@@ -12,6 +12,8 @@ export interface AuthProvider {
   description: string;
   requirementChoices: readonly Requirement[];
   configProperties: readonly ConfigProperty[];
+  /** The provider's own check of an authenticatorConfig before it is stored (SPI `validateConfig`). */
+  validateConfig?: (config: Readonly<Record<string, string>>) => string[];
 }
 
 const builtIn = (id: string, role: ProviderRole, displayName: string, description: string, requirementChoices: Requirement[]): AuthProvider => ({
@@ -81,6 +83,7 @@ const fromFactory = (factory: FormActionFactory | FormProtectorFactory): AuthPro
   description: factory.helpText ?? '',
   requirementChoices: factory.requirementChoices,
   configProperties: factory.configProperties ?? [],
+  ...(factory.validateConfig ? { validateConfig: (config: Readonly<Record<string, string>>) => factory.validateConfig!(config) } : {}),
 });
 
 /** Every provider a flow execution can name: the built-in ones and the installed form actions and protectors. */

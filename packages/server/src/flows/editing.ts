@@ -258,6 +258,7 @@ export class FlowEditor {
       const execution = flows.execution(executionId);
       if (!execution) throw executionNotFound();
       const previous = flows.config(execution.configId);
+      this.checkConfig(execution, withoutEmpty(input.config));
       await this.repository.deleteConfigs(previous ? [previous.id] : [], trx);
       const config: AuthenticatorConfig = { id: newId(), realmId: realm.id, alias: input.alias, config: withoutEmpty(input.config) };
       await this.repository.insertConfig(config, trx);
@@ -268,9 +269,11 @@ export class FlowEditor {
 
   async updateConfig(realm: Realm, configId: string, input: ConfigInput): Promise<AuthenticatorConfig> {
     return this.write(async (trx) => {
-      const existing = (await this.load(realm.id, trx)).config(configId);
+      const flows = await this.load(realm.id, trx);
+      const existing = flows.config(configId);
       if (!existing) throw configNotFound();
       const config = { ...existing, alias: input.alias ?? existing.alias, config: withoutEmpty(input.config ?? {}) };
+      for (const execution of flows.executionsUsingConfig(configId)) this.checkConfig(execution, config.config);
       await this.repository.updateConfig(config, trx);
       return config;
     }, `Authentication execution configuration ${input.alias} already exists`);
@@ -281,6 +284,13 @@ export class FlowEditor {
       if (!(await this.load(realm.id, trx)).config(configId)) throw configNotFound();
       await this.repository.deleteConfigs([configId], trx);
     });
+  }
+
+  /** The provider's own rules for its config (SPI `validateConfig`): 400 naming every problem, nothing written. */
+  private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
+    const validate = execution.authenticator ? this.catalog.get(execution.authenticator)?.validateConfig : undefined;
+    const problems = validate?.(config) ?? [];
+    if (problems.length > 0) throw badRequest(`config: ${problems.join('; ')}`, 'config');
   }
 
   private editableParent(flows: RealmFlows, alias: string, builtInMessage: string): AuthFlow {

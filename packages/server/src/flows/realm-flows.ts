@@ -56,6 +56,11 @@ export class RealmFlows {
     return id === null ? undefined : this.configs.get(id);
   }
 
+  /** Executions whose authenticatorConfig is this one (normally one). */
+  executionsUsingConfig(configId: string): AuthExecution[] {
+    return [...this.executions.values()].filter((e) => e.configId === configId);
+  }
+
   /** The executions that run this flow as their subflow (one, unless data was damaged). */
   executionsRunning(flowId: string): AuthExecution[] {
     return [...this.executions.values()].filter((e) => e.subFlowId === flowId);
