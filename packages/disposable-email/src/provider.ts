@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type {
   Counter,
+  FormActionContext,
   FormActionFactory,
+  FormValidation,
   Gauge,
   Logger,
   ProviderContext,
@@ -91,21 +93,24 @@ export function createProviders(blocklist: Blocklist = defaultBlocklist): Provid
     },
     create() {
       const { logger, rejections } = formState;
+      // Registration and a later change of address are judged alike: a refused domain cannot come in afterwards.
+      const judge = (what: string) => ({ form, realm }: FormActionContext): FormValidation => {
+        const email = form.email;
+        if (typeof email !== 'string' || !blocklist.isDisposable(email)) return { ok: true };
+        rejections?.inc();
+        logger.info(`${what} rejected: disposable e-mail domain`, {
+          realm: realm.name,
+          domain: domainForLog(email),
+        });
+        return {
+          ok: false,
+          error: INVALID_EMAIL_DOMAIN,
+          fieldErrors: [{ field: 'email', message: REJECTION_MESSAGE }],
+        };
+      };
       return {
-        validate({ form, realm }) {
-          const email = form.email;
-          if (typeof email !== 'string' || !blocklist.isDisposable(email)) return { ok: true };
-          rejections?.inc();
-          logger.info('registration rejected: disposable e-mail domain', {
-            realm: realm.name,
-            domain: domainForLog(email),
-          });
-          return {
-            ok: false,
-            error: INVALID_EMAIL_DOMAIN,
-            fieldErrors: [{ field: 'email', message: REJECTION_MESSAGE }],
-          };
-        },
+        validate: judge('registration'),
+        validateProfile: judge('e-mail change'),
         renderAssets({ assetsBaseUrl }) {
           const src = `${assetsBaseUrl.replace(/\/+$/, '')}/${RESOURCE_ID}${SCRIPT_PATH}`;
           return `<script src="${escapeAttribute(src)}" defer></script>`;

@@ -300,6 +300,28 @@ describe('setup through the admin API, then registration in Chromium', () => {
     expect(registered).toEqual(expect.arrayContaining(['olga', 'pat']));
   });
 
+  it('refuses a disposable address on the account page too, and keeps the old one', async () => {
+    await registerSucceeds({ firstName: 'Mia', lastName: 'Mover', email: 'mia@example.com', username: 'mia' });
+    const page = await browser.newPage();
+    await page.goto(`${t.url}/realms/demo/account/`);
+    await page.fill('#username', 'mia');
+    await page.fill('#password', 'Long-enough-pass-1');
+    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await page.fill('#email', 'mia@sub.mailinator.com');
+    await Promise.all([page.waitForLoadState('load'), page.click('#account-profile button[type=submit]')]);
+    await expect.poll(() => page.locator('#input-error-email').textContent()).toBe(REJECTION);
+    expect(await page.locator('#email').getAttribute('aria-invalid')).toBe('true');
+    const [mia] = await kc.users.find({ username: 'mia', exact: true });
+    expect(mia.email).toBe('mia@example.com');
+    const refused = await eventually(async () => (await kc.realms.findEvents({ realm: 'demo', type: 'UPDATE_EMAIL_ERROR' as never })).find((e) => e.userId === mia.id));
+    expect(refused).toMatchObject({ error: 'invalid_email_domain', details: { updated_email: 'mia@sub.mailinator.com' } });
+    // A permanent address goes through as before.
+    await page.fill('#email', 'mia@example.org');
+    await Promise.all([page.waitForLoadState('load'), page.click('#account-profile button[type=submit]')]);
+    await expect.poll(async () => (await kc.users.find({ username: 'mia', exact: true }))[0].email).toBe('mia@example.org');
+    await page.close();
+  });
+
   it('gives malformed addresses the normal e-mail validation message, not a crash', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const malformed = ['not-an-email', 'someone@', '@mailinator.com', 'a@b@mailinator.com', 'some one@mailinator.com', 'someone@mailinator', 'someone@mailinator..com'];
@@ -340,6 +362,8 @@ async function startChildServer(name: string, env: Record<string, string>): Prom
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? dir,
       REALMGATE_MODE: 'production',
+      // Its port is chosen at start, so its public URL cannot be given beforehand: taken from each request.
+      REALMGATE_HOSTNAME_STRICT: 'false',
       REALMGATE_HTTP_PORT: '0',
       REALMGATE_HTTP_HOST: '127.0.0.1',
       REALMGATE_DB_URL: `sqlite:${join(dir, 'realmgate.db')}`,

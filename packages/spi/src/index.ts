@@ -263,6 +263,13 @@ export type FormValidation =
 
 export interface FormAction {
   validate(context: FormActionContext): Awaitable<FormValidation>;
+  /**
+   * Optional: judges a change a signed-in user makes to their own profile (account page today; the
+   * update-profile action and account API when they exist), so that what registration refuses cannot be set
+   * afterwards. Asked when the action is enabled in the realm's bound registration flow; `form` holds `email`,
+   * `firstName`, `lastName` and `username` as they would become.
+   */
+  validateProfile?(context: FormActionContext): Awaitable<FormValidation>;
   /** Runs after the user was created (registration success). */
   success?(context: FormActionContext & { userId: string }): Awaitable<void>;
   /** Markup appended to the form page (scripts for inline checks); must be safe HTML. */

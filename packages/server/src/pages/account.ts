@@ -8,6 +8,7 @@ import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage, keepValues } from './pages.js';
 import { formValues } from './protection.js';
 import { clearSsoCookie, currentSsoSession } from './sso.js';
+import { profileRefusal } from './profile-rules.js';
 import { sendVerification } from './verify-email.js';
 import { emailPattern, personNamePattern as namePattern } from '../model/user-profile.js';
 
@@ -25,9 +26,13 @@ export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed
 export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const base = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account`;
 
-  const signedIn = async (request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; user: User; session: UserSession } | FastifyReply> => {
+  /** The signed-in user, or null when a page (the sign-in form, an error) has been sent instead. */
+  const signedIn = async (request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; user: User; session: UserSession } | null> => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
-    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    if (!realm || !realm.enabled) {
+      await showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+      return null;
+    }
     const sso = await currentSsoSession(ctx, request, realm);
     if (sso) return { realm, ...sso };
     const auth = await ctx.authSessions.start(reply, request, realm, {
@@ -40,8 +45,9 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
       // The page never redeems the code (the SSO cookie is what it needs), but the client requires PKCE.
       codeChallenge: randomBytes(32).toString('base64url'),
     });
-    if (!auth) return showPage.error(ctx, reply, realm, 'The address of this page is too long.', 400);
-    return showPage.login(ctx, request, reply, realm, auth, {});
+    if (!auth) await showPage.error(ctx, reply, realm, 'The address of this page is too long.', 400);
+    else await showPage.login(ctx, request, reply, realm, auth, {});
+    return null;
   };
 
   const csrfFor = async (session: UserSession) => {
@@ -74,7 +80,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   const posted = async (request: RealmRequest, reply: FastifyReply, names: string[]) => {
     const c = await signedIn(request, reply);
-    if (!('realm' in c)) return { done: c } as const;
+    if (!c) return { done: reply } as const;
     const form = formValues(request.body, [...names, 'session_code']);
     const expected = await ctx.hostStore.get(`account-csrf:${c.session.id}`);
     if (!expected || !secretsEqual(form.session_code, expected)) {
@@ -86,7 +92,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
   for (const [path, tab] of [['', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
     app.get(`/realms/:realm/account${path}`, async (request: RealmRequest, reply) => {
       const c = await signedIn(request, reply);
-      if (!('realm' in c)) return c;
+      if (!c) return reply;
       if (tab === 'delete' && !deleteAccountAllowed(c.realm)) return showPage.error(ctx, reply, c.realm, 'Deleting accounts is not allowed in this realm.', 403);
       return render(reply, c.realm, c.user, c.session, tab);
     });
@@ -108,8 +114,15 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const other = await ctx.storage.users.byEmail(realm.id, email);
       if (other && other.id !== user.id) errors.email = 'Email already exists.';
     }
-    if (Object.keys(errors).length) return render(reply, realm, user, session, 'profile', { values, errors, status: 400 });
     const info = requestInfo(request);
+    if (!errors.email && email !== user.email) {
+      const refused = await profileRefusal(ctx, realm, ACCOUNT_CLIENT, { email, firstName: values.firstName, lastName: values.lastName, username: user.username }, info);
+      if (refused) {
+        Object.assign(errors, { ...refused.fieldErrors, ...errors });
+        await ctx.events.user(realm, { type: 'UPDATE_EMAIL_ERROR', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, error: refused.error, details: { previous_email: user.email ?? '', updated_email: email, context: 'ACCOUNT' } });
+      }
+    }
+    if (Object.keys(errors).length) return render(reply, realm, user, session, 'profile', { values, errors, status: 400 });
     const namesChanged = (values.firstName || null) !== user.firstName || (values.lastName || null) !== user.lastName;
     let updated: User = { ...user, firstName: values.firstName || null, lastName: values.lastName || null };
     let message = 'Your account has been updated.';
