@@ -1,6 +1,14 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { permissionsPath } from '../../../scripts/admin-permissions.js';
+import { permissionTable } from '../src/admin/index.js';
+import { routePermission } from '../src/admin/route-permissions.js';
+import { adminRoutes, fillPath, type PathValues } from './support/admin-routes.js';
 import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
 
 /**
@@ -273,9 +281,9 @@ describe('admin permissions: nobody promotes themselves', () => {
       expect((await kc.clients.find({ clientId: 'renamed-realm' })).length).toBe(0);
       // A client squatting on a future realm's name does not become its administration client.
       await kc.clients.create({ clientId: 'future-realm' });
-      const refused = await api(t.url, 'POST', '/admin/realms', await kc.getAccessToken()!, { realm: 'future', enabled: true });
+      const refused = await api(t.url, 'POST', '/admin/realms', (await kc.getAccessToken())!, { realm: 'future', enabled: true });
       expect(refused.status).toBe(409);
-      expect((await api(t.url, 'GET', '/admin/realms/future', await kc.getAccessToken()!)).status).toBe(404);
+      expect((await api(t.url, 'GET', '/admin/realms/future', (await kc.getAccessToken())!)).status).toBe(404);
     });
 
     it('a creator holding only create-realm administers the realm it made, and only that one', async () => {
@@ -375,8 +383,116 @@ describe('admin permissions: nobody promotes themselves', () => {
     });
   });
 
+  describe('every admin route, by a caller holding one role that does not cover it', () => {
+    const single: Record<string, string> = {
+      'view-realm': 'one-vr', 'manage-realm': 'mr', 'view-users': 'vu', 'manage-users': 'mu',
+      'view-clients': 'one-vc', 'manage-clients': 'mc', 'view-events': 'one-ve', 'manage-events': 'one-me',
+    };
+    // Written here, not imported: manage-X covers view-X, nothing else covers anything.
+    const covers = (held: string, needed: string) => held === needed || (held.startsWith('manage-') && needed === `view-${held.slice(7)}`);
+    let values: PathValues;
+    const tokens = new Map<string, string>();
+    beforeAll(async () => {
+      for (const [role, username] of Object.entries(single)) {
+        if (!users.has(`demo/${username}`)) {
+          await createUser('demo', username);
+          await mapDemoRole(username, role);
+        }
+        tokens.set(role, await token('demo', username));
+      }
+      kc.setConfig({ realmName: 'demo' });
+      const { id: client } = await kc.clients.create({ clientId: 'fixture-app' });
+      await kc.clients.createRole({ id: client, name: 'fixture-role' });
+      await kc.roles.create({ name: 'fixture-role' });
+      const role = (await kc.roles.findOneByName({ name: 'fixture-role' }))!;
+      const user = await createUser('demo', 'fixture-user');
+      values = { realm: 'demo', 'clients:id': client, 'users:id': user, 'roles-by-id:id': role.id!, 'organizations:id': randomUUID(), roleName: 'fixture-role', client, userId: user, flow: 'browser' };
+    });
+
+    it('answers 403 to every role below the table\'s requirement, and lets a covering role read', async () => {
+      const routes = adminRoutes(t.server.app);
+      let checked = 0;
+      for (const route of routes) {
+        const needed = routePermission(route.method, route.url)!.roles;
+        if (needed.length === 0 || needed.includes('create-realm')) continue;
+        for (const [held, accessToken] of tokens) {
+          const enough = needed.every((n) => covers(held, n));
+          if (enough && route.method !== 'GET') continue;
+          const response = await api(t.url, route.method, fillPath(route.url, values), accessToken);
+          const label = `${route.method} ${route.url} with only ${held}: ${JSON.stringify(response.body)}`;
+          if (enough) expect(response.status, label).not.toBe(403);
+          else expect(response.status, label).toBe(403);
+          checked += 1;
+        }
+      }
+      expect(checked).toBeGreaterThan(500);
+      kc.setConfig({ realmName: 'demo' });
+      expect((await kc.users.findOne({ id: values['users:id'] }))?.username).toBe('fixture-user');
+      expect((await kc.clients.findOne({ id: values['clients:id'] }))?.clientId).toBe('fixture-app');
+    });
+
+    it('lists every route in docs/admin-permissions.md, as npm run docs:permissions writes it', () => {
+      expect(readFileSync(permissionsPath, 'utf8')).toBe(permissionTable(adminRoutes(t.server.app)));
+    });
+  });
+
   it('serverinfo is for administrators only', async () => {
     expect((await api(t.url, 'GET', '/admin/serverinfo', await token('demo', 'nobody'))).status).toBe(403);
     expect((await api(t.url, 'GET', '/admin/serverinfo', await token('demo', 'vu'))).status).toBe(200);
+  });
+});
+
+describe('a database made before the master admin model is upgraded at start-up', () => {
+  it('master realm-management becomes master-realm, every realm gets its {realm}-realm client, holders keep their power', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-upgrade-'));
+    const dbUrl = `sqlite:${join(dir, 'old.db')}`;
+    try {
+      let t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+      await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+      await kc.realms.create({ realm: 'legacy', enabled: true });
+      const { id: operator } = await kc.users.create({ username: 'operator', enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
+      // Rewind the database to the earlier model: master's management client was realm-management with a
+      // realm-admin role (the admin role's composite, and held directly by `operator`); no {realm}-realm clients.
+      const { db } = t.server.context.storage;
+      const master = await db.selectFrom('realm').select('id').where('name', '=', 'master').executeTakeFirstOrThrow();
+      await db.deleteFrom('role').where('container_id', 'in', db.selectFrom('client').select('id').where('realm_id', '=', master.id).where('client_id', '=', 'legacy-realm')).execute();
+      await db.deleteFrom('client').where('realm_id', '=', master.id).where('client_id', '=', 'legacy-realm').execute();
+      const managementClient = await db.selectFrom('client').select('id').where('realm_id', '=', master.id).where('client_id', '=', 'master-realm').executeTakeFirstOrThrow();
+      await db.updateTable('client').set({ client_id: 'realm-management' }).where('id', '=', managementClient.id).execute();
+      const admin = await db.selectFrom('role').select('id').where('container_id', '=', master.id).where('name', '=', 'admin').executeTakeFirstOrThrow();
+      const managementRoles = await db.selectFrom('role').select('id').where('container_id', '=', managementClient.id).execute();
+      await db.deleteFrom('role_composite').where('parent_id', '=', admin.id).where('child_id', 'in', managementRoles.map((r) => r.id)).execute();
+      const realmAdmin = 'aaaaaaaa-0000-4000-8000-000000000001';
+      await db.insertInto('role').values({ id: realmAdmin, realm_id: master.id, container_id: managementClient.id, client_role: 1, name: 'realm-admin', description: null }).execute();
+      await db.insertInto('role_composite').values([{ parent_id: admin.id, child_id: realmAdmin }, ...managementRoles.map((r) => ({ parent_id: realmAdmin, child_id: r.id }))]).execute();
+      await db.insertInto('user_role').values({ user_id: operator!, role_id: realmAdmin }).execute();
+      await t.close();
+
+      t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      try {
+        const after = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+        await after.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+        const clientIds = (await after.clients.find()).map((c) => c.clientId);
+        expect(clientIds).toEqual(expect.arrayContaining(['master-realm', 'legacy-realm']));
+        expect(clientIds).not.toContain('realm-management');
+        const [masterRealm] = await after.clients.find({ clientId: 'master-realm' });
+        expect((await after.clients.listRoles({ id: masterRealm.id! })).map((r) => r.name)).not.toContain('realm-admin');
+        expect(t.logs.some((l) => l.msg === 'master realm: administration clients added for existing realms')).toBe(true);
+        // The administrator administers both realms; the operator keeps master (and only master).
+        expect((await api(t.url, 'GET', '/admin/realms/legacy/users', (await after.getAccessToken())!)).status).toBe(200);
+        const operatorToken = (await tokenRequest(t.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'operator', password: PASSWORD })).body.access_token as string;
+        expect((await api(t.url, 'GET', '/admin/realms/master/users', operatorToken)).status).toBe(200);
+        expect((await api(t.url, 'GET', '/admin/realms/legacy/users', operatorToken)).status).toBe(403);
+      } finally {
+        await t.close();
+      }
+      // A second start finds nothing to do.
+      const again = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      expect(again.logs.some((l) => l.msg === 'master realm: administration clients added for existing realms')).toBe(false);
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

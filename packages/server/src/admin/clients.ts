@@ -243,9 +243,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     manage: 'manage-clients',
     resourceTypes: { realm: 'REALM_SCOPE_MAPPING', client: 'CLIENT_SCOPE_MAPPING' },
     // A scope only narrows what tokens carry, so no admin-role rule (as Keycloak); realm roles are the realm's.
-    mayMap: async (caller, realm, _roles, realmLevel) => {
-      if (realmLevel) requireRole(caller, realm, 'manage-realm');
-    },
+    manageRealmRoles: 'manage-realm',
     mappedIds: (clientId) => ctx.storage.roles.scopeMappedRoleIds(clientId),
     add: (clientId, roleIds) => ctx.storage.roles.addScopeMappings(clientId, roleIds),
     remove: (clientId, roleIds) => ctx.storage.roles.removeScopeMappings(clientId, roleIds),

@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { AppError, forbidden } from '../model/errors.js';
 import { authenticateAdmin } from './auth.js';
 import { isAnyAdministrator } from './permissions.js';
+import { routePermission } from './route-permissions.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
@@ -15,11 +16,18 @@ import { userRoutes } from './users.js';
 
 export { createRealmFromImport } from './realms.js';
 export { parseRealmImport } from './realm-import.js';
+export { permissionTable } from './route-permissions.js';
 
 /** The Keycloak-compatible admin REST API under /admin: every route authenticated before it runs. */
 export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   await app.register(
     async (admin) => {
+      // Every route declares what it requires (route-permissions.ts); one that does not stops start-up.
+      admin.addHook('onRoute', (route) => {
+        for (const method of [route.method].flat()) {
+          if (method !== 'HEAD' && !routePermission(method, route.url)) throw new Error(`admin route ${method} ${route.url} has no entry in route-permissions.ts`);
+        }
+      });
       admin.addHook('onRequest', async (request) => {
         request.adminAuth = await authenticateAdmin(ctx, request);
         // The admin API consumes JSON only, as Keycloak's resources do. The form and text parsers are there for

@@ -25,8 +25,10 @@ export interface RoleMappingResource {
   manage: AdminRole;
   /** Admin event resource types for realm-role and client-role mappings. */
   resourceTypes: { realm: string; client: string };
-  /** The check beyond `manage` for the roles of one call, before anything is written. */
-  mayMap(caller: AdminAuth, realm: Realm, roles: Role[], realmLevel: boolean): Promise<void>;
+  /** A role needed besides `manage` to change mappings of realm roles. */
+  manageRealmRoles?: AdminRole;
+  /** The check of the roles one call names, before anything is written. */
+  mayMap?(caller: AdminAuth, roles: Role[]): Promise<void>;
   mappedIds(holderId: string): Promise<string[]>;
   add(holderId: string, roleIds: string[]): Promise<void>;
   remove(holderId: string, roleIds: string[]): Promise<void>;
@@ -92,8 +94,9 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
         handler: async (request: AdminRequest<Params>, reply) => {
           const c = await container(request);
           requireRole(callerOf(request), c.holder.realm, resource.manage);
+          if (resource.manageRealmRoles && c.containerId === c.holder.realm.id) requireRole(callerOf(request), c.holder.realm, resource.manageRealmRoles);
           const roles = await rolesFromBody(ctx, c.holder.realm, request.body, c.containerId);
-          await resource.mayMap(callerOf(request), c.holder.realm, roles, c.containerId === c.holder.realm.id);
+          await resource.mayMap?.(callerOf(request), roles);
           const ids = roles.map((r) => r.id);
           await (method === 'POST' ? resource.add(c.holder.id, ids) : resource.remove(c.holder.id, ids));
           await recordAdminEvent(ctx, request, c.holder.realm, operation, c.type, c.path, request.body);

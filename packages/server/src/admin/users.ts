@@ -205,7 +205,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     view: 'view-users',
     manage: 'manage-users',
     resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
-    mayMap: (caller, _realm, roles) => requireMayMapRoles(ctx, caller, roles),
+    mayMap: (caller, roles) => requireMayMapRoles(ctx, caller, roles),
     mappedIds: (userId) => ctx.storage.roles.userRoleIds(userId),
     add: (userId, roleIds) => ctx.storage.roles.grant(userId, roleIds),
     remove: (userId, roleIds) => ctx.storage.roles.revoke(userId, roleIds),

@@ -1,0 +1,89 @@
+import type { AdminRole } from './permissions.js';
+
+/**
+ * The permission every admin route requires, in one table. The admin plugin refuses to start with a route
+ * this table does not cover, `docs/admin-permissions.md` is generated from it with the route list, and a test
+ * sends every route a token of each single role that lacks the requirement and expects 403. Where the routes
+ * check more (the admin-role rule, the role's container), `note` says so.
+ */
+export interface RoutePermission {
+  /** The role(s) the caller needs over the realm in the path; empty for the routes described by `note` alone. */
+  roles: AdminRole[];
+  note?: string;
+}
+
+type Rule = [methods: RegExp, path: RegExp, permission: RoutePermission];
+
+const read = /^GET$/;
+const write = /^(POST|PUT|DELETE)$/;
+const R = '^/admin/realms/:realm';
+const ADMIN_ROLE_RULE = 'each administrative role named must be held by the caller (or be within its power)';
+const FIXED = 'roles of realm-management and master {realm}-realm clients are fixed';
+
+const rules: Rule[] = [
+  [read, /^\/admin\/serverinfo$/, { roles: [], note: 'any administrative role on any realm' }],
+  [read, /^\/admin\/realms$/, { roles: [], note: 'any administrative role; lists the realms the caller administers' }],
+  [write, /^\/admin\/realms$/, { roles: ['create-realm'], note: 'master realm role; the creator gets every role of the new realm' }],
+  [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
+  [write, new RegExp(`${R}$`), { roles: ['manage-realm'] }],
+
+  [read, new RegExp(`${R}/clients/:id/scope-mappings`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/clients/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'] }],
+  [write, new RegExp(`${R}/clients/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'] }],
+  [read, new RegExp(`${R}/clients/:id/roles/:roleName/users$`), { roles: ['view-users'] }],
+  [write, new RegExp(`${R}/clients/:id/roles/:roleName/composites$`), { roles: ['manage-clients'], note: `${FIXED}; a realm-role child also needs manage-realm; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/clients/:id/roles`), { roles: ['manage-clients'], note: FIXED }],
+  [write, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: 'administration clients are neither renamed nor deleted' }],
+  [read, new RegExp(`${R}/clients`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/clients`), { roles: ['manage-clients'] }],
+
+  [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
+  [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
+  [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
+
+  [read, new RegExp(`${R}/roles/:roleName/users$`), { roles: ['view-users'] }],
+  [write, new RegExp(`${R}/roles/:roleName/composites$`), { roles: ['manage-realm'], note: `a client-role child also needs manage-clients; ${ADMIN_ROLE_RULE}` }],
+  [read, new RegExp(`${R}/roles(/|$)`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/roles(/|$)`), { roles: ['manage-realm'], note: 'master admin and create-realm only by their holders' }],
+  [read, new RegExp(`${R}/roles-by-id/`), { roles: ['view-realm'], note: 'view-clients instead for a client role' }],
+  [write, new RegExp(`${R}/roles-by-id/:id/composites$`), { roles: ['manage-realm'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/roles-by-id/`), { roles: ['manage-realm'], note: `manage-clients instead for a client role; ${FIXED}` }],
+
+  [read, new RegExp(`${R}/organizations`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/organizations`), { roles: ['manage-realm'] }],
+  [read, new RegExp(`${R}/(events|admin-events)`), { roles: ['view-events'] }],
+  [write, new RegExp(`${R}/(events|admin-events)`), { roles: ['manage-events'] }],
+  [read, new RegExp(`${R}/authentication/`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/authentication/`), { roles: ['manage-realm'] }],
+  [read, new RegExp(`${R}/keys$`), { roles: ['view-realm'] }],
+];
+
+/** The permission of an admin route (Fastify's pattern, e.g. `/admin/realms/:realm/users`), or null if none is declared. */
+export function routePermission(method: string, url: string): RoutePermission | null {
+  for (const [methods, path, permission] of rules) {
+    if (methods.test(method) && path.test(url)) return permission;
+  }
+  return null;
+}
+
+/** The table of docs/admin-permissions.md for the given routes. */
+export function permissionTable(routes: { method: string; url: string }[]): string {
+  const rows = routes.map(({ method, url }) => {
+    const p = routePermission(method, url);
+    const roles = p?.roles.length ? p.roles.map((r) => `\`${r}\``).join(' and ') : '—';
+    return `| ${method} | \`${url}\` | ${roles} | ${p?.note ?? ''} |`;
+  });
+  return [
+    '# Admin API permissions',
+    '',
+    'Generated from `packages/server/src/admin/route-permissions.ts` and the routes the server registers',
+    '(`npm run docs:permissions`; a test fails when this file is stale). A role is held over the realm in the path:',
+    "through that realm's `realm-management` client, or the master realm's `{realm}-realm` client; master `admin`",
+    'holds every role over every realm. `manage-X` includes `view-X`, `view-X` includes `query-X`.',
+    '',
+    '| method | route | needs | and |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
