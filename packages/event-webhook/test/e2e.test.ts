@@ -734,7 +734,11 @@ describe('a receiver that hangs or is unreachable: never on the request path; bo
     expect(ms).toBeLessThan(GRACE_MS + 4000);
     const line = t.logs.find((l) => /^webhook dispatcher closed after \d+ ms grace: \d+ deliveries dropped$/.test(String(l.msg)));
     expect(line, JSON.stringify(t.logs.filter((l) => String(l.msg).includes('webhook')).slice(-5))).toBeDefined();
-    expect(String(line!.msg)).toMatch(new RegExp(`^webhook dispatcher closed after ${GRACE_MS} ms grace: `));
+    // The dispatcher gets what is left of the grace once the listener's own lookups settled: a millisecond or
+    // so may already be gone when the timer fires.
+    const granted = Number(/^webhook dispatcher closed after (\d+) ms grace: /.exec(String(line!.msg))?.[1]);
+    expect(granted).toBeGreaterThanOrEqual(GRACE_MS - 100);
+    expect(granted).toBeLessThanOrEqual(GRACE_MS);
     expect(line!.level).toBe(40);
     expect(Number(line!.dropped)).toBeGreaterThanOrEqual(1);
     expect(line!.byEventType).toMatchObject({ LOGIN: expect.any(Number) });
