@@ -59,7 +59,7 @@ function impliedBy(held: string[], role: string): boolean {
 }
 
 /** Whether the caller has `role`'s power over `target`. */
-export function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
+function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
   if (isSuperAdmin(auth)) return true;
   if (role === 'create-realm') return auth.realm.name === MASTER && realmRoles(auth).includes('create-realm');
   if (!target) return false;
