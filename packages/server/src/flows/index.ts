@@ -34,7 +34,6 @@
  */
 export { Flows } from './flows.js';
 export type { FlowImport, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
-export type { FlowTables } from './schema.js';
 export { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
 export type { AuthProvider, ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';

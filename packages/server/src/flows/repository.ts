@@ -1,9 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { Requirement } from '@realmgate/spi';
-import type { Db } from '../storage/index.js';
+import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, Db } from '../storage/index.js';
 import { bool, flag, fromJson, toJson } from '../storage/codec.js';
 import type { AuthExecution, AuthFlow, AuthenticatorConfig, FlowType } from './model.js';
-import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable } from './schema.js';
 
 const toFlow = (row: Selectable<AuthFlowTable>): AuthFlow => ({
   id: row.id,

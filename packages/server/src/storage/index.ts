@@ -10,7 +10,7 @@ import { UserRepository } from './users.js';
 export type { Db } from './db.js';
 export type { UserQuery } from './users.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
-export type { EventTable, AdminEventTable } from './schema.js';
+export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';
 
 /** The database and one repository per aggregate. */

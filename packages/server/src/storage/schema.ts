@@ -1,5 +1,3 @@
-import type { FlowTables } from '../flows/index.js';
-
 /** Booleans are stored as 0/1 and times as epoch milliseconds so SQLite and PostgreSQL read back alike. */
 type Flag = number;
 
@@ -194,8 +192,41 @@ export interface AdminEventTable {
   error: string | null;
 }
 
+/** Authentication flows (Keycloak's model): flows/ reads and writes them through its repository. */
+export interface AuthFlowTable {
+  id: string;
+  realm_id: string;
+  /** Unique within the realm, subflows included: Keycloak addresses flows by alias. */
+  alias: string;
+  description: string | null;
+  /** `basic-flow`, `form-flow` or `client-flow`. */
+  provider_id: string;
+  top_level: Flag;
+  built_in: Flag;
+}
 
-export interface Database extends FlowTables {
+export interface AuthExecutionTable {
+  id: string;
+  realm_id: string;
+  parent_flow_id: string;
+  /** Provider id; null for a basic subflow (a form subflow keeps its form provider here, as Keycloak). */
+  authenticator: string | null;
+  sub_flow_id: string | null;
+  requirement: string;
+  priority: number;
+  authenticator_config_id: string | null;
+}
+
+export interface AuthenticatorConfigTable {
+  id: string;
+  realm_id: string;
+  /** Unique within the realm, as Keycloak checks. */
+  alias: string;
+  /** JSON Record<string,string> */
+  config: string;
+}
+
+export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
   client: ClientTable;
@@ -212,4 +243,7 @@ export interface Database extends FlowTables {
   revoked_token: RevokedTokenTable;
   event_entity: EventTable;
   admin_event_entity: AdminEventTable;
+  auth_flow: AuthFlowTable;
+  auth_execution: AuthExecutionTable;
+  authenticator_config: AuthenticatorConfigTable;
 }
