@@ -29,4 +29,7 @@ export type { WebhookSettings } from './settings.js';
 export { PROVIDER_ID, WEBHOOK_EVENT_TYPES, createEventWebhookProvider, webhookTarget } from './provider.js';
 export type { EventWebhookProviderOptions, WebhookTarget } from './provider.js';
 
-export const providers = [createEventWebhookProvider()];
+/** What the server loads, once per server: each server gets its own listener and delivery engine. */
+export const createProviders = () => [createEventWebhookProvider()];
+/** The same as one shared list, for hosts that import `providers`. */
+export const providers = createProviders();

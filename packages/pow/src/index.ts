@@ -46,5 +46,6 @@ export type {
 
 import { createProviders } from './provider.js';
 
-/** What the server loads: the form protector and its asset resource, both with id `ext-pow`. */
+/** What the server loads: the form protector and its asset resource, both with id `ext-pow` (createProviders,
+ * exported above, makes them anew for each server); the same as one shared list, for hosts that import it. */
 export const providers = createProviders();

@@ -144,6 +144,31 @@ describe('a provider package in the providers directory', () => {
   });
 });
 
+describe('each server of a process gets factories of its own from createProviders()', () => {
+  it('two servers with the webhook extension hold different factory objects, and closing one leaves the other working', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-providers-'));
+    symlinkSync(resolve(import.meta.dirname, '../../event-webhook'), join(dir, 'event-webhook'), 'dir');
+    const first = await startServer({ providersDir: dir });
+    let firstOpen = true;
+    const second = await startServer({ providersDir: dir });
+    try {
+      const factoryOf = (t: TestServer) => t.server.context.providers.get('event-listener', 'ext-event-webhook')!.factory;
+      expect(factoryOf(first)).toBeDefined();
+      expect(factoryOf(first)).not.toBe(factoryOf(second));
+      await first.close();
+      firstOpen = false;
+      // The second server's listener was not closed with the first one's.
+      const response = await tokenRequest(second.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: 'wrong' });
+      expect(response.status).toBe(401);
+      expect(second.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    } finally {
+      if (firstOpen) await first.close();
+      await second.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a provider that cannot be installed stops start-up', () => {
   it('refuses two providers that share an id, naming the id and both packages', async () => {
     const start = startWith(['test-provider', 'duplicate-id']);
@@ -160,7 +185,11 @@ describe('a provider that cannot be installed stops start-up', () => {
 
   it('refuses a package that exports no providers, naming it', async () => {
     // Its package.json has conditional exports without a "." key, so this also checks the entry is found.
-    await expect(startWith(['no-providers'])).rejects.toThrow('provider package @realmgate-test/no-providers exports no "providers" array');
+    await expect(startWith(['no-providers'])).rejects.toThrow('provider package @realmgate-test/no-providers exports neither createProviders() nor a "providers" array');
+  });
+
+  it('refuses a package whose createProviders() throws, naming the package and the cause', async () => {
+    await expect(startWith(['create-providers-throws'])).rejects.toThrow(/@realmgate-test\/create-providers-throws failed to create its providers: no factories today/);
   });
 
   it('refuses an id another package holds, even for another kind (ids name store namespaces)', async () => {

@@ -16,7 +16,11 @@ export interface LoadedPackage {
 
 const kinds = new Set(['event-listener', 'form-action', 'form-protector', 'realm-resource']);
 
-/** Imports every package (a directory with a package.json) in `directory`; a missing directory is empty. */
+/**
+ * Imports every package (a directory with a package.json) in `directory`, in name order, and takes its factories:
+ * from `createProviders()` when it exports one (called for each server), else its `providers` array. A missing
+ * directory is empty.
+ */
 export async function loadProviderPackages(directory: string): Promise<LoadedPackage[]> {
   const root = resolve(directory);
   let entries: string[];
@@ -58,9 +62,16 @@ async function loadPackage(dir: string): Promise<LoadedPackage> {
   } catch (error) {
     throw new ProviderLoadError(`provider package ${name} failed to load: ${(error as Error).message}`);
   }
-  const factories = (module.providers ?? module.default) as unknown;
+  // createProviders() gives this server factories of its own; a `providers` array is shared by every server
+  // of the process (the module is imported once), which suits only a package without per-server state.
+  let factories: unknown;
+  try {
+    factories = typeof module.createProviders === 'function' ? await (module.createProviders as () => unknown)() : (module.providers ?? module.default);
+  } catch (error) {
+    throw new ProviderLoadError(`provider package ${name} failed to create its providers: ${(error as Error).message}`);
+  }
   if (!Array.isArray(factories) || factories.length === 0) {
-    throw new ProviderLoadError(`provider package ${name} exports no "providers" array`);
+    throw new ProviderLoadError(`provider package ${name} exports neither createProviders() nor a "providers" array`);
   }
   for (const factory of factories) {
     const f = factory as Partial<ProviderFactory>;
