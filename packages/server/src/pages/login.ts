@@ -70,7 +70,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return showPage.login(ctx, request, reply, realm, auth, { values, errors: { username: 'Invalid username or password.' }, status: 401 });
     }
     if (!user.enabled) {
-      await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: auth.clientId, userId: user.id, error: 'user_disabled', details: { username: user.username }, request: info });
+      await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: auth.clientId, userId: user.id, error: 'user_disabled', details: { auth_method: 'openid-connect', username: values.username }, request: info });
       return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
     }
     // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth

@@ -31,12 +31,12 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials');
   }
   if (!user.enabled) {
-    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'user_disabled', details: { username }, request: info });
+    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'user_disabled', details: { auth_method: 'openid-connect', grant_type: 'password', username }, request: info });
     throw new OAuthError(400, 'invalid_grant', 'Account disabled');
   }
   if (realm.verifyEmail && user.email && !user.emailVerified) {
     // Keycloak's answer while the VERIFY_EMAIL action is pending: the browser flow sends the link.
-    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'resolve_required_actions', details: { username: user.username }, request: info });
+    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'resolve_required_actions', details: { auth_method: 'openid-connect', grant_type: 'password', username }, request: info });
     throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up');
   }
   const now = Date.now();
