@@ -1,110 +1,30 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Requirement } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
-import { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthProvider, type AuthenticatorConfig, type FlowType, type ProviderRole, type RealmFlows, type WalkedExecution } from '../flows/index.js';
+import type { FlowType, ProviderRole } from '../flows/index.js';
 import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { requireRole } from './permissions.js';
+import {
+  configDescriptionRep,
+  configRep,
+  configSpec,
+  copySpec,
+  executionChangeIgnored,
+  executionChangeSpec,
+  executionInfoRep,
+  executionRep,
+  flowIgnored,
+  flowRep,
+  flowSpec,
+  newExecutionSpec,
+  newSubflowSpec,
+  parse,
+  providerRep,
+  required,
+} from './representations/authentication.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation, type FieldSpec, type Spec } from './validation.js';
-
-const aliasSpec: FieldSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint };
-// PostgreSQL refuses NUL in text; descriptions may hold any other character.
-const descriptionSpec: FieldSpec = { type: 'string', max: 4096, pattern: /^[^\u0000]*$/, patternHint: 'text without NUL characters' };
-const requirementSpec: FieldSpec = { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' };
-const prioritySpec: FieldSpec = { type: 'integer', min: -2147483648 };
-const MAX_PRIORITY = 2147483647;
-
-const flowSpec: Spec = {
-  alias: aliasSpec,
-  description: descriptionSpec,
-  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
-  topLevel: { type: 'boolean' },
-  builtIn: { type: 'boolean' },
-};
-const flowIgnored = ['id', 'authenticationExecutions'];
-const copySpec: Spec = { newName: aliasSpec };
-const newExecutionSpec: Spec = { provider: { type: 'string', min: 1 }, priority: prioritySpec };
-const newSubflowSpec: Spec = {
-  alias: aliasSpec,
-  type: { type: 'string', pattern: /^(basic-flow|form-flow)$/, patternHint: 'basic-flow or form-flow' },
-  provider: { type: 'string' },
-  description: descriptionSpec,
-  priority: prioritySpec,
-};
-const executionChangeSpec: Spec = {
-  id: { type: 'string', min: 1 },
-  requirement: requirementSpec,
-  priority: prioritySpec,
-  // A provider's display name for a plain execution; the subflow's new alias for a subflow (checked there).
-  displayName: { type: 'string', max: 4096 },
-  description: descriptionSpec,
-};
-const executionChangeIgnored = ['level', 'index', 'requirementChoices', 'configurable', 'authenticationFlow', 'providerId', 'authenticationConfig', 'flowId', 'alias'];
-const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
-
-function parse<T>(body: unknown, spec: Spec, path: string, ignored: readonly string[] = []): T {
-  const parsed = parseRepresentation(body, spec, ignored, path);
-  if (typeof parsed.priority === 'number' && parsed.priority > MAX_PRIORITY) throw badRequest(`${path}.priority: must be at most ${MAX_PRIORITY}`, 'priority');
-  return parsed as T;
-}
-
-function required<T>(value: T | undefined, path: string, field: string): T {
-  if (value === undefined) throw badRequest(`${path}.${field}: is required`, field);
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Representations, as Keycloak's (null fields left out)
-
-function executionExportRep(flows: RealmFlows, execution: AuthExecution) {
-  const config = flows.config(execution.configId);
-  const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
-  return {
-    ...(config ? { authenticatorConfig: config.alias } : {}),
-    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
-    authenticatorFlow: execution.subFlowId !== null,
-    ...(subflow ? { flowAlias: subflow.alias } : {}),
-    requirement: execution.requirement,
-    priority: execution.priority,
-    autheticatorFlow: execution.subFlowId !== null,
-    userSetupAllowed: false,
-  };
-}
-
-function flowRep(flows: RealmFlows, flow: AuthFlow) {
-  return {
-    id: flow.id,
-    alias: flow.alias,
-    ...(flow.description !== null ? { description: flow.description } : {}),
-    providerId: flow.providerId,
-    topLevel: flow.topLevel,
-    builtIn: flow.builtIn,
-    authenticationExecutions: flows.executionsOf(flow.id).map((e) => executionExportRep(flows, e)),
-  };
-}
-
-function executionRep(execution: AuthExecution) {
-  const isFlow = execution.subFlowId !== null;
-  return {
-    id: execution.id,
-    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
-    ...(execution.configId ? { authenticatorConfig: execution.configId } : {}),
-    authenticatorFlow: isFlow,
-    ...(execution.subFlowId ? { flowId: execution.subFlowId } : {}),
-    parentFlow: execution.parentFlowId,
-    priority: execution.priority,
-    requirement: execution.requirement,
-    autheticatorFlow: isFlow,
-  };
-}
-
-const configRep = (config: AuthenticatorConfig) => ({ id: config.id, alias: config.alias, config: config.config });
-
-const providerRep = (provider: AuthProvider) => ({ id: provider.id, displayName: provider.displayName, description: provider.description });
-
-// ---------------------------------------------------------------------------------------------------------
 
 /** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */
 export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -118,45 +38,6 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
   };
   const location = (request: FastifyRequest, realm: Realm, path: string) =>
     `${baseUrl(request, ctx.config.hostname)}/admin/realms/${encodeURIComponent(realm.name)}/authentication/${path}`;
-
-  /** Keycloak's execution info: one row of the flattened tree under a flow. */
-  const executionInfoRep = (flows: RealmFlows, walked: WalkedExecution) => {
-    const { execution, level, index } = walked;
-    const config = flows.config(execution.configId);
-    const common = {
-      id: execution.id,
-      requirement: execution.requirement,
-      requirementChoices: [...editor.requirementChoices(flows, execution)],
-      level,
-      index,
-      priority: execution.priority,
-    };
-    const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
-    if (subflow) {
-      return {
-        ...common,
-        displayName: subflow.alias,
-        ...(subflow.description !== null ? { description: subflow.description } : {}),
-        configurable: false,
-        authenticationFlow: true,
-        flowId: subflow.id,
-        ...(subflow.providerId === 'form-flow' && execution.authenticator ? { providerId: execution.authenticator } : {}),
-        ...(subflow.providerId === 'form-flow' && config ? { authenticationConfig: config.id } : {}),
-      };
-    }
-    const provider = execution.authenticator ? catalog.get(execution.authenticator) : undefined;
-    const configurable = (provider?.configProperties.length ?? 0) > 0;
-    return {
-      ...common,
-      displayName: provider?.displayName ?? execution.authenticator ?? '',
-      description: provider?.description ?? 'This provider is not installed on the server.',
-      configurable,
-      authenticationFlow: false,
-      ...(configurable && config ? { alias: config.alias } : {}),
-      ...(execution.authenticator ? { providerId: execution.authenticator } : {}),
-      ...(config ? { authenticationConfig: config.id } : {}),
-    };
-  };
 
   const listProviders = (...roles: ProviderRole[]) => async (request: FastifyRequest) => {
     await realmFor(request, false);
@@ -174,19 +55,7 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     await realmFor(request, false);
     const provider = catalog.get(request.params.providerId);
     if (!provider) throw notFound('Could not find authenticator provider');
-    return {
-      providerId: provider.id,
-      name: provider.displayName,
-      helpText: provider.description,
-      properties: provider.configProperties.map((p) => ({
-        name: p.name,
-        label: p.label,
-        ...(p.helpText !== undefined ? { helpText: p.helpText } : {}),
-        type: p.type,
-        ...(p.defaultValue !== undefined ? { defaultValue: p.defaultValue } : {}),
-        secret: p.type === 'Password',
-      })),
-    };
+    return configDescriptionRep(provider);
   });
 
   // Flows. The path segment after /flows/ is an id for the flow itself and an alias below it, as in Keycloak.
@@ -247,7 +116,7 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     const flows = await editor.load(realm.id);
     const flow = flows.flowByAlias(request.params.flow);
     if (!flow) throw notFound('Flow not found');
-    return flows.walk(flow.id).map((w) => executionInfoRep(flows, w));
+    return flows.walk(flow.id).map((w) => executionInfoRep(editor, catalog, flows, w));
   });
 
   app.put(`${base}/flows/:flow/executions`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {

@@ -9,94 +9,10 @@ import { isUniqueViolation, type Db } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
+import { queryBool, queryInt, queryString } from './query.js';
+import { clientEventRep, clientRep, parseClient } from './representations/client.js';
+import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { userRep } from './users.js';
-import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
-
-const uriSpec = { type: 'stringArray', max: 2048 } as const;
-const clientSpec: Spec = {
-  clientId: { type: 'string', min: 1, pattern: /^[^\s/\\]+$/, patternHint: 'a client id without spaces or slashes' },
-  name: { type: 'string' },
-  description: { type: 'string' },
-  secret: { type: 'string', min: 1, max: 1024 },
-  publicClient: { type: 'boolean' },
-  bearerOnly: { type: 'boolean' },
-  enabled: { type: 'boolean' },
-  protocol: { type: 'string', pattern: /^openid-connect$/, patternHint: '"openid-connect"' },
-  rootUrl: { type: 'string', max: 2048 },
-  baseUrl: { type: 'string', max: 2048 },
-  redirectUris: uriSpec,
-  webOrigins: uriSpec,
-  serviceAccountsEnabled: { type: 'boolean' },
-  standardFlowEnabled: { type: 'boolean' },
-  directAccessGrantsEnabled: { type: 'boolean' },
-  implicitFlowEnabled: { type: 'boolean' },
-  fullScopeAllowed: { type: 'boolean' },
-  attributes: { type: 'stringMap', max: 4096 },
-};
-const clientIgnored = [
-  'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
-  'clientAuthenticatorType', 'consentRequired', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
-  'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
-  'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
-  'useTemplateScope', 'useTemplateMappers',
-];
-
-export function clientRep(client: Client) {
-  return {
-    id: client.id,
-    clientId: client.clientId,
-    ...(client.name !== null ? { name: client.name } : {}),
-    ...(client.description !== null ? { description: client.description } : {}),
-    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl, adminUrl: client.rootUrl } : {}),
-    ...(client.baseUrl !== null ? { baseUrl: client.baseUrl } : {}),
-    surrogateAuthRequired: false,
-    enabled: client.enabled,
-    alwaysDisplayInConsole: false,
-    clientAuthenticatorType: 'client-secret',
-    ...(client.publicClient || client.secret === null ? {} : { secret: client.secret }),
-    redirectUris: client.redirectUris,
-    webOrigins: client.webOrigins,
-    notBefore: 0,
-    bearerOnly: client.bearerOnly,
-    consentRequired: false,
-    standardFlowEnabled: client.standardFlowEnabled,
-    implicitFlowEnabled: client.implicitFlowEnabled,
-    directAccessGrantsEnabled: client.directAccessGrantsEnabled,
-    serviceAccountsEnabled: client.serviceAccountsEnabled,
-    publicClient: client.publicClient,
-    frontchannelLogout: true,
-    protocol: client.protocol,
-    attributes: client.attributes,
-    authenticationFlowBindingOverrides: {},
-    fullScopeAllowed: client.fullScopeAllowed,
-    nodeReRegistrationTimeout: -1,
-    defaultClientScopes: ['web-origins', 'acr', 'profile', 'roles', 'basic', 'email'],
-    optionalClientScopes: ['address', 'phone', 'offline_access', 'organization', 'microprofile-jwt'],
-    access: { view: true, configure: true, manage: true },
-  };
-}
-
-export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void): Partial<Client> {
-  const input = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client>;
-  for (const field of ['redirectUris', 'webOrigins'] as const) {
-    for (const [i, uri] of (input[field] ?? []).entries()) {
-      if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
-      if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be an absolute URL, a path, or end in *`, field);
-    }
-  }
-  return input;
-}
-
-function isRedirectPattern(uri: string): boolean {
-  if (uri === '*' || uri === '+' || uri.startsWith('/')) return true;
-  try {
-    new URL(uri.replace(/\*$/, ''));
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
 export function clientFrom(input: Partial<Client>, base: Client): Client {
@@ -148,7 +64,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClient(request.body);
     const client = await ctx.storage.transaction((trx) => insertClient(ctx, realm, input, trx));
-    await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, redactedRep(client));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
     return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
   });
 
@@ -191,7 +107,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
       });
     });
-    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, redactedRep(updated));
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, clientEventRep(updated));
     return reply.code(204).send();
   });
 
@@ -259,13 +175,4 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
     { view: 'view-clients', manage: 'manage-clients' },
   );
-}
-
-/** Admin events never carry a client secret, nor attributes that hold one (such as `api.key`). */
-function redactedRep(client: Client) {
-  const { secret: _secret, ...rep } = clientRep(client) as ReturnType<typeof clientRep> & { secret?: string };
-  const attributes = Object.fromEntries(
-    Object.entries(client.attributes).map(([k, v]) => [k, /key|secret|password|token/i.test(k) ? '**********' : v]),
-  );
-  return { ...rep, attributes };
 }

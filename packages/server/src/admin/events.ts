@@ -1,40 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest } from '../model/errors.js';
-import type { AdminEventTable, EventTable } from '../storage/index.js';
 import { requireRole } from './permissions.js';
-import { applyRealmSettings, realmSpec } from './realms.js';
+import { queryInt, queryString } from './query.js';
+import { adminEventRep, eventRep } from './representations/event.js';
+import { parseRepresentation } from './representations/fields.js';
+import { applyRealmSettings, eventsConfigRep, eventsConfigSpec } from './representations/realm.js';
 import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation, queryInt, queryString } from './validation.js';
-
-/** Keycloak's RealmEventsConfigRepresentation: these realm fields, validated as in the realm PUT. */
-const configFields = ['eventsEnabled', 'eventsExpiration', 'eventsListeners', 'enabledEventTypes', 'adminEventsEnabled', 'adminEventsDetailsEnabled'] as const;
-const configSpec = Object.fromEntries(configFields.map((f) => [f, realmSpec[f]]));
-
-const eventRep = (e: EventTable) => ({
-  id: e.id,
-  time: e.time,
-  type: e.type,
-  realmId: e.realm_id,
-  clientId: e.client_id ?? undefined,
-  userId: e.user_id ?? undefined,
-  sessionId: e.session_id ?? undefined,
-  ipAddress: e.ip_address ?? undefined,
-  error: e.error ?? undefined,
-  details: JSON.parse(e.details) as Record<string, string>,
-});
-
-const adminEventRep = (e: AdminEventTable) => ({
-  id: e.id,
-  time: e.time,
-  realmId: e.realm_id,
-  authDetails: { realmId: e.auth_realm_id, clientId: e.auth_client_id, userId: e.auth_user_id, ipAddress: e.auth_ip_address },
-  operationType: e.operation_type,
-  resourceType: e.resource_type,
-  resourcePath: e.resource_path,
-  ...(e.representation ? { representation: e.representation } : {}),
-  ...(e.error ? { error: e.error } : {}),
-});
 
 /** A date query parameter: `yyyy-MM-dd` (Keycloak's form) or epoch milliseconds. */
 function queryDate(query: Record<string, unknown>, name: string, endOfDay: boolean): number | undefined {
@@ -59,20 +31,13 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/events/config', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'view-events');
-    return {
-      eventsEnabled: realm.eventsEnabled,
-      ...(realm.eventsExpiration !== null ? { eventsExpiration: realm.eventsExpiration } : {}),
-      eventsListeners: realm.eventsListeners,
-      enabledEventTypes: realm.enabledEventTypes,
-      adminEventsEnabled: realm.adminEventsEnabled,
-      adminEventsDetailsEnabled: realm.adminEventsDetailsEnabled,
-    };
+    return eventsConfigRep(realm);
   });
 
   app.put('/realms/:realm/events/config', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-events');
-    const rep = parseRepresentation(request.body, configSpec, [], 'eventsConfig');
+    const rep = parseRepresentation(request.body, eventsConfigSpec, [], 'eventsConfig');
     const updated = structuredClone(realm);
     applyRealmSettings(updated, rep, isListener, 'eventsConfig');
     await ctx.storage.realms.update(updated);

@@ -1,21 +1,19 @@
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { aliasHint, aliasPattern, type FlowImport, type FlowType, type ImportedExecution } from '../flows/index.js';
+import type { FlowImport } from '../flows/index.js';
 import { badRequest } from '../model/errors.js';
 import type { Client, Realm } from '../model/types.js';
 import type { Db } from '../storage/index.js';
-import { insertClient, parseClient } from './clients.js';
-import { parseOrganization, saveOrganization, type OrganizationInput } from './organizations.js';
-import { realmIgnored, realmSpec } from './realms.js';
-import { parseRole } from './roles.js';
-import { insertUser, parseUser, type UserInput } from './users.js';
-import { parseRepresentation, type Spec } from './validation.js';
-
-interface ImportedRole {
-  name: string;
-  description?: string;
-  composites?: { realm?: string[]; client?: Record<string, string[]> };
-}
+import { insertClient } from './clients.js';
+import { saveOrganization } from './organizations.js';
+import { insertUser } from './users.js';
+import { parseAuthentication } from './representations/authentication.js';
+import { parseClient } from './representations/client.js';
+import { asArray, parseRepresentation, stringList } from './representations/fields.js';
+import { parseOrganization, type OrganizationInput } from './representations/organization.js';
+import { realmIgnored, realmSpec } from './representations/realm.js';
+import { parseImportedRole, type ImportedRole } from './representations/role.js';
+import { parseUser, type UserInput } from './representations/user.js';
 
 export interface RealmImport {
   settings: Record<string, unknown>;
@@ -65,96 +63,6 @@ function parseScopeMappings(rep: Record<string, unknown>, onUnknown?: (path: str
     for (const [container, list] of Object.entries(byContainer)) read(list, `realm.clientScopeMappings.${container}`, container);
   }
   return result;
-}
-
-const asArray = (value: unknown, path: string): unknown[] => {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw badRequest(`${path}: must be an array`);
-  return value;
-};
-
-const stringList = (value: unknown, path: string): string[] =>
-  asArray(value, path).map((v, i) => {
-    // Names here are looked up in the database: NUL would fail there instead of naming nothing.
-    if (typeof v !== 'string' || v.includes('\u0000')) throw badRequest(`${path}[${i}]: must be a string without NUL characters`);
-    return v;
-  });
-
-function parseImportedRole(value: unknown, path: string, onUnknown?: (path: string) => void): ImportedRole {
-  const role = parseRole(value, path, onUnknown);
-  if (!role.name) throw badRequest(`${path}.name: is required`);
-  const composites = (value as { composites?: unknown }).composites;
-  if (composites === undefined || composites === null) return { name: role.name, description: role.description };
-  if (typeof composites !== 'object') throw badRequest(`${path}.composites: must be an object`);
-  const { realm, client } = composites as { realm?: unknown; client?: unknown };
-  const clientComposites: Record<string, string[]> = {};
-  if (client !== undefined && client !== null) {
-    if (typeof client !== 'object') throw badRequest(`${path}.composites.client: must be an object`);
-    for (const [clientId, names] of Object.entries(client)) clientComposites[clientId] = stringList(names, `${path}.composites.client.${clientId}`);
-  }
-  return { name: role.name, description: role.description, composites: { realm: stringList(realm, `${path}.composites.realm`), client: clientComposites } };
-}
-
-const flowAliasSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint } as const;
-const flowSpec: Spec = {
-  alias: flowAliasSpec,
-  description: { type: 'string', max: 4096 },
-  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
-  topLevel: { type: 'boolean' },
-  builtIn: { type: 'boolean' },
-  authenticationExecutions: { type: 'array' },
-};
-const executionSpec: Spec = {
-  authenticator: { type: 'string' },
-  authenticatorConfig: flowAliasSpec,
-  authenticatorFlow: { type: 'boolean' },
-  // Keycloak's exports carry this misspelling beside the right one.
-  autheticatorFlow: { type: 'boolean' },
-  flowAlias: flowAliasSpec,
-  requirement: { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' },
-  priority: { type: 'integer', min: -2_147_483_648 },
-};
-const configSpec: Spec = { alias: flowAliasSpec, config: { type: 'stringMap', max: 4096 } };
-
-/** `authenticationFlows` and `authenticatorConfig`; built-in flows are skipped, the new realm has its own. */
-function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (path: string) => void): FlowImport {
-  const flows = asArray(rep.authenticationFlows, 'realm.authenticationFlows').flatMap((value, i) => {
-    const path = `realm.authenticationFlows[${i}]`;
-    const flow = parseRepresentation(value, flowSpec, ['id'], path, onUnknown);
-    if (flow.builtIn === true) return [];
-    if (typeof flow.alias !== 'string') throw badRequest(`${path}.alias: is required`);
-    const executions = asArray(flow.authenticationExecutions, `${path}.authenticationExecutions`).map((e, j): ImportedExecution => {
-      const at = `${path}.authenticationExecutions[${j}]`;
-      const execution = parseRepresentation(e, executionSpec, ['userSetupAllowed', 'id'], at, onUnknown);
-      const runsFlow = execution.authenticatorFlow === true || execution.autheticatorFlow === true;
-      if (runsFlow && typeof execution.flowAlias !== 'string') throw badRequest(`${at}.flowAlias: is required when authenticatorFlow is true`);
-      return {
-        path: at,
-        authenticator: (execution.authenticator as string | undefined) ?? null,
-        flowAlias: runsFlow ? (execution.flowAlias as string) : null,
-        requirement: (execution.requirement as ImportedExecution['requirement'] | undefined) ?? 'DISABLED',
-        priority: (execution.priority as number | undefined) ?? (j + 1) * 10,
-        configAlias: (execution.authenticatorConfig as string | undefined) ?? null,
-      };
-    });
-    return [
-      {
-        path,
-        alias: flow.alias,
-        description: (flow.description as string | undefined) ?? null,
-        providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',
-        topLevel: flow.topLevel !== false,
-        executions,
-      },
-    ];
-  });
-  const configs = asArray(rep.authenticatorConfig, 'realm.authenticatorConfig').map((value, i) => {
-    const path = `realm.authenticatorConfig[${i}]`;
-    const config = parseRepresentation(value, configSpec, ['id'], path, onUnknown);
-    if (typeof config.alias !== 'string') throw badRequest(`${path}.alias: is required`);
-    return { path, alias: config.alias, config: (config.config as Record<string, string> | undefined) ?? {} };
-  });
-  return { flows, configs };
 }
 
 /**

@@ -4,7 +4,7 @@ import { notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './auth.js';
 import { requireRole, type AdminRole } from './permissions.js';
-import { roleReps, rolesFromBody } from './roles.js';
+import { roleReps, rolesFromBody } from './representations/role.js';
 import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */
@@ -48,13 +48,13 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
     const holder = await resource.holder(request);
     requireRole(callerOf(request), holder.realm, resource.view);
     const roles = await mappedRoles(holder.id);
-    const realmMappings = await roleReps(ctx, roles.filter((r) => !r.clientRole));
+    const realmMappings = await roleReps(ctx.storage, roles.filter((r) => !r.clientRole));
     const clientMappings: Record<string, { id: string; client: string; mappings: unknown[] }> = {};
     for (const role of roles.filter((r) => r.clientRole)) {
       const client = await ctx.storage.clients.byId(holder.realm.id, role.containerId);
       if (!client) continue;
       clientMappings[client.clientId] ??= { id: client.id, client: client.clientId, mappings: [] };
-      clientMappings[client.clientId].mappings.push(...(await roleReps(ctx, [role])));
+      clientMappings[client.clientId].mappings.push(...(await roleReps(ctx.storage, [role])));
     }
     return { ...(realmMappings.length ? { realmMappings } : {}), ...(Object.keys(clientMappings).length ? { clientMappings } : {}) };
   });
@@ -73,19 +73,19 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
     app.get(base, async (request: AdminRequest<Params>) => {
       const c = await container(request);
       requireRole(callerOf(request), c.holder.realm, resource.view);
-      return roleReps(ctx, (await mappedRoles(c.holder.id)).filter((r) => r.containerId === c.containerId));
+      return roleReps(ctx.storage, (await mappedRoles(c.holder.id)).filter((r) => r.containerId === c.containerId));
     });
     app.get(`${base}/available`, async (request: AdminRequest<Params>) => {
       const c = await container(request);
       requireRole(callerOf(request), c.holder.realm, resource.view);
       const mapped = new Set(await resource.mappedIds(c.holder.id));
-      return roleReps(ctx, (await ctx.storage.roles.list(c.containerId)).filter((r) => !mapped.has(r.id)));
+      return roleReps(ctx.storage, (await ctx.storage.roles.list(c.containerId)).filter((r) => !mapped.has(r.id)));
     });
     app.get(`${base}/composite`, async (request: AdminRequest<Params>) => {
       const c = await container(request);
       requireRole(callerOf(request), c.holder.realm, resource.view);
       const ids = await ctx.storage.roles.expand(await resource.mappedIds(c.holder.id));
-      return roleReps(ctx, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
+      return roleReps(ctx.storage, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
     });
     for (const [method, operation] of [['POST', 'CREATE'], ['DELETE', 'DELETE']] as const) {
       app.route({
@@ -95,7 +95,7 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
           const c = await container(request);
           requireRole(callerOf(request), c.holder.realm, resource.manage);
           if (resource.manageRealmRoles && c.containerId === c.holder.realm.id) requireRole(callerOf(request), c.holder.realm, resource.manageRealmRoles);
-          const roles = await rolesFromBody(ctx, c.holder.realm, request.body, c.containerId);
+          const roles = await rolesFromBody(ctx.storage, c.holder.realm, request.body, c.containerId);
           await resource.mayMap?.(callerOf(request), roles);
           const ids = roles.map((r) => r.id);
           await (method === 'POST' ? resource.add(c.holder.id, ids) : resource.remove(c.holder.id, ids));

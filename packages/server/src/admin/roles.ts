@@ -5,36 +5,10 @@ import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
-import { userRep } from './users.js';
+import { queryInt, queryString } from './query.js';
+import { parseRole, roleRep, roleReps, rolesFromBody } from './representations/role.js';
+import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation, queryInt, queryString, uuidPattern, type Spec } from './validation.js';
-
-const roleSpec: Spec = {
-  name: { type: 'string', min: 1, pattern: /^[^/\\]+$/, patternHint: 'a name without slashes' },
-  description: { type: 'string' },
-};
-const roleIgnored = ['id', 'composite', 'composites', 'clientRole', 'containerId', 'attributes', 'scopeParamRequired'];
-
-export function roleRep(role: Role, composite: boolean) {
-  return {
-    id: role.id,
-    name: role.name,
-    description: role.description ?? undefined,
-    composite,
-    clientRole: role.clientRole,
-    containerId: role.containerId,
-    attributes: {},
-  };
-}
-
-export async function roleReps(ctx: ServerContext, roles: Role[]) {
-  const composites = await ctx.storage.roles.hasComposites(roles.map((r) => r.id));
-  return roles.map((r) => roleRep(r, composites.has(r.id)));
-}
-
-export function parseRole(body: unknown, path = 'role', onUnknown?: (path: string) => void): { name?: string; description?: string } {
-  return parseRepresentation(body, roleSpec, roleIgnored, path, onUnknown) as { name?: string; description?: string };
-}
 
 /** A role PUT: Keycloak changes name and description; a taken name is a 409. */
 async function updateRole(ctx: ServerContext, role: Role, body: unknown): Promise<Role> {
@@ -67,7 +41,7 @@ export function containerRoleRoutes(
       first: queryInt(request.query, 'first', 0),
       max: queryInt(request.query, 'max', undefined),
     });
-    return roleReps(ctx, roles);
+    return roleReps(ctx.storage, roles);
   });
 
   app.post(prefix, async (request: AdminRequest, reply) => {
@@ -97,7 +71,7 @@ export function containerRoleRoutes(
   app.get(`${prefix}/:roleName`, async (request: AdminRequest) => {
     const { realm, role } = await byName(request);
     requireRole(callerOf(request), realm, permission.view);
-    return (await roleReps(ctx, [role]))[0];
+    return (await roleReps(ctx.storage, [role]))[0];
   });
 
   app.put(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
@@ -122,7 +96,7 @@ export function containerRoleRoutes(
   app.get(`${prefix}/:roleName/composites`, async (request: AdminRequest) => {
     const { realm, role } = await byName(request);
     requireRole(callerOf(request), realm, permission.view);
-    return roleReps(ctx, await ctx.storage.roles.composites(role.id));
+    return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
   });
 
   app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
@@ -156,38 +130,10 @@ export function containerRoleRoutes(
   });
 }
 
-/** The most roles one call may name: Keycloak sets no limit, a bound keeps one request's work small. */
-const MAX_ROLES_PER_CALL = 1000;
-
-/**
- * A body that lists roles (`[{id}]` or `[{name}]`, as the admin client sends them): every one must exist
- * in this realm (in `containerId` when given), or nothing changes. Duplicates count once.
- */
-export async function rolesFromBody(ctx: ServerContext, realm: Realm, body: unknown, containerId?: string): Promise<Role[]> {
-  if (!Array.isArray(body) || body.length > MAX_ROLES_PER_CALL) throw badRequest(`Request body must be an array of roles (at most ${MAX_ROLES_PER_CALL})`);
-  const roles = new Map<string, Role>();
-  for (const [i, item] of body.entries()) {
-    if (typeof item !== 'object' || item === null) throw badRequest(`[${i}]: must be a role object`);
-    const { id, name } = item as { id?: unknown; name?: unknown };
-    let role: Role | null = null;
-    if (typeof id === 'string') {
-      // Not a UUID: names no role, and never reaches a query (PostgreSQL fails on NUL rather than not matching).
-      role = uuidPattern.test(id) ? await ctx.storage.roles.byId(realm.id, id.toLowerCase()) : null;
-    } else if (typeof name === 'string') {
-      role = await ctx.storage.roles.byName(containerId ?? realm.id, name);
-    } else {
-      throw badRequest(`[${i}]: a role needs an "id" or a "name"`);
-    }
-    if (!role || (containerId !== undefined && role.containerId !== containerId)) throw notFound(`Role ${String(id ?? name)} not found`);
-    roles.set(role.id, role);
-  }
-  return [...roles.values()];
-}
-
 /** The roles a composites call adds to or removes from `parent`, once the caller may (requireMayCompose). */
 async function compositeChange(ctx: ServerContext, request: AdminRequest, parent: Role): Promise<string[]> {
   const realm = await targetRealm(ctx, request);
-  const children = await rolesFromBody(ctx, realm, request.body);
+  const children = await rolesFromBody(ctx.storage, realm, request.body);
   await requireMayCompose(ctx, callerOf(request), realm, parent, children);
   return children.map((r) => r.id);
 }
@@ -216,7 +162,7 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.get('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, false));
-    return (await roleReps(ctx, [role]))[0];
+    return (await roleReps(ctx.storage, [role]))[0];
   });
   app.put('/realms/:realm/roles-by-id/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);
@@ -237,7 +183,7 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.get('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, false));
-    return roleReps(ctx, await ctx.storage.roles.composites(role.id));
+    return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
   });
   app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);

@@ -4,7 +4,7 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { uuidPattern } from './validation.js';
+import { uuidPattern } from './representations/fields.js';
 import type { AdminAuth } from './auth.js';
 
 declare module 'fastify' {

@@ -6,74 +6,9 @@ import { createUser, setPassword, userSnapshot } from '../services/index.js';
 import { isUniqueViolation, type Db } from '../storage/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
+import { queryBool, queryInt, queryString } from './query.js';
+import { parsePasswordCredential, parseUser, userRep, type UserInput } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation, queryBool, queryInt, queryString, type Spec } from './validation.js';
-import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
-
-
-const userSpec: Spec = {
-  username: { type: 'string', min: 1, pattern: usernamePattern, patternHint: 'a username without spaces or special characters' },
-  // "" means no address, as Keycloak's user profile reads it (forms and scripts send it for an empty field).
-  email: { type: 'string', max: 254, pattern: new RegExp(`^$|${emailPattern.source}`), patternHint: 'a valid e-mail address' },
-  firstName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
-  lastName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
-  enabled: { type: 'boolean' },
-  emailVerified: { type: 'boolean' },
-  attributes: { type: 'multiMap', max: 2048 },
-  credentials: { type: 'array' },
-  requiredActions: { type: 'stringArray' },
-};
-const userIgnored = [
-  'id', 'createdTimestamp', 'totp', 'disableableCredentialTypes', 'notBefore', 'access', 'clientConsents', 'clientRoles',
-  'federatedIdentities', 'federationLink', 'groups', 'realmRoles', 'self', 'serviceAccountClientId', 'userProfileMetadata', 'origin',
-];
-
-export interface UserInput {
-  username?: string;
-  email?: string;
-  firstName?: string;
-  lastName?: string;
-  enabled?: boolean;
-  emailVerified?: boolean;
-  attributes?: Record<string, string[]>;
-  password?: string;
-}
-
-export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
-  const rep = parseRepresentation(body, userSpec, userIgnored, path, onUnknown) as UserInput & { credentials?: unknown };
-  const { credentials, ...input } = rep;
-  if (credentials !== undefined) {
-    if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
-    for (const [i, credential] of credentials.entries()) {
-      const c = credential as { type?: unknown; value?: unknown };
-      if (c?.type !== 'password' || typeof c.value !== 'string' || c.value.length === 0 || c.value.length > 1024) {
-        throw badRequest(`${path}.credentials[${i}]: only {"type":"password","value":"…"} credentials are supported`, 'credentials');
-      }
-      input.password = c.value;
-    }
-  }
-  return input;
-}
-
-export function userRep(user: User) {
-  return {
-    id: user.id,
-    username: user.username,
-    firstName: user.firstName ?? undefined,
-    lastName: user.lastName ?? undefined,
-    email: user.email ?? undefined,
-    emailVerified: user.emailVerified,
-    attributes: Object.keys(user.attributes).length ? user.attributes : undefined,
-    createdTimestamp: user.createdTimestamp,
-    enabled: user.enabled,
-    totp: false,
-    ...(user.serviceAccountClientId ? { serviceAccountClientId: user.serviceAccountClientId } : {}),
-    disableableCredentialTypes: [],
-    requiredActions: [],
-    notBefore: 0,
-    access: { manageGroupMembership: true, view: true, mapRoles: true, impersonate: false, manage: true },
-  };
-}
 
 /** Creates a user from an admin representation; used by the users API and by realm import. */
 export async function insertUser(ctx: ServerContext, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
@@ -185,10 +120,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/users/:id/reset-password', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
-    const body = parseRepresentation(request.body, { type: { type: 'string' }, value: { type: 'string', max: 1024 }, temporary: { type: 'boolean' } }, ['userLabel', 'id', 'createdDate', 'priority', 'secretData', 'credentialData'], 'credential');
-    if (body.type !== undefined && body.type !== 'password') throw badRequest('credential.type: must be "password"', 'type');
-    if (typeof body.value !== 'string' || body.value.length === 0) throw badRequest('credential.value: is required', 'value');
-    await setPassword(ctx.storage, user, body.value);
+    await setPassword(ctx.storage, user, parsePasswordCredential(request.body));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);
     return reply.code(204).send();
   });

@@ -1,4 +1,8 @@
-import { badRequest } from '../model/errors.js';
+/**
+ * Field specs and the parser every admin representation goes through (Keycloak's JSON mapper rules). No routes
+ * here: the admin API and realm import (services/realm-import) both read representations with these.
+ */
+import { badRequest } from '../../model/errors.js';
 
 const JAVA_INT_MAX = 2_147_483_647;
 
@@ -113,30 +117,19 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
   }
 }
 
-/** Query parameters: `first`/`max` paging and booleans, with 400s that name the parameter. */
-export function queryInt(query: Record<string, unknown>, name: string, fallback: number | undefined, max = 10_000): number | undefined {
-  const raw = query[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw badRequest(`Query parameter "${name}" must be a non-negative integer`, name);
-  return Math.min(Number(raw), max);
-}
-
-export function queryBool(query: Record<string, unknown>, name: string): boolean | undefined {
-  const raw = query[name];
-  if (raw === undefined || raw === '') return undefined;
-  if (raw === 'true') return true;
-  if (raw === 'false') return false;
-  throw badRequest(`Query parameter "${name}" must be true or false`, name);
-}
-
-export function queryString(query: Record<string, unknown>, name: string, max = 255): string | undefined {
-  const raw = query[name];
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string') throw badRequest(`Query parameter "${name}" must be given once`, name);
-  if (raw.length > max) throw badRequest(`Query parameter "${name}" is longer than ${max} characters`, name);
-  if (raw.includes('\u0000')) throw badRequest(`Query parameter "${name}" must not contain NUL characters`, name);
-  return raw;
-}
-
 /** Ids in paths are UUIDs; anything else cannot name a resource (and never reaches a query). */
 export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A list field of a realm file: absent or null is empty; anything but an array is refused, naming its path. */
+export const asArray = (value: unknown, path: string): unknown[] => {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest(`${path}: must be an array`);
+  return value;
+};
+
+export const stringList = (value: unknown, path: string): string[] =>
+  asArray(value, path).map((v, i) => {
+    // Names here are looked up in the database: NUL would fail there instead of naming nothing.
+    if (typeof v !== 'string' || v.includes('\u0000')) throw badRequest(`${path}[${i}]: must be a string without NUL characters`);
+    return v;
+  });

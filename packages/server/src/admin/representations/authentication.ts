@@ -1,0 +1,218 @@
+import { badRequest } from '../../model/errors.js';
+import { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthProvider, type AuthenticatorConfig, type FlowImport, type FlowType, type Flows, type ImportedExecution, type RealmFlows, type WalkedExecution } from '../../flows/index.js';
+import { asArray, parseRepresentation, type FieldSpec, type Spec } from './fields.js';
+
+// The authentication management API's bodies ------------------------------------------------------------
+
+const aliasSpec: FieldSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint };
+// PostgreSQL refuses NUL in text; descriptions may hold any other character.
+const descriptionSpec: FieldSpec = { type: 'string', max: 4096, pattern: /^[^\u0000]*$/, patternHint: 'text without NUL characters' };
+const requirementSpec: FieldSpec = { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' };
+const prioritySpec: FieldSpec = { type: 'integer', min: -2147483648 };
+const MAX_PRIORITY = 2147483647;
+
+export const flowSpec: Spec = {
+  alias: aliasSpec,
+  description: descriptionSpec,
+  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
+  topLevel: { type: 'boolean' },
+  builtIn: { type: 'boolean' },
+};
+export const flowIgnored = ['id', 'authenticationExecutions'];
+export const copySpec: Spec = { newName: aliasSpec };
+export const newExecutionSpec: Spec = { provider: { type: 'string', min: 1 }, priority: prioritySpec };
+export const newSubflowSpec: Spec = {
+  alias: aliasSpec,
+  type: { type: 'string', pattern: /^(basic-flow|form-flow)$/, patternHint: 'basic-flow or form-flow' },
+  provider: { type: 'string' },
+  description: descriptionSpec,
+  priority: prioritySpec,
+};
+export const executionChangeSpec: Spec = {
+  id: { type: 'string', min: 1 },
+  requirement: requirementSpec,
+  priority: prioritySpec,
+  // A provider's display name for a plain execution; the subflow's new alias for a subflow (checked there).
+  displayName: { type: 'string', max: 4096 },
+  description: descriptionSpec,
+};
+export const executionChangeIgnored = ['level', 'index', 'requirementChoices', 'configurable', 'authenticationFlow', 'providerId', 'authenticationConfig', 'flowId', 'alias'];
+export const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
+
+/** An authentication API body: its spec, and priorities within a Java int as Keycloak stores them. */
+export function parse<T>(body: unknown, spec: Spec, path: string, ignored: readonly string[] = []): T {
+  const parsed = parseRepresentation(body, spec, ignored, path);
+  if (typeof parsed.priority === 'number' && parsed.priority > MAX_PRIORITY) throw badRequest(`${path}.priority: must be at most ${MAX_PRIORITY}`, 'priority');
+  return parsed as T;
+}
+
+export function required<T>(value: T | undefined, path: string, field: string): T {
+  if (value === undefined) throw badRequest(`${path}.${field}: is required`, field);
+  return value;
+}
+
+// Representations, as Keycloak's (null fields left out)
+
+function executionExportRep(flows: RealmFlows, execution: AuthExecution) {
+  const config = flows.config(execution.configId);
+  const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
+  return {
+    ...(config ? { authenticatorConfig: config.alias } : {}),
+    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
+    authenticatorFlow: execution.subFlowId !== null,
+    ...(subflow ? { flowAlias: subflow.alias } : {}),
+    requirement: execution.requirement,
+    priority: execution.priority,
+    autheticatorFlow: execution.subFlowId !== null,
+    userSetupAllowed: false,
+  };
+}
+
+export function flowRep(flows: RealmFlows, flow: AuthFlow) {
+  return {
+    id: flow.id,
+    alias: flow.alias,
+    ...(flow.description !== null ? { description: flow.description } : {}),
+    providerId: flow.providerId,
+    topLevel: flow.topLevel,
+    builtIn: flow.builtIn,
+    authenticationExecutions: flows.executionsOf(flow.id).map((e) => executionExportRep(flows, e)),
+  };
+}
+
+export function executionRep(execution: AuthExecution) {
+  const isFlow = execution.subFlowId !== null;
+  return {
+    id: execution.id,
+    ...(execution.authenticator ? { authenticator: execution.authenticator } : {}),
+    ...(execution.configId ? { authenticatorConfig: execution.configId } : {}),
+    authenticatorFlow: isFlow,
+    ...(execution.subFlowId ? { flowId: execution.subFlowId } : {}),
+    parentFlow: execution.parentFlowId,
+    priority: execution.priority,
+    requirement: execution.requirement,
+    autheticatorFlow: isFlow,
+  };
+}
+
+export const configRep = (config: AuthenticatorConfig) => ({ id: config.id, alias: config.alias, config: config.config });
+
+export const providerRep = (provider: AuthProvider) => ({ id: provider.id, displayName: provider.displayName, description: provider.description });
+
+/** Keycloak's execution info: one row of the flattened tree under a flow. */
+export function executionInfoRep(editor: Flows['editor'], catalog: Flows['catalog'], flows: RealmFlows, walked: WalkedExecution) {
+  const { execution, level, index } = walked;
+  const config = flows.config(execution.configId);
+  const common = {
+    id: execution.id,
+    requirement: execution.requirement,
+    requirementChoices: [...editor.requirementChoices(flows, execution)],
+    level,
+    index,
+    priority: execution.priority,
+  };
+  const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
+  if (subflow) {
+    return {
+      ...common,
+      displayName: subflow.alias,
+      ...(subflow.description !== null ? { description: subflow.description } : {}),
+      configurable: false,
+      authenticationFlow: true,
+      flowId: subflow.id,
+      ...(subflow.providerId === 'form-flow' && execution.authenticator ? { providerId: execution.authenticator } : {}),
+      ...(subflow.providerId === 'form-flow' && config ? { authenticationConfig: config.id } : {}),
+    };
+  }
+  const provider = execution.authenticator ? catalog.get(execution.authenticator) : undefined;
+  const configurable = (provider?.configProperties.length ?? 0) > 0;
+  return {
+    ...common,
+    displayName: provider?.displayName ?? execution.authenticator ?? '',
+    description: provider?.description ?? 'This provider is not installed on the server.',
+    configurable,
+    authenticationFlow: false,
+    ...(configurable && config ? { alias: config.alias } : {}),
+    ...(execution.authenticator ? { providerId: execution.authenticator } : {}),
+    ...(config ? { authenticationConfig: config.id } : {}),
+  };
+}
+
+/** Keycloak's config description of a provider: its settings as the admin console shows them. */
+export const configDescriptionRep = (provider: AuthProvider) => ({
+  providerId: provider.id,
+  name: provider.displayName,
+  helpText: provider.description,
+  properties: provider.configProperties.map((p) => ({
+    name: p.name,
+    label: p.label,
+    ...(p.helpText !== undefined ? { helpText: p.helpText } : {}),
+    type: p.type,
+    ...(p.defaultValue !== undefined ? { defaultValue: p.defaultValue } : {}),
+    secret: p.type === 'Password',
+  })),
+});
+
+// A realm file's `authenticationFlows` and `authenticatorConfig` ------------------------------------------
+
+const flowAliasSpec = { type: 'string', pattern: aliasPattern, patternHint: aliasHint } as const;
+const flowImportSpec: Spec = {
+  alias: flowAliasSpec,
+  description: { type: 'string', max: 4096 },
+  providerId: { type: 'string', pattern: /^(basic-flow|form-flow|client-flow)$/, patternHint: 'basic-flow, form-flow or client-flow' },
+  topLevel: { type: 'boolean' },
+  builtIn: { type: 'boolean' },
+  authenticationExecutions: { type: 'array' },
+};
+const executionImportSpec: Spec = {
+  authenticator: { type: 'string' },
+  authenticatorConfig: flowAliasSpec,
+  authenticatorFlow: { type: 'boolean' },
+  // Keycloak's exports carry this misspelling beside the right one.
+  autheticatorFlow: { type: 'boolean' },
+  flowAlias: flowAliasSpec,
+  requirement: { type: 'string', pattern: /^(REQUIRED|ALTERNATIVE|DISABLED|CONDITIONAL)$/, patternHint: 'REQUIRED, ALTERNATIVE, DISABLED or CONDITIONAL' },
+  priority: { type: 'integer', min: -2_147_483_648 },
+};
+const configImportSpec: Spec = { alias: flowAliasSpec, config: { type: 'stringMap', max: 4096 } };
+
+/** `authenticationFlows` and `authenticatorConfig`; built-in flows are skipped, the new realm has its own. */
+export function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (path: string) => void): FlowImport {
+  const flows = asArray(rep.authenticationFlows, 'realm.authenticationFlows').flatMap((value, i) => {
+    const path = `realm.authenticationFlows[${i}]`;
+    const flow = parseRepresentation(value, flowImportSpec, ['id'], path, onUnknown);
+    if (flow.builtIn === true) return [];
+    if (typeof flow.alias !== 'string') throw badRequest(`${path}.alias: is required`);
+    const executions = asArray(flow.authenticationExecutions, `${path}.authenticationExecutions`).map((e, j): ImportedExecution => {
+      const at = `${path}.authenticationExecutions[${j}]`;
+      const execution = parseRepresentation(e, executionImportSpec, ['userSetupAllowed', 'id'], at, onUnknown);
+      const runsFlow = execution.authenticatorFlow === true || execution.autheticatorFlow === true;
+      if (runsFlow && typeof execution.flowAlias !== 'string') throw badRequest(`${at}.flowAlias: is required when authenticatorFlow is true`);
+      return {
+        path: at,
+        authenticator: (execution.authenticator as string | undefined) ?? null,
+        flowAlias: runsFlow ? (execution.flowAlias as string) : null,
+        requirement: (execution.requirement as ImportedExecution['requirement'] | undefined) ?? 'DISABLED',
+        priority: (execution.priority as number | undefined) ?? (j + 1) * 10,
+        configAlias: (execution.authenticatorConfig as string | undefined) ?? null,
+      };
+    });
+    return [
+      {
+        path,
+        alias: flow.alias,
+        description: (flow.description as string | undefined) ?? null,
+        providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',
+        topLevel: flow.topLevel !== false,
+        executions,
+      },
+    ];
+  });
+  const configs = asArray(rep.authenticatorConfig, 'realm.authenticatorConfig').map((value, i) => {
+    const path = `realm.authenticatorConfig[${i}]`;
+    const config = parseRepresentation(value, configImportSpec, ['id'], path, onUnknown);
+    if (typeof config.alias !== 'string') throw badRequest(`${path}.alias: is required`);
+    return { path, alias: config.alias, config: (config.config as Record<string, string> | undefined) ?? {} };
+  });
+  return { flows, configs };
+}

@@ -1,0 +1,97 @@
+import { badRequest } from '../../model/errors.js';
+import type { Client } from '../../model/types.js';
+import { parseRepresentation, type Spec } from './fields.js';
+
+const uriSpec = { type: 'stringArray', max: 2048 } as const;
+const clientSpec: Spec = {
+  clientId: { type: 'string', min: 1, pattern: /^[^\s/\\]+$/, patternHint: 'a client id without spaces or slashes' },
+  name: { type: 'string' },
+  description: { type: 'string' },
+  secret: { type: 'string', min: 1, max: 1024 },
+  publicClient: { type: 'boolean' },
+  bearerOnly: { type: 'boolean' },
+  enabled: { type: 'boolean' },
+  protocol: { type: 'string', pattern: /^openid-connect$/, patternHint: '"openid-connect"' },
+  rootUrl: { type: 'string', max: 2048 },
+  baseUrl: { type: 'string', max: 2048 },
+  redirectUris: uriSpec,
+  webOrigins: uriSpec,
+  serviceAccountsEnabled: { type: 'boolean' },
+  standardFlowEnabled: { type: 'boolean' },
+  directAccessGrantsEnabled: { type: 'boolean' },
+  implicitFlowEnabled: { type: 'boolean' },
+  fullScopeAllowed: { type: 'boolean' },
+  attributes: { type: 'stringMap', max: 4096 },
+};
+const clientIgnored = [
+  'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
+  'clientAuthenticatorType', 'consentRequired', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
+  'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
+  'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
+  'useTemplateScope', 'useTemplateMappers',
+];
+
+export function clientRep(client: Client) {
+  return {
+    id: client.id,
+    clientId: client.clientId,
+    ...(client.name !== null ? { name: client.name } : {}),
+    ...(client.description !== null ? { description: client.description } : {}),
+    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl, adminUrl: client.rootUrl } : {}),
+    ...(client.baseUrl !== null ? { baseUrl: client.baseUrl } : {}),
+    surrogateAuthRequired: false,
+    enabled: client.enabled,
+    alwaysDisplayInConsole: false,
+    clientAuthenticatorType: 'client-secret',
+    ...(client.publicClient || client.secret === null ? {} : { secret: client.secret }),
+    redirectUris: client.redirectUris,
+    webOrigins: client.webOrigins,
+    notBefore: 0,
+    bearerOnly: client.bearerOnly,
+    consentRequired: false,
+    standardFlowEnabled: client.standardFlowEnabled,
+    implicitFlowEnabled: client.implicitFlowEnabled,
+    directAccessGrantsEnabled: client.directAccessGrantsEnabled,
+    serviceAccountsEnabled: client.serviceAccountsEnabled,
+    publicClient: client.publicClient,
+    frontchannelLogout: true,
+    protocol: client.protocol,
+    attributes: client.attributes,
+    authenticationFlowBindingOverrides: {},
+    fullScopeAllowed: client.fullScopeAllowed,
+    nodeReRegistrationTimeout: -1,
+    defaultClientScopes: ['web-origins', 'acr', 'profile', 'roles', 'basic', 'email'],
+    optionalClientScopes: ['address', 'phone', 'offline_access', 'organization', 'microprofile-jwt'],
+    access: { view: true, configure: true, manage: true },
+  };
+}
+
+export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void): Partial<Client> {
+  const input = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client>;
+  for (const field of ['redirectUris', 'webOrigins'] as const) {
+    for (const [i, uri] of (input[field] ?? []).entries()) {
+      if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
+      if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be an absolute URL, a path, or end in *`, field);
+    }
+  }
+  return input;
+}
+
+function isRedirectPattern(uri: string): boolean {
+  if (uri === '*' || uri === '+' || uri.startsWith('/')) return true;
+  try {
+    new URL(uri.replace(/\*$/, ''));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Admin events never carry a client secret, nor attributes that hold one (such as `api.key`). */
+export function clientEventRep(client: Client) {
+  const { secret: _secret, ...rep } = clientRep(client) as ReturnType<typeof clientRep> & { secret?: string };
+  const attributes = Object.fromEntries(
+    Object.entries(client.attributes).map(([k, v]) => [k, /key|secret|password|token/i.test(k) ? '**********' : v]),
+  );
+  return { ...rep, attributes };
+}

@@ -1,0 +1,138 @@
+import { badRequest } from '../../model/errors.js';
+import type { Realm } from '../../model/types.js';
+import type { Spec } from './fields.js';
+
+const SMTP_MASK = '**********';
+
+export const realmSpec: Spec = {
+  realm: { type: 'string', min: 1, max: 100, pattern: /^[A-Za-z0-9][A-Za-z0-9_.-]*$/, patternHint: 'letters, digits, ".", "_" or "-"' },
+  displayName: { type: 'string' },
+  displayNameHtml: { type: 'string', max: 2048 },
+  enabled: { type: 'boolean' },
+  registrationAllowed: { type: 'boolean' },
+  resetPasswordAllowed: { type: 'boolean' },
+  verifyEmail: { type: 'boolean' },
+  loginWithEmailAllowed: { type: 'boolean' },
+  duplicateEmailsAllowed: { type: 'boolean' },
+  organizationsEnabled: { type: 'boolean' },
+  eventsEnabled: { type: 'boolean' },
+  eventsExpiration: { type: 'integer', min: 1, max: Number.MAX_SAFE_INTEGER },
+  eventsListeners: { type: 'stringArray' },
+  enabledEventTypes: { type: 'stringArray' },
+  adminEventsEnabled: { type: 'boolean' },
+  adminEventsDetailsEnabled: { type: 'boolean' },
+  smtpServer: { type: 'stringMap', max: 1024 },
+  browserFlow: { type: 'string' },
+  registrationFlow: { type: 'string' },
+  resetCredentialsFlow: { type: 'string' },
+  accessTokenLifespan: { type: 'integer', min: 1 },
+  ssoSessionIdleTimeout: { type: 'integer', min: 1 },
+  ssoSessionMaxLifespan: { type: 'integer', min: 1 },
+  attributes: { type: 'stringMap', max: 4096 },
+};
+
+/** Keycloak RealmRepresentation fields this server accepts and does not use. */
+export const realmIgnored = [
+  'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
+  'accountTheme', 'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
+  'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
+  'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes', 'clientPolicies', 'clientProfiles',
+  'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultLocale', 'defaultOptionalClientScopes', 'defaultRoles',
+  'defaultRole', 'defaultSignatureAlgorithm', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
+  'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
+  'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
+  'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'offlineSessionIdleTimeout',
+  'offlineSessionMaxLifespan', 'offlineSessionMaxLifespanEnabled', 'verifiableCredentialsEnabled', 'otpPolicyAlgorithm',
+  'otpPolicyDigits', 'otpPolicyInitialCounter', 'otpPolicyLookAheadWindow', 'otpPolicyPeriod', 'otpPolicyType',
+  'otpSupportedApplications', 'otpPolicyCodeReusable', 'passwordPolicy', 'permanentLockout', 'protocolMappers',
+  'quickLoginCheckMilliSeconds', 'refreshTokenMaxReuse', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
+  'revokeRefreshToken', 'scopeMappings', 'sslRequired', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
+  'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
+  'supportedLocales', 'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
+  'webAuthnPolicyPasswordlessPasskeysEnabled', 'scimApiEnabled', 'webAuthnPolicyRpEntityName', 'webAuthnPolicySignatureAlgorithms',
+  'webAuthnPolicyRpId', 'webAuthnPolicyAttestationConveyancePreference', 'webAuthnPolicyAuthenticatorAttachment',
+  'webAuthnPolicyRequireResidentKey', 'webAuthnPolicyUserVerificationRequirement', 'webAuthnPolicyCreateTimeout',
+  'webAuthnPolicyAvoidSameAuthenticatorRegister', 'webAuthnPolicyAcceptableAaguids', 'webAuthnPolicyExtraOrigins',
+  'webAuthnPolicyPasswordlessRpEntityName', 'webAuthnPolicyPasswordlessSignatureAlgorithms', 'webAuthnPolicyPasswordlessRpId',
+  'webAuthnPolicyPasswordlessAttestationConveyancePreference', 'webAuthnPolicyPasswordlessAuthenticatorAttachment',
+  'webAuthnPolicyPasswordlessRequireResidentKey', 'webAuthnPolicyPasswordlessUserVerificationRequirement',
+  'webAuthnPolicyPasswordlessCreateTimeout', 'webAuthnPolicyPasswordlessAvoidSameAuthenticatorRegister',
+  'webAuthnPolicyPasswordlessAcceptableAaguids', 'webAuthnPolicyPasswordlessExtraOrigins', 'oauth2DeviceCodeLifespan',
+  'oauth2DevicePollingInterval', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
+];
+
+export function realmRep(realm: Realm) {
+  const smtp = { ...realm.smtpServer };
+  if (smtp.password) smtp.password = SMTP_MASK;
+  return {
+    id: realm.id,
+    realm: realm.name,
+    ...(realm.displayName !== null ? { displayName: realm.displayName } : {}),
+    notBefore: 0,
+    defaultSignatureAlgorithm: 'RS256',
+    revokeRefreshToken: true,
+    refreshTokenMaxReuse: 0,
+    accessTokenLifespan: realm.accessTokenLifespan,
+    ssoSessionIdleTimeout: realm.ssoSessionIdleTimeout,
+    ssoSessionMaxLifespan: realm.ssoSessionMaxLifespan,
+    enabled: realm.enabled,
+    sslRequired: 'external',
+    registrationAllowed: realm.registrationAllowed,
+    registrationEmailAsUsername: false,
+    rememberMe: false,
+    verifyEmail: realm.verifyEmail,
+    loginWithEmailAllowed: realm.loginWithEmailAllowed,
+    duplicateEmailsAllowed: realm.duplicateEmailsAllowed,
+    resetPasswordAllowed: realm.resetPasswordAllowed,
+    editUsernameAllowed: false,
+    bruteForceProtected: false,
+    organizationsEnabled: realm.organizationsEnabled,
+    ...eventsConfigRep(realm),
+    smtpServer: smtp,
+    browserFlow: realm.browserFlow,
+    registrationFlow: realm.registrationFlow,
+    resetCredentialsFlow: realm.resetCredentialsFlow,
+    directGrantFlow: 'direct grant',
+    clientAuthenticationFlow: 'clients',
+    attributes: realm.attributes,
+  };
+}
+
+/** Keycloak's RealmEventsConfigRepresentation: these realm fields, validated as in the realm PUT. */
+export const eventsConfigFields = ['eventsEnabled', 'eventsExpiration', 'eventsListeners', 'enabledEventTypes', 'adminEventsEnabled', 'adminEventsDetailsEnabled'] as const;
+export const eventsConfigSpec = Object.fromEntries(eventsConfigFields.map((f) => [f, realmSpec[f]]));
+
+export const eventsConfigRep = (realm: Realm) => ({
+  eventsEnabled: realm.eventsEnabled,
+  ...(realm.eventsExpiration !== null ? { eventsExpiration: realm.eventsExpiration } : {}),
+  eventsListeners: realm.eventsListeners,
+  enabledEventTypes: realm.enabledEventTypes,
+  adminEventsEnabled: realm.adminEventsEnabled,
+  adminEventsDetailsEnabled: realm.adminEventsDetailsEnabled,
+});
+
+/** Representation fields that are stored under the same name in the realm model. */
+const sameNamedSettings = [
+  'displayName', 'enabled', 'registrationAllowed', 'resetPasswordAllowed', 'verifyEmail', 'loginWithEmailAllowed',
+  'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
+  'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
+  'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'attributes',
+] as const satisfies readonly (keyof Realm)[];
+
+/** Applies a (partial) realm representation: given fields change, absent ones stay, as Keycloak's realm PUT. */
+export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, knownListeners: (id: string) => boolean, path = 'realm'): void {
+  const listeners = rep.eventsListeners as string[] | undefined;
+  for (const [i, id] of (listeners ?? []).entries()) {
+    if (!knownListeners(id)) throw badRequest(`${path}.eventsListeners[${i}]: no event listener "${id}" is installed`, 'eventsListeners');
+  }
+  const smtp = rep.smtpServer as Realm['smtpServer'] | undefined;
+  if (smtp?.password === SMTP_MASK) smtp.password = realm.smtpServer.password;
+  if (smtp?.port !== undefined && smtp.port !== '' && !/^\d{1,5}$/.test(smtp.port)) throw badRequest(`${path}.smtpServer.port: must be a port number`, 'smtpServer');
+  const set = <K extends keyof Realm>(key: K, value: unknown) => {
+    if (value !== undefined) realm[key] = value as Realm[K];
+  };
+  set('name', rep.realm);
+  set('eventsListeners', listeners);
+  set('smtpServer', smtp);
+  for (const key of sameNamedSettings) set(key, rep[key]);
+}
