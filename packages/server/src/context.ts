@@ -8,7 +8,8 @@ import type { ProviderRegistry } from './providers/index.js';
 import type { Storage } from './storage/index.js';
 import type { Counter, SharedStore } from '@realmgate/spi';
 import type { Mailer } from './mail/index.js';
-import type { ActionTokens, AuthSessions, PageRenderer } from './pages/index.js';
+import type { ActionTokens, AuthSessions, LoginForms, LoginProtocol } from './authentication/index.js';
+import type { PageRenderer } from './pages/index.js';
 import type { OwnedSharedStore } from './store/index.js';
 
 /** The services the composition root builds once and hands to every route module. */
@@ -30,6 +31,10 @@ export interface ServerContext {
   authSessions: AuthSessions;
   actionTokens: ActionTokens;
   pages: PageRenderer;
+  /** The login pages, as `protocol/` shows them (implemented by `pages/`). */
+  forms: LoginForms;
+  /** How a finished browser login answers the client (implemented by `protocol/openid-connect`). */
+  loginProtocol: LoginProtocol;
   mailer: Mailer;
   mailFailures: Counter;
 }

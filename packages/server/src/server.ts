@@ -10,12 +10,13 @@ import { Flows } from './flows/index.js';
 import { createHttpApp } from './http/index.js';
 import { RealmKeys } from './keys/index.js';
 import { createLogger, MetricsRegistry, operationsRoutes, spiLogger, type ServerLogger } from './observability/index.js';
-import { openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
+import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
 import { createSharedStore, namespacedStore } from './store/index.js';
 import { Mailer } from './mail/index.js';
-import { ActionTokens, AuthSessions, PageRenderer, pageRoutes } from './pages/index.js';
+import { ActionTokens, AuthSessions } from './authentication/index.js';
+import { PageRenderer, pageForms, pageRoutes } from './pages/index.js';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -67,6 +68,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   // Built now for the context; it reads the registry lazily and does its start-up work after providers.init.
   const flows = new Flows(storage, providers, logger);
   const hostStore = namespacedStore(store, 'host');
+  const pages = new PageRenderer(config.themeDir);
   const context: ServerContext = {
     config,
     logger,
@@ -82,7 +84,9 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     hostStore,
     authSessions: new AuthSessions(keys, config.hostname),
     actionTokens: new ActionTokens(keys, hostStore),
-    pages: new PageRenderer(config.themeDir),
+    pages,
+    forms: pageForms({ pages, flows }),
+    loginProtocol: openIdConnectLoginProtocol(config),
     mailer: new Mailer(logger, config.mode),
     mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),
   };

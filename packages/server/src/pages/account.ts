@@ -7,7 +7,7 @@ import type { Realm, User, UserSession } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage, keepValues } from './pages.js';
 import { formValues } from './protection.js';
-import { clearSsoCookie, currentSsoSession } from './sso.js';
+import { clearSsoCookie, currentSsoSession } from '../authentication/index.js';
 import { profileRefusal } from './profile-rules.js';
 import { sendVerification } from './verify-email.js';
 import { emailPattern, personNamePattern as namePattern } from '../model/user-profile.js';

@@ -5,12 +5,8 @@ import { loginRoutes } from './login.js';
 import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
 
-export { ActionTokens } from './action-tokens.js';
-export { AuthSessions } from './auth-session.js';
-export { completeLogin } from './complete.js';
-export { showPage } from './pages.js';
+export { pageForms, showPage } from './pages.js';
 export { PageRenderer } from './render.js';
-export { codeKey, clearSsoCookie, currentSsoSession, type CodeGrant } from './sso.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: ServerContext): void {
   loginRoutes(app, ctx);

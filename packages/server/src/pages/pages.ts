@@ -2,16 +2,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
-import type { AuthSession } from './auth-session.js';
+import type { AuthSession, FormState, LoginForms } from '../authentication/index.js';
 import { protectorMarkup } from './protection.js';
-import type { FieldErrors } from './render.js';
 
-export interface FormState {
-  values?: Record<string, string>;
-  errors?: FieldErrors;
-  message?: { type: 'error' | 'info' | 'success'; text: string };
-  status?: number;
-}
+export type { FormState };
+
+/** What rendering a page needs: the renderer and the realm's flows (for protectors and form-action assets). */
+type PageContext = Pick<ServerContext, 'pages' | 'flows'>;
 
 export const actionUrl = (realm: Realm, action: string) => `/realms/${encodeURIComponent(realm.name)}/login-actions/${action}`;
 
@@ -23,20 +20,20 @@ export function keepValues(form: Record<string, string>, names: readonly string[
 const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate' } as Realm;
 
 export const showPage = {
-  async error(ctx: ServerContext, reply: FastifyReply, realm: Realm | null, text: string, status = 400, link?: { href: string; label: string }) {
+  async error(ctx: PageContext, reply: FastifyReply, realm: Realm | null, text: string, status = 400, link?: { href: string; label: string }) {
     return ctx.pages.send(reply, realm ?? placeholderRealm, 'error', { text, link }, status);
   },
 
   /** A request the application got wrong: the detail is for its developers, the rest of the page for the user. */
-  async requestError(ctx: ServerContext, reply: FastifyReply, realm: Realm, detail: string, status = 400) {
+  async requestError(ctx: PageContext, reply: FastifyReply, realm: Realm, detail: string, status = 400) {
     return ctx.pages.send(reply, realm, 'error', { text: detail, fromApplication: true }, status);
   },
 
-  async info(ctx: ServerContext, reply: FastifyReply, realm: Realm, title: string, text: string, link?: { href: string; label: string }, status = 200) {
+  async info(ctx: PageContext, reply: FastifyReply, realm: Realm, title: string, text: string, link?: { href: string; label: string }, status = 200) {
     return ctx.pages.send(reply, realm, 'info', { title, text, link }, status);
   },
 
-  async login(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+  async login(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
     const steps = await ctx.flows.loginSteps(realm);
     return ctx.pages.send(
       reply,
@@ -57,7 +54,7 @@ export const showPage = {
     );
   },
 
-  async registration(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+  async registration(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
     const steps = await ctx.flows.registrationSteps(realm);
     const assets: string[] = [];
     for (const action of steps.formActions) {
@@ -82,7 +79,7 @@ export const showPage = {
     );
   },
 
-  async resetRequest(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
+  async resetRequest(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
     const steps = await ctx.flows.resetSteps(realm);
     return ctx.pages.send(
       reply,
@@ -102,3 +99,14 @@ export const showPage = {
     );
   },
 };
+
+/** The pages `protocol/` shows, as the LoginForms port the server context hands it. */
+export function pageForms(ctx: PageContext): LoginForms {
+  return {
+    error: (reply, realm, text, status, link) => showPage.error(ctx, reply, realm, text, status, link),
+    requestError: (reply, realm, detail, status) => showPage.requestError(ctx, reply, realm, detail, status),
+    info: (reply, realm, title, text, link, status) => showPage.info(ctx, reply, realm, title, text, link, status),
+    login: (request, reply, realm, auth, state) => showPage.login(ctx, request, reply, realm, auth, state),
+    registration: (request, reply, realm, auth, state) => showPage.registration(ctx, request, reply, realm, auth, state),
+  };
+}

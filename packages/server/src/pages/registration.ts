@@ -4,10 +4,10 @@ import { requestInfo } from '../http/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { createUser, setPassword, userSnapshot } from '../services/index.js';
 import type { User } from '../model/types.js';
-import { completeLogin } from './complete.js';
+import { completeLogin } from '../authentication/index.js';
 import { sendVerification } from './verify-email.js';
 import { actionUrl, keepValues, showPage } from './pages.js';
-import { csrfRejected, loginContext } from './login.js';
+import { csrfRejected, loginContext } from './login-context.js';
 import { formValues, runProtectors } from './protection.js';
 import { realmInfo } from '../events/index.js';
 

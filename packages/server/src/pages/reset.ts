@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
+import { resetCredentialsUser } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
-import { findLoginUser } from '../protocol/openid-connect/token/password.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
-import { csrfRejected, loginContext } from './login.js';
+import { csrfRejected, loginContext } from './login-context.js';
 import { actionUrl, keepValues, showPage } from './pages.js';
 import { formValues, runProtectors } from './protection.js';
 import { actionTokenUrl } from './verify-email.js';
@@ -43,11 +43,11 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
       return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: error }, status: 400 });
     }
-    const user = await findLoginUser(ctx, realm, form.username);
-    if (user && user.enabled && user.email && !user.serviceAccountClientId) {
+    const user = await resetCredentialsUser(ctx, realm, form.username);
+    if (user) {
       const token = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { azp: auth.clientId });
       sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
-      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email, username: user.username }, request: info });
+      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email!, username: user.username }, request: info });
     } else {
       await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD_ERROR', clientId: auth.clientId, error: 'user_not_found', details: { username: values.username }, request: info });
     }

@@ -2,9 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { baseUrl } from '../../http/index.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
-import { showPage, completeLogin } from '../../pages/index.js';
-import { currentSsoSession, redirectToClient } from '../../pages/sso.js';
-import type { AuthRequest, AuthSession } from '../../pages/auth-session.js';
+import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } from '../../authentication/index.js';
+import { redirectToClient } from './authorization-response.js';
 import { grantedScope, issuerOf } from './tokens.js';
 
 const MAX_PARAM = 2048;
@@ -23,18 +22,18 @@ function param(request: FastifyRequest, name: string): string | undefined {
 export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = (entry: 'login' | 'registration') => async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
-    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
     const clientId = param(request, 'client_id');
     const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
-    if (!client || !client.enabled) return showPage.requestError(ctx, reply, realm, 'Client not found.');
+    if (!client || !client.enabled) return ctx.forms.requestError(reply, realm, 'Client not found.');
     const base = baseUrl(request, ctx.config.hostname);
     const redirectUri = param(request, 'redirect_uri');
     if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
-      return showPage.requestError(ctx, reply, realm, 'Invalid parameter: redirect_uri');
+      return ctx.forms.requestError(reply, realm, 'Invalid parameter: redirect_uri');
     }
     // Dropping an over-long state would send the client a response it cannot match: refuse the request here.
     const oversized = Object.entries(paramsOf(request) ?? {}).find(([, value]) => typeof value === 'string' && value.length > MAX_PARAM);
-    if (oversized) return showPage.requestError(ctx, reply, realm, `Invalid parameter: ${oversized[0].slice(0, 40)} is too long.`);
+    if (oversized) return ctx.forms.requestError(reply, realm, `Invalid parameter: ${oversized[0].slice(0, 40)} is too long.`);
     const responseMode = (param(request, 'response_mode') ?? 'query') as AuthSession['responseMode'];
     const state = param(request, 'state') ?? null;
     const fail = (error: string, description: string) =>
@@ -72,9 +71,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');
     // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
-    if (!session) return showPage.requestError(ctx, reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
-    if (entry === 'registration' && realm.registrationAllowed) return showPage.registration(ctx, request, reply, realm, session, {});
-    return showPage.login(ctx, request, reply, realm, session, {});
+    if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
+    if (entry === 'registration' && realm.registrationAllowed) return ctx.forms.registration(request, reply, realm, session, {});
+    return ctx.forms.login(request, reply, realm, session, {});
   };
   app.get('/realms/:realm/protocol/openid-connect/auth', handler('login'));
   app.post('/realms/:realm/protocol/openid-connect/auth', handler('login'));

@@ -10,6 +10,7 @@ import { userinfoRoutes } from './userinfo.js';
 
 export { TokenService, TokenVerificationError, issuerOf, type IssuedTokens } from './tokens.js';
 export { bearerToken, requireBearer } from './bearer.js';
+export { openIdConnectLoginProtocol } from './authorization-response.js';
 
 export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
   discoveryRoutes(app, ctx);

@@ -4,8 +4,7 @@ import { baseUrl, requestInfo } from '../../http/index.js';
 import { OAuthError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
-import { clearSsoCookie, currentSsoSession, showPage } from '../../pages/index.js';
-import { SignedState } from '../../pages/signed-state.js';
+import { clearSsoCookie, currentSsoSession, SignedState } from '../../authentication/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
@@ -63,18 +62,18 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       try {
         hintClaims = await ctx.tokens.verify(realm, hint, 'ID', ctx.config.hostname, { hint: true });
       } catch {
-        return showPage.requestError(ctx, reply, realm, 'Invalid parameter: id_token_hint');
+        return ctx.forms.requestError(reply, realm, 'Invalid parameter: id_token_hint');
       }
     }
     const clientId = param(request, 'client_id') ?? (hintClaims?.azp as string | undefined);
     let client: Client | null = null;
     if (clientId) {
       client = await ctx.storage.clients.byClientId(realm.id, clientId);
-      if (!client || (hintClaims && hintClaims.azp !== clientId)) return showPage.requestError(ctx, reply, realm, 'Invalid parameter: client_id');
+      if (!client || (hintClaims && hintClaims.azp !== clientId)) return ctx.forms.requestError(reply, realm, 'Invalid parameter: client_id');
     }
     const redirect = param(request, 'post_logout_redirect_uri');
     if (redirect && (!client || !postLogoutRedirectAllowed(client, redirect, base))) {
-      return showPage.requestError(ctx, reply, realm, 'Invalid redirect uri');
+      return ctx.forms.requestError(reply, realm, 'Invalid redirect uri');
     }
     const state = param(request, 'state');
     const sso = await currentSsoSession(ctx, request, realm);
@@ -84,7 +83,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const confirmToken = param(request, 'session_code');
     const confirmed = confirmToken !== undefined && (await signed.open<{ sid: string | null }>(realm.id, CONFIRM_PURPOSE, confirmToken, 1024))?.sid === browserSession;
     if (confirmToken !== undefined && !confirmed) {
-      return showPage.error(ctx, reply, realm, 'This sign-out request has expired or was not sent from this page. Nothing was changed; please try again.', 400);
+      return ctx.forms.error(reply, realm, 'This sign-out request has expired or was not sent from this page. Nothing was changed; please try again.', 400);
     }
     // Keycloak's rule: without a hint, or with the hint of a session that is not this browser's, the user
     // confirms; a hint alone (anyone's ID token, on a link from another site) never ends the browser's session.
@@ -108,12 +107,12 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (state) url.searchParams.set('state', state);
       return reply.code(302).header('location', url.href).send();
     }
-    return showPage.info(ctx, reply, realm, 'You are signed out', 'You have been signed out.');
+    return ctx.forms.info(reply, realm, 'You are signed out', 'You have been signed out.');
   };
 
   app.get('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
-    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
     return browser(request, reply, realm);
   });
 
@@ -121,7 +120,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const refreshToken = formField(request.body, 'refresh_token');
     if (refreshToken !== undefined) return backChannel(request, reply, await realmOrError(ctx.storage, request.params.realm), refreshToken);
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
-    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
     return browser(request, reply, realm);
   });
 }

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import { newId, verifyPassword } from '../../../credentials/index.js';
+import { authenticatePassword } from '../../../authentication/index.js';
+import { newId } from '../../../credentials/index.js';
 import { OAuthError } from '../../../model/errors.js';
-import type { Client, Realm, User } from '../../../model/types.js';
+import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import { userSnapshot } from '../../../services/index.js';
@@ -17,28 +18,21 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   const password = formField(request.body, 'password');
   if (!username || password === undefined) throw new OAuthError(400, 'invalid_request', 'Missing parameter: username or password');
   const info = requestInfo(request);
-  const user = await findLoginUser(ctx, realm, username);
-  const valid = await verifyPassword(password, user?.passwordHash ?? null);
-  if (!user || !valid || user.serviceAccountClientId) {
-    await ctx.events.user(realm, {
-      type: 'LOGIN_ERROR',
-      clientId: client.clientId,
-      userId: user?.id ?? null,
-      error: user ? 'invalid_user_credentials' : 'user_not_found',
-      details: { auth_method: 'openid-connect', grant_type: 'password', username },
-      request: info,
-    });
+  const result = await authenticatePassword(ctx, realm, {
+    username,
+    password,
+    clientId: client.clientId,
+    details: { auth_method: 'openid-connect', grant_type: 'password' },
+    request: info,
+    requiredActions: 'refuse',
+  });
+  if (!result.ok) {
+    if (result.error === 'user_disabled') throw new OAuthError(400, 'invalid_grant', 'Account disabled');
+    // Keycloak's answer while a required action (VERIFY_EMAIL) is pending: the browser flow sends the link.
+    if (result.error === 'resolve_required_actions') throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up');
     throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials');
   }
-  if (!user.enabled) {
-    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'user_disabled', details: { auth_method: 'openid-connect', grant_type: 'password', username }, request: info });
-    throw new OAuthError(400, 'invalid_grant', 'Account disabled');
-  }
-  if (realm.verifyEmail && user.email && !user.emailVerified) {
-    // Keycloak's answer while the VERIFY_EMAIL action is pending: the browser flow sends the link.
-    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'resolve_required_actions', details: { auth_method: 'openid-connect', grant_type: 'password', username }, request: info });
-    throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up');
-  }
+  const user = result.user;
   const now = Date.now();
   const sessionId = newId();
   const refreshTokenId = newId();
@@ -61,10 +55,4 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     user: await userSnapshot(ctx.storage, user),
   });
   return tokens;
-}
-
-export async function findLoginUser(ctx: ServerContext, realm: Realm, login: string): Promise<User | null> {
-  const byName = await ctx.storage.users.byUsername(realm.id, login);
-  if (byName) return byName;
-  return realm.loginWithEmailAllowed && login.includes('@') ? ctx.storage.users.byEmail(realm.id, login) : null;
 }

@@ -1,15 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { baseUrl, requestInfo } from '../http/index.js';
+import { requestInfo } from '../http/index.js';
 import type { Realm, User, UserSession } from '../model/types.js';
-import { issuerOf } from '../protocol/openid-connect/tokens.js';
 import { userSnapshot } from '../services/index.js';
 import type { AuthSession } from './auth-session.js';
-import { redirectWithCode, startSsoSession } from './sso.js';
+import { issueAuthorizationCode } from './authorization-code.js';
+import { startSsoSession } from './sso-session.js';
 
-/** The end of every successful browser login: SSO session, LOGIN event, code back to the client. */
+/**
+ * The end of every successful browser login (form, registration, SSO): SSO session started or touched, auth
+ * session ended, LOGIN event, a single-use code; the login protocol then answers the client with it.
+ */
 export async function completeLogin(
-  ctx: ServerContext,
+  ctx: Pick<ServerContext, 'storage' | 'config' | 'events' | 'hostStore' | 'authSessions' | 'loginProtocol'>,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -29,5 +32,6 @@ export async function completeLogin(
     request: requestInfo(request),
     user: await userSnapshot(ctx.storage, user),
   });
-  return redirectWithCode(ctx.hostStore, reply, issuerOf(baseUrl(request, ctx.config.hostname), realm.name), auth, session, user.id);
+  const code = await issueAuthorizationCode(ctx, auth, session, user.id);
+  return ctx.loginProtocol.authenticated(request, reply, realm, auth, session, code);
 }

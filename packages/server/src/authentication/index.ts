@@ -1,0 +1,14 @@
+/**
+ * The authentication layer, below `pages/` and `protocol/` (Keycloak's `authentication/`): password
+ * authentication, auth sessions, SSO sessions, authorization codes and action tokens, one operation per file.
+ * It imports neither `pages/` nor `protocol/`; they reach each other only through the ports in ports.ts.
+ */
+export { ActionTokens, ACTION_TOKEN_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
+export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession } from './auth-session.js';
+export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
+export { completeLogin } from './login.js';
+export { authenticatePassword, findLoginUser, type PasswordAttempt, type PasswordError, type PasswordResult } from './password.js';
+export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js';
+export { resetCredentialsUser } from './reset-credentials.js';
+export { SignedState } from './signed-state.js';
+export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';

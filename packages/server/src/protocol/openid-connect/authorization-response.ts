@@ -1,0 +1,34 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthSession, LoginProtocol } from '../../authentication/index.js';
+import type { ServerConfig } from '../../config/index.js';
+import { baseUrl } from '../../http/index.js';
+import { issuerOf } from './tokens.js';
+
+/** Sends the browser back to the client with the authorization response (query, fragment or form_post). */
+export function redirectToClient(reply: FastifyReply, redirectUri: string, responseMode: AuthSession['responseMode'], params: Record<string, string>): FastifyReply {
+  if (responseMode === 'form_post') {
+    const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+    const inputs = Object.entries(params).map(([k, v]) => `<input type="hidden" name="${escape(k)}" value="${escape(v)}">`).join('');
+    // The only inline script on these pages; a hash would pin it, but the form also works with a click.
+    return reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(`<!doctype html><html><body><form method="post" action="${escape(redirectUri)}">${inputs}<noscript><button type="submit">Continue</button></noscript></form><script>document.forms[0].submit()</script></body></html>`);
+  }
+  const url = new URL(redirectUri);
+  const encoded = new URLSearchParams(params).toString();
+  if (responseMode === 'fragment') url.hash = encoded;
+  else for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  return reply.code(302).header('location', url.href).header('cache-control', 'no-store').send();
+}
+
+/** OpenID Connect's answer to a finished browser login: the code, session_state, iss and state, back to the client. */
+export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'>): LoginProtocol {
+  return {
+    authenticated(request: FastifyRequest, reply, realm, auth, session, code) {
+      const params: Record<string, string> = { code, session_state: session.id, iss: issuerOf(baseUrl(request, config.hostname), realm.name) };
+      if (auth.state !== null) params.state = auth.state;
+      return redirectToClient(reply, auth.redirectUri, auth.responseMode, params);
+    },
+  };
+}
