@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
-import { createRealmFromImport, parseRealmImport } from './admin/index.js';
 import { createUser, provisionRealm, setPassword, upgradeAdminModel } from './services/index.js';
+import { createRealmFromImport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
 
 /** First start: the master realm and its administrator. Returns the generated password, if one was made. */

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { newId, newSecret } from '../credentials/index.js';
-import { defaultClient } from '../model/defaults.js';
+import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
-import type { Client, Realm } from '../model/types.js';
-import { ensureServiceAccount } from '../services/index.js';
-import { isUniqueViolation, type Db } from '../storage/index.js';
+import { clientFrom, ensureServiceAccount, insertClient, serviceAccountNamed } from '../services/index.js';
+import { isUniqueViolation } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
@@ -13,38 +11,6 @@ import { queryBool, queryInt, queryString } from './query.js';
 import { clientEventRep, clientRep, parseClient } from './representations/client.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-
-/** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
-export function clientFrom(input: Partial<Client>, base: Client): Client {
-  const fresh = defaultClient(base.id, base.realmId, input.clientId ?? base.clientId);
-  const client: Client = { ...fresh, ...input, id: base.id, realmId: base.realmId, clientId: input.clientId ?? base.clientId };
-  // The secret is a credential, not configuration: kept unless the body sets one, as Keycloak keeps it.
-  client.secret = client.publicClient || client.bearerOnly ? base.secret : (input.secret ?? base.secret ?? newSecret());
-  return client;
-}
-
-export async function insertClient(ctx: ServerContext, realm: Realm, input: Partial<Client>, db: Db, path = 'client'): Promise<Client> {
-  if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
-  const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
-  try {
-    await ctx.storage.clients.insert(client, db);
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`Client ${client.clientId} already exists`, 'clientId');
-    throw error;
-  }
-  if (client.serviceAccountsEnabled) await serviceAccountNamed(client.clientId, () => ensureServiceAccount(ctx.storage, realm, client, db));
-  return client;
-}
-
-/** The service-account user's name is taken by another user: a conflict on the client, not a 500. */
-async function serviceAccountNamed(clientId: string, work: () => Promise<void>): Promise<void> {
-  try {
-    await work();
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`A user named service-account-${clientId.toLowerCase()} already exists`, 'clientId');
-    throw error;
-  }
-}
 
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients', async (request: AdminRequest) => {
@@ -63,7 +29,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClient(request.body);
-    const client = await ctx.storage.transaction((trx) => insertClient(ctx, realm, input, trx));
+    const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
     return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
   });

@@ -14,8 +14,6 @@ import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
 import { userRoutes } from './users.js';
 
-export { createRealmFromImport } from './realms.js';
-export { parseRealmImport } from './realm-import.js';
 export { permissionTable } from './route-permissions.js';
 
 /** The Keycloak-compatible admin REST API under /admin: every route authenticated before it runs. */

@@ -1,44 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
-import type { Organization, Realm } from '../model/types.js';
-import { userSnapshot } from '../services/index.js';
-import { isUniqueViolation, type Db } from '../storage/index.js';
+import { saveOrganization, userSnapshot } from '../services/index.js';
 import { requireRole } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { organizationRep, parseOrganization, type OrganizationInput } from './representations/organization.js';
+import { organizationRep, parseOrganization } from './representations/organization.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-
-export async function saveOrganization(ctx: ServerContext, realm: Realm, input: OrganizationInput, existing: Organization | null, db: Db, path = 'organization'): Promise<Organization> {
-  if (!existing && !input.name) throw badRequest(`${path}.name: is required`, 'name');
-  if (existing && input.alias !== undefined && input.alias !== existing.alias) throw badRequest(`${path}.alias: cannot be changed`, 'alias');
-  const org: Organization = {
-    id: existing?.id ?? newId(),
-    realmId: realm.id,
-    name: input.name ?? existing!.name,
-    alias: existing?.alias ?? input.alias ?? input.name!,
-    description: input.description ?? null,
-    enabled: input.enabled ?? true,
-    redirectUrl: input.redirectUrl ?? null,
-    attributes: input.attributes ?? {},
-    domains: input.domains ?? [],
-  };
-  try {
-    await ctx.storage.organizations.save(org, existing === null, db);
-  } catch (error) {
-    if (isUniqueViolation(error)) {
-      // Which constraint failed: PostgreSQL names it, SQLite lists its columns in the message.
-      const where = `${(error as { constraint?: string }).constraint ?? ''} ${(error as Error).message}`;
-      if (where.includes('organization_domain')) throw conflict(`${path}.domains: a domain is already linked to another organization`, 'domains');
-      if (where.includes('alias')) throw conflict(`${path}.alias: an organization with this alias already exists`, 'alias');
-      throw conflict(`${path}.name: an organization with this name already exists`, 'name');
-    }
-    throw error;
-  }
-  return org;
-}
 
 export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const enabledRealm = async (request: AdminRequest, write: boolean) => {
@@ -77,7 +45,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
 
   app.post('/realms/:realm/organizations', async (request: AdminRequest, reply) => {
     const realm = await enabledRealm(request, true);
-    const org = await ctx.storage.transaction((trx) => saveOrganization(ctx, realm, parseOrganization(request.body), null, trx));
+    const org = await ctx.storage.transaction((trx) => saveOrganization(ctx.storage, realm, parseOrganization(request.body), null, trx));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(org));
     return reply.code(201).header('location', locationOf(ctx, request, org.id)).send();
   });
@@ -88,7 +56,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
 
   app.put('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, org } = await load(request, true);
-    const updated = await ctx.storage.transaction((trx) => saveOrganization(ctx, realm, parseOrganization(request.body), org, trx));
+    const updated = await ctx.storage.transaction((trx) => saveOrganization(ctx.storage, realm, parseOrganization(request.body), org, trx));
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(updated));
     return reply.code(204).send();
   });

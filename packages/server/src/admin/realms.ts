@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient } from '../services/index.js';
+import { defaultRolesName, removeAdminClient, renameAdminClient } from '../services/index.js';
+import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { hasAnyRole, isSuperAdmin, requireRole } from './permissions.js';
-import { importRealmContents, parseRealmImport } from './realm-import.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
 import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from './representations/realm.js';
@@ -90,16 +90,5 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const master = await ctx.storage.realms.byName('master');
     if (master) await recordAdminEvent(ctx, request, master, 'DELETE', 'REALM', `realms/${realm.name}`);
     return reply.code(204).send();
-  });
-}
-
-/** Creates a realm from an import; `creatorUserId`, a master user, is given every role of master's client for it. */
-export async function createRealmFromImport(ctx: ServerContext, parsed: ReturnType<typeof parseRealmImport>, creatorUserId: string | null = null): Promise<Realm> {
-  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
-  return ctx.storage.transaction(async (trx) => {
-    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
-    await importRealmContents(ctx, realm, parsed, trx);
-    if (creatorUserId) await grantAdminClientRoles(creatorUserId, realm.name, trx);
-    return realm;
   });
 }

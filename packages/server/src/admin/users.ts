@@ -1,31 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
-import type { Realm, User } from '../model/types.js';
-import { createUser, setPassword, userSnapshot } from '../services/index.js';
-import { isUniqueViolation, type Db } from '../storage/index.js';
+import type { User } from '../model/types.js';
+import { insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { parsePasswordCredential, parseUser, userRep, type UserInput } from './representations/user.js';
+import { parsePasswordCredential, parseUser, userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-
-/** Creates a user from an admin representation; used by the users API and by realm import. */
-export async function insertUser(ctx: ServerContext, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
-  if (!input.username) throw badRequest(`${path}.username: is required`, 'username');
-  if (input.email && !realm.duplicateEmailsAllowed && (await db.selectFrom('user_entity').select('id').where('realm_id', '=', realm.id).where('email', '=', input.email.toLowerCase()).executeTakeFirst())) {
-    throw conflict('User exists with same email', 'email');
-  }
-  let user: User;
-  try {
-    user = await createUser(ctx.storage, realm, { ...input, username: input.username }, db);
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('User exists with same username', 'username');
-    throw error;
-  }
-  if (input.password !== undefined) user = await setPassword(ctx.storage, user, input.password, db);
-  return user;
-}
 
 export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const searchQuery = (query: Record<string, unknown>) => ({
@@ -60,7 +42,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-users');
     const input = parseUser(request.body);
-    const user = await ctx.storage.transaction((trx) => insertUser(ctx, realm, input, trx));
+    const user = await ctx.storage.transaction((trx) => insertUser(ctx.storage, realm, input, trx));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'USER', `users/${user.id}`, userRep(user), await userSnapshot(ctx.storage, user));
     return reply.code(201).header('location', locationOf(ctx, request, user.id)).send();
   });

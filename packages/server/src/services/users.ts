@@ -1,7 +1,9 @@
 import type { UserSnapshot } from '@realmgate/spi';
+import type { UserInput } from '../admin/representations/user.js';
 import { hashPassword, newId } from '../credentials/index.js';
+import { badRequest, conflict } from '../model/errors.js';
 import type { Client, Realm, User } from '../model/types.js';
-import type { Db, Storage } from '../storage/index.js';
+import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { defaultRolesName } from './realm-provisioning.js';
 
 export interface NewUser {
@@ -40,6 +42,26 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
     .where('name', '=', defaultRolesName(realm.name))
     .executeTakeFirst();
   if (defaults) await storage.roles.grant(user.id, [defaults.id], db);
+  return user;
+}
+
+/**
+ * Creates a user from an admin representation (e-mail and username must be free, password set when given);
+ * used by the users API and by realm import.
+ */
+export async function insertUser(storage: Storage, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
+  if (!input.username) throw badRequest(`${path}.username: is required`, 'username');
+  if (input.email && !realm.duplicateEmailsAllowed && (await db.selectFrom('user_entity').select('id').where('realm_id', '=', realm.id).where('email', '=', input.email.toLowerCase()).executeTakeFirst())) {
+    throw conflict('User exists with same email', 'email');
+  }
+  let user: User;
+  try {
+    user = await createUser(storage, realm, { ...input, username: input.username }, db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('User exists with same username', 'username');
+    throw error;
+  }
+  if (input.password !== undefined) user = await setPassword(storage, user, input.password, db);
   return user;
 }
 

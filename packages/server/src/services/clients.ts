@@ -1,0 +1,39 @@
+import { newId, newSecret } from '../credentials/index.js';
+import { defaultClient } from '../model/defaults.js';
+import { badRequest, conflict } from '../model/errors.js';
+import type { Client, Realm } from '../model/types.js';
+import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
+import { ensureServiceAccount } from './users.js';
+
+/** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
+export function clientFrom(input: Partial<Client>, base: Client): Client {
+  const fresh = defaultClient(base.id, base.realmId, input.clientId ?? base.clientId);
+  const client: Client = { ...fresh, ...input, id: base.id, realmId: base.realmId, clientId: input.clientId ?? base.clientId };
+  // The secret is a credential, not configuration: kept unless the body sets one, as Keycloak keeps it.
+  client.secret = client.publicClient || client.bearerOnly ? base.secret : (input.secret ?? base.secret ?? newSecret());
+  return client;
+}
+
+/** Creates a client (and its service-account user when enabled); used by the clients API and by realm import. */
+export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client'): Promise<Client> {
+  if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
+  const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
+  try {
+    await storage.clients.insert(client, db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`Client ${client.clientId} already exists`, 'clientId');
+    throw error;
+  }
+  if (client.serviceAccountsEnabled) await serviceAccountNamed(client.clientId, () => ensureServiceAccount(storage, realm, client, db));
+  return client;
+}
+
+/** The service-account user's name is taken by another user: a conflict on the client, not a 500. */
+export async function serviceAccountNamed(clientId: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`A user named service-account-${clientId.toLowerCase()} already exists`, 'clientId');
+    throw error;
+  }
+}

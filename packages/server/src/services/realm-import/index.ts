@@ -1,0 +1,24 @@
+/**
+ * Realm import, one service for the admin API (`POST /admin/realms`) and start-up (`--import-realm`, the demo
+ * realm): `parseRealmImport` reads a Keycloak realm export (the subset this server keeps), `createRealmFromImport`
+ * provisions the realm and writes what the export holds in one transaction, all or nothing.
+ */
+import { applyRealmSettings } from '../../admin/representations/realm.js';
+import type { ServerContext } from '../../context.js';
+import type { Realm } from '../../model/types.js';
+import { grantAdminClientRoles, provisionRealm } from '../realm-provisioning.js';
+import type { RealmImport } from './parse.js';
+import { importRealmContents } from './write.js';
+
+export { parseRealmImport, type RealmImport } from './parse.js';
+
+/** Creates a realm from an import; `creatorUserId`, a master user, is given every role of master's client for it. */
+export async function createRealmFromImport(ctx: ServerContext, parsed: RealmImport, creatorUserId: string | null = null): Promise<Realm> {
+  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
+  return ctx.storage.transaction(async (trx) => {
+    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
+    await importRealmContents(ctx, realm, parsed, trx);
+    if (creatorUserId) await grantAdminClientRoles(creatorUserId, realm.name, trx);
+    return realm;
+  });
+}

@@ -1,0 +1,108 @@
+import { parseAuthentication } from '../../admin/representations/authentication.js';
+import { parseClient } from '../../admin/representations/client.js';
+import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
+import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
+import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
+import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
+import { parseUser, type UserInput } from '../../admin/representations/user.js';
+import type { FlowImport } from '../../flows/index.js';
+import { badRequest } from '../../model/errors.js';
+import type { Client } from '../../model/types.js';
+
+export interface RealmImport {
+  settings: Record<string, unknown>;
+  realmRoles: ImportedRole[];
+  clientRoles: Record<string, ImportedRole[]>;
+  clients: Partial<Client>[];
+  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
+  organizations: (OrganizationInput & { members?: string[] })[];
+  authentication: FlowImport;
+  /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
+  scopeMappings: ImportedScopeMapping[];
+}
+
+export interface ImportedScopeMapping {
+  /** The client whose scope this is. */
+  client: string;
+  /** The client whose roles are named, or null for realm roles. */
+  roleContainer: string | null;
+  roles: string[];
+  path: string;
+}
+
+/**
+ * Scope mappings of clients. Entries for client scopes (`clientScope`) belong to a model this server does not
+ * have yet: reported through `onUnknown` and skipped, as is a role the realm lacks (Keycloak's exports name
+ * roles of built-in clients that differ between versions).
+ */
+function parseScopeMappings(rep: Record<string, unknown>, onUnknown?: (path: string) => void): ImportedScopeMapping[] {
+  const result: ImportedScopeMapping[] = [];
+  const read = (list: unknown, path: string, roleContainer: string | null) => {
+    for (const [i, entry] of asArray(list, path).entries()) {
+      const at = `${path}[${i}]`;
+      if (typeof entry !== 'object' || entry === null) throw badRequest(`${at}: must be an object`);
+      const { client, clientScope, roles } = entry as { client?: unknown; clientScope?: unknown; roles?: unknown };
+      if (clientScope !== undefined) {
+        onUnknown?.(`${at}.clientScope`);
+        continue;
+      }
+      if (typeof client !== 'string') throw badRequest(`${at}.client: is required`);
+      result.push({ client, roleContainer, roles: stringList(roles, `${at}.roles`), path: at });
+    }
+  };
+  read(rep.scopeMappings, 'realm.scopeMappings', null);
+  const byContainer = rep.clientScopeMappings;
+  if (byContainer !== undefined && byContainer !== null) {
+    if (typeof byContainer !== 'object' || Array.isArray(byContainer)) throw badRequest('realm.clientScopeMappings: must be an object');
+    for (const [container, list] of Object.entries(byContainer)) read(list, `realm.clientScopeMappings.${container}`, container);
+  }
+  return result;
+}
+
+/**
+ * Reads a Keycloak realm export (the subset this server keeps). With `onUnknown` (start-up import) unknown
+ * fields are reported and skipped; without it (the admin API) they are refused. Every error names its JSON path.
+ */
+export function parseRealmImport(body: unknown, isListener: (id: string) => boolean, onUnknown?: (path: string) => void): RealmImport {
+  const settings = parseRepresentation(body, realmSpec, realmIgnored, 'realm', onUnknown);
+  if (typeof settings.realm !== 'string') throw badRequest('realm.realm: is required', 'realm');
+  const rep = body as Record<string, unknown>;
+  if (onUnknown && Array.isArray(settings.eventsListeners)) {
+    settings.eventsListeners = (settings.eventsListeners as string[]).filter((id, i) => {
+      if (isListener(id)) return true;
+      onUnknown(`realm.eventsListeners[${i}] ("${id}" is not installed)`);
+      return false;
+    });
+  }
+  const roles = (rep.roles ?? {}) as { realm?: unknown; client?: unknown };
+  if (typeof roles !== 'object') throw badRequest('realm.roles: must be an object');
+  const realmRoles = asArray(roles.realm, 'realm.roles.realm').map((r, i) => parseImportedRole(r, `realm.roles.realm[${i}]`, onUnknown));
+  const clientRoles: Record<string, ImportedRole[]> = {};
+  if (roles.client !== undefined && roles.client !== null) {
+    if (typeof roles.client !== 'object') throw badRequest('realm.roles.client: must be an object');
+    for (const [clientId, list] of Object.entries(roles.client)) {
+      clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`, onUnknown));
+    }
+  }
+  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => parseClient(c, `realm.clients[${i}]`, onUnknown));
+  const users = asArray(rep.users, 'realm.users').map((u, i) => {
+    const path = `realm.users[${i}]`;
+    const raw = u as { realmRoles?: unknown; clientRoles?: unknown };
+    const clientRoleMap: Record<string, string[]> = {};
+    if (raw?.clientRoles !== undefined && raw.clientRoles !== null) {
+      if (typeof raw.clientRoles !== 'object') throw badRequest(`${path}.clientRoles: must be an object`);
+      for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoleMap[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
+    }
+    return { ...parseUser(u, path, onUnknown), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
+  });
+  const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
+    const path = `realm.organizations[${i}]`;
+    const members = asArray((o as { members?: unknown })?.members, `${path}.members`).map((m, j) => {
+      const username = (m as { username?: unknown })?.username;
+      if (typeof username !== 'string') throw badRequest(`${path}.members[${j}].username: is required`);
+      return username;
+    });
+    return { ...parseOrganization(o, path, onUnknown), members };
+  });
+  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown), scopeMappings: parseScopeMappings(rep, onUnknown) };
+}
