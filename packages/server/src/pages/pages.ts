@@ -3,7 +3,8 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import type { AuthSession, FormState, LoginForms } from '../authentication/index.js';
-import { protectorMarkup } from './protection.js';
+import type { ProtectedForm } from '@realmgate/spi';
+import { protectorMarkup, type ProtectorStep } from './protection.js';
 
 export type { FormState };
 
@@ -18,6 +19,21 @@ export function keepValues(form: Record<string, string>, names: readonly string[
 }
 
 const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate' } as Realm;
+
+const templateOf = { login: 'login', registration: 'register', 'reset-credentials': 'reset' } as const;
+
+/** A form of the login pages: its own fields, the CSRF token, the protectors' markup, what was typed, errors. */
+async function formPage(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, form: ProtectedForm, protectors: ProtectorStep[], fields: object, state: FormState) {
+  const page = {
+    ...fields,
+    csrf: auth.csrf,
+    protectorHtml: await protectorMarkup(realm, form, protectors, requestInfo(request)),
+    values: state.values ?? {},
+    errors: state.errors ?? {},
+    message: state.message,
+  };
+  return ctx.pages.send(reply, realm, templateOf[form], page, state.status ?? 200);
+}
 
 export const showPage = {
   async error(ctx: PageContext, reply: FastifyReply, realm: Realm | null, text: string, status = 400, link?: { href: string; label: string }) {
@@ -35,23 +51,13 @@ export const showPage = {
 
   async login(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
     const steps = await ctx.flows.loginSteps(realm);
-    return ctx.pages.send(
-      reply,
-      realm,
-      'login',
-      {
-        action: actionUrl(realm, 'authenticate'),
-        csrf: auth.csrf,
-        loginWithEmail: realm.loginWithEmailAllowed,
-        registerUrl: realm.registrationAllowed ? actionUrl(realm, 'registration') : null,
-        resetUrl: realm.resetPasswordAllowed ? actionUrl(realm, 'reset-credentials') : null,
-        protectorHtml: await protectorMarkup(realm, 'login', steps.protectors, requestInfo(request)),
-        values: state.values ?? {},
-        errors: state.errors ?? {},
-        message: state.message,
-      },
-      state.status ?? 200,
-    );
+    const fields = {
+      action: actionUrl(realm, 'authenticate'),
+      loginWithEmail: realm.loginWithEmailAllowed,
+      registerUrl: realm.registrationAllowed ? actionUrl(realm, 'registration') : null,
+      resetUrl: realm.resetPasswordAllowed ? actionUrl(realm, 'reset-credentials') : null,
+    };
+    return formPage(ctx, request, reply, realm, auth, 'login', steps.protectors, fields, state);
   },
 
   async registration(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
@@ -61,42 +67,14 @@ export const showPage = {
       const html = await action.instance.renderAssets?.({ realm: { id: realm.id, name: realm.name, displayName: realm.displayName, enabled: realm.enabled }, assetsBaseUrl: `/realms/${encodeURIComponent(realm.name)}` });
       if (html) assets.push(html);
     }
-    return ctx.pages.send(
-      reply,
-      realm,
-      'register',
-      {
-        action: actionUrl(realm, 'registration'),
-        csrf: auth.csrf,
-        loginUrl: actionUrl(realm, 'authenticate'),
-        protectorHtml: await protectorMarkup(realm, 'registration', steps.protectors, requestInfo(request)),
-        assetsHtml: assets.join('\n'),
-        values: state.values ?? {},
-        errors: state.errors ?? {},
-        message: state.message,
-      },
-      state.status ?? 200,
-    );
+    const fields = { action: actionUrl(realm, 'registration'), loginUrl: actionUrl(realm, 'authenticate'), assetsHtml: assets.join('\n') };
+    return formPage(ctx, request, reply, realm, auth, 'registration', steps.protectors, fields, state);
   },
 
   async resetRequest(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
     const steps = await ctx.flows.resetSteps(realm);
-    return ctx.pages.send(
-      reply,
-      realm,
-      'reset',
-      {
-        action: actionUrl(realm, 'reset-credentials'),
-        csrf: auth.csrf,
-        loginWithEmail: realm.loginWithEmailAllowed,
-        loginUrl: actionUrl(realm, 'authenticate'),
-        protectorHtml: await protectorMarkup(realm, 'reset-credentials', steps.protectors, requestInfo(request)),
-        values: state.values ?? {},
-        errors: state.errors ?? {},
-        message: state.message,
-      },
-      state.status ?? 200,
-    );
+    const fields = { action: actionUrl(realm, 'reset-credentials'), loginWithEmail: realm.loginWithEmailAllowed, loginUrl: actionUrl(realm, 'authenticate') };
+    return formPage(ctx, request, reply, realm, auth, 'reset-credentials', steps.protectors, fields, state);
   },
 };
 

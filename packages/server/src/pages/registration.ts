@@ -1,13 +1,13 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { createUser, setPassword, userSnapshot } from '../services/index.js';
-import type { User } from '../model/types.js';
+import type { Realm, User } from '../model/types.js';
 import { completeLogin } from '../authentication/index.js';
 import { sendVerification } from './verify-email.js';
 import { actionUrl, keepValues, showPage } from './pages.js';
-import { csrfRejected, loginContext } from './login-context.js';
+import { csrfRejected, loginActionForm } from './login-context.js';
 import { formValues, runProtectors } from './protection.js';
 import { realmInfo } from '../events/index.js';
 
@@ -15,86 +15,79 @@ const FIELDS = ['firstName', 'lastName', 'email', 'username', 'password', 'passw
 const KEPT = ['firstName', 'lastName', 'email', 'username'] as const;
 const MAX_PASSWORD = 1024;
 
-type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+const registrationAllowed = { on: (realm: Realm) => realm.registrationAllowed, off: 'Registration is not allowed in this realm.' };
 
 export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get('/realms/:realm/login-actions/registration', async (request: RealmRequest, reply) => {
-    const c = await loginContext(ctx, request, reply);
-    if (!('realm' in c)) return c;
-    if (!c.realm.registrationAllowed) return showPage.error(ctx, reply, c.realm, 'Registration is not allowed in this realm.', 403);
-    return showPage.registration(ctx, request, reply, c.realm, c.auth, {});
-  });
+  loginActionForm(app, ctx, 'registration', {
+    needs: registrationAllowed,
+    show: showPage.registration,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, [...FIELDS, 'session_code']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const info = requestInfo(request);
+      const values = keepValues(form, KEPT);
+      const details = { email: values.email, first_name: values.firstName, last_name: values.lastName, username: values.username, register_method: 'form', redirect_uri: auth.redirectUri };
+      const registerError = (error: string, extra: Record<string, string> = {}) =>
+        ctx.events.user(realm, { type: 'REGISTER_ERROR', clientId: auth.clientId, error, details: { ...details, ...extra }, request: info });
 
-  app.post('/realms/:realm/login-actions/registration', async (request: RealmRequest, reply) => {
-    const c = await loginContext(ctx, request, reply);
-    if (!('realm' in c)) return c;
-    const { realm, auth } = c;
-    if (!realm.registrationAllowed) return showPage.error(ctx, reply, realm, 'Registration is not allowed in this realm.', 403);
-    const form = formValues(request.body, [...FIELDS, 'session_code']);
-    const rejected = csrfRejected(ctx, reply, realm, auth, form);
-    if (rejected) return rejected;
-    const info = requestInfo(request);
-    const values = keepValues(form, KEPT);
-    const details = { email: values.email, first_name: values.firstName, last_name: values.lastName, username: values.username, register_method: 'form', redirect_uri: auth.redirectUri };
-    const registerError = (error: string, extra: Record<string, string> = {}) =>
-      ctx.events.user(realm, { type: 'REGISTER_ERROR', clientId: auth.clientId, error, details: { ...details, ...extra }, request: info });
+      const steps = await ctx.flows.registrationSteps(realm);
+      const refusal = await runProtectors(realm, 'registration', steps.protectors, info, form);
+      if (refusal) {
+        await registerError(refusal.error, { reason: refusal.reason, protector: refusal.protector });
+        if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
+        return showPage.registration(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this registration. Please try again.' }, status: refusal.status ?? 400 });
+      }
 
-    const steps = await ctx.flows.registrationSteps(realm);
-    const refusal = await runProtectors(realm, 'registration', steps.protectors, info, form);
-    if (refusal) {
-      await registerError(refusal.error, { reason: refusal.reason, protector: refusal.protector });
-      if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
-      return showPage.registration(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this registration. Please try again.' }, status: refusal.status ?? 400 });
-    }
+      const errors: Record<string, string> = {};
+      let firstError: string | null = null;
+      const actionContext = { realm: realmInfo(realm), clientId: auth.clientId, form, request: info };
+      for (const action of steps.formActions) {
+        const result = await action.instance.validate({ ...actionContext, config: action.config });
+        if (result.ok) continue;
+        firstError ??= result.error;
+        for (const fieldError of result.fieldErrors) errors[fieldError.field] ??= fieldError.message;
+      }
+      if (!values.username && !errors.username) {
+        errors.username = 'Please specify username.';
+        firstError ??= 'invalid_registration';
+      }
+      // Login refuses longer passwords, so an account created with one could never be used.
+      if (form.password.length > MAX_PASSWORD && !errors.password) {
+        errors.password = 'Password is too long.';
+        firstError ??= 'invalid_registration';
+      }
+      if (firstError) {
+        await registerError(firstError);
+        // A form action may name a field this page does not have (a theme left it out): say it above the form.
+        const unplaced = Object.entries(errors).filter(([field]) => !(FIELDS as readonly string[]).includes(field));
+        const message = unplaced.length ? { type: 'error' as const, text: unplaced.map(([, text]) => text).join(' ') } : undefined;
+        return showPage.registration(ctx, request, reply, realm, auth, { values, errors, message, status: 400 });
+      }
 
-    const errors: Record<string, string> = {};
-    let firstError: string | null = null;
-    const actionContext = { realm: realmInfo(realm), clientId: auth.clientId, form, request: info };
-    for (const action of steps.formActions) {
-      const result = await action.instance.validate({ ...actionContext, config: action.config });
-      if (result.ok) continue;
-      firstError ??= result.error;
-      for (const fieldError of result.fieldErrors) errors[fieldError.field] ??= fieldError.message;
-    }
-    if (!values.username && !errors.username) {
-      errors.username = 'Please specify username.';
-      firstError ??= 'invalid_registration';
-    }
-    // Login refuses longer passwords, so an account created with one could never be used.
-    if (form.password.length > MAX_PASSWORD && !errors.password) {
-      errors.password = 'Password is too long.';
-      firstError ??= 'invalid_registration';
-    }
-    if (firstError) {
-      await registerError(firstError);
-      // A form action may name a field this page does not have (a theme left it out): say it above the form.
-      const unplaced = Object.entries(errors).filter(([field]) => !(FIELDS as readonly string[]).includes(field));
-      const message = unplaced.length ? { type: 'error' as const, text: unplaced.map(([, text]) => text).join(' ') } : undefined;
-      return showPage.registration(ctx, request, reply, realm, auth, { values, errors, message, status: 400 });
-    }
+      let user: User;
+      try {
+        user = await ctx.storage.transaction(async (trx) => {
+          const created = await createUser(ctx.storage, realm, { username: values.username, email: values.email || null, firstName: values.firstName || null, lastName: values.lastName || null }, trx);
+          return setPassword(ctx.storage, created, form.password, trx);
+        });
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        await registerError('username_in_use');
+        return showPage.registration(ctx, request, reply, realm, auth, { values, errors: { username: 'Username already exists.' }, status: 409 });
+      }
+      for (const action of steps.formActions) await action.instance.success?.({ ...actionContext, config: action.config, userId: user.id });
+      await ctx.events.user(realm, { type: 'REGISTER', clientId: auth.clientId, userId: user.id, details, request: info, user: await userSnapshot(ctx.storage, user) });
 
-    let user: User;
-    try {
-      user = await ctx.storage.transaction(async (trx) => {
-        const created = await createUser(ctx.storage, realm, { username: values.username, email: values.email || null, firstName: values.firstName || null, lastName: values.lastName || null }, trx);
-        return setPassword(ctx.storage, created, form.password, trx);
-      });
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      await registerError('username_in_use');
-      return showPage.registration(ctx, request, reply, realm, auth, { values, errors: { username: 'Username already exists.' }, status: 409 });
-    }
-    for (const action of steps.formActions) await action.instance.success?.({ ...actionContext, config: action.config, userId: user.id });
-    await ctx.events.user(realm, { type: 'REGISTER', clientId: auth.clientId, userId: user.id, details, request: info, user: await userSnapshot(ctx.storage, user) });
-
-    if (realm.verifyEmail && user.email) {
-      await sendVerification(ctx, request, realm, user, user.email, auth.clientId);
-      return showPage.info(ctx, reply, realm, 'Verify your e-mail address', `We sent a link to ${user.email}. Open it to activate your account, then sign in.`, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
-    }
-    const client = await ctx.storage.clients.byClientId(realm.id, auth.clientId);
-    if (client?.attributes['disable.autologin'] === 'true') {
-      return showPage.info(ctx, reply, realm, 'Your account has been created', 'You can now sign in with your new account.', { href: actionUrl(realm, 'authenticate'), label: 'Sign in' });
-    }
-    return completeLogin(ctx, request, reply, realm, auth, user);
+      if (realm.verifyEmail && user.email) {
+        await sendVerification(ctx, request, realm, user, user.email, auth.clientId);
+        return showPage.info(ctx, reply, realm, 'Verify your e-mail address', `We sent a link to ${user.email}. Open it to activate your account, then sign in.`, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
+      }
+      const client = await ctx.storage.clients.byClientId(realm.id, auth.clientId);
+      if (client?.attributes['disable.autologin'] === 'true') {
+        return showPage.info(ctx, reply, realm, 'Your account has been created', 'You can now sign in with your new account.', { href: actionUrl(realm, 'authenticate'), label: 'Sign in' });
+      }
+      return completeLogin(ctx, request, reply, realm, auth, user);
+    },
   });
 }

@@ -6,53 +6,44 @@ import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
-import { csrfRejected, loginContext } from './login-context.js';
-import { actionUrl, keepValues, showPage } from './pages.js';
-import { formValues, runProtectors } from './protection.js';
+import { loginActionForm, protectedPost } from './login-context.js';
+import { actionUrl, showPage } from './pages.js';
+import { formValues } from './protection.js';
 import { actionTokenUrl } from './verify-email.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'Resetting passwords is not allowed in this realm.' };
 const linkExpired = 'This link has expired or has already been used. Please ask for a new one.';
 
 export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get('/realms/:realm/login-actions/reset-credentials', async (request: RealmRequest, reply) => {
-    const c = await loginContext(ctx, request, reply);
-    if (!('realm' in c)) return c;
-    if (!c.realm.resetPasswordAllowed) return showPage.error(ctx, reply, c.realm, 'Resetting passwords is not allowed in this realm.', 403);
-    return showPage.resetRequest(ctx, request, reply, c.realm, c.auth, {});
-  });
-
-  app.post('/realms/:realm/login-actions/reset-credentials', async (request: RealmRequest, reply) => {
-    const c = await loginContext(ctx, request, reply);
-    if (!('realm' in c)) return c;
-    const { realm, auth } = c;
-    if (!realm.resetPasswordAllowed) return showPage.error(ctx, reply, realm, 'Resetting passwords is not allowed in this realm.', 403);
-    const form = formValues(request.body, ['username', 'session_code']);
-    const rejected = csrfRejected(ctx, reply, realm, auth, form);
-    if (rejected) return rejected;
-    const info = requestInfo(request);
-    const values = keepValues(form, ['username']);
-    const steps = await ctx.flows.resetSteps(realm);
-    const refusal = await runProtectors(realm, 'reset-credentials', steps.protectors, info, form);
-    if (refusal) {
-      await ctx.events.user(realm, { type: 'RESET_PASSWORD_ERROR', clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, protector: refusal.protector, username: values.username }, request: info });
-      if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
-      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'We could not verify this request. Please try again.' }, status: refusal.status ?? 400 });
-    }
-    if (!form.username || form.username.length > 255) {
-      const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
-      return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: error }, status: 400 });
-    }
-    const user = await resetCredentialsUser(ctx, realm, form.username);
-    if (user) {
-      const token = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { azp: auth.clientId });
-      sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
-      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email!, username: user.username }, request: info });
-    } else {
-      await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD_ERROR', clientId: auth.clientId, error: 'user_not_found', details: { username: values.username }, request: info });
-    }
-    // The same answer whether or not the account exists, so the form cannot be used to find accounts.
-    return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: 'You should receive an e-mail shortly with further instructions.' } });
+  loginActionForm(app, ctx, 'reset-credentials', {
+    needs: resetAllowed,
+    show: showPage.resetRequest,
+    post: async (request, reply, realm, auth) => {
+      const posted = await protectedPost(ctx, request, reply, realm, auth, {
+        form: 'reset-credentials',
+        fields: ['username'],
+        errorEvent: 'RESET_PASSWORD_ERROR',
+        refusedText: 'We could not verify this request. Please try again.',
+        show: (state) => showPage.resetRequest(ctx, request, reply, realm, auth, state),
+      });
+      if (!('form' in posted)) return posted;
+      const { form, values, info } = posted;
+      if (!form.username || form.username.length > 255) {
+        const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
+        return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: error }, status: 400 });
+      }
+      const user = await resetCredentialsUser(ctx, realm, form.username);
+      if (user) {
+        const token = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { azp: auth.clientId });
+        sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
+        await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email!, username: user.username }, request: info });
+      } else {
+        await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD_ERROR', clientId: auth.clientId, error: 'user_not_found', details: { username: values.username }, request: info });
+      }
+      // The same answer whether or not the account exists, so the form cannot be used to find accounts.
+      return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: 'You should receive an e-mail shortly with further instructions.' } });
+    },
   });
 
   /**
