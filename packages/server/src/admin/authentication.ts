@@ -20,9 +20,9 @@ import {
   flowSpec,
   newExecutionSpec,
   newSubflowSpec,
-  parse,
+  parseBody,
   providerRep,
-  required,
+  requiredField,
 } from './representations/authentication.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -68,8 +68,8 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.post(`${base}/flows`, async (request: AdminRequest, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ alias?: string; description?: string; providerId?: FlowType; topLevel?: boolean; builtIn?: boolean }>(request.body, flowSpec, 'flow', flowIgnored);
-    const alias = required(input.alias, 'flow', 'alias');
+    const input = parseBody<{ alias?: string; description?: string; providerId?: FlowType; topLevel?: boolean; builtIn?: boolean }>(request.body, flowSpec, 'flow', flowIgnored);
+    const alias = requiredField(input.alias, 'flow', 'alias');
     if (input.topLevel === false) throw badRequest('flow.topLevel: only top-level flows are created here; add a subflow through /flows/{alias}/executions/flow', 'topLevel');
     if (input.builtIn === true) throw badRequest('flow.builtIn: built-in flows cannot be created', 'builtIn');
     const flow = await editor.createFlow(realm, { alias, description: input.description ?? '', providerId: input.providerId ?? 'basic-flow' });
@@ -88,8 +88,8 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
   app.put(`${base}/flows/:flow`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
     const realm = await realmFor(request, true);
     const id = pathId(request.params.flow, 'Flow');
-    const input = parse<{ alias?: string; description?: string }>(request.body, flowSpec, 'flow', flowIgnored);
-    const flow = await editor.updateFlow(realm, id, { alias: required(input.alias, 'flow', 'alias'), description: input.description });
+    const input = parseBody<{ alias?: string; description?: string }>(request.body, flowSpec, 'flow', flowIgnored);
+    const flow = await editor.updateFlow(realm, id, { alias: requiredField(input.alias, 'flow', 'alias'), description: input.description });
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTH_FLOW', `authentication/flows/${flow.id}`, { id: flow.id, alias: flow.alias, description: flow.description });
     return reply.code(204).send();
   });
@@ -103,8 +103,8 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.post(`${base}/flows/:flow/copy`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ newName?: string }>(request.body, copySpec, 'copy');
-    const copy = await editor.copyFlow(realm, request.params.flow, required(input.newName, 'copy', 'newName'));
+    const input = parseBody<{ newName?: string }>(request.body, copySpec, 'copy');
+    const copy = await editor.copyFlow(realm, request.params.flow, requiredField(input.newName, 'copy', 'newName'));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_FLOW', `authentication/flows/${request.params.flow}/copy`, { newName: copy.alias, id: copy.id });
     return reply.code(201).header('location', location(request, realm, `flows/${copy.id}`)).send();
   });
@@ -121,13 +121,13 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.put(`${base}/flows/:flow/executions`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ id?: string; requirement?: Requirement; priority?: number; displayName?: string; description?: string }>(
+    const input = parseBody<{ id?: string; requirement?: Requirement; priority?: number; displayName?: string; description?: string }>(
       request.body,
       executionChangeSpec,
       'execution',
       executionChangeIgnored,
     );
-    const id = required(input.id, 'execution', 'id');
+    const id = requiredField(input.id, 'execution', 'id');
     await editor.updateExecution(realm, request.params.flow, { ...input, id });
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTH_EXECUTION', `authentication/flows/${request.params.flow}/executions`, request.body);
     return reply.code(204).send();
@@ -135,17 +135,17 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.post(`${base}/flows/:flow/executions/execution`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ provider?: string; priority?: number }>(request.body, newExecutionSpec, 'execution');
-    const execution = await editor.addExecution(realm, request.params.flow, required(input.provider, 'execution', 'provider'), input.priority);
+    const input = parseBody<{ provider?: string; priority?: number }>(request.body, newExecutionSpec, 'execution');
+    const execution = await editor.addExecution(realm, request.params.flow, requiredField(input.provider, 'execution', 'provider'), input.priority);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTH_EXECUTION', `authentication/flows/${request.params.flow}/executions/execution`, { ...input, id: execution.id });
     return reply.code(201).header('location', location(request, realm, `executions/${execution.id}`)).send();
   });
 
   app.post(`${base}/flows/:flow/executions/flow`, async (request: AdminRequest<{ realm: string; flow: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ alias?: string; type?: 'basic-flow' | 'form-flow'; provider?: string; description?: string; priority?: number }>(request.body, newSubflowSpec, 'flow');
+    const input = parseBody<{ alias?: string; type?: 'basic-flow' | 'form-flow'; provider?: string; description?: string; priority?: number }>(request.body, newSubflowSpec, 'flow');
     const { flow, execution } = await editor.addSubflow(realm, request.params.flow, {
-      alias: required(input.alias, 'flow', 'alias'),
+      alias: requiredField(input.alias, 'flow', 'alias'),
       providerId: input.type ?? 'basic-flow',
       provider: input.provider,
       description: input.description ?? '',
@@ -185,8 +185,8 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
   app.post(`${base}/executions/:id/config`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const realm = await realmFor(request, true);
     const executionId = pathId(request.params.id, 'Execution');
-    const input = parse<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
-    const config = await editor.attachConfig(realm, executionId, { alias: required(input.alias, 'config', 'alias'), config: input.config ?? {} });
+    const input = parseBody<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
+    const config = await editor.attachConfig(realm, executionId, { alias: requiredField(input.alias, 'config', 'alias'), config: input.config ?? {} });
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'AUTHENTICATOR_CONFIG', `authentication/executions/${executionId}/config`, configRep(config));
     return reply.code(201).header('location', location(request, realm, `config/${config.id}`)).send();
   });
@@ -200,7 +200,7 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.put(`${base}/config/:id`, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parse<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
+    const input = parseBody<{ alias?: string; config?: Record<string, string> }>(request.body, configSpec, 'config', ['id']);
     const config = await editor.updateConfig(realm, pathId(request.params.id, 'Authenticator config'), input);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'AUTHENTICATOR_CONFIG', `authentication/config/${config.id}`, configRep(config));
     return reply.code(204).send();

@@ -40,13 +40,13 @@ export const executionChangeIgnored = ['level', 'index', 'requirementChoices', '
 export const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
 
 /** An authentication API body: its spec, and priorities within a Java int as Keycloak stores them. */
-export function parse<T>(body: unknown, spec: Spec, path: string, ignored: readonly string[] = []): T {
+export function parseBody<T>(body: unknown, spec: Spec, path: string, ignored: readonly string[] = []): T {
   const parsed = parseRepresentation(body, spec, ignored, path);
   if (typeof parsed.priority === 'number' && parsed.priority > MAX_PRIORITY) throw badRequest(`${path}.priority: must be at most ${MAX_PRIORITY}`, 'priority');
   return parsed as T;
 }
 
-export function required<T>(value: T | undefined, path: string, field: string): T {
+export function requiredField<T>(value: T | undefined, path: string, field: string): T {
   if (value === undefined) throw badRequest(`${path}.${field}: is required`, field);
   return value;
 }
