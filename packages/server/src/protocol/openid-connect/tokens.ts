@@ -70,6 +70,14 @@ export class TokenService {
     const scopes = ctx.scope.split(' ');
     const profile = scopes.includes('profile');
     const email = scopes.includes('email');
+    // The profile and email scopes' claims, in both the access token and the ID token.
+    const userClaims = {
+      ...(profile && fullName ? { name: fullName } : {}),
+      ...(profile ? { preferred_username: user.username } : {}),
+      ...(profile && user.firstName ? { given_name: user.firstName } : {}),
+      ...(profile && user.lastName ? { family_name: user.lastName } : {}),
+      ...(email && user.email ? { email: user.email } : {}),
+    };
     const serviceAccount = user.serviceAccountClientId !== null;
 
     const accessClaims: Record<string, unknown> = {
@@ -85,11 +93,7 @@ export class TokenService {
       scope: ctx.scope,
       ...(email ? { email_verified: user.emailVerified } : {}),
       ...(serviceAccount ? { client_id: client.clientId } : {}),
-      ...(profile && fullName ? { name: fullName } : {}),
-      ...(profile ? { preferred_username: user.username } : {}),
-      ...(profile && user.firstName ? { given_name: user.firstName } : {}),
-      ...(profile && user.lastName ? { family_name: user.lastName } : {}),
-      ...(email && user.email ? { email: user.email } : {}),
+      ...userClaims,
     };
     const accessToken = await this.sign(realm.id, accessClaims, {
       issuer,
@@ -134,11 +138,7 @@ export class TokenService {
           at_hash: atHash,
           acr: '1',
           ...(email ? { email_verified: user.emailVerified } : {}),
-          ...(profile && fullName ? { name: fullName } : {}),
-          ...(profile ? { preferred_username: user.username } : {}),
-          ...(profile && user.firstName ? { given_name: user.firstName } : {}),
-          ...(profile && user.lastName ? { family_name: user.lastName } : {}),
-          ...(email && user.email ? { email: user.email } : {}),
+          ...userClaims,
         },
         { issuer, subject: user.id, audience: client.clientId, iat: now, exp: now + realm.accessTokenLifespan },
       );
