@@ -2,11 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
-import { AppError } from '../model/errors.js';
+import { TokenVerificationError, unauthorized } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { bearerToken } from '../protocol/openid-connect/index.js';
 import { effectiveRoles } from '../services/index.js';
-import { TokenVerificationError } from '../protocol/openid-connect/tokens.js';
 
 export interface AdminAuth {
   /** The realm that issued the token. */
@@ -15,8 +14,6 @@ export interface AdminAuth {
   userId: string;
   clientId: string | null;
 }
-
-const unauthorized = (why: string) => new AppError(401, 'HTTP 401 Unauthorized', why);
 
 /**
  * The token's roles that the user still holds: a role counts only when the token carries it (its client's scope

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { AppError, forbidden } from '../model/errors.js';
+import { forbidden, unsupportedMediaType } from '../model/errors.js';
 import { authenticateAdmin } from './auth.js';
 import { isAnyAdministrator } from './permissions.js';
 import { routePermission } from './route-permissions.js';
@@ -33,7 +33,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         const type = request.headers['content-type'];
         const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
         if (hasBody && type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) {
-          throw new AppError(415, 'unsupported_media_type', 'The admin API accepts application/json bodies only');
+          throw unsupportedMediaType('The admin API accepts application/json bodies only');
         }
       });
       admin.get('/serverinfo', async (request) => {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { ServerContext } from '../context.js';
 import { secretsEqual } from '../credentials/index.js';
 import type { RequestInfo } from '@realmgate/spi';
+import type { EventError } from '../model/errors.js';
 import type { Client, Realm, User, UserSession } from '../model/types.js';
 import type { AuthSession } from './auth-session.js';
 
@@ -46,7 +47,7 @@ export type CodeRefusal = 'not_valid' | 'redirect_uri' | 'verifier_malformed' | 
 export type CodeRedemption =
   | { ok: true; grant: CodeGrant; session: UserSession; user: User }
   /** `error` is Keycloak's event error name, already recorded with CODE_TO_TOKEN_ERROR. */
-  | { ok: false; error: 'invalid_code' | 'invalid_client_credentials' | 'invalid_redirect_uri' | 'invalid_code_verifier'; reason: CodeRefusal };
+  | { ok: false; error: Extract<EventError, 'invalid_code' | 'invalid_client_credentials' | 'invalid_redirect_uri' | 'invalid_code_verifier'>; reason: CodeRefusal };
 
 export interface CodeRedemptionInput {
   code: string;

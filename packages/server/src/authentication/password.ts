@@ -1,6 +1,7 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
+import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 
 type PasswordContext = Pick<ServerContext, 'storage' | 'events'>;
@@ -30,7 +31,7 @@ export interface PasswordAttempt {
 }
 
 /** Keycloak's event error names for a refused password login. */
-export type PasswordError = 'user_not_found' | 'invalid_user_credentials' | 'user_disabled' | 'resolve_required_actions';
+export type PasswordError = Extract<EventError, 'user_not_found' | 'invalid_user_credentials' | 'user_disabled' | 'resolve_required_actions'>;
 
 export type PasswordResult =
   | { ok: true; user: User }
@@ -46,12 +47,12 @@ export type PasswordResult =
 export async function authenticatePassword(ctx: PasswordContext, realm: Realm, attempt: PasswordAttempt): Promise<PasswordResult> {
   const user = await findLoginUser(ctx, realm, attempt.username);
   const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
-  const refuse = async <R extends PasswordResult>(result: R): Promise<R> => {
+  const refuse = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
     await ctx.events.user(realm, {
       type: 'LOGIN_ERROR',
       clientId: attempt.clientId,
       userId: result.user?.id ?? null,
-      error: (result as { error: string }).error,
+      error: result.error,
       details: { ...attempt.details, username: attempt.username },
       request: attempt.request,
     });

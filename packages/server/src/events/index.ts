@@ -1,5 +1,6 @@
 import type { AdminEvent, AdminOperation, EventListener, RealmInfo, RequestInfo, UserEvent, UserSnapshot } from '@realmgate/spi';
 import { newId } from '../credentials/index.js';
+import type { RecordedEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger, MetricsRegistry } from '../observability/index.js';
 import type { Storage } from '../storage/index.js';
@@ -9,7 +10,8 @@ export interface UserEventInput {
   clientId?: string | null;
   userId?: string | null;
   sessionId?: string | null;
-  error?: string | null;
+  /** Keycloak's event error name (the catalogue's), or one a provider gave (`providerEventError`). */
+  error?: RecordedEventError | null;
   details?: Record<string, string>;
   request?: RequestInfo | null;
   user?: UserSnapshot | null;

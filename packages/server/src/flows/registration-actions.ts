@@ -1,4 +1,5 @@
 import type { FieldError, FormAction, FormValidation } from '@realmgate/spi';
+import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { emailPattern, usernamePattern } from '../model/user-profile.js';
 
@@ -15,9 +16,7 @@ export type RegistrationRealm = Pick<Realm, 'id' | 'duplicateEmailsAllowed'> & {
 const controlCharacters = /[\u0000-\u001f\u007f]/;
 const MAX_LENGTH = 255;
 
-const INVALID_REGISTRATION = 'invalid_registration';
-
-const failed = (error: string, fieldErrors: FieldError[]): FormValidation => ({ ok: false, error, fieldErrors });
+const failed = (error: EventError, fieldErrors: FieldError[]): FormValidation => ({ ok: false, error, fieldErrors });
 
 /** A trimmed text field's problem, or null: required, at most 255 characters, no control characters. */
 function textProblem(value: string, missing: string): string | null {
@@ -71,7 +70,7 @@ export function userCreationAction(users: RegisteredUsers, realm: RegistrationRe
         usernameTaken = true;
       }
       if (errors.length === 0) return { ok: true };
-      return failed(emailTaken ? 'email_in_use' : usernameTaken ? 'username_in_use' : INVALID_REGISTRATION, errors);
+      return failed(emailTaken ? 'email_in_use' : usernameTaken ? 'username_in_use' : 'invalid_registration', errors);
     },
   };
 }
@@ -81,9 +80,9 @@ export function passwordAction(): FormAction {
   return {
     validate({ form }) {
       const password = form.password ?? '';
-      if (password === '') return failed(INVALID_REGISTRATION, [{ field: 'password', message: 'Please specify password.' }]);
+      if (password === '') return failed('invalid_registration', [{ field: 'password', message: 'Please specify password.' }]);
       if (password !== (form['password-confirm'] ?? '')) {
-        return failed(INVALID_REGISTRATION, [{ field: 'password-confirm', message: "Password confirmation doesn't match." }]);
+        return failed('invalid_registration', [{ field: 'password-confirm', message: "Password confirmation doesn't match." }]);
       }
       return { ok: true };
     },

@@ -1,16 +1,19 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError, OAuthError } from '../model/errors.js';
-import { TokenVerificationError } from '../protocol/openid-connect/tokens.js';
+import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
-const fastifyErrors: Record<string, { status: number; message: string }> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, message: 'Request body is not valid JSON' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, message: 'Request body is empty' },
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, message: 'Request body is too large' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: 'Unsupported content type' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, message: 'Content-Length does not match the body' },
-  FST_ERR_BAD_URL: { status: 400, message: 'Malformed URL' },
-  FST_ERR_ASYNC_CONSTRAINT: { status: 400, message: 'Malformed request' },
+/** Fastify's own errors a request can cause, as the catalogue's codes. */
+const fastifyErrors: Record<string, { code: AppErrorCode; message: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_input', message: 'Request body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_input', message: 'Request body is empty' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'Request body is too large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type', message: 'Unsupported content type' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_input', message: 'Content-Length does not match the body' },
+  FST_ERR_BAD_URL: { code: 'invalid_input', message: 'Malformed URL' },
+  FST_ERR_ASYNC_CONSTRAINT: { code: 'invalid_input', message: 'Malformed request' },
 };
+
+/** A token that reaches this handler unverified is answered as RFC 6750 says: 401 `invalid_token`. */
+const TOKEN_REFUSED: OAuthErrorCode = 'invalid_token';
 
 /** One place turns every thrown error into HTTP; nothing unexpected leaks a stack or message. */
 export function installErrorHandling(app: FastifyInstance): void {
@@ -22,14 +25,15 @@ export function installErrorHandling(app: FastifyInstance): void {
         .send({ error: error.error, error_description: error.description });
     }
     if (error instanceof TokenVerificationError) {
-      return reply.code(401).send({ error: 'invalid_token', error_description: error.message });
+      return reply.code(OAUTH_ERRORS[TOKEN_REFUSED]).send({ error: TOKEN_REFUSED, error_description: error.message });
     }
     if (error instanceof AppError) {
       // Keycloak's ErrorRepresentation; 401s keep its {"error": "HTTP 401 Unauthorized"} form.
-      if (error.status === 401) return reply.code(401).send({ error: error.code, errorMessage: error.message });
+      if (error.code === 'unauthorized') return reply.code(error.status).send({ error: UNAUTHORIZED_ERROR, errorMessage: error.message });
       return reply.code(error.status).send({ errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
     }
-    const known = error.code ? fastifyErrors[error.code] : undefined;
+    const fastifyError = error.code ? fastifyErrors[error.code] : undefined;
+    const known = fastifyError && { status: APP_ERRORS[fastifyError.code], message: fastifyError.message };
     if (known && isBrowserForm(request.headers['content-type'], request.headers.accept)) {
       // A person submitted a page's form: answer with a page, not JSON.
       return reply
@@ -39,16 +43,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (known) return reply.code(known.status).send({ errorMessage: known.message });
     if (error.validation) {
-      return reply.code(400).send({ errorMessage: error.message });
+      return reply.code(APP_ERRORS.invalid_input).send({ errorMessage: error.message });
     }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       return reply.code(error.statusCode).send({ errorMessage: error.message });
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ errorMessage: 'Internal server error' });
+    return reply.code(APP_ERRORS.internal_error).send({ errorMessage: 'Internal server error' });
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
+    reply.code(APP_ERRORS.not_found).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
   });
 }
 

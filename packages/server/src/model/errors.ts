@@ -1,33 +1,168 @@
 /**
- * The server's error catalogue: every failure a caller can see has a status and a stable code,
- * so handlers throw and one place turns them into HTTP.
+ * The server's error catalogue: every code the server answers with or records is defined here, once, and the
+ * README's "Errors" table lists each (test/error-catalogue.test.ts holds the two together). Handlers throw
+ * what is built here and one place (http/errors.ts) turns it into HTTP; call sites name a code from these
+ * tables and TypeScript refuses one that is not in them.
+ *
+ * Four kinds: OAuth error codes (`error` of a protocol endpoint's answer, or of a redirect to the client), the
+ * admin API's codes (Keycloak's `errorMessage` answers), why a token failed verification (a typed `reason`),
+ * and Keycloak's event error names recorded with `*_ERROR` events.
  */
-export class AppError extends Error {
+
+// ---------------------------------------------------------------------------------------------------------
+// OAuth 2.0 error responses (`error`, `error_description`)
+
+/** The OAuth error codes protocol endpoints answer with, each with its usual HTTP status (RFC 6749 5.2, RFC 6750 3.1). */
+export const OAUTH_ERRORS = {
+  // RFC 6749 5.2, the token endpoint's (client authentication answers the same way at introspect, revoke, logout)
+  invalid_request: 400, invalid_client: 401, invalid_grant: 400, unauthorized_client: 400, unsupported_grant_type: 400,
+  // RFC 6750 3.1, a protected resource's (userinfo)
+  invalid_token: 401,
+} as const satisfies Record<string, number>;
+
+export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
+
+export interface OAuthErrorOptions {
+  /** Where a call site answers with another status than the code's usual one (Keycloak's, kept as it is). */
+  status?: number;
+  headers?: Record<string, string>;
+}
+
+export class OAuthError extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+    this.status = options.status ?? OAUTH_ERRORS[error];
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** One factory per OAuth code: `throw oauthError.invalid_grant('Code not valid')`. */
+export const oauthError = Object.fromEntries(
+  (Object.keys(OAUTH_ERRORS) as OAuthErrorCode[]).map((code) => [code, (description: string, options?: OAuthErrorOptions) => new OAuthError(code, description, options)]),
+) as { readonly [C in OAuthErrorCode]: (description: string, options?: OAuthErrorOptions) => OAuthError };
+
+/**
+ * The codes the authorization endpoint sends back to the client's redirect URI (RFC 6749 4.1.2.1, OIDC Core
+ * 3.1.2.6) once the client and redirect URI are known; no HTTP status of their own (the redirect carries them).
+ */
+export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required'] as const;
+
+export type AuthorizationErrorCode = (typeof AUTHORIZATION_ERRORS)[number];
+
+// ---------------------------------------------------------------------------------------------------------
+// The admin API and the other JSON endpoints (Keycloak's ErrorRepresentation: `errorMessage`, `field`)
+
+/** The codes of `AppError`, each with its HTTP status. */
+export const APP_ERRORS = {
+  invalid_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+} as const satisfies Record<string, number>;
+
+export type AppErrorCode = keyof typeof APP_ERRORS;
+
+/** Keycloak's `error` of a 401 from the admin API (`{"error": "HTTP 401 Unauthorized", "errorMessage": …}`). */
+export const UNAUTHORIZED_ERROR = 'HTTP 401 Unauthorized';
+
+export class AppError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: AppErrorCode,
     message: string,
     readonly field?: string,
   ) {
     super(message);
     this.name = 'AppError';
+    this.status = APP_ERRORS[code];
   }
 }
 
-/** OAuth 2.0 error responses (`error`, `error_description`). */
-export class OAuthError extends Error {
+export const badRequest = (message: string, field?: string) => new AppError('invalid_input', message, field);
+export const unauthorized = (message: string) => new AppError('unauthorized', message);
+export const forbidden = (message = 'Forbidden') => new AppError('forbidden', message);
+export const notFound = (message: string) => new AppError('not_found', message);
+export const conflict = (message: string, field?: string) => new AppError('conflict', message, field);
+export const unsupportedMediaType = (message: string) => new AppError('unsupported_media_type', message);
+
+// ---------------------------------------------------------------------------------------------------------
+// Token verification
+
+/** Why a token was refused, one per check of TokenService.verify, in the order it makes them. */
+export const TOKEN_VERIFICATION_REASONS = [
+  'malformed',
+  'algorithm_not_accepted',
+  'missing_key_id',
+  'unknown_key',
+  'expired',
+  'bad_signature_or_claims',
+  'wrong_issuer',
+  'wrong_type',
+  'revoked',
+  'session_ended',
+  'user_disabled',
+  'client_disabled',
+] as const;
+
+export type TokenVerificationReason = (typeof TOKEN_VERIFICATION_REASONS)[number];
+
+/**
+ * A token this server did not accept. Code branches on `reason`; the message is for people (it becomes the
+ * `error_description` of an `invalid_token` answer and an admin 401's `errorMessage`).
+ */
+export class TokenVerificationError extends Error {
+  override name = 'TokenVerificationError';
+
   constructor(
-    readonly status: number,
-    readonly error: string,
-    readonly description: string,
-    readonly headers: Record<string, string> = {},
+    readonly reason: TokenVerificationReason,
+    message: string,
   ) {
-    super(description);
-    this.name = 'OAuthError';
+    super(message);
   }
 }
 
-export const badRequest = (message: string, field?: string) => new AppError(400, 'invalid_input', message, field);
-export const notFound = (message: string) => new AppError(404, 'not_found', message);
-export const conflict = (message: string, field?: string) => new AppError(409, 'conflict', message, field);
-export const forbidden = (message = 'Forbidden') => new AppError(403, 'forbidden', message);
+// ---------------------------------------------------------------------------------------------------------
+// Event error names
+
+/** Keycloak's event error names (its `Errors` constants) that this server records with `*_ERROR` events. */
+export const EVENT_ERRORS = [
+  'user_not_found',
+  'invalid_user_credentials',
+  'user_disabled',
+  'resolve_required_actions',
+  'invalid_client',
+  'invalid_code',
+  'invalid_client_credentials',
+  'invalid_redirect_uri',
+  'invalid_code_verifier',
+  'invalid_token',
+  'email_in_use',
+  'username_in_use',
+  'invalid_registration',
+] as const;
+
+export type EventError = (typeof EVENT_ERRORS)[number];
+
+declare const fromProvider: unique symbol;
+
+/** An event error name a provider gave (a form action's or protector's, e.g. `invalid_email_domain`): its own to define. */
+export type ProviderEventError = string & { readonly [fromProvider]: true };
+
+/** Marks a name that came from a provider through the SPI, so it may be recorded beside the server's own. */
+export const providerEventError = (name: string) => name as ProviderEventError;
+
+/** What a `*_ERROR` event records as its error: one of the server's names, or one a provider gave. */
+export type RecordedEventError = EventError | ProviderEventError;

@@ -1,11 +1,12 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
+import { providerEventError, type ProviderEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 
 export interface ProfileRefusal {
   /** Event error code of the first refusing action, e.g. `invalid_email_domain`. */
-  error: string;
+  error: ProviderEventError;
   fieldErrors: Record<string, string>;
 }
 
@@ -27,7 +28,7 @@ export async function profileRefusal(
     if (!action.instance.validateProfile) continue;
     const result = await action.instance.validateProfile({ realm: realmInfo(realm), clientId, form: profile, config: action.config, request });
     if (result.ok) continue;
-    refusal ??= { error: result.error, fieldErrors: {} };
+    refusal ??= { error: providerEventError(result.error), fieldErrors: {} };
     for (const fieldError of result.fieldErrors) refusal.fieldErrors[fieldError.field] ??= fieldError.message;
   }
   return refusal;

@@ -1,5 +1,6 @@
 import type { FormProtector, ProtectedForm, ProtectorDecision, RequestInfo } from '@realmgate/spi';
 import { realmInfo } from '../events/index.js';
+import { providerEventError, type ProviderEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 
 export interface ProtectorStep {
@@ -26,7 +27,7 @@ export async function runProtectors(
   steps: ProtectorStep[],
   request: RequestInfo,
   submitted: Record<string, string>,
-): Promise<(ProtectorDecision & { ok: false; protector: string }) | null> {
+): Promise<(Omit<Extract<ProtectorDecision, { ok: false }>, 'error'> & { error: ProviderEventError; protector: string }) | null> {
   for (const step of steps) {
     const decision = await step.instance.verify({
       realm: realmInfo(realm),
@@ -36,7 +37,7 @@ export async function runProtectors(
       resourceBaseUrl: resourceBase(realm, step.id),
       submitted,
     });
-    if (!decision.ok) return { ...decision, protector: step.id };
+    if (!decision.ok) return { ...decision, error: providerEventError(decision.error), protector: step.id };
   }
   return null;
 }

@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { createUser, setPassword, userSnapshot } from '../services/index.js';
+import { providerEventError, type RecordedEventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { completeLogin } from '../authentication/index.js';
 import { sendVerification } from './verify-email.js';
@@ -28,7 +29,7 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
       const info = requestInfo(request);
       const values = keepValues(form, KEPT);
       const details = { email: values.email, first_name: values.firstName, last_name: values.lastName, username: values.username, register_method: 'form', redirect_uri: auth.redirectUri };
-      const registerError = (error: string, extra: Record<string, string> = {}) =>
+      const registerError = (error: RecordedEventError, extra: Record<string, string> = {}) =>
         ctx.events.user(realm, { type: 'REGISTER_ERROR', clientId: auth.clientId, error, details: { ...details, ...extra }, request: info });
 
       const steps = await ctx.flows.registrationSteps(realm);
@@ -40,12 +41,12 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
       }
 
       const errors: Record<string, string> = {};
-      let firstError: string | null = null;
+      let firstError: RecordedEventError | null = null;
       const actionContext = { realm: realmInfo(realm), clientId: auth.clientId, form, request: info };
       for (const action of steps.formActions) {
         const result = await action.instance.validate({ ...actionContext, config: action.config });
         if (result.ok) continue;
-        firstError ??= result.error;
+        firstError ??= providerEventError(result.error);
         for (const fieldError of result.fieldErrors) errors[fieldError.field] ??= fieldError.message;
       }
       if (!values.username && !errors.username) {

@@ -1,9 +1,9 @@
 import type { ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
+import { TokenVerificationError } from '../model/errors.js';
 import type { Client } from '../model/types.js';
 import { spiLogger } from '../observability/index.js';
-import { TokenVerificationError } from '../protocol/openid-connect/tokens.js';
 import { userSnapshot } from '../services/index.js';
 import { namespacedStore } from '../store/index.js';
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { baseUrl } from '../../http/index.js';
+import type { AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
@@ -36,7 +37,7 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     if (oversized) return ctx.forms.requestError(reply, realm, `Invalid parameter: ${oversized[0].slice(0, 40)} is too long.`);
     const responseMode = (param(request, 'response_mode') ?? 'query') as AuthSession['responseMode'];
     const state = param(request, 'state') ?? null;
-    const fail = (error: string, description: string) =>
+    const fail = (error: AuthorizationErrorCode, description: string) =>
       redirectToClient(reply, redirectUri, ['query', 'fragment', 'form_post'].includes(responseMode) ? responseMode : 'query', {
         error,
         error_description: description,

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError } from '../../model/errors.js';
 
 /** The bearer token of the Authorization header, or null when there is none or it is not a Bearer one. */
 export function bearerToken(request: FastifyRequest): string | null {
@@ -12,7 +12,7 @@ export function bearerToken(request: FastifyRequest): string | null {
 export function requireBearer(request: FastifyRequest): string {
   const token = bearerToken(request);
   if (!token) {
-    throw new OAuthError(401, 'invalid_token', 'Missing or malformed bearer token', { 'www-authenticate': 'Bearer realm="realmgate"' });
+    throw oauthError.invalid_token('Missing or malformed bearer token', { headers: { 'www-authenticate': 'Bearer realm="realmgate"' } });
   }
   return token;
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../credentials/index.js';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import type { Storage } from '../../storage/index.js';
 
@@ -11,7 +11,7 @@ export function formField(body: unknown, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const value = (body as Record<string, unknown>)[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new OAuthError(400, 'invalid_request', `parameter ${name} must be given once`);
+  if (typeof value !== 'string') throw oauthError.invalid_request(`parameter ${name} must be given once`);
   return value;
 }
 
@@ -20,12 +20,12 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
   if (!header || !/^basic /i.test(header)) return null;
   const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon < 0) throw new OAuthError(401, 'invalid_client', 'Malformed Basic credentials', { 'www-authenticate': 'Basic realm="realmgate"' });
+  if (colon < 0) throw oauthError.invalid_client('Malformed Basic credentials', { headers: { 'www-authenticate': 'Basic realm="realmgate"' } });
   try {
     // RFC 6749 2.3.1: both parts are form-urlencoded before base64.
     return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
   } catch {
-    throw new OAuthError(401, 'invalid_client', 'Malformed Basic credentials');
+    throw oauthError.invalid_client('Malformed Basic credentials');
   }
 }
 
@@ -34,14 +34,14 @@ export async function authenticateClient(storage: Storage, realm: Realm, request
   const basic = basicCredentials(request);
   const clientId = basic?.id ?? formField(request.body, 'client_id');
   const secret = basic?.secret ?? formField(request.body, 'client_secret');
-  if (!clientId) throw new OAuthError(401, 'invalid_client', 'Missing client_id');
+  if (!clientId) throw oauthError.invalid_client('Missing client_id');
   const client = await storage.clients.byClientId(realm.id, clientId);
-  if (!client) throw new OAuthError(401, 'invalid_client', 'Invalid client or Invalid client credentials');
-  if (!client.enabled) throw new OAuthError(401, 'invalid_client', 'Client disabled');
-  if (client.bearerOnly) throw new OAuthError(400, 'unauthorized_client', 'Bearer-only clients cannot request tokens');
+  if (!client) throw oauthError.invalid_client('Invalid client or Invalid client credentials');
+  if (!client.enabled) throw oauthError.invalid_client('Client disabled');
+  if (client.bearerOnly) throw oauthError.unauthorized_client('Bearer-only clients cannot request tokens');
   if (client.publicClient) return client;
   if (secret === undefined || client.secret === null || !secretsEqual(secret, client.secret)) {
-    throw new OAuthError(401, 'invalid_client', 'Invalid client or Invalid client credentials');
+    throw oauthError.invalid_client('Invalid client or Invalid client credentials');
   }
   return client;
 }

@@ -8,7 +8,7 @@ import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token/index.js';
 import { userinfoRoutes } from './userinfo.js';
 
-export { TokenService, TokenVerificationError, issuerOf, type IssuedTokens } from './tokens.js';
+export { TokenService, issuerOf, type IssuedTokens } from './tokens.js';
 export { bearerToken, requireBearer } from './bearer.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
 

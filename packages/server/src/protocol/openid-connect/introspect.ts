@@ -1,18 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
-import { TokenVerificationError, type TokenType } from './tokens.js';
+import type { TokenType } from './tokens.js';
 
 /** RFC 7662; an invalid, expired or revoked token is simply `{"active": false}`. */
 export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token/introspect', async (request, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const client = await authenticateClient(ctx.storage, realm, request);
-    if (client.publicClient) throw new OAuthError(401, 'invalid_client', 'Public clients may not introspect tokens');
+    if (client.publicClient) throw oauthError.invalid_client('Public clients may not introspect tokens');
     const token = formField(request.body, 'token');
-    if (!token) throw new OAuthError(400, 'invalid_request', 'Missing parameter: token');
+    if (!token) throw oauthError.invalid_request('Missing parameter: token');
     const hint = formField(request.body, 'token_type_hint');
     const order: TokenType[] = hint === 'refresh_token' ? ['Refresh', 'Bearer'] : ['Bearer', 'Refresh'];
     reply.header('cache-control', 'no-store');

@@ -1,14 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clearSsoCookie, currentSsoSession, SignedState } from '../../authentication/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
-import { TokenVerificationError } from './tokens.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const CONFIRM_LIFETIME_MS = 10 * 60 * 1000;
@@ -46,10 +45,10 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     try {
       claims = await ctx.tokens.verify(realm, refreshToken, 'Refresh', ctx.config.hostname);
     } catch (error) {
-      if (error instanceof TokenVerificationError) throw new OAuthError(400, 'invalid_grant', error.message === 'session ended' ? 'Session not active' : 'Invalid refresh token');
+      if (error instanceof TokenVerificationError) throw oauthError.invalid_grant(error.reason === 'session_ended' ? 'Session not active' : 'Invalid refresh token');
       throw error;
     }
-    if (claims.azp !== client.clientId) throw new OAuthError(400, 'invalid_grant', 'Invalid refresh token');
+    if (claims.azp !== client.clientId) throw oauthError.invalid_grant('Invalid refresh token');
     await endSession(request, realm, claims.sid as string, claims.sub, client.clientId);
     return reply.code(204).send();
   };

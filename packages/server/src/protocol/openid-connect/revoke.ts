@@ -2,10 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { ServerContext } from '../../context.js';
 import { requestInfo } from '../../http/index.js';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
-import { TokenVerificationError } from './tokens.js';
 
 /**
  * RFC 7009: revoking a refresh token ends its session; revoking an access token blocks it until it expires.
@@ -16,7 +15,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const client = await authenticateClient(ctx.storage, realm, request);
     const token = formField(request.body, 'token');
-    if (!token) throw new OAuthError(400, 'invalid_request', 'Missing parameter: token');
+    if (!token) throw oauthError.invalid_request('Missing parameter: token');
     let typ: unknown;
     try {
       typ = decodeJwt(token).typ;
@@ -25,7 +24,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     try {
       const claims = await ctx.tokens.verify(realm, token, typ === 'Refresh' ? 'Refresh' : 'Bearer', ctx.config.hostname);
-      if (claims.azp !== client.clientId) throw new OAuthError(400, 'unauthorized_client', 'Unmatching clients');
+      if (claims.azp !== client.clientId) throw oauthError.unauthorized_client('Unmatching clients');
       if (typ === 'Refresh' && typeof claims.sid === 'string') {
         await ctx.storage.sessions.delete(claims.sid);
       } else {

@@ -3,6 +3,7 @@ import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify, type J
 import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
 import type { RealmKeys } from '../../keys/index.js';
+import { TokenVerificationError } from '../../model/errors.js';
 import type { Client, Realm, User } from '../../model/types.js';
 import { effectiveRoles } from '../../services/index.js';
 import type { Storage } from '../../storage/index.js';
@@ -36,10 +37,6 @@ export interface TokenRequestContext {
   refreshTokenId?: string;
   nonce?: string;
   authTime?: number;
-}
-
-export class TokenVerificationError extends Error {
-  override name = 'TokenVerificationError';
 }
 
 /** Scopes this server knows; anything else requested is dropped, as Keycloak ignores unknown scopes. */
@@ -178,38 +175,38 @@ export class TokenService {
     try {
       header = decodeProtectedHeader(token);
     } catch {
-      throw new TokenVerificationError('malformed token');
+      throw new TokenVerificationError('malformed', 'malformed token');
     }
-    if (header.alg !== 'RS256') throw new TokenVerificationError(`token algorithm ${String(header.alg)} is not accepted`);
-    if (typeof header.kid !== 'string') throw new TokenVerificationError('token has no key id');
+    if (header.alg !== 'RS256') throw new TokenVerificationError('algorithm_not_accepted', `token algorithm ${String(header.alg)} is not accepted`);
+    if (typeof header.kid !== 'string') throw new TokenVerificationError('missing_key_id', 'token has no key id');
     const key = await this.keys.verificationKey(realm.id, header.kid);
-    if (!key) throw new TokenVerificationError('token was not signed by a key of this realm');
+    if (!key) throw new TokenVerificationError('unknown_key', 'token was not signed by a key of this realm');
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, key, { algorithms: ['RS256'], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('token expired');
-      throw new TokenVerificationError('invalid token signature or claims');
+      if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('expired', 'token expired');
+      throw new TokenVerificationError('bad_signature_or_claims', 'invalid token signature or claims');
     }
     const expectedIssuer = base ? issuerOf(base, realm.name) : null;
     const issuerOk = expectedIssuer
       ? payload.iss === expectedIssuer
       : typeof payload.iss === 'string' && payload.iss.endsWith(`/realms/${encodeURIComponent(realm.name)}`);
-    if (!issuerOk) throw new TokenVerificationError('token issued by another realm or server');
-    if (payload.typ !== expectedType) throw new TokenVerificationError(`expected a ${expectedType} token`);
+    if (!issuerOk) throw new TokenVerificationError('wrong_issuer', 'token issued by another realm or server');
+    if (payload.typ !== expectedType) throw new TokenVerificationError('wrong_type', `expected a ${expectedType} token`);
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
-      throw new TokenVerificationError('token revoked');
+      throw new TokenVerificationError('revoked', 'token revoked');
     }
     if (!options.hint && typeof payload.sid === 'string' && !(await this.storage.sessions.byId(payload.sid))) {
-      throw new TokenVerificationError('session ended');
+      throw new TokenVerificationError('session_ended', 'session ended');
     }
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or
       // deleted client or user until they expire.
       const user = typeof payload.sub === 'string' ? await this.storage.users.byId(realm.id, payload.sub) : null;
-      if (!user || !user.enabled) throw new TokenVerificationError('user not found or disabled');
+      if (!user || !user.enabled) throw new TokenVerificationError('user_disabled', 'user not found or disabled');
       const client = typeof payload.azp === 'string' ? await this.storage.clients.byClientId(realm.id, payload.azp) : null;
-      if (!client || !client.enabled) throw new TokenVerificationError('client not found or disabled');
+      if (!client || !client.enabled) throw new TokenVerificationError('client_disabled', 'client not found or disabled');
     }
     return payload as AccessTokenClaims & JWTPayload;
   }

@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { requestInfo } from '../../http/index.js';
-import { OAuthError } from '../../model/errors.js';
+import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { requireBearer } from './bearer.js';
 import { realmOrError } from './realm-lookup.js';
-import { TokenVerificationError } from './tokens.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>) => {
@@ -15,12 +14,12 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
       claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);
     } catch (error) {
       if (error instanceof TokenVerificationError) {
-        throw new OAuthError(401, 'invalid_token', error.message, { 'www-authenticate': 'Bearer realm="realmgate", error="invalid_token"' });
+        throw oauthError.invalid_token(error.message, { headers: { 'www-authenticate': 'Bearer realm="realmgate", error="invalid_token"' } });
       }
       throw error;
     }
     const user = await ctx.storage.users.byId(realm.id, claims.sub);
-    if (!user || !user.enabled) throw new OAuthError(401, 'invalid_token', 'User not found or disabled');
+    if (!user || !user.enabled) throw oauthError.invalid_token('User not found or disabled');
     const scopes = (claims.scope ?? '').split(' ');
     const fullName = [user.firstName, user.lastName].filter(Boolean).join(' ');
     await ctx.events.user(realm, { type: 'USER_INFO_REQUEST', clientId: claims.azp ?? null, userId: user.id, sessionId: (claims.sid as string) ?? null, request: requestInfo(request) });

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { redeemAuthorizationCode, type CodeRefusal } from '../../../authentication/index.js';
 import { newId } from '../../../credentials/index.js';
-import { OAuthError } from '../../../model/errors.js';
+import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
@@ -22,7 +22,7 @@ const refusalDescription: Record<CodeRefusal, string> = {
 export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const code = formField(request.body, 'code');
-  if (!code) throw new OAuthError(400, 'invalid_request', 'Missing parameter: code');
+  if (!code) throw oauthError.invalid_request('Missing parameter: code');
   const redeemed = await redeemAuthorizationCode(
     ctx,
     realm,
@@ -30,7 +30,7 @@ export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, c
     { code, redirectUri: formField(request.body, 'redirect_uri'), codeVerifier: formField(request.body, 'code_verifier') },
     info,
   );
-  if (!redeemed.ok) throw new OAuthError(400, 'invalid_grant', refusalDescription[redeemed.reason]);
+  if (!redeemed.ok) throw oauthError.invalid_grant(refusalDescription[redeemed.reason]);
   const { grant, session, user } = redeemed;
   const refreshTokenId = newId();
   await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId, scope: grant.scope, started: Date.now() });

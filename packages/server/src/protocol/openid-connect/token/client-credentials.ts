@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { OAuthError } from '../../../model/errors.js';
+import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
@@ -9,13 +9,13 @@ import { formField } from '../client-auth.js';
 /** A token for the client's service-account user; no session and no refresh token, as Keycloak 26. */
 export async function clientCredentialsGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
-  if (client.publicClient) throw new OAuthError(401, 'unauthorized_client', 'Public client not allowed to retrieve service account');
+  if (client.publicClient) throw oauthError.unauthorized_client('Public client not allowed to retrieve service account', { status: 401 });
   const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;
   if (!user) {
     await ctx.events.user(realm, { type: 'CLIENT_LOGIN_ERROR', clientId: client.clientId, error: 'invalid_client', request: info });
-    throw new OAuthError(401, 'unauthorized_client', 'Client not enabled to retrieve service account');
+    throw oauthError.unauthorized_client('Client not enabled to retrieve service account', { status: 401 });
   }
-  if (!user.enabled) throw new OAuthError(400, 'invalid_grant', 'User associated with client is not enabled');
+  if (!user.enabled) throw oauthError.invalid_grant('User associated with client is not enabled');
   const tokens = await ctx.tokens.issue(
     { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId: null, scope: grantedScope(formField(request.body, 'scope')) },
     false,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../../context.js';
-import { OAuthError } from '../../../model/errors.js';
+import { oauthError } from '../../../model/errors.js';
 import { authenticateClient, formField } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
 import { authorizationCodeGrant } from './authorization-code.js';
@@ -20,9 +20,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const grantType = formField(request.body, 'grant_type');
-    if (!grantType) throw new OAuthError(400, 'invalid_request', 'Missing form parameter: grant_type');
+    if (!grantType) throw oauthError.invalid_request('Missing form parameter: grant_type');
     const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
-    if (!grant) throw new OAuthError(400, 'unsupported_grant_type', `Unsupported grant_type ${grantType}`);
+    if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
     const client = await authenticateClient(ctx.storage, realm, request);
     const tokens = await grant(ctx, realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { authenticatePassword } from '../../../authentication/index.js';
 import { newId } from '../../../credentials/index.js';
-import { OAuthError } from '../../../model/errors.js';
+import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
@@ -12,11 +12,11 @@ import { formField } from '../client-auth.js';
 /** Resource-owner password grant (Keycloak's "direct access grants"). */
 export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   if (!client.directAccessGrantsEnabled) {
-    throw new OAuthError(400, 'unauthorized_client', 'Client not allowed for direct access grants');
+    throw oauthError.unauthorized_client('Client not allowed for direct access grants');
   }
   const username = formField(request.body, 'username');
   const password = formField(request.body, 'password');
-  if (!username || password === undefined) throw new OAuthError(400, 'invalid_request', 'Missing parameter: username or password');
+  if (!username || password === undefined) throw oauthError.invalid_request('Missing parameter: username or password');
   const info = requestInfo(request);
   const result = await authenticatePassword(ctx, realm, {
     username,
@@ -27,10 +27,10 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     requiredActions: 'refuse',
   });
   if (!result.ok) {
-    if (result.error === 'user_disabled') throw new OAuthError(400, 'invalid_grant', 'Account disabled');
+    if (result.error === 'user_disabled') throw oauthError.invalid_grant('Account disabled');
     // Keycloak's answer while a required action (VERIFY_EMAIL) is pending: the browser flow sends the link.
-    if (result.error === 'resolve_required_actions') throw new OAuthError(400, 'invalid_grant', 'Account is not fully set up');
-    throw new OAuthError(401, 'invalid_grant', 'Invalid user credentials');
+    if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
+    throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }
   const user = result.user;
   const now = Date.now();

@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { newId } from '../../../credentials/index.js';
-import { OAuthError } from '../../../model/errors.js';
+import { oauthError, TokenVerificationError, type EventError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
-import { TokenVerificationError, type IssuedTokens } from '../tokens.js';
+import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 
 /**
@@ -14,16 +14,16 @@ import { formField } from '../client-auth.js';
 export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const presented = formField(request.body, 'refresh_token');
-  if (!presented) throw new OAuthError(400, 'invalid_request', 'Missing parameter: refresh_token');
-  const refuse = async (description: string, error = 'invalid_token', userId: string | null = null) => {
+  if (!presented) throw oauthError.invalid_request('Missing parameter: refresh_token');
+  const refuse = async (description: string, error: EventError = 'invalid_token', userId: string | null = null) => {
     await ctx.events.user(realm, { type: 'REFRESH_TOKEN_ERROR', clientId: client.clientId, userId, error, request: info });
-    return new OAuthError(400, 'invalid_grant', description);
+    return oauthError.invalid_grant(description);
   };
   let claims;
   try {
     claims = await ctx.tokens.verify(realm, presented, 'Refresh', ctx.config.hostname ? ctx.config.hostname : null);
   } catch (error) {
-    if (error instanceof TokenVerificationError) throw await refuse(error.message === 'session ended' ? 'Session not active' : 'Invalid refresh token');
+    if (error instanceof TokenVerificationError) throw await refuse(error.reason === 'session_ended' ? 'Session not active' : 'Invalid refresh token');
     throw error;
   }
   if (claims.azp !== client.clientId) throw await refuse('Invalid refresh token. Token client and authorized client don\'t match', 'invalid_token', claims.sub);
