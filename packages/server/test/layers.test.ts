@@ -3,12 +3,38 @@ import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Issue 13, point 1: sign-in lives in `authentication/`, below `pages/` and `protocol/`; those two reach each
- * other only through the ports the server context carries, so neither imports the other, and the layer
- * imports neither.
+ * The server's layers, as docs/architecture.md draws them: a module may import (at run time) only from its own
+ * unit or from a unit of a lower layer; units of one layer are peers and never import each other; and no two
+ * modules import each other, directly or around a circle. Type-only imports are free: they vanish at build
+ * time and cannot make a layer depend on the one above at run time.
  */
 
 const SRC = resolve(import.meta.dirname, '../src');
+
+/** Bottom to top. A unit is a folder below src/ (or a deeper one named here, or a file at the top). */
+const LAYERS: string[][] = [
+  ['model', 'config', 'credentials', 'observability', 'store'],
+  ['storage', 'keys', 'mail', 'events', 'http'],
+  ['flows'],
+  ['admin/representations'],
+  ['services'],
+  ['providers'],
+  ['authentication'],
+  ['protocol', 'pages'],
+  ['admin', 'dev'],
+  ['bootstrap.ts'],
+  ['server.ts', 'context.ts'],
+  ['main.ts', 'index.ts'],
+];
+
+const nestedUnits = LAYERS.flat().filter((unit) => unit.includes('/'));
+
+/** The unit a path below src/ belongs to: the deepest named unit that holds it, else its first segment. */
+function unitOf(path: string): string {
+  return nestedUnits.find((unit) => path.startsWith(`${unit}/`)) ?? (path.includes('/') ? path.split('/')[0] : path);
+}
+
+const rank = new Map(LAYERS.flatMap((units, layer) => units.map((unit) => [unit, layer] as const)));
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -17,30 +43,139 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Every module a file imports (type-only imports included), as a path below src/. */
-function importsOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/^\s*(?:import|export)\b[^'";]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
-  return specifiers.filter((s) => s.startsWith('.')).map((s) => relative(SRC, resolve(file, '..', s)));
+/** `import type …`, `export type …`, or braces holding only `type X` names. */
+function typeOnly(clause: string): boolean {
+  const text = clause.trim();
+  if (/^type\s/.test(text)) return true;
+  const names = /^\{([^}]*)\}$/.exec(text)?.[1].split(',').map((name) => name.trim()).filter(Boolean);
+  return names !== undefined && names.length > 0 && names.every((name) => name.startsWith('type '));
 }
 
-const crossings = (from: string, to: string[]) =>
-  sources(join(SRC, from)).flatMap((file) => importsOf(file).filter((target) => to.some((layer) => target.startsWith(`${layer}/`))).map((target) => `${relative(SRC, file)} → ${target}`));
+/** The modules (paths below src/) that a source text imports at run time; relative specifiers only. */
+function valueImports(file: string, text: string): string[] {
+  const statements = text.matchAll(/^\s*(?:import|export)\s+(?:([^'";]*?)\s+from\s+)?'([^']+)'/gm);
+  return [...statements]
+    .filter(([, clause, specifier]) => specifier.startsWith('.') && !(clause && typeOnly(clause)))
+    .map(([, , specifier]) => relative(SRC, resolve(file, '..', specifier)).replace(/\.js$/, '.ts'));
+}
 
-describe('the sign-in layers', () => {
-  it('pages/ does not import protocol/', () => {
-    expect(crossings('pages', ['protocol'])).toEqual([]);
+function importGraph(): Map<string, string[]> {
+  return new Map(sources(SRC).map((file) => [relative(SRC, file), valueImports(file, readFileSync(file, 'utf8'))]));
+}
+
+/** Imports that run to a higher layer, to a peer of the same layer, or to a unit the layer table does not know. */
+function layerViolations(graph: Map<string, string[]>): string[] {
+  const violations: string[] = [];
+  for (const [from, targets] of graph) {
+    for (const to of targets) {
+      const [a, b] = [unitOf(from), unitOf(to)];
+      if (a === b) continue;
+      const [ra, rb] = [rank.get(a), rank.get(b)];
+      if (ra === undefined || rb === undefined) violations.push(`${from} → ${to} (unit ${ra === undefined ? a : b} is in no layer)`);
+      else if (rb >= ra) violations.push(`${from} → ${to} (${a} is layer ${ra}, ${b} is layer ${rb})`);
+    }
+  }
+  return violations;
+}
+
+/** Every set of two or more modules that reach each other through run-time imports (Tarjan's algorithm). */
+function importCircles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (node: string) => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const circle: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      circle.push(member);
+    } while (member !== node);
+    if (circle.length > 1) circles.push(circle.sort());
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return circles;
+}
+
+describe('the server layers', () => {
+  const graph = importGraph();
+
+  it('every unit of src/ is placed in a layer', () => {
+    const units = new Set([...graph.keys()].map(unitOf));
+    expect([...units].filter((unit) => !rank.has(unit))).toEqual([]);
   });
 
-  it('protocol/ does not import pages/', () => {
-    expect(crossings('protocol', ['pages'])).toEqual([]);
+  it('no run-time import runs up a layer or across to a peer', () => {
+    expect(layerViolations(graph)).toEqual([]);
   });
 
-  it('authentication/ imports neither pages/ nor protocol/', () => {
-    expect(crossings('authentication', ['pages', 'protocol'])).toEqual([]);
+  it('no modules import each other, directly or around a circle', () => {
+    expect(importCircles(graph)).toEqual([]);
   });
 
-  it('the check sees an import when there is one', () => {
-    expect(crossings('pages', ['authentication']).length).toBeGreaterThan(0);
+  it('pages/ and protocol/ meet only through the authentication ports', () => {
+    const crossings = [...graph].flatMap(([from, targets]) =>
+      targets.filter((to) => new Set([unitOf(from), unitOf(to)]).size === 2 && ['pages', 'protocol'].includes(unitOf(from)) && ['pages', 'protocol'].includes(unitOf(to))));
+    expect(crossings).toEqual([]);
+  });
+});
+
+describe('the layer check itself', () => {
+  const file = join(SRC, 'http', 'errors.ts');
+
+  it('reads value imports, skips type-only ones, follows re-exports', () => {
+    const text = [
+      "import { a } from '../model/errors.js';",
+      "import type { B } from '../protocol/x.js';",
+      "import { type C, type D } from '../pages/y.js';",
+      "import {\n  e,\n  type F,\n} from '../storage/index.js';",
+      "export { g } from './cookies.js';",
+      "import './side-effect.js';",
+      "import { h } from 'fastify';",
+    ].join('\n');
+    expect(valueImports(file, text)).toEqual(['model/errors.ts', 'storage/index.ts', 'http/cookies.ts', 'http/side-effect.ts']);
+  });
+
+  it('finds an upward import, a peer import and an unknown unit', () => {
+    const graph = new Map([
+      ['http/errors.ts', ['protocol/openid-connect/tokens.ts', 'model/errors.ts']],
+      ['pages/login.ts', ['protocol/openid-connect/auth.ts']],
+      ['nowhere/x.ts', ['model/types.ts']],
+    ]);
+    expect(layerViolations(graph)).toEqual([
+      'http/errors.ts → protocol/openid-connect/tokens.ts (http is layer 1, protocol is layer 7)',
+      'pages/login.ts → protocol/openid-connect/auth.ts (pages is layer 7, protocol is layer 7)',
+      'nowhere/x.ts → model/types.ts (unit nowhere is in no layer)',
+    ]);
+  });
+
+  it('places a nested unit before its folder', () => {
+    expect(unitOf('admin/representations/user.ts')).toBe('admin/representations');
+    expect(unitOf('admin/users.ts')).toBe('admin');
+    expect(unitOf('server.ts')).toBe('server.ts');
+  });
+
+  it('finds a circle of three modules and leaves a chain alone', () => {
+    const graph = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', ['a.ts']],
+    ]);
+    expect(importCircles(graph)).toEqual([['a.ts', 'b.ts', 'c.ts']]);
   });
 });

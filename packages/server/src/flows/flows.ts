@@ -1,7 +1,8 @@
 import type { FormProtectorFactory } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
-import { ProviderLoadError, type ProviderRegistry } from '../providers/index.js';
+import { ProviderLoadError } from '../model/errors.js';
+import type { ProviderRegistry } from '../providers/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';

@@ -166,3 +166,11 @@ export const providerEventError = (name: string) => name as ProviderEventError;
 
 /** What a `*_ERROR` event records as its error: one of the server's names, or one a provider gave. */
 export type RecordedEventError = EventError | ProviderEventError;
+
+/**
+ * A provider package, factory or realm resource the server cannot load, or a flow that names providers that
+ * clash: refused at start-up (the operator's to fix), never answered to a request.
+ */
+export class ProviderLoadError extends Error {
+  override name = 'ProviderLoadError';
+}

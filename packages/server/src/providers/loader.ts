@@ -2,10 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ProviderFactory } from '@realmgate/spi';
-
-export class ProviderLoadError extends Error {
-  override name = 'ProviderLoadError';
-}
+import { ProviderLoadError } from '../model/errors.js';
 
 export interface LoadedPackage {
   name: string;

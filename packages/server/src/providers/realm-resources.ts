@@ -3,8 +3,7 @@ import type { HttpMethod, RealmResource, ResourceRoute } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
 import { requestInfo } from '../http/index.js';
-import { notFound } from '../model/errors.js';
-import { ProviderLoadError } from './loader.js';
+import { notFound, ProviderLoadError } from '../model/errors.js';
 
 /** Mounts each RealmResource's routes under /realms/{realm}/{providerId}, adapting Fastify to the SPI shapes. */
 export function mountRealmResources(app: FastifyInstance, ctx: ServerContext, resources: Map<string, RealmResource>): void {

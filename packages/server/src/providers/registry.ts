@@ -8,7 +8,8 @@ import type {
   ProviderFactory,
   RealmResource,
 } from '@realmgate/spi';
-import { ProviderLoadError, type LoadedPackage } from './loader.js';
+import { ProviderLoadError } from '../model/errors.js';
+import type { LoadedPackage } from './loader.js';
 
 export interface ProviderEntry {
   factory: ProviderFactory;
