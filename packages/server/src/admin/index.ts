@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { forbidden, unsupportedMediaType } from '../model/errors.js';
-import { authenticateAdmin } from './auth.js';
+import { authenticateAdmin } from './authenticate-admin.js';
 import { isAnyAdministrator } from './permissions.js';
 import { routePermission } from './route-permissions.js';
 import { authenticationRoutes } from './authentication.js';

@@ -2,7 +2,7 @@ import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
 import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole } from '../model/defaults.js';
 import type { Client, Realm, Role } from '../model/types.js';
-import type { AdminAuth } from './auth.js';
+import type { AdminAuth } from './authenticate-admin.js';
 
 /**
  * Who may do what in the admin API, written once. Keycloak's model: a realm's administrators hold roles of its

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
-import type { AdminAuth } from './auth.js';
+import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
 import { roleReps, rolesFromBody } from './representations/role.js';
 import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';

@@ -5,7 +5,7 @@ import { baseUrl, requestInfo } from '../http/index.js';
 import { notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { uuidPattern } from './representations/fields.js';
-import type { AdminAuth } from './auth.js';
+import type { AdminAuth } from './authenticate-admin.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
