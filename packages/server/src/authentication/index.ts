@@ -6,6 +6,7 @@
 export { ActionTokens, ACTION_TOKEN_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
 export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession } from './auth-session.js';
 export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
+export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';
 export { authenticatePassword, findLoginUser, type PasswordAttempt, type PasswordError, type PasswordResult } from './password.js';
 export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js';

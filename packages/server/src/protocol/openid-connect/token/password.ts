@@ -1,11 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import { authenticatePassword } from '../../../authentication/index.js';
-import { newId } from '../../../credentials/index.js';
+import { authenticatePassword, completeDirectLogin } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
-import { userSnapshot } from '../../../services/index.js';
 import { grantedScope, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 
@@ -18,11 +16,12 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   const password = formField(request.body, 'password');
   if (!username || password === undefined) throw oauthError.invalid_request('Missing parameter: username or password');
   const info = requestInfo(request);
+  const details = { auth_method: 'openid-connect', grant_type: 'password' };
   const result = await authenticatePassword(ctx, realm, {
     username,
     password,
     clientId: client.clientId,
-    details: { auth_method: 'openid-connect', grant_type: 'password' },
+    details,
     request: info,
     requiredActions: 'refuse',
   });
@@ -32,27 +31,11 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
     throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }
-  const user = result.user;
-  const now = Date.now();
-  const sessionId = newId();
-  const refreshTokenId = newId();
   const scope = grantedScope(formField(request.body, 'scope'));
-  await ctx.storage.transaction(async (trx) => {
-    await ctx.storage.sessions.create({ id: sessionId, realmId: realm.id, userId: user.id, ipAddress: info.ipAddress, started: now, lastRefresh: now }, trx);
-    await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId, clientId: client.id, refreshTokenId, scope, started: now }, trx);
-  });
-  const tokens = await ctx.tokens.issue(
-    { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId, sessionStarted: now, scope, refreshTokenId, authTime: Math.floor(now / 1000) },
-    true,
+  return completeDirectLogin(ctx, realm, client, result.user, { scope, details, request: info }, (session) =>
+    ctx.tokens.issue(
+      { base: baseUrl(request, ctx.config.hostname), realm, client, user: result.user, sessionId: session.id, sessionStarted: session.started, scope, refreshTokenId: session.refreshTokenId, authTime: Math.floor(session.started / 1000) },
+      true,
+    ),
   );
-  await ctx.events.user(realm, {
-    type: 'LOGIN',
-    clientId: client.clientId,
-    userId: user.id,
-    sessionId,
-    details: { auth_method: 'openid-connect', grant_type: 'password', username: user.username },
-    request: info,
-    user: await userSnapshot(ctx.storage, user),
-  });
-  return tokens;
 }
