@@ -1,7 +1,9 @@
 /*
  * Realmgate proof of work: form wiring. For each `[data-rg-pow]` container rendered inside a form, solves
- * its challenge in Web Workers as soon as the page loads, fills `pow_nonce`, and holds the submit until the
- * solution is there and `data-min-solve-ms` has passed (the server rejects faster answers as solved offline).
+ * its challenge in Web Workers, fills `pow_nonce`, and holds the submit until the solution is there and
+ * `data-min-solve-ms` has passed (the server rejects faster answers as solved offline).
+ * Loaded `async` right after the container, it starts the workers as soon as it runs, while the rest of the
+ * page is still being parsed; each worker loads and compiles the hashing WebAssembly as it starts.
  * All hashing happens in workers: the main thread only posts messages.
  */
 (function () {
@@ -91,10 +93,12 @@
 
     var count = Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 2));
     var failures = 0;
+    // The fragment tells the worker which library to load before the challenge message reaches it.
+    var workerUrl = assets + 'pow-worker.js' + version + '#' + encodeURIComponent(String(challenge.alg));
     for (var i = 0; i < count; i++) {
       var worker;
       try {
-        worker = new Worker(assets + 'pow-worker.js' + version);
+        worker = new Worker(workerUrl);
       } catch (error) {
         fail();
         return;
@@ -105,6 +109,7 @@
           state = 'waiting';
           stopWorkers();
           nonceInput.value = event.data.nonce;
+          if (event.data.wasm) container.setAttribute('data-rg-pow-wasm', event.data.wasm);
           ready();
         } else if (++failures === count) {
           fail();
@@ -119,7 +124,6 @@
         challenge: challenge,
         start: i,
         step: count,
-        argon2Url: assets + 'argon2.umd.min.js' + version,
         sha256Url: assets + 'sha256.umd.min.js' + version,
       });
     }
@@ -134,6 +138,8 @@
     }
   }
 
+  // Now for the containers already parsed (the one this script follows), and once more after parsing for any
+  // further down the page.
+  start();
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
-  else start();
 })();

@@ -121,8 +121,19 @@ function renderFields(
     `<p class="rg-pow-status" role="status" aria-live="polite"></p>`,
     `<noscript><p class="rg-pow-noscript">${NOSCRIPT}</p></noscript>`,
     `</div>`,
-    `<script src="${attr(`${assets}pow-form.js?v=${assetsVersion}`)}" defer></script>`,
+    // async, not defer: it runs as soon as it arrives, while the rest of the page is still being parsed, and
+    // starts the workers then (the container it looks for is above it, so already parsed).
+    `<script src="${attr(`${assets}pow-form.js?v=${assetsVersion}`)}" async></script>`,
   ].join('\n');
+}
+
+export const WORKER_CSP = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'";
+
+function contentType(file: string): string {
+  if (file.endsWith('.css')) return 'text/css; charset=utf-8';
+  // WebAssembly.instantiateStreaming accepts only this type.
+  if (file.endsWith('.wasm')) return 'application/wasm';
+  return 'text/javascript; charset=utf-8';
 }
 
 function assetResponse(bundle: AssetBundle, request: ResourceRequest): ResourceResponse {
@@ -141,12 +152,11 @@ function assetResponse(bundle: AssetBundle, request: ResourceRequest): ResourceR
     status: 200,
     headers: {
       ...headers,
-      'content-type': request.params.file.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8',
+      'content-type': contentType(request.params.file),
       'x-content-type-options': 'nosniff',
-      // The worker compiles hash-wasm's WebAssembly; a page-wide CSP from the host must not forbid it here.
-      ...(request.params.file === 'pow-worker.js'
-        ? { 'content-security-policy': "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'" }
-        : {}),
+      // A worker runs under the CSP of its own script's response, not the page's: it loads the Argon2id script,
+      // fetches and compiles its WebAssembly, and nothing else.
+      ...(request.params.file === 'pow-worker.js' ? { 'content-security-policy': WORKER_CSP } : {}),
     },
     body: asset.body,
   };
@@ -244,7 +254,9 @@ export function createProviders(): [FormProtectorFactory, RealmResourceFactory] 
     kind: 'realm-resource',
     id: PROVIDER_ID,
     displayName: 'Proof of Work assets',
-    helpText: "Serves the proof-of-work form script, its Web Worker and hash-wasm's Argon2id and SHA-256 builds.",
+    helpText:
+      'Serves the proof-of-work form script, its Web Worker, the argon2id library (script and WebAssembly, with ' +
+      "and without SIMD) and hash-wasm's SHA-256 build.",
 
     async init() {
       bundle = await loadAssets();

@@ -5,8 +5,8 @@ import type { FormProtector, RealmResource } from '@realmgate/spi';
 import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProviders, decodeChallenge } from '../src/index.js';
-import { providerContext, realm, requestFrom, serveAsset } from './context.js';
+import { argon2idHash, createProviders, decodeChallenge } from '../src/index.js';
+import { hashInSolver, providerContext, realm, requestFrom, serveAsset } from './context.js';
 
 const CHROMIUM = process.env.REALMGATE_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const MIN_SOLVE_MS = 1000;
@@ -75,14 +75,18 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
   }
   const fields = await protector.render(base(mode));
   response.writeHead(200, headers);
-  response.end(`<!doctype html>
+  response.write(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head>
 <body><form method="post" action="/login?mode=${mode}">
 <label for="username">Username</label><input id="username" name="username" value="alice">
 <label for="password">Password</label><input id="password" name="password" type="password" value="pw">
 ${fields}
 <button type="submit" name="login" value="signin">Sign in</button>
-</form></body></html>`);
+</form>`);
+  // ?slow-tail=ms: the rest of the page comes that much later, as from a slow server or network.
+  const tail = Number(url.searchParams.get('slow-tail') ?? 0);
+  if (tail > 0) await new Promise((resolve) => setTimeout(resolve, tail));
+  response.end('</body></html>');
 }
 
 /** Resolves to 127.0.0.1 but, not being localhost, is no secure context: WebCrypto is missing there. */
@@ -94,7 +98,9 @@ async function open(mode: string, host = origin, before?: (page: Page) => Promis
   await page.addInitScript(() => {
     const tasks: { start: number; duration: number }[] = [];
     const solving = { workers: 0, start: -1, found: -1 };
-    Object.assign(window, { longTasks: tasks, solving });
+    const violations: string[] = [];
+    Object.assign(window, { longTasks: tasks, solving, violations });
+    document.addEventListener('securitypolicyviolation', (event) => violations.push(`${event.violatedDirective} ${event.blockedURI}`));
     new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) tasks.push({ start: entry.startTime, duration: entry.duration });
     }).observe({ type: 'longtask', buffered: true });
@@ -126,9 +132,9 @@ type Probed = { longTasks: { start: number; duration: number }[]; solving: Solvi
 
 /**
  * Long tasks while solving: from the first worker's creation to the first answer, after the solution was seen
- * in pow_nonce. The task that creates the workers is the page's own (end of parsing, deferred scripts,
- * DOMContentLoaded) and began before solving did, so it is not counted; a solver without workers fails the
- * worker count instead.
+ * in pow_nonce. The task that creates the workers (pow-form.js running as it arrives, within the page's
+ * parsing) began before solving did, so it is not counted; a solver without workers fails the worker count
+ * instead.
  */
 async function longTasksWhileSolving(page: Page): Promise<{ start: number; duration: number }[]> {
   const { longTasks, solving } = await page.evaluate(() => {
@@ -231,6 +237,64 @@ describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
   });
 });
 
+describe('browser solver, Argon2id library', () => {
+  const cases = [
+    { challenge: { alg: 'argon2id' as const, id: 'AAECAwQFBgcICQoLDA0ODw', m: 1024, t: 1 }, nonces: ['0', '1', '34', '123456789'] },
+    { challenge: { alg: 'argon2id' as const, id: 'q0Kx9f-3Zr_mW1yTn2cBvA', m: 4096, t: 2 }, nonces: ['5', '9007199254740991'] },
+  ];
+
+  async function expectSameAsServer(page: Page, wasm: string) {
+    for (const { challenge, nonces } of cases) {
+      const answer = await hashInSolver(page, (await page.getAttribute('[data-rg-pow]', 'data-version'))!, challenge, nonces);
+      expect(answer.wasm).toBe(wasm);
+      const server = await Promise.all(nonces.map(async (n) => (await argon2idHash(challenge, n)).toString('hex')));
+      expect(answer.hashes).toEqual(server);
+    }
+  }
+
+  it('hashes in the SIMD build, bit for bit as the server does, on a page whose CSP forbids WebAssembly', async () => {
+    const page = await open('argon2');
+    await expectSameAsServer(page, 'simd');
+    expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
+    await page.close();
+  });
+
+  it('falls back to the build without SIMD where the SIMD one does not compile, with the same hashes', async () => {
+    // A browser without WebAssembly SIMD fails to compile that build, as it fails to compile these bytes.
+    const page = await open('argon2', origin, (p) =>
+      p.route(/\/argon2id-simd\.wasm/, (route) =>
+        route.fulfill({ status: 200, contentType: 'application/wasm', body: Buffer.from('\0asm\x01\0\0\0\x7f') }),
+      ),
+    );
+    await expectSameAsServer(page, 'baseline');
+    // The page's own solver takes the same path.
+    await expect.poll(() => page.getAttribute('[data-rg-pow]', 'data-rg-pow-wasm'), { timeout: 20_000 }).toBe('baseline');
+    await page.close();
+  });
+
+  it('starts the workers while the page is still being parsed, before DOMContentLoaded', async () => {
+    const page = await browser.newPage();
+    await page.addInitScript(() => {
+      const seen = { workerAt: -1, domContentLoadedAt: -1 };
+      Object.assign(window, { seen });
+      const Native = window.Worker;
+      window.Worker = class extends Native {
+        constructor(url: string | URL, options?: WorkerOptions) {
+          super(url, options);
+          if (seen.workerAt < 0) seen.workerAt = performance.now();
+        }
+      };
+      document.addEventListener('DOMContentLoaded', () => (seen.domContentLoadedAt = performance.now()));
+    });
+    // The end of the page arrives 1.5 s after the form: workers must not wait for it.
+    await page.goto(`${origin}/?mode=argon2&slow-tail=1500`);
+    const seen = await page.evaluate(() => (window as unknown as { seen: { workerAt: number; domContentLoadedAt: number } }).seen);
+    expect(seen.workerAt).toBeGreaterThan(0);
+    expect(seen.domContentLoadedAt - seen.workerAt).toBeGreaterThan(1000);
+    await page.close();
+  });
+});
+
 describe('browser solver, sha256 without WebCrypto', () => {
   it('falls back to WASM SHA-256 on a page that is not a secure context', STARVATION_RETRIES, async () => {
     const page = await open('sha256', origin.replace('127.0.0.1', INSECURE_HOST));
@@ -272,11 +336,17 @@ describe('page furniture', () => {
     await page.close();
   });
 
-  it('says that JavaScript is needed when it is off', async () => {
+  it('says that JavaScript is needed when it is off, and the form still posts, to be refused', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
     await page.goto(`${origin}/?mode=argon2`);
     expect(await page.locator('body').innerText()).toContain('JavaScript is needed for this form');
+    const before = outcomes.length;
+    await page.click('button[type="submit"]');
+    await page.waitForSelector('#result');
+    expect(await page.textContent('#result')).toBe('rejected');
+    expect(outcomes[before].verdict).toMatchObject({ ok: false, error: 'pow_failed' });
+    expect(outcomes[before].fields.pow_nonce).toBe('');
     await context.close();
   });
 });

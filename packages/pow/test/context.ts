@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger, ProviderContext, RealmInfo, RealmResource, RequestInfo } from '@realmgate/spi';
+import type { Page } from 'playwright-core';
 import { MemoryStore, RecordingMetrics } from './memory-store.js';
 
 export interface LogLine {
@@ -63,4 +64,30 @@ export async function serveAsset(resource: RealmResource, url: URL, request: Inc
   response.writeHead(result.status, result.headers);
   response.end(result.body as Buffer | undefined);
   return true;
+}
+
+/**
+ * Hashes exactly `nonces` in the served solver (pow-worker.js's `nonces` message) on `page`, a page of the
+ * test or bench host: the hashes in hex, each one's time in the worker, and the WebAssembly build it ran.
+ */
+export function hashInSolver(
+  page: Page,
+  version: string,
+  challenge: { alg: 'argon2id'; id: string; m: number; t: number },
+  nonces: string[],
+): Promise<{ hashes: string[]; ms: number[]; wasm: string }> {
+  return page.evaluate(
+    ({ url, challenge, nonces }) =>
+      new Promise<{ hashes: string[]; ms: number[]; wasm: string }>((resolve, reject) => {
+        const worker = new Worker(url);
+        worker.onmessage = (event) => {
+          worker.terminate();
+          if (event.data.error) reject(new Error(event.data.error));
+          else resolve(event.data);
+        };
+        worker.onerror = (event) => reject(new Error(event.message));
+        worker.postMessage({ challenge, nonces });
+      }),
+    { url: `/realms/demo/ext-pow/assets/pow-worker.js?v=${version}#argon2id`, challenge, nonces },
+  );
 }

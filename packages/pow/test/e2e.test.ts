@@ -1140,12 +1140,22 @@ interface Probe {
   found: number;
   longTasks: { start: number; duration: number }[];
   statuses: string[];
+  /** Content-Security-Policy violations the page reported (the real server's CSP is on every page). */
+  violations: string[];
 }
 
 /** Runs in the page before its scripts: watches workers, long tasks and the status line. */
 function installProbe(): void {
-  const probe = { workers: 0, start: -1, found: -1, longTasks: [] as { start: number; duration: number }[], statuses: [] as string[] };
+  const probe = {
+    workers: 0,
+    start: -1,
+    found: -1,
+    longTasks: [] as { start: number; duration: number }[],
+    statuses: [] as string[],
+    violations: [] as string[],
+  };
   (window as unknown as { __pow: typeof probe }).__pow = probe;
+  document.addEventListener('securitypolicyviolation', (event) => probe.violations.push(`${event.violatedDirective} ${event.blockedURI}`));
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) probe.longTasks.push({ start: entry.startTime, duration: entry.duration });
   }).observe({ type: 'longtask', buffered: true });
@@ -1220,10 +1230,13 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
     expect(probe.found).toBeGreaterThan(probe.start);
     const challenge = decodeChallenge(await page.inputValue('input[name="pow_challenge"]'));
     expect(leadingZeroBits(await solutionHash(challenge, await nonceOf(page)))).toBeGreaterThanOrEqual(challenge.d);
-    // While solving: from the first worker's creation to the answer. The task that created the workers is the
-    // page's own (end of parsing, deferred scripts, DOMContentLoaded) and began before solving did.
+    // While solving: from the first worker's creation to the answer. The task that created the workers
+    // (pow-form.js running as it arrives, within the page's parsing) began before solving did.
     const whileSolving = probe.longTasks.filter((t) => t.start >= probe.start && t.start < probe.found);
     expect(whileSolving).toEqual([]);
+    // Under the server's own CSP: nothing refused, and Argon2id ran in the SIMD build.
+    expect(probe.violations).toEqual([]);
+    if (challenge.alg === 'argon2id') expect(await page.getAttribute('[data-rg-pow]', 'data-rg-pow-wasm')).toBe('simd');
     return challenge;
   }
 

@@ -1,6 +1,32 @@
+import { runInNewContext } from 'node:vm';
 import { argon2id } from 'hash-wasm';
 import { describe, expect, it } from 'vitest';
+import { ARGON2ID_BASELINE_WASM, ARGON2ID_SCRIPT, ARGON2ID_SIMD_WASM, loadAssets } from '../src/assets.js';
 import { argon2idHash, leadingZeroBits, sha256Hash } from '../src/index.js';
+
+type BrowserArgon2id = (
+  params: { password: Uint8Array; salt: Uint8Array; parallelism: number; passes: number; memorySize: number; tagLength: number },
+  wasm: { instance: WebAssembly.Instance; memory: WebAssembly.Memory },
+) => Uint8Array;
+
+/** The served argon2id.js, run as a browser worker runs it (a classic script defining a global), with a served build. */
+async function servedArgon2id(wasmFile: string) {
+  const { files } = await loadAssets();
+  const scope: { argon2id?: BrowserArgon2id } = { WebAssembly } as never;
+  runInNewContext(files.get(ARGON2ID_SCRIPT)!.body.toString('utf8'), scope);
+  // The library checks `instanceof Uint8Array` against the context's own class.
+  const bytes = (text: string): Uint8Array => new (runInNewContext('Uint8Array', scope) as Uint8ArrayConstructor)(Buffer.from(text, 'utf8'));
+  // As pow-worker.js does: 1040 pages, the least the build accepts.
+  const memory = new WebAssembly.Memory({ initial: 1040, maximum: 65536 });
+  const { instance } = await WebAssembly.instantiate(new Uint8Array(files.get(wasmFile)!.body), { env: { memory } });
+  return (params: { id: string; m: number; t: number }, nonce: string) =>
+    Buffer.from(
+      scope.argon2id!(
+        { password: bytes(nonce), salt: bytes(params.id), parallelism: 1, passes: params.t, memorySize: params.m, tagLength: 32 },
+        { instance, memory },
+      ),
+    );
+}
 
 describe('leadingZeroBits', () => {
   it('counts from the most significant bit of the first byte', () => {
@@ -35,6 +61,25 @@ describe('hashes', () => {
       expect(server.toString('hex')).toBe(Buffer.from(browser).toString('hex'));
     }
   });
+
+  it.each([ARGON2ID_SIMD_WASM, ARGON2ID_BASELINE_WASM])(
+    'Argon2id on the server equals the served argon2id library with %s, bit for bit',
+    async (wasmFile) => {
+      const browser = await servedArgon2id(wasmFile);
+      // One-digit nonces too: the library's minimum-length check compares the array itself, not its length.
+      const cases: [{ id: string; m: number; t: number }, string][] = [
+        [{ id: 'AAECAwQFBgcICQoLDA0ODw', m: 64, t: 2 }, '0'],
+        [{ id: 'AAECAwQFBgcICQoLDA0ODw', m: 64, t: 2 }, '7'],
+        [{ id: 'AAECAwQFBgcICQoLDA0ODw', m: 1024, t: 1 }, '123456789'],
+        [{ id: 'q0Kx9f-3Zr_mW1yTn2cBvA', m: 4096, t: 3 }, '9007199254740991'],
+        [{ id: 'q0Kx9f-3Zr_mW1yTn2cBvA', m: 8192, t: 1 }, '42'],
+      ];
+      for (const [params, nonce] of cases)
+        expect(browser(params, nonce).toString('hex'), `${nonce} ${JSON.stringify(params)}`).toBe(
+          (await argon2idHash(params, nonce)).toString('hex'),
+        );
+    },
+  );
 
   it('SHA-256 hashes id + ":" + nonce', () => {
     // Expected values from coreutils: printf 'abc:1' | sha256sum

@@ -1,7 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { FormProtectorRenderContext, ResourceRequest, ResourceRoute } from '@realmgate/spi';
 import { describe, expect, it } from 'vitest';
+import { classicArgon2idScript } from '../src/assets.js';
 import { createProviders, decodeChallenge, providers, SETTING_KEYS, solve } from '../src/index.js';
 import { SMALL } from './helpers.js';
 import { providerContext, realm, requestFrom } from './context.js';
@@ -99,7 +101,7 @@ describe('render', () => {
     expect(html).toMatch(/<p class="rg-pow-status" role="status" aria-live="polite"><\/p>/);
     expect(html).toMatch(/<noscript>.*JavaScript is needed for this form.*<\/noscript>/);
     expect(html).toMatch(/data-min-solve-ms="0"/);
-    expect(html).toMatch(/<script src="\/realms\/demo\/ext-pow\/assets\/pow-form\.js\?v=[\w-]+" defer><\/script>/);
+    expect(html).toMatch(/<script src="\/realms\/demo\/ext-pow\/assets\/pow-form\.js\?v=[\w-]+" async><\/script>/);
   });
 
   it('escapes every attribute value', async () => {
@@ -259,11 +261,15 @@ describe('limits on the per-flow config', () => {
 
 describe('asset resource', () => {
   const require = createRequire(import.meta.url);
-  const files: Record<string, string> = {
-    'pow-form.js': new URL('../assets/pow-form.js', import.meta.url).pathname,
-    'pow-worker.js': new URL('../assets/pow-worker.js', import.meta.url).pathname,
-    'argon2.umd.min.js': require.resolve('hash-wasm/dist/argon2.umd.min.js'),
-    'sha256.umd.min.js': require.resolve('hash-wasm/dist/sha256.umd.min.js'),
+  const argon2idDir = dirname(require.resolve('argon2id/package.json'));
+  /** Files served as they are, with their type; argon2id.js is made from the package (see hash.test.ts). */
+  const files: Record<string, [string, string]> = {
+    'pow-form.js': [new URL('../assets/pow-form.js', import.meta.url).pathname, 'text/javascript; charset=utf-8'],
+    'pow-worker.js': [new URL('../assets/pow-worker.js', import.meta.url).pathname, 'text/javascript; charset=utf-8'],
+    'pow.css': [new URL('../assets/pow.css', import.meta.url).pathname, 'text/css; charset=utf-8'],
+    'argon2id-simd.wasm': [join(argon2idDir, 'dist/simd.wasm'), 'application/wasm'],
+    'argon2id-baseline.wasm': [join(argon2idDir, 'dist/no-simd.wasm'), 'application/wasm'],
+    'sha256.umd.min.js': [require.resolve('hash-wasm/dist/sha256.umd.min.js'), 'text/javascript; charset=utf-8'],
   };
 
   async function get(route: ResourceRoute, file: string, extra: Partial<ResourceRequest> = {}) {
@@ -279,21 +285,37 @@ describe('asset resource', () => {
     });
   }
 
-  it('serves exactly the four scripts, as JavaScript', async () => {
+  it('serves exactly its scripts, stylesheet and WebAssembly, each with its type', async () => {
     const { resource } = await initialised();
     expect(resource.routes.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /assets/:file']);
     const [route] = resource.routes;
-    for (const [name, path] of Object.entries(files)) {
+    for (const [name, [path, type]] of Object.entries(files)) {
       const response = await get(route, name);
       expect(response.status).toBe(200);
       expect(response.headers).toMatchObject({
-        'content-type': 'text/javascript; charset=utf-8',
+        'content-type': type,
         'x-content-type-options': 'nosniff',
         'cache-control': 'public, max-age=300',
       });
-      expect(Buffer.compare(response.body as Buffer, await readFile(path))).toBe(0);
+      expect(Buffer.compare(response.body as Buffer, await readFile(path)), name).toBe(0);
     }
-    expect((await get(route, 'pow-worker.js')).headers!['content-security-policy']).toContain("'wasm-unsafe-eval'");
+    const library = await get(route, 'argon2id.js');
+    expect(library.headers).toMatchObject({ 'content-type': 'text/javascript; charset=utf-8' });
+    expect(String(library.body)).toMatch(/^\/\* argon2id 1\.0\.1 /);
+    // The worker loads its script and fetches and compiles the WebAssembly under its own CSP.
+    expect((await get(route, 'pow-worker.js')).headers!['content-security-policy']).toBe(
+      "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'",
+    );
+  });
+
+  it('refuses to build the library script from sources whose import or exports moved', () => {
+    const blake2b = 'function G() {}\nexport default function createHash(outlen) { return outlen; }\n';
+    const argon2id = 'import blake2b from "./blake2b.js"\nfunction G() {}\nexport default function argon2id(params) { return blake2b(params); }\n';
+    const script = classicArgon2idScript(blake2b, argon2id, 'x');
+    expect(new Function(`${script}; return argon2id(32);`)()).toBe(32);
+    expect(() => classicArgon2idScript(blake2b.replace('export default ', 'export '), argon2id, 'x')).toThrow(/lib\/blake2b\.js/);
+    expect(() => classicArgon2idScript(blake2b, argon2id.replace('import blake2b', 'import hash'), 'x')).toThrow(/lib\/argon2id\.js/);
+    expect(() => classicArgon2idScript(`${blake2b}export const x = 1;\n`, argon2id, 'x')).toThrow(/another import or export/);
   });
 
   it('answers 404 to anything else, traversal included', async () => {
@@ -310,6 +332,8 @@ describe('asset resource', () => {
       '__proto__',
       'constructor',
       'argon2.umd.js',
+      'argon2.umd.min.js',
+      'simd.wasm',
       'sha1.umd.min.js',
       'index.umd.js',
       '%2e%2e',
