@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { ServerLogger } from '../observability/index.js';
+import { installCors } from './cors.js';
 import { installErrorHandling } from './errors.js';
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
@@ -40,5 +41,6 @@ export async function createHttpApp(options: { logger: ServerLogger; trustedProx
   });
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
   installErrorHandling(app);
+  installCors(app);
   return app;
 }

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { baseUrl } from '../../http/index.js';
+import { allowCorsForAnyOrigin, baseUrl } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
 import { issuerOf } from './tokens.js';
 
 export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get<{ Params: { realm: string } }>('/realms/:realm/.well-known/openid-configuration', async (request) => {
+    allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
     const endpoint = (path: string) => `${issuer}/protocol/openid-connect/${path}`;
@@ -43,11 +44,13 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
   });
 
   app.get<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/certs', async (request, reply) => {
+    allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     return reply.header('cache-control', 'no-cache').send(await ctx.keys.jwks(realm.id));
   });
 
   app.get<{ Params: { realm: string } }>('/realms/:realm', async (request) => {
+    allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
     return {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { authorizationRoutes } from './auth.js';
+import { corsPreflightRoutes } from './cors.js';
 import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
@@ -13,6 +14,7 @@ export { bearerToken, requireBearer } from './bearer.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
 
 export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  corsPreflightRoutes(app, ctx);
   discoveryRoutes(app, ctx);
   authorizationRoutes(app, ctx);
   tokenRoutes(app, ctx);

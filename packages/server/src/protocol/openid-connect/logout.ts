@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { baseUrl, requestInfo } from '../../http/index.js';
+import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
+import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
@@ -41,6 +42,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
     const client = await authenticateClient(ctx.storage, realm, request);
+    corsForClient(ctx, request, client);
     let claims;
     try {
       claims = await ctx.tokens.verify(realm, refreshToken, 'Refresh', ctx.config.hostname);
@@ -117,6 +119,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
     const refreshToken = formField(request.body, 'refresh_token');
+    if (refreshToken !== undefined) corsPending(request);
     if (refreshToken !== undefined) return backChannel(request, reply, await realmOrError(ctx.storage, request.params.realm), refreshToken);
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { ServerContext } from '../../context.js';
-import { requestInfo } from '../../http/index.js';
+import { corsPending, requestInfo } from '../../http/index.js';
+import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
@@ -12,8 +13,10 @@ import { realmOrError } from './realm-lookup.js';
  */
 export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/revoke', async (request, reply) => {
+    corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const client = await authenticateClient(ctx.storage, realm, request);
+    corsForClient(ctx, request, client);
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');
     let typ: unknown;

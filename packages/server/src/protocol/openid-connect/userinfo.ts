@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { requestInfo } from '../../http/index.js';
+import { corsPending, requestInfo } from '../../http/index.js';
+import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { requireBearer } from './bearer.js';
 import { realmOrError } from './realm-lookup.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>) => {
+    corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const token = requireBearer(request);
     let claims;
@@ -18,6 +20,8 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       throw error;
     }
+    const client = typeof claims.azp === 'string' ? await ctx.storage.clients.byClientId(realm.id, claims.azp) : null;
+    if (client) corsForClient(ctx, request, client);
     const user = await ctx.storage.users.byId(realm.id, claims.sub);
     if (!user || !user.enabled) throw oauthError.invalid_token('User not found or disabled');
     const scopes = (claims.scope ?? '').split(' ');

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../../context.js';
 import { oauthError } from '../../../model/errors.js';
+import { corsPending } from '../../../http/index.js';
+import { corsForClient } from '../cors.js';
 import { authenticateClient, formField } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
 import { authorizationCodeGrant } from './authorization-code.js';
@@ -18,12 +20,14 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     authorization_code: authorizationCodeGrant,
   };
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
+    corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const grantType = formField(request.body, 'grant_type');
     if (!grantType) throw oauthError.invalid_request('Missing form parameter: grant_type');
     const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
     const client = await authenticateClient(ctx.storage, realm, request);
+    corsForClient(ctx, request, client);
     const tokens = await grant(ctx, realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });
