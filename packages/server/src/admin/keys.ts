@@ -1,4 +1,3 @@
-import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requireRole } from './permissions.js';
@@ -21,7 +20,8 @@ export function keyRoutes(app: FastifyInstance, ctx: ServerContext): void {
         type: 'RSA',
         algorithm: k.algorithm,
         use: 'SIG',
-        publicKey: createPublicKey({ key: k.publicJwk as JsonWebKey, format: 'jwk' }).export({ type: 'spki', format: 'der' }).toString('base64'),
+        publicKey: k.publicKey,
+        certificate: k.certificate,
       })),
     };
   });

@@ -1,7 +1,10 @@
-import { hkdfSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, hkdfSync, type JsonWebKey } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
+import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
+
+export { CERTIFICATE_VALIDITY_YEARS } from './certificate.js';
 
 const ALGORITHM = 'RS256';
 
@@ -24,6 +27,8 @@ export class RealmKeys {
     const kid = newId();
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM, use: 'sig' };
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
+    const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
+    const certificate = certificateFor(JSON.stringify(privateJwk), JSON.stringify(publicJwk), realm?.name ?? realmId);
     await db
       .insertInto('realm_key')
       .values({
@@ -32,6 +37,7 @@ export class RealmKeys {
         algorithm: ALGORITHM,
         private_jwk: JSON.stringify(privateJwk),
         public_jwk: JSON.stringify(publicJwk),
+        certificate,
         active: 1,
         created_at: Date.now(),
       })
@@ -90,24 +96,40 @@ export class RealmKeys {
   }
 
   /** Every key of the realm, newest first: the active one signs, the others still verify what they signed. */
-  async list(realmId: string): Promise<{ kid: string; algorithm: string; active: boolean; publicJwk: JWK }[]> {
+  /**
+   * Every key of the realm, newest first, each with its certificate (base64 DER) and its public key (base64
+   * SPKI DER, Keycloak's `public_key`). A key from before certificates were kept gets its certificate here, once.
+   */
+  async list(realmId: string): Promise<{ kid: string; algorithm: string; active: boolean; publicJwk: JWK; publicKey: string; certificate: string }[]> {
     const rows = await this.storage.db
       .selectFrom('realm_key')
-      .select(['kid', 'algorithm', 'active', 'public_jwk'])
+      .select(['kid', 'algorithm', 'active', 'public_jwk', 'private_jwk', 'certificate'])
       .where('realm_id', '=', realmId)
       .orderBy('created_at', 'desc')
       .execute();
-    return rows.map((r) => ({ kid: r.kid, algorithm: r.algorithm, active: r.active === 1, publicJwk: JSON.parse(r.public_jwk) as JWK }));
+    const keys = [];
+    for (const r of rows) {
+      const certificate = r.certificate ?? (await this.addCertificate(realmId, r.kid, r.private_jwk, r.public_jwk));
+      const publicJwk = JSON.parse(r.public_jwk) as JWK;
+      const publicKey = createPublicKey({ key: publicJwk as JsonWebKey, format: 'jwk' }).export({ type: 'spki', format: 'der' }).toString('base64');
+      keys.push({ kid: r.kid, algorithm: r.algorithm, active: r.active === 1, publicJwk, publicKey, certificate });
+    }
+    return keys;
   }
 
+  /** The realm's JWKS: every key, with its certificate as `x5c` and the certificate's thumbprints. */
   async jwks(realmId: string): Promise<{ keys: JWK[] }> {
-    const rows = await this.storage.db
-      .selectFrom('realm_key')
-      .select('public_jwk')
-      .where('realm_id', '=', realmId)
-      .orderBy('created_at', 'desc')
-      .execute();
-    return { keys: rows.map((r) => JSON.parse(r.public_jwk) as JWK) };
+    const keys = await this.list(realmId);
+    return { keys: keys.map((k) => ({ ...k.publicJwk, ...certificateJwkMembers(Buffer.from(k.certificate, 'base64')) })) };
+  }
+
+  private async addCertificate(realmId: string, kid: string, privateJwk: string, publicJwk: string): Promise<string> {
+    const realm = await this.storage.realms.byId(realmId);
+    const certificate = certificateFor(privateJwk, publicJwk, realm?.name ?? realmId);
+    // Another process may have added one first: keep whichever was stored, so every process publishes the same.
+    await this.storage.db.updateTable('realm_key').set({ certificate }).where('kid', '=', kid).where('certificate', 'is', null).execute();
+    const row = await this.storage.db.selectFrom('realm_key').select('certificate').where('kid', '=', kid).executeTakeFirst();
+    return row?.certificate ?? certificate;
   }
 
   private importOnce(cacheKey: string, jwk: string, algorithm: string): Promise<CryptoKey> {
@@ -118,4 +140,11 @@ export class RealmKeys {
     }
     return key;
   }
+}
+
+/** A self-signed certificate (base64 DER) for a stored key pair. */
+function certificateFor(privateJwk: string, publicJwk: string, commonName: string): string {
+  const privateKey = createPrivateKey({ key: JSON.parse(privateJwk) as JsonWebKey, format: 'jwk' });
+  const publicKey = createPublicKey({ key: JSON.parse(publicJwk) as JsonWebKey, format: 'jwk' });
+  return selfSignedCertificate(privateKey, publicKey, commonName).toString('base64');
 }

@@ -262,4 +262,10 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004-realm-key-certificate': {
+    async up(db: Kysely<any>) {
+      // Keys created before this get their certificate the first time they are listed (keys/index.ts).
+      await db.schema.alterTable('realm_key').addColumn('certificate', 'text').execute();
+    },
+  },
 };

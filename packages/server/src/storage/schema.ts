@@ -40,6 +40,8 @@ export interface RealmKeyTable {
   algorithm: string;
   private_jwk: string;
   public_jwk: string;
+  /** A self-signed X.509 certificate of the key (base64 DER), as Keycloak keeps; null for keys from before 0004. */
+  certificate: string | null;
   active: Flag;
   created_at: number;
 }

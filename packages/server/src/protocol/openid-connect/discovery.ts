@@ -53,8 +53,11 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
     allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    const active = (await ctx.keys.list(realm.id)).find((k) => k.active);
+    // Keycloak's PublicRealmRepresentation: the active key as base64 SPKI DER, what keycloak-connect configs copy.
     return {
       realm: realm.name,
+      public_key: active?.publicKey ?? null,
       'token-service': `${issuer}/protocol/openid-connect`,
       'account-service': `${issuer}/account`,
       'tokens-not-before': 0,
