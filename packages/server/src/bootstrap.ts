@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
-import { createUser, provisionRealm, setPassword, upgradeAdminModel } from './services/index.js';
+import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminModel } from './services/index.js';
 import { createRealmFromImport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
 
 /** First start: the master realm and its administrator. Returns the generated password, if one was made. */
 export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username: string; generatedPassword: string | null } | null> {
   if (await ctx.storage.realms.byName('master')) {
-    await upgradeAdminModelOnce(ctx);
+    await upgradeExistingRealmsOnce(ctx);
     return null;
   }
   const { config } = ctx;
@@ -33,11 +33,13 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
   return { username, generatedPassword: generated };
 }
 
-/** A database from before the master admin model (see upgradeAdminModel); another process may be doing the same. */
-async function upgradeAdminModelOnce(ctx: ServerContext): Promise<void> {
+/** A database from before the master admin model or the account roles (see upgradeAdminModel, upgradeAccountRoles); another process may be doing the same. */
+async function upgradeExistingRealmsOnce(ctx: ServerContext): Promise<void> {
   try {
     const upgraded = await ctx.storage.transaction((trx) => upgradeAdminModel(ctx.storage, trx));
     if (upgraded.length) ctx.logger.info({ realms: upgraded }, 'master realm: administration clients added for existing realms');
+    const withAccountRoles = await ctx.storage.transaction((trx) => upgradeAccountRoles(ctx.storage, trx));
+    if (withAccountRoles.length) ctx.logger.info({ realms: withAccountRoles }, 'account client: roles added for existing realms');
   } catch (error) {
     // A concurrent start-up did it first: its transaction committed the same rows.
     if (!isUniqueViolation(error)) throw error;

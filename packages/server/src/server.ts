@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { checkHostname, type ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
+import { accountApi } from './account-api/index.js';
 import { adminApi } from './admin/index.js';
 import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { devRoutes, type DevTools } from './dev/index.js';
@@ -113,6 +114,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() });
     openIdConnectRoutes(app, context);
     pageRoutes(app, context);
+    accountApi(app, context);
     await adminApi(app, context);
     mountRealmResources(app, context, providers.realmResources);
     if (config.mode === 'development') dev = devRoutes(app, context);

@@ -21,7 +21,7 @@ const LAYERS: string[][] = [
   ['providers'],
   ['authentication'],
   ['protocol', 'pages'],
-  ['admin', 'dev'],
+  ['admin', 'dev', 'account-api'],
   ['bootstrap.ts'],
   ['server.ts', 'context.ts'],
   ['main.ts', 'index.ts'],

@@ -5,7 +5,7 @@ import type { ServerContext } from '../context.js';
 import { TokenVerificationError, unauthorized } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { bearerToken } from '../protocol/openid-connect/index.js';
-import { effectiveRoles } from '../services/index.js';
+import { rolesStillHeld } from '../services/index.js';
 
 export interface AdminAuth {
   /** The realm that issued the token. */
@@ -13,20 +13,6 @@ export interface AdminAuth {
   claims: AccessTokenClaims;
   userId: string;
   clientId: string | null;
-}
-
-/**
- * The token's roles that the user still holds: a role counts only when the token carries it (its client's scope
- * allowed it) and it has not been taken away since the token was issued (revocation is immediate, as in Keycloak).
- */
-async function stillHeld(ctx: ServerContext, realm: Realm, claims: AccessTokenClaims): Promise<AccessTokenClaims> {
-  const current = await effectiveRoles(ctx.storage, realm.id, claims.sub);
-  const keep = (carried: string[] | undefined, held: string[] | undefined) => (carried ?? []).filter((r) => (held ?? []).includes(r));
-  const resourceAccess: Record<string, { roles: string[] }> = {};
-  for (const [clientId, access] of Object.entries(claims.resource_access ?? {})) {
-    resourceAccess[clientId] = { roles: keep(access.roles, current.clientRoles[clientId]) };
-  }
-  return { ...claims, realm_access: { roles: keep(claims.realm_access?.roles, current.realmRoles) }, resource_access: resourceAccess };
 }
 
 /** Who is calling: a valid access token of some realm of this server, or a 401. */
@@ -50,7 +36,7 @@ export async function authenticateAdmin(ctx: ServerContext, request: FastifyRequ
   if (!realm || !realm.enabled) throw unauthorized('Token issued by an unknown realm');
   try {
     const claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);
-    return { realm, claims: await stillHeld(ctx, realm, claims), userId: claims.sub, clientId: claims.azp ?? null };
+    return { realm, claims: await rolesStillHeld(ctx.storage, realm.id, claims), userId: claims.sub, clientId: claims.azp ?? null };
   } catch (error) {
     if (error instanceof TokenVerificationError) throw unauthorized(error.message);
     throw error;

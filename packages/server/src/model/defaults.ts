@@ -45,7 +45,17 @@ export const impliedManagementRoles: Record<string, string[]> = {
   'view-users': ['query-users', 'query-groups'],
 };
 
-export const accountRoles = ['manage-account', 'view-profile', 'delete-account'] as const;
+/** The `account` client's roles, as Keycloak 26 creates them; the account REST API checks them. */
+export const accountRoles = ['manage-account', 'manage-account-links', 'view-profile', 'view-applications', 'view-consent', 'manage-consent', 'view-groups', 'delete-account'] as const;
+
+/** Keycloak's composites among the account roles: holding the key grants the listed ones. */
+export const impliedAccountRoles: Record<string, string[]> = {
+  'manage-account': ['manage-account-links'],
+  'manage-consent': ['view-consent'],
+};
+
+/** The account roles every user gets through the realm's default roles. */
+export const defaultAccountRoles = ['view-profile', 'manage-account'] as const;
 
 export function defaultRealm(id: string, name: string, now: number): Realm {
   return {

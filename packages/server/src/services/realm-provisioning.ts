@@ -1,7 +1,7 @@
 import { newId, newSecret } from '../credentials/index.js';
 import type { Flows } from '../flows/index.js';
 import type { RealmKeys } from '../keys/index.js';
-import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, defaultAccountRoles, impliedAccountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
 import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
@@ -63,13 +63,8 @@ export async function provisionRealm(
     // realm-management client and, from master, through master's {realm}-realm client.
     if (name !== MASTER) await insertManagementClient(storage, realm.id, REALM_MANAGEMENT, true, db);
 
-    const accountRoleIds = new Map<string, string>();
-    for (const roleName of accountRoles) {
-      const r = role(account.id, roleName, true, `\${role_${roleName}}`);
-      accountRoleIds.set(roleName, r.id);
-      await storage.roles.insert(r, db);
-    }
-    await storage.roles.addComposites(defaults.id, [offline.id, uma.id, accountRoleIds.get('view-profile')!, accountRoleIds.get('manage-account')!], db);
+    const accountRoleIds = await ensureAccountRoles(storage, realm.id, account.id, db);
+    await storage.roles.addComposites(defaults.id, [offline.id, uma.id, ...defaultAccountRoles.map((n) => accountRoleIds.get(n)!)], db);
 
     if (name === MASTER) {
       const createRealm = role(realm.id, 'create-realm', false, '${role_create-realm}');
@@ -83,6 +78,47 @@ export async function provisionRealm(
   if (trx) await work(trx);
   else await storage.transaction(work);
   return realm;
+}
+
+/**
+ * The `account` client's roles and their composites, those missing created (a realm from before one of them
+ * was added gets it at start-up). Returns every account role's id by name.
+ */
+async function ensureAccountRoles(storage: Storage, realmId: string, accountUuid: string, db: Db): Promise<Map<string, string>> {
+  const existing = new Map((await db.selectFrom('role').select(['id', 'name']).where('container_id', '=', accountUuid).execute()).map((r) => [r.name, r.id]));
+  const ids = new Map<string, string>();
+  const created: string[] = [];
+  for (const roleName of accountRoles) {
+    let id = existing.get(roleName);
+    if (!id) {
+      id = newId();
+      await storage.roles.insert({ id, realmId, containerId: accountUuid, clientRole: true, name: roleName, description: `\${role_${roleName}}` }, db);
+      created.push(roleName);
+    }
+    ids.set(roleName, id);
+  }
+  // Composites only where the implied role is new: a composite an administrator took apart stays apart.
+  for (const [holder, implied] of Object.entries(impliedAccountRoles)) {
+    const fresh = implied.filter((n) => created.includes(n) || created.includes(holder));
+    if (fresh.length) await storage.roles.addComposites(ids.get(holder)!, fresh.map((n) => ids.get(n)!), db);
+  }
+  return ids;
+}
+
+/**
+ * Gives every realm the `account` client roles Keycloak 26 has (view-applications, view-groups, the consent and
+ * account-link roles were added after the first databases were made). Idempotent; returns the realms changed.
+ */
+export async function upgradeAccountRoles(storage: Storage, db: Db): Promise<string[]> {
+  const done: string[] = [];
+  const clients = await db.selectFrom('client').innerJoin('realm', 'realm.id', 'client.realm_id').select(['client.id', 'client.realm_id', 'realm.name']).where('client.client_id', '=', ACCOUNT).execute();
+  for (const client of clients) {
+    const before = await db.selectFrom('role').select('name').where('container_id', '=', client.id).execute();
+    if (accountRoles.every((n) => before.some((r) => r.name === n))) continue;
+    await ensureAccountRoles(storage, client.realm_id, client.id, db);
+    done.push(client.name);
+  }
+  return done;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AccessTokenClaims } from '@realmgate/spi';
 import type { Client } from '../model/types.js';
 import type { Storage } from '../storage/index.js';
 
@@ -37,4 +38,18 @@ export async function effectiveRoles(storage: Storage, realmId: string, userId: 
     if (owner) clientRoles[owner.clientId] = names.sort();
   }
   return { realmRoles: realmRoles.sort(), clientRoles };
+}
+
+/**
+ * The token's roles that the user still holds: a role counts only when the token carries it (its client's scope
+ * allowed it) and it has not been taken away since the token was issued (revocation is immediate, as in Keycloak).
+ */
+export async function rolesStillHeld(storage: Storage, realmId: string, claims: AccessTokenClaims): Promise<AccessTokenClaims> {
+  const current = await effectiveRoles(storage, realmId, claims.sub);
+  const keep = (carried: string[] | undefined, held: string[] | undefined) => (carried ?? []).filter((r) => (held ?? []).includes(r));
+  const resourceAccess: Record<string, { roles: string[] }> = {};
+  for (const [clientId, access] of Object.entries(claims.resource_access ?? {})) {
+    resourceAccess[clientId] = { roles: keep(access.roles, current.clientRoles[clientId]) };
+  }
+  return { ...claims, realm_access: { roles: keep(claims.realm_access?.roles, current.realmRoles) }, resource_access: resourceAccess };
 }

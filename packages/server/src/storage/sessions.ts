@@ -1,5 +1,25 @@
 import type { ClientSession, UserSession } from '../model/types.js';
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
+import type { ClientSessionTable, UserSessionTable } from './schema.js';
+
+const toSession = (row: Selectable<UserSessionTable>): UserSession => ({
+  id: row.id,
+  realmId: row.realm_id,
+  userId: row.user_id,
+  ipAddress: row.ip_address,
+  started: row.started,
+  lastRefresh: row.last_refresh,
+});
+
+const toClientSession = (row: Selectable<ClientSessionTable>): ClientSession => ({
+  id: row.id,
+  sessionId: row.session_id,
+  clientId: row.client_id,
+  refreshTokenId: row.refresh_token_id,
+  scope: row.scope,
+  started: row.started,
+});
 
 export class SessionRepository {
   constructor(private readonly db: Db) {}
@@ -20,9 +40,20 @@ export class SessionRepository {
 
   async byId(id: string): Promise<UserSession | null> {
     const row = await this.db.selectFrom('user_session').selectAll().where('id', '=', id).executeTakeFirst();
-    return row
-      ? { id: row.id, realmId: row.realm_id, userId: row.user_id, ipAddress: row.ip_address, started: row.started, lastRefresh: row.last_refresh }
-      : null;
+    return row ? toSession(row) : null;
+  }
+
+  /** The user's sessions, newest first. */
+  async forUser(realmId: string, userId: string): Promise<UserSession[]> {
+    const rows = await this.db.selectFrom('user_session').selectAll().where('realm_id', '=', realmId).where('user_id', '=', userId).orderBy('started', 'desc').execute();
+    return rows.map(toSession);
+  }
+
+  /** The client sessions of these user sessions. */
+  async clientSessionsOf(sessionIds: string[]): Promise<ClientSession[]> {
+    if (sessionIds.length === 0) return [];
+    const rows = await this.db.selectFrom('client_session').selectAll().where('session_id', 'in', sessionIds).execute();
+    return rows.map(toClientSession);
   }
 
   async touch(id: string, now: number, db: Db = this.db): Promise<void> {
@@ -44,9 +75,7 @@ export class SessionRepository {
       .where('session_id', '=', sessionId)
       .where('client_id', '=', clientUuid)
       .executeTakeFirst();
-    return row
-      ? { id: row.id, sessionId: row.session_id, clientId: row.client_id, refreshTokenId: row.refresh_token_id, scope: row.scope, started: row.started }
-      : null;
+    return row ? toClientSession(row) : null;
   }
 
   async upsertClientSession(cs: ClientSession, db: Db = this.db): Promise<void> {
