@@ -3,6 +3,7 @@ import type { ServerContext } from '../../context.js';
 import { authorizationRoutes } from './auth.js';
 import { corsPreflightRoutes } from './cors.js';
 import { discoveryRoutes } from './discovery.js';
+import { frameRoutes } from './frames.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
 import { revokeRoutes } from './revoke.js';
@@ -22,4 +23,5 @@ export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): v
   introspectRoutes(app, ctx);
   revokeRoutes(app, ctx);
   logoutRoutes(app, ctx);
+  frameRoutes(app, ctx);
 }
