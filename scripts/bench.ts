@@ -54,11 +54,19 @@ const sections: [string, () => Promise<void>][] = [
   ],
   [
     'Extension C: proof-of-work server verification (defaults, memory store)',
-    async () => console.log(powVerify.format(await powVerify.run())),
+    async () => {
+      const figures = await powVerify.run();
+      console.log(powVerify.format(figures));
+      record('pow-verify', powVerify.entriesOf(figures));
+    },
   ],
   [
-    'Extension C: proof-of-work solve time in headless Chromium, per profile at base difficulty',
-    async () => console.log(powBrowser.format(await powBrowser.run())),
+    'Extension C: proof-of-work solve time in headless Chromium, per profile at base difficulty, normal and with 4x CPU throttling',
+    async () => {
+      const bench = await powBrowser.run();
+      console.log(powBrowser.format(bench));
+      record('pow-browser', bench.entries);
+    },
   ],
 ];
 

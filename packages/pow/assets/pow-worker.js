@@ -8,8 +8,10 @@
  *
  * Messages in:
  *   { challenge: <decoded payload>, start: i, step: n, sha256Url }: search. Worker i of n tries the nonces
- *     i, i + n, i + 2n, … so that workers never repeat each other's work. Answers { nonce: "<decimal>", wasm }
- *     when found (wasm: "simd" or "baseline" for Argon2id, null otherwise), or { error: "<text>" }.
+ *     i, i + n, i + 2n, … so that workers never repeat each other's work. Answers { nonce: "<decimal>", wasm,
+ *     readyAt, tried } when found (wasm: "simd" or "baseline" for Argon2id, null otherwise; readyAt: when the
+ *     library was ready, in ms of this worker's clock, which starts as the worker does; tried: hashes computed),
+ *     or { error: "<text>" }.
  *   { challenge, nonces: ["0", …] }: hashes exactly those nonces (Argon2id only), for tests and the bench.
  *     Answers { hashes: ["<hex>", …], ms: [<time of each>, …], wasm } or { error }.
  */
@@ -57,23 +59,29 @@ function instantiate(file, imports) {
     });
 }
 
-/** Resolves to { instance, memory, wasm } once the library is loaded and its WebAssembly compiled. */
+/**
+ * Resolves to { instance, memory, wasm, readyAt } once the library is loaded and its WebAssembly compiled.
+ * The WebAssembly is requested first: it downloads and compiles on other threads while importScripts holds
+ * this one.
+ */
 function loadArgon2id() {
-  try {
-    importScripts(sibling('argon2id.js'));
-  } catch (error) {
-    return Promise.reject(error);
-  }
   var memory = new WebAssembly.Memory({ initial: ARGON2_INITIAL_PAGES, maximum: ARGON2_MAXIMUM_PAGES });
   var imports = { env: { memory: memory } };
   function loaded(wasm) {
     return function (result) {
-      return { instance: result.instance, memory: memory, wasm: wasm };
+      return { instance: result.instance, memory: memory, wasm: wasm, readyAt: performance.now() };
     };
   }
-  return instantiate('argon2id-simd.wasm', imports).then(loaded('simd'), function () {
+  var compiled = instantiate('argon2id-simd.wasm', imports).then(loaded('simd'), function () {
     return instantiate('argon2id-baseline.wasm', imports).then(loaded('baseline'));
   });
+  try {
+    importScripts(sibling('argon2id.js'));
+  } catch (error) {
+    compiled.catch(function () {});
+    return Promise.reject(error);
+  }
+  return compiled;
 }
 
 // Started now, not when the challenge arrives: the fragment says which algorithm the page's challenge uses.
@@ -100,8 +108,9 @@ function withArgon2id() {
 function searchArgon2id(c, start, step) {
   return withArgon2id().then(function (lib) {
     var hash = argon2idHasher(lib, c);
-    for (var nonce = start; ; nonce += step) {
-      if (leadingZeroBits(hash(String(nonce))) >= c.d) return { nonce: String(nonce), wasm: lib.wasm };
+    for (var nonce = start, tried = 1; ; nonce += step, tried++) {
+      if (leadingZeroBits(hash(String(nonce))) >= c.d)
+        return { nonce: String(nonce), wasm: lib.wasm, readyAt: lib.readyAt, tried: tried };
     }
   });
 }
