@@ -238,12 +238,17 @@ describe('CORS and the account client', () => {
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('every realm’s account client has Keycloak’s roles; a realm from before gets the missing ones at start-up', async () => {
+  it('every realm’s account client has Keycloak’s roles and account-console its scope; a realm from before gets the missing roles at start-up', async () => {
     const accountClient = (await kc.clients.find({ clientId: 'account' }))[0];
     const names = (await kc.clients.listRoles({ id: accountClient.id! })).map((r) => r.name).sort();
     expect(names).toEqual(['delete-account', 'manage-account', 'manage-account-links', 'manage-consent', 'view-applications', 'view-consent', 'view-groups', 'view-profile']);
     const manage = (await kc.clients.listRoles({ id: accountClient.id! })).find((r) => r.name === 'manage-account')!;
     expect((await kc.roles.getCompositeRoles({ id: manage.id! })).map((r) => r.name)).toEqual(['manage-account-links']);
+    // account-console's tokens carry what Keycloak's carry: manage-account (and what it implies) and view-groups.
+    const consoleClient = (await kc.clients.find({ clientId: 'account-console' }))[0];
+    expect(consoleClient.fullScopeAllowed).toBe(false);
+    const consoleScope = await kc.clients.listClientScopeMappings({ id: consoleClient.id!, client: accountClient.id! });
+    expect(consoleScope.map((r) => r.name).sort()).toEqual(['manage-account', 'view-groups']);
     const { storage } = t.server.context;
     await storage.db.deleteFrom('role').where('container_id', '=', accountClient.id!).where('name', 'in', ['view-groups', 'manage-account-links']).execute();
     expect(await storage.transaction((trx) => upgradeAccountRoles(storage, trx))).toEqual(['demo']);

@@ -54,6 +54,9 @@ export const impliedAccountRoles: Record<string, string[]> = {
   'manage-consent': ['view-consent'],
 };
 
+/** The account roles the `account-console` client's scope holds (its full scope is off), as Keycloak's. */
+export const accountConsoleScope = ['manage-account', 'view-groups'] as const;
+
 /** The account roles every user gets through the realm's default roles. */
 export const defaultAccountRoles = ['view-profile', 'manage-account'] as const;
 

@@ -1,7 +1,7 @@
 import { newId, newSecret } from '../credentials/index.js';
 import type { Flows } from '../flows/index.js';
 import type { RealmKeys } from '../keys/index.js';
-import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, defaultAccountRoles, impliedAccountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, accountConsoleScope, defaultAccountRoles, impliedAccountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
 import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
@@ -57,6 +57,8 @@ export async function provisionRealm(
       baseUrl: `/realms/${name}/account/`,
       redirectUris: [`/realms/${name}/account/*`],
       attributes: { 'pkce.code.challenge.method': 'S256', 'post.logout.redirect.uris': '+' },
+      // As Keycloak's: its tokens carry only the account roles its scope names (below), never the user's others.
+      fullScopeAllowed: false,
     };
     for (const c of [adminCli, account, accountConsole]) await storage.clients.insert(c, db);
     // Master is administered through its own master-realm client (below); every other realm through its
@@ -65,6 +67,7 @@ export async function provisionRealm(
 
     const accountRoleIds = await ensureAccountRoles(storage, realm.id, account.id, db);
     await storage.roles.addComposites(defaults.id, [offline.id, uma.id, ...defaultAccountRoles.map((n) => accountRoleIds.get(n)!)], db);
+    await storage.roles.addScopeMappings(accountConsole.id, accountConsoleScope.map((n) => accountRoleIds.get(n)!), db);
 
     if (name === MASTER) {
       const createRealm = role(realm.id, 'create-realm', false, '${role_create-realm}');
