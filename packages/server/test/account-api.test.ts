@@ -132,6 +132,8 @@ describe('the profile', () => {
       expect(typeof answer.body.errorMessage).toBe('string');
     }
     expect((await account(token, 'POST', '', '{not json')).status).toBe(400);
+    const form = await fetch(`${t.url}/realms/demo/account`, { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body: 'firstName=Form' });
+    expect(form.status).toBe(415);
     expect((await account(token)).body).toMatchObject({ firstName: 'bob', email: 'bob@example.com' });
   });
 });

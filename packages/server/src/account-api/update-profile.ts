@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
-import { badRequest } from '../model/errors.js';
+import { badRequest, unsupportedMediaType } from '../model/errors.js';
 import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern } from '../model/user-profile.js';
 import { profileRefusal } from '../pages/profile-rules.js';
@@ -92,6 +92,7 @@ const validationAnswer = (errors: FieldError[]) => (errors.length === 1 ? errors
 export function updateProfileRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/realms/:realm/account', { constraints: JSON_REPRESENTATION }, async (request: AccountRequest, reply) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account');
+    if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) throw unsupportedMediaType('The account API accepts application/json bodies only');
     const { realm, user } = caller;
     const changes = parseProfileBody(request.body);
     const next = {
