@@ -249,6 +249,7 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/roles/:roleName/users': paging,
   'GET /admin/realms/:realm/organizations': [...paging, ...text('search'), ...text('q'), 'exact=maybe'],
   'GET /admin/realms/:realm/organizations/:id/members': paging,
+  'GET /admin/realms/:realm/clients/:id/offline-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
@@ -288,6 +289,8 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/organizations/:id/members/:userId',
   'GET /admin/realms/:realm/events/config',
   'GET /admin/realms/:realm/keys',
+  'GET /admin/realms/:realm/users/:id/offline-sessions/:client',
+  'GET /admin/realms/:realm/clients/:id/offline-session-count',
   'GET /admin/realms/:realm/authentication/authenticator-providers',
   'GET /admin/realms/:realm/authentication/form-action-providers',
   'GET /admin/realms/:realm/authentication/form-providers',

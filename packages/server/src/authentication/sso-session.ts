@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
+import { sessionAlive } from '../model/sessions.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { realmCookiePath } from './auth-session.js';
 
@@ -14,9 +15,8 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
   const id = readCookie(request, SSO_COOKIE);
   if (!id || id.length > 64) return null;
   const session = await ctx.storage.sessions.byId(id);
-  if (!session || session.realmId !== realm.id) return null;
-  const now = Date.now();
-  if (now - session.lastRefresh > realm.ssoSessionIdleTimeout * 1000 || now - session.started > realm.ssoSessionMaxLifespan * 1000) {
+  if (!session || session.realmId !== realm.id || session.offline) return null;
+  if (!sessionAlive(realm, session)) {
     await ctx.storage.sessions.delete(session.id);
     return null;
   }

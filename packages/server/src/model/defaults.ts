@@ -86,6 +86,11 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     accessTokenLifespan: 300,
     ssoSessionIdleTimeout: 1800,
     ssoSessionMaxLifespan: 36000,
+    revokeRefreshToken: false,
+    refreshTokenMaxReuse: 0,
+    offlineSessionIdleTimeout: 2592000,
+    offlineSessionMaxLifespanEnabled: false,
+    offlineSessionMaxLifespan: 5184000,
     attributes: {},
     createdAt: now,
   };

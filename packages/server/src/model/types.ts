@@ -37,6 +37,13 @@ export interface Realm {
   accessTokenLifespan: number;
   ssoSessionIdleTimeout: number;
   ssoSessionMaxLifespan: number;
+  /** Keycloak's refresh-token rotation: off, a refresh token may be used again until it expires. */
+  revokeRefreshToken: boolean;
+  /** With rotation on, how many more times the current refresh token may be used. */
+  refreshTokenMaxReuse: number;
+  offlineSessionIdleTimeout: number;
+  offlineSessionMaxLifespanEnabled: boolean;
+  offlineSessionMaxLifespan: number;
   attributes: Record<string, string>;
   createdAt: number;
 }
@@ -108,6 +115,8 @@ export interface UserSession {
   ipAddress: string | null;
   started: number;
   lastRefresh: number;
+  /** An offline session (`offline_access`): outlives the SSO session, kept by the offline timeouts. */
+  offline?: boolean;
 }
 
 export interface ClientSession {

@@ -268,4 +268,22 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('realm_key').addColumn('certificate', 'text').execute();
     },
   },
+  '0005-refresh-and-offline-sessions': {
+    async up(db: Kysely<any>) {
+      // Keycloak 26's defaults: refresh tokens may be reused, offline sessions idle out after 30 days.
+      const realmColumns: [string, number][] = [
+        ['revoke_refresh_token', 0],
+        ['refresh_token_max_reuse', 0],
+        ['offline_session_idle_timeout', 2592000],
+        ['offline_session_max_lifespan_enabled', 0],
+        ['offline_session_max_lifespan', 5184000],
+      ];
+      for (const [name, value] of realmColumns) {
+        await db.schema.alterTable('realm').addColumn(name, 'integer', (c) => c.notNull().defaultTo(value)).execute();
+      }
+      await db.schema.alterTable('user_session').addColumn('offline', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('client_session').addColumn('refresh_token_used', 'text').execute();
+      await db.schema.alterTable('client_session').addColumn('refresh_token_uses', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
 };

@@ -30,6 +30,11 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     accessTokenLifespan: row.access_token_lifespan,
     ssoSessionIdleTimeout: row.sso_session_idle_timeout,
     ssoSessionMaxLifespan: row.sso_session_max_lifespan,
+    revokeRefreshToken: bool(row.revoke_refresh_token),
+    refreshTokenMaxReuse: row.refresh_token_max_reuse,
+    offlineSessionIdleTimeout: row.offline_session_idle_timeout,
+    offlineSessionMaxLifespanEnabled: bool(row.offline_session_max_lifespan_enabled),
+    offlineSessionMaxLifespan: row.offline_session_max_lifespan,
     attributes: fromJson(row.attributes, {}),
     createdAt: row.created_at,
   };
@@ -61,6 +66,11 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     access_token_lifespan: realm.accessTokenLifespan,
     sso_session_idle_timeout: realm.ssoSessionIdleTimeout,
     sso_session_max_lifespan: realm.ssoSessionMaxLifespan,
+    revoke_refresh_token: flag(realm.revokeRefreshToken),
+    refresh_token_max_reuse: realm.refreshTokenMaxReuse,
+    offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
+    offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
+    offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
     attributes: toJson(realm.attributes),
     created_at: realm.createdAt,
   };

@@ -29,6 +29,11 @@ export interface RealmTable {
   access_token_lifespan: number;
   sso_session_idle_timeout: number;
   sso_session_max_lifespan: number;
+  revoke_refresh_token: Flag;
+  refresh_token_max_reuse: number;
+  offline_session_idle_timeout: number;
+  offline_session_max_lifespan_enabled: Flag;
+  offline_session_max_lifespan: number;
   /** JSON Record<string,string> */
   attributes: string;
   created_at: number;
@@ -148,14 +153,19 @@ export interface UserSessionTable {
   ip_address: string | null;
   started: number;
   last_refresh: number;
+  /** 1 for an offline session (offline_access). */
+  offline: Flag;
 }
 
 export interface ClientSessionTable {
   id: string;
   session_id: string;
   client_id: string;
-  /** jti of the only refresh token that may still be used (rotation). */
+  /** jti of the refresh token issued last (at sign-in or the last refresh). */
   refresh_token_id: string | null;
+  /** With rotation on: jti of the refresh token used last, and how often it was used. */
+  refresh_token_used: string | null;
+  refresh_token_uses: number;
   scope: string;
   started: number;
 }

@@ -1,5 +1,6 @@
 import type { ClientSession, UserSession } from '../model/types.js';
 import type { Selectable } from 'kysely';
+import { bool, flag } from './codec.js';
 import type { Db } from './db.js';
 import type { ClientSessionTable, UserSessionTable } from './schema.js';
 
@@ -10,6 +11,7 @@ const toSession = (row: Selectable<UserSessionTable>): UserSession => ({
   ipAddress: row.ip_address,
   started: row.started,
   lastRefresh: row.last_refresh,
+  offline: bool(row.offline),
 });
 
 const toClientSession = (row: Selectable<ClientSessionTable>): ClientSession => ({
@@ -34,6 +36,7 @@ export class SessionRepository {
         ip_address: session.ipAddress,
         started: session.started,
         last_refresh: session.lastRefresh,
+        offline: flag(session.offline ?? false),
       })
       .execute();
   }
@@ -43,10 +46,31 @@ export class SessionRepository {
     return row ? toSession(row) : null;
   }
 
-  /** The user's sessions, newest first. */
-  async forUser(realmId: string, userId: string): Promise<UserSession[]> {
-    const rows = await this.db.selectFrom('user_session').selectAll().where('realm_id', '=', realmId).where('user_id', '=', userId).orderBy('started', 'desc').execute();
+  /** The user's sessions (SSO ones, or with `offline` the offline ones), newest first. */
+  async forUser(realmId: string, userId: string, offline = false): Promise<UserSession[]> {
+    const rows = await this.db
+      .selectFrom('user_session')
+      .selectAll()
+      .where('realm_id', '=', realmId)
+      .where('user_id', '=', userId)
+      .where('offline', '=', flag(offline))
+      .orderBy('started', 'desc')
+      .execute();
     return rows.map(toSession);
+  }
+
+  /** The offline sessions that hold a client session of this client, newest first. */
+  async offlineForClient(clientUuid: string, options: { first?: number; max?: number } = {}): Promise<UserSession[]> {
+    let query = this.db
+      .selectFrom('user_session')
+      .innerJoin('client_session', 'client_session.session_id', 'user_session.id')
+      .selectAll('user_session')
+      .where('client_session.client_id', '=', clientUuid)
+      .where('user_session.offline', '=', 1)
+      .orderBy('user_session.started', 'desc');
+    if (options.max !== undefined) query = query.limit(options.max);
+    if (options.first) query = query.offset(options.first);
+    return (await query.execute()).map(toSession);
   }
 
   /** The client sessions of these user sessions. */
@@ -86,27 +110,46 @@ export class SessionRepository {
         session_id: cs.sessionId,
         client_id: cs.clientId,
         refresh_token_id: cs.refreshTokenId,
+        refresh_token_used: null,
+        refresh_token_uses: 0,
         scope: cs.scope,
         started: cs.started,
       })
       .onConflict((oc) =>
-        oc.columns(['session_id', 'client_id']).doUpdateSet({ refresh_token_id: cs.refreshTokenId, scope: cs.scope }),
+        oc.columns(['session_id', 'client_id']).doUpdateSet({ refresh_token_id: cs.refreshTokenId, refresh_token_used: null, refresh_token_uses: 0, scope: cs.scope }),
       )
       .execute();
   }
 
   /**
-   * Moves the client session's refresh token from `expected` to `next` only if `expected` is still current,
-   * so two concurrent uses of one refresh token cannot both succeed.
+   * Records a use of the refresh token `presented` and that `next` is now the last issued, by Keycloak's rule.
+   * Without rotation any refresh token of the client session may be used again. With rotation (`maxReuse` given) a
+   * token that is neither the one issued last nor the one used last is `stale`; the one used last may be used
+   * `maxReuse` more times, then `reuse_exceeded`. The update is conditional on what was read, so two concurrent
+   * uses cannot both count as the first.
    */
-  async rotateRefreshToken(clientSessionId: string, expected: string, next: string, db: Db = this.db): Promise<boolean> {
-    const result = await db
-      .updateTable('client_session')
-      .set({ refresh_token_id: next })
+  async useRefreshToken(clientSessionId: string, presented: string, next: string, maxReuse: number | null): Promise<'ok' | 'stale' | 'reuse_exceeded'> {
+    if (maxReuse === null) {
+      await this.db.updateTable('client_session').set({ refresh_token_id: next }).where('id', '=', clientSessionId).execute();
+      return 'ok';
+    }
+    const row = await this.db
+      .selectFrom('client_session')
+      .select(['refresh_token_id', 'refresh_token_used', 'refresh_token_uses'])
       .where('id', '=', clientSessionId)
-      .where('refresh_token_id', '=', expected)
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    if (!row || (presented !== row.refresh_token_id && presented !== row.refresh_token_used)) return 'stale';
+    const uses = presented === row.refresh_token_used ? row.refresh_token_uses : 0;
+    if (uses > maxReuse) return 'reuse_exceeded';
+    let update = this.db
+      .updateTable('client_session')
+      .set({ refresh_token_id: next, refresh_token_used: presented, refresh_token_uses: uses + 1 })
+      .where('id', '=', clientSessionId)
+      .where('refresh_token_uses', '=', row.refresh_token_uses);
+    update = row.refresh_token_id === null ? update.where('refresh_token_id', 'is', null) : update.where('refresh_token_id', '=', row.refresh_token_id);
+    update = row.refresh_token_used === null ? update.where('refresh_token_used', 'is', null) : update.where('refresh_token_used', '=', row.refresh_token_used);
+    const result = await update.executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1 ? 'ok' : 'reuse_exceeded';
   }
 
   async revokeToken(jti: string, expiresAt: number): Promise<void> {

@@ -61,7 +61,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       clientId: client.clientId,
       redirectUri,
       responseMode,
-      scope: grantedScope(param(request, 'scope')),
+      // offline_access is asked for here; whether the user may have it is decided when the code is redeemed.
+      scope: grantedScope(param(request, 'scope'), true),
       state,
       nonce: param(request, 'nonce') ?? null,
       codeChallenge: challenge ?? null,

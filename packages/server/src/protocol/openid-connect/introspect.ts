@@ -18,7 +18,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');
     const hint = formField(request.body, 'token_type_hint');
-    const order: TokenType[] = hint === 'refresh_token' ? ['Refresh', 'Bearer'] : ['Bearer', 'Refresh'];
+    const order: TokenType[] = hint === 'refresh_token' ? ['Refresh', 'Offline', 'Bearer'] : ['Bearer', 'Refresh', 'Offline'];
     reply.header('cache-control', 'no-store');
     for (const type of order) {
       try {

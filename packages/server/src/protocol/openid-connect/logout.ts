@@ -8,6 +8,7 @@ import type { Client, Realm } from '../../model/types.js';
 import { clearSsoCookie, currentSsoSession, SignedState } from '../../authentication/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
+import { refreshTokenType } from './offline.js';
 import { realmOrError } from './realm-lookup.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
@@ -45,7 +46,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     corsForClient(ctx, request, client);
     let claims;
     try {
-      claims = await ctx.tokens.verify(realm, refreshToken, 'Refresh', ctx.config.hostname);
+      claims = await ctx.tokens.verify(realm, refreshToken, refreshTokenType(refreshToken), ctx.config.hostname);
     } catch (error) {
       if (error instanceof TokenVerificationError) throw oauthError.invalid_grant(error.reason === 'session_ended' ? 'Session not active' : 'Invalid refresh token');
       throw error;

@@ -19,6 +19,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
     corsForClient(ctx, request, client);
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');
+    // RFC 7009: a refresh token (or an offline one) ends its session, an access token is blocked until it expires.
     let typ: unknown;
     try {
       typ = decodeJwt(token).typ;
@@ -26,9 +27,10 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return reply.code(200).send();
     }
     try {
-      const claims = await ctx.tokens.verify(realm, token, typ === 'Refresh' ? 'Refresh' : 'Bearer', ctx.config.hostname);
+      const refresh = typ === 'Refresh' || typ === 'Offline';
+      const claims = await ctx.tokens.verify(realm, token, refresh ? (typ as 'Refresh' | 'Offline') : 'Bearer', ctx.config.hostname);
       if (claims.azp !== client.clientId) throw oauthError.unauthorized_client('Unmatching clients');
-      if (typ === 'Refresh' && typeof claims.sid === 'string') {
+      if (refresh && typeof claims.sid === 'string') {
         await ctx.storage.sessions.delete(claims.sid);
       } else {
         await ctx.storage.sessions.revokeToken(claims.jti, claims.exp * 1000);

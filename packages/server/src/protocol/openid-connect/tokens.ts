@@ -4,11 +4,13 @@ import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
 import type { RealmKeys } from '../../keys/index.js';
 import { TokenVerificationError } from '../../model/errors.js';
+import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
 import { effectiveRoles } from '../../services/index.js';
 import type { Storage } from '../../storage/index.js';
 
-export type TokenType = 'Bearer' | 'Refresh' | 'ID';
+/** `Offline`: the refresh token of an offline session (`offline_access`), as Keycloak types it. */
+export type TokenType = 'Bearer' | 'Refresh' | 'Offline' | 'ID';
 
 export const issuerOf = (base: string, realmName: string) => `${base}/realms/${encodeURIComponent(realmName)}`;
 
@@ -37,14 +39,17 @@ export interface TokenRequestContext {
   refreshTokenId?: string;
   nonce?: string;
   authTime?: number;
+  /** The session is an offline one: the refresh token is `Offline`, kept by the offline timeouts. */
+  offline?: boolean;
 }
 
 /** Scopes this server knows; anything else requested is dropped, as Keycloak ignores unknown scopes. */
 const knownScopes = new Set(['openid', 'profile', 'email', 'roles', 'web-origins', 'offline_access', 'basic', 'acr', 'organization']);
 
-export function grantedScope(requested: string | undefined): string {
+/** The scopes granted for a request; `offline_access` only where the caller allows it (the user holds the role). */
+export function grantedScope(requested: string | undefined, offlineAllowed = false): string {
   const scopes = new Set(['profile', 'email']);
-  for (const s of (requested ?? '').split(' ')) if (knownScopes.has(s) && s !== 'offline_access') scopes.add(s);
+  for (const s of (requested ?? '').split(' ')) if (knownScopes.has(s) && (s !== 'offline_access' || offlineAllowed)) scopes.add(s);
   const ordered = [...scopes].sort((a, b) => (a === 'openid' ? -1 : b === 'openid' ? 1 : a.localeCompare(b)));
   return ordered.join(' ');
 }
@@ -111,12 +116,12 @@ export class TokenService {
     if (ctx.sessionId) result.session_state = ctx.sessionId;
 
     if (withRefresh && ctx.sessionId && ctx.refreshTokenId) {
-      const started = Math.floor((ctx.sessionStarted ?? Date.now()) / 1000);
-      const refreshExp = Math.min(now + realm.ssoSessionIdleTimeout, started + realm.ssoSessionMaxLifespan);
+      // The refresh token lives as long as its session would if it were not refreshed again.
+      const refreshExp = Math.floor(sessionExpiresAt(realm, { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline }) / 1000);
       result.refresh_expires_in = Math.max(0, refreshExp - now);
       result.refresh_token = await this.sign(
         realm.id,
-        { jti: ctx.refreshTokenId, typ: 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope },
+        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope },
         { issuer, subject: user.id, audience: issuer, iat: now, exp: refreshExp },
       );
     }
@@ -197,8 +202,10 @@ export class TokenService {
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('revoked', 'token revoked');
     }
-    if (!options.hint && typeof payload.sid === 'string' && !(await this.storage.sessions.byId(payload.sid))) {
-      throw new TokenVerificationError('session_ended', 'session ended');
+    if (!options.hint && typeof payload.sid === 'string') {
+      const session = await this.storage.sessions.byId(payload.sid);
+      // Ended (logout, revocation) or past the realm's idle or maximum lifetime.
+      if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
     }
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or

@@ -7,6 +7,7 @@ import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
+import { offlineScope, openOfflineSession } from '../offline.js';
 
 /** Keycloak's error_description for each refusal of a code (all are invalid_grant). */
 const refusalDescription: Record<CodeRefusal, string> = {
@@ -32,20 +33,24 @@ export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, c
   );
   if (!redeemed.ok) throw oauthError.invalid_grant(refusalDescription[redeemed.reason]);
   const { grant, session, user } = redeemed;
+  const { scope, offline } = await offlineScope(ctx, realm, client, user, grant.scope);
   const refreshTokenId = newId();
-  await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId, scope: grant.scope, started: Date.now() });
+  await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId, scope, started: Date.now() });
+  // With offline_access the tokens belong to an offline session beside the SSO one, which outlives it.
+  const offlineSession = offline ? await openOfflineSession(ctx, realm, client, user, scope, info.ipAddress) : null;
   const tokens = await ctx.tokens.issue(
     {
       base: baseUrl(request, ctx.config.hostname),
       realm,
       client,
       user,
-      sessionId: session.id,
-      sessionStarted: session.started,
-      scope: grant.scope,
-      refreshTokenId,
+      sessionId: offlineSession?.id ?? session.id,
+      sessionStarted: offlineSession?.started ?? session.started,
+      scope,
+      refreshTokenId: offlineSession?.refreshTokenId ?? refreshTokenId,
       nonce: grant.nonce ?? undefined,
       authTime: grant.authTime,
+      offline,
     },
     true,
   );

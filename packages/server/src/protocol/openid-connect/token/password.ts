@@ -6,6 +6,7 @@ import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import { grantedScope, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
+import { offlineScope, openOfflineSession } from '../offline.js';
 
 /** Resource-owner password grant (Keycloak's "direct access grants"). */
 export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
@@ -31,11 +32,13 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
     throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }
-  const scope = grantedScope(formField(request.body, 'scope'));
-  return completeDirectLogin(ctx, realm, client, result.user, { scope, details, request: info }, (session) =>
-    ctx.tokens.issue(
-      { base: baseUrl(request, ctx.config.hostname), realm, client, user: result.user, sessionId: session.id, sessionStarted: session.started, scope, refreshTokenId: session.refreshTokenId, authTime: Math.floor(session.started / 1000) },
+  const { scope, offline } = await offlineScope(ctx, realm, client, result.user, grantedScope(formField(request.body, 'scope'), true));
+  return completeDirectLogin(ctx, realm, client, result.user, { scope, details, request: info }, async (session) => {
+    // With offline_access the tokens belong to an offline session beside the one the login opened.
+    const held = offline ? await openOfflineSession(ctx, realm, client, result.user, scope, info.ipAddress) : session;
+    return ctx.tokens.issue(
+      { base: baseUrl(request, ctx.config.hostname), realm, client, user: result.user, sessionId: held.id, sessionStarted: held.started, scope, refreshTokenId: held.refreshTokenId, authTime: Math.floor(session.started / 1000), offline },
       true,
-    ),
-  );
+    );
+  });
 }

@@ -6,10 +6,14 @@ import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
+import { refreshTokenType } from '../offline.js';
 
 /**
- * Refresh with rotation: each refresh token works once. A second use means it leaked, so the whole
- * session ends (OAuth 2.0 Security BCP, refresh token reuse detection).
+ * Refresh as Keycloak 26: a refresh token may be used again until it expires or its session ends, unless the
+ * realm's `revokeRefreshToken` is on. Then only the token issued last, or the one used last, is accepted ("Stale
+ * token" for an older one), and the one used last at most `refreshTokenMaxReuse` more times ("Maximum allowed
+ * refresh token reuse exceeded"). A refusal does not end the session, as in Keycloak. An `Offline` token refreshes
+ * its offline session.
  */
 export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
@@ -21,7 +25,7 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
   };
   let claims;
   try {
-    claims = await ctx.tokens.verify(realm, presented, 'Refresh', ctx.config.hostname ? ctx.config.hostname : null);
+    claims = await ctx.tokens.verify(realm, presented, refreshTokenType(presented), ctx.config.hostname ? ctx.config.hostname : null);
   } catch (error) {
     if (error instanceof TokenVerificationError) throw await refuse(error.reason === 'session_ended' ? 'Session not active' : 'Invalid refresh token');
     throw error;
@@ -34,11 +38,9 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
   if (!session || !clientSession || !user) throw await refuse('Session not active', 'invalid_token', claims.sub);
   if (!user.enabled) throw await refuse('User disabled', 'user_disabled', user.id);
   const next = newId();
-  const rotated = await ctx.storage.sessions.rotateRefreshToken(clientSession.id, claims.jti as string, next);
-  if (!rotated) {
-    await ctx.storage.sessions.delete(sessionId);
-    throw await refuse('Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
-  }
+  const use = await ctx.storage.sessions.useRefreshToken(clientSession.id, claims.jti as string, next, realm.revokeRefreshToken ? realm.refreshTokenMaxReuse : null);
+  if (use === 'stale') throw await refuse('Stale token', 'invalid_token', user.id);
+  if (use === 'reuse_exceeded') throw await refuse('Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
   const now = Date.now();
   await ctx.storage.sessions.touch(sessionId, now);
   const tokens = await ctx.tokens.issue(
@@ -52,6 +54,7 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
       scope: clientSession.scope,
       refreshTokenId: next,
       authTime: Math.floor(session.started / 1000),
+      offline: session.offline,
     },
     true,
   );

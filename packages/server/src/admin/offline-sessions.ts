@@ -1,0 +1,97 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { requestInfo } from '../http/index.js';
+import { notFound } from '../model/errors.js';
+import { sessionAlive } from '../model/sessions.js';
+import type { Realm, UserSession } from '../model/types.js';
+import { requireRole } from './permissions.js';
+import { queryInt } from './query.js';
+import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
+
+type Params = { realm: string; id: string; client: string };
+
+/**
+ * Offline sessions (`offline_access`) at Keycloak's admin paths: a user's for one client, a client's and their
+ * count, and revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
+ * Keycloak also revokes consent; there is no consent here).
+ */
+export function offlineSessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  /** Keycloak's UserSessionRepresentation; `clients` maps client UUIDs to clientIds. */
+  const sessionRep = async (realm: Realm, session: UserSession) => {
+    const user = await ctx.storage.users.byId(realm.id, session.userId);
+    const clients: Record<string, string> = {};
+    for (const cs of await ctx.storage.sessions.clientSessionsOf([session.id])) {
+      const client = await ctx.storage.clients.byId(realm.id, cs.clientId);
+      if (client) clients[client.id] = client.clientId;
+    }
+    return {
+      id: session.id,
+      username: user?.username ?? null,
+      userId: session.userId,
+      ipAddress: session.ipAddress,
+      start: session.started,
+      lastAccess: session.lastRefresh,
+      rememberMe: false,
+      clients,
+      transientUser: false,
+    };
+  };
+  const live = (realm: Realm, sessions: UserSession[]) => sessions.filter((s) => sessionAlive(realm, s));
+
+  app.get('/realms/:realm/users/:id/offline-sessions/:client', async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
+    if (!user) throw notFound('User not found');
+    const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.client, 'Client'));
+    if (!client) throw notFound('Client not found');
+    const sessions = live(realm, await ctx.storage.sessions.forUser(realm.id, user.id, true));
+    const ofClient = [];
+    for (const session of sessions) {
+      const rep = await sessionRep(realm, session);
+      if (client.id in rep.clients) ofClient.push(rep);
+    }
+    return ofClient;
+  });
+
+  const clientOf = async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
+    if (!client) throw notFound('Could not find client');
+    return { realm, client };
+  };
+
+  app.get('/realms/:realm/clients/:id/offline-sessions', async (request: AdminRequest<Params>) => {
+    const { realm, client } = await clientOf(request);
+    const first = queryInt(request.query, 'first', 0) ?? 0;
+    const max = queryInt(request.query, 'max', 100) ?? 100;
+    const sessions = live(realm, await ctx.storage.sessions.offlineForClient(client.id)).slice(first, first + max);
+    return Promise.all(sessions.map((s) => sessionRep(realm, s)));
+  });
+
+  app.get('/realms/:realm/clients/:id/offline-session-count', async (request: AdminRequest<Params>) => {
+    const { realm, client } = await clientOf(request);
+    return { count: live(realm, await ctx.storage.sessions.offlineForClient(client.id)).length };
+  });
+
+  app.delete('/realms/:realm/users/:id/consents/:client', async (request: AdminRequest<Params>, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-users');
+    const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
+    if (!user) throw notFound('User not found');
+    const client = await ctx.storage.clients.byClientId(realm.id, request.params.client.slice(0, 255));
+    if (!client) throw notFound('Client not found');
+    let revoked = 0;
+    for (const session of await ctx.storage.sessions.forUser(realm.id, user.id, true)) {
+      const clientSessions = await ctx.storage.sessions.clientSessionsOf([session.id]);
+      if (!clientSessions.some((cs) => cs.clientId === client.id)) continue;
+      // An offline session holds one client here (it is opened per grant), so the session goes with it.
+      await ctx.storage.sessions.delete(session.id);
+      revoked++;
+    }
+    if (!revoked) throw notFound('Consent nor offline token not found');
+    await ctx.events.user(realm, { type: 'REVOKE_GRANT', clientId: client.clientId, userId: user.id, details: { revoked_client: client.clientId }, request: requestInfo(request) });
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,50 @@
+import { decodeJwt } from 'jose';
+import type { ServerContext } from '../../context.js';
+import { newId } from '../../credentials/index.js';
+import type { Client, Realm, User } from '../../model/types.js';
+import { effectiveRoles } from '../../services/index.js';
+import type { TokenType } from './tokens.js';
+
+const OFFLINE_ACCESS = 'offline_access';
+
+/**
+ * `offline_access` stays in the granted scope only when the user holds the realm role `offline_access` within the
+ * client's scope (every user does through the realm's default roles); otherwise it is dropped, as an unknown
+ * scope is, and the grant gives an ordinary refresh token.
+ */
+export async function offlineScope(ctx: Pick<ServerContext, 'storage'>, realm: Realm, client: Client, user: User, scope: string): Promise<{ scope: string; offline: boolean }> {
+  const scopes = scope.split(' ');
+  if (!scopes.includes(OFFLINE_ACCESS)) return { scope, offline: false };
+  const roles = await effectiveRoles(ctx.storage, realm.id, user.id, client);
+  if (roles.realmRoles.includes(OFFLINE_ACCESS)) return { scope, offline: true };
+  return { scope: scopes.filter((s) => s !== OFFLINE_ACCESS).join(' '), offline: false };
+}
+
+/**
+ * An offline session for the client: its own user session (offline, so no SSO cookie finds it and logging out of
+ * the browser leaves it) and client session, created beside the SSO session the login opened.
+ */
+export async function openOfflineSession(
+  ctx: Pick<ServerContext, 'storage'>,
+  realm: Realm,
+  client: Client,
+  user: User,
+  scope: string,
+  ipAddress: string | null,
+): Promise<{ id: string; started: number; refreshTokenId: string }> {
+  const session = { id: newId(), started: Date.now(), refreshTokenId: newId() };
+  await ctx.storage.transaction(async (trx) => {
+    await ctx.storage.sessions.create({ id: session.id, realmId: realm.id, userId: user.id, ipAddress, started: session.started, lastRefresh: session.started, offline: true }, trx);
+    await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId: session.refreshTokenId, scope, started: session.started }, trx);
+  });
+  return session;
+}
+
+/** The type a refresh token claims (`Offline` or `Refresh`), read before verification, which then insists on it. */
+export function refreshTokenType(token: string): TokenType {
+  try {
+    return decodeJwt(token).typ === 'Offline' ? 'Offline' : 'Refresh';
+  } catch {
+    return 'Refresh';
+  }
+}
