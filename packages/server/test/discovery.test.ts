@@ -1,0 +1,201 @@
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FormClient, inputValue, pkce } from './support/forms.js';
+import { adminToken, api, startServer, type TestServer } from './support/server.js';
+
+/**
+ * Issue 14, point 6: discovery advertises exactly what works. Every endpoint, grant type, response type and mode,
+ * client authentication method, PKCE method, scope and claim it lists is exercised here; a value advertised
+ * without an exerciser below fails the test, so a new one cannot be advertised untested.
+ */
+const REALM = 'disco';
+const CALLBACK = 'http://127.0.0.1:9/cb';
+const PASSWORD = 'Disco-password-1';
+let t: TestServer;
+let meta: Record<string, any>;
+let secret: string;
+
+const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(body) });
+const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, any> });
+const basic = (id: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${password}`).toString('base64')}` });
+const passwordGrant = async (scope = 'openid') =>
+  json(await form(meta.token_endpoint, { grant_type: 'password', client_id: 'spa', username: 'dina', password: PASSWORD, scope }));
+
+/** A browser login through the authorization endpoint; the authorization response as the client receives it. */
+async function browserLogin(responseMode: string, scope = 'openid'): Promise<{ params: URLSearchParams; verifier: string }> {
+  const browser = new FormClient(t.url);
+  const { verifier, challenge } = pkce();
+  const query = new URLSearchParams({ client_id: 'spa', redirect_uri: CALLBACK, response_type: 'code', response_mode: responseMode, scope, state: 'st-1', nonce: 'n-1', code_challenge: challenge, code_challenge_method: 'S256' });
+  const page = await browser.get(`${meta.authorization_endpoint}?${query}`);
+  expect(page.status).toBe(200);
+  const done = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dina', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+  if (responseMode === 'form_post') {
+    expect(done.status).toBe(200);
+    expect(done.text).toContain(`action="${CALLBACK}"`);
+    return { params: new URLSearchParams(['code', 'state', 'iss', 'session_state'].map((n) => [n, inputValue(done.text, n) ?? ''])), verifier };
+  }
+  expect(done.status).toBe(302);
+  const location = new URL(done.location!);
+  return { params: responseMode === 'fragment' ? new URLSearchParams(location.hash.slice(1)) : location.searchParams, verifier };
+}
+
+async function codeGrant(responseMode = 'query', scope = 'openid') {
+  const { params, verifier } = await browserLogin(responseMode, scope);
+  expect(params.get('state')).toBe('st-1');
+  expect(params.get('iss')).toBe(meta.issuer);
+  return json(await form(meta.token_endpoint, { grant_type: 'authorization_code', client_id: 'spa', code: params.get('code')!, redirect_uri: CALLBACK, code_verifier: verifier }));
+}
+
+beforeAll(async () => {
+  t = await startServer();
+  const admin = await adminToken(t.url);
+  expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1' })).status).toBe(201);
+  secret = 'api-secret-value-1';
+  const user = await api(t.url, 'POST', `/admin/realms/${REALM}/users`, admin, { username: 'dina', email: 'dina@example.com', emailVerified: true, firstName: 'Dina', lastName: 'Mo', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] });
+  expect(user.status).toBe(201);
+  const response = await fetch(`${t.url}/realms/${REALM}/.well-known/openid-configuration`);
+  expect(response.status).toBe(200);
+  meta = (await response.json()) as Record<string, any>;
+});
+afterAll(() => t?.close());
+
+/** Runs each exerciser and checks that their names are exactly the advertised list. */
+async function exerciseAll(advertised: string[], exercisers: Record<string, () => Promise<void>>) {
+  expect([...advertised].sort()).toEqual(Object.keys(exercisers).sort());
+  for (const value of advertised) await exercisers[value]();
+}
+
+describe('discovery advertises exactly what works', () => {
+  it('advertises no registration endpoint and no front- or back-channel logout notification', () => {
+    expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
+    expect(meta.registration_endpoint).toBeUndefined();
+    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
+  });
+
+  it('every endpoint answers as its specification says', async () => {
+    const endpoints = Object.keys(meta).filter((k) => k.endsWith('_endpoint') || k === 'jwks_uri' || k === 'check_session_iframe');
+    const tokens = await passwordGrant();
+    await exerciseAll(endpoints, {
+      authorization_endpoint: async () => {
+        expect((await browserLogin('query')).params.get('code')).toBeTruthy();
+      },
+      token_endpoint: async () => {
+        expect(tokens.status).toBe(200);
+      },
+      userinfo_endpoint: async () => {
+        const info = await json(await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.body.access_token}` } }));
+        expect(info.body).toMatchObject({ preferred_username: 'dina', email: 'dina@example.com' });
+      },
+      introspection_endpoint: async () => {
+        const introspected = await json(await form(meta.introspection_endpoint, { token: tokens.body.access_token }, basic('api', secret)));
+        expect(introspected.body).toMatchObject({ active: true, username: 'dina' });
+      },
+      revocation_endpoint: async () => {
+        const other = await passwordGrant();
+        expect((await form(meta.revocation_endpoint, { client_id: 'spa', token: other.body.refresh_token })).status).toBe(200);
+        expect((await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: other.body.refresh_token })).status).toBe(400);
+      },
+      end_session_endpoint: async () => {
+        const other = await passwordGrant();
+        const query = new URLSearchParams({ id_token_hint: other.body.id_token, post_logout_redirect_uri: CALLBACK, state: 'bye' });
+        const response = await fetch(`${meta.end_session_endpoint}?${query}`, { redirect: 'manual' });
+        expect(response.status).toBe(302);
+        expect(response.headers.get('location')).toBe(`${CALLBACK}?state=bye`);
+        expect((await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: other.body.refresh_token })).status).toBe(400);
+      },
+      jwks_uri: async () => {
+        const keys = (await json(await fetch(meta.jwks_uri))).body.keys as { kid: string }[];
+        expect(keys.map((k) => k.kid)).toContain(decodeProtectedHeader(tokens.body.access_token).kid);
+      },
+    });
+  });
+
+  it('every grant type, response type and response mode', async () => {
+    await exerciseAll(meta.grant_types_supported, {
+      authorization_code: async () => expect((await codeGrant()).body.id_token).toBeTruthy(),
+      password: async () => expect((await passwordGrant()).status).toBe(200),
+      refresh_token: async () => {
+        const tokens = await passwordGrant();
+        expect((await json(await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: tokens.body.refresh_token }))).status).toBe(200);
+      },
+      client_credentials: async () => {
+        const response = await json(await form(meta.token_endpoint, { grant_type: 'client_credentials' }, basic('api', secret)));
+        expect(decodeJwt(response.body.access_token).preferred_username).toBe('service-account-api');
+      },
+    });
+    await exerciseAll(meta.response_types_supported, { code: async () => expect((await codeGrant()).status).toBe(200) });
+    await exerciseAll(meta.response_modes_supported, {
+      query: async () => expect((await codeGrant('query')).status).toBe(200),
+      fragment: async () => expect((await codeGrant('fragment')).status).toBe(200),
+      form_post: async () => expect((await codeGrant('form_post')).status).toBe(200),
+    });
+    await exerciseAll(meta.code_challenge_methods_supported, { S256: async () => expect((await codeGrant()).status).toBe(200) });
+  });
+
+  it('every client authentication method at the token, introspection and revocation endpoints', async () => {
+    const methods = (url: string, body: Record<string, string>, expectOk: (r: Response) => Promise<void>) => ({
+      client_secret_basic: async () => expectOk(await form(url, body, basic('api', secret))),
+      client_secret_post: async () => expectOk(await form(url, { ...body, client_id: 'api', client_secret: secret })),
+    });
+    const wrong = await form(meta.token_endpoint, { grant_type: 'client_credentials', client_id: 'api', client_secret: 'wrong' });
+    expect(wrong.status).toBe(401);
+    await exerciseAll(meta.token_endpoint_auth_methods_supported, methods(meta.token_endpoint, { grant_type: 'client_credentials' }, async (r) => expect(r.status).toBe(200)));
+    const access = (await passwordGrant()).body.access_token as string;
+    await exerciseAll(meta.introspection_endpoint_auth_methods_supported, methods(meta.introspection_endpoint, { token: access }, async (r) => expect((await r.json()).active).toBe(true)));
+    const own = async () => (await json(await form(meta.token_endpoint, { grant_type: 'client_credentials' }, basic('api', secret)))).body.access_token as string;
+    const revokeMethods = {
+      client_secret_basic: async () => {
+        const token = await own();
+        expect((await form(meta.revocation_endpoint, { token }, basic('api', secret))).status).toBe(200);
+        expect((await (await form(meta.introspection_endpoint, { token }, basic('api', secret))).json()).active).toBe(false);
+      },
+      client_secret_post: async () => {
+        const token = await own();
+        expect((await form(meta.revocation_endpoint, { token, client_id: 'api', client_secret: secret })).status).toBe(200);
+        expect((await (await form(meta.introspection_endpoint, { token }, basic('api', secret))).json()).active).toBe(false);
+      },
+    };
+    await exerciseAll(meta.revocation_endpoint_auth_methods_supported, revokeMethods);
+  });
+
+  it('every scope, signing algorithm, subject type and claim', async () => {
+    const granted = async (scope: string) => {
+      const tokens = await passwordGrant(scope);
+      expect((tokens.body.scope as string).split(' '), scope).toContain(scope);
+      return { tokens: tokens.body, access: decodeJwt(tokens.body.access_token as string) };
+    };
+    await exerciseAll(meta.scopes_supported, {
+      openid: async () => expect((await granted('openid')).tokens.id_token).toBeTruthy(),
+      profile: async () => expect((await granted('profile')).access.preferred_username).toBe('dina'),
+      email: async () => expect((await granted('email')).access.email).toBe('dina@example.com'),
+      roles: async () => expect((await granted('roles')).access.realm_access).toMatchObject({ roles: expect.arrayContaining(['offline_access']) }),
+      'web-origins': async () => expect((await granted('web-origins')).access['allowed-origins']).toEqual([]),
+      basic: async () => expect((await granted('basic')).access).toMatchObject({ sub: expect.any(String), auth_time: expect.any(Number) }),
+      acr: async () => expect((await granted('acr')).access.acr).toBe('1'),
+      offline_access: async () => expect(decodeJwt((await granted('offline_access')).tokens.refresh_token as string).typ).toBe('Offline'),
+    });
+    const { tokens } = await granted('openid');
+    await exerciseAll(meta.id_token_signing_alg_values_supported, { RS256: async () => expect(decodeProtectedHeader(tokens.id_token as string).alg).toBe('RS256') });
+    await exerciseAll(meta.userinfo_signing_alg_values_supported, {
+      none: async () => {
+        const response = await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      },
+    });
+    await exerciseAll(meta.subject_types_supported, {
+      public: async () => {
+        const viaCode = decodeJwt((await codeGrant()).body.id_token as string);
+        expect(viaCode.sub).toBe(decodeJwt(tokens.id_token as string).sub);
+      },
+    });
+    const id = decodeJwt(tokens.id_token as string);
+    const access = decodeJwt(tokens.access_token as string);
+    const userinfo = (await json(await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.access_token}` } }))).body;
+    for (const claim of meta.claims_supported as string[]) {
+      expect(claim in id || claim in access || claim in userinfo, `claim ${claim}`).toBe(true);
+    }
+  });
+});
