@@ -56,18 +56,60 @@ describe('refresh token reuse', () => {
     for (let i = 0; i < 3; i++) expect((await refresh(first.body.refresh_token as string)).status).toBe(200);
   });
 
-  it('revokeRefreshToken with refreshTokenMaxReuse 0: each token once, an older one is stale, the session survives', async () => {
+  it('revokeRefreshToken with refreshTokenMaxReuse 0: a reuse is refused and ends the client\'s part of the session', async () => {
     await setRealm({ revokeRefreshToken: true, refreshTokenMaxReuse: 0 });
-    const rt1 = (await password()).body.refresh_token as string;
+    const login = await password();
+    const rt1 = login.body.refresh_token as string;
     const second = await refresh(rt1);
     expect(second.status).toBe(200);
-    const rt2 = second.body.refresh_token as string;
     expect(await refresh(rt1)).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'Maximum allowed refresh token reuse exceeded' } });
-    // A refused reuse does not end the session (Keycloak): the current token still works.
+    // As Keycloak 26, the client session is detached: the current token and the access tokens stop working too.
+    expect((await refresh(second.body.refresh_token as string)).body.error_description).toBe('Session not active');
+    const userinfo = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${second.body.access_token}` } });
+    expect(userinfo.status).toBe(401);
+  });
+
+  it('revokeRefreshToken: of five concurrent uses of one token with refreshTokenMaxReuse 0, one succeeds', async () => {
+    await setRealm({ revokeRefreshToken: true, refreshTokenMaxReuse: 0 });
+    const rt = (await password()).body.refresh_token as string;
+    const results = await Promise.all(Array.from({ length: 5 }, () => refresh(rt)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.every((r) => r.status === 200 || r.status === 400)).toBe(true);
+  });
+
+  it('revokeRefreshToken: a token older than the last used and the last issued is stale', async () => {
+    await setRealm({ revokeRefreshToken: true, refreshTokenMaxReuse: 0 });
+    const rt1 = (await password()).body.refresh_token as string;
+    const rt2 = (await refresh(rt1)).body.refresh_token as string;
     const third = await refresh(rt2);
     expect(third.status).toBe(200);
     expect(await refresh(rt1)).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'Stale token' } });
-    expect((await refresh(third.body.refresh_token as string)).status).toBe(200);
+    expect((await refresh(third.body.refresh_token as string)).body.error_description).toBe('Session not active');
+  });
+
+  it('revokeRefreshToken: two sign-ins of one browser session (two tabs) rotate independently', async () => {
+    await setRealm({ revokeRefreshToken: true, refreshTokenMaxReuse: 0 });
+    const browser = new FormClient(t.url);
+    const signIn = async () => {
+      const { verifier, challenge } = pkce();
+      const query = new URLSearchParams({ client_id: 'app', redirect_uri: CALLBACK, response_type: 'code', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' });
+      let response = await browser.get(`/realms/${REALM}/protocol/openid-connect/auth?${query}`);
+      if (response.status === 200) {
+        response = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'rita', password: PASSWORD, session_code: inputValue(response.text, 'session_code')! });
+      }
+      expect(response.status).toBe(302);
+      const code = new URL(response.location!).searchParams.get('code')!;
+      return (await tokenRequest(t.url, REALM, { grant_type: 'authorization_code', client_id: 'app', code, redirect_uri: CALLBACK, code_verifier: verifier })).body;
+    };
+    const tabA = await signIn();
+    const tabB = await signIn();
+    expect(decodeJwt(tabA.refresh_token as string).sid).toBe(decodeJwt(tabB.refresh_token as string).sid);
+    const a2 = await refresh(tabA.refresh_token as string);
+    expect(a2.status).toBe(200);
+    const b2 = await refresh(tabB.refresh_token as string);
+    expect(b2.status).toBe(200);
+    expect((await refresh(a2.body.refresh_token as string)).status).toBe(200);
+    expect((await refresh(b2.body.refresh_token as string)).status).toBe(200);
   });
 
   it('refreshTokenMaxReuse 2: the token used last works two more times, then is refused', async () => {
@@ -75,8 +117,10 @@ describe('refresh token reuse', () => {
     const rt1 = (await password()).body.refresh_token as string;
     for (let i = 0; i < 3; i++) expect((await refresh(rt1)).status, `use ${i + 1}`).toBe(200);
     expect((await refresh(rt1)).body.error_description).toBe('Maximum allowed refresh token reuse exceeded');
+    expect((await refresh(rt1)).body.error_description).toBe('Session not active');
     await setRealm({ revokeRefreshToken: false, refreshTokenMaxReuse: 0 });
-    expect((await refresh(rt1)).status).toBe(200);
+    const again = (await password()).body.refresh_token as string;
+    for (let i = 0; i < 4; i++) expect((await refresh(again)).status).toBe(200);
   });
 
   it('refuses bad realm settings with 400 naming the field', async () => {

@@ -282,8 +282,15 @@ export const migrations: Record<string, Migration> = {
         await db.schema.alterTable('realm').addColumn(name, 'integer', (c) => c.notNull().defaultTo(value)).execute();
       }
       await db.schema.alterTable('user_session').addColumn('offline', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('client_session').addColumn('refresh_token_used', 'text').execute();
-      await db.schema.alterTable('client_session').addColumn('refresh_token_uses', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .createTable('refresh_token_family')
+        .addColumn('client_session_id', 'text', (c) => c.notNull().references('client_session.id').onDelete('cascade'))
+        .addColumn('reuse_id', 'text', (c) => c.notNull())
+        .addColumn('used_token', 'text', (c) => c.notNull())
+        .addColumn('uses', 'integer', (c) => c.notNull())
+        .addColumn('latest_token', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('refresh_token_family_pk', ['client_session_id', 'reuse_id'])
+        .execute();
     },
   },
 };

@@ -161,13 +161,23 @@ export interface ClientSessionTable {
   id: string;
   session_id: string;
   client_id: string;
-  /** jti of the refresh token issued last (at sign-in or the last refresh). */
+  /** jti of the refresh token issued at sign-in. */
   refresh_token_id: string | null;
-  /** With rotation on: jti of the refresh token used last, and how often it was used. */
-  refresh_token_used: string | null;
-  refresh_token_uses: number;
   scope: string;
   started: number;
+}
+
+/**
+ * With the realm's revokeRefreshToken: per client session and refresh-token family (the `reuse_id` a sign-in gives
+ * its refresh token and every refresh passes on, so two tabs signed in separately do not disturb each other), the
+ * token used last, how often, and the token issued last.
+ */
+export interface RefreshTokenFamilyTable {
+  client_session_id: string;
+  reuse_id: string;
+  used_token: string;
+  uses: number;
+  latest_token: string;
 }
 
 export interface RevokedTokenTable {
@@ -252,6 +262,7 @@ export interface Database {
   organization_member: OrganizationMemberTable;
   user_session: UserSessionTable;
   client_session: ClientSessionTable;
+  refresh_token_family: RefreshTokenFamilyTable;
   revoked_token: RevokedTokenTable;
   event_entity: EventTable;
   admin_event_entity: AdminEventTable;

@@ -110,46 +110,56 @@ export class SessionRepository {
         session_id: cs.sessionId,
         client_id: cs.clientId,
         refresh_token_id: cs.refreshTokenId,
-        refresh_token_used: null,
-        refresh_token_uses: 0,
         scope: cs.scope,
         started: cs.started,
       })
       .onConflict((oc) =>
-        oc.columns(['session_id', 'client_id']).doUpdateSet({ refresh_token_id: cs.refreshTokenId, refresh_token_used: null, refresh_token_uses: 0, scope: cs.scope }),
+        oc.columns(['session_id', 'client_id']).doUpdateSet({ refresh_token_id: cs.refreshTokenId, scope: cs.scope }),
       )
       .execute();
   }
 
   /**
-   * Records a use of the refresh token `presented` and that `next` is now the last issued, by Keycloak's rule.
-   * Without rotation any refresh token of the client session may be used again. With rotation (`maxReuse` given) a
-   * token that is neither the one issued last nor the one used last is `stale`; the one used last may be used
-   * `maxReuse` more times, then `reuse_exceeded`. The update is conditional on what was read, so two concurrent
-   * uses cannot both count as the first.
+   * Records a use of the refresh token `presented` of family `reuseId`, whose refresh issues `next`, by Keycloak's
+   * rule for the realm's revokeRefreshToken (`maxReuse` is its refreshTokenMaxReuse). Within a family, a token that
+   * is neither the one issued last nor the one used last is `stale`; the one used last may be used `maxReuse` more
+   * times, then `reuse_exceeded`. Writes are conditional on what was read, so two concurrent uses cannot both count
+   * as the first.
    */
-  async useRefreshToken(clientSessionId: string, presented: string, next: string, maxReuse: number | null): Promise<'ok' | 'stale' | 'reuse_exceeded'> {
-    if (maxReuse === null) {
-      await this.db.updateTable('client_session').set({ refresh_token_id: next }).where('id', '=', clientSessionId).execute();
-      return 'ok';
-    }
+  async useRefreshToken(clientSessionId: string, reuseId: string, presented: string, next: string, maxReuse: number): Promise<'ok' | 'stale' | 'reuse_exceeded'> {
     const row = await this.db
-      .selectFrom('client_session')
-      .select(['refresh_token_id', 'refresh_token_used', 'refresh_token_uses'])
-      .where('id', '=', clientSessionId)
+      .selectFrom('refresh_token_family')
+      .selectAll()
+      .where('client_session_id', '=', clientSessionId)
+      .where('reuse_id', '=', reuseId)
       .executeTakeFirst();
-    if (!row || (presented !== row.refresh_token_id && presented !== row.refresh_token_used)) return 'stale';
-    const uses = presented === row.refresh_token_used ? row.refresh_token_uses : 0;
+    if (!row) {
+      // The family's first refresh: only the token its sign-in issued exists.
+      const inserted = await this.db
+        .insertInto('refresh_token_family')
+        .values({ client_session_id: clientSessionId, reuse_id: reuseId, used_token: presented, uses: 1, latest_token: next })
+        .onConflict((oc) => oc.columns(['client_session_id', 'reuse_id']).doNothing())
+        .executeTakeFirst();
+      return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1 ? 'ok' : 'reuse_exceeded';
+    }
+    if (presented !== row.used_token && presented !== row.latest_token) return 'stale';
+    const uses = presented === row.used_token ? row.uses : 0;
     if (uses > maxReuse) return 'reuse_exceeded';
-    let update = this.db
-      .updateTable('client_session')
-      .set({ refresh_token_id: next, refresh_token_used: presented, refresh_token_uses: uses + 1 })
-      .where('id', '=', clientSessionId)
-      .where('refresh_token_uses', '=', row.refresh_token_uses);
-    update = row.refresh_token_id === null ? update.where('refresh_token_id', 'is', null) : update.where('refresh_token_id', '=', row.refresh_token_id);
-    update = row.refresh_token_used === null ? update.where('refresh_token_used', 'is', null) : update.where('refresh_token_used', '=', row.refresh_token_used);
-    const result = await update.executeTakeFirst();
+    const result = await this.db
+      .updateTable('refresh_token_family')
+      .set({ used_token: presented, uses: uses + 1, latest_token: next })
+      .where('client_session_id', '=', clientSessionId)
+      .where('reuse_id', '=', reuseId)
+      .where('used_token', '=', row.used_token)
+      .where('uses', '=', row.uses)
+      .where('latest_token', '=', row.latest_token)
+      .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1 ? 'ok' : 'reuse_exceeded';
+  }
+
+  /** Ends one client's part of a session (Keycloak detaches it): its tokens stop working, the session stays. */
+  async deleteClientSession(id: string): Promise<void> {
+    await this.db.deleteFrom('client_session').where('id', '=', id).execute();
   }
 
   async revokeToken(jti: string, expiresAt: number): Promise<void> {

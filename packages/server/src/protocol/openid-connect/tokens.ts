@@ -41,6 +41,8 @@ export interface TokenRequestContext {
   authTime?: number;
   /** The session is an offline one: the refresh token is `Offline`, kept by the offline timeouts. */
   offline?: boolean;
+  /** The refresh token's family: new at sign-in, passed on by every refresh (Keycloak's `reuse_id`). */
+  reuseId?: string;
 }
 
 /** Scopes this server knows; anything else requested is dropped, as Keycloak ignores unknown scopes. */
@@ -121,7 +123,7 @@ export class TokenService {
       result.refresh_expires_in = Math.max(0, refreshExp - now);
       result.refresh_token = await this.sign(
         realm.id,
-        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope },
+        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope, reuse_id: ctx.reuseId ?? newId() },
         { issuer, subject: user.id, audience: issuer, iat: now, exp: refreshExp },
       );
     }
@@ -206,6 +208,9 @@ export class TokenService {
       const session = await this.storage.sessions.byId(payload.sid);
       // Ended (logout, revocation) or past the realm's idle or maximum lifetime.
       if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
+      // The client's part of the session too: it ends alone when its refresh token is reused beyond the realm's rule.
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.byClientId(realm.id, payload.azp) : null;
+      if (client && !(await this.storage.sessions.clientSession(session.id, client.id))) throw new TokenVerificationError('session_ended', 'session ended');
     }
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or

@@ -38,9 +38,15 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
   if (!session || !clientSession || !user) throw await refuse('Session not active', 'invalid_token', claims.sub);
   if (!user.enabled) throw await refuse('User disabled', 'user_disabled', user.id);
   const next = newId();
-  const use = await ctx.storage.sessions.useRefreshToken(clientSession.id, claims.jti as string, next, realm.revokeRefreshToken ? realm.refreshTokenMaxReuse : null);
-  if (use === 'stale') throw await refuse('Stale token', 'invalid_token', user.id);
-  if (use === 'reuse_exceeded') throw await refuse('Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
+  const reuseId = typeof claims.reuse_id === 'string' ? claims.reuse_id : '';
+  if (realm.revokeRefreshToken) {
+    const use = await ctx.storage.sessions.useRefreshToken(clientSession.id, reuseId, claims.jti as string, next, realm.refreshTokenMaxReuse);
+    if (use !== 'ok') {
+      // As Keycloak: the client's part of the session ends (its tokens stop working); the user's session stays.
+      await ctx.storage.sessions.deleteClientSession(clientSession.id);
+      throw await refuse(use === 'stale' ? 'Stale token' : 'Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
+    }
+  }
   const now = Date.now();
   await ctx.storage.sessions.touch(sessionId, now);
   const tokens = await ctx.tokens.issue(
@@ -55,6 +61,7 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
       refreshTokenId: next,
       authTime: Math.floor(session.started / 1000),
       offline: session.offline,
+      reuseId,
     },
     true,
   );
