@@ -18,6 +18,8 @@ export const OAUTH_ERRORS = {
   invalid_request: 400, invalid_client: 401, invalid_grant: 400, unauthorized_client: 400, unsupported_grant_type: 400,
   // RFC 6750 3.1, a protected resource's (userinfo)
   invalid_token: 401,
+  // Keycloak's own: offline_access asked for by a user (or client scope) without the offline_access role
+  not_allowed: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -149,6 +151,7 @@ export const EVENT_ERRORS = [
   'invalid_redirect_uri',
   'invalid_code_verifier',
   'invalid_token',
+  'not_allowed',
   'email_in_use',
   'username_in_use',
   'invalid_registration',

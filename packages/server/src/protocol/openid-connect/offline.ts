@@ -1,6 +1,7 @@
 import { decodeJwt } from 'jose';
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
+import { oauthError } from '../../model/errors.js';
 import type { Client, Realm, User } from '../../model/types.js';
 import { effectiveRoles } from '../../services/index.js';
 import type { TokenType } from './tokens.js';
@@ -8,16 +9,24 @@ import type { TokenType } from './tokens.js';
 const OFFLINE_ACCESS = 'offline_access';
 
 /**
- * `offline_access` stays in the granted scope only when the user holds the realm role `offline_access` within the
- * client's scope (every user does through the realm's default roles); otherwise it is dropped, as an unknown
- * scope is, and the grant gives an ordinary refresh token.
+ * Whether a grant asking for `offline_access` gives an offline token: only when the user holds the realm role
+ * `offline_access` within the client's scope (every user does through the realm's default roles). Otherwise
+ * Keycloak refuses the grant: 400 `not_allowed` "Offline tokens not allowed for the user or client", recorded as
+ * the grant's error event (`onRefusal`).
  */
-export async function offlineScope(ctx: Pick<ServerContext, 'storage'>, realm: Realm, client: Client, user: User, scope: string): Promise<{ scope: string; offline: boolean }> {
-  const scopes = scope.split(' ');
-  if (!scopes.includes(OFFLINE_ACCESS)) return { scope, offline: false };
+export async function offlineRequested(
+  ctx: Pick<ServerContext, 'storage'>,
+  realm: Realm,
+  client: Client,
+  user: User,
+  scope: string,
+  onRefusal: () => Promise<unknown>,
+): Promise<boolean> {
+  if (!scope.split(' ').includes(OFFLINE_ACCESS)) return false;
   const roles = await effectiveRoles(ctx.storage, realm.id, user.id, client);
-  if (roles.realmRoles.includes(OFFLINE_ACCESS)) return { scope, offline: true };
-  return { scope: scopes.filter((s) => s !== OFFLINE_ACCESS).join(' '), offline: false };
+  if (roles.realmRoles.includes(OFFLINE_ACCESS)) return true;
+  await onRefusal();
+  throw oauthError.not_allowed('Offline tokens not allowed for the user or client');
 }
 
 /**

@@ -118,9 +118,12 @@ export class TokenService {
     if (ctx.sessionId) result.session_state = ctx.sessionId;
 
     if (withRefresh && ctx.sessionId && ctx.refreshTokenId) {
-      // The refresh token lives as long as its session would if it were not refreshed again.
-      const refreshExp = Math.floor(sessionExpiresAt(realm, { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline }) / 1000);
-      result.refresh_expires_in = Math.max(0, refreshExp - now);
+      // The refresh token lives as long as its session would if it were not refreshed again. As Keycloak, an
+      // Offline token carries an expiry only when the realm limits offline sessions (offlineSessionMaxLifespanEnabled);
+      // otherwise it has none (refresh_expires_in 0) and lives while its offline session does.
+      const expires = !ctx.offline || realm.offlineSessionMaxLifespanEnabled;
+      const refreshExp = expires ? Math.floor(sessionExpiresAt(realm, { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline }) / 1000) : undefined;
+      result.refresh_expires_in = refreshExp === undefined ? 0 : Math.max(0, refreshExp - now);
       result.refresh_token = await this.sign(
         realm.id,
         { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope, reuse_id: ctx.reuseId ?? newId() },
@@ -153,15 +156,15 @@ export class TokenService {
   private async sign(
     realmId: string,
     claims: Record<string, unknown>,
-    std: { issuer: string; subject: string; audience?: string | string[]; iat: number; exp: number },
+    std: { issuer: string; subject: string; audience?: string | string[]; iat: number; exp?: number },
   ): Promise<string> {
     const key = await this.keys.signingKey(realmId);
     const jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: key.algorithm, typ: 'JWT', kid: key.kid })
       .setIssuer(std.issuer)
       .setSubject(std.subject)
-      .setIssuedAt(std.iat)
-      .setExpirationTime(std.exp);
+      .setIssuedAt(std.iat);
+    if (std.exp !== undefined) jwt.setExpirationTime(std.exp);
     if (std.audience) jwt.setAudience(std.audience);
     return jwt.sign(key.key);
   }

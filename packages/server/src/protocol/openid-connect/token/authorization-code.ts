@@ -7,7 +7,7 @@ import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
-import { offlineScope, openOfflineSession } from '../offline.js';
+import { offlineRequested, openOfflineSession } from '../offline.js';
 
 /** Keycloak's error_description for each refusal of a code (all are invalid_grant). */
 const refusalDescription: Record<CodeRefusal, string> = {
@@ -33,7 +33,10 @@ export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, c
   );
   if (!redeemed.ok) throw oauthError.invalid_grant(refusalDescription[redeemed.reason]);
   const { grant, session, user } = redeemed;
-  const { scope, offline } = await offlineScope(ctx, realm, client, user, grant.scope);
+  const scope = grant.scope;
+  const offline = await offlineRequested(ctx, realm, client, user, scope, () =>
+    ctx.events.user(realm, { type: 'CODE_TO_TOKEN_ERROR', clientId: client.clientId, userId: user.id, sessionId: session.id, error: 'not_allowed', request: info }),
+  );
   const refreshTokenId = newId();
   await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId, scope, started: Date.now() });
   // With offline_access the tokens belong to an offline session beside the SSO one, which outlives it.

@@ -6,7 +6,7 @@ import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import { grantedScope, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
-import { offlineScope, openOfflineSession } from '../offline.js';
+import { offlineRequested, openOfflineSession } from '../offline.js';
 
 /** Resource-owner password grant (Keycloak's "direct access grants"). */
 export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
@@ -32,7 +32,10 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
     throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }
-  const { scope, offline } = await offlineScope(ctx, realm, client, result.user, grantedScope(formField(request.body, 'scope'), true));
+  const scope = grantedScope(formField(request.body, 'scope'), true);
+  const offline = await offlineRequested(ctx, realm, client, result.user, scope, () =>
+    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: result.user.id, error: 'not_allowed', details: { ...details, username }, request: info }),
+  );
   return completeDirectLogin(ctx, realm, client, result.user, { scope, details, request: info }, async (session) => {
     // With offline_access the tokens belong to an offline session beside the one the login opened.
     const held = offline ? await openOfflineSession(ctx, realm, client, result.user, scope, info.ipAddress) : session;
