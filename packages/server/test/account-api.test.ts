@@ -166,6 +166,21 @@ describe('credentials, sessions, applications, groups, linked accounts', () => {
     expect((await account(first, 'GET', '/linked-accounts')).body).toEqual([]);
   });
 
+  it('an offline token shows as offline access of its application, not as a session', async () => {
+    const offline = await tokenRequest(t.url, 'demo', { grant_type: 'password', client_id: 'spa', username: 'alice', password: password('alice'), scope: 'openid offline_access' });
+    expect(offline.status).toBe(200);
+    const token = await tokenOf('alice');
+    const apps = (await account(token, 'GET', '/applications')).body as { clientId: string; inUse: boolean; offlineAccess: boolean }[];
+    expect(apps.find((a) => a.clientId === 'spa')).toMatchObject({ offlineAccess: true });
+    expect(apps.find((a) => a.clientId === 'admin-cli')).toMatchObject({ inUse: true, offlineAccess: false });
+    // The offline session is not among the sessions (nor signed out by DELETE /sessions): its token keeps working.
+    const offlineSession = JSON.parse(Buffer.from(String(offline.body.refresh_token).split('.')[1], 'base64url').toString()).sid as string;
+    const sessions = (await account(token, 'GET', '/sessions')).body as { id: string }[];
+    expect(sessions.map((s) => s.id)).not.toContain(offlineSession);
+    expect((await account(token, 'DELETE', `/sessions/${offlineSession}`)).status).toBe(204);
+    expect(await t.server.context.storage.sessions.byId(offlineSession)).not.toBeNull();
+  });
+
   it('signs a session out (LOGOUT event); DELETE /sessions ends every other one', async () => {
     const keep = await tokenOf('viewer');
     const end = await tokenOf('viewer');

@@ -1,17 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import type { Client, Realm, UserSession } from '../model/types.js';
+import { sessionAlive, sessionExpiresAt } from '../model/sessions.js';
+import type { Client, UserSession } from '../model/types.js';
 import { accountCallerWith, type AccountCaller, type AccountRequest } from './caller.js';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-/** Whether a session is still alive by the realm's idle and maximum lifetimes. */
-export const sessionAlive = (realm: Realm, session: UserSession, now = Date.now()) =>
-  now - session.lastRefresh <= realm.ssoSessionIdleTimeout * 1000 && now - session.started <= realm.ssoSessionMaxLifespan * 1000;
-
-/** The caller's live sessions, each with the clients it signed in to. */
-export async function liveSessions(ctx: ServerContext, caller: AccountCaller): Promise<{ session: UserSession; clients: Client[] }[]> {
-  const sessions = (await ctx.storage.sessions.forUser(caller.realm.id, caller.user.id)).filter((s) => sessionAlive(caller.realm, s));
+/** The caller's live sessions (SSO ones, or with `offline` the offline ones), each with the clients it signed in to. */
+export async function liveSessions(ctx: ServerContext, caller: AccountCaller, offline = false): Promise<{ session: UserSession; clients: Client[] }[]> {
+  const sessions = (await ctx.storage.sessions.forUser(caller.realm.id, caller.user.id, offline)).filter((s) => sessionAlive(caller.realm, s));
   const clientSessions = await ctx.storage.sessions.clientSessionsOf(sessions.map((s) => s.id));
   const clients = new Map<string, Client | null>();
   for (const cs of clientSessions) if (!clients.has(cs.clientId)) clients.set(cs.clientId, await ctx.storage.clients.byId(caller.realm.id, cs.clientId));
@@ -32,14 +29,14 @@ function sessionRepresentation(caller: AccountCaller, session: UserSession, clie
     ipAddress: session.ipAddress ?? '',
     started: seconds(session.started),
     lastAccess: seconds(session.lastRefresh),
-    expires: seconds(Math.min(session.lastRefresh + realm.ssoSessionIdleTimeout * 1000, session.started + realm.ssoSessionMaxLifespan * 1000)),
+    expires: seconds(sessionExpiresAt(realm, session)),
     browser: 'Other/Unknown',
     current: session.id === caller.sessionId,
     clients: clients.map((c) => ({ clientId: c.clientId, clientName: c.name ?? c.clientId })),
   };
 }
 
-/** GET /account/sessions and /account/sessions/devices: the caller's sessions; every session is its own device here. */
+/** GET /account/sessions and /account/sessions/devices: the caller's SSO sessions; every session is its own device here. */
 export function sessionsRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/account/sessions', async (request: AccountRequest) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account', 'view-profile');

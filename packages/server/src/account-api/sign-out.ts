@@ -15,9 +15,10 @@ async function endSessions(ctx: ServerContext, request: FastifyRequest, caller: 
 }
 
 /**
- * DELETE /account/sessions (every other session; `?current=true` this one too) and DELETE /account/sessions/{id}
- * (manage-account). A session that is not the caller's is left alone and the answer is the same 204, as
- * Keycloak's, so the call tells nobody whether another user's session exists.
+ * DELETE /account/sessions (every other SSO session; `?current=true` this one too) and DELETE
+ * /account/sessions/{id} (manage-account); offline sessions are not signed out here. A session that is not the
+ * caller's is left alone and the answer is the same 204, as Keycloak's, so the call tells nobody whether another
+ * user's session exists.
  */
 export function signOutRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/realms/:realm/account/sessions', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
@@ -30,7 +31,7 @@ export function signOutRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/realms/:realm/account/sessions/:id', async (request: SessionRequest, reply) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account');
     const session = request.params.id.length <= 64 ? await ctx.storage.sessions.byId(request.params.id) : null;
-    if (session && session.realmId === caller.realm.id && session.userId === caller.user.id) await endSessions(ctx, request, caller, [session.id]);
+    if (session && !session.offline && session.realmId === caller.realm.id && session.userId === caller.user.id) await endSessions(ctx, request, caller, [session.id]);
     return reply.code(204).send();
   });
 }
