@@ -232,7 +232,24 @@ describe.each(databases)('refresh and offline tokens (%s)', (database) => {
       expect((await api(t.url, 'DELETE', `/admin/realms/${REALM}/users/${userId}/consents/app`, admin)).status).toBe(404);
     });
 
-    it('the revocation endpoint ends an offline session; introspection reads an Offline token', async () => {
+    it('DELETE /admin/realms/{realm}/sessions/{id} ends one session, ?isOffline=true an offline one', async () => {
+      const offlineTokens = await password('offline_access');
+      const offlineSid = decodeJwt(offlineTokens.body.refresh_token as string).sid as string;
+      const path = (id: string, offline: boolean) => `/admin/realms/${REALM}/sessions/${id}${offline ? '?isOffline=true' : ''}`;
+      expect((await api(t.url, 'DELETE', path(offlineSid, false), admin)).status).toBe(404);
+      expect((await api(t.url, 'DELETE', path(offlineSid, true), admin)).status).toBe(204);
+      expect((await refresh(offlineTokens.body.refresh_token as string)).body.error_description).toBe('Session not active');
+      const online = await password();
+      const sid = decodeJwt(online.body.refresh_token as string).sid as string;
+      expect((await api(t.url, 'DELETE', path(sid, true), admin)).status).toBe(404);
+      expect((await api(t.url, 'DELETE', path(sid, false), admin)).status).toBe(204);
+      expect((await refresh(online.body.refresh_token as string)).body.error_description).toBe('Session not active');
+      expect((await api(t.url, 'DELETE', path(sid, false), admin)).status).toBe(404);
+      expect((await api(t.url, 'DELETE', `/admin/realms/master/sessions/${offlineSid}?isOffline=true`, admin)).status).toBe(404);
+      expect((await api(t.url, 'DELETE', path(sid, false), null)).status).toBe(401);
+    });
+
+    it('the revocation endpoint ends an offline session', async () => {
       const tokens = await password('offline_access');
       const form = (path: string, body: Record<string, string>) =>
         fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) });

@@ -5,15 +5,16 @@ import { notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
 import { requireRole } from './permissions.js';
-import { queryInt } from './query.js';
-import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
+import { queryBool, queryInt } from './query.js';
+import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string; client: string };
 
 /**
  * Offline sessions (`offline_access`) at Keycloak's admin paths: a user's for one client, a client's and their
- * count, and revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
- * Keycloak also revokes consent; there is no consent here).
+ * count, revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
+ * Keycloak also revokes consent; there is no consent here), and ending one session by id
+ * (`DELETE …/sessions/{id}`, `?isOffline=true` for an offline one).
  */
 export function offlineSessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   /** Keycloak's UserSessionRepresentation; `clients` maps client UUIDs to clientIds. */
@@ -73,6 +74,20 @@ export function offlineSessionRoutes(app: FastifyInstance, ctx: ServerContext): 
   app.get('/realms/:realm/clients/:id/offline-session-count', async (request: AdminRequest<Params>) => {
     const { realm, client } = await clientOf(request);
     return { count: live(realm, await ctx.storage.sessions.offlineForClient(client.id)).length };
+  });
+
+  app.delete('/realms/:realm/sessions/:id', async (request: AdminRequest<Params>, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-users');
+    const offline = queryBool(request.query, 'isOffline') ?? false;
+    const session = await ctx.storage.sessions.byId(pathId(request.params.id, 'Session'));
+    if (!session || session.realmId !== realm.id || (session.offline ?? false) !== offline) throw notFound('Session not found');
+    await ctx.storage.sessions.delete(session.id);
+    if (!offline) {
+      await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, request: requestInfo(request) });
+    }
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'USER_SESSION', `sessions/${session.id}`);
+    return reply.code(204).send();
   });
 
   app.delete('/realms/:realm/users/:id/consents/:client', async (request: AdminRequest<Params>, reply) => {

@@ -40,6 +40,7 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
   [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
+  [write, new RegExp(`${R}/sessions/:id$`), { roles: ['manage-users'] }],
 
   [read, new RegExp(`${R}/roles/:roleName/users$`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/roles/:roleName/composites$`), { roles: ['manage-realm'], note: `a client-role child also needs manage-clients; ${ADMIN_ROLE_RULE}` }],
