@@ -75,7 +75,7 @@ describe.each(databases)('refresh and offline tokens (%s)', (database) => {
       const rt = (await password()).body.refresh_token as string;
       const results = await Promise.all(Array.from({ length: 5 }, () => refresh(rt)));
       expect(results.filter((r) => r.status === 200)).toHaveLength(1);
-      expect(results.every((r) => r.status === 200 || r.status === 400)).toBe(true);
+      expect(results.filter((r) => r.status !== 200 && r.status !== 400)).toEqual([]);
     });
 
     it('revokeRefreshToken: a token older than the last used and the last issued is stale', async () => {

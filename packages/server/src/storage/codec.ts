@@ -25,6 +25,12 @@ export function isUniqueViolation(error: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/** True when a driver error is a foreign-key violation (SQLite or PostgreSQL): the row referred to is gone. */
+export function isForeignKeyViolation(error: unknown): boolean {
+  const e = error as { code?: string };
+  return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
 /** Case-insensitive substring match, with LIKE wildcards in the value taken literally, on both dialects. */
 export function containsIgnoreCase(column: string, value: string): RawBuilder<SqlBool> {
   const pattern = `%${value.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -1,6 +1,6 @@
 import type { ClientSession, UserSession } from '../model/types.js';
 import type { Selectable } from 'kysely';
-import { bool, flag } from './codec.js';
+import { bool, flag, isForeignKeyViolation } from './codec.js';
 import type { Db } from './db.js';
 import type { ClientSessionTable, UserSessionTable } from './schema.js';
 
@@ -135,12 +135,18 @@ export class SessionRepository {
       .executeTakeFirst();
     if (!row) {
       // The family's first refresh: only the token its sign-in issued exists.
-      const inserted = await this.db
-        .insertInto('refresh_token_family')
-        .values({ client_session_id: clientSessionId, reuse_id: reuseId, used_token: presented, uses: 1, latest_token: next })
-        .onConflict((oc) => oc.columns(['client_session_id', 'reuse_id']).doNothing())
-        .executeTakeFirst();
-      return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1 ? 'ok' : 'reuse_exceeded';
+      try {
+        const inserted = await this.db
+          .insertInto('refresh_token_family')
+          .values({ client_session_id: clientSessionId, reuse_id: reuseId, used_token: presented, uses: 1, latest_token: next })
+          .onConflict((oc) => oc.columns(['client_session_id', 'reuse_id']).doNothing())
+          .executeTakeFirst();
+        return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1 ? 'ok' : 'reuse_exceeded';
+      } catch (error) {
+        // A concurrent refusal ended the client session between the read and this write.
+        if (isForeignKeyViolation(error)) return 'reuse_exceeded';
+        throw error;
+      }
     }
     if (presented !== row.used_token && presented !== row.latest_token) return 'stale';
     const uses = presented === row.used_token ? row.uses : 0;
