@@ -142,6 +142,11 @@ export interface ProviderContext {
   config: Record<string, unknown>;
   /** The process environment, read once at start-up. */
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * The server's mode (`--mode`). Realmgate always sets it; a provider should treat its absence (an older
+   * host) as `production`, the stricter side.
+   */
+  mode?: 'development' | 'production';
   realms: {
     get(realmName: string): Promise<RealmInfo | null>;
   };
@@ -363,6 +368,12 @@ interface FactoryBase {
   helpText?: string;
   init?(context: ProviderContext): Awaitable<void>;
   close?(): Awaitable<void>;
+  /**
+   * Checks the attributes of a client before the admin API stores it (`POST /clients`, `PUT /clients/{id}`):
+   * the problems, each naming its attribute (`api.url: …`); empty when valid. The server answers 400 with
+   * them and writes nothing. Optional, any kind of provider; called after `init`. Realm import does not call it.
+   */
+  validateClientAttributes?(attributes: Readonly<Record<string, string>>): Awaitable<string[]>;
 }
 
 export interface EventListenerFactory extends FactoryBase {

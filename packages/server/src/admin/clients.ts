@@ -12,6 +12,12 @@ import { clientEventRep, clientRep, parseClient } from './representations/client
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
+/** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */
+async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
+  const problems = await ctx.providers.clientAttributeProblems(attributes);
+  if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
+}
+
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
@@ -29,6 +35,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClient(request.body);
+    await checkAttributes(ctx, input.attributes ?? {});
     const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
     return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
@@ -55,6 +62,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
     const updated = clientFrom(parseClient(request.body), client);
+    await checkAttributes(ctx, updated.attributes);
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
     }

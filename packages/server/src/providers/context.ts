@@ -19,6 +19,7 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
     metrics: ctx.metrics,
     config: { ...(ctx.config.providers[factory.id] ?? {}) },
     env,
+    mode: ctx.config.mode === 'production' ? 'production' : 'development',
     realms: {
       get: async (name) => {
         const r = await realm(name);

@@ -54,6 +54,13 @@ export class ProviderRegistry {
     return this.entries.get(`${kind}:${id}`);
   }
 
+  /** Every provider's objections to a client's attributes (SPI `validateClientAttributes`), in load order. */
+  async clientAttributeProblems(attributes: Readonly<Record<string, string>>): Promise<string[]> {
+    const problems: string[] = [];
+    for (const factory of this.initialized) problems.push(...((await factory.validateClientAttributes?.(attributes)) ?? []));
+    return problems;
+  }
+
   /** Initializes each factory in load order and creates its instance; a failure stops start-up. */
   async init(contextFor: (factory: ProviderFactory) => ProviderContext): Promise<void> {
     for (const { factory, packageName } of this.entries.values()) {
