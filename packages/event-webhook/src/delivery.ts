@@ -3,7 +3,9 @@
  * attempts, with retries on a fixed backoff list. Independent of the server: usable as a library.
  */
 import { STATUS_CODES } from 'node:http';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
+import { isTargetRefusal } from './target-guard.js';
+import type { TargetGuard } from './target-guard.js';
 
 export interface WebhookDelivery {
   /** Names the delivery in logs; the provider uses the Standard Webhooks `webhook-id` here. */
@@ -19,7 +21,7 @@ export interface WebhookDelivery {
   userName?: string | null;
 }
 
-export type DeliveryOutcome = 'success' | 'failed' | 'dropped_queue_full' | 'dropped_shutdown';
+export type DeliveryOutcome = 'success' | 'failed' | 'refused' | 'dropped_queue_full' | 'dropped_shutdown';
 
 /** The subset of a logger the engine needs; the SPI `Logger` and `console` both fit. */
 export interface DeliveryLogger {
@@ -64,8 +66,10 @@ export interface DispatcherSettings {
 export interface DispatcherOptions extends Partial<DispatcherSettings> {
   logger?: DeliveryLogger;
   metrics?: DeliveryMetrics;
-  /** Defaults to undici with the connect and response timeouts. */
+  /** Defaults to undici with the connect and response timeouts (and `guard`, when given). */
   transport?: Transport;
+  /** Checks the address of every new connection of the default transport; without it, any address is used. */
+  guard?: TargetGuard;
 }
 
 export const DEFAULT_SETTINGS: Readonly<DispatcherSettings> = Object.freeze({
@@ -104,10 +108,38 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/** Opens one connection: undici's connector, or a test's. */
+export type Connector = buildConnector.connector;
+
+export interface UndiciTransportOptions {
+  /** Resolves each new connection's host, refuses what it must, and pins the address connected to. */
+  guard?: TargetGuard;
+  /** Replaces undici's connector (called with the pinned address as `hostname`); for tests. */
+  connector?: Connector;
+}
+
+/**
+ * A connector that connects to the address the guard checked, never to a name resolved again later (so DNS
+ * rebinding between the check and the connection is not possible). TLS still verifies the URL's host name:
+ * it stays the SNI `servername` and the name the certificate must match.
+ */
+export function guardedConnector(guard: TargetGuard, connect: Connector): Connector {
+  return (options, callback) => {
+    guard.pin(options.hostname).then(
+      (address) => connect({ ...options, hostname: address }, callback),
+      (error: Error) => callback(error, null),
+    );
+  };
+}
+
 /** The undici transport: one keep-alive Agent, connect timeout, header and body timeouts. */
-export function undiciTransport(settings: Pick<DispatcherSettings, 'connectTimeoutMs' | 'responseTimeoutMs'>): Transport {
+export function undiciTransport(
+  settings: Pick<DispatcherSettings, 'connectTimeoutMs' | 'responseTimeoutMs'>,
+  options: UndiciTransportOptions = {},
+): Transport {
+  const connector = options.connector ?? buildConnector({ timeout: settings.connectTimeoutMs });
   const agent = new Agent({
-    connect: { timeout: settings.connectTimeoutMs },
+    connect: options.guard ? guardedConnector(options.guard, connector) : connector,
     headersTimeout: settings.responseTimeoutMs,
     bodyTimeout: settings.responseTimeoutMs,
   });
@@ -131,7 +163,9 @@ interface Job {
   controller: AbortController | null;
 }
 
-type AttemptResult = { ok: true; status: number } | { ok: false; retryable: boolean; reason: string };
+type AttemptResult =
+  | { ok: true; status: number }
+  | { ok: false; retryable: boolean; reason: string; refused?: { reason: string } };
 
 /** FIFO with O(1) push and shift (Array#shift copies). */
 class Fifo<T> {
@@ -199,7 +233,7 @@ export class WebhookDispatcher {
     this.settings = Object.freeze({ ...settings, backoffMs: Object.freeze([...settings.backoffMs]) });
     this.logger = options.logger ?? console;
     this.metrics = options.metrics;
-    this.transport = options.transport ?? undiciTransport(settings);
+    this.transport = options.transport ?? undiciTransport(settings, { guard: options.guard });
   }
 
   /** Deliveries held: queued or waiting for a retry. Bounded by `queueSize`. */
@@ -323,6 +357,13 @@ export class WebhookDispatcher {
     const { delivery } = job;
     if (result.ok) {
       this.finish(job, 'success');
+    } else if (result.refused) {
+      // No connection was opened; the same target would be refused again, so there is no retry.
+      this.logger.warn(
+        `webhook delivery refused, not retried (${result.reason}): event ${delivery.eventType} for user ${delivery.userName ?? '-'}`,
+        { ...this.logFields(delivery), reason: result.refused.reason },
+      );
+      this.finish(job, 'refused');
     } else {
       this.logger.warn(`webhook delivery failed, attempt ${job.attempts}/${maxAttempts}: ${result.reason}`, {
         ...this.logFields(delivery),
@@ -380,7 +421,12 @@ export class WebhookDispatcher {
               ? { ok: true, status }
               : { ok: false, retryable: isRetryableStatus(status), reason: describeStatus(status) },
           ),
-        (error: unknown) => settle({ ok: false, retryable: true, reason: describeError(error) }),
+        (error: unknown) =>
+          settle(
+            isTargetRefusal(error)
+              ? { ok: false, retryable: false, reason: error.message, refused: { reason: error.reason } }
+              : { ok: false, retryable: true, reason: describeError(error) },
+          ),
       );
     });
   }
@@ -397,9 +443,10 @@ export class WebhookDispatcher {
     this.retrying.set(job, timer);
   }
 
-  private finish(job: Job, outcome: 'success' | 'failed'): void {
+  private finish(job: Job, outcome: 'success' | 'failed' | 'refused'): void {
     job.done = true;
-    this.metrics?.outcome(outcome, (performance.now() - job.enqueuedAt) / 1000);
+    if (outcome === 'refused') this.metrics?.outcome(outcome);
+    else this.metrics?.outcome(outcome, (performance.now() - job.enqueuedAt) / 1000);
   }
 
   private isIdle(): boolean {

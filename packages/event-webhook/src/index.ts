@@ -5,10 +5,12 @@ export {
   SETTING_LIMITS,
   WebhookDispatcher,
   isRetryableStatus,
+  guardedConnector,
   settingProblem,
   undiciTransport,
 } from './delivery.js';
 export type {
+  Connector,
   DeliveryLogger,
   DeliveryMetrics,
   DeliveryOutcome,
@@ -16,8 +18,11 @@ export type {
   DispatcherSettings,
   Transport,
   TransportRequest,
+  UndiciTransportOptions,
   WebhookDelivery,
 } from './delivery.js';
+export { TargetGuard, TargetRefusedError, addressClass, isTargetRefusal, ruleEntryProblem, systemResolver } from './target-guard.js';
+export type { AddressClass, RefusalReason, ResolvedAddress, Resolver, TargetGuardOptions, TargetMode } from './target-guard.js';
 export { parseSecret, sign, signatureHeaders } from './signature.js';
 export type { SignatureHeaders } from './signature.js';
 export { adminDeletePayload, userEventPayload } from './payload.js';

@@ -11,13 +11,15 @@ import type {
   UserEvent,
 } from '@realmgate/spi';
 import { clientIp, parseTrustedProxyCount } from './client-ip.js';
-import { WebhookDispatcher } from './delivery.js';
-import type { DeliveryMetrics, DeliveryOutcome, Transport } from './delivery.js';
+import { WebhookDispatcher, undiciTransport } from './delivery.js';
+import type { Connector, DeliveryMetrics, DeliveryOutcome, Transport } from './delivery.js';
 import { adminDeletePayload, userEventPayload } from './payload.js';
 import type { Origin, WebhookPayload } from './payload.js';
 import { readSettings } from './settings.js';
 import type { WebhookSettings } from './settings.js';
 import { parseSecret, signatureHeaders } from './signature.js';
+import { TargetGuard } from './target-guard.js';
+import type { Resolver } from './target-guard.js';
 
 export const PROVIDER_ID = 'ext-event-webhook';
 
@@ -48,7 +50,7 @@ export interface WebhookTarget {
  * null when the client sends nothing (disabled, or `api.url` / `api.key` missing); `problem` when its
  * attributes are set but unusable, so that the operator can be told.
  */
-export function webhookTarget(client: ClientInfo): WebhookTarget | { problem: string } | null {
+export function webhookTarget(client: ClientInfo): WebhookTarget | { problem: string; refused?: true } | null {
   const attributes = client.attributes;
   const url = attributes['api.url']?.trim();
   const key = attributes['api.key']?.trim();
@@ -61,7 +63,7 @@ export function webhookTarget(client: ClientInfo): WebhookTarget | { problem: st
     // reported below
   }
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    return { problem: 'api.url is not an absolute http(s) URL' };
+    return { problem: 'api.url is not an absolute http(s) URL', refused: true };
   }
   // A header value with control characters would fail on every attempt (and could split headers).
   if (/[\u0000-\u001f\u007f]/.test(key)) return { problem: 'api.key contains control characters' };
@@ -90,8 +92,12 @@ export function webhookTarget(client: ClientInfo): WebhookTarget | { problem: st
 }
 
 export interface EventWebhookProviderOptions {
-  /** Replaces the undici transport (tests, or a custom HTTP stack). */
+  /** Replaces the undici transport (tests, or a custom HTTP stack); the target guard is then not applied. */
   transport?: Transport;
+  /** Replaces the system resolver of the target guard (tests). */
+  resolver?: Resolver;
+  /** Replaces undici's connector behind the target guard (tests: no socket is opened). */
+  connector?: Connector;
 }
 
 export function createEventWebhookProvider(options: EventWebhookProviderOptions = {}): EventListenerFactory {
@@ -102,7 +108,15 @@ export function createEventWebhookProvider(options: EventWebhookProviderOptions 
     displayName: 'Event webhook',
     helpText: 'POSTs user events to the URL in the client attributes api.url / api.key, with retries.',
     init(context) {
-      webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options.transport);
+      webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options);
+    },
+    // In production mode the admin API refuses an api.url the guard would refuse without DNS (scheme,
+    // literal addresses, localhost names, host rules); the delivery checks the resolved address anyway.
+    validateClientAttributes(attributes) {
+      const url = attributes['api.url']?.trim();
+      if (!webhook || !url || webhook.guard.mode !== 'production') return [];
+      const refusal = webhook.guard.checkUrl(url);
+      return refusal ? [`api.url: ${refusal.message}`] : [];
     },
     create() {
       // Bound to the instance of the init just before: a second server in the same process (tests, a
@@ -136,14 +150,22 @@ class ClientWebhooks {
   /** Misconfigurations already reported, so a busy client does not repeat the warning per event. */
   private readonly warned = new Set<string>();
   private closing = false;
+  readonly guard: TargetGuard;
 
   constructor(
     private readonly context: ProviderContext,
     private readonly settings: WebhookSettings,
-    transport: Transport | undefined,
+    options: EventWebhookProviderOptions,
   ) {
     const metrics = metricHooks(context.metrics);
     this.countOutcome = metrics.count;
+    this.guard = new TargetGuard({
+      mode: context.mode ?? 'production',
+      allow: settings.allow,
+      deny: settings.deny,
+      resolver: options.resolver,
+    });
+    const transport = options.transport ?? undiciTransport(settings, { guard: this.guard, connector: options.connector });
     this.dispatcher = new WebhookDispatcher({ ...settings, logger: context.logger, metrics: metrics.hooks, transport });
   }
 
@@ -214,6 +236,7 @@ class ClientWebhooks {
   private target(realmName: string, client: ClientInfo): WebhookTarget | null {
     const target = webhookTarget(client);
     if (target === null || !('problem' in target)) return target;
+    if (target.refused) this.countOutcome('refused');
     const warning = `${realmName}\u0000${client.id}\u0000${target.problem}`;
     if (!this.warned.has(warning)) {
       if (this.warned.size >= WARNED_LIMIT) this.warned.clear();
@@ -291,7 +314,7 @@ function metricHooks(metrics: Metrics): { hooks: DeliveryMetrics; count: (outcom
     ['outcome'],
     LATENCY_BUCKETS,
   );
-  const outcomes: ProviderOutcome[] = ['success', 'failed', 'dropped_queue_full', 'dropped_shutdown', 'dropped_error'];
+  const outcomes: ProviderOutcome[] = ['success', 'failed', 'refused', 'dropped_queue_full', 'dropped_shutdown', 'dropped_error'];
   // Every series exists from the start, so rate() and alerts see zeros rather than gaps.
   for (const outcome of outcomes) deliveries.inc({ outcome }, 0);
   depth.set(undefined, 0);

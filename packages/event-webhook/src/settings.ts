@@ -4,10 +4,14 @@
  */
 import { DEFAULT_SETTINGS, settingProblem } from './delivery.js';
 import type { DispatcherSettings } from './delivery.js';
+import { ruleEntryProblem } from './target-guard.js';
 
 export interface WebhookSettings extends DispatcherSettings {
   /** How long close() lets queued deliveries and retries run before dropping them. */
   shutdownGraceMs: number;
+  /** Webhook target rules (see TargetGuard): CIDRs, addresses, host names, `*.domain`, `loopback`, `private`. */
+  allow: string[];
+  deny: string[];
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
@@ -22,6 +26,8 @@ export const SETTING_ENV: Readonly<Record<keyof WebhookSettings, string>> = {
   connectTimeoutMs: 'REALMGATE_WEBHOOK_CONNECT_TIMEOUT_MS',
   responseTimeoutMs: 'REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS',
   shutdownGraceMs: 'REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS',
+  allow: 'REALMGATE_WEBHOOK_ALLOW',
+  deny: 'REALMGATE_WEBHOOK_DENY',
 };
 
 const CONFIG_PREFIX = 'providers.ext-event-webhook.';
@@ -36,7 +42,13 @@ export function readSettings(
       `unknown webhook setting ${CONFIG_PREFIX}${unknown[0]}; known: ${Object.keys(SETTING_ENV).join(', ')}`,
     );
   }
-  const settings = { ...DEFAULT_SETTINGS, shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS };
+  const settings: WebhookSettings = {
+    ...DEFAULT_SETTINGS,
+    backoffMs: [...DEFAULT_SETTINGS.backoffMs],
+    shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
+    allow: [],
+    deny: [],
+  };
   for (const key of Object.keys(SETTING_ENV) as (keyof WebhookSettings)[]) {
     const envName = SETTING_ENV[key];
     const fromEnv = env[envName];
@@ -47,6 +59,13 @@ export function readSettings(
           ? [CONFIG_PREFIX + key, config[key]]
           : [null, undefined];
     if (source === null) continue;
+    if (key === 'allow' || key === 'deny') {
+      const entries = toStringList(raw);
+      const problem = entries === null ? 'must be a comma-separated list or a list of strings' : entries.map(ruleEntryProblem).find(Boolean);
+      if (problem) throw new Error(`invalid webhook setting ${source}=${JSON.stringify(raw)}: ${problem}`);
+      settings[key] = entries!;
+      continue;
+    }
     const value = key === 'backoffMs' ? toIntegerList(raw) : toInteger(raw);
     const problem = key === 'shutdownGraceMs' ? graceProblem(value) : settingProblem(key, value);
     if (problem) throw new Error(`invalid webhook setting ${source}=${JSON.stringify(raw)}: ${problem}`);
@@ -60,6 +79,13 @@ function toInteger(raw: unknown): number {
   if (typeof raw === 'number') return raw;
   if (typeof raw === 'string' && /^\s*\d+\s*$/.test(raw)) return Number(raw);
   return Number.NaN;
+}
+
+/** `10.0.0.0/8, hooks.internal` or a list of strings; blank entries are ignored. null for anything else. */
+function toStringList(raw: unknown): string[] | null {
+  const items = typeof raw === 'string' ? raw.split(',') : Array.isArray(raw) ? raw : null;
+  if (!items || !items.every((item) => typeof item === 'string')) return null;
+  return (items as string[]).map((item) => item.trim()).filter((item) => item.length > 0);
 }
 
 /** `1000,2000,3000` or a list. */

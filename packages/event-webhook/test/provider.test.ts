@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, vi } from 'vitest';
 import { providers } from '../src/index.js';
 import { createEventWebhookProvider, webhookTarget } from '../src/provider.js';
+import type { EventWebhookProviderOptions } from '../src/provider.js';
 import type { WebhookPayload } from '../src/payload.js';
 import { adminEvent, alice, userEvent } from './fixtures.js';
 import { recordingLogger, scriptedTransport } from './helpers.js';
@@ -41,7 +42,16 @@ function fakeMetrics() {
   return { metrics, registered, value: (name: string, labels?: Record<string, string>) => values.get(key(name, labels)) };
 }
 
-function setUp(clients: ClientInfo[], options: { env?: Record<string, string>; config?: Record<string, unknown> } = {}) {
+function setUp(
+  clients: ClientInfo[],
+  options: {
+    env?: Record<string, string>;
+    config?: Record<string, unknown>;
+    mode?: 'development' | 'production';
+    /** Instead of the scripted transport: the real one with these (resolver, connector). */
+    provider?: EventWebhookProviderOptions;
+  } = {},
+) {
   const transport = scriptedTransport([204]);
   const logger = recordingLogger();
   const metrics = fakeMetrics();
@@ -59,10 +69,11 @@ function setUp(clients: ClientInfo[], options: { env?: Record<string, string>; c
     metrics: metrics.metrics,
     config: options.config ?? {},
     env: options.env ?? {},
+    ...(options.mode ? { mode: options.mode } : {}),
     clients: clientsApi,
     users: usersApi,
   } as unknown as ProviderContext;
-  const factory = createEventWebhookProvider({ transport });
+  const factory = createEventWebhookProvider(options.provider ?? { transport });
   return {
     factory,
     context,
@@ -195,6 +206,96 @@ describe('ext-event-webhook provider', () => {
       'webhook not sent: client blog api.url is not an absolute http(s) URL',
     ]);
     expect(JSON.stringify(t.logger.lines)).not.toContain('not-a-secret');
+    // the three events of blog were refused (api.url), those of shop were not (a bad secret is not a refusal)
+    expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome: 'refused' })).toBe(3);
+  });
+
+  describe('webhook targets (the guard)', () => {
+    const META = client('meta', { 'api.url': 'http://2852039166/latest/meta-data/', 'api.key': 'k' });
+    const NAMED = client('named', { 'api.url': 'https://hooks.internal.test/in', 'api.key': 'k' });
+    const LOCAL = client('local', { 'api.url': 'http://127.0.0.1:1/hook', 'api.key': 'k' });
+
+    /** The real transport behind the guard, with a resolver and a connector that never open a socket. */
+    function guarded(clients: ClientInfo[], mode?: 'development' | 'production', env: Record<string, string> = {}) {
+      const connections: string[] = [];
+      const provider: EventWebhookProviderOptions = {
+        resolver: async (hostname) => (hostname === 'hooks.internal.test' ? [{ address: '169.254.169.254', family: 4 }] : []),
+        connector: (options, callback) => {
+          connections.push(options.hostname);
+          callback(new Error('test connector: no connection is opened'), null);
+        },
+      };
+      return { ...setUp(clients, { mode, env, provider, config: { backoffMs: [0] } }), connections };
+    }
+
+    it('refuses link-local targets, literal or resolved, without retrying or connecting, and counts them', async () => {
+      const t = guarded([META, NAMED]);
+      const listener = await t.start();
+      listener.onEvent?.(userEvent({ clientId: 'meta' }));
+      listener.onEvent?.(userEvent({ clientId: 'named', type: 'LOGIN' }));
+      await t.factory.close?.();
+      expect(t.connections).toEqual([]);
+      expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome: 'refused' })).toBe(2);
+      expect(t.metrics.value('realmgate_webhook_attempts_total')).toBe(2);
+      expect(t.logger.warnings().sort()).toEqual([
+        'webhook delivery refused, not retried (169.254.169.254 is a link-local address (cloud metadata lives there)): event REGISTER for user alice',
+        'webhook delivery refused, not retried (hooks.internal.test: 169.254.169.254 is a link-local address (cloud metadata lives there)): event LOGIN for user alice',
+      ]);
+    });
+
+    it('refuses loopback in production mode, and without a mode from the host', async () => {
+      for (const mode of ['production', undefined] as const) {
+        const t = guarded([LOCAL], mode);
+        const listener = await t.start();
+        listener.onEvent?.(userEvent({ clientId: 'local' }));
+        await t.factory.close?.();
+        expect(t.connections).toEqual([]);
+        expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome: 'refused' })).toBe(1);
+      }
+    });
+
+    it('connects to loopback in development mode', async () => {
+      const t = guarded([LOCAL], 'development');
+      const listener = await t.start();
+      listener.onEvent?.(userEvent({ clientId: 'local' }));
+      await t.factory.close?.();
+      expect(t.connections).toEqual(['127.0.0.1', '127.0.0.1', '127.0.0.1']); // a network error is retried
+      expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome: 'refused' })).toBe(0);
+      expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
+    });
+
+    it('takes the allow and deny lists from the settings', async () => {
+      const t = guarded([LOCAL], 'production', { REALMGATE_WEBHOOK_ALLOW: '127.0.0.1/32' });
+      const listener = await t.start();
+      listener.onEvent?.(userEvent({ clientId: 'local' }));
+      await t.factory.close?.();
+      expect(t.connections).toHaveLength(3);
+      const denied = guarded([SHOP], 'development', { REALMGATE_WEBHOOK_DENY: '*.example.test' });
+      await denied.start();
+      expect(await denied.factory.validateClientAttributes?.(SHOP.attributes)).toEqual([]); // development mode
+    });
+
+    it('validates api.url for the admin API in production mode, naming the attribute', async () => {
+      const t = guarded([], 'production', { REALMGATE_WEBHOOK_DENY: '*.corp.test' });
+      await t.start();
+      const check = (url: string) => t.factory.validateClientAttributes!({ 'api.url': url, 'api.key': 'k' });
+      expect(await check('http://2852039166/')).toEqual(['api.url: 169.254.169.254 is a link-local address (cloud metadata lives there)']);
+      expect(await check('http://localhost:8080/hook')).toEqual(['api.url: localhost is a loopback address (allowed in development mode only)']);
+      expect(await check('http://[::1]/')).toEqual(['api.url: ::1 is a loopback address (allowed in development mode only)']);
+      expect(await check('ftp://hooks.example/')).toEqual(['api.url: is not an absolute http(s) URL']);
+      expect(await check('https://x.corp.test/')).toEqual(['api.url: host x.corp.test is denied by the webhook target rules']);
+      expect(await check('https://hooks.example/in')).toEqual([]);
+      expect(await check('http://10.0.0.9:8080/in')).toEqual([]);
+      expect(await t.factory.validateClientAttributes!({ 'api.key': 'k' })).toEqual([]);
+      expect(t.connections).toEqual([]);
+    });
+
+    it('accepts any api.url for the admin API in development mode (the delivery still refuses)', async () => {
+      const t = guarded([], 'development');
+      await t.start();
+      expect(await t.factory.validateClientAttributes!({ 'api.url': 'http://127.0.0.1:8080/dev/webhooks/inbox' })).toEqual([]);
+      expect(await t.factory.validateClientAttributes!({ 'api.url': 'http://169.254.169.254/' })).toEqual([]);
+    });
   });
 
   it('computes user_ip with the client trusted.proxy.count', async () => {
@@ -288,6 +389,9 @@ describe('ext-event-webhook provider', () => {
       'realmgate_webhook_queue_depth',
       'realmgate_webhook_delivery_seconds',
     ]);
+    for (const outcome of ['success', 'failed', 'refused', 'dropped_queue_full', 'dropped_shutdown', 'dropped_error']) {
+      expect(t.metrics.value('realmgate_webhook_deliveries_total', { outcome }), outcome).toBe(0);
+    }
     listener.onEvent?.(userEvent());
     listener.onEvent?.(userEvent({ type: 'LOGIN' }));
     await t.sent();

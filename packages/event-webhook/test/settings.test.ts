@@ -11,6 +11,8 @@ describe('readSettings', () => {
       connectTimeoutMs: 5000,
       responseTimeoutMs: 10_000,
       shutdownGraceMs: 5000,
+      allow: [],
+      deny: [],
     });
   });
 
@@ -25,6 +27,8 @@ describe('readSettings', () => {
         REALMGATE_WEBHOOK_CONNECT_TIMEOUT_MS: '1000',
         REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '2000',
         REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS: '0',
+        REALMGATE_WEBHOOK_ALLOW: 'loopback, 10.1.2.3/32,hooks.internal',
+        REALMGATE_WEBHOOK_DENY: ' private,*.corp.example, fd00::/8 ',
       },
     );
     expect(settings).toEqual({
@@ -35,6 +39,8 @@ describe('readSettings', () => {
       connectTimeoutMs: 1000,
       responseTimeoutMs: 2000,
       shutdownGraceMs: 0,
+      allow: ['loopback', '10.1.2.3/32', 'hooks.internal'],
+      deny: ['private', '*.corp.example', 'fd00::/8'],
     });
   });
 
@@ -44,6 +50,13 @@ describe('readSettings', () => {
       { REALMGATE_WEBHOOK_MAX_ATTEMPTS: '6', REALMGATE_WEBHOOK_CONCURRENCY: '  ' },
     );
     expect(settings).toMatchObject({ maxAttempts: 6, concurrency: 16, backoffMs: [10, 20], queueSize: 10_000 });
+  });
+
+  it('reads the target rules from the config file as a list or a string', () => {
+    expect(readSettings({ allow: ['127.0.0.1'], deny: '10.0.0.0/8, 192.168.0.0/16' }, {})).toMatchObject({
+      allow: ['127.0.0.1'],
+      deny: ['10.0.0.0/8', '192.168.0.0/16'],
+    });
   });
 
   it.each<[Record<string, unknown>, Record<string, string>, RegExp]>([
@@ -59,6 +72,10 @@ describe('readSettings', () => {
     [{ queueSize: 0 }, {}, /providers\.ext-event-webhook\.queueSize=0: must be an integer from 1/],
     [{ backoffMs: 'fast' }, {}, /providers\.ext-event-webhook\.backoffMs="fast"/],
     [{ maxAttempts: true }, {}, /providers\.ext-event-webhook\.maxAttempts=true/],
+    [{}, { REALMGATE_WEBHOOK_DENY: '10.0.0.0/33' }, /REALMGATE_WEBHOOK_DENY="10.0.0.0\/33": "10.0.0.0\/33" is not a CIDR/],
+    [{}, { REALMGATE_WEBHOOK_ALLOW: 'http://hooks.example' }, /REALMGATE_WEBHOOK_ALLOW="http:\/\/hooks.example"/],
+    [{}, { REALMGATE_WEBHOOK_ALLOW: '300.1.1.1' }, /REALMGATE_WEBHOOK_ALLOW="300.1.1.1"/],
+    [{ deny: [10] }, {}, /providers\.ext-event-webhook\.deny=\[10\]: must be a comma-separated list/],
     [{ maxAttemps: 3 }, {}, /unknown webhook setting providers\.ext-event-webhook\.maxAttemps/],
   ])('refuses %j %j, naming the key', (config, env, message) => {
     expect(() => readSettings(config, env)).toThrow(message);

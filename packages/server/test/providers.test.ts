@@ -169,6 +169,46 @@ describe('each server of a process gets factories of its own from createProvider
   });
 });
 
+describe("a provider's client-attribute check (SPI validateClientAttributes) on the clients API", () => {
+  it('answers 400 naming the attribute and writes nothing; the webhook extension refuses internal targets in production mode only', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-providers-'));
+    symlinkSync(resolve(import.meta.dirname, '../../event-webhook'), join(dir, 'event-webhook'), 'dir');
+    const production = await startServer({ providersDir: dir, config: { REALMGATE_MODE: 'production', REALMGATE_HOSTNAME: 'https://auth.example.test' } });
+    const development = await startServer({ providersDir: dir });
+    try {
+      const token = await adminToken(production.url);
+      const attributes = (url: string) => ({ 'api.url': url, 'api.key': 'k-1' });
+      const refusedCreate = await api(production.url, 'POST', '/admin/realms/master/clients', token, { clientId: 'meta', attributes: attributes('http://2852039166/latest/meta-data/') });
+      expect(refusedCreate.status).toBe(400);
+      expect(JSON.stringify(refusedCreate.body)).toContain('api.url: 169.254.169.254 is a link-local address');
+      const none = await api(production.url, 'GET', '/admin/realms/master/clients?clientId=meta', token);
+      expect(none.body).toEqual([]);
+
+      const created = await api(production.url, 'POST', '/admin/realms/master/clients', token, { clientId: 'shop', attributes: attributes('https://hooks.example.test/in') });
+      expect(created.status).toBe(201);
+      const [shop] = (await api(production.url, 'GET', '/admin/realms/master/clients?clientId=shop', token)).body as { id: string; attributes: Record<string, string> }[];
+      for (const url of ['http://127.0.0.1:8080/dev/webhooks/inbox', 'http://localhost/', 'http://[::ffff:169.254.169.254]/', 'ftp://hooks.example.test/']) {
+        const refused = await api(production.url, 'PUT', `/admin/realms/master/clients/${shop.id}`, token, { ...shop, attributes: attributes(url) });
+        expect(refused.status, url).toBe(400);
+        expect(JSON.stringify(refused.body), url).toContain('api.url: ');
+      }
+      const after = await api(production.url, 'GET', `/admin/realms/master/clients/${shop.id}`, token);
+      expect((after.body as { attributes: Record<string, string> }).attributes['api.url']).toBe('https://hooks.example.test/in');
+      const moved = await api(production.url, 'PUT', `/admin/realms/master/clients/${shop.id}`, token, { ...shop, attributes: attributes('http://10.0.0.9:8080/in') });
+      expect(moved.status).toBe(204);
+
+      // Development mode: the demo realm's inbox lives on the server itself.
+      const devToken = await adminToken(development.url);
+      const local = await api(development.url, 'POST', '/admin/realms/master/clients', devToken, { clientId: 'local', attributes: attributes('http://127.0.0.1:8080/dev/webhooks/inbox') });
+      expect(local.status).toBe(201);
+    } finally {
+      await production.close();
+      await development.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a provider that cannot be installed stops start-up', () => {
   it('refuses two providers that share an id, naming the id and both packages', async () => {
     const start = startWith(['test-provider', 'duplicate-id']);
