@@ -124,6 +124,19 @@ export async function recordLoginFailure(ctx: BruteForceContext, realm: Realm, u
   }
 }
 
+/**
+ * The shared-store round trips of `loginLockout` and `recordLoginFailure`, spent for a login name that names no
+ * user, so the time a wrong guess takes does not tell whether the account exists. Reads only: nothing is kept.
+ */
+export async function loginFailureWorkWithoutUser(ctx: BruteForceContext, realm: Realm): Promise<void> {
+  if (!realm.bruteForce.bruteForceProtected) return;
+  // As loginLockout (generation, record), then recordLoginFailure (generation, record, compare-and-set).
+  await ctx.hostStore.get(await failuresKey(ctx, realm.id, 'no-user'));
+  const key = await failuresKey(ctx, realm.id, 'no-user');
+  await ctx.hostStore.get(key);
+  await ctx.hostStore.get(key);
+}
+
 /** A login that succeeded: the user's failures are forgotten, as Keycloak resets them. */
 export async function recordLoginSuccess(ctx: BruteForceContext, realm: Realm, user: User): Promise<void> {
   if (!realm.bruteForce.bruteForceProtected) return;

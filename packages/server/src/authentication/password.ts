@@ -3,7 +3,7 @@ import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { addressBlocked, loginLockout, recordAddressFailure, recordLoginFailure, recordLoginSuccess } from './brute-force.js';
+import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure, recordLoginSuccess } from './brute-force.js';
 
 type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
@@ -81,7 +81,10 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   };
   const user = await findLoginUser(ctx, realm, attempt.username);
   const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
-  if (!user) return fail({ ok: false, error: 'user_not_found', user: null });
+  if (!user) {
+    await loginFailureWorkWithoutUser(ctx, realm);
+    return fail({ ok: false, error: 'user_not_found', user: null });
+  }
   const lockout = await loginLockout(ctx, realm, user);
   if (lockout === 'temporary') return fail({ ok: false, error: 'user_temporarily_disabled', user, lockedOut: true });
   if (lockout === 'permanent') return fail({ ok: false, error: 'user_disabled', user, lockedOut: true });
