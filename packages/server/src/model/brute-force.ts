@@ -22,8 +22,6 @@ export interface BruteForceSettings {
   minimumQuickLoginWaitSeconds: number;
 }
 
-export const BRUTE_FORCE_STRATEGIES = ['MULTIPLE', 'LINEAR'] as const;
-
 export const defaultBruteForce = (): BruteForceSettings => ({
   bruteForceProtected: false,
   permanentLockout: false,
