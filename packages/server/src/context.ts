@@ -6,11 +6,11 @@ import type { MetricsRegistry, ServerLogger } from './observability/index.js';
 import type { TokenService } from './protocol/openid-connect/tokens.js';
 import type { ProviderRegistry } from './providers/index.js';
 import type { Storage } from './storage/index.js';
-import type { Counter, SharedStore } from '@realmgate/spi';
+import type { Counter } from '@realmgate/spi';
 import type { Mailer } from './mail/index.js';
 import type { ActionTokens, AuthSessions, LoginForms, LoginProtocol } from './authentication/index.js';
 import type { PageRenderer } from './pages/index.js';
-import type { OwnedSharedStore } from './store/index.js';
+import type { HostStore, OwnedSharedStore } from './store/index.js';
 
 /** The services the composition root builds once and hands to every route module. */
 export interface ServerContext {
@@ -27,7 +27,7 @@ export interface ServerContext {
   /** The server package version, shown in serverinfo. */
   version: string;
   /** The host's own namespace of the shared store (auth sessions, codes, used links). */
-  hostStore: SharedStore;
+  hostStore: HostStore;
   authSessions: AuthSessions;
   actionTokens: ActionTokens;
   pages: PageRenderer;

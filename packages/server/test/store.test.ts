@@ -27,7 +27,7 @@ function recordingLogger(): Logger & { entries: LogEntry[] } {
 interface Harness {
   store: OwnedSharedStore;
   /** Another process's view of the same state: a second connection for Redis, the same store for memory. */
-  peer: SharedStore;
+  peer: OwnedSharedStore;
   close(): Promise<void>;
 }
 
@@ -86,7 +86,7 @@ describe.each(implementations)('$name shared store', ({ open }) => {
   });
   afterEach(() => harness.close());
   /** Spreads concurrent calls over both connections, as over two processes. */
-  const either = (i: number): SharedStore => (i % 2 ? harness.peer : store);
+  const either = (i: number): OwnedSharedStore => (i % 2 ? harness.peer : store);
 
   it('gets, sets, overwrites and deletes', async () => {
     expect(await store.get('missing')).toBeNull();
@@ -132,6 +132,26 @@ describe.each(implementations)('$name shared store', ({ open }) => {
     await sleep(240);
     expect(await store.get('counter')).toBeNull();
     expect(await store.increment('counter', 400)).toBe(1);
+  });
+
+  it('compareAndSet writes only over the expected value; 50 concurrent read-modify-write loops lose no update', async () => {
+    expect(await store.compareAndSet('cas', 'x', '1')).toBe(false);
+    expect(await store.get('cas')).toBeNull();
+    expect(await store.compareAndSet('cas', null, '0', 10_000)).toBe(true);
+    expect(await store.compareAndSet('cas', null, 'again', 10_000)).toBe(false);
+    const addOne = async (i: number): Promise<void> => {
+      for (;;) {
+        const current = await either(i).get('cas');
+        if (await either(i).compareAndSet('cas', current, String(Number(current) + 1), 10_000)) return;
+      }
+    };
+    await Promise.all(Array.from({ length: 50 }, (_, i) => addOne(i)));
+    expect(await store.get('cas')).toBe('50');
+    expect(await store.compareAndSet('cas', '50', 'short', 200)).toBe(true);
+    await sleep(260);
+    expect(await store.get('cas')).toBeNull();
+    await store.recordHit('hits', 10_000);
+    await expect(store.compareAndSet('hits', null, 'x')).rejects.toThrow(/wrong kind|WRONGTYPE/);
   });
 
   it('refuses to increment a value that is not an integer', async () => {

@@ -4,6 +4,7 @@ import { forbidden, unsupportedMediaType } from '../model/errors.js';
 import { authenticateAdmin } from './authenticate-admin.js';
 import { isAnyAdministrator } from './permissions.js';
 import { routePermission } from './route-permissions.js';
+import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
@@ -67,6 +68,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         keyRoutes(realms, ctx);
         offlineSessionRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
+        attackDetectionRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

@@ -41,6 +41,8 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
   [write, new RegExp(`${R}/sessions/:id$`), { roles: ['manage-users'] }],
+  [read, new RegExp(`${R}/attack-detection/brute-force/users/:id$`), { roles: ['view-users'] }],
+  [write, new RegExp(`${R}/attack-detection/brute-force/users(/:id)?$`), { roles: ['manage-users'] }],
 
   [read, new RegExp(`${R}/roles/:roleName/users$`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/roles/:roleName/composites$`), { roles: ['manage-realm'], note: `a client-role child also needs manage-clients; ${ADMIN_ROLE_RULE}` }],

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { clearLoginFailures } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { User } from '../model/types.js';
@@ -85,6 +86,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     await ctx.storage.users.update(updated);
     if (input.password !== undefined) updated = await setPassword(ctx.storage, updated, input.password);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
+    // Enabling a user ends a permanent lockout, as in Keycloak: its failures are forgotten.
+    if (updated.enabled && !user.enabled) await clearLoginFailures(ctx, realm.id, user.id);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}`, userRep(updated), await userSnapshot(ctx.storage, updated));
     return reply.code(204).send();
   });

@@ -8,7 +8,8 @@ export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession } fro
 export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
 export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';
-export { authenticatePassword, findLoginUser, type PasswordAttempt, type PasswordError, type PasswordResult } from './password.js';
+export { authenticatePassword, answeredAsBadCredentials, findLoginUser, type PasswordAttempt, type PasswordError, type PasswordResult } from './password.js';
+export { bruteForceStatus, clearLoginFailures, clearRealmLoginFailures, loginLockout, recordLoginFailure, recordLoginSuccess, type BruteForceStatus } from './brute-force.js';
 export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js';
 export { resetCredentialsUser } from './reset-credentials.js';
 export { SignedState } from './signed-state.js';

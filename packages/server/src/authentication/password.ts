@@ -3,8 +3,9 @@ import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
+import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure, recordLoginSuccess } from './brute-force.js';
 
-type PasswordContext = Pick<ServerContext, 'storage' | 'events'>;
+type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
 /** The user a login name stands for: the username, or the e-mail address where the realm allows it. */
 export async function findLoginUser(ctx: Pick<ServerContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
@@ -31,22 +32,37 @@ export interface PasswordAttempt {
 }
 
 /** Keycloak's event error names for a refused password login. */
-export type PasswordError = Extract<EventError, 'user_not_found' | 'invalid_user_credentials' | 'user_disabled' | 'resolve_required_actions'>;
+export type PasswordError = Extract<
+  EventError,
+  'user_not_found' | 'invalid_user_credentials' | 'user_disabled' | 'user_temporarily_disabled' | 'ip_temporarily_blocked' | 'resolve_required_actions'
+>;
 
 export type PasswordResult =
   | { ok: true; user: User }
-  | { ok: false; error: 'user_not_found'; user: null }
-  | { ok: false; error: Exclude<PasswordError, 'user_not_found'>; user: User; requiredAction?: 'VERIFY_EMAIL' };
+  | { ok: false; error: 'user_not_found' | 'ip_temporarily_blocked'; user: null }
+  | {
+      ok: false;
+      error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked'>;
+      user: User;
+      requiredAction?: 'VERIFY_EMAIL';
+      /** Locked out by brute-force detection (user_temporarily_disabled, or user_disabled by a permanent lockout): answered as bad credentials. */
+      lockedOut?: boolean;
+    };
+
+/** Refusals answered exactly as a wrong password, so an attacker learns nothing from them (Keycloak's answer to a locked-out user). */
+export const answeredAsBadCredentials = (result: Extract<PasswordResult, { ok: false }>): boolean =>
+  result.error === 'user_not_found' || result.error === 'invalid_user_credentials' || (result.user !== null && result.lockedOut === true);
 
 /**
- * Password authentication, written once for the form login and the password grant: find the user, verify the
- * password (one Argon2id hash even for an unknown user, so timing does not tell which exist), refuse service
- * accounts as bad credentials, refuse disabled users, then the verify-email rule. Each refusal is recorded here
- * as LOGIN_ERROR with Keycloak's error name; the caller only maps the result to a page or an OAuth error.
+ * Password authentication, written once for the form login and the password grant: refuse an address that failed
+ * too often (no hash spent: nothing about any user is at stake), find the user, verify the password (one Argon2id
+ * hash even for an unknown or locked-out user, so timing tells neither), refuse a user brute-force detection has
+ * locked out (not counted again), count a wrong password, refuse service accounts as bad credentials, refuse
+ * disabled users, then the verify-email rule. Each refusal is recorded here as LOGIN_ERROR with Keycloak's error
+ * name and counted against the address; the caller only maps the result to a page or an OAuth error.
  */
 export async function authenticatePassword(ctx: PasswordContext, realm: Realm, attempt: PasswordAttempt): Promise<PasswordResult> {
-  const user = await findLoginUser(ctx, realm, attempt.username);
-  const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
+  const ip = attempt.request.ipAddress;
   const refuse = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
     await ctx.events.user(realm, {
       type: 'LOGIN_ERROR',
@@ -58,12 +74,29 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     });
     return result;
   };
-  if (!user) return refuse({ ok: false, error: 'user_not_found', user: null });
-  if (!valid || user.serviceAccountClientId) return refuse({ ok: false, error: 'invalid_user_credentials', user });
-  if (!user.enabled) return refuse({ ok: false, error: 'user_disabled', user });
+  if (await addressBlocked(ctx, ip)) return refuse({ ok: false, error: 'ip_temporarily_blocked', user: null });
+  const fail = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
+    await recordAddressFailure(ctx, ip);
+    return refuse(result);
+  };
+  const user = await findLoginUser(ctx, realm, attempt.username);
+  const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
+  if (!user) {
+    await loginFailureWorkWithoutUser(ctx, realm);
+    return fail({ ok: false, error: 'user_not_found', user: null });
+  }
+  const lockout = await loginLockout(ctx, realm, user);
+  if (lockout === 'temporary') return fail({ ok: false, error: 'user_temporarily_disabled', user, lockedOut: true });
+  if (lockout === 'permanent') return fail({ ok: false, error: 'user_disabled', user, lockedOut: true });
+  if (!valid || user.serviceAccountClientId) {
+    await recordLoginFailure(ctx, realm, user, ip);
+    return fail({ ok: false, error: 'invalid_user_credentials', user });
+  }
+  if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
   if (realm.verifyEmail && user.email && !user.emailVerified) {
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction: 'VERIFY_EMAIL' } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
+  await recordLoginSuccess(ctx, realm, user);
   return { ok: true, user };
 }

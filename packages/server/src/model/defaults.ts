@@ -1,3 +1,4 @@
+import { defaultBruteForce } from './brute-force.js';
 import type { Client, Realm } from './types.js';
 
 /** Keycloak's built-in clients of every realm. */
@@ -92,6 +93,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     offlineSessionMaxLifespanEnabled: false,
     offlineSessionMaxLifespan: 5184000,
     attributes: {},
+    bruteForce: defaultBruteForce(),
     createdAt: now,
   };
 }

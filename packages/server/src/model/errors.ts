@@ -144,6 +144,8 @@ export const EVENT_ERRORS = [
   'user_not_found',
   'invalid_user_credentials',
   'user_disabled',
+  'user_temporarily_disabled',
+  'ip_temporarily_blocked',
   'resolve_required_actions',
   'invalid_client',
   'invalid_code',

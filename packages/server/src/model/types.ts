@@ -1,3 +1,5 @@
+import type { BruteForceSettings } from './brute-force.js';
+
 export interface SmtpServer {
   host?: string;
   port?: string;
@@ -45,6 +47,8 @@ export interface Realm {
   offlineSessionMaxLifespanEnabled: boolean;
   offlineSessionMaxLifespan: number;
   attributes: Record<string, string>;
+  /** Keycloak's brute-force detection fields (bruteForceProtected …). */
+  bruteForce: BruteForceSettings;
   createdAt: number;
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { authenticatePassword, completeLogin } from '../authentication/index.js';
+import { answeredAsBadCredentials, authenticatePassword, completeLogin } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -38,12 +38,17 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         request: info,
         requiredActions: 'perform',
       });
-      if (!result.ok && (result.error === 'user_not_found' || result.error === 'invalid_user_credentials')) {
+      if (!result.ok && answeredAsBadCredentials(result)) {
         return showPage.login(ctx, request, reply, realm, auth, { values, errors: { username: 'Invalid username or password.' }, status: 401 });
+      }
+      if (!result.ok && result.error === 'ip_temporarily_blocked') {
+        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+        return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' }, status: 429 });
       }
       if (!result.ok && result.error === 'user_disabled') {
         return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
       }
+      if (!result.ok && result.error !== 'resolve_required_actions') throw new Error(`login refusal ${result.error} not mapped`);
       const user = result.user;
       // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
       // session stays, so signing in again after opening the link goes back to the application.

@@ -1,10 +1,27 @@
 import type { Selectable } from 'kysely';
+import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
 import type { Realm } from '../model/types.js';
 import type { Db } from './db.js';
 import type { RealmTable } from './schema.js';
 import { bool, flag, fromJson, storable, toJson } from './codec.js';
 
+/**
+ * The brute-force settings are kept as JSON under this key of the attributes column (as Keycloak keeps its newer
+ * realm settings among the realm's attributes), so they needed no migration; it never reaches Realm.attributes.
+ */
+const BRUTE_FORCE_KEY = 'realmgate.bruteForce';
+
+function readBruteForce(text: string | undefined): BruteForceSettings {
+  const stored = fromJson<Partial<BruteForceSettings>>(text, {});
+  const settings = defaultBruteForce();
+  for (const field of BRUTE_FORCE_FIELDS) {
+    if (typeof stored[field] === typeof settings[field]) (settings as unknown as Record<string, unknown>)[field] = stored[field];
+  }
+  return settings;
+}
+
 function toRealm(row: Selectable<RealmTable>): Realm {
+  const { [BRUTE_FORCE_KEY]: bruteForce, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -35,7 +52,8 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     offlineSessionIdleTimeout: row.offline_session_idle_timeout,
     offlineSessionMaxLifespanEnabled: bool(row.offline_session_max_lifespan_enabled),
     offlineSessionMaxLifespan: row.offline_session_max_lifespan,
-    attributes: fromJson(row.attributes, {}),
+    attributes,
+    bruteForce: readBruteForce(bruteForce),
     createdAt: row.created_at,
   };
 }
@@ -71,7 +89,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson(realm.attributes),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce) }),
     created_at: realm.createdAt,
   };
 }

@@ -7,8 +7,17 @@ export type { MemoryStoreOptions } from './memory-store.js';
 export { RedisStore } from './redis-store.js';
 export type { RedisStoreOptions } from './redis-store.js';
 
+/** The host's own view of the store: the SPI's operations and those only the host needs. */
+export interface HostStore extends SharedStore {
+  /**
+   * Atomic: stores `value` (with `ttlMs`, or none) only when the key holds `expected` now (`null`: the key is
+   * absent), and says whether it did. A read-modify-write loops on it, so concurrent writers lose no update.
+   */
+  compareAndSet(key: string, expected: string | null, value: string, ttlMs?: number): Promise<boolean>;
+}
+
 /** A store as the host holds it: it closes the store at shutdown, providers only get the SharedStore. */
-export interface OwnedSharedStore extends SharedStore {
+export interface OwnedSharedStore extends HostStore {
   close(): Promise<void>;
 }
 
@@ -25,13 +34,14 @@ export function createSharedStore({ redisUrl, logger, keyPrefix }: SharedStoreOp
 }
 
 /** A view of `store` in which every key and channel gets `<namespace>:` before it. */
-export function namespacedStore(store: SharedStore, namespace: string): SharedStore {
+export function namespacedStore(store: HostStore, namespace: string): HostStore {
   if (namespace === '') throw new Error('a shared-store namespace must not be empty');
   const scoped = (name: string): string => `${namespace}:${name}`;
   return {
     get: (key) => store.get(scoped(key)),
     set: (key, value, ttlMs) => store.set(scoped(key), value, ttlMs),
     setIfAbsent: (key, value, ttlMs) => store.setIfAbsent(scoped(key), value, ttlMs),
+    compareAndSet: (key, expected, value, ttlMs) => store.compareAndSet(scoped(key), expected, value, ttlMs),
     increment: (key, ttlMs) => store.increment(scoped(key), ttlMs),
     delete: (key) => store.delete(scoped(key)),
     recordHit: (key, windowMs) => store.recordHit(scoped(key), windowMs),

@@ -1,4 +1,5 @@
-import type { Logger, SharedStore } from '@realmgate/spi';
+import type { Logger } from '@realmgate/spi';
+import type { HostStore } from './index.js';
 import { errorText, wholeMs } from './internal.js';
 
 export interface MemoryStoreOptions {
@@ -35,7 +36,7 @@ const now = (): number => performance.now();
  * The shared store of a single process. Behaves as RedisStore does, errors included, and as Redis with
  * `maxmemory-policy noeviction` for claims: nothing written by setIfAbsent is dropped before it expires.
  */
-export class MemoryStore implements SharedStore {
+export class MemoryStore implements HostStore {
   /** Evictable keys, least recently written first. */
   private readonly entries = new Map<string, Entry>();
   /** Keys written by setIfAbsent: kept until they expire or are deleted, under their own bound. */
@@ -82,6 +83,15 @@ export class MemoryStore implements SharedStore {
     const at = now();
     if (this.live(key, at) !== undefined) return false;
     this.claim(key, { kind: 'value', value, expiresAt: at + ttl }, at);
+    return true;
+  }
+
+  async compareAndSet(key: string, expected: string | null, value: string, ttlMs?: number): Promise<boolean> {
+    const expiresAt = ttlMs === undefined ? Infinity : now() + wholeMs('ttlMs', ttlMs);
+    const entry = this.live(key, now());
+    if (entry !== undefined && entry.kind !== 'value') throw wrongKind(key);
+    if ((entry?.value ?? null) !== expected) return false;
+    this.put(key, { kind: 'value', value, expiresAt });
     return true;
   }
 

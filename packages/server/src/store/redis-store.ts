@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Logger, SharedStore } from '@realmgate/spi';
+import type { Logger } from '@realmgate/spi';
+import type { HostStore } from './index.js';
 import { errorText, wholeMs } from './internal.js';
 
 export interface RedisStoreOptions {
@@ -30,6 +31,17 @@ local created = redis.call('EXISTS', KEYS[1]) == 0
 local value = redis.call('INCR', KEYS[1])
 if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return value`);
+
+// ARGV: 1 if a value is expected (0: the key must be absent), the expected value, the new value, the TTL ('' for none).
+const COMPARE_AND_SET = script(`
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+if ARGV[4] == '' then redis.call('SET', KEYS[1], ARGV[3]) else redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) end
+return 1`);
 
 // Redis's clock rather than each process's, so processes with skewed clocks count one window.
 const NOW_MS = `
@@ -67,7 +79,7 @@ interface Channel {
  * The shared store of several processes. Operations reject (never crash, never hang past the command
  * timeout) while Redis is unreachable; callers decide how to degrade.
  */
-export class RedisStore implements SharedStore {
+export class RedisStore implements HostStore {
   private readonly url: string;
   private readonly logger: Logger;
   private readonly prefix: string;
@@ -114,6 +126,12 @@ export class RedisStore implements SharedStore {
       client.set(this.prefix + key, value, 'PX', ttl, 'NX'),
     );
     return reply === 'OK';
+  }
+
+  async compareAndSet(key: string, expected: string | null, value: string, ttlMs?: number): Promise<boolean> {
+    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs);
+    const args = [expected === null ? '0' : '1', expected ?? '', value, ttl];
+    return Number(await this.evaluate('compareAndSet', COMPARE_AND_SET, key, args)) === 1;
   }
 
   async increment(key: string, ttlMs: number): Promise<number> {

@@ -1,4 +1,5 @@
 import { badRequest } from '../../model/errors.js';
+import { BRUTE_FORCE_FIELDS } from '../../model/brute-force.js';
 import type { Realm } from '../../model/types.js';
 import type { Spec } from './fields.js';
 
@@ -34,7 +35,25 @@ export const realmSpec: Spec = {
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
   attributes: { type: 'stringMap', max: 4096 },
+  ...bruteForceSpec(),
 };
+
+/** Keycloak's brute-force fields (model/brute-force.ts); realmIgnored still names them, the spec comes first. */
+function bruteForceSpec(): Spec {
+  const seconds = { type: 'integer', min: 0 } as const;
+  return {
+    bruteForceProtected: { type: 'boolean' },
+    permanentLockout: { type: 'boolean' },
+    maxTemporaryLockouts: { type: 'integer', min: 0 },
+    bruteForceStrategy: { type: 'string', pattern: /^(MULTIPLE|LINEAR)$/, patternHint: 'MULTIPLE or LINEAR' },
+    failureFactor: { type: 'integer', min: 1 },
+    waitIncrementSeconds: seconds,
+    maxFailureWaitSeconds: seconds,
+    maxDeltaTimeSeconds: seconds,
+    quickLoginCheckMilliSeconds: { type: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER },
+    minimumQuickLoginWaitSeconds: seconds,
+  };
+}
 
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
@@ -92,7 +111,7 @@ export function realmRep(realm: Realm) {
     duplicateEmailsAllowed: realm.duplicateEmailsAllowed,
     resetPasswordAllowed: realm.resetPasswordAllowed,
     editUsernameAllowed: false,
-    bruteForceProtected: false,
+    ...realm.bruteForce,
     organizationsEnabled: realm.organizationsEnabled,
     ...eventsConfigRep(realm),
     smtpServer: smtp,
@@ -143,4 +162,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
   set('eventsListeners', listeners);
   set('smtpServer', smtp);
   for (const key of sameNamedSettings) set(key, rep[key]);
+  const bruteForce = { ...realm.bruteForce };
+  for (const key of BRUTE_FORCE_FIELDS) if (rep[key] !== undefined) Object.assign(bruteForce, { [key]: rep[key] });
+  realm.bruteForce = bruteForce;
 }

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { authenticatePassword, completeDirectLogin } from '../../../authentication/index.js';
+import { answeredAsBadCredentials, authenticatePassword, completeDirectLogin } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
@@ -27,6 +27,11 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     requiredActions: 'refuse',
   });
   if (!result.ok) {
+    // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
+    if (answeredAsBadCredentials(result)) throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+    if (result.error === 'ip_temporarily_blocked') {
+      throw oauthError.invalid_grant('Too many failed logins from this address, try again later', { status: 429, headers: { 'retry-after': String(ctx.config.bruteForceIpWindowSeconds) } });
+    }
     if (result.error === 'user_disabled') throw oauthError.invalid_grant('Account disabled');
     // Keycloak's answer while a required action (VERIFY_EMAIL) is pending: the browser flow sends the link.
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
