@@ -83,7 +83,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       attributes: input.attributes ?? user.attributes,
     };
     await ctx.storage.users.update(updated);
-    if (input.password !== undefined) updated = await setPassword(ctx.storage, updated, input.password);
+    if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}`, userRep(updated), await userSnapshot(ctx.storage, updated));
     return reply.code(204).send();
@@ -102,7 +102,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/users/:id/reset-password', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
-    await setPassword(ctx.storage, user, parsePasswordCredential(request.body));
+    await setPassword(ctx.storage, realm, user, parsePasswordCredential(request.body));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);
     return reply.code(204).send();
   });

@@ -1,6 +1,8 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
+import { MAX_PASSWORD_LENGTH } from '../credentials/password-policy.js';
+import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 
@@ -46,7 +48,9 @@ export type PasswordResult =
  */
 export async function authenticatePassword(ctx: PasswordContext, realm: Realm, attempt: PasswordAttempt): Promise<PasswordResult> {
   const user = await findLoginUser(ctx, realm, attempt.username);
-  const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
+  // No password is set longer than the cap, so a longer one is wrong: it still costs one hash of its first part.
+  const tooLong = attempt.password.length > MAX_PASSWORD_LENGTH;
+  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null)) && !tooLong;
   const refuse = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
     await ctx.events.user(realm, {
       type: 'LOGIN_ERROR',
@@ -65,5 +69,6 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction: 'VERIFY_EMAIL' } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
+  await upgradePasswordHash(ctx.storage, realm, user, attempt.password);
   return { ok: true, user };
 }

@@ -93,6 +93,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     offlineSessionMaxLifespan: 5184000,
     attributes: {},
     createdAt: now,
+    passwordPolicy: '',
   };
 }
 

@@ -46,6 +46,8 @@ export interface Realm {
   offlineSessionMaxLifespan: number;
   attributes: Record<string, string>;
   createdAt: number;
+  /** Keycloak's passwordPolicy string, '' for none (credentials/password-policy.ts reads it). */
+  passwordPolicy: string;
 }
 
 export interface Client {

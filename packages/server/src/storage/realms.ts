@@ -37,6 +37,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     offlineSessionMaxLifespan: row.offline_session_max_lifespan,
     attributes: fromJson(row.attributes, {}),
     createdAt: row.created_at,
+    passwordPolicy: row.password_policy,
   };
 }
 
@@ -73,6 +74,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
     attributes: toJson(realm.attributes),
     created_at: realm.createdAt,
+    password_policy: realm.passwordPolicy,
   };
 }
 
