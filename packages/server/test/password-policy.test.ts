@@ -149,6 +149,12 @@ describe.each(databases)('the password policy on the server (%s)', (database) =>
     const updated = await api(t.url, 'PUT', `/admin/realms/${REALM}/users/${userId}`, admin, { credentials: [{ type: 'password', value: 'rita@example.com' }] });
     expect(updated.status).toBe(400);
     expect(updated.body.error).toBe('invalidPasswordNotEmailMessage');
+    // The new address counts, and a refused password leaves the other fields of that PUT unwritten.
+    const both = await api(t.url, 'PUT', `/admin/realms/${REALM}/users/${userId}`, admin, { firstName: 'Changed', email: 'new-rita@example.com', credentials: [{ type: 'password', value: 'NEW-RITA@example.com' }] });
+    expect(both.body.error).toBe('invalidPasswordNotEmailMessage');
+    const after = (await api(t.url, 'GET', `/admin/realms/${REALM}/users/${userId}`, admin)).body;
+    expect(after.email).toBe('rita@example.com');
+    expect(after.firstName).toBeUndefined();
     expect((await grant('rita', 'Second-pass-2')).status).toBe(200);
   });
 

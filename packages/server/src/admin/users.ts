@@ -82,8 +82,9 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       enabled: input.enabled ?? user.enabled,
       attributes: input.attributes ?? user.attributes,
     };
-    await ctx.storage.users.update(updated);
+    // One write with the password, so a password the policy refuses leaves the other fields unchanged too.
     if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
+    else await ctx.storage.users.update(updated);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}`, userRep(updated), await userSnapshot(ctx.storage, updated));
     return reply.code(204).send();

@@ -1,7 +1,7 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
-import { MAX_PASSWORD_LENGTH } from '../credentials/password-policy.js';
+import { hashIterations, MAX_PASSWORD_LENGTH, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
@@ -50,7 +50,8 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   const user = await findLoginUser(ctx, realm, attempt.username);
   // No password is set longer than the cap, so a longer one is wrong: it still costs one hash of its first part.
   const tooLong = attempt.password.length > MAX_PASSWORD_LENGTH;
-  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null)) && !tooLong;
+  const iterations = hashIterations(realmPasswordPolicy(realm.passwordPolicy));
+  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null, iterations)) && !tooLong;
   const refuse = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
     await ctx.events.user(realm, {
       type: 'LOGIN_ERROR',
@@ -69,6 +70,6 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction: 'VERIFY_EMAIL' } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
-  await upgradePasswordHash(ctx.storage, realm, user, attempt.password);
+  await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
   return { ok: true, user };
 }

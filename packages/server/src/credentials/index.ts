@@ -23,10 +23,11 @@ export function hashNeedsUpgrade(passwordHash: string, timeCost: number = argon2
   return m !== argon2Options.memoryCost || t !== timeCost || p !== argon2Options.parallelism;
 }
 
-export async function verifyPassword(password: string, passwordHash: string | null): Promise<boolean> {
+/** `timeCost` is what a missing hash costs: the realm's hashIterations, as its users' hashes have. */
+export async function verifyPassword(password: string, passwordHash: string | null, timeCost: number = argon2Options.timeCost): Promise<boolean> {
   if (!passwordHash) {
     // Spend the same time as a real check so a missing user or password is not told apart by timing.
-    await hash(password, argon2Options);
+    await hash(password, { ...argon2Options, timeCost });
     return false;
   }
   try {
