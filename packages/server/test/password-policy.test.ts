@@ -18,6 +18,7 @@ describe('parsing a policy', () => {
     });
     expect(parsePasswordPolicy('')).toEqual({ ok: true, policy: {} });
     expect(parsePasswordPolicy('length')).toEqual({ ok: true, policy: { length: 8 } });
+    expect(parsePasswordPolicy('forceExpiredPasswordChange(90) and passwordHistory')).toEqual({ ok: true, policy: { forceExpiredPasswordChange: 90, passwordHistory: 3 } });
   });
 
   it.each([
@@ -33,7 +34,7 @@ describe('parsing a policy', () => {
     ['hashAlgorithm(pbkdf2-sha256)', 'hashAlgorithm(pbkdf2-sha256)', /argon2 \(Argon2id\) only/],
     ['hashIterations(27500)', 'hashIterations(27500)', /from 1 to 20/],
     ['passwordHistory(1000)', 'passwordHistory(1000)', /from 1 to 24/],
-    ['forceExpiredPasswordChange(365)', 'forceExpiredPasswordChange(365)', /not supported: .*UPDATE_PASSWORD/],
+    ['forceExpiredPasswordChange(0)', 'forceExpiredPasswordChange(0)', /whole number/],
     ['regexPattern(.*)', 'regexPattern(.*)', /not supported/],
     ['length(20) and maxLength(10)', 'length(20)', /more than maxLength\(10\)/],
     ['constructor(1)', 'constructor(1)', /not a known/],
@@ -117,7 +118,7 @@ describe.each(databases)('the password policy on the server (%s)', (database) =>
       ['length(10) and lenght(3)', 'lenght(3)'],
       ['length(ten)', 'length(ten)'],
       ['hashAlgorithm(pbkdf2-sha256)', 'hashAlgorithm(pbkdf2-sha256)'],
-      ['forceExpiredPasswordChange(90)', 'forceExpiredPasswordChange(90)'],
+      ['regexPattern([a-z]+)', 'regexPattern([a-z]+)'],
     ]) {
       const refused = await setPolicy(policy);
       expect(refused.status).toBe(400);
@@ -248,6 +249,43 @@ describe.each(databases)('the password policy on the server (%s)', (database) =>
       const accepted = await client.post(`${R}/login-actions/reset-password`, { 'password-new': 'Reset-pass-10', 'password-confirm': 'Reset-pass-10', session_code: key });
       expect(textOf(accepted.text, 'page-title')).toBe('Your password has been updated');
       expect((await grant('rita', 'Reset-pass-10')).status).toBe(200);
+    });
+
+    it('forceExpiredPasswordChange: an expired password is changed at the login page; the password grant refuses', async () => {
+      await setPolicy('forceExpiredPasswordChange(30) and length(10)');
+      const db = t.server.context.storage.db;
+      expect((await grant('rita', 'Reset-pass-10')).status).toBe(200);
+      await db.updateTable('user_entity').set({ password_created: Date.now() - 31 * 86_400_000 }).where('id', '=', userId).execute();
+      expect(await grant('rita', 'Reset-pass-10')).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Account is not fully set up' } });
+
+      const client = new FormClient(t.url);
+      const login = await client.get(`${R}/protocol/openid-connect/auth?${authQuery()}`);
+      const csrf = inputValue(login.text, 'session_code')!;
+      // A wrong password does not reach the page.
+      expect((await client.post(`${R}/login-actions/authenticate`, { username: 'rita', password: 'Wrong-pass-10', session_code: csrf })).status).toBe(401);
+      const expired = await client.post(`${R}/login-actions/authenticate`, { username: 'rita', password: 'Reset-pass-10', session_code: csrf });
+      expect(expired.status).toBe(200);
+      expect(textOf(expired.text, 'page-message')).toMatch(/expired/);
+      const key = inputValue(expired.text, 'key')!;
+      const post = (password: string, confirm = password, extra: Record<string, string> = {}) =>
+        client.post(`${R}/login-actions/update-password`, { 'password-new': password, 'password-confirm': confirm, session_code: csrf, key, ...extra });
+      expect(textOf((await post('Expired-new-1', 'Other-new-1')).text, 'input-error-password-confirm')).toBeTruthy();
+      const weak = await post('short');
+      expect(weak.status).toBe(400);
+      expect(textOf(weak.text, 'input-error-password-new')).toMatch(/at least 10/);
+      // Without the page's proof of sign-in, or with the auth session's CSRF token missing: nothing changes.
+      expect((await post('Forged-new-10', 'Forged-new-10', { key: 'forged' })).status).toBe(400);
+      expect((await post('Forged-new-10', 'Forged-new-10', { session_code: 'forged' })).status).toBe(400);
+      const done = await post('Expired-new-10');
+      expect(done.status).toBe(302);
+      expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/cb\?.*code=/);
+      // The page's proof is spent, and the new password is not expired.
+      expect((await post('Again-new-10')).status).toBe(400);
+      expect((await grant('rita', 'Expired-new-10')).status).toBe(200);
+      expect((await grant('rita', 'Forged-new-10')).status).toBe(401);
+      const row = await db.selectFrom('user_entity').select('password_created').where('id', '=', userId).executeTakeFirstOrThrow();
+      expect(Date.now() - Number(row.password_created)).toBeLessThan(60_000);
+      await reset(userId, 'Reset-pass-10');
     });
 
     it('account page password change', async () => {

@@ -1,7 +1,7 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
-import { hashIterations, MAX_PASSWORD_LENGTH, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { hashIterations, MAX_PASSWORD_LENGTH, passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
@@ -25,7 +25,8 @@ export interface PasswordAttempt {
   details: Record<string, string>;
   request: RequestInfo;
   /**
-   * A pending required action (today: VERIFY_EMAIL). The browser flow carries it out (`'perform'`: returned
+   * A pending required action (VERIFY_EMAIL, or UPDATE_PASSWORD when the policy's forceExpiredPasswordChange
+   * says the password has expired; the page asks for a new one). The browser flow carries it out (`'perform'`: returned
    * without an event; sending the link records SEND_VERIFY_EMAIL); the password grant cannot (`'refuse'`:
    * LOGIN_ERROR resolve_required_actions).
    */
@@ -38,7 +39,7 @@ export type PasswordError = Extract<EventError, 'user_not_found' | 'invalid_user
 export type PasswordResult =
   | { ok: true; user: User }
   | { ok: false; error: 'user_not_found'; user: null }
-  | { ok: false; error: Exclude<PasswordError, 'user_not_found'>; user: User; requiredAction?: 'VERIFY_EMAIL' };
+  | { ok: false; error: Exclude<PasswordError, 'user_not_found'>; user: User; requiredAction?: 'VERIFY_EMAIL' | 'UPDATE_PASSWORD' };
 
 /**
  * Password authentication, written once for the form login and the password grant: find the user, verify the
@@ -50,7 +51,8 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   const user = await findLoginUser(ctx, realm, attempt.username);
   // No password is set longer than the cap, so a longer one is wrong: it still costs one hash of its first part.
   const tooLong = attempt.password.length > MAX_PASSWORD_LENGTH;
-  const iterations = hashIterations(realmPasswordPolicy(realm.passwordPolicy));
+  const policy = realmPasswordPolicy(realm.passwordPolicy);
+  const iterations = hashIterations(policy);
   const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null, iterations)) && !tooLong;
   const refuse = async <R extends Extract<PasswordResult, { ok: false }>>(result: R): Promise<R> => {
     await ctx.events.user(realm, {
@@ -66,8 +68,10 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   if (!user) return refuse({ ok: false, error: 'user_not_found', user: null });
   if (!valid || user.serviceAccountClientId) return refuse({ ok: false, error: 'invalid_user_credentials', user });
   if (!user.enabled) return refuse({ ok: false, error: 'user_disabled', user });
-  if (realm.verifyEmail && user.email && !user.emailVerified) {
-    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction: 'VERIFY_EMAIL' } as const;
+  const unverified = realm.verifyEmail && user.email && !user.emailVerified;
+  const requiredAction = unverified ? 'VERIFY_EMAIL' : passwordExpired(policy, user.passwordCreated, Date.now()) ? 'UPDATE_PASSWORD' : null;
+  if (requiredAction) {
+    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
   await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
