@@ -85,9 +85,8 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (rejected) return rejected;
       const claims = await ctx.actionTokens.read(realm, form.key, 'update-password');
       const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
-      if (!claims || !user || !user.enabled) {
-        return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
-      }
+      const expired = () => showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      if (!claims || !user || !user.enabled) return expired();
       const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors);
       if (!form['password-new']) return page({ 'password-new': 'Please specify password.' });
       if (form['password-new'] !== form['password-confirm']) return page({ 'password-confirm': "Passwords don't match." });
@@ -97,9 +96,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (!(error instanceof PasswordPolicyError)) throw error;
         return page({ 'password-new': error.message });
       }
-      if (!(await ctx.actionTokens.consume(claims))) {
-        return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
-      }
+      if (!(await ctx.actionTokens.consume(claims))) return expired();
       const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
       return completeLogin(ctx, request, reply, realm, auth, updated);

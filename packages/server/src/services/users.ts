@@ -108,9 +108,9 @@ export async function checkNewPassword(storage: Storage, realm: Realm, user: Use
 }
 
 /**
- * After a successful login: hashes the password again when the stored hash was made with other parameters
- * than the realm's policy asks for now (`iterations`: its hashIterations), as Keycloak upgrades a hash at login. A password
- * changed meanwhile is left alone.
+ * After a successful login: hashes the password again when the stored hash was made with other parameters than
+ * the realm's policy asks for now (`iterations`: its hashIterations), as Keycloak upgrades a hash at login. A
+ * password changed meanwhile is left alone.
  */
 export async function upgradePasswordHash(storage: Storage, user: User, password: string, iterations: number): Promise<void> {
   if (!user.passwordHash || !hashNeedsUpgrade(user.passwordHash, iterations)) return;
