@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { APP_ERRORS, AUTHORIZATION_ERRORS, EVENT_ERRORS, OAUTH_ERRORS, TOKEN_VERIFICATION_REASONS } from '../src/model/errors.js';
+import { APP_ERRORS, AUTHORIZATION_ERRORS, EVENT_ERRORS, OAUTH_ERRORS, PASSWORD_POLICY_ERRORS, TOKEN_VERIFICATION_REASONS } from '../src/model/errors.js';
 
 /**
  * Issue 13, point 2: one error catalogue (src/model/errors.ts), every code of it in the README's "Errors" table
@@ -26,6 +26,7 @@ function catalogueRows(): string[] {
     ...Object.entries(APP_ERRORS).map(([code, status]) => `admin | ${code} | ${status}`),
     ...TOKEN_VERIFICATION_REASONS.map((reason) => `token | ${reason} | —`),
     ...EVENT_ERRORS.map((name) => `event | ${name} | —`),
+    ...PASSWORD_POLICY_ERRORS.map((key) => `password policy | ${key} | 400`),
   ];
 }
 

@@ -83,8 +83,9 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       enabled: input.enabled ?? user.enabled,
       attributes: input.attributes ?? user.attributes,
     };
-    await ctx.storage.users.update(updated);
-    if (input.password !== undefined) updated = await setPassword(ctx.storage, updated, input.password);
+    // One write with the password, so a password the policy refuses leaves the other fields unchanged too.
+    if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
+    else await ctx.storage.users.update(updated);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
     // Enabling a user ends a permanent lockout, as in Keycloak: its failures are forgotten.
     if (updated.enabled && !user.enabled) await clearLoginFailures(ctx, realm.id, user.id);
@@ -105,7 +106,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/users/:id/reset-password', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
-    await setPassword(ctx.storage, user, parsePasswordCredential(request.body));
+    await setPassword(ctx.storage, realm, user, parsePasswordCredential(request.body));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);
     return reply.code(204).send();
   });

@@ -4,7 +4,8 @@ import { newId } from '../credentials/index.js';
 import type { RealmKeys } from '../keys/index.js';
 import type { Realm } from '../model/types.js';
 
-export type ActionType = 'reset-credentials' | 'verify-email';
+/** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password';
 
 export interface ActionClaims {
   jti: string;

@@ -1,6 +1,8 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
+import { hashIterations, MAX_PASSWORD_LENGTH, passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure, recordLoginSuccess } from './brute-force.js';
@@ -24,7 +26,8 @@ export interface PasswordAttempt {
   details: Record<string, string>;
   request: RequestInfo;
   /**
-   * A pending required action (today: VERIFY_EMAIL). The browser flow carries it out (`'perform'`: returned
+   * A pending required action (VERIFY_EMAIL, or UPDATE_PASSWORD when the policy's forceExpiredPasswordChange
+   * says the password has expired; the page asks for a new one). The browser flow carries it out (`'perform'`: returned
    * without an event; sending the link records SEND_VERIFY_EMAIL); the password grant cannot (`'refuse'`:
    * LOGIN_ERROR resolve_required_actions).
    */
@@ -44,7 +47,7 @@ export type PasswordResult =
       ok: false;
       error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked'>;
       user: User;
-      requiredAction?: 'VERIFY_EMAIL';
+      requiredAction?: 'VERIFY_EMAIL' | 'UPDATE_PASSWORD';
       /** Locked out by brute-force detection (user_temporarily_disabled, or user_disabled by a permanent lockout): answered as bad credentials. */
       lockedOut?: boolean;
     };
@@ -80,7 +83,11 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     return refuse(result);
   };
   const user = await findLoginUser(ctx, realm, attempt.username);
-  const valid = await verifyPassword(attempt.password, user?.passwordHash ?? null);
+  // No password is set longer than the cap, so a longer one is wrong: it still costs one hash of its first part.
+  const tooLong = attempt.password.length > MAX_PASSWORD_LENGTH;
+  const policy = realmPasswordPolicy(realm.passwordPolicy);
+  const iterations = hashIterations(policy);
+  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null, iterations)) && !tooLong;
   if (!user) {
     await loginFailureWorkWithoutUser(ctx, realm);
     return fail({ ok: false, error: 'user_not_found', user: null });
@@ -93,10 +100,13 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     return fail({ ok: false, error: 'invalid_user_credentials', user });
   }
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
-  if (realm.verifyEmail && user.email && !user.emailVerified) {
-    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction: 'VERIFY_EMAIL' } as const;
+  const unverified = realm.verifyEmail && user.email && !user.emailVerified;
+  const requiredAction = unverified ? 'VERIFY_EMAIL' : passwordExpired(policy, user.passwordCreated, Date.now()) ? 'UPDATE_PASSWORD' : null;
+  if (requiredAction) {
+    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
   await recordLoginSuccess(ctx, realm, user);
+  await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
   return { ok: true, user };
 }

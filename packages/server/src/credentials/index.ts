@@ -7,14 +7,27 @@ const ARGON2ID = 2;
 // Keycloak 26's Argon2id defaults; @node-rs/argon2 hashes on libuv's thread pool, off the event loop.
 const argon2Options = { algorithm: ARGON2ID, memoryCost: 7168, timeCost: 5, parallelism: 1, outputLen: 32 } as const;
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, argon2Options);
+/** An Argon2id hash at Keycloak 26's parameters; `timeCost` is a password policy's hashIterations. */
+export function hashPassword(password: string, timeCost: number = argon2Options.timeCost): Promise<string> {
+  return hash(password, { ...argon2Options, timeCost });
 }
 
-export async function verifyPassword(password: string, passwordHash: string | null): Promise<boolean> {
+/**
+ * Whether a stored hash was made otherwise than hashPassword(…, timeCost) would make it now (another algorithm,
+ * memory, iterations or parallelism), so that the next successful login should hash the password again.
+ */
+export function hashNeedsUpgrade(passwordHash: string, timeCost: number = argon2Options.timeCost): boolean {
+  const params = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(passwordHash);
+  if (!params) return true;
+  const [, m, t, p] = params.map(Number);
+  return m !== argon2Options.memoryCost || t !== timeCost || p !== argon2Options.parallelism;
+}
+
+/** `timeCost` is what a missing hash costs: the realm's hashIterations, as its users' hashes have. */
+export async function verifyPassword(password: string, passwordHash: string | null, timeCost: number = argon2Options.timeCost): Promise<boolean> {
   if (!passwordHash) {
     // Spend the same time as a real check so a missing user or password is not told apart by timing.
-    await hash(password, argon2Options);
+    await hash(password, { ...argon2Options, timeCost });
     return false;
   }
   try {

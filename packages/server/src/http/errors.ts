@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
+import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
 /** Fastify's own errors a request can cause, as the catalogue's codes. */
 const fastifyErrors: Record<string, { code: AppErrorCode; message: string }> = {
@@ -26,6 +26,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error instanceof TokenVerificationError) {
       return reply.code(OAUTH_ERRORS[TOKEN_REFUSED]).send({ error: TOKEN_REFUSED, error_description: error.message });
+    }
+    if (error instanceof PasswordPolicyError) {
+      // Keycloak's reset-password answer ({"error": <message key>, "error_description"}), with the errorMessage
+      // its user creation answers, so a client reading either shape finds the refusal.
+      return reply.code(APP_ERRORS.invalid_input).send({ error: error.key, error_description: error.message, errorMessage: 'Password policy not met', params: error.params });
     }
     if (error instanceof AppError) {
       // Keycloak's ErrorRepresentation; 401s keep its {"error": "HTTP 401 Unauthorized"} form.

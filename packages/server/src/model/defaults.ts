@@ -95,6 +95,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     attributes: {},
     bruteForce: defaultBruteForce(),
     createdAt: now,
+    passwordPolicy: '',
   };
 }
 

@@ -101,6 +101,40 @@ export const conflict = (message: string, field?: string) => new AppError('confl
 export const unsupportedMediaType = (message: string) => new AppError('unsupported_media_type', message);
 
 // ---------------------------------------------------------------------------------------------------------
+// Password policy
+
+/**
+ * Keycloak's message keys for a password the realm's policy refuses (credentials/password-policy.ts): the
+ * `error` of reset-password's 400, and what a page's field error says.
+ */
+export const PASSWORD_POLICY_ERRORS = [
+  'invalidPasswordMinLengthMessage',
+  'invalidPasswordMaxLengthMessage',
+  'invalidPasswordMinUpperCaseCharsMessage',
+  'invalidPasswordMinLowerCaseCharsMessage',
+  'invalidPasswordMinDigitsMessage',
+  'invalidPasswordMinSpecialCharsMessage',
+  'invalidPasswordNotUsernameMessage',
+  'invalidPasswordNotEmailMessage',
+  'invalidPasswordHistoryMessage',
+] as const;
+
+export type PasswordPolicyErrorKey = (typeof PASSWORD_POLICY_ERRORS)[number];
+
+/** A new password the realm's policy refuses; pages show `message` at the field, the admin API answers 400. */
+export class PasswordPolicyError extends Error {
+  override name = 'PasswordPolicyError';
+
+  constructor(
+    readonly key: PasswordPolicyErrorKey,
+    readonly params: string[],
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Token verification
 
 /** Why a token was refused, one per check of TokenService.verify, in the order it makes them. */

@@ -50,6 +50,8 @@ export interface Realm {
   /** Keycloak's brute-force detection fields (bruteForceProtected …). */
   bruteForce: BruteForceSettings;
   createdAt: number;
+  /** Keycloak's passwordPolicy string, '' for none (credentials/password-policy.ts reads it). */
+  passwordPolicy: string;
 }
 
 export interface Client {

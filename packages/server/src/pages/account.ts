@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { secretsEqual, verifyPassword } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
+import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage, keepValues } from './pages.js';
@@ -153,7 +154,13 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
     else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";
     if (Object.keys(errors).length) return render(reply, realm, user, session, 'password', { errors, status: 400 });
-    const updated = await setPassword(ctx.storage, user, form['password-new']);
+    let updated: User;
+    try {
+      updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+    } catch (error) {
+      if (!(error instanceof PasswordPolicyError)) throw error;
+      return render(reply, realm, user, session, 'password', { errors: { 'password-new': error.message }, status: 400 });
+    }
     await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
     return render(reply, realm, updated, session, 'password', { message: { type: 'success', text: 'Your password has been updated.' } });
   });

@@ -1,7 +1,13 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { answeredAsBadCredentials, authenticatePassword, completeLogin } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
-import { loginActionForm, protectedPost } from './login-context.js';
+import { requestInfo } from '../http/index.js';
+import { PasswordPolicyError } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import type { AuthSession } from '../authentication/index.js';
+import { checkNewPassword, setPassword, userSnapshot } from '../services/index.js';
+import { csrfRejected, loginActionForm, protectedPost } from './login-context.js';
+import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 import { sendVerification } from './verify-email.js';
@@ -50,6 +56,11 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       if (!result.ok && result.error !== 'resolve_required_actions') throw new Error(`login refusal ${result.error} not mapped`);
       const user = result.user;
+      // Keycloak's UPDATE_PASSWORD required action, for a password forceExpiredPasswordChange says has expired.
+      if (!result.ok && result.requiredAction === 'UPDATE_PASSWORD') {
+        const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
+        return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text: 'Your password has expired. Choose a new one to continue.' });
+      }
       // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
       // session stays, so signing in again after opening the link goes back to the application.
       if (!result.ok) {
@@ -64,6 +75,36 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         );
       }
       return completeLogin(ctx, request, reply, realm, auth, user);
+    },
+  });
+
+  const newPasswordPage = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
+    ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message }, status);
+
+  // The expired password's new one: the auth session's CSRF token, and the page's single-use proof of sign-in.
+  loginActionForm(app, ctx, 'update-password', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['password-new', 'password-confirm', 'session_code', 'key']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const claims = await ctx.actionTokens.read(realm, form.key, 'update-password');
+      const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      const expired = () => showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      if (!claims || !user || !user.enabled) return expired();
+      const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors);
+      if (!form['password-new']) return page({ 'password-new': 'Please specify password.' });
+      if (form['password-new'] !== form['password-confirm']) return page({ 'password-confirm': "Passwords don't match." });
+      try {
+        await checkNewPassword(ctx.storage, realm, user, form['password-new']);
+      } catch (error) {
+        if (!(error instanceof PasswordPolicyError)) throw error;
+        return page({ 'password-new': error.message });
+      }
+      if (!(await ctx.actionTokens.consume(claims))) return expired();
+      const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+      await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
+      return completeLogin(ctx, request, reply, realm, auth, updated);
     },
   });
 

@@ -3,7 +3,7 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { createUser, setPassword, userSnapshot } from '../services/index.js';
-import { providerEventError, type RecordedEventError } from '../model/errors.js';
+import { PasswordPolicyError, providerEventError, type RecordedEventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { completeLogin } from '../authentication/index.js';
 import { sendVerification } from './verify-email.js';
@@ -70,9 +70,13 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
       try {
         user = await ctx.storage.transaction(async (trx) => {
           const created = await createUser(ctx.storage, realm, { username: values.username, email: values.email || null, firstName: values.firstName || null, lastName: values.lastName || null }, trx);
-          return setPassword(ctx.storage, created, form.password, trx);
+          return setPassword(ctx.storage, realm, created, form.password, trx);
         });
       } catch (error) {
+        if (error instanceof PasswordPolicyError) {
+          await registerError('invalid_registration');
+          return showPage.registration(ctx, request, reply, realm, auth, { values, errors: { password: error.message }, status: 400 });
+        }
         if (!isUniqueViolation(error)) throw error;
         await registerError('username_in_use');
         return showPage.registration(ctx, request, reply, realm, auth, { values, errors: { username: 'Username already exists.' }, status: 409 });

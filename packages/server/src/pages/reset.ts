@@ -3,8 +3,9 @@ import { decodeJwt } from 'jose';
 import { resetCredentialsUser } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
+import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { setPassword, userSnapshot } from '../services/index.js';
+import { checkNewPassword, setPassword, userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -112,11 +113,17 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!form['password-new']) errors['password-new'] = 'Please specify password.';
     else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
     else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";
-    if (Object.keys(errors).length) {
-      return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors }, 400);
+    const refused = (fieldErrors: Record<string, string>) => ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors: fieldErrors }, 400);
+    if (Object.keys(errors).length) return refused(errors);
+    try {
+      // Before the link is spent, so a refused password can be corrected on the same page.
+      await checkNewPassword(ctx.storage, realm, user, form['password-new']);
+    } catch (error) {
+      if (!(error instanceof PasswordPolicyError)) throw error;
+      return refused({ 'password-new': error.message });
     }
     if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
-    const updated = await setPassword(ctx.storage, user, form['password-new']);
+    const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });

@@ -4,4 +4,4 @@ export { effectiveRoles, rolesStillHeld, type EffectiveRoles } from './roles.js'
 export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, upgradeAccountRoles, upgradeAdminModel } from './realm-provisioning.js';
 export { clientFrom, insertClient, serviceAccountNamed } from './clients.js';
 export { saveOrganization } from './organizations.js';
-export { createUser, ensureServiceAccount, insertUser, setPassword, userSnapshot, type NewUser } from './users.js';
+export { checkNewPassword, createUser, ensureServiceAccount, insertUser, setPassword, upgradePasswordHash, userSnapshot, type NewUser } from './users.js';

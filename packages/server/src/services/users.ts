@@ -1,7 +1,8 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../admin/representations/user.js';
-import { hashPassword, newId } from '../credentials/index.js';
-import { badRequest, conflict } from '../model/errors.js';
+import { hashNeedsUpgrade, hashPassword, newId, verifyPassword } from '../credentials/index.js';
+import { checkPassword, hashIterations, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
+import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { defaultRolesName } from './realm-provisioning.js';
@@ -61,7 +62,7 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     if (isUniqueViolation(error)) throw conflict('User exists with same username', 'username');
     throw error;
   }
-  if (input.password !== undefined) user = await setPassword(storage, user, input.password, db);
+  if (input.password !== undefined) user = await setPassword(storage, realm, user, input.password, db);
   return user;
 }
 
@@ -72,10 +73,48 @@ export async function ensureServiceAccount(storage: Storage, realm: Realm, clien
   await createUser(storage, realm, { username: `service-account-${client.clientId}`, serviceAccountClientId: client.id }, db);
 }
 
-export async function setPassword(storage: Storage, user: User, password: string, db?: Db): Promise<User> {
-  const updated = { ...user, passwordHash: await hashPassword(password), passwordCreated: Date.now() };
+/**
+ * Sets a user's password: the one place every entry point (registration, reset, account page, admin API,
+ * realm import, first start) goes through, so the realm's password policy is checked here. A password the
+ * policy refuses throws PasswordPolicyError and changes nothing; with passwordHistory(n) the new password may
+ * equal neither the current one nor the n-1 before it, and the replaced hash is remembered.
+ */
+export async function setPassword(storage: Storage, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
+  const policy = await checkNewPassword(storage, realm, user, password, db);
+  const now = Date.now();
+  const updated = { ...user, passwordHash: await hashPassword(password, hashIterations(policy)), passwordCreated: now };
   await storage.users.update(updated, db);
+  if (user.passwordHash) await storage.users.rememberPassword(user.id, user.passwordHash, now, Math.max((policy.passwordHistory ?? 0) - 1, 0), db);
   return updated;
+}
+
+/**
+ * The realm's password policy applied to a new password for this user (setPassword's check, for a caller that
+ * must know before it spends something, such as a single-use link): throws PasswordPolicyError when refused.
+ */
+export async function checkNewPassword(storage: Storage, realm: Realm, user: User, password: string, db?: Db): Promise<PasswordPolicy> {
+  const policy = realmPasswordPolicy(realm.passwordPolicy);
+  const refuse = (violation: PolicyViolation) => new PasswordPolicyError(violation.key, violation.params, policyMessage(violation));
+  const violation = checkPassword(policy, password, user);
+  if (violation) throw refuse(violation);
+  const history = policy.passwordHistory ?? 0;
+  if (history > 0) {
+    const earlier = [...(user.passwordHash ? [user.passwordHash] : []), ...(await storage.users.passwordHistory(user.id, history - 1, db))].slice(0, history);
+    for (const passwordHash of earlier) {
+      if (await verifyPassword(password, passwordHash)) throw refuse({ key: 'invalidPasswordHistoryMessage', params: [String(history)] });
+    }
+  }
+  return policy;
+}
+
+/**
+ * After a successful login: hashes the password again when the stored hash was made with other parameters than
+ * the realm's policy asks for now (`iterations`: its hashIterations), as Keycloak upgrades a hash at login. A
+ * password changed meanwhile is left alone.
+ */
+export async function upgradePasswordHash(storage: Storage, user: User, password: string, iterations: number): Promise<void> {
+  if (!user.passwordHash || !hashNeedsUpgrade(user.passwordHash, iterations)) return;
+  await storage.users.replacePasswordHash(user.id, user.passwordHash, await hashPassword(password, iterations));
 }
 
 /** The user as listeners see it; taken before a deletion so a DELETE event still names who went. */

@@ -293,4 +293,17 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // The realm's password policy, and the earlier hashes its passwordHistory rule compares with.
+  '0006-password-history': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('realm').addColumn('password_policy', 'text', (c) => c.notNull().defaultTo('')).execute();
+      await db.schema
+        .createTable('password_history')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('password_hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('password_history_user').on('password_history').columns(['user_id', 'created_at']).execute();
+    },
+  },
 };

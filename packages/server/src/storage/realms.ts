@@ -55,6 +55,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     attributes,
     bruteForce: readBruteForce(bruteForce),
     createdAt: row.created_at,
+    passwordPolicy: row.password_policy,
   };
 }
 
@@ -91,6 +92,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
     attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce) }),
     created_at: realm.createdAt,
+    password_policy: realm.passwordPolicy,
   };
 }
 

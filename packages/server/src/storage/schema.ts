@@ -37,6 +37,8 @@ export interface RealmTable {
   /** JSON Record<string,string> */
   attributes: string;
   created_at: number;
+  /** Keycloak's passwordPolicy string ('' for none); checked by credentials/password-policy.ts when saved. */
+  password_policy: string;
 }
 
 export interface RealmKeyTable {
@@ -180,6 +182,14 @@ export interface RefreshTokenFamilyTable {
   latest_token: string;
 }
 
+/** A user's earlier password hashes, for the password policy's passwordHistory rule. */
+export interface PasswordHistoryTable {
+  user_id: string;
+  password_hash: string;
+  /** When the password stopped being the current one. */
+  created_at: number;
+}
+
 export interface RevokedTokenTable {
   jti: string;
   expires_at: number;
@@ -264,6 +274,7 @@ export interface Database {
   client_session: ClientSessionTable;
   refresh_token_family: RefreshTokenFamilyTable;
   revoked_token: RevokedTokenTable;
+  password_history: PasswordHistoryTable;
   event_entity: EventTable;
   admin_event_entity: AdminEventTable;
   auth_flow: AuthFlowTable;

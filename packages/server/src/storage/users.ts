@@ -156,4 +156,26 @@ export class UserRepository {
   async delete(id: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('user_entity').where('id', '=', id).execute();
   }
+
+  /**
+   * Replaces the password hash only while it is still `previous` (a rehash at login must not undo a password
+   * change made meanwhile); the password's age (password_created) stays. True when it was replaced.
+   */
+  async replacePasswordHash(id: string, previous: string, next: string): Promise<boolean> {
+    const result = await this.db.updateTable('user_entity').set({ password_hash: next }).where('id', '=', id).where('password_hash', '=', previous).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** The user's earlier password hashes, newest first. */
+  async passwordHistory(id: string, limit: number, db: Db = this.db): Promise<string[]> {
+    const rows = await db.selectFrom('password_history').select('password_hash').where('user_id', '=', id).orderBy('created_at', 'desc').limit(limit).execute();
+    return rows.map((r) => r.password_hash);
+  }
+
+  /** Remembers a hash that stopped being the current one, keeping the newest `keep` (none when 0). */
+  async rememberPassword(id: string, passwordHash: string, at: number, keep: number, db: Db = this.db): Promise<void> {
+    if (keep > 0) await db.insertInto('password_history').values({ user_id: id, password_hash: passwordHash, created_at: at }).execute();
+    const kept = await db.selectFrom('password_history').select('created_at').where('user_id', '=', id).orderBy('created_at', 'desc').offset(keep).limit(1).executeTakeFirst();
+    if (kept) await db.deleteFrom('password_history').where('user_id', '=', id).where('created_at', '<=', kept.created_at).execute();
+  }
 }

@@ -1,3 +1,4 @@
+import { parsePasswordPolicy } from '../../credentials/password-policy.js';
 import { badRequest } from '../../model/errors.js';
 import { BRUTE_FORCE_FIELDS } from '../../model/brute-force.js';
 import type { Realm } from '../../model/types.js';
@@ -36,6 +37,7 @@ export const realmSpec: Spec = {
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
   attributes: { type: 'stringMap', max: 4096 },
   ...bruteForceSpec(),
+  passwordPolicy: { type: 'string', max: 2048 },
 };
 
 /** Keycloak's brute-force fields (model/brute-force.ts); realmIgnored still names them, the spec comes first. */
@@ -67,7 +69,7 @@ export const realmIgnored = [
   'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
   'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'verifiableCredentialsEnabled', 'otpPolicyAlgorithm',
   'otpPolicyDigits', 'otpPolicyInitialCounter', 'otpPolicyLookAheadWindow', 'otpPolicyPeriod', 'otpPolicyType',
-  'otpSupportedApplications', 'otpPolicyCodeReusable', 'passwordPolicy', 'permanentLockout', 'protocolMappers',
+  'otpSupportedApplications', 'otpPolicyCodeReusable', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
   'scopeMappings', 'sslRequired', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
   'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
@@ -121,6 +123,7 @@ export function realmRep(realm: Realm) {
     directGrantFlow: 'direct grant',
     clientAuthenticationFlow: 'clients',
     attributes: realm.attributes,
+    ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
   };
 }
 
@@ -143,7 +146,7 @@ const sameNamedSettings = [
   'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
   'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
   'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'revokeRefreshToken', 'refreshTokenMaxReuse',
-  'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes',
+  'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes', 'passwordPolicy',
 ] as const satisfies readonly (keyof Realm)[];
 
 /** Applies a (partial) realm representation: given fields change, absent ones stay, as Keycloak's realm PUT. */
@@ -155,6 +158,11 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
   const smtp = rep.smtpServer as Realm['smtpServer'] | undefined;
   if (smtp?.password === SMTP_MASK) smtp.password = realm.smtpServer.password;
   if (smtp?.port !== undefined && smtp.port !== '' && !/^\d{1,5}$/.test(smtp.port)) throw badRequest(`${path}.smtpServer.port: must be a port number`, 'smtpServer');
+  const policy = rep.passwordPolicy as string | undefined;
+  if (policy !== undefined) {
+    const parsed = parsePasswordPolicy(policy);
+    if (!parsed.ok) throw badRequest(`${path}.passwordPolicy: ${parsed.rule} ${parsed.message}`, 'passwordPolicy');
+  }
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
   };
