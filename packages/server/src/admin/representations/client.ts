@@ -3,7 +3,7 @@ import type { Client } from '../../model/types.js';
 import { parseRepresentation, type Spec } from './fields.js';
 
 const uriSpec = { type: 'stringArray', max: 2048 } as const;
-const clientSpec: Spec = {
+export const clientSpec: Spec = {
   clientId: { type: 'string', min: 1, pattern: /^[^\s/\\]+$/, patternHint: 'a client id without spaces or slashes' },
   name: { type: 'string' },
   description: { type: 'string' },
@@ -23,13 +23,37 @@ const clientSpec: Spec = {
   fullScopeAllowed: { type: 'boolean' },
   attributes: { type: 'stringMap', max: 4096 },
 };
-const clientIgnored = [
+export const clientIgnored = [
   'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
   'clientAuthenticatorType', 'consentRequired', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
   'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
   'useTemplateScope', 'useTemplateMappers',
 ];
+
+/**
+ * The client fields this server acts on, each with the source file (under src/) where it takes effect; every
+ * other accepted field is in the README's "Stored, not enforced" table (test/silent-settings.test.ts).
+ */
+export const clientFieldUse: Record<string, string> = {
+  clientId: 'protocol/openid-connect/client-auth.ts',
+  name: 'account-api/applications.ts',
+  description: 'account-api/applications.ts',
+  secret: 'protocol/openid-connect/client-auth.ts',
+  publicClient: 'protocol/openid-connect/client-auth.ts',
+  bearerOnly: 'protocol/openid-connect/client-auth.ts',
+  enabled: 'protocol/openid-connect/client-auth.ts',
+  protocol: 'admin/representations/client.ts',
+  rootUrl: 'model/redirect-uri.ts',
+  baseUrl: 'account-api/applications.ts',
+  redirectUris: 'model/redirect-uri.ts',
+  webOrigins: 'http/cors.ts',
+  serviceAccountsEnabled: 'protocol/openid-connect/token/client-credentials.ts',
+  standardFlowEnabled: 'protocol/openid-connect/auth.ts',
+  directAccessGrantsEnabled: 'protocol/openid-connect/token/password.ts',
+  fullScopeAllowed: 'services/roles.ts',
+  attributes: 'protocol/openid-connect/auth.ts',
+};
 
 export function clientRep(client: Client) {
   return {

@@ -86,6 +86,42 @@ export const realmIgnored = [
   'oauth2DevicePollingInterval', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
 ];
 
+/**
+ * The realm fields this server acts on, each with the source file (under src/) where it takes effect. Every other
+ * accepted field (`realmSpec` or `realmIgnored`) has no effect here and is listed in the README's "Stored, not
+ * enforced" table; test/silent-settings.test.ts holds the three together against Keycloak's RealmRepresentation.
+ */
+export const realmFieldUse: Record<string, string> = {
+  realm: 'admin/realms.ts',
+  displayName: 'pages/render.ts',
+  enabled: 'protocol/openid-connect/auth.ts',
+  registrationAllowed: 'pages/registration.ts',
+  resetPasswordAllowed: 'pages/reset.ts',
+  verifyEmail: 'authentication/password.ts',
+  loginWithEmailAllowed: 'authentication/password.ts',
+  duplicateEmailsAllowed: 'services/users.ts',
+  organizationsEnabled: 'admin/organizations.ts',
+  eventsEnabled: 'events/index.ts',
+  eventsListeners: 'events/index.ts',
+  enabledEventTypes: 'events/index.ts',
+  adminEventsEnabled: 'events/index.ts',
+  adminEventsDetailsEnabled: 'events/index.ts',
+  smtpServer: 'mail/index.ts',
+  browserFlow: 'flows/index.ts',
+  registrationFlow: 'flows/index.ts',
+  resetCredentialsFlow: 'flows/runner.ts',
+  accessTokenLifespan: 'protocol/openid-connect/tokens.ts',
+  ssoSessionIdleTimeout: 'model/sessions.ts',
+  ssoSessionMaxLifespan: 'model/sessions.ts',
+  revokeRefreshToken: 'protocol/openid-connect/token/refresh-token.ts',
+  refreshTokenMaxReuse: 'protocol/openid-connect/token/refresh-token.ts',
+  offlineSessionIdleTimeout: 'model/sessions.ts',
+  offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
+  offlineSessionMaxLifespan: 'model/sessions.ts',
+  ...Object.fromEntries(BRUTE_FORCE_FIELDS.map((f) => [f, 'model/brute-force.ts'])),
+  passwordPolicy: 'authentication/password.ts',
+};
+
 export function realmRep(realm: Realm) {
   const smtp = { ...realm.smtpServer };
   if (smtp.password) smtp.password = SMTP_MASK;
