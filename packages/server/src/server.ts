@@ -8,7 +8,7 @@ import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
-import { createHttpApp } from './http/index.js';
+import { createHttpApp, installSslRequired } from './http/index.js';
 import { RealmKeys } from './keys/index.js';
 import { createLogger, MetricsRegistry, operationsRoutes, spiLogger, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
@@ -111,6 +111,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
 
     app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
     closeKeepAliveOnShutdown(app);
+    installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.byName(name))?.sslRequired ?? null });
     operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() });
     openIdConnectRoutes(app, context);
     pageRoutes(app, context);

@@ -109,7 +109,7 @@ describe('no silent settings (issue 17, point 4)', () => {
       'realm.madeUpSecurityLevel: neither enforced, listed nor refused',
       'realm.madeUpSecurityLevel: accepted without effect, not in the README table',
     ]);
-    expect(problems(realm, table.filter((row) => row !== 'realm sslRequired'))).toContain('realm.sslRequired: neither enforced, listed nor refused');
+    expect(problems(realm, table.filter((row) => row !== 'realm rememberMe'))).toContain('realm.rememberMe: neither enforced, listed nor refused');
     expect(problems({ ...realm, use: { ...realm.use, accessTokenLifespan: 'mail/index.ts' } }, table)).toEqual([
       'realm.accessTokenLifespan: not found in src/mail/index.ts',
     ]);

@@ -1,4 +1,5 @@
 export { createHttpApp, FORM_BODY_LIMIT, JSON_BODY_LIMIT } from './app.js';
 export { baseUrl, requestInfo, secureCookies } from './request-info.js';
+export { httpsRequired, installSslRequired, isPrivateAddress } from './ssl-required.js';
 export { clearCookie, readCookie, setCookie, type CookieOptions } from './cookies.js';
 export { allowCorsForAnyOrigin, allowCorsForClient, answerPreflight, corsPending, requestOrigin, webOriginAllowed, MAX_ORIGIN_LENGTH } from './cors.js';

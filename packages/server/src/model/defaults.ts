@@ -96,6 +96,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     bruteForce: defaultBruteForce(),
     createdAt: now,
     passwordPolicy: '',
+    sslRequired: 'external',
   };
 }
 

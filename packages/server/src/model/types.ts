@@ -14,6 +14,10 @@ export interface SmtpServer {
   [key: string]: string | undefined;
 }
 
+/** Keycloak's realm `sslRequired`: `external` refuses plain HTTP from non-private addresses, `all` all of it. */
+export const SSL_REQUIRED = ['all', 'external', 'none'] as const;
+export type SslRequired = (typeof SSL_REQUIRED)[number];
+
 export interface Realm {
   id: string;
   name: string;
@@ -52,6 +56,8 @@ export interface Realm {
   createdAt: number;
   /** Keycloak's passwordPolicy string, '' for none (credentials/password-policy.ts reads it). */
   passwordPolicy: string;
+  /** Keycloak's sslRequired: which plain-HTTP requests to the realm's endpoints are refused (http/ssl-required.ts). */
+  sslRequired: SslRequired;
 }
 
 export interface Client {

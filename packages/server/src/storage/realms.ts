@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
-import type { Realm } from '../model/types.js';
+import { SSL_REQUIRED, type Realm, type SslRequired } from '../model/types.js';
 import type { Db } from './db.js';
 import type { RealmTable } from './schema.js';
 import { bool, flag, fromJson, storable, toJson } from './codec.js';
@@ -10,6 +10,10 @@ import { bool, flag, fromJson, storable, toJson } from './codec.js';
  * realm settings among the realm's attributes), so they needed no migration; it never reaches Realm.attributes.
  */
 const BRUTE_FORCE_KEY = 'realmgate.bruteForce';
+/** sslRequired, kept the same way. */
+const SSL_REQUIRED_KEY = 'realmgate.sslRequired';
+
+const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
 function readBruteForce(text: string | undefined): BruteForceSettings {
   const stored = fromJson<Partial<BruteForceSettings>>(text, {});
@@ -21,7 +25,7 @@ function readBruteForce(text: string | undefined): BruteForceSettings {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -56,6 +60,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     bruteForce: readBruteForce(bruteForce),
     createdAt: row.created_at,
     passwordPolicy: row.password_policy,
+    sslRequired: readSslRequired(sslRequired),
   };
 }
 
@@ -90,7 +95,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

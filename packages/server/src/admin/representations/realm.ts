@@ -38,6 +38,7 @@ export const realmSpec: Spec = {
   attributes: { type: 'stringMap', max: 4096 },
   ...bruteForceSpec(),
   passwordPolicy: { type: 'string', max: 2048 },
+  sslRequired: { type: 'string', pattern: /^(all|external|none)$/i, patternHint: 'all, external or none' },
 };
 
 /** Keycloak's brute-force fields (model/brute-force.ts); realmIgnored still names them, the spec comes first. */
@@ -71,7 +72,7 @@ export const realmIgnored = [
   'otpPolicyDigits', 'otpPolicyInitialCounter', 'otpPolicyLookAheadWindow', 'otpPolicyPeriod', 'otpPolicyType',
   'otpSupportedApplications', 'otpPolicyCodeReusable', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
-  'scopeMappings', 'sslRequired', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
+  'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
   'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
   'supportedLocales', 'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
   'webAuthnPolicyPasswordlessPasskeysEnabled', 'scimApiEnabled', 'webAuthnPolicyRpEntityName', 'webAuthnPolicySignatureAlgorithms',
@@ -120,6 +121,7 @@ export const realmFieldUse: Record<string, string> = {
   offlineSessionMaxLifespan: 'model/sessions.ts',
   ...Object.fromEntries(BRUTE_FORCE_FIELDS.map((f) => [f, 'model/brute-force.ts'])),
   passwordPolicy: 'authentication/password.ts',
+  sslRequired: 'http/ssl-required.ts',
 };
 
 export function realmRep(realm: Realm) {
@@ -140,7 +142,7 @@ export function realmRep(realm: Realm) {
     offlineSessionMaxLifespanEnabled: realm.offlineSessionMaxLifespanEnabled,
     offlineSessionMaxLifespan: realm.offlineSessionMaxLifespan,
     enabled: realm.enabled,
-    sslRequired: 'external',
+    sslRequired: realm.sslRequired,
     registrationAllowed: realm.registrationAllowed,
     registrationEmailAsUsername: false,
     rememberMe: false,
@@ -205,6 +207,8 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
   set('name', rep.realm);
   set('eventsListeners', listeners);
   set('smtpServer', smtp);
+  // Keycloak reads the value case-insensitively (kcadm's `-s sslRequired=NONE`) and answers it in lower case.
+  set('sslRequired', (rep.sslRequired as string | undefined)?.toLowerCase());
   for (const key of sameNamedSettings) set(key, rep[key]);
   const bruteForce = { ...realm.bruteForce };
   for (const key of BRUTE_FORCE_FIELDS) if (rep[key] !== undefined) Object.assign(bruteForce, { [key]: rep[key] });
