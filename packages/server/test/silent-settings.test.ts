@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clientFieldUse, clientIgnored, clientSpec, parseClient } from '../src/admin/representations/client.js';
+import { clientFieldUse, clientIgnored, clientRefusedValues, clientSpec, parseClient } from '../src/admin/representations/client.js';
 import { parseRepresentation } from '../src/admin/representations/fields.js';
 import { realmFieldUse, realmIgnored, realmSpec } from '../src/admin/representations/realm.js';
 
@@ -36,6 +36,8 @@ interface Representation {
   accepted: Set<string>;
   use: Record<string, string>;
   refuses: (field: string) => boolean;
+  /** Fields accepted with some values only, each refused with its others (a 400 naming the field). */
+  refusedValues: Record<string, unknown>;
 }
 
 const refusedBy = (parse: (body: unknown) => unknown) => (field: string) => {
@@ -53,6 +55,7 @@ const realm: Representation = {
   accepted: new Set([...Object.keys(realmSpec), ...realmIgnored]),
   use: realmFieldUse,
   refuses: refusedBy((body) => parseRepresentation(body, realmSpec, realmIgnored, 'realm')),
+  refusedValues: {},
 };
 const client: Representation = {
   name: 'client',
@@ -60,7 +63,18 @@ const client: Representation = {
   accepted: new Set([...Object.keys(clientSpec), ...clientIgnored]),
   use: clientFieldUse,
   refuses: refusedBy((body) => parseClient(body)),
+  // The values Keycloak means by these, which Realmgate cannot honour (clientRefusedValues says why).
+  refusedValues: { consentRequired: true },
 };
+
+function refusesValue(rep: Representation, field: string): boolean {
+  try {
+    (rep.name === 'client' ? parseClient : (body: unknown) => parseRepresentation(body, realmSpec, realmIgnored, 'realm'))({ [field]: rep.refusedValues[field] });
+    return false;
+  } catch (err) {
+    return err instanceof Error && 'field' in err && err.field === field;
+  }
+}
 
 /** What is wrong with a representation's fields against the README table; empty when nothing is. */
 function problems(rep: Representation, table: string[]): string[] {
@@ -68,6 +82,7 @@ function problems(rep: Representation, table: string[]): string[] {
   const listed = new Set(table.filter((row) => row.startsWith(`${rep.name} `)).map((row) => row.slice(rep.name.length + 1)));
   for (const field of rep.fields) {
     if (Object.hasOwn(rep.use, field) || listed.has(field) || (!rep.accepted.has(field) && rep.refuses(field))) continue;
+    if (Object.hasOwn(rep.refusedValues, field) && refusesValue(rep, field)) continue;
     out.push(`${rep.name}.${field}: neither enforced, listed nor refused`);
   }
   for (const [field, file] of Object.entries(rep.use)) {
@@ -78,6 +93,10 @@ function problems(rep: Representation, table: string[]): string[] {
   // The table is exactly the accepted fields that have no effect: none missing, none stale.
   for (const field of rep.accepted) {
     const used = Object.hasOwn(rep.use, field);
+    if (Object.hasOwn(rep.refusedValues, field)) {
+      if (listed.has(field)) out.push(`${rep.name}.${field}: in the README table, but refused with some values`);
+      continue;
+    }
     if (!used && !listed.has(field)) out.push(`${rep.name}.${field}: accepted without effect, not in the README table`);
     if (used && listed.has(field)) out.push(`${rep.name}.${field}: in the README table, but enforced in src/${rep.use[field]}`);
   }
@@ -101,6 +120,13 @@ describe('no silent settings (issue 17, point 4)', () => {
 
   it('every client field is enforced (where named), listed in the README, or refused', () => {
     expect(problems(client, table)).toEqual([]);
+  });
+
+  it('the fields refused with some values say why in the code', () => {
+    expect(Object.keys(clientRefusedValues)).toEqual(expect.arrayContaining(Object.keys(client.refusedValues)));
+    // consentRequired: false (what every Keycloak export carries) is accepted.
+    expect(() => parseClient({ clientId: 'c', consentRequired: false })).not.toThrow();
+    expect(problems({ ...client, refusedValues: { consentRequired: false } }, table)).toEqual(['client.consentRequired: neither enforced, listed nor refused']);
   });
 
   it('would see a field accepted silently, a table row dropped, or an enforcement that names the wrong file', () => {

@@ -22,10 +22,11 @@ export const clientSpec: Spec = {
   implicitFlowEnabled: { type: 'boolean' },
   fullScopeAllowed: { type: 'boolean' },
   attributes: { type: 'stringMap', max: 4096 },
+  consentRequired: { type: 'boolean' },
 };
 export const clientIgnored = [
   'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
-  'clientAuthenticatorType', 'consentRequired', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
+  'clientAuthenticatorType', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
   'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
   'useTemplateScope', 'useTemplateMappers',
@@ -90,8 +91,22 @@ export function clientRep(client: Client) {
   };
 }
 
+/**
+ * Client fields (and attributes) accepted only with some values: any other is refused with 400 naming it rather
+ * than stored without effect (issue 17, point 4). Each with why.
+ */
+export const clientRefusedValues: Record<string, string> = {
+  consentRequired: 'true is refused: Realmgate has no consent screen',
+  'pkce.code.challenge.method': 'only "S256" (or "" for none) is accepted: Realmgate supports no other PKCE method',
+};
+
 export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void): Partial<Client> {
-  const input = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client>;
+  const { consentRequired, ...input } = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client> & { consentRequired?: boolean };
+  if (consentRequired) throw badRequest(`${path}.consentRequired: not supported, Realmgate has no consent screen`, 'consentRequired');
+  const pkce = input.attributes?.['pkce.code.challenge.method'];
+  if (pkce !== undefined && pkce !== '' && pkce !== 'S256') {
+    throw badRequest(`${path}.attributes.pkce.code.challenge.method: must be "S256" or "" (no other PKCE method is supported)`, 'attributes');
+  }
   for (const field of ['redirectUris', 'webOrigins'] as const) {
     for (const [i, uri] of (input[field] ?? []).entries()) {
       if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
