@@ -8,6 +8,7 @@ import * as powBrowser from '../packages/pow/bench/browser.js';
 import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 import * as host from './host-bench.js';
+import * as scale from './scale-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -32,6 +33,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await host.run();
       console.log(host.format(figures));
       record('host', figures);
+    },
+  ],
+  [
+    'Data scale: grants and admin user searches with 100, 10,000 and 1,000,000 users, SQLite and PostgreSQL',
+    async () => {
+      const bench = await scale.run();
+      console.log(scale.format(bench));
+      record('scale', bench);
     },
   ],
   [

@@ -31,7 +31,7 @@ export interface TestServerOptions {
 }
 
 /** A throw-away PostgreSQL database, so each server starts from an empty schema. */
-async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `realmgate_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();

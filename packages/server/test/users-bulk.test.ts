@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultRealm } from '../src/model/defaults.js';
+import type { User } from '../src/model/types.js';
+import { Storage } from '../src/storage/index.js';
+import { createPgDatabase, databases } from './support/server.js';
+
+/** A fresh database of each kind, dropped afterwards. */
+async function withStorage(kind: string, work: (storage: Storage) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-bulk-'));
+  const pgDb = kind === 'postgres' ? await createPgDatabase() : null;
+  try {
+    const storage = await Storage.open(pgDb ? pgDb.url : `sqlite:${join(dir, 'bulk.db')}`);
+    try {
+      await work(storage);
+    } finally {
+      await storage.close();
+    }
+  } finally {
+    await pgDb?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
+  it('inserts more rows than one statement holds, in one transaction, each readable as inserted', async () => {
+    await withStorage(kind, async (storage) => {
+      await storage.realms.insert(defaultRealm(randomUUID(), 'bulk', Date.now()));
+      const realm = (await storage.realms.byName('bulk'))!;
+      const users: User[] = Array.from({ length: 2_345 }, (_, i): User => ({
+        id: randomUUID(),
+        realmId: realm.id,
+        username: `user-${i}`,
+        email: `user-${i}@example.test`,
+        emailVerified: i % 2 === 0,
+        firstName: i === 7 ? 'Seven' : null,
+        lastName: null,
+        enabled: true,
+        createdTimestamp: 1_700_000_000_000 + i,
+        attributes: i === 7 ? { team: ['blue'] } : {},
+        serviceAccountClientId: null,
+        passwordHash: 'precomputed-hash',
+        passwordCreated: 1_700_000_000_000,
+      }));
+      await storage.transaction((trx) => storage.users.insertMany(users, trx));
+      expect(await storage.users.count(realm.id, {})).toBe(2_345);
+      expect(await storage.users.byUsername(realm.id, 'user-7')).toEqual(users[7]);
+      expect(await storage.users.byEmail(realm.id, 'user-2344@example.test')).toEqual(users[2344]);
+      await storage.users.insertMany([]);
+    });
+  });
+
+  it('inserts nothing of a batch whose transaction fails', async () => {
+    await withStorage(kind, async (storage) => {
+      await storage.realms.insert(defaultRealm(randomUUID(), 'bulk', Date.now()));
+      const realm = (await storage.realms.byName('bulk'))!;
+      const user = (i: number): User => ({
+        id: randomUUID(), realmId: realm.id, username: `dup-${i % 1500}`, email: null, emailVerified: false, firstName: null, lastName: null,
+        enabled: true, createdTimestamp: 0, attributes: {}, serviceAccountClientId: null, passwordHash: null, passwordCreated: null,
+      });
+      // Rows 1500.. repeat usernames of the first statement: the second statement fails, the first is rolled back.
+      await expect(storage.transaction((trx) => storage.users.insertMany(Array.from({ length: 1_600 }, (_, i) => user(i)), trx))).rejects.toThrow();
+      expect(await storage.users.count(realm.id, {})).toBe(0);
+    });
+  });
+});
