@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defaultRealm } from '../src/model/defaults.js';
 import type { User } from '../src/model/types.js';
@@ -64,6 +65,19 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
       // Rows 1500.. repeat usernames of the first statement: the second statement fails, the first is rolled back.
       await expect(storage.transaction((trx) => storage.users.insertMany(Array.from({ length: 1_600 }, (_, i) => user(i)), trx))).rejects.toThrow();
       expect(await storage.users.count(realm.id, {})).toBe(0);
+    });
+  });
+
+  it("finds a client's service-account user through an index (migration 0007)", async () => {
+    await withStorage(kind, async (storage) => {
+      const plan = await storage.transaction(async (trx) => {
+        // PostgreSQL would rightly scan an empty table; asked not to, it shows whether an index exists.
+        if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
+        const query = trx.selectFrom('user_entity').selectAll().where('service_account_client_id', '=', 'some-client').compile();
+        const { rows } = await sql.raw(`${kind === 'sqlite' ? 'explain query plan' : 'explain'} ${query.sql.replace('?', "'some-client'").replace('$1', "'some-client'")}`).execute(trx);
+        return JSON.stringify(rows);
+      });
+      expect(plan).toContain('user_service_account');
     });
   });
 });
