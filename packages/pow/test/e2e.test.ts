@@ -229,9 +229,16 @@ async function adminClient(base: string, realm: string): Promise<KcAdminClient> 
   return kc;
 }
 
+/**
+ * Clients here stand at other addresses through the trusted proxy 127.0.0.1 over plain HTTP (their own
+ * X-Forwarded-For, no X-Forwarded-Proto), which a realm's default `sslRequired: external` refuses as Keycloak
+ * does: the realms say `none`, as a Keycloak operator behind a plain-HTTP proxy sets them.
+ */
+const PLAIN_HTTP_BEHIND_PROXY = { sslRequired: 'none' };
+
 async function createRealm(kc: KcAdminClient, realm: string, extra: Record<string, unknown> = {}): Promise<string> {
   kc.setConfig({ realmName: 'master' });
-  await kc.realms.create({ realm, enabled: true, registrationAllowed: true, resetPasswordAllowed: true, eventsEnabled: true, ...extra });
+  await kc.realms.create({ realm, enabled: true, registrationAllowed: true, resetPasswordAllowed: true, eventsEnabled: true, ...PLAIN_HTTP_BEHIND_PROXY, ...extra });
   kc.setConfig({ realmName: realm });
   await kc.clients.create({ clientId: 'web', publicClient: true, redirectUris: [callback] });
   const { id } = await kc.users.create({
@@ -290,7 +297,7 @@ beforeAll(async () => {
   await configureFlow('sha', 'browser', { hash_algorithm: 'sha256', sha256_base_difficulty: '14', sha256_max_difficulty: '16' });
   // The master realm as it comes, with forms to show.
   kc.setConfig({ realmName: 'master' });
-  await kc.realms.update({ realm: 'master' }, { registrationAllowed: true, resetPasswordAllowed: true });
+  await kc.realms.update({ realm: 'master' }, { registrationAllowed: true, resetPasswordAllowed: true, ...PLAIN_HTTP_BEHIND_PROXY });
   await kc.clients.create({ realm: 'master', clientId: 'web', publicClient: true, redirectUris: [callback] });
 });
 
@@ -347,6 +354,7 @@ async function importRealmWithPowConfig(realm: string, config: Record<string, st
   const created = await api(main.url, 'POST', '/admin/realms', token, {
     realm,
     enabled: true,
+    ...PLAIN_HTTP_BEHIND_PROXY,
     browserFlow: source,
     eventsEnabled: true,
     authenticationFlows: flows,
