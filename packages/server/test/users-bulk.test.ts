@@ -80,4 +80,41 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
       expect(plan).toContain('user_service_account');
     });
   });
+
+  it('stores usernames and e-mail addresses lower-case, so an exact search compares the indexed column', async () => {
+    await withStorage(kind, async (storage) => {
+      await storage.realms.insert(defaultRealm(randomUUID(), 'bulk', Date.now()));
+      const realm = (await storage.realms.byName('bulk'))!;
+      const user: User = {
+        id: randomUUID(), realmId: realm.id, username: 'Mixed.Case', email: 'Mixed.Case@Example.TEST', emailVerified: false, firstName: 'Ann', lastName: null,
+        enabled: true, createdTimestamp: 0, attributes: {}, serviceAccountClientId: null, passwordHash: null, passwordCreated: null,
+      };
+      await storage.users.insert(user);
+      await storage.users.update({ ...user, email: 'Other.Case@Example.TEST' });
+      const stored = (await storage.users.byId(realm.id, user.id))!;
+      expect([stored.username, stored.email]).toEqual(['mixed.case', 'other.case@example.test']);
+      expect((await storage.users.search(realm.id, { email: 'OTHER.case@example.test', exact: true })).map((u) => u.id)).toEqual([user.id]);
+      expect((await storage.users.search(realm.id, { username: 'MIXED.CASE', exact: true })).map((u) => u.id)).toEqual([user.id]);
+      expect((await storage.users.search(realm.id, { firstName: 'ANN', exact: true })).map((u) => u.id)).toEqual([user.id]);
+      // Enough rows, analysed, for PostgreSQL's planner to choose between its indexes as it would in use.
+      const others = Array.from({ length: 2_000 }, (_, i): User => ({ ...user, id: randomUUID(), username: `other-${i}`, email: `other-${i}@example.test` }));
+      await storage.transaction((trx) => storage.users.insertMany(others, trx));
+      if (kind === 'postgres') await sql`analyze user_entity`.execute(storage.db);
+      for (const field of ['username', 'email'] as const) {
+        const plan = await storage.transaction(async (trx) => {
+          if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
+          const query = storage.users.filtered(realm.id, { [field]: 'Someone', exact: true }).selectAll().compile();
+          let text = query.sql;
+          query.parameters.forEach((value, i) => {
+            text = text.replace(kind === 'sqlite' ? '?' : new RegExp(`\\$${i + 1}\\b`), typeof value === 'string' ? `'${value}'` : String(value));
+          });
+          const { rows } = await sql.raw(`${kind === 'sqlite' ? 'explain query plan' : 'explain'} ${text}`).execute(trx);
+          return JSON.stringify(rows);
+        });
+        // The (realm_id, username) and (realm_id, email) indexes serve both columns, not realm_id alone and a filter on lower().
+        expect(plan).not.toMatch(/lower\(/i);
+        expect(plan).toMatch(new RegExp(kind === 'sqlite' ? `INDEX [^"]*\\(realm_id=\\? AND ${field}=\\?\\)` : `Index Cond: \\(\\(realm_id = [^)]*\\) AND \\(${field} = `));
+      }
+    });
+  });
 });
