@@ -1,8 +1,9 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
+import { AppError, PasswordPolicyError } from './model/errors.js';
 import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminModel } from './services/index.js';
 import { createRealmFromImport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
@@ -69,46 +70,101 @@ function substitute(value: unknown, placeholder: string, replacement: string): u
   return value;
 }
 
+/** A realm file larger than this is refused unread (Keycloak exports with users run to a few MB). */
+export const REALM_FILE_LIMIT = 32 * 1024 * 1024;
+/** Deeper JSON than any realm export is refused before it is walked (a hostile file, not a realm). */
+const REALM_FILE_MAX_DEPTH = 64;
+
+export interface RealmFileResult {
+  file: string;
+  realm: string | null;
+  outcome: 'imported' | 'exists' | 'refused';
+  /** Why it was refused: the file's own problem, with the JSON path where there is one. */
+  error?: string;
+  /** JSON paths of what the file holds and this server does not import (see parseRealmImport). */
+  notImported: string[];
+}
+
+function depthOf(value: unknown, limit: number, depth = 0): number {
+  if (depth > limit || typeof value !== 'object' || value === null) return depth;
+  let max = depth;
+  for (const child of Object.values(value)) {
+    max = Math.max(max, depthOf(child, limit, depth + 1));
+    if (max > limit) break;
+  }
+  return max;
+}
+
+/** An error that says what is wrong with the file (what the admin API answers with a 4xx), not with the server. */
+const isFileProblem = (error: unknown) =>
+  (error instanceof AppError && error.status < 500) || error instanceof PasswordPolicyError || isUniqueViolation(error);
+
+/** Reads, parses and creates one realm file; its problems are returned, never thrown. */
+async function importRealmFile(ctx: ServerContext, path: string): Promise<RealmFileResult> {
+  const result: RealmFileResult = { file: path, realm: null, outcome: 'refused', notImported: [] };
+  const refuse = (error: string) => Object.assign(result, { error });
+  const size = (await stat(path)).size;
+  if (size > REALM_FILE_LIMIT) return refuse(`file of ${size} bytes is over the ${REALM_FILE_LIMIT}-byte limit`);
+  let body: unknown;
+  try {
+    body = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    return refuse(`not valid JSON (${(error as Error).message})`);
+  }
+  if (depthOf(body, REALM_FILE_MAX_DEPTH) > REALM_FILE_MAX_DEPTH) return refuse(`JSON nested deeper than ${REALM_FILE_MAX_DEPTH} levels`);
+  body = substitute(body, BASE_URL_PLACEHOLDER, importBaseUrl(ctx.config));
+  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
+  let parsed;
+  try {
+    parsed = parseRealmImport(body, isListener, (field) => result.notImported.push(field));
+  } catch (error) {
+    return refuse((error as Error).message);
+  }
+  result.notImported = parsed.notImported;
+  result.realm = parsed.settings.realm as string;
+  if (await ctx.storage.realms.byName(result.realm)) return Object.assign(result, { outcome: 'exists' as const });
+  try {
+    await createRealmFromImport(ctx, parsed);
+  } catch (error) {
+    // A file's own problem (a 4xx of the admin API) is reported with it; anything else is the server's and stops it.
+    if (!isFileProblem(error)) throw error;
+    return refuse((error as Error).message);
+  }
+  return Object.assign(result, { outcome: 'imported' as const });
+}
+
 /**
- * Imports every *.json realm file of `directory`; realms that exist are left as they are. `${realmgate.base-url}`
- * in any string value is replaced first (see importBaseUrl).
+ * Imports every *.json realm file of `directory` (`--import-realm`), each on its own: a file that cannot be
+ * imported is refused with its name and the JSON path of the problem, and the others still are; realms that exist
+ * are left as they are. With `strict` (`--import-realm-strict`) a refused file is an error that stops start-up.
+ * `${realmgate.base-url}` in any string value is replaced first (see importBaseUrl).
  */
-export async function importRealmDirectory(ctx: ServerContext, directory: string): Promise<string[]> {
-  const imported: string[] = [];
+export async function importRealmDirectory(ctx: ServerContext, directory: string, strict = false): Promise<RealmFileResult[]> {
   let entries: string[];
   try {
     entries = await readdir(directory);
   } catch (error) {
     throw new Error(`realm import directory ${directory} cannot be read: ${(error as Error).message}`);
   }
-  const files = entries.filter((f) => f.endsWith('.json')).sort();
-  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
-  for (const file of files) {
-    const path = join(directory, file);
-    let body: unknown;
-    try {
-      body = substitute(JSON.parse(await readFile(path, 'utf8')), BASE_URL_PLACEHOLDER, importBaseUrl(ctx.config));
-    } catch (error) {
-      throw new Error(`realm import ${path}: not valid JSON (${(error as Error).message})`);
+  const results: RealmFileResult[] = [];
+  const seen = new Map<string, string>();
+  for (const file of entries.filter((f) => f.endsWith('.json')).sort()) {
+    const result = await importRealmFile(ctx, join(directory, file));
+    const earlier = result.realm !== null ? seen.get(result.realm) : undefined;
+    if (earlier && result.outcome === 'exists') {
+      Object.assign(result, { outcome: 'refused', error: `realm "${result.realm}" is also defined by ${earlier}` });
+    } else if (result.realm !== null && result.outcome !== 'refused') {
+      seen.set(result.realm, result.file);
     }
-    let parsed;
-    try {
-      parsed = parseRealmImport(body, isListener, (field) => ctx.logger.warn({ file: path, field }, 'realm import: field not supported, ignored'));
-    } catch (error) {
-      throw new Error(`realm import ${path}: ${(error as Error).message}`);
+    results.push(result);
+    const { file: path, realm, outcome, error, notImported } = result;
+    if (notImported.length) ctx.logger.warn({ file: path, realm, notImported }, 'realm import: parts of the file are not imported');
+    if (outcome === 'imported') ctx.logger.info({ realm, file: path }, 'realm imported');
+    else if (outcome === 'exists') ctx.logger.info({ realm, file: path }, 'realm exists, import skipped');
+    else {
+      if (strict) throw new Error(`realm import ${path}: ${error}`);
+      ctx.logger.error({ file: path, error }, 'realm import: file refused, the others are imported');
     }
-    const name = parsed.settings.realm as string;
-    if (await ctx.storage.realms.byName(name)) {
-      ctx.logger.info({ realm: name, file: path }, 'realm exists, import skipped');
-      continue;
-    }
-    try {
-      await createRealmFromImport(ctx, parsed);
-    } catch (error) {
-      throw new Error(`realm import ${path}: ${(error as Error).message}`);
-    }
-    ctx.logger.info({ realm: name, file: path }, 'realm imported');
-    imported.push(name);
   }
-  return imported;
+  return results;
 }

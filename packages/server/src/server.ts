@@ -107,7 +107,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     await flows.start();
 
     bootstrapAdmin = await ensureMasterRealm(context);
-    if (config.importRealm) await importRealmDirectory(context, config.importRealm);
+    if (config.importRealm) await importRealmDirectory(context, config.importRealm, config.importRealmStrict);
 
     app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
     closeKeepAliveOnShutdown(app);

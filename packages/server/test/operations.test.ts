@@ -180,14 +180,26 @@ describe('realm import at start-up', () => {
     const invalid = structuredClone(acmeExport);
     invalid.users[1].email = 'not-an-email';
     writeFileSync(join(dir, 'acme.json'), JSON.stringify(invalid));
-    await expect(startServer({ config: { REALMGATE_IMPORT_REALM: dir } })).rejects.toThrow(/acme\.json.*realm\.users\[1\]\.email/);
+    const strict = { REALMGATE_IMPORT_REALM: dir, REALMGATE_IMPORT_REALM_STRICT: 'true' };
+    await expect(startServer({ config: strict })).rejects.toThrow(/acme\.json.*realm\.users\[1\]\.email/);
+    // Not strict (the default): the server starts without that realm and says why, naming the file and the path.
+    const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
+    try {
+      const line = t.logs.find((l) => l.msg === 'realm import: file refused, the others are imported');
+      expect(String(line?.file)).toMatch(/acme\.json$/);
+      expect(String(line?.error)).toMatch(/realm\.users\[1\]\.email/);
+      expect(line?.level).toBe(50);
+      expect(await t.server.context.storage.realms.byName('acme')).toBeNull();
+    } finally {
+      await t.close();
+    }
   });
 
   it('refuses a file that is not JSON, naming it', async () => {
     const dir = join(scratch, 'not-json');
     mkdirSync(dir);
     writeFileSync(join(dir, 'broken.json'), '{ "realm": ');
-    await expect(startServer({ config: { REALMGATE_IMPORT_REALM: dir } })).rejects.toThrow(/broken\.json.*not valid JSON/);
+    await expect(startServer({ config: { REALMGATE_IMPORT_REALM: dir, REALMGATE_IMPORT_REALM_STRICT: 'true' } })).rejects.toThrow(/broken\.json.*not valid JSON/);
   });
 
   it('refuses a realm import directory that does not exist, naming it', async () => {
@@ -259,7 +271,7 @@ describe('the CLI', () => {
     const lines = cli.stdout.trim().split('\n');
     const logs = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(logs.find((l) => l.msg === 'Realmgate is running')).toMatchObject({ level: 30, mode: 'production', service: 'realmgate', time: expect.any(Number) });
-    expect(logs.filter((l) => l.msg === 'realm import: field not supported, ignored').map((l) => l.field)).toEqual(['realm.someFutureSetting']);
+    expect(logs.filter((l) => l.msg === 'realm import: parts of the file are not imported').map((l) => l.notImported)).toEqual([['realm.someFutureSetting']]);
     expect(logs.find((l) => l.msg === 'realm imported')).toMatchObject({ realm: 'acme' });
     expect(logs.find((l) => l.msg === 'provider package loaded')).toMatchObject({ package: '@realmgate-test/test-provider', version: '1.2.3' });
     expect(cli.stdout).not.toContain('Prod-admin-pass-1');

@@ -38,6 +38,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (isUniqueViolation(error)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
       throw error;
     }
+    if (parsed.notImported.length) ctx.logger.warn({ realm: realm.name, notImported: parsed.notImported }, 'realm import: parts of the file are not imported');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', '', realmRep(realm));
     return reply.code(201).header('location', locationOf(ctx, request, realm.name)).send();
   });

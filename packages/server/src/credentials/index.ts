@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
+import { verifyPbkdf2 } from './keycloak-hash.js';
 
 // Algorithm.Argon2id; the package's const enum cannot be imported under verbatimModuleSyntax.
 const ARGON2ID = 2;
@@ -31,7 +32,7 @@ export async function verifyPassword(password: string, passwordHash: string | nu
     return false;
   }
   try {
-    return await verify(passwordHash, password);
+    return (await verifyPbkdf2(password, passwordHash)) ?? (await verify(passwordHash, password));
   } catch {
     return false;
   }

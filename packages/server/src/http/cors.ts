@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { absoluteClientUrl } from '../model/redirect-uri.js';
 import type { Client } from '../model/types.js';
 
 /**
@@ -71,7 +72,7 @@ export function webOriginAllowed(client: Pick<Client, 'webOrigins' | 'redirectUr
     if (entry === '*' || entry === origin) return true;
     if (entry === '+') {
       for (const redirect of client.redirectUris) {
-        const absolute = redirect.startsWith('/') ? `${client.rootUrl ?? base}${redirect}` : redirect;
+        const absolute = absoluteClientUrl(client, redirect, base);
         if (originOf(absolute.endsWith('*') ? absolute.slice(0, -1) || absolute : absolute) === origin) return true;
       }
     }

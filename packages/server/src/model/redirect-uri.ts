@@ -1,6 +1,17 @@
 import type { Client } from './types.js';
 
 /**
+ * A client URL registered relative to the client's root URL, made absolute as Keycloak does: the root URL may
+ * be empty or absent (then this server's base) or start with `${authBaseUrl}` / `${authAdminUrl}` (this server's
+ * base, as Keycloak's exports write it for its own account and admin console clients).
+ */
+export function absoluteClientUrl(client: Pick<Client, 'rootUrl'>, url: string, base: string): string {
+  if (!url.startsWith('/')) return url;
+  const root = (client.rootUrl ?? '').replace(/^\$\{auth(Base|Admin)Url\}/, base);
+  return `${root || base}${url}`;
+}
+
+/**
  * Keycloak's redirect-URI rule: an exact match of a registered URI, or a registered URI ending in `*` as a
  * prefix. Relative registrations resolve against the client's root URL (or the server's base).
  */
@@ -20,7 +31,7 @@ function matchesRegistered(client: Client, candidate: string, base: string): boo
   }
   if (parsed.hash || parsed.username || parsed.password) return false;
   return client.redirectUris.some((registered) => {
-    const absolute = registered.startsWith('/') ? `${client.rootUrl ?? base}${registered}` : registered;
+    const absolute = absoluteClientUrl(client, registered, base);
     if (absolute.endsWith('*')) {
       const prefix = absolute.slice(0, -1);
       // A wildcard never widens to another host: the candidate must keep the registered origin.

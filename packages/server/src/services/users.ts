@@ -63,6 +63,11 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     throw error;
   }
   if (input.password !== undefined) user = await setPassword(storage, realm, user, input.password, db);
+  else if (input.passwordHash !== undefined) {
+    // An exported hash cannot be checked against the policy; it is replaced at the user's next sign-in.
+    user = { ...user, passwordHash: input.passwordHash, passwordCreated: Date.now() };
+    await storage.users.update(user, db);
+  }
   return user;
 }
 

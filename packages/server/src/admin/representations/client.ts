@@ -110,20 +110,20 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
   for (const field of ['redirectUris', 'webOrigins'] as const) {
     for (const [i, uri] of (input[field] ?? []).entries()) {
       if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
-      if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be an absolute URL, a path, or end in *`, field);
+      if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be a URI with a scheme, a path, * or +`, field);
     }
   }
   return input;
 }
 
+/**
+ * What Keycloak stores as a redirect URI: `*`, `+`, a path relative to the root URL, or any URI with a scheme
+ * (`http://localhost:*\/cb` is one: it is kept and compared as text, as Keycloak does) — never a script.
+ */
 function isRedirectPattern(uri: string): boolean {
   if (uri === '*' || uri === '+' || uri.startsWith('/')) return true;
-  try {
-    new URL(uri.replace(/\*$/, ''));
-    return true;
-  } catch {
-    return false;
-  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\S+$/i.exec(uri)?.[1]?.toLowerCase();
+  return scheme !== undefined && scheme !== 'javascript' && scheme !== 'data' && scheme !== 'vbscript';
 }
 
 /** Admin events never carry a client secret, nor attributes that hold one (such as `api.key`). */

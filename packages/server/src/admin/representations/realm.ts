@@ -85,6 +85,8 @@ export const realmIgnored = [
   'webAuthnPolicyPasswordlessCreateTimeout', 'webAuthnPolicyPasswordlessAvoidSameAuthenticatorRegister',
   'webAuthnPolicyPasswordlessAcceptableAaguids', 'webAuthnPolicyPasswordlessExtraOrigins', 'oauth2DeviceCodeLifespan',
   'oauth2DevicePollingInterval', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
+  // In every Keycloak export (not in the admin client's RealmRepresentation): the credential types a realm asks for.
+  'requiredCredentials',
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { importedPasswordHash } from '../../credentials/keycloak-hash.js';
 import { badRequest } from '../../model/errors.js';
 import type { User } from '../../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../../model/user-profile.js';
@@ -29,6 +30,8 @@ export interface UserInput {
   emailVerified?: boolean;
   attributes?: Record<string, string[]>;
   password?: string;
+  /** A password hash from a Keycloak export (credentials/keycloak-hash.ts), stored without a policy check. */
+  passwordHash?: string;
 }
 
 export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
@@ -37,11 +40,20 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
   if (credentials !== undefined) {
     if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
     for (const [i, credential] of credentials.entries()) {
-      const c = credential as { type?: unknown; value?: unknown };
-      if (c?.type !== 'password' || typeof c.value !== 'string' || c.value.length === 0 || c.value.length > 1024) {
-        throw badRequest(`${path}.credentials[${i}]: only {"type":"password","value":"…"} credentials are supported`, 'credentials');
+      const at = `${path}.credentials[${i}]`;
+      const c = credential as { type?: unknown; value?: unknown; secretData?: unknown; credentialData?: unknown };
+      if (c?.type === 'password' && typeof c.value === 'string' && c.value.length > 0 && c.value.length <= 1024) {
+        input.password = c.value;
+      } else if (c?.type === 'password' && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
+        // A Keycloak export's hashed password: kept as it is, so the user signs in with the same password.
+        const imported = importedPasswordHash(c.secretData, c.credentialData);
+        if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
+        input.passwordHash = imported.hash;
+      } else if (onUnknown && typeof c?.type === 'string' && c.type !== 'password') {
+        onUnknown(`${at} (type "${c.type}")`);
+      } else {
+        throw badRequest(`${at}: only password credentials ({"type":"password","value":"…"} or Keycloak's hashed secretData/credentialData) are supported`, 'credentials');
       }
-      input.password = c.value;
     }
   }
   return input;

@@ -14,11 +14,45 @@ export interface RealmImport {
   realmRoles: ImportedRole[];
   clientRoles: Record<string, ImportedRole[]>;
   clients: Partial<Client>[];
-  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
+  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; serviceAccountOf?: string | null })[];
   organizations: (OrganizationInput & { members?: string[] })[];
   authentication: FlowImport;
   /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
   scopeMappings: ImportedScopeMapping[];
+  /** JSON paths of what the export holds and this server does not import (reported, never dropped silently). */
+  notImported: string[];
+}
+
+/**
+ * Parts of Keycloak's representations that this server accepts and has no model for yet: an export that carries
+ * them is imported without them and each non-empty one is named in `notImported`.
+ */
+const NOT_IMPORTED = {
+  realm: [
+    'groups', 'defaultGroups', 'clientScopes', 'defaultDefaultClientScopes', 'defaultOptionalClientScopes', 'identityProviders',
+    'identityProviderMappers', 'components', 'userFederationProviders', 'userFederationMappers', 'federatedUsers',
+    'localizationTexts', 'requiredCredentials',
+  ],
+  client: ['protocolMappers', 'defaultClientScopes', 'optionalClientScopes', 'authorizationSettings', 'authenticationFlowBindingOverrides'],
+  user: ['groups', 'federatedIdentities', 'clientConsents'],
+} as const;
+
+function holdsData(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object' && value !== null) return Object.keys(value).length > 0;
+  return false;
+}
+
+function notImportedParts(rep: Record<string, unknown>): string[] {
+  const paths: string[] = [];
+  const check = (object: unknown, fields: readonly string[], path: string) => {
+    if (typeof object !== 'object' || object === null) return;
+    for (const field of fields) if (holdsData((object as Record<string, unknown>)[field])) paths.push(`${path}.${field}`);
+  };
+  check(rep, NOT_IMPORTED.realm, 'realm');
+  if (Array.isArray(rep.clients)) rep.clients.forEach((c, i) => check(c, NOT_IMPORTED.client, `realm.clients[${i}]`));
+  if (Array.isArray(rep.users)) rep.users.forEach((u, i) => check(u, NOT_IMPORTED.user, `realm.users[${i}]`));
+  return paths;
 }
 
 export interface ImportedScopeMapping {
@@ -63,7 +97,14 @@ function parseScopeMappings(rep: Record<string, unknown>, onUnknown?: (path: str
  * Reads a Keycloak realm export (the subset this server keeps). With `onUnknown` (start-up import) unknown
  * fields are reported and skipped; without it (the admin API) they are refused. Every error names its JSON path.
  */
-export function parseRealmImport(body: unknown, isListener: (id: string) => boolean, onUnknown?: (path: string) => void): RealmImport {
+export function parseRealmImport(body: unknown, isListener: (id: string) => boolean, reportUnknown?: (path: string) => void): RealmImport {
+  const notImported: string[] = [];
+  const onUnknown = reportUnknown
+    ? (path: string) => {
+        notImported.push(path);
+        reportUnknown(path);
+      }
+    : undefined;
   const settings = parseRepresentation(body, realmSpec, realmIgnored, 'realm', onUnknown);
   if (typeof settings.realm !== 'string') throw badRequest('realm.realm: is required', 'realm');
   const rep = body as Record<string, unknown>;
@@ -93,7 +134,15 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       if (typeof raw.clientRoles !== 'object') throw badRequest(`${path}.clientRoles: must be an object`);
       for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoleMap[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
     }
-    return { ...parseUser(u, path, onUnknown), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
+    // Keycloak exports a client's service-account user by the client's clientId; it becomes that client's one.
+    const serviceAccountOf = (u as { serviceAccountClientId?: unknown })?.serviceAccountClientId;
+    if (serviceAccountOf !== undefined && serviceAccountOf !== null && typeof serviceAccountOf !== 'string') throw badRequest(`${path}.serviceAccountClientId: must be a string`);
+    return {
+      ...parseUser(u, path, onUnknown),
+      realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`),
+      clientRoles: clientRoleMap,
+      serviceAccountOf: serviceAccountOf ?? null,
+    };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
     const path = `realm.organizations[${i}]`;
@@ -104,5 +153,11 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     });
     return { ...parseOrganization(o, path, onUnknown), members };
   });
-  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown), scopeMappings: parseScopeMappings(rep, onUnknown) };
+  const authentication = parseAuthentication(rep, onUnknown);
+  const scopeMappings = parseScopeMappings(rep, (path) => {
+    notImported.push(path);
+    reportUnknown?.(path);
+  });
+  notImported.push(...notImportedParts(rep));
+  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication, scopeMappings, notImported };
 }

@@ -73,10 +73,21 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   // The bindings are settings of the realm, read before its flows existed: checked once they do.
   const binding = await ctx.flows.validateBindings(realm, trx);
   if (binding) throw badRequest(binding.message, binding.field);
+  // The export lists each client's service-account user; the client's creation above made it already.
+  const serviceAccountUser = async (clientId: string, path: string) => {
+    const row = await trx
+      .selectFrom('user_entity')
+      .select(['id', 'username'])
+      .where('realm_id', '=', realm.id)
+      .where('service_account_client_id', '=', clientContainer(clientId, `${path}.serviceAccountClientId`))
+      .executeTakeFirst();
+    if (!row) throw badRequest(`${path}.serviceAccountClientId: client "${clientId}" has no service account (serviceAccountsEnabled is false)`);
+    return row;
+  };
   const userIds = new Map<string, string>();
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
-    const user = await insertUser(storage, realm, input, trx, path);
+    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path) : await insertUser(storage, realm, input, trx, path);
     userIds.set(user.username, user.id);
     const grants: string[] = [];
     for (const name of input.realmRoles ?? []) grants.push(await roleId(realm.id, name, `${path}.realmRoles`));

@@ -1,0 +1,217 @@
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { hash } from '@node-rs/argon2';
+import { pbkdf2Sync, randomBytes } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as oidc from 'openid-client';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+
+/**
+ * Issue 16: realm files exported by real Keycloak installations (fixtures/keycloak-exports, sources in its
+ * SOURCES.md) import through the admin API and `--import-realm`, their users and service accounts get tokens, and
+ * what is not imported is named by JSON path instead of being dropped silently.
+ */
+
+const FIXTURES = join(import.meta.dirname, 'fixtures/keycloak-exports');
+const fixture = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), 'utf8')) as Record<string, any>;
+/** The files that import as they are (afyacheck.json's own user breaks its own password policy: refused, below). */
+const IMPORTABLE = readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && f !== 'afyacheck.json').sort();
+const insecure = { execute: [oidc.allowInsecureRequests] };
+
+async function adminClient(t: TestServer) {
+  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  return kc;
+}
+
+/** The authorization endpoint's answer for a redirect URI: 200 with the sign-in page when it is accepted. */
+async function authorize(t: TestServer, realm: string, clientId: string, redirectUri: string) {
+  const query = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid' });
+  const response = await fetch(`${t.url}/realms/${realm}/protocol/openid-connect/auth?${query}`);
+  return { status: response.status, text: await response.text() };
+}
+
+describe.each(databases)('real Keycloak exports through the admin API (%s)', (database) => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  // Every file on SQLite; on PostgreSQL the richest one (the suite's time goes to what differs between them).
+  const files = database === 'sqlite' ? IMPORTABLE : ['wirtshaus-demo.json'];
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    kc = await adminClient(t);
+    for (const file of files) await kc.realms.create(fixture(file));
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it.each(files)('%s is imported with its clients, roles and users', async (file) => {
+    const data = fixture(file);
+    const realm = await kc.realms.findOne({ realm: data.realm });
+    expect(realm?.realm).toBe(data.realm);
+    kc.setConfig({ realmName: data.realm });
+    try {
+      const clientIds = (await kc.clients.find()).map((c) => c.clientId);
+      for (const client of data.clients ?? []) expect(clientIds).toContain(client.clientId);
+      const roleNames = (await kc.roles.find()).map((r) => r.name);
+      for (const role of data.roles?.realm ?? []) expect(roleNames).toContain(role.name);
+      const usernames = (await kc.users.find({ max: 1000 })).map((u) => u.username);
+      // Service-account users are not listed by the user search (as in Keycloak); the client names its own, below.
+      for (const user of data.users ?? []) if (!user.serviceAccountClientId) expect(usernames).toContain(user.username.toLowerCase());
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('names what it does not import, by JSON path, once per file', () => {
+    const lines = t.logs.filter((l) => l.msg === 'realm import: parts of the file are not imported' && l.realm === 'demo');
+    expect(lines).toHaveLength(1);
+    const paths = lines[0].notImported as string[];
+    expect(paths).toContain('realm.groups');
+    expect(paths).toContain('realm.clientScopes');
+    expect(paths).toContain('realm.components');
+    expect(paths.some((p) => /^realm\.clients\[\d+\]\.protocolMappers$/.test(p))).toBe(true);
+  });
+
+  it("the export's user signs in by password grant and carries the roles the file gives it", async () => {
+    const config = await oidc.discovery(new URL(`${t.url}/realms/demo`), 'admin-cli', undefined, oidc.None(), insecure);
+    const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'admin', password: 'admin' });
+    const claims = decodeJwt(tokens.access_token) as { realm_access?: { roles: string[] } };
+    expect(claims.realm_access?.roles).toContain('user-is-manager');
+  });
+
+  it("the file's service-account user becomes the client's, with the roles the file maps to it", async () => {
+    const config = await oidc.discovery(new URL(`${t.url}/realms/demo`), 'backend', 'backend-secret-instaff', undefined, insecure);
+    const tokens = await oidc.clientCredentialsGrant(config);
+    const claims = decodeJwt(tokens.access_token) as { resource_access?: Record<string, { roles: string[] }> };
+    const exported = fixture('wirtshaus-demo.json').users.find((u: { username: string }) => u.username === 'service-account-backend');
+    // The roles mapped in the file, and what they are composed of (view-users holds query-users), as Keycloak.
+    expect(claims.resource_access?.['realm-management']?.roles).toEqual(expect.arrayContaining(exported.clientRoles['realm-management']));
+    expect(claims.resource_access?.['realm-management']?.roles).not.toContain('realm-admin');
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      const [backend] = await kc.clients.find({ clientId: 'backend' });
+      expect((await kc.clients.getServiceAccountUser({ id: backend.id! })).username).toBe('service-account-backend');
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('relative redirect URIs resolve against ${authBaseUrl} or an empty root URL, as in Keycloak', async () => {
+    // account-console: rootUrl "${authBaseUrl}", redirectUris ["/realms/demo/account/*"].
+    const accepted = await authorize(t, 'demo', 'account-console', `${t.url}/realms/demo/account/`);
+    expect(accepted.status).toBe(200);
+    expect(accepted.text).not.toContain('Invalid parameter: redirect_uri');
+    const elsewhere = await authorize(t, 'demo', 'account-console', `${t.url}/realms/other/account/`);
+    expect(elsewhere.text).toContain('Invalid parameter: redirect_uri');
+    if (database === 'sqlite') {
+      // easymeal-admin: rootUrl "", redirectUris ["/*"].
+      expect((await authorize(t, 'easymeal', 'easymeal-admin', `${t.url}/app/callback`)).status).toBe(200);
+      expect((await authorize(t, 'easymeal', 'easymeal-admin', 'https://elsewhere.example/app')).text).toContain('Invalid parameter: redirect_uri');
+    }
+  });
+
+  if (database === 'sqlite') it("a partial export's users sign in through its own public client", async () => {
+    const config = await oidc.discovery(new URL(`${t.url}/realms/reports-realm`), 'reports-frontend', undefined, oidc.None(), insecure);
+    const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'prothetic1', password: 'prothetic123' });
+    expect((decodeJwt(tokens.access_token) as { realm_access?: { roles: string[] } }).realm_access?.roles).toContain('prothetic_user');
+  });
+});
+
+describe('Keycloak hashed passwords in an import', () => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  beforeAll(async () => {
+    t = await startServer();
+    kc = await adminClient(t);
+  });
+  afterAll(() => t?.close());
+
+  /** A credential as Keycloak exports it: the hash and salt in secretData, the algorithm in credentialData. */
+  const credential = (value: Buffer, salt: Buffer, credentialData: object) => ({
+    type: 'password',
+    secretData: JSON.stringify({ value: value.toString('base64'), salt: salt.toString('base64'), additionalParameters: {} }),
+    credentialData: JSON.stringify(credentialData),
+  });
+
+  it('pbkdf2-sha512, pbkdf2-sha256 and argon2 hashes sign in with the same password, and are upgraded', async () => {
+    const salt = randomBytes(16);
+    const argonSalt = randomBytes(16);
+    const phc = await hash('argon-pass-1', { algorithm: 2, memoryCost: 7168, timeCost: 5, parallelism: 1, outputLen: 32, salt: argonSalt });
+    const argonValue = Buffer.from(phc.split('$').pop()!, 'base64');
+    await kc.realms.create({
+      realm: 'hashed',
+      enabled: true,
+      clients: [{ clientId: 'app', publicClient: true, directAccessGrantsEnabled: true }],
+      users: [
+        { username: 'sha512', enabled: true, credentials: [credential(pbkdf2Sync('pass-512', salt, 210000, 64, 'sha512'), salt, { hashIterations: 210000, algorithm: 'pbkdf2-sha512', additionalParameters: {} })] },
+        { username: 'sha256', enabled: true, credentials: [credential(pbkdf2Sync('pass-256', salt, 27500, 64, 'sha256'), salt, { hashIterations: 27500, algorithm: 'pbkdf2-sha256', additionalParameters: {} })] },
+        {
+          username: 'argon',
+          enabled: true,
+          credentials: [credential(argonValue, argonSalt, { hashIterations: 5, algorithm: 'argon2', additionalParameters: { hashLength: ['32'], memory: ['7168'], type: ['id'], version: ['1.3'], parallelism: ['1'] } })],
+        },
+      ],
+    } as never);
+    const grant = (username: string, password: string) => tokenRequest(t.url, 'hashed', { grant_type: 'password', client_id: 'app', username, password });
+    for (const [username, password] of [['sha512', 'pass-512'], ['sha256', 'pass-256'], ['argon', 'argon-pass-1']]) {
+      expect((await grant(username, `${password}x`)).status, `${username} with a wrong password`).toBe(401);
+      expect((await grant(username, password)).status, username).toBe(200);
+      // After the first sign-in the hash is this server's own; the password still works.
+      expect((await grant(username, password)).status, `${username} again`).toBe(200);
+    }
+    const stored = await t.server.context.storage.users.byUsername((await t.server.context.storage.realms.byName('hashed'))!.id, 'sha256');
+    expect(stored?.passwordHash).toMatch(/^\$argon2id\$v=19\$m=7168,t=5,p=1\$/);
+  });
+
+  it('refuses a hash it cannot use, naming the credential', async () => {
+    const salt = randomBytes(16);
+    const bad = { realm: 'bad-hash', users: [{ username: 'u', credentials: [credential(salt, salt, { hashIterations: 1, algorithm: 'md5' })] }] };
+    await expect(kc.realms.create(bad as never)).rejects.toMatchObject({ responseData: { errorMessage: expect.stringContaining('realm.users[0].credentials[0]') } });
+    expect(await kc.realms.findOne({ realm: 'bad-hash' })).toBeFalsy();
+  });
+});
+
+describe('--import-realm with a directory of real and broken files', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-import-'));
+  beforeAll(() => {
+    copyFileSync(join(FIXTURES, 'wirtshaus-demo.json'), join(dir, 'a-wirtshaus.json'));
+    copyFileSync(join(FIXTURES, 'afyacheck.json'), join(dir, 'b-afyacheck.json'));
+    copyFileSync(join(FIXTURES, 'sesame.json'), join(dir, 'c-sesame.json'));
+    writeFileSync(join(dir, 'd-broken.json'), '{"realm": "broken", ');
+    let deep = '"x"';
+    for (let i = 0; i < 5000; i++) deep = `{"a":${deep}}`;
+    writeFileSync(join(dir, 'e-deep.json'), `{"realm":"deep","attributes":${deep}}`);
+    writeFileSync(join(dir, 'f-same-realm.json'), JSON.stringify({ realm: 'sesame', enabled: true }));
+    writeFileSync(join(dir, 'g-proto.json'), '{"realm":"proto","enabled":true,"__proto__":{"polluted":"yes"},"attributes":{"__proto__":"x","constructor":"y"}}');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('imports each file on its own, names the refused ones with the problem, and starts', async () => {
+    const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
+    try {
+      const kc = await adminClient(t);
+      const names = (await kc.realms.find()).map((r) => r.realm);
+      expect(names).toEqual(expect.arrayContaining(['demo', 'sesame']));
+      for (const absent of ['afyacheck', 'broken', 'deep']) expect(names).not.toContain(absent);
+      const refused = Object.fromEntries(
+        t.logs.filter((l) => l.msg === 'realm import: file refused, the others are imported').map((l) => [String(l.file).split('/').pop(), String(l.error)]),
+      );
+      expect(refused['b-afyacheck.json']).toMatch(/digit/);
+      expect(refused['d-broken.json']).toMatch(/not valid JSON/);
+      expect(refused['e-deep.json']).toMatch(/nested deeper/);
+      expect(refused['f-same-realm.json']).toMatch(/also defined by .*c-sesame\.json/);
+      expect(Object.keys(refused)).not.toContain('a-wirtshaus.json');
+      // `__proto__` is a field like any other: reported as not understood, never a prototype.
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+
+  it('with --import-realm-strict a refused file stops start-up, naming it', async () => {
+    await expect(startServer({ config: { REALMGATE_IMPORT_REALM: dir, REALMGATE_IMPORT_REALM_STRICT: 'true' } })).rejects.toThrow(/b-afyacheck\.json/);
+  }, 60_000);
+});
