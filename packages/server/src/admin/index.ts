@@ -9,7 +9,7 @@ import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
 import { keyRoutes } from './keys.js';
-import { offlineSessionRoutes } from './offline-sessions.js';
+import { sessionRoutes } from './sessions.js';
 import { organizationRoutes } from './organizations.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
@@ -66,7 +66,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
         keyRoutes(realms, ctx);
-        offlineSessionRoutes(realms, ctx);
+        sessionRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
       };

@@ -59,14 +59,14 @@ export class SessionRepository {
     return rows.map(toSession);
   }
 
-  /** The offline sessions that hold a client session of this client, newest first. */
-  async offlineForClient(clientUuid: string, options: { first?: number; max?: number } = {}): Promise<UserSession[]> {
+  /** The sessions (SSO ones, or with `offline` the offline ones) that hold a client session of this client, newest first. */
+  async forClient(clientUuid: string, offline: boolean, options: { first?: number; max?: number } = {}): Promise<UserSession[]> {
     let query = this.db
       .selectFrom('user_session')
       .innerJoin('client_session', 'client_session.session_id', 'user_session.id')
       .selectAll('user_session')
       .where('client_session.client_id', '=', clientUuid)
-      .where('user_session.offline', '=', 1)
+      .where('user_session.offline', '=', flag(offline))
       .orderBy('user_session.started', 'desc');
     if (options.max !== undefined) query = query.limit(options.max);
     if (options.first) query = query.offset(options.first);

@@ -11,12 +11,14 @@ import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } fr
 type Params = { realm: string; id: string; client: string };
 
 /**
- * Offline sessions (`offline_access`) at Keycloak's admin paths: a user's for one client, a client's and their
- * count, revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
+ * Sessions at Keycloak's admin paths: a user's SSO sessions and signing the user out of all of them
+ * (`POST …/users/{id}/logout`, offline sessions too, as Keycloak's not-before for the user ends those), a client's
+ * sessions and their count, and the same for offline sessions (`offline_access`): a user's for one client, a
+ * client's and their count, revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
  * Keycloak also revokes consent; there is no consent here), and ending one session by id
  * (`DELETE …/sessions/{id}`, `?isOffline=true` for an offline one).
  */
-export function offlineSessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   /** Keycloak's UserSessionRepresentation; `clients` maps client UUIDs to clientIds. */
   const sessionRep = async (realm: Realm, session: UserSession) => {
     const user = await ctx.storage.users.byId(realm.id, session.userId);
@@ -63,17 +65,43 @@ export function offlineSessionRoutes(app: FastifyInstance, ctx: ServerContext): 
     return { realm, client };
   };
 
-  app.get('/realms/:realm/clients/:id/offline-sessions', async (request: AdminRequest<Params>) => {
-    const { realm, client } = await clientOf(request);
+  const page = (request: AdminRequest<Params>) => {
     const first = queryInt(request.query, 'first', 0) ?? 0;
-    const max = queryInt(request.query, 'max', 100) ?? 100;
-    const sessions = live(realm, await ctx.storage.sessions.offlineForClient(client.id)).slice(first, first + max);
-    return Promise.all(sessions.map((s) => sessionRep(realm, s)));
+    return { first, max: queryInt(request.query, 'max', 100) ?? 100 };
+  };
+  for (const [path, offline] of [['user-sessions', false], ['offline-sessions', true]] as const) {
+    app.get(`/realms/:realm/clients/:id/${path}`, async (request: AdminRequest<Params>) => {
+      const { realm, client } = await clientOf(request);
+      const { first, max } = page(request);
+      const sessions = live(realm, await ctx.storage.sessions.forClient(client.id, offline)).slice(first, first + max);
+      return Promise.all(sessions.map((s) => sessionRep(realm, s)));
+    });
+  }
+  for (const [path, offline] of [['session-count', false], ['offline-session-count', true]] as const) {
+    app.get(`/realms/:realm/clients/:id/${path}`, async (request: AdminRequest<Params>) => {
+      const { realm, client } = await clientOf(request);
+      return { count: live(realm, await ctx.storage.sessions.forClient(client.id, offline)).length };
+    });
+  }
+
+  const userOf = async (request: AdminRequest<Params>, role: 'view-users' | 'manage-users') => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, role);
+    const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
+    if (!user) throw notFound('User not found');
+    return { realm, user };
+  };
+
+  app.get('/realms/:realm/users/:id/sessions', async (request: AdminRequest<Params>) => {
+    const { realm, user } = await userOf(request, 'view-users');
+    return Promise.all(live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)).map((s) => sessionRep(realm, s)));
   });
 
-  app.get('/realms/:realm/clients/:id/offline-session-count', async (request: AdminRequest<Params>) => {
-    const { realm, client } = await clientOf(request);
-    return { count: live(realm, await ctx.storage.sessions.offlineForClient(client.id)).length };
+  app.post('/realms/:realm/users/:id/logout', async (request: AdminRequest<Params>, reply) => {
+    const { realm, user } = await userOf(request, 'manage-users');
+    await ctx.storage.sessions.deleteForUser(user.id);
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/logout`);
+    return reply.code(204).send();
   });
 
   app.delete('/realms/:realm/sessions/:id', async (request: AdminRequest<Params>, reply) => {
