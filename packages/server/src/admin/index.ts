@@ -10,6 +10,7 @@ import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
+import { clientInstallationRoutes } from './client-installation.js';
 import { organizationRoutes } from './organizations.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
@@ -67,6 +68,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         eventRoutes(realms, ctx);
         keyRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
+        clientInstallationRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
       };
