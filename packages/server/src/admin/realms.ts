@@ -3,9 +3,11 @@ import type { ServerContext } from '../context.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { defaultRolesName, removeAdminClient, renameAdminClient } from '../services/index.js';
+import { exportRealm } from '../services/realm-export.js';
 import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { hasAnyRole, isSuperAdmin, requireRole } from './permissions.js';
+import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
 import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from './representations/realm.js';
@@ -41,6 +43,18 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (parsed.notImported.length) ctx.logger.warn({ realm: realm.name, notImported: parsed.notImported }, 'realm import: parts of the file are not imported');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', '', realmRep(realm));
     return reply.code(201).header('location', locationOf(ctx, request, realm.name)).send();
+  });
+
+  // Keycloak's partial export (POST, as the admin console sends it): realm settings and flows, with
+  // `exportClients` its clients (secrets masked) and scope mappings, with `exportGroupsAndRoles` its roles.
+  app.post('/realms/:realm/partial-export', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    const caller = callerOf(request);
+    requireRole(caller, realm, 'view-realm');
+    const clients = queryBool(request.query, 'exportClients') ?? false;
+    const groupsAndRoles = queryBool(request.query, 'exportGroupsAndRoles') ?? false;
+    if (clients) requireRole(caller, realm, 'view-clients');
+    return exportRealm(ctx, realm, { clients, groupsAndRoles });
   });
 
   app.get('/realms/:realm', async (request: AdminRequest) => {

@@ -45,7 +45,17 @@ export class RealmFlows {
   }
 
   topLevelFlows(): AuthFlow[] {
-    return [...this.flows.values()].filter((f) => f.topLevel).sort((a, b) => (a.alias < b.alias ? -1 : a.alias > b.alias ? 1 : 0));
+    return this.allFlows().filter((f) => f.topLevel);
+  }
+
+  /** Every flow, sub-flows too, by alias (a realm export lists them all). */
+  allFlows(): AuthFlow[] {
+    return [...this.flows.values()].sort((a, b) => (a.alias < b.alias ? -1 : a.alias > b.alias ? 1 : 0));
+  }
+
+  /** Every authenticator config, by alias. */
+  allConfigs(): AuthenticatorConfig[] {
+    return [...this.configs.values()].sort((a, b) => (a.alias < b.alias ? -1 : a.alias > b.alias ? 1 : 0));
   }
 
   execution(id: string): AuthExecution | undefined {
