@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from './config/index.js';
 import type { DemoLinks } from './dev/index.js';
+import { runExport } from './export-command.js';
 import { createServer } from './server.js';
 
 /** Imported in development mode when no --import-realm is given, so a fresh clone shows the extensions at work. */
@@ -19,6 +20,15 @@ function demoText(links: DemoLinks): string {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'export') {
+    try {
+      await runExport(process.argv.slice(3), process.env);
+    } catch (error) {
+      console.error(`realmgate export: ${error instanceof Error ? error.message : String(error)}`);
+      process.exit(1);
+    }
+    process.exit(0);
+  }
   let config;
   try {
     config = loadConfig({ argv: process.argv.slice(2), env: process.env });

@@ -24,6 +24,7 @@ const LAYERS: string[][] = [
   ['admin', 'dev', 'account-api'],
   ['bootstrap.ts'],
   ['server.ts', 'context.ts'],
+  ['export-command.ts'],
   ['main.ts', 'index.ts'],
 ];
 

@@ -1,6 +1,11 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { decodeJwt } from 'jose';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16, point 4: Keycloak's partial export (`POST …/partial-export`, the admin client's `realms.export`), and
@@ -81,4 +86,76 @@ describe.each(databases)('realm partial export (%s)', (database) => {
     expect(await realmViewer.realms.export({ realm: 'shop' })).toMatchObject({ realm: 'shop' });
     await expect(realmViewer.realms.export({ realm: 'shop', exportClients: true })).rejects.toMatchObject({ response: { status: 403 } });
   });
+});
+
+describe.each(databases)('realmgate export, then --import-realm on an empty server (%s)', (database) => {
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-export-'));
+  let source: TestServer;
+  let kc: KcAdminClient;
+  beforeAll(async () => {
+    source = await startServer({ database });
+    kc = await adminClient(source);
+    await kc.realms.create({ realm: 'crm', enabled: true, passwordPolicy: 'length(10)' });
+    kc.setConfig({ realmName: 'crm' });
+    const api = await kc.clients.create({ clientId: 'crm-api', secret: 'crm-secret-value-1', serviceAccountsEnabled: true, directAccessGrantsEnabled: true });
+    await kc.roles.create({ name: 'sales' });
+    const sales = await kc.roles.findOneByName({ name: 'sales' });
+    const { id } = await kc.users.create({ username: 'carla', email: 'carla@example.test', enabled: true, firstName: 'Carla', credentials: [{ type: 'password', value: 'Carla-secret-1', temporary: false }] });
+    await kc.users.addRealmRoleMappings({ id, roles: [sales!] as never });
+    const serviceAccount = await kc.clients.getServiceAccountUser({ id: api.id });
+    await kc.users.addRealmRoleMappings({ id: serviceAccount.id!, roles: [sales!] as never });
+  }, 60_000);
+  afterAll(async () => {
+    await source?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes the whole realm with secrets and password hashes, and the import restores it: users sign in, secrets work', async () => {
+    const file = join(dir, `crm-${database}.json`);
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts', 'export', '--realm', 'crm', '--file', file, '--db-url', source.server.context.config.dbUrl, '--providers-dir', source.server.context.config.providersDir], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, REALMGATE_LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(cli.status, cli.stderr).toBe(0);
+    expect(cli.stderr).toContain('crm: 2 users');
+    const exported = JSON.parse(readFileSync(file, 'utf8'));
+    const carla = exported.users.find((u: { username: string }) => u.username === 'carla');
+    expect(carla.credentials[0]).toMatchObject({ type: 'password', secretData: expect.any(String), credentialData: expect.stringContaining('"algorithm":"argon2"') });
+    expect(JSON.stringify(exported)).not.toContain('Carla-secret-1');
+    expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'crm-api').secret).toBe('crm-secret-value-1');
+    expect(exported.users.find((u: { serviceAccountClientId?: string }) => u.serviceAccountClientId === 'crm-api').realmRoles).toContain('sales');
+
+    const importDir = join(dir, `import-${database}`);
+    mkdirSync(importDir);
+    writeFileSync(join(importDir, 'crm.json'), readFileSync(file));
+    const target = await startServer({ database, config: { REALMGATE_IMPORT_REALM: importDir } });
+    try {
+      const signIn = await tokenRequest(target.url, 'crm', { grant_type: 'password', client_id: 'crm-api', client_secret: 'crm-secret-value-1', username: 'carla', password: 'Carla-secret-1' });
+      expect(signIn.status).toBe(200);
+      const service = await tokenRequest(target.url, 'crm', { grant_type: 'client_credentials', client_id: 'crm-api', client_secret: 'crm-secret-value-1' });
+      expect(service.status).toBe(200);
+      expect((decodeJwt(service.body.access_token as string) as { realm_access?: { roles: string[] } }).realm_access?.roles).toContain('sales');
+      const other = await adminClient(target);
+      const options = { realm: 'crm', exportClients: true, exportGroupsAndRoles: true };
+      expect(await other.realms.export(options)).toEqual(await kc.realms.export(options));
+    } finally {
+      await target.close();
+    }
+  }, 120_000);
+
+  it('refuses an unknown realm and leaves no file', () => {
+    const file = join(dir, 'none.json');
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts', 'export', '--realm', 'nope', '--file', file, '--db-url', source.server.context.config.dbUrl, '--providers-dir', source.server.context.config.providersDir], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, REALMGATE_LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(cli.status).toBe(1);
+    expect(cli.stderr).toContain('realm "nope" does not exist');
+    expect(existsSync(file)).toBe(false);
+    expect(existsSync(`${file}.partial`)).toBe(false);
+  }, 60_000);
 });

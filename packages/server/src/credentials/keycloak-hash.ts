@@ -69,3 +69,40 @@ export async function verifyPbkdf2(password: string, stored: string): Promise<bo
   const derived = await pbkdf2Async(password, Buffer.from(salt, 'base64'), Number(iterations), expected.length, digest);
   return derived.length === expected.length && timingSafeEqual(derived, expected);
 }
+
+const b64 = (unpaddedValue: string) => Buffer.from(unpaddedValue, 'base64').toString('base64');
+
+/**
+ * A stored hash as Keycloak exports a password credential (the inverse of importedPasswordHash): Argon2 hashes
+ * as `argon2` with their parameters, `$pbkdf2-…` ones as Keycloak's pbkdf2 algorithms. Null for a hash neither is.
+ */
+export function exportedPasswordCredential(stored: string, createdDate: number | null): Record<string, unknown> | null {
+  const credential = (value: string, salt: string, credentialData: object) => ({
+    type: 'password',
+    ...(createdDate !== null ? { createdDate } : {}),
+    secretData: JSON.stringify({ value: b64(value), salt: b64(salt), additionalParameters: {} }),
+    credentialData: JSON.stringify(credentialData),
+  });
+  const argon = /^\$(argon2id|argon2i|argon2d)\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/.exec(stored);
+  if (argon) {
+    const [, type, v, m, t, p, salt, value] = argon;
+    return credential(value, salt, {
+      hashIterations: Number(t),
+      algorithm: 'argon2',
+      additionalParameters: {
+        hashLength: [String(Buffer.from(value, 'base64').length)],
+        memory: [m],
+        type: [type.slice('argon2'.length)],
+        version: [v === '19' ? '1.3' : '1.0'],
+        parallelism: [p],
+      },
+    });
+  }
+  const pbkdf = PBKDF2_HASH.exec(stored);
+  if (pbkdf) {
+    const [, digest, iterations, salt, value] = pbkdf;
+    const algorithm = Object.keys(PBKDF2_DIGESTS).find((k) => PBKDF2_DIGESTS[k] === digest)!;
+    return credential(value, salt, { hashIterations: Number(iterations), algorithm, additionalParameters: {} });
+  }
+  return null;
+}

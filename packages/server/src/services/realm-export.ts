@@ -7,20 +7,30 @@ import { configRep, flowRep } from '../admin/representations/authentication.js';
 import { clientRep } from '../admin/representations/client.js';
 import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
+import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import type { Client, Realm, Role } from '../model/types.js';
 
 /** What Keycloak's partial export puts where a secret was (its import stores it as given). */
 export const EXPORT_SECRET_MASK = '**********';
 
-export interface ExportOptions {
-  clients: boolean;
-  groupsAndRoles: boolean;
-}
-
 /** Role names by container: `realm` for realm roles, else the clientId. */
 type RoleNames = { realm?: string[]; client?: Record<string, string[]> };
 
-export async function exportRealm(ctx: Pick<ServerContext, 'storage' | 'flows'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
+export interface ExportOptions {
+  clients: boolean;
+  groupsAndRoles: boolean;
+  /** Client secrets (and the SMTP password) as stored, for a full export that restores the realm (the CLI's). */
+  secrets?: boolean;
+}
+
+export interface RealmExporter {
+  /** The realm's document without its users. */
+  document(options: ExportOptions): Promise<Record<string, unknown>>;
+  /** Users after `afterUsername` in username order, as Keycloak exports them (password hashes included). */
+  users(afterUsername: string | null, limit: number): Promise<{ last: string | null; users: Record<string, unknown>[] }>;
+}
+
+export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'>, realm: Realm): Promise<RealmExporter> {
   const { storage } = ctx;
   const clients = await storage.clients.list(realm.id);
   const clientById = new Map(clients.map((c) => [c.id, c]));
@@ -59,39 +69,73 @@ export async function exportRealm(ctx: Pick<ServerContext, 'storage' | 'flows'>,
   };
   const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-  const { id: _id, ...settings } = realmRep(realm);
-  const out: Record<string, unknown> = { ...settings };
-  if (options.groupsAndRoles) {
-    const client: Record<string, unknown[]> = {};
-    for (const [c, roles] of clientRoles) if (roles.length) client[c.clientId] = await Promise.all([...roles].sort(byName).map(roleExport));
-    out.roles = { realm: await Promise.all([...realmRoles].sort(byName).map(roleExport)), client };
-  }
-  if (options.clients) {
-    out.clients = clients
-      .map((c) => {
-        const { id: _clientId, access: _access, ...rep } = clientRep(c);
-        return 'secret' in rep ? { ...rep, secret: EXPORT_SECRET_MASK } : rep;
-      })
-      .sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
-    // Keycloak's scopeMappings (realm roles a client's tokens may carry) and clientScopeMappings (by role container).
-    const scopeMappings: { client: string; roles: string[] }[] = [];
-    const clientScopeMappings: Record<string, { client: string; roles: string[] }[]> = {};
-    for (const c of [...clients].sort((a, b) => (a.clientId < b.clientId ? -1 : 1))) {
-      const mapped = byContainer(await storage.roles.scopeMappedRoleIds(c.id));
-      if (mapped.realm) scopeMappings.push({ client: c.clientId, roles: mapped.realm });
-      for (const [container, roles] of Object.entries(mapped.client ?? {})) (clientScopeMappings[container] ??= []).push({ client: c.clientId, roles });
+  const document = async (options: ExportOptions) => {
+    const { id: _id, ...settings } = realmRep(realm);
+    if (options.secrets && realm.smtpServer.password) settings.smtpServer = { ...realm.smtpServer };
+    const out: Record<string, unknown> = { ...settings };
+    if (options.groupsAndRoles) {
+      const client: Record<string, unknown[]> = {};
+      for (const [c, roles] of clientRoles) if (roles.length) client[c.clientId] = await Promise.all([...roles].sort(byName).map(roleExport));
+      out.roles = { realm: await Promise.all([...realmRoles].sort(byName).map(roleExport)), client };
     }
-    if (scopeMappings.length) out.scopeMappings = scopeMappings;
-    if (Object.keys(clientScopeMappings).length) out.clientScopeMappings = clientScopeMappings;
-  }
-  const flows = await ctx.flows.editor.load(realm.id);
-  out.authenticationFlows = flows.allFlows().map((f) => {
-    const { id: _flowId, ...rep } = flowRep(flows, f);
-    return rep;
-  });
-  out.authenticatorConfig = flows.allConfigs().map((c) => {
-    const { id: _configId, ...rep } = configRep(c);
-    return rep;
-  });
-  return out;
+    if (options.clients) {
+      out.clients = clients
+        .map((c) => {
+          const { id: _clientId, access: _access, ...rep } = clientRep(c);
+          return 'secret' in rep && !options.secrets ? { ...rep, secret: EXPORT_SECRET_MASK } : rep;
+        })
+        .sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
+      // Keycloak's scopeMappings (realm roles a client's tokens may carry) and clientScopeMappings (by role container).
+      const scopeMappings: { client: string; roles: string[] }[] = [];
+      const clientScopeMappings: Record<string, { client: string; roles: string[] }[]> = {};
+      for (const c of [...clients].sort((a, b) => (a.clientId < b.clientId ? -1 : 1))) {
+        const mapped = byContainer(await storage.roles.scopeMappedRoleIds(c.id));
+        if (mapped.realm) scopeMappings.push({ client: c.clientId, roles: mapped.realm });
+        for (const [container, roles] of Object.entries(mapped.client ?? {})) (clientScopeMappings[container] ??= []).push({ client: c.clientId, roles });
+      }
+      if (scopeMappings.length) out.scopeMappings = scopeMappings;
+      if (Object.keys(clientScopeMappings).length) out.clientScopeMappings = clientScopeMappings;
+    }
+    const flows = await ctx.flows.editor.load(realm.id);
+    out.authenticationFlows = flows.allFlows().map((f) => {
+      const { id: _flowId, ...rep } = flowRep(flows, f);
+      return rep;
+    });
+    out.authenticatorConfig = flows.allConfigs().map((c) => {
+      const { id: _configId, ...rep } = configRep(c);
+      return rep;
+    });
+    return out;
+    };
+
+  const users = async (afterUsername: string | null, limit: number) => {
+    const page = await storage.users.page(realm.id, afterUsername, limit);
+    const reps = await Promise.all(
+      page.map(async (user) => {
+        const direct = byContainer(await storage.roles.userRoleIds(user.id));
+        const credential = user.passwordHash ? exportedPasswordCredential(user.passwordHash, user.passwordCreated) : null;
+        return {
+          username: user.username,
+          ...(user.firstName !== null ? { firstName: user.firstName } : {}),
+          ...(user.lastName !== null ? { lastName: user.lastName } : {}),
+          ...(user.email !== null ? { email: user.email } : {}),
+          emailVerified: user.emailVerified,
+          enabled: user.enabled,
+          createdTimestamp: user.createdTimestamp,
+          ...(Object.keys(user.attributes).length ? { attributes: user.attributes } : {}),
+          ...(user.serviceAccountClientId ? { serviceAccountClientId: clientById.get(user.serviceAccountClientId)?.clientId } : {}),
+          credentials: credential ? [credential] : [],
+          realmRoles: direct.realm ?? [],
+          ...(direct.client ? { clientRoles: direct.client } : {}),
+        };
+      }),
+    );
+    return { last: page.length === limit ? page[page.length - 1].username : null, users: reps };
+  };
+  return { document, users };
+}
+
+/** The partial export of the admin API: one realm's document, secrets masked, no users. */
+export async function exportRealm(ctx: Pick<ServerContext, 'storage' | 'flows'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
+  return (await realmExporter(ctx, realm)).document(options);
 }

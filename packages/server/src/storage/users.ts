@@ -106,6 +106,13 @@ export class UserRepository {
     return Number(row.n);
   }
 
+  /** Every user of the realm, service accounts too, a page at a time by username (the export's walk). */
+  async page(realmId: string, afterUsername: string | null, limit: number): Promise<User[]> {
+    let query = this.db.selectFrom('user_entity').selectAll().where('realm_id', '=', realmId);
+    if (afterUsername !== null) query = query.where('username', '>', afterUsername);
+    return (await query.orderBy('username').limit(limit).execute()).map(toUser);
+  }
+
   async byId(realmId: string, id: string): Promise<User | null> {
     const row = await this.db
       .selectFrom('user_entity')
