@@ -228,12 +228,27 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
   'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+  'POST /admin/realms/:realm/partialImport': objectBody([
+    { ifResourceExists: 'MERGE' },
+    { ifResourceExists: 5 },
+    { users: 'x' },
+    { users: [{ username: 5 }] },
+    { users: [{ username: 'fixture-user' }] },
+    { users: [{ username: 'new-one', realmRoles: ['no-such-role'] }] },
+    { clients: [{ clientId: 'fixture-app' }] },
+    { clients: [{ clientId: 'x', redirectUris: ['javascript:alert(1)'] }] },
+    { roles: { realm: [{ name: '' }] } },
+    { roles: { realm: [{ name: 'fresh', composites: { realm: ['no-such-role'] } }] } },
+    { roles: { client: { 'no-such-client': [{ name: 'r' }] } } },
+  ]),
 };
 /** POST and PUT routes that take no body (any body is ignored, as Keycloak ignores it). */
 const noBodyRoutes = [
   'POST /admin/realms/:realm/clients/:id/client-secret',
   'POST /admin/realms/:realm/authentication/executions/:id/raise-priority',
   'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
+  'POST /admin/realms/:realm/users/:id/logout',
+  'POST /admin/realms/:realm/partial-export',
 ];
 
 /** Query parameters each searching or paging GET route reads, with bad values for them. */
@@ -250,6 +265,7 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/organizations': [...paging, ...text('search'), ...text('q'), 'exact=maybe'],
   'GET /admin/realms/:realm/organizations/:id/members': paging,
   'GET /admin/realms/:realm/clients/:id/offline-sessions': paging,
+  'GET /admin/realms/:realm/clients/:id/user-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
@@ -292,6 +308,9 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/keys',
   'GET /admin/realms/:realm/users/:id/offline-sessions/:client',
   'GET /admin/realms/:realm/clients/:id/offline-session-count',
+  'GET /admin/realms/:realm/clients/:id/session-count',
+  'GET /admin/realms/:realm/users/:id/sessions',
+  'GET /admin/realms/:realm/clients/:id/installation/providers/:provider',
   'GET /admin/realms/:realm/authentication/authenticator-providers',
   'GET /admin/realms/:realm/authentication/form-action-providers',
   'GET /admin/realms/:realm/authentication/form-providers',

@@ -5,8 +5,9 @@ import type { Realm } from '../model/types.js';
 import { defaultRolesName, removeAdminClient, renameAdminClient } from '../services/index.js';
 import { exportRealm } from '../services/realm-export.js';
 import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
+import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { hasAnyRole, isSuperAdmin, requireRole } from './permissions.js';
+import { hasAnyRole, isSuperAdmin, requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
 import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
@@ -55,6 +56,26 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const groupsAndRoles = queryBool(request.query, 'exportGroupsAndRoles') ?? false;
     if (clients) requireRole(caller, realm, 'view-clients');
     return exportRealm(ctx, realm, { clients, groupsAndRoles });
+  });
+
+  // Keycloak's partial import: roles, clients and users of a file into this realm (FAIL, SKIP or OVERWRITE what
+  // exists). Each role written goes through the admin API's own rules, so a file cannot grant its caller more.
+  app.post('/realms/:realm/partialImport', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    const caller = callerOf(request);
+    requireRole(caller, realm, 'manage-realm');
+    const input = parsePartialImport(request.body, realm);
+    if (input.data.users.length) requireRole(caller, realm, 'manage-users');
+    if (input.data.clients.length || Object.keys(input.data.clientRoles).length) requireRole(caller, realm, 'manage-clients');
+    const results = await partialImport(ctx, realm, input, {
+      addRole: (containerId) => requireMayAddRoleTo(ctx, realm, containerId),
+      change: (role) => requireMayChangeRole(ctx, caller, role),
+      compose: (parent, children) => requireMayCompose(ctx, caller, realm, parent, children),
+      grant: (roles) => requireMayMapRoles(ctx, caller, roles),
+    });
+    if (results.notImported.length) ctx.logger.warn({ realm: realm.name, notImported: results.notImported }, 'realm import: parts of the file are not imported');
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', 'partialImport', { overwritten: results.overwritten, added: results.added, skipped: results.skipped });
+    return results;
   });
 
   app.get('/realms/:realm', async (request: AdminRequest) => {

@@ -49,9 +49,9 @@ export class RoleRepository {
     return row ? toRole(row) : null;
   }
 
-  async byIds(ids: string[]): Promise<Role[]> {
+  async byIds(ids: string[], db: Db = this.db): Promise<Role[]> {
     if (ids.length === 0) return [];
-    return (await this.db.selectFrom('role').selectAll().where('id', 'in', ids).execute()).map(toRole);
+    return (await db.selectFrom('role').selectAll().where('id', 'in', ids).execute()).map(toRole);
   }
 
   async insert(role: Role, db: Db = this.db): Promise<void> {

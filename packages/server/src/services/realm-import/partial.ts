@@ -1,0 +1,185 @@
+import type { ServerContext } from '../../context.js';
+import { newId } from '../../credentials/index.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, adminClientId } from '../../model/defaults.js';
+import { badRequest, conflict } from '../../model/errors.js';
+import type { Client, Realm, Role } from '../../model/types.js';
+import { parseRealmImport, type RealmImport } from './parse.js';
+import { importRealmContents } from './write.js';
+
+export type IfResourceExists = 'FAIL' | 'SKIP' | 'OVERWRITE';
+type ResourceType = 'USER' | 'CLIENT' | 'REALM_ROLE' | 'CLIENT_ROLE';
+
+export interface PartialImportResult {
+  action: 'ADDED' | 'SKIPPED' | 'OVERWRITTEN';
+  resourceType: ResourceType;
+  resourceName: string;
+  id?: string;
+}
+
+/** Keycloak's PartialImportResults, and what the file holds that this server does not import. */
+export interface PartialImportResults {
+  overwritten: number;
+  added: number;
+  skipped: number;
+  results: PartialImportResult[];
+  notImported: string[];
+}
+
+/**
+ * The caller's permission checks (the admin API's rules, which live above this layer), made on the plan before
+ * anything is written: roles the import creates are plain roles, so the checks that matter are on existing ones.
+ */
+export interface PartialImportGuard {
+  /** A role is to be added to this container (realm id or client uuid). */
+  addRole(containerId: string): Promise<void>;
+  /** An existing role is to be replaced (its description and composites). */
+  change(role: Role): Promise<void>;
+  /** These existing roles are to become composites of `parent` (a new role is described, not stored). */
+  compose(parent: Role, children: Role[]): Promise<void>;
+  /** These existing roles are to be granted to a user. */
+  grant(roles: Role[]): Promise<void>;
+}
+
+/** The clients every realm is given: an import never replaces them (their roles hold the realm's administration). */
+const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', REALM_MANAGEMENT]);
+
+const PARTIAL_IMPORT_FIELDS = new Set(['ifResourceExists', 'policy', 'users', 'clients', 'roles', 'groups', 'identityProviders']);
+
+/** Reads `POST …/partialImport`'s body: Keycloak's PartialImportRepresentation. */
+export function parsePartialImport(body: unknown, realm: Realm): { policy: IfResourceExists; data: RealmImport } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('partialImport: must be a JSON object');
+  for (const key of Object.keys(body)) {
+    if (!PARTIAL_IMPORT_FIELDS.has(key)) throw badRequest(`partialImport.${key}: unrecognized field`, key);
+  }
+  const { ifResourceExists = 'FAIL', users, clients, roles, groups, identityProviders } = body as Record<string, unknown>;
+  if (ifResourceExists !== 'FAIL' && ifResourceExists !== 'SKIP' && ifResourceExists !== 'OVERWRITE') {
+    throw badRequest('partialImport.ifResourceExists: must be FAIL, SKIP or OVERWRITE', 'ifResourceExists');
+  }
+  // The resources Keycloak's partial import takes, read by the realm-file parser under the realm's own name.
+  const data = parseRealmImport({ realm: realm.name, users, clients, roles, groups, identityProviders }, () => true, () => {});
+  return { policy: ifResourceExists, data };
+}
+
+/**
+ * Keycloak's partial import into an existing realm: realm and client roles, clients and users, each added or, when
+ * it exists, refused (`FAIL`: 409 naming it, nothing written), left as it is (`SKIP`) or replaced (`OVERWRITE`: a
+ * user or client is removed and added again, a role keeps its id and takes the file's description and
+ * composites). The realm's provisioned clients and their roles are never replaced. Everything is decided and
+ * checked first, then written in one transaction: all or nothing.
+ */
+export async function partialImport(
+  ctx: Pick<ServerContext, 'storage' | 'flows' | 'logger'>,
+  realm: Realm,
+  input: { policy: IfResourceExists; data: RealmImport },
+  guard: PartialImportGuard,
+): Promise<PartialImportResults> {
+  const { storage } = ctx;
+  const { policy, data } = input;
+  const results: PartialImportResult[] = [];
+  const masterClients = realm.name === 'master' ? new Set((await storage.realms.list()).map((r) => adminClientId(r.name))) : new Set<string>();
+  // Master's {realm}-realm clients hold each realm's administration, as realm-management does inside it.
+  const provisioned = (clientId: string) => PROVISIONED_CLIENTS.has(clientId) || masterClients.has(clientId);
+  /** Whether to write the resource: true for a new one and one to overwrite; FAIL throws. */
+  const decide = (type: ResourceType, name: string, existingId: string | null, keep = false): boolean => {
+    if (existingId === null) return true;
+    if (policy === 'FAIL') throw conflict(`${type === 'USER' ? 'User' : type === 'CLIENT' ? 'Client' : 'Role'} '${name}' already exists`);
+    const overwrite = policy === 'OVERWRITE' && !keep;
+    results.push({ action: overwrite ? 'OVERWRITTEN' : 'SKIPPED', resourceType: type, resourceName: name, id: existingId });
+    return overwrite;
+  };
+
+  // The plan: what to remove or replace, what the import writes.
+  const existingClients = new Map<string, Client>();
+  for (const client of await storage.clients.list(realm.id)) existingClients.set(client.clientId, client);
+  const clientsToRemove: Client[] = [];
+  const clients = data.clients.filter((client) => {
+    const existing = existingClients.get(client.clientId ?? '');
+    if (!decide('CLIENT', client.clientId ?? '', existing?.id ?? null, provisioned(client.clientId ?? ''))) return false;
+    if (existing) clientsToRemove.push(existing);
+    return true;
+  });
+  const rolesToReplace: { role: Role; description: string | null }[] = [];
+  const realmRoles: RealmImport['realmRoles'] = [];
+  for (const role of data.realmRoles) {
+    const existing = await storage.roles.byName(realm.id, role.name);
+    if (!decide('REALM_ROLE', role.name, existing?.id ?? null)) continue;
+    if (existing) rolesToReplace.push({ role: existing, description: role.description ?? null });
+    realmRoles.push(role);
+  }
+  const clientRoles: RealmImport['clientRoles'] = {};
+  for (const [clientId, roles] of Object.entries(data.clientRoles)) {
+    const client = existingClients.get(clientId);
+    for (const role of roles) {
+      const name = `${clientId}/${role.name}`;
+      const existing = client ? await storage.roles.byName(client.id, role.name) : null;
+      // The roles of the provisioned clients are the server's (realm-management's are fixed): left as they are.
+      if (client && provisioned(clientId)) {
+        results.push({ action: 'SKIPPED', resourceType: 'CLIENT_ROLE', resourceName: name, ...(existing ? { id: existing.id } : {}) });
+        continue;
+      }
+      if (!decide('CLIENT_ROLE', name, existing?.id ?? null)) continue;
+      if (existing) rolesToReplace.push({ role: existing, description: role.description ?? null });
+      else if (client && !clientsToRemove.includes(client)) await guard.addRole(client.id);
+      (clientRoles[clientId] ??= []).push(role);
+    }
+  }
+  const usersToRemove: string[] = [];
+  const users: RealmImport['users'] = [];
+  for (const user of data.users) {
+    if (!user.serviceAccountOf) {
+      const username = (user.username ?? '').toLowerCase();
+      const existing = await storage.users.byUsername(realm.id, username);
+      if (!decide('USER', username, existing?.id ?? null)) continue;
+      if (existing) usersToRemove.push(existing.id);
+    }
+    users.push(user);
+  }
+
+  // The caller's checks, on every existing role the plan writes or hands out.
+  const existingRole = async (containerClientId: string | null, name: string): Promise<Role | null> => {
+    const containerId = containerClientId === null ? realm.id : existingClients.get(containerClientId)?.id;
+    return containerId ? storage.roles.byName(containerId, name) : null;
+  };
+  const existingRoles = async (names: { realm?: string[]; client?: Record<string, string[]> }) => {
+    const found: Role[] = [];
+    for (const name of names.realm ?? []) found.push(...[await existingRole(null, name)].filter((r): r is Role => r !== null));
+    for (const [clientId, list] of Object.entries(names.client ?? {})) {
+      for (const name of list) found.push(...[await existingRole(clientId, name)].filter((r): r is Role => r !== null));
+    }
+    return found;
+  };
+  for (const { role } of rolesToReplace) await guard.change(role);
+  const composed = [...realmRoles.map((r) => ({ r, clientId: null as string | null })), ...Object.entries(clientRoles).flatMap(([clientId, list]) => list.map((r) => ({ r, clientId })))];
+  for (const { r, clientId } of composed) {
+    const children = await existingRoles(r.composites ?? {});
+    if (!children.length) continue;
+    const containerId = clientId === null ? realm.id : (existingClients.get(clientId)?.id ?? `new:${clientId}`);
+    const parent = (await existingRole(clientId, r.name)) ?? { id: `new:${newId()}`, realmId: realm.id, containerId, clientRole: clientId !== null, name: r.name, description: null };
+    await guard.compose(parent, children);
+  }
+  for (const user of users) await guard.grant(await existingRoles({ realm: user.realmRoles, client: user.clientRoles }));
+
+  await storage.transaction(async (trx) => {
+    for (const client of clientsToRemove) {
+      await trx.deleteFrom('role').where('container_id', '=', client.id).execute();
+      await storage.clients.delete(client.id, trx);
+    }
+    for (const { role, description } of rolesToReplace) {
+      await storage.roles.update({ ...role, description }, trx);
+      await trx.deleteFrom('role_composite').where('parent_id', '=', role.id).execute();
+    }
+    for (const id of usersToRemove) await storage.users.delete(id, trx);
+    const writes = { ...data, clients, realmRoles, clientRoles, users, authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [] };
+    await importRealmContents(ctx, realm, writes, trx);
+  });
+
+  const added = (type: ResourceType, name: string) => {
+    if (!results.some((r) => r.resourceType === type && r.resourceName === name)) results.push({ action: 'ADDED', resourceType: type, resourceName: name });
+  };
+  for (const client of clients) added('CLIENT', client.clientId ?? '');
+  for (const role of realmRoles) added('REALM_ROLE', role.name);
+  for (const [clientId, roles] of Object.entries(clientRoles)) for (const role of roles) added('CLIENT_ROLE', `${clientId}/${role.name}`);
+  for (const user of users) if (!user.serviceAccountOf) added('USER', (user.username ?? '').toLowerCase());
+  const count = (action: PartialImportResult['action']) => results.filter((r) => r.action === action).length;
+  return { overwritten: count('OVERWRITTEN'), added: count('ADDED'), skipped: count('SKIPPED'), results, notImported: data.notImported };
+}

@@ -1,0 +1,116 @@
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+
+/** Issue 16: Keycloak's partial import (`POST …/partialImport`, the admin client's `realms.partialImport`). */
+
+const wirtshaus = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/keycloak-exports/wirtshaus-demo.json'), 'utf8'));
+
+describe.each(databases)('partial import (%s)', (database) => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  beforeAll(async () => {
+    t = await startServer({ database });
+    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    await kc.realms.create({ realm: 'demo', enabled: true });
+  }, 60_000);
+  afterAll(() => t?.close());
+
+  const signIn = (username: string, password: string) => tokenRequest(t.url, 'demo', { grant_type: 'password', client_id: 'admin-cli', username, password });
+
+  it("a real export's roles, clients and users into an existing realm, skipping what exists; its users sign in", async () => {
+    const { roles, clients, users } = wirtshaus;
+    const result = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', roles, clients, users } as never });
+    const names = (type: string, action: string) => result.results.filter((r) => r.resourceType === type && r.action === action).map((r) => r.resourceName);
+    expect(names('REALM_ROLE', 'ADDED')).toContain('user-is-manager');
+    expect(names('REALM_ROLE', 'SKIPPED')).toEqual(expect.arrayContaining(['offline_access', 'uma_authorization', 'default-roles-demo']));
+    expect(names('CLIENT', 'ADDED')).toEqual(expect.arrayContaining(['backend', 'instaff-ios']));
+    expect(names('CLIENT', 'SKIPPED')).toEqual(expect.arrayContaining(['admin-cli', 'account', 'realm-management']));
+    expect(names('USER', 'ADDED')).toEqual(['admin']);
+    expect(result.added + result.skipped + result.overwritten).toBe(result.results.length);
+    expect(result.overwritten).toBe(0);
+    expect((await signIn('admin', 'admin')).status).toBe(200);
+  });
+
+  it('FAIL refuses an existing resource with 409 naming it, and writes nothing of the file', async () => {
+    const rep = { ifResourceExists: 'FAIL', roles: { realm: [{ name: 'brand-new-role' }, { name: 'user-is-manager' }] } };
+    await expect(kc.realms.partialImport({ realm: 'demo', rep: rep as never })).rejects.toMatchObject({
+      response: { status: 409 },
+      responseData: { errorMessage: "Role 'user-is-manager' already exists" },
+    });
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      expect(await kc.roles.findOneByName({ name: 'brand-new-role' })).toBeFalsy();
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('OVERWRITE replaces a user (a new password) and a role (its description and composites)', async () => {
+    const rep = {
+      ifResourceExists: 'OVERWRITE',
+      roles: { realm: [{ name: 'user-is-manager', description: 'managers', composites: { realm: ['offline_access'] } }] },
+      users: [{ username: 'admin', enabled: true, credentials: [{ type: 'password', value: 'Changed-pass-1' }], realmRoles: ['user-is-manager'] }],
+    };
+    const result = await kc.realms.partialImport({ realm: 'demo', rep: rep as never });
+    expect(result.results.map((r) => [r.resourceType, r.resourceName, r.action])).toEqual([
+      ['REALM_ROLE', 'user-is-manager', 'OVERWRITTEN'],
+      ['USER', 'admin', 'OVERWRITTEN'],
+    ]);
+    expect((await signIn('admin', 'admin')).status).toBe(401);
+    expect((await signIn('admin', 'Changed-pass-1')).status).toBe(200);
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      const role = await kc.roles.findOneByName({ name: 'user-is-manager' });
+      expect(role?.description).toBe('managers');
+      expect((await kc.roles.getCompositeRoles({ id: role!.id! })).map((r) => r.name)).toEqual(['offline_access']);
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('a limited administrator cannot give anyone an administrative role through it', async () => {
+    kc.setConfig({ realmName: 'demo' });
+    const [management] = await kc.clients.find({ clientId: 'realm-management' });
+    const { id } = await kc.users.create({ username: 'importer', enabled: true, credentials: [{ type: 'password', value: 'Importer-pass-1', temporary: false }] });
+    const roles = await Promise.all(['manage-realm', 'manage-users'].map((name) => kc.clients.findRole({ id: management.id!, roleName: name })));
+    await kc.users.addClientRoleMappings({ id, clientUniqueId: management.id!, roles: roles as never });
+    kc.setConfig({ realmName: 'master' });
+    const limited = new KcAdminClient({ baseUrl: t.url, realmName: 'demo' });
+    await limited.auth({ grantType: 'password', clientId: 'admin-cli', username: 'importer', password: 'Importer-pass-1' });
+    const attempts = [
+      // A new user holding realm-admin, and the importer itself overwritten with it.
+      { ifResourceExists: 'SKIP', users: [{ username: 'sleeper', enabled: true, clientRoles: { 'realm-management': ['realm-admin'] } }] },
+      { ifResourceExists: 'OVERWRITE', users: [{ username: 'importer', enabled: true, credentials: [{ type: 'password', value: 'Importer-pass-1' }], clientRoles: { 'realm-management': ['realm-admin'] } }] },
+      // The default roles, which every new user gets, made to hold realm-admin.
+      { ifResourceExists: 'OVERWRITE', roles: { realm: [{ name: 'default-roles-demo', composites: { client: { 'realm-management': ['realm-admin'] } } }] } },
+      // A new role composed of manage-clients, then granted.
+      { ifResourceExists: 'SKIP', roles: { realm: [{ name: 'escalate', composites: { client: { 'realm-management': ['manage-clients'] } } }] } },
+    ];
+    for (const rep of attempts) {
+      await expect(limited.realms.partialImport({ realm: 'demo', rep: rep as never }), JSON.stringify(rep)).rejects.toMatchObject({ response: { status: 403 } });
+    }
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      expect(await kc.users.find({ username: 'sleeper', exact: true })).toEqual([]);
+      expect(await kc.roles.findOneByName({ name: 'escalate' })).toBeFalsy();
+      const [importer] = await kc.users.find({ username: 'importer', exact: true });
+      expect(importer.id).toBe(id);
+      const held = (await kc.users.listCompositeClientRoleMappings({ id, clientUniqueId: management.id! })).map((r) => r.name);
+      expect(held).not.toContain('realm-admin');
+      expect(held).not.toContain('manage-clients');
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+    // Without manage-realm the route itself is closed.
+    await expect(new KcAdminClient({ baseUrl: t.url, realmName: 'demo' }).realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP' } as never })).rejects.toMatchObject({ response: { status: 401 } });
+  });
+
+  it('refuses a bad policy or shape with 400 naming it', async () => {
+    await expect(kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'MERGE' } as never })).rejects.toMatchObject({ response: { status: 400 }, responseData: { field: 'ifResourceExists' } });
+    await expect(kc.realms.partialImport({ realm: 'demo', rep: { users: 'x' } as never })).rejects.toMatchObject({ response: { status: 400 } });
+  });
+});
