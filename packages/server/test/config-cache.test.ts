@@ -7,7 +7,7 @@ import { signJws } from '../src/protocol/openid-connect/tokens.js';
 import { openDatabase } from '../src/storage/db.js';
 import { ConfigCache } from '../src/storage/index.js';
 import { STATEMENT_CACHE_SIZE } from '../src/storage/sqlite-driver.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /** Polls `check` until it holds or `ms` passed; returns whether it held. */
 async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
@@ -118,6 +118,50 @@ describe('configuration cache in one process', () => {
     expect(value('realmgate_config_cache_entries')).toBe(t.server.context.storage.cache.snapshot().entries);
     const { hits, misses } = t.server.context.storage.cache.snapshot();
     expect(value('realmgate_config_cache_hit_ratio')).toBeCloseTo(hits / (hits + misses), 2);
+  });
+});
+
+describe.each(databases)('what a grant costs the database (%s)', (database) => {
+  let t: TestServer;
+  let secret: string;
+  const written: string[] = [];
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    const kc = await admin(t.url);
+    await kc.realms.create({ realm: 'cost', enabled: true });
+    kc.setConfig({ realmName: 'cost' });
+    const { id } = await kc.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
+    secret = (await kc.clients.getClientSecret({ id })).value!;
+    await kc.users.create({ username: 'alice', email: 'alice@example.test', enabled: true, credentials: [{ type: 'password', value: 'alice-password-1', temporary: false }] });
+    const cache = t.server.context.storage.cache;
+    const tablesWritten = cache.tablesWritten.bind(cache);
+    cache.tablesWritten = (tables) => {
+      written.push(...tables);
+      tablesWritten(tables);
+    };
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('client_credentials: no statement at all once the configuration is cached, and nothing written', async () => {
+    const storage = t.server.context.storage;
+    const grant = () => tokenRequest(t.url, 'cost', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret });
+    expect((await grant()).status).toBe(200);
+    const queries = storage.queryCount;
+    written.length = 0;
+    for (let i = 0; i < 20; i++) expect((await grant()).status).toBe(200);
+    expect(storage.queryCount - queries).toBe(0);
+    expect(written).toEqual([]);
+  });
+
+  it('password grant: writes the user session and its client session, nothing else (events are off)', async () => {
+    const grant = () => tokenRequest(t.url, 'cost', { grant_type: 'password', client_id: 'service', client_secret: secret, username: 'alice', password: 'alice-password-1' });
+    expect((await grant()).status).toBe(200);
+    written.length = 0;
+    expect((await grant()).status).toBe(200);
+    expect([...new Set(written)].sort()).toEqual(['client_session', 'user_session']);
   });
 });
 

@@ -20,6 +20,8 @@ export interface DatabaseHandle {
   statements?: StatementCache;
   /** Configuration the hot paths read, invalidated by every committed write (write-tracking.ts). */
   cache: ConfigCache;
+  /** Statements sent to the database since open (transaction control excluded). */
+  counts: { queries: number };
   close(): Promise<void>;
 }
 
@@ -54,8 +56,9 @@ async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCa
   const inMemory = location === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(location)), { recursive: true });
   const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
-  const db = new Kysely<Database>({ dialect: tracked(new SqliteDialect({ database }), cache) });
-  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, close: () => db.destroy() };
+  const dialect = tracked(new SqliteDialect({ database }), cache);
+  const db = new Kysely<Database>({ dialect });
+  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close: () => db.destroy() };
 }
 
 async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHandle> {
@@ -66,8 +69,9 @@ async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHa
   pool.on('error', () => {
     // An idle client's connection dropped; the pool replaces it on next use.
   });
-  const db = new Kysely<Database>({ dialect: tracked(new PostgresDialect({ pool }), cache) });
-  return { db, dialect: 'postgres', cache, close: () => db.destroy() };
+  const dialect = tracked(new PostgresDialect({ pool }), cache);
+  const db = new Kysely<Database>({ dialect });
+  return { db, dialect: 'postgres', cache, counts: dialect.counts, close: () => db.destroy() };
 }
 
 const tracked = (dialect: SqliteDialect | PostgresDialect, cache: ConfigCache) =>

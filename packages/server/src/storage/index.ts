@@ -46,6 +46,11 @@ export class Storage {
     return this.handle.cache;
   }
 
+  /** Statements sent to the database since open (transaction control excluded). */
+  get queryCount(): number {
+    return this.handle.counts.queries;
+  }
+
   /** SQLite: the driver's prepared-statement cache (how many were prepared, reused); absent for PostgreSQL. */
   get statements(): StatementCache | undefined {
     return this.handle.statements;

@@ -18,13 +18,16 @@ import type {
  * the configuration cache (config-cache.ts) learns of changes, whichever repository or module wrote them.
  */
 export class WriteTrackingDialect implements Dialect {
+  /** Statements run through this dialect (transaction control excluded): what a request costs the database. */
+  readonly counts = { queries: 0 };
+
   constructor(
     private readonly inner: Dialect,
     private readonly onCommitted: (tables: Set<string>) => void,
   ) {}
 
   createDriver(): Driver {
-    return new WriteTrackingDriver(this.inner.createDriver(), this.onCommitted);
+    return new WriteTrackingDriver(this.inner.createDriver(), this.onCommitted, this.counts);
   }
 
   createQueryCompiler(): QueryCompiler {
@@ -48,9 +51,11 @@ class TrackedConnection implements DatabaseConnection {
   constructor(
     readonly inner: DatabaseConnection,
     private readonly onCommitted: (tables: Set<string>) => void,
+    private readonly counts: { queries: number },
   ) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    this.counts.queries++;
     const tables = writtenTables(compiledQuery);
     const result = await this.inner.executeQuery<R>(compiledQuery);
     if (tables) {
@@ -71,6 +76,7 @@ class WriteTrackingDriver implements Driver {
   constructor(
     private readonly inner: Driver,
     private readonly onCommitted: (tables: Set<string>) => void,
+    private readonly counts: { queries: number },
   ) {}
 
   init(): Promise<void> {
@@ -81,7 +87,7 @@ class WriteTrackingDriver implements Driver {
     const connection = await this.inner.acquireConnection();
     let tracked = this.wrapped.get(connection);
     if (!tracked) {
-      tracked = new TrackedConnection(connection, this.onCommitted);
+      tracked = new TrackedConnection(connection, this.onCommitted, this.counts);
       this.wrapped.set(connection, tracked);
     }
     return tracked;
