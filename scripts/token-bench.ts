@@ -17,7 +17,9 @@
  *  - Argon2id verifications with the realm's parameters (credentials/index.ts, Keycloak 26's: m=7168, t=5,
  *    p=1) through @node-rs/argon2, 16 at a time as the server runs them (`--argon`): what a password grant costs.
  * Rounds alternate the order, so machine load drifts over all alike; each figure is the median over rounds.
- * RSS is read from /proc after start-up (setup done, idle) and as the maximum sampled during the load.
+ * RSS is read from /proc after start-up (setup done, idle) and as the maximum sampled during the load; the server
+ * process's CPU time per request (all its threads, from /proc) is the figure least moved by other load on the
+ * machine, so it is given beside the rates.
  *
  * TOKEN_BENCH_SECONDS: each load phase's length (default 5); TOKEN_BENCH_ROUNDS (default 2).
  */
@@ -222,6 +224,17 @@ function rssMb(pid: number): number {
   }
 }
 
+/** The process's CPU time (user + system, all its threads) in ms (Linux /proc), or NaN elsewhere. */
+function cpuMs(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+}
+
 type Samples = Record<string, number[]>;
 
 async function phase(samples: Samples, bench: TokenBench, name: string, work: () => Promise<Record<string, number>>): Promise<void> {
@@ -232,14 +245,17 @@ async function phase(samples: Samples, bench: TokenBench, name: string, work: ()
 }
 
 /** Load on `pid`'s server at `url` with `mode`; its rate, p99 and the maximum RSS sampled meanwhile. */
-async function loaded(url: string, pid: number, mode: Mode, bench: TokenBench): Promise<LoadResult & { rssMax: number }> {
+async function loaded(url: string, pid: number, mode: Mode, bench: TokenBench): Promise<LoadResult & { rssMax: number; cpuPerRequest: number }> {
   let rssMax = rssMb(pid);
+  const cpuBefore = cpuMs(pid);
   const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 200);
   try {
     const { CLIENT_SECRET, USER_PASSWORD } = await scaleBench();
     const result = await child<LoadResult>(['--token-load', url, mode, String(SECONDS), CLIENT_SECRET, USER_PASSWORD]);
     if (result.errors) bench.notes.push(`${url} ${mode}: ${result.errors} of ${result.count} answers not as expected: ${JSON.stringify(result.statuses)}`);
-    return { ...result, rssMax };
+    // Warm-up included: the server's CPU time over every request the load process made.
+    const requests = result.count * ((SECONDS + WARM_UP_SECONDS) / SECONDS);
+    return { ...result, rssMax, cpuPerRequest: (cpuMs(pid) - cpuBefore) / requests };
   } finally {
     clearInterval(sampler);
   }
@@ -260,7 +276,7 @@ async function realmgate(samples: Samples, bench: TokenBench, kind: 'sqlite' | '
       const rssStart = rssMb(pid);
       await phase(samples, bench, `realmgate ${kind} client_credentials`, async () => {
         const r = await loaded(token, pid, 'client_credentials', bench);
-        return { [`${kind} cc rate`]: r.rate, [`${kind} cc p99`]: r.p99, [`${kind} rss start`]: rssStart, [`${kind} rss load`]: r.rssMax };
+        return { [`${kind} cc rate`]: r.rate, [`${kind} cc p99`]: r.p99, [`${kind} cc cpu`]: r.cpuPerRequest, [`${kind} rss start`]: rssStart, [`${kind} rss load`]: r.rssMax };
       });
       if (kind === 'sqlite') {
         await phase(samples, bench, 'realmgate sqlite password', async () => {
@@ -289,7 +305,7 @@ async function oidcProvider(samples: Samples, bench: TokenBench): Promise<void> 
     const rssStart = rssMb(pid);
     await phase(samples, bench, 'oidc-provider client_credentials', async () => {
       const r = await loaded(`${server.url}/token`, pid, 'client_credentials', bench);
-      return { 'oidc cc rate': r.rate, 'oidc cc p99': r.p99, 'oidc rss start': rssStart, 'oidc rss load': r.rssMax };
+      return { 'oidc cc rate': r.rate, 'oidc cc p99': r.p99, 'oidc cc cpu': r.cpuPerRequest, 'oidc rss start': rssStart, 'oidc rss load': r.rssMax };
     });
   } finally {
     await server.stop();
@@ -338,6 +354,8 @@ export async function run(): Promise<TokenBench> {
     rate('client_credentials grants, PostgreSQL', 'postgres cc rate', 'client_credentials grants, SQLite', 'sqlite cc rate', 0.9),
     rate('password grants, SQLite', 'sqlite password rate', `Argon2id verifications (m=7168, t=5, p=1), ${CONNECTIONS} at a time`, 'argon rate', 0.9),
     rate('refused client authentication (unknown client ids, wrong secrets), SQLite', 'sqlite refused rate', 'client_credentials grants, SQLite', 'sqlite cc rate', 1.0),
+    lower('server CPU time per client_credentials grant, SQLite', 'sqlite cc cpu', 'ms', 'oidc-provider', 'oidc cc cpu'),
+    lower('server CPU time per client_credentials grant, PostgreSQL', 'postgres cc cpu', 'ms', 'SQLite', 'sqlite cc cpu'),
     lower(`p99 latency, client_credentials, SQLite, ${CONNECTIONS} connections`, 'sqlite cc p99', 'ms', 'oidc-provider', 'oidc cc p99'),
     lower(`p99 latency, client_credentials, PostgreSQL, ${CONNECTIONS} connections`, 'postgres cc p99', 'ms', 'oidc-provider', 'oidc cc p99'),
     { name: `p99 latency, password grants, SQLite, ${CONNECTIONS} connections`, value: m('sqlite password p99'), unit: 'ms', baseline: null, ratio: null, goal: null },
