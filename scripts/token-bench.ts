@@ -1,9 +1,9 @@
 /**
  * Token endpoint (issue 21): Realmgate's grants beside what bounds them, measured in the same run.
  *
- * Each round starts, one after another, every process below on this machine, loopback only, and drives each with
- * a load process of its own (`--token-load`: this file in another Node process, node:http with 16 keep-alive
- * connections, one request in flight on each; 1 s of warm-up is not counted):
+ * The servers below are started once, side by side on this machine (loopback only); each round then drives each in
+ * turn with a load process of its own (`--token-load`: this file in another Node process, node:http with 16
+ * keep-alive connections, one request in flight on each; 1 s of warm-up is not counted), and measures the baselines:
  *  - Realmgate on a fresh SQLite file (packages/server/src/main.ts, production mode, --hostname on 127.0.0.1,
  *    log level warn): client_credentials grants, then password grants, then refused client authentication
  *    (unknown client ids and wrong secrets, alternately: the flood the issue's "bad input" names);
@@ -16,7 +16,8 @@
  *    (`--sign`): what one core can sign;
  *  - Argon2id verifications with the realm's parameters (credentials/index.ts, Keycloak 26's: m=7168, t=5,
  *    p=1) through @node-rs/argon2, 16 at a time as the server runs them (`--argon`): what a password grant costs.
- * Rounds alternate the order, so machine load drifts over all alike; each figure is the median over rounds.
+ * Rounds alternate the order of the phases, so machine load drifts over all alike; each figure is the median over
+ * rounds (every round's value is in `samples`).
  * RSS is read from /proc after start-up (setup done, idle) and as the maximum sampled during the load; the server
  * process's CPU time per request (all its threads, from /proc) is the figure least moved by other load on the
  * machine, so it is given beside the rates.
@@ -62,6 +63,8 @@ export interface TokenBench {
   /** 1-minute load average when each phase began and ended. */
   loadAverages: { phase: string; before: number; after: number }[];
   notes: string[];
+  /** Every round's value of each figure, in the order measured. */
+  samples?: Record<string, number[]>;
 }
 
 type Mode = 'client_credentials' | 'password' | 'refused';
@@ -261,55 +264,48 @@ async function loaded(url: string, pid: number, mode: Mode, bench: TokenBench): 
   }
 }
 
-async function realmgate(samples: Samples, bench: TokenBench, kind: 'sqlite' | 'postgres'): Promise<void> {
+interface Target {
+  /** The token endpoint's URL. */
+  token: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A Realmgate process on a fresh database, set up (scale-bench's realm, client and user). */
+async function startRealmgate(kind: 'sqlite' | 'postgres'): Promise<Target> {
   const { REALM, setUp, startServer } = await scaleBench();
   const { createPgDatabase } = await import('../packages/server/test/support/server.js');
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-token-bench-'));
   const pgDb = kind === 'postgres' ? await createPgDatabase() : null;
-  try {
-    const server = await startServer(pgDb ? pgDb.url : `sqlite:${join(dir, 'token.db')}`, dir);
-    try {
-      await setUp(server.url);
-      const token = `${server.url}/realms/${REALM}/protocol/openid-connect/token`;
-      const pid = server.proc.pid!;
-      await new Promise((r) => setTimeout(r, 500));
-      const rssStart = rssMb(pid);
-      await phase(samples, bench, `realmgate ${kind} client_credentials`, async () => {
-        const r = await loaded(token, pid, 'client_credentials', bench);
-        return { [`${kind} cc rate`]: r.rate, [`${kind} cc p99`]: r.p99, [`${kind} cc cpu`]: r.cpuPerRequest, [`${kind} rss start`]: rssStart, [`${kind} rss load`]: r.rssMax };
-      });
-      if (kind === 'sqlite') {
-        await phase(samples, bench, 'realmgate sqlite password', async () => {
-          const r = await loaded(token, pid, 'password', bench);
-          return { 'sqlite password rate': r.rate, 'sqlite password p99': r.p99, 'sqlite rss password load': r.rssMax };
-        });
-        await phase(samples, bench, 'realmgate sqlite refused client authentication', async () => {
-          const r = await loaded(token, pid, 'refused', bench);
-          return { 'sqlite refused rate': r.rate, 'sqlite refused p99': r.p99 };
-        });
-      }
-    } finally {
-      await server.stop();
-    }
-  } finally {
+  const cleanUp = async () => {
     await pgDb?.drop();
     rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const server = await startServer(pgDb ? pgDb.url : `sqlite:${join(dir, 'token.db')}`, dir);
+    const stop = async () => {
+      await server.stop();
+      await cleanUp();
+    };
+    try {
+      await setUp(server.url);
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+    return { token: `${server.url}/realms/${REALM}/protocol/openid-connect/token`, pid: server.proc.pid!, stop };
+  } catch (error) {
+    await cleanUp();
+    throw error;
   }
 }
 
-async function oidcProvider(samples: Samples, bench: TokenBench): Promise<void> {
-  const server = await startOidcProvider();
-  try {
-    const pid = server.proc.pid!;
-    await new Promise((r) => setTimeout(r, 500));
-    const rssStart = rssMb(pid);
-    await phase(samples, bench, 'oidc-provider client_credentials', async () => {
-      const r = await loaded(`${server.url}/token`, pid, 'client_credentials', bench);
-      return { 'oidc cc rate': r.rate, 'oidc cc p99': r.p99, 'oidc cc cpu': r.cpuPerRequest, 'oidc rss start': rssStart, 'oidc rss load': r.rssMax };
-    });
-  } finally {
-    await server.stop();
-  }
+/** One load phase on `target`: its figures under `prefix` (rate, p99, CPU per request, RSS under load). */
+async function measurePhase(samples: Samples, bench: TokenBench, name: string, prefix: string, target: Target, mode: Mode): Promise<void> {
+  await phase(samples, bench, name, async () => {
+    const r = await loaded(target.token, target.pid, mode, bench);
+    return { [`${prefix} rate`]: r.rate, [`${prefix} p99`]: r.p99, [`${prefix} cpu`]: r.cpuPerRequest, [`${prefix} rss load`]: r.rssMax };
+  });
 }
 
 const median = (values: number[]): number => {
@@ -321,16 +317,35 @@ const median = (values: number[]): number => {
 export async function run(): Promise<TokenBench> {
   const bench: TokenBench = { node: process.version, seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, figures: [], loadAverages: [], notes: [] };
   const samples: Samples = {};
-  const steps: (() => Promise<void>)[] = [
-    () => realmgate(samples, bench, 'sqlite'),
-    () => oidcProvider(samples, bench),
-    () => realmgate(samples, bench, 'postgres'),
-    () => phase(samples, bench, 'crypto.sign', async () => ({ 'sign rate': (await child<{ rate: number }>(['--sign', String(SECONDS)])).rate })),
-    () => phase(samples, bench, 'argon2id', async () => ({ 'argon rate': (await child<{ rate: number }>(['--argon', String(SECONDS), (await scaleBench()).USER_PASSWORD])).rate })),
-  ];
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const step of round % 2 ? [...steps].reverse() : steps) await step();
+  // Every server runs from the start to the end, idle but for its own phases, so the rounds can alternate phases
+  // closely: the machine's load drifts over all of them alike.
+  const targets: Target[] = [];
+  try {
+    const sqlite = await startRealmgate('sqlite');
+    targets.push(sqlite);
+    const postgres = await startRealmgate('postgres');
+    targets.push(postgres);
+    const oidc = await startOidcProvider();
+    const oidcTarget = { token: `${oidc.url}/token`, pid: oidc.proc.pid!, stop: oidc.stop };
+    targets.push(oidcTarget);
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const [key, target] of [['sqlite', sqlite], ['postgres', postgres], ['oidc', oidcTarget]] as const) samples[`${key} rss start`] = [rssMb(target.pid)];
+    const steps: (() => Promise<void>)[] = [
+      () => measurePhase(samples, bench, 'realmgate sqlite client_credentials', 'sqlite cc', sqlite, 'client_credentials'),
+      () => measurePhase(samples, bench, 'oidc-provider client_credentials', 'oidc cc', oidcTarget, 'client_credentials'),
+      () => measurePhase(samples, bench, 'realmgate postgres client_credentials', 'postgres cc', postgres, 'client_credentials'),
+      () => phase(samples, bench, 'crypto.sign', async () => ({ 'sign rate': (await child<{ rate: number }>(['--sign', String(SECONDS)])).rate })),
+      () => measurePhase(samples, bench, 'realmgate sqlite password', 'sqlite password', sqlite, 'password'),
+      () => phase(samples, bench, 'argon2id', async () => ({ 'argon rate': (await child<{ rate: number }>(['--argon', String(SECONDS), (await scaleBench()).USER_PASSWORD])).rate })),
+      () => measurePhase(samples, bench, 'realmgate sqlite refused client authentication', 'sqlite refused', sqlite, 'refused'),
+    ];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const step of round % 2 ? [...steps].reverse() : steps) await step();
+    }
+  } finally {
+    for (const target of targets.reverse()) await target.stop();
   }
+  bench.samples = samples;
   const m = (key: string) => median(samples[key]);
   const rate = (name: string, key: string, baseName: string, baseKey: string, goal: number | null): TokenFigure => ({
     name,
@@ -360,10 +375,10 @@ export async function run(): Promise<TokenBench> {
     lower(`p99 latency, client_credentials, PostgreSQL, ${CONNECTIONS} connections`, 'postgres cc p99', 'ms', 'oidc-provider', 'oidc cc p99'),
     { name: `p99 latency, password grants, SQLite, ${CONNECTIONS} connections`, value: m('sqlite password p99'), unit: 'ms', baseline: null, ratio: null, goal: null },
     lower('RSS after start, SQLite', 'sqlite rss start', 'MB', 'oidc-provider', 'oidc rss start'),
-    lower('RSS under client_credentials load, SQLite', 'sqlite rss load', 'MB', 'oidc-provider', 'oidc rss load'),
+    lower('RSS under client_credentials load, SQLite', 'sqlite cc rss load', 'MB', 'oidc-provider', 'oidc cc rss load'),
     lower('RSS after start, PostgreSQL', 'postgres rss start', 'MB', 'oidc-provider', 'oidc rss start'),
-    lower('RSS under client_credentials load, PostgreSQL', 'postgres rss load', 'MB', 'oidc-provider', 'oidc rss load'),
-    { name: 'RSS under password-grant load, SQLite', value: m('sqlite rss password load'), unit: 'MB', baseline: null, ratio: null, goal: null },
+    lower('RSS under client_credentials load, PostgreSQL', 'postgres cc rss load', 'MB', 'oidc-provider', 'oidc cc rss load'),
+    { name: 'RSS under password-grant load, SQLite', value: m('sqlite password rss load'), unit: 'MB', baseline: null, ratio: null, goal: null },
   ];
   return bench;
 }
