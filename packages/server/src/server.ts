@@ -161,6 +161,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     // (a test, a supervisor) would otherwise pile them up, and the process would not exit on its own.
     await app?.close().catch(() => {});
     await closeProviders();
+    await storage.cache.disconnect().catch(() => {});
     await store.close().catch(() => {});
     await storage.close().catch(() => {});
     throw error;
