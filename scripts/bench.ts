@@ -9,6 +9,7 @@ import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
+import * as token from './token-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -33,6 +34,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await host.run();
       console.log(host.format(figures));
       record('host', figures);
+    },
+  ],
+  [
+    'Token endpoint: client_credentials and password grants beside oidc-provider, crypto.sign, Argon2id and SQLite; p99; RSS',
+    async () => {
+      const figures = await token.run();
+      console.log(token.format(figures));
+      record('token', figures);
     },
   ],
   [

@@ -25,6 +25,7 @@ import { createServer as createNetServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { concurrently, stopper } from './bench-support.js';
 import { api, createPgDatabase, tokenRequest } from '../packages/server/test/support/server.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -34,9 +35,9 @@ const DATABASES = (process.env.SCALE_BENCH_DATABASES ?? 'sqlite,postgres').split
 const SIZES = [100, 10_000, 1_000_000].filter((n) => n <= MAX_USERS);
 const BATCH = 5_000;
 const ADMIN_PASSWORD = 'scale-bench-admin-password';
-const USER_PASSWORD = 'scale-bench-user-password';
-const CLIENT_SECRET = 'scale-bench-client-secret';
-const REALM = 'scale';
+export const USER_PASSWORD = 'scale-bench-user-password';
+export const CLIENT_SECRET = 'scale-bench-client-secret';
+export const REALM = 'scale';
 
 export interface ScaleFigure {
   name: string;
@@ -66,24 +67,12 @@ async function load(url: string, users: number): Promise<LoadResult> {
   const token = `${url}/realms/${REALM}/protocol/openid-connect/token`;
   const pick = () => Math.floor(Math.random() * users);
   const phase = async (clients: number, op: () => Promise<Response>) => {
-    const latencies: number[] = [];
     let errors = 0;
-    const start = performance.now();
-    const end = start + SECONDS * 1000;
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        while (performance.now() < end) {
-          const t = performance.now();
-          const response = await op();
-          await response.arrayBuffer();
-          if (response.status !== 200) errors++;
-          latencies.push(performance.now() - t);
-        }
-      }),
-    );
-    const elapsed = (performance.now() - start) / 1000;
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+    const { latencies, elapsed, at } = await concurrently(clients, SECONDS, async () => {
+      const response = await op();
+      await response.arrayBuffer();
+      if (response.status !== 200) errors++;
+    });
     return { count: latencies.length, errors, rate: (latencies.length - errors) / elapsed, p50: at(0.5), p99: at(0.99) };
   };
   const form = (body: Record<string, string>) => () => fetch(token, { method: 'POST', body: new URLSearchParams(body) });
@@ -124,7 +113,7 @@ function runLoad(url: string, users: number): Promise<LoadResult> {
 
 // ---------------------------------------------------------------- server process and setup
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const s = createNetServer();
     s.on('error', fail);
@@ -135,7 +124,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startServer(dbUrl: string, dir: string): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
+export async function startServer(dbUrl: string, dir: string): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/server/src/main.ts')], {
@@ -166,19 +155,11 @@ async function startServer(dbUrl: string, dir: string): Promise<{ url: string; p
     if (i > 300) throw new Error('server did not start in 60 s');
     await new Promise((r) => setTimeout(r, 200));
   }
-  return {
-    url,
-    proc,
-    stop: () =>
-      new Promise((done) => {
-        if (exited) return done();
-        proc.on('exit', () => done());
-        proc.kill('SIGTERM');
-      }),
-  };
+  return { url, proc, stop: stopper(proc) };
 }
 
-async function setUp(url: string): Promise<void> {
+/** Realm `scale`: a confidential client `bench` (service account, direct access grants) and the user `user-0`. */
+export async function setUp(url: string): Promise<void> {
   const bearer = (await tokenRequest(url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: ADMIN_PASSWORD })).body.access_token as string;
   const create = async (path: string, body: unknown) => {
     const { status, body: answer } = await api(url, 'POST', path, bearer, body);

@@ -14,7 +14,7 @@ import { createLogger, MetricsRegistry, operationsRoutes, spiLogger, type Server
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
-import { createSharedStore, namespacedStore } from './store/index.js';
+import { createSharedStore, namespacedStore, type HostStore } from './store/index.js';
 import { Mailer } from './mail/index.js';
 import { ActionTokens, AuthSessions } from './authentication/index.js';
 import { PageRenderer, pageForms, pageRoutes } from './pages/index.js';
@@ -53,6 +53,41 @@ function closeKeepAliveOnShutdown(app: FastifyInstance): void {
   });
 }
 
+/**
+ * The configuration cache's invalidations reach the other processes through the shared store's pub/sub; its
+ * tallies are metrics. With Redis, until the subscription is made the cache serves nothing from memory (every
+ * read goes to the database), so a process never trusts entries another process may have changed unheard.
+ */
+function shareConfigCache(storage: Storage, store: HostStore, metrics: MetricsRegistry, logger: ServerLogger, shared: boolean): void {
+  const cache = storage.cache;
+  metrics.readAtScrape('realmgate_config_cache_hits_total', 'Configuration cache reads answered from memory', 'counter', () => cache.snapshot().hits);
+  metrics.readAtScrape('realmgate_config_cache_misses_total', 'Configuration cache reads that went to the database', 'counter', () => cache.snapshot().misses);
+  metrics.readAtScrape('realmgate_config_cache_hit_ratio', 'Configuration cache hits / reads since start', 'gauge', () => cache.hitRatio());
+  metrics.readAtScrape('realmgate_config_cache_entries', 'Configuration cache entries held', 'gauge', () => cache.snapshot().entries);
+  metrics.readAtScrape('realmgate_db_queries_total', 'Statements sent to the database (transaction control excluded)', 'counter', () => storage.queryCount);
+  if (storage.statements) {
+    const statements = storage.statements;
+    metrics.readAtScrape('realmgate_sqlite_statements_prepared_total', 'SQLite statements prepared (reuses are not counted)', 'counter', () => statements.prepared);
+  }
+  // One process (memory store): nothing else writes the database, so there is nobody to tell.
+  if (!shared) return;
+  cache.bypass = true;
+  const subscribe = (): void => {
+    if (cache.closed) return;
+    cache
+      .connect(store, (error) => logger.warn({ err: error }, 'configuration cache: invalidation not published; other processes see the change within the cache lifetime'))
+      .then(() => {
+        cache.bypass = false;
+      })
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, 'configuration cache: no subscription to invalidations yet; reading configuration from the database');
+        const retry = setTimeout(subscribe, 5000);
+        retry.unref();
+      });
+  };
+  subscribe();
+}
+
 /** The composition root: builds every service once, loads providers, mounts routes. Nothing listens yet. */
 export async function createServer(config: ServerConfig, options: ServerOptions = {}): Promise<RealmgateServer> {
   // loadConfig checks this too; a configuration built in code must not skip it.
@@ -69,6 +104,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   // Built now for the context; it reads the registry lazily and does its start-up work after providers.init.
   const flows = new Flows(storage, providers, logger);
   const hostStore = namespacedStore(store, 'host');
+  shareConfigCache(storage, hostStore, metrics, logger, Boolean(config.redisUrl));
   const pages = new PageRenderer(config.themeDir);
   const context: ServerContext = {
     config,
@@ -111,7 +147,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
 
     app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
     closeKeepAliveOnShutdown(app);
-    installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.byName(name))?.sslRequired ?? null });
+    installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.cachedByName(name))?.sslRequired ?? null });
     operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() });
     openIdConnectRoutes(app, context);
     pageRoutes(app, context);
@@ -125,6 +161,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     // (a test, a supervisor) would otherwise pile them up, and the process would not exit on its own.
     await app?.close().catch(() => {});
     await closeProviders();
+    await storage.cache.disconnect().catch(() => {});
     await store.close().catch(() => {});
     await storage.close().catch(() => {});
     throw error;
@@ -146,6 +183,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
       closed = true;
       await http.close();
       await closeProviders();
+      await storage.cache.disconnect().catch(() => {});
       await store.close().catch((error) => logger.warn({ err: error }, 'shared store failed to close'));
       await storage.close();
     },

@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, hkdfSync, type JsonWebKey } from 'node:crypto';
+import { createPrivateKey, createPublicKey, hkdfSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
@@ -12,7 +12,12 @@ export interface SigningKey {
   kid: string;
   algorithm: string;
   key: CryptoKey;
+  /** The same private key for node:crypto's sign (the token endpoint signs with it: faster than WebCrypto here). */
+  keyObject: KeyObject;
 }
+
+/** What the cached key reads depend on (storage/config-cache.ts): a write to realm_key invalidates them. */
+const KEY_TABLES = ['realm_key'];
 
 /** Realm signing keys: kept in the database so every process signs and verifies alike; rotatable. */
 export class RealmKeys {
@@ -52,7 +57,14 @@ export class RealmKeys {
     return kid;
   }
 
+  /** The realm's active key, through the configuration cache: one read per key change, not per token. */
   async signingKey(realmId: string): Promise<SigningKey> {
+    const key = await this.storage.cache.get(`signing-key\0${realmId}`, KEY_TABLES, () => this.loadSigningKey(realmId));
+    if (!key) throw new Error(`realm ${realmId} has no active signing key`);
+    return key;
+  }
+
+  private async loadSigningKey(realmId: string): Promise<SigningKey | null> {
     const row = await this.storage.db
       .selectFrom('realm_key')
       .select(['kid', 'algorithm', 'private_jwk'])
@@ -60,11 +72,17 @@ export class RealmKeys {
       .where('active', '=', 1)
       .orderBy('created_at', 'desc')
       .executeTakeFirst();
-    if (!row) throw new Error(`realm ${realmId} has no active signing key`);
-    return { kid: row.kid, algorithm: row.algorithm, key: await this.importOnce(`${row.kid}:private`, row.private_jwk, row.algorithm) };
+    if (!row) return null;
+    const keyObject = createPrivateKey({ key: JSON.parse(row.private_jwk) as JsonWebKey, format: 'jwk' });
+    return { kid: row.kid, algorithm: row.algorithm, key: await this.importOnce(`${row.kid}:private`, row.private_jwk, row.algorithm), keyObject };
   }
 
+  /** A key of the realm by id (found ones cached; an unknown kid is looked up each time and never kept). */
   async verificationKey(realmId: string, kid: string): Promise<CryptoKey | null> {
+    return this.storage.cache.get(`verification-key\0${realmId}\0${kid}`, KEY_TABLES, () => this.loadVerificationKey(realmId, kid));
+  }
+
+  private async loadVerificationKey(realmId: string, kid: string): Promise<CryptoKey | null> {
     const row = await this.storage.db
       .selectFrom('realm_key')
       .select(['public_jwk', 'algorithm'])
@@ -81,6 +99,10 @@ export class RealmKeys {
    * verify what it signed), or null when the realm has no such key.
    */
   async stateSecret(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
+    return this.storage.cache.get(`state-secret\0${realmId}\0${kid ?? ''}`, KEY_TABLES, () => this.loadStateSecret(realmId, kid));
+  }
+
+  private async loadStateSecret(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
     let query = this.storage.db.selectFrom('realm_key').select(['kid', 'private_jwk']).where('realm_id', '=', realmId);
     query = kid === undefined ? query.where('active', '=', 1).orderBy('created_at', 'desc') : query.where('kid', '=', kid);
     const row = await query.executeTakeFirst();
@@ -95,7 +117,6 @@ export class RealmKeys {
     return { kid: row.kid, secret };
   }
 
-  /** Every key of the realm, newest first: the active one signs, the others still verify what they signed. */
   /**
    * Every key of the realm, newest first, each with its certificate (base64 DER) and its public key (base64
    * SPKI DER, Keycloak's `public_key`). A key from before certificates were kept gets its certificate here, once.
@@ -117,10 +138,13 @@ export class RealmKeys {
     return keys;
   }
 
-  /** The realm's JWKS: every key, with its certificate as `x5c` and the certificate's thumbprints. */
+  /** The realm's JWKS: every key, with its certificate as `x5c` and the certificate's thumbprints (cached). */
   async jwks(realmId: string): Promise<{ keys: JWK[] }> {
-    const keys = await this.list(realmId);
-    return { keys: keys.map((k) => ({ ...k.publicJwk, ...certificateJwkMembers(Buffer.from(k.certificate, 'base64')) })) };
+    const jwks = await this.storage.cache.get(`jwks\0${realmId}`, KEY_TABLES, async () => {
+      const keys = await this.list(realmId);
+      return { keys: keys.map((k) => ({ ...k.publicJwk, ...certificateJwkMembers(Buffer.from(k.certificate, 'base64')) })) };
+    });
+    return jwks!;
   }
 
   private async addCertificate(realmId: string, kid: string, privateJwk: string, publicJwk: string): Promise<string> {

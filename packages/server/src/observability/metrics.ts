@@ -37,6 +37,26 @@ export class MetricsRegistry implements Metrics {
     return { observe: (labels, value) => metric.observe(labels ?? {}, value) };
   }
 
+  /** A gauge or counter whose value is read when /metrics is scraped (a cache's own tallies, say). */
+  readAtScrape(name: string, help: string, kind: 'gauge' | 'counter', read: () => number): void {
+    if (this.existing(name)) return;
+    if (kind === 'gauge') {
+      new client.Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+      return;
+    }
+    let reported = 0;
+    new client.Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const now = read();
+        if (now > reported) this.inc(now - reported);
+        reported = now;
+      },
+    });
+  }
+
   private existing(name: string) {
     return this.registry.getSingleMetric(name);
   }

@@ -20,7 +20,7 @@ export interface PageSwitch {
  * (or, with `needs`, why this realm does not offer the page).
  */
 export async function loginContext(ctx: ServerContext, request: RealmRequest, reply: FastifyReply, needs?: PageSwitch): Promise<{ realm: Realm; auth: AuthSession } | FastifyReply> {
-  const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+  const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
   if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
   const auth = await ctx.authSessions.current(request, realm);
   if (!auth) {

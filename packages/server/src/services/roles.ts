@@ -23,6 +23,18 @@ async function clientScope(storage: Storage, client: Client): Promise<Set<string
  * only those in the client's scope.
  */
 export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
+  // Cached per user and client (frozen). Any write to a role table, a client, or a table the cache does not know
+  // (groups) invalidates them all: role changes are rare, and coarse invalidation cannot miss one.
+  const roles = await storage.cache.get(`roles\0${realmId}\0${userId}\0${client?.id ?? ''}`, ROLE_TABLES, () =>
+    loadEffectiveRoles(storage, realmId, userId, client),
+  );
+  return roles!;
+}
+
+/** What effective roles are read from. A write to any of them (or to a table the cache does not know) clears them. */
+const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client'];
+
+async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
   const scope = client ? await clientScope(storage, client) : null;
   const ids = [...(await storage.roles.expand(await storage.roles.userRoleIds(userId)))].filter((id) => scope === null || scope.has(id));
   const roles = await storage.roles.byIds(ids);
@@ -34,7 +46,7 @@ export async function effectiveRoles(storage: Storage, realmId: string, userId: 
   }
   const clientRoles: Record<string, string[]> = {};
   for (const [uuid, names] of byClientUuid) {
-    const owner = await storage.clients.byId(realmId, uuid);
+    const owner = await storage.clients.cachedById(realmId, uuid);
     if (owner) clientRoles[owner.clientId] = names.sort();
   }
   return { realmRoles: realmRoles.sort(), clientRoles };

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Client } from '../model/types.js';
 import type { Db } from './db.js';
+import type { ConfigCache } from './config-cache.js';
 import type { ClientTable } from './schema.js';
 import { bool, containsIgnoreCase, flag, fromJson, storable, toJson } from './codec.js';
 
@@ -55,7 +56,20 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
 }
 
 export class ClientRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
+
+  /** byClientId through the configuration cache (frozen; copy before changing). For the hot paths. */
+  cachedByClientId(realmId: string, clientId: string): Promise<Client | null> {
+    return this.cache.get(`client\0${realmId}\0${clientId}`, ['client'], () => this.byClientId(realmId, clientId));
+  }
+
+  /** byId through the configuration cache (frozen; copy before changing). */
+  cachedById(realmId: string, id: string): Promise<Client | null> {
+    return this.cache.get(`client-id\0${realmId}\0${id}`, ['client'], () => this.byId(realmId, id));
+  }
 
   async list(realmId: string, options: { clientId?: string; search?: boolean; first?: number; max?: number } = {}): Promise<Client[]> {
     let query = this.db.selectFrom('client').selectAll().where('realm_id', '=', realmId);

@@ -3,7 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
-import { defaultSqliteDriver, openSqliteDriver, type SqliteDriverName } from './sqlite-driver.js';
+import { defaultSqliteDriver, openSqliteDriver, type SqliteDriverName, type StatementCache } from './sqlite-driver.js';
+import { ConfigCache, type ConfigCacheOptions } from './config-cache.js';
+import { WriteTrackingDialect } from './write-tracking.js';
 
 export type { SqliteDriverName } from './sqlite-driver.js';
 
@@ -14,6 +16,12 @@ export interface DatabaseHandle {
   dialect: 'sqlite' | 'postgres';
   /** The library under Kysely for SQLite (see sqlite-driver.ts); absent for PostgreSQL. */
   sqliteDriver?: SqliteDriverName;
+  /** SQLite only: the prepared statements kept for reuse, and how many were prepared. */
+  statements?: StatementCache;
+  /** Configuration the hot paths read, invalidated by every committed write (write-tracking.ts). */
+  cache: ConfigCache;
+  /** Statements sent to the database since open (transaction control excluded). */
+  counts: { queries: number };
   close(): Promise<void>;
 }
 
@@ -22,14 +30,15 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
 export interface OpenDatabaseOptions {
   /** Defaults to node:sqlite where this Node has it, else better-sqlite3; tests and the bench pick one. */
   sqliteDriver?: SqliteDriverName;
+  cache?: ConfigCacheOptions;
 }
 
 /** Opens `sqlite:<path>` (or `sqlite::memory:`) or `postgres://…` and brings the schema up to date. */
 export async function openDatabase(url: string, options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
   const handle =
     url.startsWith('postgres://') || url.startsWith('postgresql://')
-      ? await openPostgres(url)
-      : await openSqlite(url, options.sqliteDriver ?? defaultSqliteDriver());
+      ? await openPostgres(url, new ConfigCache(options.cache))
+      : await openSqlite(url, options.sqliteDriver ?? defaultSqliteDriver(), new ConfigCache(options.cache));
   const { error, results } = await new Migrator({ db: handle.db, provider }).migrateToLatest();
   if (error) {
     await handle.close();
@@ -39,7 +48,7 @@ export async function openDatabase(url: string, options: OpenDatabaseOptions = {
   return handle;
 }
 
-async function openSqlite(url: string, driver: SqliteDriverName): Promise<DatabaseHandle> {
+async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCache): Promise<DatabaseHandle> {
   if (!url.startsWith('sqlite:')) {
     throw new Error(`unsupported database URL "${url}": use sqlite:<path> or postgres://…`);
   }
@@ -47,11 +56,12 @@ async function openSqlite(url: string, driver: SqliteDriverName): Promise<Databa
   const inMemory = location === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(location)), { recursive: true });
   const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-  return { db, dialect: 'sqlite', sqliteDriver: driver, close: () => db.destroy() };
+  const dialect = tracked(new SqliteDialect({ database }), cache);
+  const db = new Kysely<Database>({ dialect });
+  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close: () => db.destroy() };
 }
 
-async function openPostgres(url: string): Promise<DatabaseHandle> {
+async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHandle> {
   const pg = await import('pg');
   // int8 columns hold epoch milliseconds, well inside Number's exact range.
   pg.default.types.setTypeParser(20, (value: string) => Number(value));
@@ -59,6 +69,10 @@ async function openPostgres(url: string): Promise<DatabaseHandle> {
   pool.on('error', () => {
     // An idle client's connection dropped; the pool replaces it on next use.
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  const dialect = tracked(new PostgresDialect({ pool }), cache);
+  const db = new Kysely<Database>({ dialect });
+  return { db, dialect: 'postgres', cache, counts: dialect.counts, close: () => db.destroy() };
 }
+
+const tracked = (dialect: SqliteDialect | PostgresDialect, cache: ConfigCache) =>
+  new WriteTrackingDialect(dialect, (tables) => cache.tablesWritten(tables));

@@ -1,4 +1,6 @@
-import { openDatabase, type Db, type DatabaseHandle } from './db.js';
+import { openDatabase, type Db, type DatabaseHandle, type OpenDatabaseOptions } from './db.js';
+import type { ConfigCache } from './config-cache.js';
+import type { StatementCache } from './sqlite-driver.js';
 import { ClientRepository } from './clients.js';
 import { EventRepository } from './events.js';
 import { OrganizationRepository } from './organizations.js';
@@ -7,7 +9,8 @@ import { RoleRepository } from './roles.js';
 import { SessionRepository } from './sessions.js';
 import { UserRepository } from './users.js';
 
-export type { Db } from './db.js';
+export type { Db, OpenDatabaseOptions } from './db.js';
+export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
 export type { UserQuery } from './users.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
@@ -25,17 +28,32 @@ export class Storage {
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
-    this.realms = new RealmRepository(db);
-    this.clients = new ClientRepository(db);
-    this.users = new UserRepository(db);
+    this.realms = new RealmRepository(db, handle.cache);
+    this.clients = new ClientRepository(db, handle.cache);
+    this.users = new UserRepository(db, handle.cache);
     this.roles = new RoleRepository(db);
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
   }
 
-  static async open(url: string): Promise<Storage> {
-    return new Storage(await openDatabase(url));
+  static async open(url: string, options: OpenDatabaseOptions = {}): Promise<Storage> {
+    return new Storage(await openDatabase(url, options));
+  }
+
+  /** Configuration the hot paths read (config-cache.ts); every committed write invalidates what it touched. */
+  get cache(): ConfigCache {
+    return this.handle.cache;
+  }
+
+  /** Statements sent to the database since open (transaction control excluded). */
+  get queryCount(): number {
+    return this.handle.counts.queries;
+  }
+
+  /** SQLite: the driver's prepared-statement cache (how many were prepared, reused); absent for PostgreSQL. */
+  get statements(): StatementCache | undefined {
+    return this.handle.statements;
   }
 
   get db(): Db {

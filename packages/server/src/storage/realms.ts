@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
 import { SSL_REQUIRED, type Realm, type SslRequired } from '../model/types.js';
 import type { Db } from './db.js';
+import type { ConfigCache } from './config-cache.js';
 import type { RealmTable } from './schema.js';
 import { bool, flag, fromJson, storable, toJson } from './codec.js';
 
@@ -102,7 +103,20 @@ function toRow(realm: Realm): Selectable<RealmTable> {
 }
 
 export class RealmRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
+
+  /** byName through the configuration cache (frozen; copy before changing). For the hot paths. */
+  cachedByName(name: string): Promise<Realm | null> {
+    return this.cache.get(`realm\0${name}`, ['realm'], () => this.byName(name));
+  }
+
+  /** byId through the configuration cache (frozen; copy before changing). */
+  cachedById(id: string): Promise<Realm | null> {
+    return this.cache.get(`realm-id\0${id}`, ['realm'], () => this.byId(id));
+  }
 
   async list(): Promise<Realm[]> {
     const rows = await this.db.selectFrom('realm').selectAll().orderBy('name').execute();

@@ -65,13 +65,16 @@ export function defaultSqliteDriver(): SqliteDriverName {
 const PRAGMAS = ['journal_mode = WAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'synchronous = NORMAL'];
 
 /** Opens `location` (a file path or `:memory:`) with the given driver, shaped as Kysely's SqliteDatabase. */
-export async function openSqliteDriver(location: string, driver: SqliteDriverName): Promise<SqliteDatabase> {
+export async function openSqliteDriver(location: string, driver: SqliteDriverName): Promise<StatementCache> {
   if (driver === 'node:sqlite') {
     const mod = loadNodeSqlite();
     if (!mod) throw new Error(`node:sqlite is not usable on Node ${process.versions.node}: use better-sqlite3`);
     const database = new mod.DatabaseSync(location);
     for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
-    return new NodeSqliteAdapter(database);
+    return new StatementCache({
+      prepare: (sql) => new NodeSqliteStatement(translated(() => database.prepare(sql))),
+      close: () => database.close(),
+    });
   }
   let SQLite: typeof import('better-sqlite3');
   try {
@@ -82,31 +85,44 @@ export async function openSqliteDriver(location: string, driver: SqliteDriverNam
   }
   const database = new SQLite(location);
   for (const pragma of PRAGMAS) database.pragma(pragma);
-  return database;
+  return new StatementCache({ prepare: (sql) => database.prepare(sql) as unknown as SqliteStatement, close: () => database.close() });
 }
 
 /**
  * How many prepared statements one database keeps. Kysely prepares every query anew; reusing them saves the
- * prepare on each request (the same few hundred SQL texts recur) and leaves fewer statements for the GC to
+ * prepare on each request (the same few hundred SQL texts recur) and leaves no statements for the GC to
  * finalise. Queries with a varying number of `in (?, …)` parameters are what the bound is for.
  */
-const STATEMENT_CACHE_SIZE = 256;
+export const STATEMENT_CACHE_SIZE = 256;
 
-/** node:sqlite's DatabaseSync behind the better-sqlite3 surface Kysely's SqliteDialect calls. */
-class NodeSqliteAdapter implements SqliteDatabase {
-  private readonly statements = new Map<string, NodeSqliteStatement>();
+/**
+ * Both drivers behind Kysely's SqliteDatabase, with their prepared statements kept by SQL text (least recently
+ * used evicted first, at STATEMENT_CACHE_SIZE). A statement is reused only after the previous use finished:
+ * Kysely's SQLite driver runs one query at a time on its single connection.
+ */
+export class StatementCache implements SqliteDatabase {
+  private readonly statements = new Map<string, SqliteStatement>();
+  /** Statements prepared since open (a cache miss each); `hits` counts reuses. */
+  prepared = 0;
+  hits = 0;
 
-  constructor(private readonly database: NodeDatabase) {}
+  constructor(private readonly driver: { prepare(sql: string): SqliteStatement; close(): void }) {}
+
+  get size(): number {
+    return this.statements.size;
+  }
 
   prepare(sql: string): SqliteStatement {
     const cached = this.statements.get(sql);
     if (cached) {
+      this.hits++;
       // Most recently used last, so the first key is the one to evict.
       this.statements.delete(sql);
       this.statements.set(sql, cached);
       return cached;
     }
-    const statement = new NodeSqliteStatement(translated(() => this.database.prepare(sql)));
+    const statement = this.driver.prepare(sql);
+    this.prepared++;
     this.statements.set(sql, statement);
     if (this.statements.size > STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!);
     return statement;
@@ -114,7 +130,7 @@ class NodeSqliteAdapter implements SqliteDatabase {
 
   close(): void {
     this.statements.clear();
-    this.database.close();
+    this.driver.close();
   }
 }
 

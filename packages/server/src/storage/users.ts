@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { User } from '../model/types.js';
 import type { Db } from './db.js';
+import type { ConfigCache } from './config-cache.js';
 import type { UserTable } from './schema.js';
 import { bool, containsIgnoreCase, flag, fromJson, storable, toJson } from './codec.js';
 
@@ -56,7 +57,23 @@ function toRow(user: User): Selectable<UserTable> {
 }
 
 export class UserRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
+
+  /**
+   * serviceAccountOf through the configuration cache (frozen): the client_credentials grant's user. Any write
+   * to user_entity invalidates every cached user, so a disabled service account is refused at once.
+   */
+  cachedServiceAccountOf(clientUuid: string): Promise<User | null> {
+    return this.cache.get(`service-account\0${clientUuid}`, ['user_entity', 'client'], () => this.serviceAccountOf(clientUuid));
+  }
+
+  /** byId through the configuration cache (frozen): token verification's "user still there and enabled". */
+  cachedById(realmId: string, id: string): Promise<User | null> {
+    return this.cache.get(`user\0${realmId}\0${id}`, ['user_entity'], () => this.byId(realmId, id));
+  }
 
   /** The search's rows before selection and paging (its query plan is checked by test/users-bulk.test.ts). */
   filtered(realmId: string, q: UserQuery) {

@@ -22,10 +22,10 @@ function param(request: FastifyRequest, name: string): string | undefined {
  */
 export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = (entry: 'login' | 'registration') => async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
-    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
+    const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
     const clientId = param(request, 'client_id');
-    const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
+    const client = clientId ? await ctx.storage.clients.cachedByClientId(realm.id, clientId) : null;
     if (!client || !client.enabled) return ctx.forms.requestError(reply, realm, 'Client not found.');
     const base = baseUrl(request, ctx.config.hostname);
     const redirectUri = param(request, 'redirect_uri');

@@ -35,7 +35,7 @@ export async function authenticateClient(storage: Storage, realm: Realm, request
   const clientId = basic?.id ?? formField(request.body, 'client_id');
   const secret = basic?.secret ?? formField(request.body, 'client_secret');
   if (!clientId) throw oauthError.invalid_client('Missing client_id');
-  const client = await storage.clients.byClientId(realm.id, clientId);
+  const client = await storage.clients.cachedByClientId(realm.id, clientId);
   if (!client) throw oauthError.invalid_client('Invalid client or Invalid client credentials');
   if (!client.enabled) throw oauthError.invalid_client('Client disabled');
   if (client.bearerOnly) throw oauthError.unauthorized_client('Bearer-only clients cannot request tokens');

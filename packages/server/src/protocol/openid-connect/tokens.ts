@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { createHash, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
 import type { RealmKeys } from '../../keys/index.js';
@@ -159,14 +159,12 @@ export class TokenService {
     std: { issuer: string; subject: string; audience?: string | string[]; iat: number; exp?: number },
   ): Promise<string> {
     const key = await this.keys.signingKey(realmId);
-    const jwt = new SignJWT(claims)
-      .setProtectedHeader({ alg: key.algorithm, typ: 'JWT', kid: key.kid })
-      .setIssuer(std.issuer)
-      .setSubject(std.subject)
-      .setIssuedAt(std.iat);
-    if (std.exp !== undefined) jwt.setExpirationTime(std.exp);
-    if (std.audience) jwt.setAudience(std.audience);
-    return jwt.sign(key.key);
+    // The JWS jose's SignJWT made before, byte for byte (header and claim order): node:crypto's sign on libuv's
+    // pool is the faster path measured (`npm run bench token`), and keeps the event loop free while it runs.
+    const payload: Record<string, unknown> = { ...claims, iss: std.issuer, sub: std.subject, iat: std.iat };
+    if (std.exp !== undefined) payload.exp = std.exp;
+    if (std.audience) payload.aud = std.audience;
+    return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
   }
 
   /**
@@ -212,17 +210,28 @@ export class TokenService {
       // Ended (logout, revocation) or past the realm's idle or maximum lifetime.
       if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
       // The client's part of the session too: it ends alone when its refresh token is reused beyond the realm's rule.
-      const client = typeof payload.azp === 'string' ? await this.storage.clients.byClientId(realm.id, payload.azp) : null;
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
       if (client && !(await this.storage.sessions.clientSession(session.id, client.id))) throw new TokenVerificationError('session_ended', 'session ended');
     }
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or
       // deleted client or user until they expire.
-      const user = typeof payload.sub === 'string' ? await this.storage.users.byId(realm.id, payload.sub) : null;
+      const user = typeof payload.sub === 'string' ? await this.storage.users.cachedById(realm.id, payload.sub) : null;
       if (!user || !user.enabled) throw new TokenVerificationError('user_disabled', 'user not found or disabled');
-      const client = typeof payload.azp === 'string' ? await this.storage.clients.byClientId(realm.id, payload.azp) : null;
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
       if (!client || !client.enabled) throw new TokenVerificationError('client_disabled', 'client not found or disabled');
     }
     return payload as AccessTokenClaims & JWTPayload;
   }
+}
+
+const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString('base64url');
+
+/** A compact JWS (RS256: RSASSA-PKCS1-v1_5 with SHA-256) signed on libuv's thread pool. */
+export function signJws(header: { alg: string; typ: string; kid: string }, payload: Record<string, unknown>, key: KeyObject): Promise<string> {
+  if (header.alg !== 'RS256') return Promise.reject(new Error(`signing algorithm ${header.alg} is not supported`));
+  const input = `${base64url(header)}.${base64url(payload)}`;
+  return new Promise((done, fail) => {
+    cryptoSign('sha256', Buffer.from(input), key, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
+  });
 }

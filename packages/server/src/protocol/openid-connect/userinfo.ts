@@ -20,9 +20,9 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       throw error;
     }
-    const client = typeof claims.azp === 'string' ? await ctx.storage.clients.byClientId(realm.id, claims.azp) : null;
+    const client = typeof claims.azp === 'string' ? await ctx.storage.clients.cachedByClientId(realm.id, claims.azp) : null;
     if (client) corsForClient(ctx, request, client);
-    const user = await ctx.storage.users.byId(realm.id, claims.sub);
+    const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
     if (!user || !user.enabled) throw oauthError.invalid_token('User not found or disabled');
     const scopes = (claims.scope ?? '').split(' ');
     const fullName = [user.firstName, user.lastName].filter(Boolean).join(' ');

@@ -10,7 +10,7 @@ import { formField } from '../client-auth.js';
 export async function clientCredentialsGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   if (client.publicClient) throw oauthError.unauthorized_client('Public client not allowed to retrieve service account', { status: 401 });
-  const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;
+  const user = client.serviceAccountsEnabled ? await ctx.storage.users.cachedServiceAccountOf(client.id) : null;
   if (!user) {
     await ctx.events.user(realm, { type: 'CLIENT_LOGIN_ERROR', clientId: client.clientId, error: 'invalid_client', request: info });
     throw oauthError.unauthorized_client('Client not enabled to retrieve service account', { status: 401 });

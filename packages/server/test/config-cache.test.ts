@@ -1,0 +1,288 @@
+import { generateKeyPairSync } from 'node:crypto';
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { SignJWT, importJWK } from 'jose';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signJws } from '../src/protocol/openid-connect/tokens.js';
+import { openDatabase } from '../src/storage/db.js';
+import { ConfigCache } from '../src/storage/index.js';
+import { STATEMENT_CACHE_SIZE } from '../src/storage/sqlite-driver.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
+
+/** Polls `check` until it holds or `ms` passed; returns whether it held. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  do {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  } while (Date.now() < deadline);
+  return check();
+}
+
+async function admin(url: string): Promise<KcAdminClient> {
+  const client = new KcAdminClient({ baseUrl: url, realmName: 'master' });
+  await client.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  return client;
+}
+
+describe('configuration cache across two processes (one PostgreSQL database, one Redis)', () => {
+  let a: TestServer;
+  let b: TestServer;
+  let kcA: KcAdminClient;
+  let clientUuid: string;
+  let secret: string;
+  const grant = (t: TestServer, clientSecret: string) =>
+    tokenRequest(t.url, 'cached', { grant_type: 'client_credentials', client_id: 'service', client_secret: clientSecret });
+
+  beforeAll(async () => {
+    const shared = { REALMGATE_REDIS_URL: redisUrl };
+    a = await startServer({ database: 'postgres', config: shared });
+    b = await startServer({ config: { ...shared, REALMGATE_DB_URL: a.server.context.config.dbUrl } });
+    kcA = await admin(a.url);
+    await kcA.realms.create({ realm: 'cached', enabled: true });
+    kcA.setConfig({ realmName: 'cached' });
+    ({ id: clientUuid } = await kcA.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, standardFlowEnabled: false }));
+    secret = (await kcA.clients.getClientSecret({ id: clientUuid })).value!;
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('answers node B from memory, and refuses the old secret on B within a second of its rotation on A', async () => {
+    // B is subscribed to invalidations before it trusts its memory.
+    expect(await within(5000, async () => !b.server.context.storage.cache.bypass)).toBe(true);
+    expect((await grant(b, secret)).status).toBe(200);
+    const before = b.server.context.storage.cache.snapshot().hits;
+    expect((await grant(b, secret)).status).toBe(200);
+    expect(b.server.context.storage.cache.snapshot().hits).toBeGreaterThan(before);
+
+    const rotated = (await kcA.clients.generateNewClientSecret({ id: clientUuid })).value!;
+    expect(rotated).not.toBe(secret);
+    expect(await within(1000, async () => (await grant(b, secret)).status === 401)).toBe(true);
+    const refused = await grant(b, secret);
+    expect(refused.body.error).toBe('invalid_client');
+    expect((await grant(b, rotated)).status).toBe(200);
+    secret = rotated;
+  });
+
+  it('refuses a client disabled on A on node B within a second', async () => {
+    expect((await grant(b, secret)).status).toBe(200);
+    await kcA.clients.update({ id: clientUuid }, { clientId: 'service', enabled: false, publicClient: false, serviceAccountsEnabled: true, standardFlowEnabled: false });
+    expect(await within(1000, async () => (await grant(b, secret)).status === 401)).toBe(true);
+    expect((await grant(b, secret)).body.error_description).toBe('Client disabled');
+    expect((await grant(a, secret)).body.error_description).toBe('Client disabled');
+  });
+});
+
+describe('configuration cache in one process', () => {
+  let t: TestServer;
+  let secret: string;
+
+  beforeAll(async () => {
+    t = await startServer();
+    const kc = await admin(t.url);
+    await kc.realms.create({ realm: 'flood', enabled: true });
+    kc.setConfig({ realmName: 'flood' });
+    const { id } = await kc.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, standardFlowEnabled: false });
+    secret = (await kc.clients.getClientSecret({ id })).value!;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('keeps no entry for unknown client ids or wrong secrets, however many', async () => {
+    expect((await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret })).status).toBe(200);
+    const cache = t.server.context.storage.cache;
+    const entries = cache.snapshot().entries;
+    for (let i = 0; i < 300; i++) {
+      const unknown = await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: `made-up-${i}`, client_secret: 'x' });
+      expect(unknown.status).toBe(401);
+      const wrong = await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: 'service', client_secret: `wrong-${i}` });
+      expect(wrong.status).toBe(401);
+    }
+    // An unknown realm is not kept either.
+    for (let i = 0; i < 50; i++) expect((await tokenRequest(t.url, `no-realm-${i}`, { grant_type: 'client_credentials' })).status).toBe(404);
+    expect(cache.snapshot().entries).toBe(entries);
+    expect((await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret })).status).toBe(200);
+  });
+
+  it('reports its hit ratio, hits, misses and entries at /metrics', async () => {
+    for (let i = 0; i < 5; i++) await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret });
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(value('realmgate_config_cache_hit_ratio')).toBeGreaterThan(0);
+    expect(value('realmgate_config_cache_hit_ratio')).toBeLessThanOrEqual(1);
+    expect(value('realmgate_config_cache_hits_total')).toBeGreaterThan(0);
+    expect(value('realmgate_config_cache_misses_total')).toBeGreaterThan(0);
+    expect(value('realmgate_config_cache_entries')).toBe(t.server.context.storage.cache.snapshot().entries);
+    const { hits, misses } = t.server.context.storage.cache.snapshot();
+    expect(value('realmgate_config_cache_hit_ratio')).toBeCloseTo(hits / (hits + misses), 2);
+  });
+});
+
+describe.each(databases)('what a grant costs the database (%s)', (database) => {
+  let t: TestServer;
+  let secret: string;
+  const written: string[] = [];
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    const kc = await admin(t.url);
+    await kc.realms.create({ realm: 'cost', enabled: true });
+    kc.setConfig({ realmName: 'cost' });
+    const { id } = await kc.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
+    secret = (await kc.clients.getClientSecret({ id })).value!;
+    await kc.users.create({ username: 'alice', email: 'alice@example.test', enabled: true, credentials: [{ type: 'password', value: 'alice-password-1', temporary: false }] });
+    const cache = t.server.context.storage.cache;
+    const tablesWritten = cache.tablesWritten.bind(cache);
+    cache.tablesWritten = (tables) => {
+      written.push(...tables);
+      tablesWritten(tables);
+    };
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('client_credentials: no statement at all once the configuration is cached, and nothing written', async () => {
+    const storage = t.server.context.storage;
+    const grant = () => tokenRequest(t.url, 'cost', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret });
+    expect((await grant()).status).toBe(200);
+    const queries = storage.queryCount;
+    written.length = 0;
+    for (let i = 0; i < 20; i++) expect((await grant()).status).toBe(200);
+    expect(storage.queryCount - queries).toBe(0);
+    expect(written).toEqual([]);
+  });
+
+  it('password grant: writes the user session and its client session, nothing else (events are off)', async () => {
+    const grant = () => tokenRequest(t.url, 'cost', { grant_type: 'password', client_id: 'service', client_secret: secret, username: 'alice', password: 'alice-password-1' });
+    expect((await grant()).status).toBe(200);
+    written.length = 0;
+    expect((await grant()).status).toBe(200);
+    expect([...new Set(written)].sort()).toEqual(['client_session', 'user_session']);
+  });
+});
+
+describe('ConfigCache', () => {
+  it('is bounded: the least recently used entry goes first', async () => {
+    const cache = new ConfigCache({ maxEntries: 3 });
+    for (const k of ['a', 'b', 'c']) await cache.get(k, ['client'], async () => ({ k }));
+    await cache.get('a', ['client'], async () => ({ k: 'a2' })); // a is now the most recently used
+    await cache.get('d', ['client'], async () => ({ k: 'd' }));
+    expect(cache.snapshot().entries).toBe(3);
+    expect(await cache.get('a', ['client'], async () => ({ k: 'reloaded' }))).toEqual({ k: 'a' });
+    expect(await cache.get('b', ['client'], async () => ({ k: 'reloaded' }))).toEqual({ k: 'reloaded' });
+  });
+
+  it('invalidates by table, and never keeps a value whose load raced a write', async () => {
+    const cache = new ConfigCache();
+    await cache.get('client', ['client'], async () => ({ v: 1 }));
+    await cache.get('key', ['realm_key'], async () => ({ v: 1 }));
+    cache.tablesWritten(['client']);
+    expect(await cache.get('client', ['client'], async () => ({ v: 2 }))).toEqual({ v: 2 });
+    expect(await cache.get('key', ['realm_key'], async () => ({ v: 2 }))).toEqual({ v: 1 });
+    // Sessions and events change per request and invalidate nothing; an unknown table invalidates everything.
+    cache.tablesWritten(['user_session', 'event_entity']);
+    expect(await cache.get('key', ['realm_key'], async () => ({ v: 3 }))).toEqual({ v: 1 });
+    cache.tablesWritten(['group_role_mapping']);
+    expect(await cache.get('key', ['realm_key'], async () => ({ v: 4 }))).toEqual({ v: 4 });
+
+    const raced = await cache.get('raced', ['client'], async () => {
+      cache.tablesWritten(['client']);
+      return { v: 'old' };
+    });
+    expect(raced).toEqual({ v: 'old' });
+    expect(await cache.get('raced', ['client'], async () => ({ v: 'new' }))).toEqual({ v: 'new' });
+    cache.invalidateConfiguration();
+    expect(await cache.get('raced', ['client'], async () => ({ v: 'newer' }))).toEqual({ v: 'newer' });
+  });
+
+  it('hands out frozen values', async () => {
+    const cache = new ConfigCache();
+    const value = await cache.get('x', ['client'], async () => ({ list: [1, 2] }));
+    expect(Object.isFrozen(value)).toBe(true);
+    expect(Object.isFrozen(value!.list)).toBe(true);
+  });
+});
+
+describe('writes reach the cache through the database driver', () => {
+  it('invalidates at once outside a transaction, at COMMIT inside one, never on ROLLBACK', async () => {
+    const handle = await openDatabase('sqlite::memory:');
+    try {
+      const { db, cache } = handle;
+      let loads = 0;
+      const read = () => cache.get('realms', ['realm'], async () => ({ n: ++loads }));
+      await read();
+      await sql`update realm set display_name = 'x' where id = 'none'`.execute(db);
+      expect(await read()).toEqual({ n: 2 });
+      await db.updateTable('realm').set({ display_name: 'y' }).where('id', '=', 'none').execute();
+      expect(await read()).toEqual({ n: 3 });
+
+      await db.transaction().execute(async (trx) => {
+        await trx.updateTable('realm').set({ display_name: 'z' }).where('id', '=', 'none').execute();
+        expect(await read()).toEqual({ n: 3 }); // not committed yet: the cached value is still the database's
+      });
+      expect(await read()).toEqual({ n: 4 });
+
+      await db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.deleteFrom('realm').where('id', '=', 'none').execute();
+          throw new Error('roll back');
+        })
+        .catch(() => {});
+      expect(await read()).toEqual({ n: 4 });
+      // Reads and writes to per-request tables leave it alone.
+      await db.deleteFrom('user_session').where('id', '=', 'none').execute();
+      await db.selectFrom('realm').selectAll().execute();
+      expect(await read()).toEqual({ n: 4 });
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
+describe('SQLite statements prepared once', () => {
+  it('prepares a query once however often it runs, and keeps at most STATEMENT_CACHE_SIZE', async () => {
+    const handle = await openDatabase('sqlite::memory:');
+    try {
+      const statements = handle.statements!;
+      await sql`create table t (id integer primary key, name text)`.execute(handle.db);
+      const query = (i: number) => handle.db.selectFrom('realm').select('id').where('name', '=', `r${i}`).execute();
+      await query(0);
+      const prepared = statements.prepared;
+      for (let i = 1; i <= 500; i++) {
+        await query(i);
+        await sql`insert into t (name) values (${`n${i}`})`.execute(handle.db);
+      }
+      // The insert's SQL is prepared once too; nothing else.
+      expect(statements.prepared).toBe(prepared + 1);
+      for (let i = 0; i < STATEMENT_CACHE_SIZE + 50; i++) await sql.raw(`select ${i} as n`).execute(handle.db);
+      expect(statements.size).toBe(STATEMENT_CACHE_SIZE);
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
+describe('token signing with node:crypto', () => {
+  it('gives the same JWS, byte for byte, as jose', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const jwk = privateKey.export({ format: 'jwk' });
+    const header = { alg: 'RS256', typ: 'JWT', kid: 'k1' };
+    const claims = { jti: 'j', typ: 'Bearer', azp: 'app', realm_access: { roles: ['a'] }, scope: 'profile email' };
+    const std = { iss: 'http://127.0.0.1/realms/r', sub: 'u', iat: 1700000000, exp: 1700000300, aud: ['x', 'y'] };
+    const ours = await signJws(header, { ...claims, ...std }, privateKey);
+    const jose = await new SignJWT(claims)
+      .setProtectedHeader(header)
+      .setIssuer(std.iss)
+      .setSubject(std.sub)
+      .setIssuedAt(std.iat)
+      .setExpirationTime(std.exp)
+      .setAudience(std.aud)
+      .sign(await importJWK({ ...jwk, alg: 'RS256' }, 'RS256'));
+    expect(ours).toBe(jose);
+  });
+});
