@@ -63,6 +63,7 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     throw error;
   }
   if (input.password !== undefined) user = await setPassword(storage, realm, user, input.password, db);
+  if (input.requiredActions?.length) await storage.credentials.setRequiredActions(user.id, input.requiredActions, db);
   return user;
 }
 

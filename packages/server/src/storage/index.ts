@@ -1,5 +1,6 @@
 import { openDatabase, type Db, type DatabaseHandle } from './db.js';
 import { ClientRepository } from './clients.js';
+import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
@@ -9,6 +10,7 @@ import { UserRepository } from './users.js';
 
 export type { Db } from './db.js';
 export type { UserQuery } from './users.js';
+export type { StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';
@@ -22,6 +24,7 @@ export class Storage {
   readonly organizations: OrganizationRepository;
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
+  readonly credentials: CredentialRepository;
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
@@ -32,6 +35,7 @@ export class Storage {
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
+    this.credentials = new CredentialRepository(db);
   }
 
   static async open(url: string): Promise<Storage> {
