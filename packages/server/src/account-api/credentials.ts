@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
 import { credentialRep, passwordCredentialRep } from '../admin/representations/credential.js';
+import { uuidPattern } from '../admin/representations/fields.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
@@ -46,7 +47,8 @@ export function credentialsRoute(app: FastifyInstance, ctx: ServerContext): void
   // DELETE /account/credentials/{id} (manage-account): an OTP credential of the caller; the password is not removable.
   app.delete('/realms/:realm/account/credentials/:id', async (request: FastifyRequest<{ Params: { realm: string; id: string } }>, reply) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account');
-    const id = request.params.id.slice(0, 64);
+    const id = request.params.id.toLowerCase();
+    if (!uuidPattern.test(id)) throw notFound('Credential not found');
     if (passwordCredentialRep(caller.user)?.id === id) throw badRequest('The password cannot be removed here');
     if (!(await ctx.storage.credentials.delete(caller.user.id, id))) throw notFound('Credential not found');
     await ctx.events.user(caller.realm, {

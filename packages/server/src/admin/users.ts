@@ -136,7 +136,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
-    const credentialId = request.params.credentialId.slice(0, 64);
+    const credentialId = pathId(request.params.credentialId, 'Credential');
     if (passwordCredentialRep(user)?.id === credentialId) throw badRequest('The password credential cannot be removed; set a new one with reset-password');
     if (!(await ctx.storage.credentials.delete(user.id, credentialId))) throw notFound('Credential not found');
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/credentials/${credentialId}`);

@@ -14,6 +14,7 @@ import {
 } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { otpauthUri } from '../credentials/otp.js';
+import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
@@ -110,7 +111,9 @@ export async function continueLogin(
   }
   if (progress.pending === 'UPDATE_PASSWORD') {
     const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
-    return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text: 'You need to change your password to continue.' });
+    const expired = passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now());
+    const text = expired ? 'Your password has expired. Choose a new one to continue.' : 'You need to choose a new password to continue.';
+    return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text });
   }
   // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
   // session stays, so signing in again after opening the link goes back to the application.
