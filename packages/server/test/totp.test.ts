@@ -264,6 +264,47 @@ describe('TOTP (sqlite, memory store)', () => {
     expect(textOf(page.text, 'page-title')).toBe('Choose a new password');
   });
 
+  it("a Keycloak realm export whose own browser flow carries OTP: imported without warnings, and the flows it binds decide", async () => {
+    const realm = `otp-import-${randomUUID().slice(0, 8)}`;
+    const execution = (authenticator: string, requirement: string, priority: number) => ({ authenticator, authenticatorFlow: false, requirement, priority, userSetupAllowed: false });
+    const subflow = (flowAlias: string, requirement: string, priority: number) => ({ flowAlias, authenticatorFlow: true, requirement, priority, userSetupAllowed: false });
+    const flow = (alias: string, topLevel: boolean, authenticationExecutions: unknown[]) => ({ alias, description: '', providerId: 'basic-flow', topLevel, builtIn: false, authenticationExecutions });
+    const imported = await api(t.url, 'POST', '/admin/realms', token, {
+      realm,
+      enabled: true,
+      browserFlow: 'my browser',
+      otpPolicyLookAheadWindow: 3,
+      clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }],
+      authenticationFlows: [
+        flow('my browser', true, [execution('auth-cookie', 'ALTERNATIVE', 10), subflow('my forms', 'ALTERNATIVE', 20)]),
+        flow('my forms', false, [execution('auth-username-password-form', 'REQUIRED', 10), subflow('my otp', 'CONDITIONAL', 20)]),
+        flow('my otp', false, [execution('conditional-user-configured', 'REQUIRED', 10), execution('auth-otp-form', 'REQUIRED', 20)]),
+        flow('always otp', true, [execution('auth-username-password-form', 'REQUIRED', 10), execution('auth-otp-form', 'REQUIRED', 20)]),
+      ],
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+    const otpProviders = ['auth-otp-form', 'conditional-user-configured'];
+    expect(t.logs.filter((l) => otpProviders.includes(String(l.provider)) && /not installed|unknown flow condition/.test(String(l.msg)))).toEqual([]);
+    const r = { t, token, realm };
+    const user = await newUser(r);
+    // No credential: the conditional subflow does not run.
+    expect((await passwordStep(r, user.username)).page.status).toBe(302);
+    const codes = await withOtp(r, user);
+    const { page, post } = await passwordStep(r, user.username);
+    expect(textOf(page.text, 'page-title')).toContain('one-time code');
+    expect((await post('login-otp', { otp: codes.next() })).status).toBe(302);
+    // Bound to a flow whose OTP form is REQUIRED outright, a user without a credential must set one up.
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}`, token, { browserFlow: 'always otp' }));
+    const other = await newUser(r);
+    expect(textOf((await passwordStep(r, other.username)).page.text, 'page-title')).toBe('Set up an authenticator app');
+    // Disabled, it asks nothing.
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}`, token, { browserFlow: 'my browser' }));
+    const executions = (await api(t.url, 'GET', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token)).body as { id: string; providerId?: string; requirement: string; level: number; index: number }[];
+    const otpForm = executions.find((e) => e.providerId === 'auth-otp-form')!;
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token, { ...otpForm, requirement: 'DISABLED' }));
+    expect((await passwordStep(r, user.username)).page.status).toBe(302);
+  });
+
   it('a realm created before OTP gets the conditional OTP subflows at start-up (the browser one asks for codes again)', async () => {
     const root = mkdtempSync(join(tmpdir(), 'realmgate-otp-upgrade-'));
     const config = { REALMGATE_DB_URL: `sqlite:${join(root, 'realmgate.db')}` };
