@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
 import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 import { CodeSource, fromBase32, type TotpAlgorithm } from './support/totp.js';
@@ -47,7 +47,7 @@ async function passwordStep({ t, realm }: Realmed, username: string, password = 
   const page = await client.post(`/realms/${realm}/login-actions/authenticate`, { username, password, session_code: csrf });
   const post = (action: 'login-otp' | 'config-totp', form: Record<string, string>, from = page) =>
     client.post(`/realms/${realm}/login-actions/${action}`, { key: inputValue(from.text, 'key') ?? '', session_code: csrf, ...form });
-  return { page, post };
+  return { page, post, client, authPath: `/realms/${realm}/protocol/openid-connect/auth?${query}` };
 }
 
 /** Sets an authenticator app up for the user through CONFIGURE_TOTP (set by the admin API); the codes of its key. */
@@ -84,6 +84,9 @@ describe('TOTP (sqlite, memory store)', () => {
   });
   afterAll(async () => {
     await t?.close();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
   it("realm otpPolicy fields: Keycloak's defaults; hotp and 7 digits refused; a new credential follows SHA512, 8 digits, 60 s", async () => {
@@ -138,6 +141,24 @@ describe('TOTP (sqlite, memory store)', () => {
     const again = codes.next();
     expect((await grant(r, user.username, { totp: again })).status).toBe(200);
     expect((await grant(r, user.username, { totp: again })).status).toBe(200);
+  });
+
+  it('fake time: a code outside the look-ahead window is refused, and an OTP page left open 10 minutes has expired', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const { page, post } = await passwordStep(r, user.username);
+    expect(page.status).toBe(200);
+    const code = codes.next();
+    // Date only: the server's timers and the store's TTLs keep real time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    // Ten steps on: past the realm's look-ahead window of three steps, whichever step of it the code was.
+    vi.setSystemTime(Date.now() + 10 * 30_000);
+    expect((await grant(r, user.username, { totp: code })).status).toBe(401);
+    vi.setSystemTime(Date.now() + 10 * 60_000);
+    const late = await post('login-otp', { otp: code });
+    expect(late.status).toBe(400);
+    expect(textOf(late.text, 'page-message')).toContain('expired');
   });
 
   it('brute-force detection counts wrong codes, and a right password does not reset them; a locked user is told as a wrong code', async () => {
@@ -262,6 +283,18 @@ describe('TOTP (sqlite, memory store)', () => {
     expect((await grant(r, user.username)).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
     const { page } = await passwordStep(r, user.username);
     expect(textOf(page.text, 'page-title')).toBe('Choose a new password');
+  });
+
+  it('a required action set while the user has an SSO session sends the next authorization request to the login page', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const { page, client, authPath } = await passwordStep(r, user.username);
+    expect(page.status).toBe(302);
+    expect((await client.get(authPath)).status).toBe(302);
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}/users/${user.id}`, token, { requiredActions: ['CONFIGURE_TOTP'] }));
+    const again = await client.get(authPath);
+    expect(again.status).toBe(200);
+    expect(textOf(again.text, 'page-title')).toContain('Sign in');
   });
 
   it("a Keycloak realm export whose own browser flow carries OTP: imported without warnings, and the flows it binds decide", async () => {
