@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { base32Decode, base32Encode, hotp, matchTotp, newOtpSecret, otpauthUri, timeStep, totp } from '../src/credentials/otp.js';
 import type { OtpAlgorithm } from '../src/model/otp-policy.js';
+import { qrSvg } from '../src/pages/otp.js';
 import { fromBase32, hotpCode, totpCode, type TotpAlgorithm } from './support/totp.js';
 
 /** Issue 17, point 3: the codes themselves, against RFC 4226 and RFC 6238, for the server and for the tests' own TOTP. */
@@ -84,5 +85,16 @@ describe('secrets', () => {
     expect(uri.host).toBe('totp');
     expect(decodeURIComponent(uri.pathname)).toBe('/My Shop:alice');
     expect(Object.fromEntries(uri.searchParams)).toEqual({ secret, digits: '8', algorithm: 'SHA256', issuer: 'My Shop', period: '60' });
+  });
+});
+
+describe('the QR code', () => {
+  it('is an inline SVG of one path, grows with the text, and is left out (no throw) for a text no QR code holds', () => {
+    const small = qrSvg('otpauth://totp/Shop:alice?secret=ABC');
+    expect(small).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" viewBox="0 0 (\d+) \1"/);
+    expect(small.match(/<path /g)).toHaveLength(1);
+    const side = (svg: string) => Number(/viewBox="0 0 (\d+)/.exec(svg)![1]);
+    expect(side(qrSvg('x'.repeat(300)))).toBeGreaterThan(side(small));
+    expect(qrSvg('x'.repeat(5000))).toBe('');
   });
 });

@@ -63,11 +63,23 @@ function stepState(ctx: ServerContext) {
   };
 }
 
-/** An inline SVG QR code of `text` (no script, no external image: the pages' CSP allows neither). */
+/**
+ * An inline SVG QR code of `text` (no script, no external image: the pages' CSP allows neither); '' when the text
+ * is too long for any QR code (the page then shows the key only).
+ */
 export function qrSvg(text: string): string {
-  const qr = qrcode(0, 'M');
-  qr.addData(text);
-  qr.make();
+  let qr: ReturnType<typeof qrcode> | null = null;
+  for (const level of ['M', 'L'] as const) {
+    try {
+      qr = qrcode(0, level);
+      qr.addData(text);
+      qr.make();
+      break;
+    } catch {
+      qr = null;
+    }
+  }
+  if (!qr) return '';
   const size = qr.getModuleCount();
   const margin = 4;
   let path = '';
@@ -149,7 +161,8 @@ function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth:
       action: actionUrl(realm, 'config-totp'),
       csrf: auth.csrf,
       key,
-      qrSvg: qrSvg(otpauthUri(realm.displayName || realm.name, user.username, secret, data)),
+      // The realm's display name as the app's issuer, unless it is long (the realm's name then: at most 100 characters).
+      qrSvg: qrSvg(otpauthUri(realm.displayName && realm.displayName.length <= 64 ? realm.displayName : realm.name, user.username, secret, data)),
       manualKey: grouped(secret),
       algorithm: data.algorithm.replace('Hmac', ''),
       digits: data.digits,
