@@ -49,19 +49,28 @@ export async function completeDirectLogin<T>(
 
 /**
  * The direct grant's conditional OTP (Keycloak's `direct-grant-validate-otp` in "Direct Grant - Conditional OTP"):
- * when the realm's `direct grant` flow asks this user for a code, the `totp` form parameter must be one (a missing
- * one is a wrong one, counted alike). A user the flow requires a code of but who has no credential cannot set one
- * up here: `resolve_required_actions`. Passed to authenticatePassword as its `secondFactor`.
+ * when the realm's `direct grant` flow asks this user for a code, the `otp` form parameter (or, as Keycloak still
+ * reads it, `totp`) must be one; a missing one is a wrong one, counted alike. A user the flow requires a code of
+ * but who has none set up is refused as bad credentials too (as Keycloak's), without a count. Passed to
+ * authenticatePassword as its `secondFactor`; every refusal is LOGIN_ERROR `invalid_user_credentials`.
  */
 export async function directGrantOtp(
   ctx: Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'flows'>,
   realm: Realm,
   user: User,
-  totp: string | undefined,
+  code: string | undefined,
   attempt: OtpAttempt,
-): Promise<OtpResult | { ok: false; error: 'resolve_required_actions' }> {
+): Promise<OtpResult> {
   const step = await ctx.flows.otpStep(realm, 'direct-grant', await hasOtpCredential(ctx, user));
   if (step === null) return { ok: true };
-  if (step === 'configure') return { ok: false, error: 'resolve_required_actions' };
-  return verifyOtp(ctx, realm, user, totp ?? '', attempt);
+  if (step === 'otp') return verifyOtp(ctx, realm, user, code ?? '', attempt);
+  await ctx.events.user(realm, {
+    type: 'LOGIN_ERROR',
+    clientId: attempt.clientId,
+    userId: user.id,
+    error: 'invalid_user_credentials',
+    details: { ...attempt.details, username: user.username },
+    request: attempt.request,
+  });
+  return { ok: false, error: 'invalid_user_credentials' };
 }

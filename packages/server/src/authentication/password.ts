@@ -37,7 +37,7 @@ export interface PasswordAttempt {
    * password grant's `totp`): it records its own refusal (event, brute-force count); its error is answered as the
    * password's. The browser asks for its second factor on a page of its own instead.
    */
-  secondFactor?: (user: User) => Promise<{ ok: true } | { ok: false; error: 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled' | 'resolve_required_actions' }>;
+  secondFactor?: (user: User) => Promise<{ ok: true } | { ok: false; error: 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled' }>;
 }
 
 /** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
@@ -111,7 +111,6 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
   if (attempt.secondFactor) {
     const second = await attempt.secondFactor(user);
-    if (!second.ok && second.error === 'resolve_required_actions') return refuse({ ok: false, error: 'resolve_required_actions', user, requiredAction: 'CONFIGURE_TOTP' });
     if (!second.ok) return { ok: false, error: second.error, user, lockedOut: second.error !== 'invalid_user_credentials' };
   }
   const stored = await ctx.storage.credentials.requiredActions(user.id);

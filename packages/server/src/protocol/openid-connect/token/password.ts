@@ -25,7 +25,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     details,
     request: info,
     requiredActions: 'refuse',
-    secondFactor: (user) => directGrantOtp(ctx, realm, user, formField(request.body, 'totp'), { clientId: client.clientId, details, request: info }),
+    secondFactor: (user) => directGrantOtp(ctx, realm, user, formField(request.body, 'otp') ?? formField(request.body, 'totp'), { clientId: client.clientId, details, request: info }),
   });
   if (!result.ok) {
     // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
