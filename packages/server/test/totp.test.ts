@@ -308,6 +308,7 @@ describe('TOTP (sqlite, memory store)', () => {
       browserFlow: 'my browser',
       otpPolicyLookAheadWindow: 3,
       clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }],
+      users: [{ username: 'imported', enabled: true, requiredActions: ['CONFIGURE_TOTP'], credentials: [{ type: 'password', value: PASSWORD }] }],
       authenticationFlows: [
         flow('my browser', true, [execution('auth-cookie', 'ALTERNATIVE', 10), subflow('my forms', 'ALTERNATIVE', 20)]),
         flow('my forms', false, [execution('auth-username-password-form', 'REQUIRED', 10), subflow('my otp', 'CONDITIONAL', 20)]),
@@ -319,6 +320,8 @@ describe('TOTP (sqlite, memory store)', () => {
     const otpProviders = ['auth-otp-form', 'conditional-user-configured'];
     expect(t.logs.filter((l) => otpProviders.includes(String(l.provider)) && /not installed|unknown flow condition/.test(String(l.msg)))).toEqual([]);
     const r = { t, token, realm };
+    // An imported user's required action is carried out at its first login.
+    expect(textOf((await passwordStep(r, 'imported')).page.text, 'page-title')).toBe('Set up an authenticator app');
     const user = await newUser(r);
     // No credential: the conditional subflow does not run.
     expect((await passwordStep(r, user.username)).page.status).toBe(302);
