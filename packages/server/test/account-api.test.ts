@@ -139,14 +139,16 @@ describe('the profile', () => {
 });
 
 describe('credentials, sessions, applications, groups, linked accounts', () => {
-  it('lists the password credential', async () => {
+  it('lists the password credential, and the OTP type with no credential yet', async () => {
     const token = await tokenOf('viewer');
     const { status, body } = await account(token, 'GET', '/credentials');
     expect(status).toBe(200);
     expect(body).toEqual([
       expect.objectContaining({ type: 'password', category: 'basic-authentication', updateAction: 'UPDATE_PASSWORD', removeable: false, userCredentialMetadatas: [{ credential: expect.objectContaining({ type: 'password', createdDate: expect.any(Number) }) }] }),
+      expect.objectContaining({ type: 'otp', category: 'two-factor', createAction: 'CONFIGURE_TOTP', removeable: true, userCredentialMetadatas: [] }),
     ]);
-    expect((await account(token, 'GET', '/credentials?type=otp')).body).toEqual([]);
+    expect((await account(token, 'GET', '/credentials?type=otp')).body).toEqual([expect.objectContaining({ type: 'otp', userCredentialMetadatas: [] })]);
+    expect((await account(token, 'GET', '/credentials?type=webauthn')).body).toEqual([]);
     expect((await account(token, 'GET', '/credentials?user-credentials=false')).body[0].userCredentialMetadatas).toBeUndefined();
   });
 

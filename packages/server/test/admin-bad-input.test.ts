@@ -281,6 +281,7 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/clients/:id/roles/:roleName/composites',
   'GET /admin/realms/:realm/users/:id',
   'GET /admin/realms/:realm/attack-detection/brute-force/users/:id',
+  'GET /admin/realms/:realm/users/:id/credentials',
   'GET /admin/realms/:realm/users/:id/role-mappings',
   'GET /admin/realms/:realm/users/:id/role-mappings/realm',
   'GET /admin/realms/:realm/users/:id/role-mappings/realm/available',

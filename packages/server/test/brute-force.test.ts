@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { adminToken, api, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 17, point 1: brute-force detection as Keycloak 26, once in the sign-in core, for the form login and the
@@ -287,17 +287,16 @@ describe('the per-address limit', () => {
 describe('two servers on one Redis and one PostgreSQL', () => {
   let a: TestServer;
   let b: TestServer;
+  let pair: Awaited<ReturnType<typeof startServerPair>> | undefined;
   let token: string;
 
   beforeAll(async () => {
-    const shared = { REALMGATE_REDIS_URL: redisUrl, REALMGATE_BRUTE_FORCE_IP_MAX_FAILURES: '100000' };
-    a = await startServer({ database: 'postgres', config: shared });
-    b = await startServer({ config: { ...shared, REALMGATE_DB_URL: a.server.context.config.dbUrl } });
+    pair = await startServerPair();
+    ({ a, b } = pair);
     token = await adminToken(a.url);
   });
   afterAll(async () => {
-    await b?.close();
-    await a?.close();
+    await pair?.close();
   });
 
   it('share the count: failures on either lock the user on both, and an unlock on one is seen by the other', async () => {

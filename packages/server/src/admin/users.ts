@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { clearLoginFailures } from '../authentication/index.js';
+import { clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { User } from '../model/types.js';
@@ -7,7 +7,8 @@ import { insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { parsePasswordCredential, parseUser, userRep } from './representations/user.js';
+import { credentialRep, passwordCredentialRep } from './representations/credential.js';
+import { parsePasswordCredential, parseUser, userRep, type UserExtras } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -22,6 +23,14 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     emailVerified: queryBool(query, 'emailVerified'),
   });
 
+  /** Each user's required actions and whether it has an OTP credential, for userRep. */
+  const extrasOf = async (users: User[]): Promise<Map<string, UserExtras>> => {
+    const ids = users.map((u) => u.id);
+    const [actions, withOtp] = await Promise.all([ctx.storage.credentials.requiredActionsOf(ids), ctx.storage.credentials.usersWith(ids, OTP_CREDENTIAL_TYPE)]);
+    return new Map(ids.map((id) => [id, { requiredActions: actions.get(id) ?? [], totp: withOtp.has(id) }]));
+  };
+  const fullRep = async (user: User) => userRep(user, (await extrasOf([user])).get(user.id));
+
   app.get('/realms/:realm/users', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'view-users');
@@ -30,7 +39,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       first: queryInt(request.query, 'first', 0),
       max: queryInt(request.query, 'max', 100),
     });
-    return users.map(userRep);
+    const extras = await extrasOf(users);
+    return users.map((user) => userRep(user, extras.get(user.id)));
   });
 
   app.get('/realms/:realm/users/count', async (request: AdminRequest) => {
@@ -44,7 +54,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     requireRole(callerOf(request), realm, 'manage-users');
     const input = parseUser(request.body);
     const user = await ctx.storage.transaction((trx) => insertUser(ctx.storage, realm, input, trx));
-    await recordAdminEvent(ctx, request, realm, 'CREATE', 'USER', `users/${user.id}`, userRep(user), await userSnapshot(ctx.storage, user));
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'USER', `users/${user.id}`, await fullRep(user), await userSnapshot(ctx.storage, user));
     return reply.code(201).header('location', locationOf(ctx, request, user.id)).send();
   });
 
@@ -58,7 +68,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'view-users');
-    return userRep(user);
+    return fullRep(user);
   });
 
   // Keycloak updates the fields given and leaves the others (unlike clients, whose PUT replaces).
@@ -86,10 +96,11 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // One write with the password, so a password the policy refuses leaves the other fields unchanged too.
     if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
     else await ctx.storage.users.update(updated);
+    if (input.requiredActions !== undefined) await ctx.storage.credentials.setRequiredActions(user.id, input.requiredActions);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
     // Enabling a user ends a permanent lockout, as in Keycloak: its failures are forgotten.
     if (updated.enabled && !user.enabled) await clearLoginFailures(ctx, realm.id, user.id);
-    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}`, userRep(updated), await userSnapshot(ctx.storage, updated));
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}`, await fullRep(updated), await userSnapshot(ctx.storage, updated));
     return reply.code(204).send();
   });
 
@@ -108,6 +119,27 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     requireRole(callerOf(request), realm, 'manage-users');
     await setPassword(ctx.storage, realm, user, parsePasswordCredential(request.body));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);
+    return reply.code(204).send();
+  });
+
+  // Credentials: the password and the OTP credentials; the secrets are never answered -----------------------
+
+  app.get('/realms/:realm/users/:id/credentials', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, user } = await load(request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const password = passwordCredentialRep(user);
+    const stored = await ctx.storage.credentials.ofUser(user.id);
+    return [...(password ? [password] : []), ...stored.map(credentialRep)];
+  });
+
+  // Keycloak removes any credential here; the password lives with the user and is replaced by reset-password instead.
+  app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
+    const { realm, user } = await load(request);
+    requireRole(callerOf(request), realm, 'manage-users');
+    const credentialId = pathId(request.params.credentialId, 'Credential');
+    if (passwordCredentialRep(user)?.id === credentialId) throw badRequest('The password credential cannot be removed; set a new one with reset-password');
+    if (!(await ctx.storage.credentials.delete(user.id, credentialId))) throw notFound('Credential not found');
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/credentials/${credentialId}`);
     return reply.code(204).send();
   });
 

@@ -3,6 +3,8 @@ import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
+import { recordLoginSuccess } from './brute-force.js';
+import { hasOtpCredential, verifyOtp, type OtpAttempt, type OtpResult } from './otp.js';
 
 /** The user session a direct grant opened: the refresh token it will carry is its only handle (no SSO cookie). */
 export interface DirectSession {
@@ -18,13 +20,15 @@ export interface DirectSession {
  * `completeLogin` is for the browser.
  */
 export async function completeDirectLogin<T>(
-  ctx: Pick<ServerContext, 'storage' | 'events'>,
+  ctx: Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>,
   realm: Realm,
   client: Client,
   user: User,
   grant: { scope: string; details: Record<string, string>; request: RequestInfo },
   issue: (session: DirectSession) => Promise<T>,
 ): Promise<T> {
+  // The whole login succeeded (password and any OTP): brute-force detection forgets the user's failures.
+  await recordLoginSuccess(ctx, realm, user);
   const session: DirectSession = { id: newId(), started: Date.now(), refreshTokenId: newId(), scope: grant.scope };
   await ctx.storage.transaction(async (trx) => {
     await ctx.storage.sessions.create({ id: session.id, realmId: realm.id, userId: user.id, ipAddress: grant.request.ipAddress, started: session.started, lastRefresh: session.started }, trx);
@@ -41,4 +45,32 @@ export async function completeDirectLogin<T>(
     user: await userSnapshot(ctx.storage, user),
   });
   return issued;
+}
+
+/**
+ * The direct grant's conditional OTP (Keycloak's `direct-grant-validate-otp` in "Direct Grant - Conditional OTP"):
+ * when the realm's `direct grant` flow asks this user for a code, the `otp` form parameter (or, as Keycloak still
+ * reads it, `totp`) must be one; a missing one is a wrong one, counted alike. A user the flow requires a code of
+ * but who has none set up is refused as bad credentials too (as Keycloak's), without a count. Passed to
+ * authenticatePassword as its `secondFactor`; every refusal is LOGIN_ERROR `invalid_user_credentials`.
+ */
+export async function directGrantOtp(
+  ctx: Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'flows'>,
+  realm: Realm,
+  user: User,
+  code: string | undefined,
+  attempt: OtpAttempt,
+): Promise<OtpResult> {
+  const step = await ctx.flows.otpStep(realm, 'direct-grant', await hasOtpCredential(ctx, user));
+  if (step === null) return { ok: true };
+  if (step === 'otp') return verifyOtp(ctx, realm, user, code ?? '', attempt);
+  await ctx.events.user(realm, {
+    type: 'LOGIN_ERROR',
+    clientId: attempt.clientId,
+    userId: user.id,
+    error: 'invalid_user_credentials',
+    details: { ...attempt.details, username: user.username },
+    request: attempt.request,
+  });
+  return { ok: false, error: 'invalid_user_credentials' };
 }

@@ -5,6 +5,7 @@ import type { Realm, User, UserSession } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import type { AuthSession } from './auth-session.js';
 import { issueAuthorizationCode } from './authorization-code.js';
+import { recordLoginSuccess } from './brute-force.js';
 import { startSsoSession } from './sso-session.js';
 
 /**
@@ -20,6 +21,8 @@ export async function completeLogin(
   user: User,
   existing?: UserSession,
 ): Promise<FastifyReply> {
+  // The whole login succeeded (password and any OTP): brute-force detection forgets the user's failures.
+  await recordLoginSuccess(ctx, realm, user);
   const session = existing ?? (await startSsoSession(ctx, request, reply, realm, user));
   if (existing) await ctx.storage.sessions.touch(existing.id, Date.now());
   ctx.authSessions.end(reply, request, realm);

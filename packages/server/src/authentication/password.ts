@@ -5,7 +5,7 @@ import { hashIterations, MAX_PASSWORD_LENGTH, passwordExpired, realmPasswordPoli
 import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure, recordLoginSuccess } from './brute-force.js';
+import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
 
 type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
@@ -32,7 +32,16 @@ export interface PasswordAttempt {
    * LOGIN_ERROR resolve_required_actions).
    */
   requiredActions: 'perform' | 'refuse';
+  /**
+   * A second factor checked in the same request once the password is right, before any required action (the
+   * password grant's `totp`): it records its own refusal (event, brute-force count); its error is answered as the
+   * password's. The browser asks for its second factor on a page of its own instead.
+   */
+  secondFactor?: (user: User) => Promise<{ ok: true } | { ok: false; error: 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled' }>;
 }
+
+/** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
+export type PendingAction = 'VERIFY_EMAIL' | 'UPDATE_PASSWORD' | 'CONFIGURE_TOTP';
 
 /** Keycloak's event error names for a refused password login. */
 export type PasswordError = Extract<
@@ -47,7 +56,7 @@ export type PasswordResult =
       ok: false;
       error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked'>;
       user: User;
-      requiredAction?: 'VERIFY_EMAIL' | 'UPDATE_PASSWORD';
+      requiredAction?: PendingAction;
       /** Locked out by brute-force detection (user_temporarily_disabled, or user_disabled by a permanent lockout): answered as bad credentials. */
       lockedOut?: boolean;
     };
@@ -100,13 +109,24 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     return fail({ ok: false, error: 'invalid_user_credentials', user });
   }
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
-  const unverified = realm.verifyEmail && user.email && !user.emailVerified;
-  const requiredAction = unverified ? 'VERIFY_EMAIL' : passwordExpired(policy, user.passwordCreated, Date.now()) ? 'UPDATE_PASSWORD' : null;
+  if (attempt.secondFactor) {
+    const second = await attempt.secondFactor(user);
+    if (!second.ok) return { ok: false, error: second.error, user, lockedOut: second.error !== 'invalid_user_credentials' };
+  }
+  const stored = await ctx.storage.credentials.requiredActions(user.id);
+  const unverified = user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'));
+  const requiredAction: PendingAction | null = unverified
+    ? 'VERIFY_EMAIL'
+    : passwordExpired(policy, user.passwordCreated, Date.now()) || stored.includes('UPDATE_PASSWORD')
+      ? 'UPDATE_PASSWORD'
+      : attempt.requiredActions === 'refuse' && stored.includes('CONFIGURE_TOTP')
+        ? 'CONFIGURE_TOTP'
+        : null;
   if (requiredAction) {
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
-  await recordLoginSuccess(ctx, realm, user);
   await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
+  // Brute-force failures are forgotten only when the whole login completes (after any OTP step): see completeLogin.
   return { ok: true, user };
 }

@@ -23,6 +23,8 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
   const user = await ctx.storage.users.byId(realm.id, session.userId);
   // An unverified address in a verifyEmail realm must go through the login page, which sends the link.
   if (!user || !user.enabled || (realm.verifyEmail && user.email && !user.emailVerified)) return null;
+  // A required action an administrator set since (CONFIGURE_TOTP …) is carried out through the login page too.
+  if ((await ctx.storage.credentials.requiredActions(user.id)).length > 0) return null;
   return { session, user };
 }
 

@@ -2,7 +2,7 @@ import type { FormProtectorFactory, ProtectedForm, Requirement } from '@realmgat
 import { newId } from '../credentials/index.js';
 import type { Db } from '../storage/index.js';
 import type { AuthExecution, FlowBinding, FlowType } from './model.js';
-import { byPriority } from './realm-flows.js';
+import { byPriority, RealmFlows } from './realm-flows.js';
 import type { FlowRepository } from './repository.js';
 
 interface FlowSpec {
@@ -33,6 +33,37 @@ export const protectorPlacement: Record<ProtectedForm, { flow: string; before: s
   'reset-credentials': { flow: 'reset credentials', before: 'reset-credentials-choose-user' },
 };
 
+/**
+ * Keycloak's "Conditional OTP" subflows: the OTP step runs for a user who has an OTP credential
+ * (`conditional-user-configured`), in the browser flow's forms and in the direct grant.
+ */
+const conditionalOtp = {
+  browser: {
+    alias: 'Browser - Conditional OTP',
+    description: 'Asks for a one-time code when the user has set up an authenticator app.',
+    type: 'basic-flow',
+    executions: [
+      { authenticator: 'conditional-user-configured', requirement: 'REQUIRED' },
+      { authenticator: 'auth-otp-form', requirement: 'REQUIRED' },
+    ],
+  },
+  directGrant: {
+    alias: 'Direct Grant - Conditional OTP',
+    description: 'Asks for the totp parameter when the user has set up an authenticator app.',
+    type: 'basic-flow',
+    executions: [
+      { authenticator: 'conditional-user-configured', requirement: 'REQUIRED' },
+      { authenticator: 'direct-grant-validate-otp', requirement: 'REQUIRED' },
+    ],
+  },
+} satisfies Record<string, FlowSpec>;
+
+/** Where each conditional OTP subflow goes in a realm created before it existed: after the password step. */
+const conditionalOtpPlacement = [
+  { flow: 'forms', after: 'auth-username-password-form', spec: conditionalOtp.browser },
+  { flow: 'direct grant', after: 'direct-grant-validate-password', spec: conditionalOtp.directGrant },
+];
+
 /** Keycloak's built-in top-level flows (the parts this server runs, under Keycloak's names). */
 const builtInFlows: FlowSpec[] = [
   {
@@ -47,7 +78,10 @@ const builtInFlows: FlowSpec[] = [
           alias: 'forms',
           description: 'Username, password, otp and other auth forms.',
           type: 'basic-flow',
-          executions: [{ authenticator: 'auth-username-password-form', requirement: 'REQUIRED' }],
+          executions: [
+            { authenticator: 'auth-username-password-form', requirement: 'REQUIRED' },
+            { requirement: 'CONDITIONAL', subflow: conditionalOtp.browser },
+          ],
         },
       },
     ],
@@ -91,6 +125,7 @@ const builtInFlows: FlowSpec[] = [
     executions: [
       { authenticator: 'direct-grant-validate-username', requirement: 'REQUIRED' },
       { authenticator: 'direct-grant-validate-password', requirement: 'REQUIRED' },
+      { requirement: 'CONDITIONAL', subflow: conditionalOtp.directGrant },
     ],
   },
   {
@@ -115,8 +150,8 @@ function withProtectors(spec: FlowSpec, protectors: readonly FormProtectorFactor
   return { ...spec, executions };
 }
 
-/** Creates a new realm's built-in flows, with the installed protectors in them. */
-export async function provisionBuiltInFlows(repository: FlowRepository, realmId: string, protectors: readonly FormProtectorFactory[], db: Db): Promise<void> {
+/** Writes a flow and, depth-first, its subflows; returns its id. */
+async function createFlow(repository: FlowRepository, realmId: string, spec: FlowSpec, topLevel: boolean, db: Db): Promise<string> {
   const create = async (spec: FlowSpec, topLevel: boolean): Promise<string> => {
     const flowId = newId();
     await repository.insertFlow({ id: flowId, realmId, alias: spec.alias, description: spec.description, providerId: spec.type, topLevel, builtIn: true }, db);
@@ -137,7 +172,45 @@ export async function provisionBuiltInFlows(repository: FlowRepository, realmId:
     }
     return flowId;
   };
-  for (const spec of builtInFlows) await create(withProtectors(spec, protectors), true);
+  return create(spec, topLevel);
+}
+
+/** Creates a new realm's built-in flows, with the installed protectors in them. */
+export async function provisionBuiltInFlows(repository: FlowRepository, realmId: string, protectors: readonly FormProtectorFactory[], db: Db): Promise<void> {
+  for (const spec of builtInFlows) await createFlow(repository, realmId, withProtectors(spec, protectors), true, db);
+}
+
+/**
+ * Gives the built-in `forms` and `direct grant` flows of realms created before OTP existed their conditional OTP
+ * subflow, after the password step. A flow that already has the subflow (or any OTP execution, even DISABLED) is
+ * left as it is. Returns how many were added.
+ */
+export async function addMissingConditionalOtp(repository: FlowRepository, db: Db): Promise<number> {
+  let added = 0;
+  for (const { flow: alias, after, spec } of conditionalOtpPlacement) {
+    for (const flow of await repository.builtInFlowsNamed(alias, db)) {
+      const siblings = (await repository.executionsOf(flow.id, db)).sort(byPriority);
+      const realmFlows = new RealmFlows(await repository.loadRealm(flow.realmId, db));
+      const hasOtp = realmFlows.walk(flow.id).some(({ execution: e }) => e.authenticator === 'auth-otp-form' || e.authenticator === 'direct-grant-validate-otp');
+      if (hasOtp || realmFlows.flowByAlias(spec.alias)) continue;
+      const subFlowId = await createFlow(repository, flow.realmId, spec, false, db);
+      const execution: AuthExecution = { id: newId(), realmId: flow.realmId, parentFlowId: flow.id, authenticator: null, subFlowId, requirement: 'CONDITIONAL', priority: 0, configId: null };
+      const at = siblings.findIndex((e) => e.authenticator === after);
+      await insertAmong(repository, siblings, execution, at < 0 ? siblings.length : at + 1, db);
+      added++;
+    }
+  }
+  return added;
+}
+
+/** Inserts `execution` at `index` among `siblings` (in priority order), renumbering them 10, 20, … as needed. */
+async function insertAmong(repository: FlowRepository, siblings: AuthExecution[], execution: AuthExecution, index: number, db: Db): Promise<void> {
+  siblings.splice(index, 0, execution);
+  for (const [i, sibling] of siblings.entries()) {
+    const priority = (i + 1) * 10;
+    if (sibling === execution) await repository.insertExecution({ ...execution, priority }, db);
+    else if (sibling.priority !== priority) await repository.setPriority(sibling.id, priority, db);
+  }
 }
 
 /**
@@ -164,15 +237,7 @@ export async function addMissingProtectors(repository: FlowRepository, protector
           configId: null,
         };
         const at = siblings.findIndex((e) => e.authenticator === before);
-        siblings.splice(at < 0 ? 0 : at, 0, execution);
-        for (const [i, sibling] of siblings.entries()) {
-          const priority = (i + 1) * 10;
-          if (sibling === execution) {
-            await repository.insertExecution({ ...execution, priority }, db);
-          } else if (sibling.priority !== priority) {
-            await repository.setPriority(sibling.id, priority, db);
-          }
-        }
+        await insertAmong(repository, siblings, execution, at < 0 ? 0 : at, db);
         added++;
       }
     }

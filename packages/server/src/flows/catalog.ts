@@ -38,6 +38,9 @@ const builtInProviders: readonly AuthProvider[] = [
   builtIn('reset-password', 'authenticator', 'Reset Password', 'Asks the user for a new password after the e-mailed link was followed.', ['REQUIRED']),
   builtIn('direct-grant-validate-username', 'authenticator', 'Username Validation', "Validates the username supplied as a 'username' form parameter in direct grant request", ['REQUIRED']),
   builtIn('direct-grant-validate-password', 'authenticator', 'Password', "Validates the password supplied as a 'password' form parameter in direct grant request", ['REQUIRED']),
+  builtIn('direct-grant-validate-otp', 'authenticator', 'OTP', "Checks the one-time code sent as the 'totp' form parameter of a direct grant request", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('auth-otp-form', 'authenticator', 'OTP Form', 'Asks for a one-time code from an authenticator app on a page of its own.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('conditional-user-configured', 'authenticator', 'Condition - user configured', 'Runs the subflow only when the user has set up what its authenticators check (an OTP credential).', ['REQUIRED', 'DISABLED']),
   builtIn('registration-page-form', 'form', 'Registration Page', 'This is the controller for the registration page', ['REQUIRED', 'DISABLED']),
   builtIn(
     'registration-user-creation',

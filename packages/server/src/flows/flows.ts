@@ -4,7 +4,7 @@ import type { ServerLogger } from '../observability/index.js';
 import { ProviderLoadError } from '../model/errors.js';
 import type { ProviderRegistry } from '../providers/index.js';
 import type { Db, Storage } from '../storage/index.js';
-import { addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
+import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
 import { importFlows, type FlowImport } from './import.js';
@@ -40,6 +40,8 @@ export class Flows {
     }
     const added = await this.storage.transaction((trx) => addMissingProtectors(this.repository, this.protectors(), trx));
     if (added) this.logger.info({ added }, 'form protector executions added to existing built-in flows');
+    const otp = await this.storage.transaction((trx) => addMissingConditionalOtp(this.repository, trx));
+    if (otp) this.logger.info({ added: otp }, 'conditional OTP subflows added to existing built-in flows');
   }
 
   /** A new realm's built-in flows; called inside the realm's creating transaction. */
@@ -62,6 +64,11 @@ export class Flows {
 
   resetSteps(realm: Realm): Promise<FormSteps> {
     return this.runner.resetSteps(realm);
+  }
+
+  /** Whether the browser flow or the direct grant asks this user for a one-time code (FlowRunner.otpStep). */
+  otpStep(realm: Realm, entry: 'browser' | 'direct-grant', hasOtp: boolean): Promise<'otp' | 'configure' | null> {
+    return this.runner.otpStep(realm, entry, hasOtp);
   }
 
   validateBindings(realm: Realm, db?: Db): Promise<BindingProblem | null> {

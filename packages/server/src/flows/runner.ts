@@ -75,6 +75,54 @@ export class FlowRunner {
     return { protectors: (await this.steps(realm, 'resetCredentialsFlow')).protectors };
   }
 
+  /**
+   * Whether the sign-in asks for a one-time code after the password: the realm's bound browser flow (`browser`) or
+   * the built-in `direct grant` flow, walked as Keycloak runs it: DISABLED executions skipped, a CONDITIONAL subflow
+   * entered only when its enabled conditions hold (`conditional-user-configured`: every authenticator of the
+   * subflow is set up for the user, the OTP ones when `hasOtp`; a subflow without an enabled condition is skipped;
+   * a condition this server does not know counts as met, the stricter reading). `'otp'` when an enabled OTP
+   * authenticator is reached and the user has a credential, `'configure'` when it is reached and the user has
+   * none (the browser then sets one up, CONFIGURE_TOTP), null when no OTP step runs.
+   */
+  async otpStep(realm: Realm, entry: 'browser' | 'direct-grant', hasOtp: boolean): Promise<'otp' | 'configure' | null> {
+    const flows = new RealmFlows(await this.repository.loadRealm(realm.id));
+    const root = entry === 'browser' ? this.boundFlow(realm, 'browserFlow', flows) : flows.flowByAlias('direct grant');
+    if (!root) return null;
+    const otpAuthenticator = entry === 'browser' ? 'auth-otp-form' : 'direct-grant-validate-otp';
+    const isCondition = (e: AuthExecution) => !e.subFlowId && (e.authenticator ?? '').startsWith('conditional-');
+    const configured = (id: string) => (id === 'auth-otp-form' || id === 'direct-grant-validate-otp' ? hasOtp : true);
+    const conditionsMet = (flowId: string, parent: AuthFlow): boolean => {
+      const enabled = flows.executionsOf(flowId).filter((e) => e.requirement !== 'DISABLED');
+      const conditions = enabled.filter(isCondition);
+      if (conditions.length === 0) return false;
+      return conditions.every((condition) => {
+        if (condition.authenticator === 'conditional-user-configured') {
+          return enabled.filter((e) => !e.subFlowId && e.authenticator && !isCondition(e)).every((e) => configured(e.authenticator!));
+        }
+        this.warnOnce(`${realm.id}:${condition.authenticator}`, 'unknown flow condition counted as met', { realm: realm.name, flow: parent.alias, provider: condition.authenticator });
+        return true;
+      });
+    };
+    const visited = new Set<string>();
+    const reaches = (flow: AuthFlow): boolean => {
+      if (visited.has(flow.id)) return false;
+      visited.add(flow.id);
+      for (const execution of flows.executionsOf(flow.id)) {
+        if (execution.requirement === 'DISABLED') continue;
+        const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
+        if (subflow) {
+          if (execution.requirement === 'CONDITIONAL' && !conditionsMet(subflow.id, subflow)) continue;
+          if (reaches(subflow)) return true;
+        } else if (execution.authenticator === otpAuthenticator) {
+          return true;
+        }
+      }
+      return false;
+    };
+    if (!reaches(root)) return null;
+    return hasOtp ? 'otp' : 'configure';
+  }
+
   async validateBindings(realm: Realm, db?: Db): Promise<BindingProblem | null> {
     const flows = new RealmFlows(await this.repository.loadRealm(realm.id, db));
     for (const field of flowBindings) {

@@ -1,4 +1,5 @@
 import { defaultBruteForce } from './brute-force.js';
+import { defaultOtpPolicy } from './otp-policy.js';
 import type { Client, Realm } from './types.js';
 
 /** Keycloak's built-in clients of every realm. */
@@ -94,6 +95,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     offlineSessionMaxLifespan: 5184000,
     attributes: {},
     bruteForce: defaultBruteForce(),
+    otpPolicy: defaultOtpPolicy(),
     createdAt: now,
     passwordPolicy: '',
     sslRequired: 'external',

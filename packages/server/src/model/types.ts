@@ -1,4 +1,5 @@
 import type { BruteForceSettings } from './brute-force.js';
+import type { OtpPolicy } from './otp-policy.js';
 
 export interface SmtpServer {
   host?: string;
@@ -53,6 +54,8 @@ export interface Realm {
   attributes: Record<string, string>;
   /** Keycloak's brute-force detection fields (bruteForceProtected …). */
   bruteForce: BruteForceSettings;
+  /** Keycloak's otpPolicy* fields (model/otp-policy.ts). */
+  otpPolicy: OtpPolicy;
   createdAt: number;
   /** Keycloak's passwordPolicy string, '' for none (credentials/password-policy.ts reads it). */
   passwordPolicy: string;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { answeredAsBadCredentials, authenticatePassword, completeLogin } from '../authentication/index.js';
+import { answeredAsBadCredentials, authenticatePassword } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
@@ -10,7 +10,7 @@ import { csrfRejected, loginActionForm, protectedPost } from './login-context.js
 import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
-import { sendVerification } from './verify-email.js';
+import { continueLogin, otpRoutes, type ShowNewPassword } from './otp.js';
 
 const MAX_USERNAME = 255;
 const MAX_PASSWORD = 1024;
@@ -55,30 +55,12 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
       }
       if (!result.ok && result.error !== 'resolve_required_actions') throw new Error(`login refusal ${result.error} not mapped`);
-      const user = result.user;
-      // Keycloak's UPDATE_PASSWORD required action, for a password forceExpiredPasswordChange says has expired.
-      if (!result.ok && result.requiredAction === 'UPDATE_PASSWORD') {
-        const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
-        return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text: 'Your password has expired. Choose a new one to continue.' });
-      }
-      // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
-      // session stays, so signing in again after opening the link goes back to the application.
-      if (!result.ok) {
-        await sendVerification(ctx, request, realm, user, user.email!, auth.clientId);
-        return showPage.info(
-          ctx,
-          reply,
-          realm,
-          'Verify your e-mail address',
-          `You need to verify your e-mail address to activate your account. We sent a link to ${user.email}: open it, then sign in again.`,
-          { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
-        );
-      }
-      return completeLogin(ctx, request, reply, realm, auth, user);
+      // The OTP step (when the flow asks for it), then a pending required action, then the end of the login.
+      return continueLogin(ctx, request, reply, realm, auth, result.user, { otpDone: false, pending: result.ok ? null : (result.requiredAction ?? null) }, newPasswordPage);
     },
   });
 
-  const newPasswordPage = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
+  const newPasswordPage: ShowNewPassword = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
     ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message }, status);
 
   // The expired password's new one: the auth session's CSRF token, and the page's single-use proof of sign-in.
@@ -103,10 +85,14 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       if (!(await ctx.actionTokens.consume(claims))) return expired();
       const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+      await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
-      return completeLogin(ctx, request, reply, realm, auth, updated);
+      // This page is shown only after the OTP step; CONFIGURE_TOTP may still be pending.
+      return continueLogin(ctx, request, reply, realm, auth, updated, { otpDone: true, pending: null }, newPasswordPage);
     },
   });
+
+  otpRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());

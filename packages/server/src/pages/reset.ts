@@ -90,6 +90,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const previous = user.email;
       const updated = { ...user, email, emailVerified: true };
       await ctx.storage.users.update(updated);
+      await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
       const info = requestInfo(request);
       const snapshot = await userSnapshot(ctx.storage, updated);
       if (changed) {

@@ -68,6 +68,7 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     user = { ...user, passwordHash: input.passwordHash, passwordCreated: Date.now() };
     await storage.users.update(user, db);
   }
+  if (input.requiredActions?.length) await storage.credentials.setRequiredActions(user.id, input.requiredActions, db);
   return user;
 }
 

@@ -2,6 +2,7 @@ import { openDatabase, type Db, type DatabaseHandle, type OpenDatabaseOptions } 
 import type { ConfigCache } from './config-cache.js';
 import type { StatementCache } from './sqlite-driver.js';
 import { ClientRepository } from './clients.js';
+import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
@@ -12,6 +13,7 @@ import { UserRepository } from './users.js';
 export type { Db, OpenDatabaseOptions } from './db.js';
 export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
 export type { UserQuery } from './users.js';
+export type { StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';
@@ -25,6 +27,7 @@ export class Storage {
   readonly organizations: OrganizationRepository;
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
+  readonly credentials: CredentialRepository;
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
@@ -35,6 +38,7 @@ export class Storage {
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
+    this.credentials = new CredentialRepository(db);
   }
 
   static async open(url: string, options: OpenDatabaseOptions = {}): Promise<Storage> {

@@ -313,4 +313,28 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('user_service_account').on('user_entity').column('service_account_client_id').execute();
     },
   },
+  // Second factors: a user's OTP credentials (Keycloak's CredentialRepresentation shape; the password stays in
+  // user_entity) and the required actions an administrator set on a user (CONFIGURE_TOTP, UPDATE_PASSWORD).
+  '0008-credentials-and-required-actions': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('credential')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('user_label', 'text')
+        .addColumn('secret_data', 'text', (c) => c.notNull())
+        .addColumn('credential_data', 'text', (c) => c.notNull())
+        .addColumn('created_date', 'bigint', (c) => c.notNull())
+        .addColumn('priority', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('credential_user').on('credential').columns(['user_id', 'type']).execute();
+      await db.schema
+        .createTable('user_required_action')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('required_action', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('user_required_action_pk', ['user_id', 'required_action'])
+        .execute();
+    },
+  },
 };

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
+import { OTP_ALGORITHMS, OTP_POLICY_FIELDS, defaultOtpPolicy, type OtpPolicy } from '../model/otp-policy.js';
 import { SSL_REQUIRED, type Realm, type SslRequired } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ConfigCache } from './config-cache.js';
@@ -13,6 +14,8 @@ import { bool, flag, fromJson, storable, toJson } from './codec.js';
 const BRUTE_FORCE_KEY = 'realmgate.bruteForce';
 /** sslRequired, kept the same way. */
 const SSL_REQUIRED_KEY = 'realmgate.sslRequired';
+/** The OTP policy (otpPolicy* fields), kept the same way. */
+const OTP_POLICY_KEY = 'realmgate.otpPolicy';
 
 const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
@@ -25,8 +28,19 @@ function readBruteForce(text: string | undefined): BruteForceSettings {
   return settings;
 }
 
+function readOtpPolicy(text: string | undefined): OtpPolicy {
+  const stored = fromJson<Partial<OtpPolicy>>(text, {});
+  const policy = defaultOtpPolicy();
+  for (const field of OTP_POLICY_FIELDS) {
+    if (typeof stored[field] === typeof policy[field]) (policy as unknown as Record<string, unknown>)[field] = stored[field];
+  }
+  if (!(OTP_ALGORITHMS as readonly string[]).includes(policy.otpPolicyAlgorithm)) policy.otpPolicyAlgorithm = 'HmacSHA1';
+  policy.otpPolicyType = 'totp';
+  return policy;
+}
+
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -59,6 +73,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     offlineSessionMaxLifespan: row.offline_session_max_lifespan,
     attributes,
     bruteForce: readBruteForce(bruteForce),
+    otpPolicy: readOtpPolicy(otpPolicy),
     createdAt: row.created_at,
     passwordPolicy: row.password_policy,
     sslRequired: readSslRequired(sslRequired),
@@ -96,7 +111,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

@@ -258,6 +258,27 @@ export interface AuthenticatorConfigTable {
   config: string;
 }
 
+/** A user's credential other than the password (OTP today), as Keycloak's CredentialRepresentation. */
+export interface CredentialTable {
+  id: string;
+  user_id: string;
+  /** `otp`. */
+  type: string;
+  user_label: string | null;
+  /** JSON; for OTP `{"value": <base32 secret>}`. Never answered by any API. */
+  secret_data: string;
+  /** JSON; for OTP `{"subType","digits","period","algorithm","counter"}`. */
+  credential_data: string;
+  created_date: number;
+  priority: number;
+}
+
+/** A required action an administrator set on a user, carried out at the next browser login. */
+export interface UserRequiredActionTable {
+  user_id: string;
+  required_action: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -280,4 +301,6 @@ export interface Database {
   auth_flow: AuthFlowTable;
   auth_execution: AuthExecutionTable;
   authenticator_config: AuthenticatorConfigTable;
+  credential: CredentialTable;
+  user_required_action: UserRequiredActionTable;
 }

@@ -92,6 +92,27 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
 
 export const databases: DatabaseKind[] = ['sqlite', 'postgres'];
 
+/**
+ * Two servers as two nodes of one deployment: one PostgreSQL database and one Redis (the shared store), the per-address
+ * login limit out of the way; `b` closes before `a`, whose database it uses.
+ */
+export async function startServerPair(config: Record<string, string> = {}): Promise<{ a: TestServer; b: TestServer; close(): Promise<void> }> {
+  const shared = { REALMGATE_REDIS_URL: redisUrl, REALMGATE_BRUTE_FORCE_IP_MAX_FAILURES: '100000', ...config };
+  const a = await startServer({ database: 'postgres', config: shared });
+  const b = await startServer({ config: { ...shared, REALMGATE_DB_URL: a.server.context.config.dbUrl } }).catch(async (error) => {
+    await a.close();
+    throw error;
+  });
+  return {
+    a,
+    b,
+    async close() {
+      await b.close();
+      await a.close();
+    },
+  };
+}
+
 /** A password-grant token of the master administrator. */
 export async function adminToken(url: string): Promise<string> {
   const tokens = await tokenRequest(url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });

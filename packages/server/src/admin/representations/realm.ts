@@ -1,6 +1,7 @@
 import { parsePasswordPolicy } from '../../credentials/password-policy.js';
 import { badRequest } from '../../model/errors.js';
 import { BRUTE_FORCE_FIELDS } from '../../model/brute-force.js';
+import { OTP_POLICY_FIELDS } from '../../model/otp-policy.js';
 import type { Realm } from '../../model/types.js';
 import type { Spec } from './fields.js';
 
@@ -37,6 +38,14 @@ export const realmSpec: Spec = {
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
   attributes: { type: 'stringMap', max: 4096 },
   ...bruteForceSpec(),
+  // Keycloak's OTP policy (model/otp-policy.ts); "hotp" is refused: only time-based codes are supported.
+  otpPolicyType: { type: 'string', pattern: /^totp$/, patternHint: '"totp" (HOTP is not supported)' },
+  otpPolicyAlgorithm: { type: 'string', pattern: /^Hmac(SHA1|SHA256|SHA512)$/, patternHint: 'HmacSHA1, HmacSHA256 or HmacSHA512' },
+  otpPolicyDigits: { type: 'integer', min: 6, max: 8 },
+  otpPolicyPeriod: { type: 'integer', min: 1, max: 3600 },
+  otpPolicyLookAheadWindow: { type: 'integer', min: 0, max: 100 },
+  otpPolicyCodeReusable: { type: 'boolean' },
+  otpPolicyInitialCounter: { type: 'integer', min: 0, max: 2147483647 },
   passwordPolicy: { type: 'string', max: 2048 },
   sslRequired: { type: 'string', pattern: /^(all|external|none)$/i, patternHint: 'all, external or none' },
 };
@@ -68,9 +77,8 @@ export const realmIgnored = [
   'defaultRole', 'defaultSignatureAlgorithm', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
   'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
-  'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'verifiableCredentialsEnabled', 'otpPolicyAlgorithm',
-  'otpPolicyDigits', 'otpPolicyInitialCounter', 'otpPolicyLookAheadWindow', 'otpPolicyPeriod', 'otpPolicyType',
-  'otpSupportedApplications', 'otpPolicyCodeReusable', 'permanentLockout', 'protocolMappers',
+  'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'verifiableCredentialsEnabled',
+  'otpSupportedApplications', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
   'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
   'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
@@ -122,6 +130,12 @@ export const realmFieldUse: Record<string, string> = {
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
   ...Object.fromEntries(BRUTE_FORCE_FIELDS.map((f) => [f, 'model/brute-force.ts'])),
+  otpPolicyType: 'admin/representations/realm.ts',
+  otpPolicyAlgorithm: 'credentials/otp.ts',
+  otpPolicyDigits: 'credentials/otp.ts',
+  otpPolicyPeriod: 'credentials/otp.ts',
+  otpPolicyLookAheadWindow: 'authentication/otp.ts',
+  otpPolicyCodeReusable: 'authentication/otp.ts',
   passwordPolicy: 'authentication/password.ts',
   sslRequired: 'http/ssl-required.ts',
 };
@@ -154,6 +168,8 @@ export function realmRep(realm: Realm) {
     resetPasswordAllowed: realm.resetPasswordAllowed,
     editUsernameAllowed: false,
     ...realm.bruteForce,
+    ...realm.otpPolicy,
+    otpSupportedApplications: ['totpAppFreeOTPName', 'totpAppGoogleName', 'totpAppMicrosoftAuthenticatorName'],
     organizationsEnabled: realm.organizationsEnabled,
     ...eventsConfigRep(realm),
     smtpServer: smtp,
@@ -203,6 +219,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
     const parsed = parsePasswordPolicy(policy);
     if (!parsed.ok) throw badRequest(`${path}.passwordPolicy: ${parsed.rule} ${parsed.message}`, 'passwordPolicy');
   }
+  if (rep.otpPolicyDigits === 7) throw badRequest(`${path}.otpPolicyDigits: must be 6 or 8`, 'otpPolicyDigits');
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
   };
@@ -215,4 +232,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, k
   const bruteForce = { ...realm.bruteForce };
   for (const key of BRUTE_FORCE_FIELDS) if (rep[key] !== undefined) Object.assign(bruteForce, { [key]: rep[key] });
   realm.bruteForce = bruteForce;
+  const otpPolicy = { ...realm.otpPolicy };
+  for (const key of OTP_POLICY_FIELDS) if (rep[key] !== undefined) Object.assign(otpPolicy, { [key]: rep[key] });
+  realm.otpPolicy = otpPolicy;
 }

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { answeredAsBadCredentials, authenticatePassword, completeDirectLogin } from '../../../authentication/index.js';
+import { answeredAsBadCredentials, authenticatePassword, completeDirectLogin, directGrantOtp } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
@@ -25,6 +25,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     details,
     request: info,
     requiredActions: 'refuse',
+    secondFactor: (user) => directGrantOtp(ctx, realm, user, formField(request.body, 'otp') ?? formField(request.body, 'totp'), { clientId: client.clientId, details, request: info }),
   });
   if (!result.ok) {
     // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
@@ -33,7 +34,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
       throw oauthError.invalid_grant('Too many failed logins from this address, try again later', { status: 429, headers: { 'retry-after': String(ctx.config.bruteForceIpWindowSeconds) } });
     }
     if (result.error === 'user_disabled') throw oauthError.invalid_grant('Account disabled');
-    // Keycloak's answer while a required action (VERIFY_EMAIL) is pending: the browser flow sends the link.
+    // Keycloak's answer while a required action (VERIFY_EMAIL, CONFIGURE_TOTP …) is pending: the browser flow does it.
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
     throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }

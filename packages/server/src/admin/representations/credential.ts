@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto';
+import type { User } from '../../model/types.js';
+import type { StoredCredential } from '../../storage/index.js';
+
+/** A stable id for the user's password credential: it changes when the password does, as a new Keycloak credential's. */
+export function passwordCredentialId(user: User): string {
+  const hex = createHash('sha256').update(`password:${user.id}:${user.passwordCreated ?? 0}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** Keycloak's CredentialRepresentation of the password (its hash lives on the user here); null without one. */
+export function passwordCredentialRep(user: User) {
+  if (user.passwordHash === null) return null;
+  return { id: passwordCredentialId(user), type: 'password', createdDate: user.passwordCreated ?? user.createdTimestamp };
+}
+
+/** Keycloak's CredentialRepresentation of a stored credential; the secret is never part of it. */
+export function credentialRep(credential: StoredCredential) {
+  return {
+    id: credential.id,
+    type: credential.type,
+    ...(credential.userLabel !== null ? { userLabel: credential.userLabel } : {}),
+    createdDate: credential.createdDate,
+    credentialData: JSON.stringify(credential.credentialData),
+  };
+}

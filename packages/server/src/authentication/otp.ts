@@ -1,0 +1,138 @@
+import type { RequestInfo } from '@realmgate/spi';
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, otpCredentialData, type OtpCredentialData } from '../credentials/otp.js';
+import type { EventError } from '../model/errors.js';
+import type { OtpAlgorithm } from '../model/otp-policy.js';
+import { OTP_ALGORITHMS } from '../model/otp-policy.js';
+import type { Realm, User } from '../model/types.js';
+import type { StoredCredential } from '../storage/index.js';
+import { loginLockout, recordLoginFailure } from './brute-force.js';
+
+/**
+ * The OTP step, written once for the browser's OTP form and the password grant's `totp` parameter: the user's
+ * lockout first (a locked user is answered as a wrong code, without checking it), then the code against each of
+ * the user's OTP credentials within the realm's look-ahead window; a matched time step is claimed in the shared
+ * store (set-if-absent, kept while the code could still match) unless `otpPolicyCodeReusable`, so a code works
+ * once across every process. A wrong code counts as a login failure for brute-force detection and is recorded
+ * as LOGIN_ERROR `invalid_user_credentials`. The failures are forgotten only when the whole login completes.
+ */
+
+type OtpContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
+
+export const OTP_CREDENTIAL_TYPE = 'otp';
+
+/** The required action that sets up an authenticator app. */
+export const CONFIGURE_TOTP = 'CONFIGURE_TOTP';
+
+export interface OtpAttempt {
+  clientId: string;
+  /** The entry point's event details (auth_method, grant_type …). */
+  details: Record<string, string>;
+  request: RequestInfo;
+}
+
+export type OtpError = Extract<EventError, 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled'>;
+
+export type OtpResult = { ok: true } | { ok: false; error: OtpError };
+
+export async function hasOtpCredential(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<boolean> {
+  return (await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).length > 0;
+}
+
+/** The parameters a stored OTP credential was made with (the realm's policy at the time). */
+function credentialData(credential: StoredCredential): OtpCredentialData {
+  const data = credential.credentialData as Partial<OtpCredentialData>;
+  return {
+    subType: 'totp',
+    digits: data.digits === 8 ? 8 : 6,
+    period: typeof data.period === 'number' && data.period > 0 ? data.period : 30,
+    algorithm: (OTP_ALGORITHMS as readonly string[]).includes(data.algorithm ?? '') ? (data.algorithm as OtpAlgorithm) : 'HmacSHA1',
+    counter: 0,
+  };
+}
+
+/** Claims `step` of `credentialId` for as long as a code of it could still be accepted; false when already claimed. */
+async function claimStep(ctx: OtpContext, realm: Realm, credentialId: string, step: number, period: number): Promise<boolean> {
+  if (realm.otpPolicy.otpPolicyCodeReusable) return true;
+  const ttl = ((2 * realm.otpPolicy.otpPolicyLookAheadWindow + 2) * period + 5) * 1000;
+  return ctx.hostStore.setIfAbsent(`otp-used:${credentialId}:${step}`, '1', ttl);
+}
+
+/** The step `code` matches for `secret`, or null (wrong length, non-digits, no match, too long to look at). */
+function match(secret: unknown, code: string, data: OtpCredentialData, window: number): number | null {
+  if (typeof secret !== 'string' || code.length > MAX_OTP_LENGTH) return null;
+  const key = base32Decode(secret);
+  return key && key.length > 0 ? matchTotp(key, code, Date.now(), data, window) : null;
+}
+
+/** Checks a one-time code of `user` (see above). */
+export async function verifyOtp(ctx: OtpContext, realm: Realm, user: User, code: string, attempt: OtpAttempt): Promise<OtpResult> {
+  const refuse = async (error: OtpError): Promise<OtpResult> => {
+    await ctx.events.user(realm, {
+      type: 'LOGIN_ERROR',
+      clientId: attempt.clientId,
+      userId: user.id,
+      error,
+      details: { ...attempt.details, username: user.username },
+      request: attempt.request,
+    });
+    return { ok: false, error };
+  };
+  const lockout = await loginLockout(ctx, realm, user);
+  if (lockout === 'temporary') return refuse('user_temporarily_disabled');
+  if (lockout === 'permanent') return refuse('user_disabled');
+  const window = realm.otpPolicy.otpPolicyLookAheadWindow;
+  for (const credential of await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)) {
+    const data = credentialData(credential);
+    const step = match(credential.secretData.value, code, data, window);
+    if (step !== null && (await claimStep(ctx, realm, credential.id, step, data.period))) return { ok: true };
+  }
+  await recordLoginFailure(ctx, realm, user, attempt.request.ipAddress);
+  return refuse('invalid_user_credentials');
+}
+
+/** A new secret for the CONFIGURE_TOTP page, with the parameters the credential will get (the realm's policy now). */
+export function newOtpSetup(realm: Realm): { secret: string; data: OtpCredentialData } {
+  return { secret: newOtpSecret(), data: otpCredentialData(realm.otpPolicy) };
+}
+
+/**
+ * CONFIGURE_TOTP: stores the credential when `code` is the app's current code for `secret` (the code is then
+ * used up, so it cannot sign in a second time), removes the required action, records UPDATE_CREDENTIAL.
+ * False when the code does not match; nothing is stored then.
+ */
+export async function configureOtp(
+  ctx: OtpContext,
+  realm: Realm,
+  user: User,
+  setup: { secret: string; code: string; userLabel: string | null },
+  attempt: OtpAttempt,
+): Promise<boolean> {
+  const data = otpCredentialData(realm.otpPolicy);
+  const step = match(setup.secret, setup.code, data, realm.otpPolicy.otpPolicyLookAheadWindow);
+  if (step === null) return false;
+  const credential: StoredCredential = {
+    id: newId(),
+    userId: user.id,
+    type: OTP_CREDENTIAL_TYPE,
+    userLabel: setup.userLabel,
+    secretData: { value: setup.secret },
+    credentialData: { ...data },
+    createdDate: Date.now(),
+    priority: 20,
+  };
+  if (!(await claimStep(ctx, realm, credential.id, step, data.period))) return false;
+  await ctx.storage.transaction(async (trx) => {
+    await ctx.storage.credentials.insert(credential, trx);
+    await ctx.storage.credentials.removeRequiredAction(user.id, CONFIGURE_TOTP, trx);
+  });
+  await ctx.events.user(realm, {
+    type: 'UPDATE_CREDENTIAL',
+    clientId: attempt.clientId,
+    userId: user.id,
+    details: { ...attempt.details, credential_type: OTP_CREDENTIAL_TYPE, username: user.username },
+    request: attempt.request,
+  });
+  return true;
+}

@@ -1,0 +1,220 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import qrcode from 'qrcode-generator';
+import {
+  CONFIGURE_TOTP,
+  completeLogin,
+  configureOtp,
+  hasOtpCredential,
+  newOtpSetup,
+  SignedState,
+  verifyOtp,
+  type AuthSession,
+  type PendingAction,
+} from '../authentication/index.js';
+import type { ServerContext } from '../context.js';
+import { otpauthUri } from '../credentials/otp.js';
+import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { requestInfo } from '../http/index.js';
+import type { Realm, User } from '../model/types.js';
+import { csrfRejected, loginActionForm } from './login-context.js';
+import { actionUrl, showPage } from './pages.js';
+import { formValues } from './protection.js';
+import type { FieldErrors } from './render.js';
+import { sendVerification } from './verify-email.js';
+
+/**
+ * The browser login after the password: Keycloak's order, the flow's authenticators first (the OTP form of the
+ * conditional OTP subflow), then the required actions (UPDATE_PASSWORD, VERIFY_EMAIL, CONFIGURE_TOTP), then the
+ * login completes. Between pages the server keeps nothing: each page carries a `key` sealed with the realm's state
+ * secret (authentication/signed-state.ts) naming the user, the auth session (a hash of its CSRF token) and what is
+ * still pending; the CONFIGURE_TOTP page's key also carries the new secret until a code proves the app has it.
+ */
+
+const STEP_LIFETIME_MS = 10 * 60 * 1000;
+const INVALID_CODE = 'Invalid one-time code.';
+const MAX_LABEL = 255;
+
+interface StepClaims {
+  sub: string;
+  azp: string;
+  /** sha256 of the auth session's CSRF token: the key works in this login only. */
+  auth: string;
+  pending: PendingAction | null;
+  /** CONFIGURE_TOTP: the secret shown on the page. */
+  secret?: string;
+}
+
+type StepPurpose = 'login-otp' | 'config-totp';
+
+const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
+
+function stepState(ctx: ServerContext) {
+  const signed = new SignedState(ctx.keys);
+  return {
+    seal: (realm: Realm, purpose: StepPurpose, claims: StepClaims) => signed.seal(realm.id, purpose, claims, STEP_LIFETIME_MS),
+    /** The step's user when `key` is this login's, still enabled; null otherwise. */
+    async open(realm: Realm, purpose: StepPurpose, auth: AuthSession, key: string): Promise<{ claims: StepClaims; user: User } | null> {
+      const claims = await signed.open<StepClaims>(realm.id, purpose, key, 8192);
+      if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || typeof claims.sub !== 'string') return null;
+      const user = await ctx.storage.users.byId(realm.id, claims.sub);
+      return user && user.enabled ? { claims, user } : null;
+    },
+  };
+}
+
+/**
+ * An inline SVG QR code of `text` (no script, no external image: the pages' CSP allows neither); '' when the text
+ * is too long for any QR code (the page then shows the key only).
+ */
+export function qrSvg(text: string): string {
+  let qr: ReturnType<typeof qrcode> | null = null;
+  for (const level of ['M', 'L'] as const) {
+    try {
+      qr = qrcode(0, level);
+      qr.addData(text);
+      qr.make();
+      break;
+    } catch {
+      qr = null;
+    }
+  }
+  if (!qr) return '';
+  const size = qr.getModuleCount();
+  const margin = 4;
+  let path = '';
+  for (let row = 0; row < size; row++) {
+    for (let col = 0; col < size; col++) if (qr.isDark(row, col)) path += `M${col + margin},${row + margin}h1v1h-1z`;
+  }
+  const full = size + 2 * margin;
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${full} ${full}" role="img" aria-label="QR code of the authenticator key" shape-rendering="crispEdges"><rect width="${full}" height="${full}" fill="#fff"/><path fill="#000" d="${path}"/></svg>`;
+}
+
+/** The manual key in groups of four, as apps show and take it. */
+const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
+
+export interface LoginProgress {
+  /** The OTP step is behind (passed, or the password page sent no user to it). */
+  otpDone: boolean;
+  pending: PendingAction | null;
+}
+
+export type ShowNewPassword = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status?: number, message?: { type: string; text: string }) => Promise<FastifyReply>;
+
+/**
+ * Where a browser login goes once its password is right (and again after each later step): the OTP page, the
+ * pending required action's page, the CONFIGURE_TOTP page, or the end of the login.
+ */
+export async function continueLogin(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  user: User,
+  progress: LoginProgress,
+  newPasswordPage: ShowNewPassword,
+): Promise<FastifyReply> {
+  const step = await ctx.flows.otpStep(realm, 'browser', await hasOtpCredential(ctx, user));
+  const state = stepState(ctx);
+  if (!progress.otpDone && step === 'otp') {
+    const key = await state.seal(realm, 'login-otp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: progress.pending });
+    return otpPage(ctx, reply, realm, auth, key, {}, 200);
+  }
+  if (progress.pending === 'UPDATE_PASSWORD') {
+    const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
+    const expired = passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now());
+    const text = expired ? 'Your password has expired. Choose a new one to continue.' : 'You need to choose a new password to continue.';
+    return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text });
+  }
+  // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
+  // session stays, so signing in again after opening the link goes back to the application.
+  if (progress.pending === 'VERIFY_EMAIL') {
+    await sendVerification(ctx, request, realm, user, user.email!, auth.clientId);
+    return showPage.info(
+      ctx,
+      reply,
+      realm,
+      'Verify your e-mail address',
+      `You need to verify your e-mail address to activate your account. We sent a link to ${user.email}: open it, then sign in again.`,
+      { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
+    );
+  }
+  if (step === 'configure' || (await ctx.storage.credentials.requiredActions(user.id)).includes(CONFIGURE_TOTP)) {
+    const { secret } = newOtpSetup(realm);
+    const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });
+    return configPage(ctx, reply, realm, auth, user, key, secret, {}, {}, 200);
+  }
+  return completeLogin(ctx, request, reply, realm, auth, user);
+}
+
+const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number) =>
+  ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors }, status);
+
+function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
+  const { data } = newOtpSetup(realm);
+  return ctx.pages.send(
+    reply,
+    realm,
+    'config-totp',
+    {
+      action: actionUrl(realm, 'config-totp'),
+      csrf: auth.csrf,
+      key,
+      // The realm's display name as the app's issuer, unless it is long (the realm's name then: at most 100 characters).
+      qrSvg: qrSvg(otpauthUri(realm.displayName && realm.displayName.length <= 64 ? realm.displayName : realm.name, user.username, secret, data)),
+      manualKey: grouped(secret),
+      algorithm: data.algorithm.replace('Hmac', ''),
+      digits: data.digits,
+      period: data.period,
+      values,
+      errors,
+    },
+    status,
+  );
+}
+
+export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+  const state = stepState(ctx);
+  const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
+    showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+
+  // auth-otp-form: the code of the user the password step named.
+  loginActionForm(app, ctx, 'login-otp', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['otp', 'key', 'session_code']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'login-otp', auth, form.key);
+      if (!step) return expired(request, reply, realm, auth);
+      const code = form.otp.trim();
+      const result = await verifyOtp(ctx, realm, step.user, code, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: requestInfo(request) });
+      // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
+      if (!result.ok) return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
+      return continueLogin(ctx, request, reply, realm, auth, step.user, { otpDone: true, pending: step.claims.pending }, newPasswordPage);
+    },
+  });
+
+  // CONFIGURE_TOTP: the code proves the app holds the secret shown; then the credential is stored.
+  loginActionForm(app, ctx, 'config-totp', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['totp', 'userLabel', 'key', 'session_code']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'config-totp', auth, form.key);
+      if (!step || typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
+      const { user, claims } = step;
+      const label = form.userLabel.trim();
+      const again = (errors: FieldErrors) => configPage(ctx, reply, realm, auth, user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
+      if (label.length > MAX_LABEL) return again({ userLabel: `Must be at most ${MAX_LABEL} characters.` });
+      const code = form.totp.trim();
+      if (!code) return again({ totp: 'Please enter the code from your app.' });
+      const info = requestInfo(request);
+      const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
+      if (!saved) return again({ totp: INVALID_CODE });
+      return continueLogin(ctx, request, reply, realm, auth, user, { otpDone: true, pending: null }, newPasswordPage);
+    },
+  });
+}

@@ -1,0 +1,93 @@
+import type { Selectable } from 'kysely';
+import type { Db } from './db.js';
+import type { CredentialTable } from './schema.js';
+import { fromJson, toJson } from './codec.js';
+
+/** A stored credential other than the password (Keycloak's CredentialModel): OTP today. */
+export interface StoredCredential {
+  id: string;
+  userId: string;
+  type: string;
+  userLabel: string | null;
+  secretData: Record<string, unknown>;
+  credentialData: Record<string, unknown>;
+  createdDate: number;
+  priority: number;
+}
+
+const toCredential = (row: Selectable<CredentialTable>): StoredCredential => ({
+  id: row.id,
+  userId: row.user_id,
+  type: row.type,
+  userLabel: row.user_label,
+  secretData: fromJson(row.secret_data, {}),
+  credentialData: fromJson(row.credential_data, {}),
+  createdDate: Number(row.created_date),
+  priority: row.priority,
+});
+
+/** A user's credentials besides the password, and the required actions set on the user. */
+export class CredentialRepository {
+  constructor(private readonly db: Db) {}
+
+  async ofUser(userId: string, type?: string, db: Db = this.db): Promise<StoredCredential[]> {
+    let query = db.selectFrom('credential').selectAll().where('user_id', '=', userId);
+    if (type !== undefined) query = query.where('type', '=', type);
+    const rows = await query.orderBy('priority').orderBy('created_date').execute();
+    return rows.map(toCredential);
+  }
+
+  /** The users among `userIds` who have a credential of `type`. */
+  async usersWith(userIds: readonly string[], type: string): Promise<Set<string>> {
+    if (userIds.length === 0) return new Set();
+    const rows = await this.db.selectFrom('credential').select('user_id').distinct().where('type', '=', type).where('user_id', 'in', [...userIds]).execute();
+    return new Set(rows.map((r) => r.user_id));
+  }
+
+  async insert(credential: StoredCredential, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('credential')
+      .values({
+        id: credential.id,
+        user_id: credential.userId,
+        type: credential.type,
+        user_label: credential.userLabel,
+        secret_data: toJson(credential.secretData),
+        credential_data: toJson(credential.credentialData),
+        created_date: credential.createdDate,
+        priority: credential.priority,
+      })
+      .execute();
+  }
+
+  /** Removes the user's credential `id`; false when the user has none of that id. */
+  async delete(userId: string, id: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('credential').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  async requiredActions(userId: string, db: Db = this.db): Promise<string[]> {
+    const rows = await db.selectFrom('user_required_action').select('required_action').where('user_id', '=', userId).orderBy('required_action').execute();
+    return rows.map((r) => r.required_action);
+  }
+
+  /** The required actions of each of `userIds` (users with none are absent). */
+  async requiredActionsOf(userIds: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (userIds.length === 0) return out;
+    const rows = await this.db.selectFrom('user_required_action').selectAll().where('user_id', 'in', [...userIds]).orderBy('required_action').execute();
+    for (const row of rows) out.set(row.user_id, [...(out.get(row.user_id) ?? []), row.required_action]);
+    return out;
+  }
+
+  /** Replaces the user's required actions with `actions`. */
+  async setRequiredActions(userId: string, actions: readonly string[], db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_required_action').where('user_id', '=', userId).execute();
+    const unique = [...new Set(actions)];
+    if (unique.length) await db.insertInto('user_required_action').values(unique.map((a) => ({ user_id: userId, required_action: a }))).execute();
+  }
+
+  async removeRequiredAction(userId: string, action: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_required_action').where('user_id', '=', userId).where('required_action', '=', action).execute();
+  }
+}

@@ -1,0 +1,417 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
+import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
+import { CodeSource, fromBase32, type TotpAlgorithm } from './support/totp.js';
+
+/**
+ * Issue 17, point 3, without a browser: the realm's OTP policy, brute-force detection through the OTP step, bad
+ * input, the account and admin credential APIs, required actions set by an admin, a used code refused by another
+ * server on the same Redis, and realms from before OTP getting the conditional subflows at start-up.
+ */
+
+const PASSWORD = 'Otp-user-password-7';
+const callback = 'http://127.0.0.1:9/cb';
+
+interface Realmed {
+  t: TestServer;
+  token: string;
+  realm: string;
+}
+
+const ok = (response: { status: number; body: unknown }) => expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
+
+async function newRealm(t: TestServer, token: string, settings: Record<string, unknown> = {}): Promise<Realmed> {
+  const realm = `otp-${randomUUID().slice(0, 8)}`;
+  ok(await api(t.url, 'POST', '/admin/realms', token, { realm, enabled: true, eventsEnabled: true, otpPolicyLookAheadWindow: 3, ...settings }));
+  ok(await api(t.url, 'POST', `/admin/realms/${realm}/clients`, token, { clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }));
+  return { t, token, realm };
+}
+
+async function newUser({ t, token, realm }: Realmed, extra: Record<string, unknown> = {}): Promise<{ id: string; username: string }> {
+  const username = `u${randomUUID().slice(0, 8)}`;
+  const created = await api(t.url, 'POST', `/admin/realms/${realm}/users`, token, { username, enabled: true, credentials: [{ type: 'password', value: PASSWORD }], ...extra });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return { id: created.headers.get('location')!.split('/').pop()!, username };
+}
+
+/** A browser without JavaScript that has posted the right password: the page it got and how to post the next form. */
+async function passwordStep({ t, realm }: Realmed, username: string, password = PASSWORD) {
+  const client = new FormClient(t.url);
+  const query = new URLSearchParams({ client_id: 'web', redirect_uri: callback, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+  const login = await client.get(`/realms/${realm}/protocol/openid-connect/auth?${query}`);
+  const csrf = inputValue(login.text, 'session_code')!;
+  const page = await client.post(`/realms/${realm}/login-actions/authenticate`, { username, password, session_code: csrf });
+  const post = (action: 'login-otp' | 'config-totp', form: Record<string, string>, from = page) =>
+    client.post(`/realms/${realm}/login-actions/${action}`, { key: inputValue(from.text, 'key') ?? '', session_code: csrf, ...form });
+  return { page, post, client, authPath: `/realms/${realm}/protocol/openid-connect/auth?${query}` };
+}
+
+/** Sets an authenticator app up for the user through CONFIGURE_TOTP (set by the admin API); the codes of its key. */
+async function withOtp(r: Realmed, user: { id: string; username: string }, algorithm: TotpAlgorithm = 'sha1', digits = 6, period = 30): Promise<CodeSource> {
+  ok(await api(r.t.url, 'PUT', `/admin/realms/${r.realm}/users/${user.id}`, r.token, { requiredActions: ['CONFIGURE_TOTP'] }));
+  const { page, post } = await passwordStep(r, user.username);
+  expect(page.status, page.text.slice(0, 300)).toBe(200);
+  const key = textOf(page.text, 'kc-totp-secret-key')!.replace(/\s/g, '');
+  const codes = new CodeSource(fromBase32(key), { window: 3, algorithm, digits, period });
+  const done = await post('config-totp', { totp: codes.next(), userLabel: 'phone' });
+  expect(done.status, done.text.slice(0, 500)).toBe(302);
+  expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/cb\?/);
+  return codes;
+}
+
+const grant = ({ t, realm }: Realmed, username: string, extra: Record<string, string> = {}, url = t.url) =>
+  tokenRequest(url, realm, { grant_type: 'password', client_id: 'web', username, password: PASSWORD, ...extra });
+
+const loginErrors = async ({ t, token, realm }: Realmed, userId: string): Promise<string[]> => {
+  const events = (await api(t.url, 'GET', `/admin/realms/${realm}/events?type=LOGIN_ERROR&max=1000`, token)).body as { userId?: string; error: string }[];
+  return events
+    .filter((e) => e.userId === userId)
+    .map((e) => e.error)
+    .sort();
+};
+
+describe('TOTP (sqlite, memory store)', () => {
+  let t: TestServer;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startServer({ config: { REALMGATE_BRUTE_FORCE_IP_MAX_FAILURES: '100000' } });
+    token = await adminToken(t.url);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("realm otpPolicy fields: Keycloak's defaults; hotp and 7 digits refused; a new credential follows SHA512, 8 digits, 60 s", async () => {
+    const r = await newRealm(t, token, { otpPolicyLookAheadWindow: undefined });
+    const realmRep = (await api(t.url, 'GET', `/admin/realms/${r.realm}`, token)).body;
+    expect(realmRep).toMatchObject({
+      otpPolicyType: 'totp',
+      otpPolicyAlgorithm: 'HmacSHA1',
+      otpPolicyDigits: 6,
+      otpPolicyPeriod: 30,
+      otpPolicyLookAheadWindow: 1,
+      otpPolicyCodeReusable: false,
+      otpPolicyInitialCounter: 0,
+    });
+    for (const [field, value] of [
+      ['otpPolicyType', 'hotp'],
+      ['otpPolicyDigits', 7],
+      ['otpPolicyAlgorithm', 'HmacMD5'],
+      ['otpPolicyPeriod', 0],
+      ['otpPolicyLookAheadWindow', -1],
+    ] as const) {
+      const refused = await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { [field]: value });
+      expect(refused.status, field).toBe(400);
+      expect(refused.body).toMatchObject({ field });
+    }
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyAlgorithm: 'HmacSHA512', otpPolicyDigits: 8, otpPolicyPeriod: 60, otpPolicyLookAheadWindow: 3 }));
+    const user = await newUser(r);
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}/users/${user.id}`, token, { requiredActions: ['CONFIGURE_TOTP'] }));
+    const { page, post } = await passwordStep(r, user.username);
+    expect(textOf(page.text, 'kc-totp-settings')).toContain('SHA512, 8 digits, every 60 seconds');
+    const key = fromBase32(textOf(page.text, 'kc-totp-secret-key')!);
+    // A SHA1 six-digit code of the key is not the code the app shows with these settings.
+    const wrongKind = new CodeSource(key, { window: 3 }).next();
+    expect((await post('config-totp', { totp: wrongKind })).status).toBe(400);
+    const codes = new CodeSource(key, { window: 3, algorithm: 'sha512', digits: 8, period: 60 });
+    expect((await post('config-totp', { totp: codes.next() })).status).toBe(302);
+    const credentials = (await api(t.url, 'GET', `/admin/realms/${r.realm}/users/${user.id}/credentials`, token)).body;
+    expect(JSON.parse(credentials[1].credentialData)).toEqual({ subType: 'totp', digits: 8, period: 60, algorithm: 'HmacSHA512', counter: 0 });
+    // The credential keeps its settings when the realm's change.
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyAlgorithm: 'HmacSHA1', otpPolicyDigits: 6 }));
+    expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(200);
+  });
+
+  it('with otpPolicyCodeReusable a code works twice; without it, once', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const code = codes.next();
+    expect((await grant(r, user.username, { totp: code })).status).toBe(200);
+    expect((await grant(r, user.username, { totp: code })).status).toBe(401);
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyCodeReusable: true }));
+    const again = codes.next();
+    expect((await grant(r, user.username, { totp: again })).status).toBe(200);
+    expect((await grant(r, user.username, { totp: again })).status).toBe(200);
+  });
+
+  it('fake time: a code outside the look-ahead window is refused, and an OTP page left open 10 minutes has expired', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const { page, post } = await passwordStep(r, user.username);
+    expect(page.status).toBe(200);
+    const code = codes.next();
+    // Date only: the server's timers and the store's TTLs keep real time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    // Ten steps on: past the realm's look-ahead window of three steps, whichever step of it the code was.
+    vi.setSystemTime(Date.now() + 10 * 30_000);
+    expect((await grant(r, user.username, { totp: code })).status).toBe(401);
+    vi.setSystemTime(Date.now() + 10 * 60_000);
+    const late = await post('login-otp', { otp: code });
+    expect(late.status).toBe(400);
+    expect(textOf(late.text, 'page-message')).toContain('expired');
+  });
+
+  it('brute-force detection counts wrong codes, and a right password does not reset them; a locked user is told as a wrong code', async () => {
+    const r = await newRealm(t, token, { bruteForceProtected: true, failureFactor: 3, quickLoginCheckMilliSeconds: 0 });
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const status = async () => (await api(t.url, 'GET', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token)).body;
+
+    const first = await passwordStep(r, user.username);
+    expect(textOf(first.page.text, 'page-title')).toContain('one-time code');
+    for (const code of ['000000', '12345678']) {
+      const wrong = await first.post('login-otp', { otp: code });
+      expect(wrong.status).toBe(401);
+      expect(textOf(wrong.text, 'input-error-otp')).toBe('Invalid one-time code.');
+    }
+    expect(await status()).toMatchObject({ numFailures: 2, disabled: false });
+    // The right password again: the failures of the OTP step still count.
+    const second = await passwordStep(r, user.username);
+    expect(second.page.status).toBe(200);
+    expect(await status()).toMatchObject({ numFailures: 2 });
+    expect((await second.post('login-otp', { otp: '000000' })).status).toBe(401);
+    expect(await status()).toMatchObject({ numFailures: 3, disabled: true });
+    // Locked: the right code gets the wrong code's answer, and so does the password grant.
+    const locked = await second.post('login-otp', { otp: codes.next() });
+    expect(locked.status).toBe(401);
+    expect(textOf(locked.text, 'input-error-otp')).toBe('Invalid one-time code.');
+    expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(401);
+    expect(await loginErrors(r, user.id)).toEqual(['invalid_user_credentials', 'invalid_user_credentials', 'invalid_user_credentials', 'user_temporarily_disabled', 'user_temporarily_disabled']);
+
+
+    // Unlocked by an admin: password and code sign in, and the whole login forgets the failures.
+    ok(await api(t.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token));
+    expect((await second.post('login-otp', { otp: '000000' })).status).toBe(401);
+    expect(await status()).toMatchObject({ numFailures: 1 });
+    const third = await passwordStep(r, user.username);
+    const done = await third.post('login-otp', { otp: codes.next() });
+    expect(done.status).toBe(302);
+    expect(await status()).toMatchObject({ numFailures: 0, disabled: false });
+  });
+
+  it('bad input: codes of the wrong length, non-digits, 10,000 characters, a forged or missing key: refused, never a crash', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const { post } = await passwordStep(r, user.username);
+    for (const otp of ['', '1', '12345', '1234567', '123456789', 'abcdef', '12 345', '１２３４５６', '9'.repeat(10_000), '<script>']) {
+      const answer = await post('login-otp', { otp });
+      expect(answer.status, otp.slice(0, 10)).toBe(401);
+      expect(textOf(answer.text, 'input-error-otp')).toBe('Invalid one-time code.');
+    }
+    const forged = await post('login-otp', { otp: codes.next(), key: 'x'.repeat(10_000) });
+    expect(forged.status).toBe(400);
+    expect(textOf(forged.text, 'page-message')).toContain('expired');
+    expect((await post('login-otp', { otp: codes.next(), key: '' })).status).toBe(400);
+    expect((await post('login-otp', { otp: codes.next(), session_code: 'forged' })).status).toBe(400);
+    for (const totp of ['', 'abcdef', '9'.repeat(10_000)]) {
+      expect(await grant(r, user.username, { totp })).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    }
+    // A 10,000-character device name is refused on the setup page.
+    const other = await newUser(r, { requiredActions: ['CONFIGURE_TOTP'] });
+    const setup = await passwordStep(r, other.username);
+    const setupCodes = new CodeSource(fromBase32(textOf(setup.page.text, 'kc-totp-secret-key')!), { window: 3 });
+    const long = await setup.post('config-totp', { totp: setupCodes.next(), userLabel: 'x'.repeat(10_000) });
+    expect(long.status).toBe(400);
+    expect(textOf(long.text, 'input-error-userLabel')).toContain('at most 255');
+  });
+
+  it('the account API lists the OTP credential without its secret and removes it; then no code is asked', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const tokens = await grant(r, user.username, { totp: codes.next() });
+    expect(tokens.status).toBe(200);
+    const bearer = tokens.body.access_token as string;
+    const listed = await api(t.url, 'GET', `/realms/${r.realm}/account/credentials`, bearer);
+    expect(listed.status).toBe(200);
+    const otp = listed.body.find((c: { type: string }) => c.type === 'otp');
+    expect(otp).toMatchObject({ category: 'two-factor', createAction: 'CONFIGURE_TOTP', removeable: true, userCredentialMetadatas: [{ credential: { type: 'otp', userLabel: 'phone', createdDate: expect.any(Number) } }] });
+    expect(JSON.stringify(listed.body)).not.toMatch(/secret|value/i);
+    const id = otp.userCredentialMetadatas[0].credential.id as string;
+    const password = listed.body[0].userCredentialMetadatas[0].credential.id as string;
+    expect((await api(t.url, 'DELETE', `/realms/${r.realm}/account/credentials/${password}`, bearer)).status).toBe(400);
+    expect((await api(t.url, 'DELETE', `/realms/${r.realm}/account/credentials/${id}`, bearer)).status).toBe(204);
+    expect((await api(t.url, 'DELETE', `/realms/${r.realm}/account/credentials/${id}`, bearer)).status).toBe(404);
+    expect((await api(t.url, 'GET', `/realms/${r.realm}/account/credentials?type=otp`, bearer)).body[0].userCredentialMetadatas).toEqual([]);
+    expect((await grant(r, user.username)).status).toBe(200);
+    const { page } = await passwordStep(r, user.username);
+    expect(page.status).toBe(302);
+  });
+
+  it('the admin API lists (view-users) and removes (manage-users) credentials; requiredActions are kept, enforced, and unknown ones refused', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    await withOtp(r, user);
+    const path = `/admin/realms/${r.realm}/users/${user.id}`;
+    expect((await api(t.url, 'GET', path, token)).body).toMatchObject({ totp: true, requiredActions: [], disableableCredentialTypes: ['otp'] });
+    const listed = (await api(t.url, 'GET', `${path}/credentials`, token)).body as { id: string; type: string }[];
+    expect(listed.map((c) => c.type)).toEqual(['password', 'otp']);
+    expect(JSON.stringify(listed)).not.toContain('secretData');
+
+    // A user administrator with view-users only may list but not remove.
+    const viewer = await newUser({ ...r, realm: 'master' });
+    const management = (await api(t.url, 'GET', '/admin/realms/master/clients?clientId=' + encodeURIComponent(`${r.realm}-realm`), token)).body[0];
+    const viewRole = (await api(t.url, 'GET', `/admin/realms/master/clients/${management.id}/roles/view-users`, token)).body;
+    ok(await api(t.url, 'POST', `/admin/realms/master/users/${viewer.id}/role-mappings/clients/${management.id}`, token, [viewRole]));
+    const viewerToken = (await tokenRequest(t.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: viewer.username, password: PASSWORD })).body.access_token as string;
+    expect((await api(t.url, 'GET', `${path}/credentials`, viewerToken)).status).toBe(200);
+    expect((await api(t.url, 'DELETE', `${path}/credentials/${listed[1].id}`, viewerToken)).status).toBe(403);
+
+    expect((await api(t.url, 'DELETE', `${path}/credentials/${listed[0].id}`, token)).status).toBe(400);
+    expect((await api(t.url, 'DELETE', `${path}/credentials/${listed[1].id}`, token)).status).toBe(204);
+    expect((await api(t.url, 'DELETE', `${path}/credentials/${listed[1].id}`, token)).status).toBe(404);
+    expect((await api(t.url, 'GET', path, token)).body).toMatchObject({ totp: false });
+    expect((await grant(r, user.username)).status).toBe(200);
+
+    const refused = await api(t.url, 'PUT', path, token, { requiredActions: ['TERMS_AND_CONDITIONS'] });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ field: 'requiredActions' });
+    // UPDATE_PASSWORD set by an admin: the password grant refuses, the browser asks for a new password first.
+    ok(await api(t.url, 'PUT', path, token, { requiredActions: ['UPDATE_PASSWORD'] }));
+    expect((await api(t.url, 'GET', path, token)).body.requiredActions).toEqual(['UPDATE_PASSWORD']);
+    expect((await grant(r, user.username)).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
+    const { page } = await passwordStep(r, user.username);
+    expect(textOf(page.text, 'page-title')).toBe('Choose a new password');
+  });
+
+  it('a required action set while the user has an SSO session sends the next authorization request to the login page', async () => {
+    const r = await newRealm(t, token);
+    const user = await newUser(r);
+    const { page, client, authPath } = await passwordStep(r, user.username);
+    expect(page.status).toBe(302);
+    expect((await client.get(authPath)).status).toBe(302);
+    ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}/users/${user.id}`, token, { requiredActions: ['CONFIGURE_TOTP'] }));
+    const again = await client.get(authPath);
+    expect(again.status).toBe(200);
+    expect(textOf(again.text, 'page-title')).toContain('Sign in');
+  });
+
+  it("a Keycloak realm export whose own browser flow carries OTP: imported without warnings, and the flows it binds decide", async () => {
+    const realm = `otp-import-${randomUUID().slice(0, 8)}`;
+    const execution = (authenticator: string, requirement: string, priority: number) => ({ authenticator, authenticatorFlow: false, requirement, priority, userSetupAllowed: false });
+    const subflow = (flowAlias: string, requirement: string, priority: number) => ({ flowAlias, authenticatorFlow: true, requirement, priority, userSetupAllowed: false });
+    const flow = (alias: string, topLevel: boolean, authenticationExecutions: unknown[]) => ({ alias, description: '', providerId: 'basic-flow', topLevel, builtIn: false, authenticationExecutions });
+    const imported = await api(t.url, 'POST', '/admin/realms', token, {
+      realm,
+      enabled: true,
+      browserFlow: 'my browser',
+      otpPolicyLookAheadWindow: 3,
+      clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }],
+      users: [{ username: 'imported', enabled: true, requiredActions: ['CONFIGURE_TOTP'], credentials: [{ type: 'password', value: PASSWORD }] }],
+      authenticationFlows: [
+        flow('my browser', true, [execution('auth-cookie', 'ALTERNATIVE', 10), subflow('my forms', 'ALTERNATIVE', 20)]),
+        flow('my forms', false, [execution('auth-username-password-form', 'REQUIRED', 10), subflow('my otp', 'CONDITIONAL', 20)]),
+        flow('my otp', false, [execution('conditional-user-configured', 'REQUIRED', 10), execution('auth-otp-form', 'REQUIRED', 20)]),
+        flow('always otp', true, [execution('auth-username-password-form', 'REQUIRED', 10), execution('auth-otp-form', 'REQUIRED', 20)]),
+      ],
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+    const otpProviders = ['auth-otp-form', 'conditional-user-configured'];
+    expect(t.logs.filter((l) => otpProviders.includes(String(l.provider)) && /not installed|unknown flow condition/.test(String(l.msg)))).toEqual([]);
+    const r = { t, token, realm };
+    // An imported user's required action is carried out at its first login.
+    expect(textOf((await passwordStep(r, 'imported')).page.text, 'page-title')).toBe('Set up an authenticator app');
+    const user = await newUser(r);
+    // No credential: the conditional subflow does not run.
+    expect((await passwordStep(r, user.username)).page.status).toBe(302);
+    const codes = await withOtp(r, user);
+    const { page, post } = await passwordStep(r, user.username);
+    expect(textOf(page.text, 'page-title')).toContain('one-time code');
+    expect((await post('login-otp', { otp: codes.next() })).status).toBe(302);
+    // Bound to a flow whose OTP form is REQUIRED outright, a user without a credential must set one up.
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}`, token, { browserFlow: 'always otp' }));
+    const other = await newUser(r);
+    expect(textOf((await passwordStep(r, other.username)).page.text, 'page-title')).toBe('Set up an authenticator app');
+    // The direct grant's OTP subflow made REQUIRED: a user without a credential is refused as bad credentials, as
+    // Keycloak's; the code may come as `otp` (Keycloak's name) or `totp`.
+    const direct = (await api(t.url, 'GET', `/admin/realms/${realm}/authentication/flows/direct%20grant/executions`, token)).body as { displayName: string; requirement: string }[];
+    const otpSubflow = direct.find((e) => e.displayName === 'Direct Grant - Conditional OTP')!;
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}/authentication/flows/direct%20grant/executions`, token, { ...otpSubflow, requirement: 'REQUIRED' }));
+    expect(await grant(r, other.username)).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    expect((await grant(r, user.username, { otp: codes.next() })).status).toBe(200);
+    expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(200);
+    // Disabled, it asks nothing.
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}`, token, { browserFlow: 'my browser' }));
+    const executions = (await api(t.url, 'GET', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token)).body as { id: string; providerId?: string; requirement: string; level: number; index: number }[];
+    const otpForm = executions.find((e) => e.providerId === 'auth-otp-form')!;
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token, { ...otpForm, requirement: 'DISABLED' }));
+    expect((await passwordStep(r, user.username)).page.status).toBe(302);
+  });
+
+  it('a realm created before OTP gets the conditional OTP subflows at start-up (the browser one asks for codes again)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'realmgate-otp-upgrade-'));
+    const config = { REALMGATE_DB_URL: `sqlite:${join(root, 'realmgate.db')}` };
+    let s = await startServer({ config });
+    let sToken = await adminToken(s.url);
+    const r = await newRealm(s, sToken);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    try {
+      // As a realm of an older version: neither built-in flow has its conditional OTP subflow.
+      const db = s.server.context.storage.db;
+      const realmId = (await s.server.context.storage.realms.byName(r.realm))!.id;
+      const subflows = await db.selectFrom('auth_flow').select('id').where('realm_id', '=', realmId).where('alias', 'in', ['Browser - Conditional OTP', 'Direct Grant - Conditional OTP']).execute();
+      expect(subflows).toHaveLength(2);
+      const ids = subflows.map((f) => f.id);
+      await db.deleteFrom('auth_execution').where((eb) => eb.or([eb('sub_flow_id', 'in', ids), eb('parent_flow_id', 'in', ids)])).execute();
+      await db.deleteFrom('auth_flow').where('id', 'in', ids).execute();
+      expect((await grant(r, user.username)).status).toBe(200);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
+    s = await startServer({ config });
+    try {
+      sToken = await adminToken(s.url);
+      const again = { ...r, t: s, token: sToken };
+      expect(s.logs.some((l) => l.msg === 'conditional OTP subflows added to existing built-in flows' && l.added === 2)).toBe(true);
+      expect((await grant(again, user.username)).status).toBe(401);
+      expect((await grant(again, user.username, { totp: codes.next() })).status).toBe(200);
+      const executions = (await api(s.url, 'GET', `/admin/realms/${r.realm}/authentication/flows/browser/executions`, sToken)).body as { level: number; displayName: string; providerId?: string }[];
+      expect(executions.map((e) => `${e.level}:${e.providerId ?? e.displayName}`)).toEqual(
+        expect.arrayContaining(['1:auth-username-password-form', '2:conditional-user-configured', '2:auth-otp-form']),
+      );
+    } finally {
+      await s.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('two servers on one Redis and one PostgreSQL', () => {
+  let a: TestServer;
+  let b: TestServer;
+  let pair: Awaited<ReturnType<typeof startServerPair>> | undefined;
+  let token: string;
+
+  beforeAll(async () => {
+    pair = await startServerPair();
+    ({ a, b } = pair);
+    token = await adminToken(a.url);
+  });
+  afterAll(async () => {
+    await pair?.close();
+  });
+
+  it('a code used on one server is refused on the other; concurrent uses of one code: exactly one succeeds', async () => {
+    const r = await newRealm(a, token);
+    const user = await newUser(r);
+    const codes = await withOtp(r, user);
+    const code = codes.next();
+    expect((await grant(r, user.username, { totp: code }, a.url)).status).toBe(200);
+    expect((await grant(r, user.username, { totp: code }, b.url)).status).toBe(401);
+    const racing = codes.next();
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => grant(r, user.username, { totp: racing }, i % 2 ? a.url : b.url)));
+    expect(answers.filter((x) => x.status === 200)).toHaveLength(1);
+  });
+});
