@@ -8,6 +8,7 @@ import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
+import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
 import { offlineSessionRoutes } from './offline-sessions.js';
 import { organizationRoutes } from './organizations.js';
@@ -62,6 +63,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
         userRoutes(realms, ctx);
+        groupRoutes(realms, ctx);
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);

@@ -3,7 +3,7 @@ import { clearLoginFailures } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { User } from '../model/types.js';
-import { insertUser, setPassword, userSnapshot } from '../services/index.js';
+import { heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
@@ -125,6 +125,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
     mayMap: (caller, roles) => requireMayMapRoles(ctx, caller, roles),
     mappedIds: (userId) => ctx.storage.roles.userRoleIds(userId),
+    effectiveIds: (holder) => heldRoleIds(ctx.storage, holder.id),
     add: (userId, roleIds) => ctx.storage.roles.grant(userId, roleIds),
     remove: (userId, roleIds) => ctx.storage.roles.revoke(userId, roleIds),
   });

@@ -1,6 +1,7 @@
 import { openDatabase, type Db, type DatabaseHandle } from './db.js';
 import { ClientRepository } from './clients.js';
 import { EventRepository } from './events.js';
+import { GroupRepository } from './groups.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
 import { RoleRepository } from './roles.js';
@@ -19,6 +20,7 @@ export class Storage {
   readonly clients: ClientRepository;
   readonly users: UserRepository;
   readonly roles: RoleRepository;
+  readonly groups: GroupRepository;
   readonly organizations: OrganizationRepository;
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
@@ -29,6 +31,7 @@ export class Storage {
     this.clients = new ClientRepository(db);
     this.users = new UserRepository(db);
     this.roles = new RoleRepository(db);
+    this.groups = new GroupRepository(db);
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);

@@ -1,6 +1,7 @@
 import { parseAuthentication } from '../../admin/representations/authentication.js';
 import { parseClient } from '../../admin/representations/client.js';
 import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
+import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
 import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
 import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
@@ -14,7 +15,10 @@ export interface RealmImport {
   realmRoles: ImportedRole[];
   clientRoles: Record<string, ImportedRole[]>;
   clients: Partial<Client>[];
-  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]> })[];
+  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; groups?: string[] })[];
+  /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
+  groups: ImportedGroup[];
+  defaultGroups: string[];
   organizations: (OrganizationInput & { members?: string[] })[];
   authentication: FlowImport;
   /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
@@ -93,7 +97,8 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       if (typeof raw.clientRoles !== 'object') throw badRequest(`${path}.clientRoles: must be an object`);
       for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoleMap[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
     }
-    return { ...parseUser(u, path, onUnknown), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap };
+    const groups = stringList((u as { groups?: unknown })?.groups, `${path}.groups`);
+    return { ...parseUser(u, path, onUnknown), realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`), clientRoles: clientRoleMap, groups };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
     const path = `realm.organizations[${i}]`;
@@ -104,5 +109,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     });
     return { ...parseOrganization(o, path, onUnknown), members };
   });
-  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication: parseAuthentication(rep, onUnknown), scopeMappings: parseScopeMappings(rep, onUnknown) };
+  const groups = asArray(rep.groups, 'realm.groups').map((g, i) => parseImportedGroup(g, `realm.groups[${i}]`, onUnknown));
+  const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');
+  return { settings, realmRoles, clientRoles, clients, users, groups, defaultGroups, organizations, authentication: parseAuthentication(rep, onUnknown), scopeMappings: parseScopeMappings(rep, onUnknown) };
 }

@@ -1,0 +1,222 @@
+import { newId } from '../credentials/index.js';
+import { badRequest, conflict } from '../model/errors.js';
+import type { Group, Realm, Role } from '../model/types.js';
+import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
+
+/** What a group representation may set: the admin API's body, a realm file's group. */
+export interface GroupInput {
+  name?: string;
+  description?: string;
+  attributes?: Record<string, string[]>;
+}
+
+/** A path segment: a `/` inside a name is written `~/`, as Keycloak 26 writes it. */
+const escapeName = (name: string) => name.replaceAll('/', '~/');
+
+/** `/a/b~/c` → ['a', 'b/c']; null for a path that does not start with `/`. */
+export function splitGroupPath(path: string): string[] | null {
+  if (!path.startsWith('/')) return null;
+  const names: string[] = [];
+  let current = '';
+  for (let i = 1; i < path.length; i += 1) {
+    if (path[i] === '~' && path[i + 1] === '/') {
+      current += '/';
+      i += 1;
+    } else if (path[i] === '/') {
+      names.push(current);
+      current = '';
+    } else current += path[i];
+  }
+  names.push(current);
+  return names;
+}
+
+/** A realm's groups as a tree, read in one query: paths, subgroups, ancestors and searches are walks in memory. */
+export class GroupTree {
+  readonly byId = new Map<string, Group>();
+  private readonly children = new Map<string | null, Group[]>();
+
+  constructor(groups: Group[]) {
+    for (const group of groups) this.byId.set(group.id, group);
+    for (const group of [...groups].sort((a, b) => a.name.localeCompare(b.name))) {
+      const parent = group.parentId !== null && this.byId.has(group.parentId) ? group.parentId : null;
+      this.children.set(parent, [...(this.children.get(parent) ?? []), group]);
+    }
+  }
+
+  static async load(storage: Storage, realmId: string, db?: Db): Promise<GroupTree> {
+    return new GroupTree(await storage.groups.tree(realmId, db));
+  }
+
+  get(id: string): Group | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Top-level groups (parent null), or the subgroups of `parentId`, by name. */
+  childrenOf(parentId: string | null): Group[] {
+    return this.children.get(parentId) ?? [];
+  }
+
+  /** The parent first, the top-level group last. Stops at a repeated group, so a corrupted cycle cannot loop. */
+  ancestors(id: string): Group[] {
+    const result: Group[] = [];
+    const seen = new Set([id]);
+    let parentId = this.byId.get(id)?.parentId ?? null;
+    while (parentId !== null && !seen.has(parentId)) {
+      const parent = this.byId.get(parentId);
+      if (!parent) break;
+      result.push(parent);
+      seen.add(parentId);
+      parentId = parent.parentId;
+    }
+    return result;
+  }
+
+  /** Every group below `id`, depth first. */
+  descendants(id: string): Group[] {
+    const result: Group[] = [];
+    const seen = new Set([id]);
+    const walk = (parentId: string) => {
+      for (const child of this.childrenOf(parentId)) {
+        if (seen.has(child.id)) continue;
+        seen.add(child.id);
+        result.push(child);
+        walk(child.id);
+      }
+    };
+    walk(id);
+    return result;
+  }
+
+  path(id: string): string {
+    const group = this.byId.get(id);
+    if (!group) return '';
+    return [group, ...this.ancestors(id)].reverse().map((g) => `/${escapeName(g.name)}`).join('');
+  }
+
+  byPath(path: string): Group | null {
+    const names = splitGroupPath(path);
+    if (!names) return null;
+    let parentId: string | null = null;
+    let found: Group | undefined;
+    for (const name of names) {
+      found = this.childrenOf(parentId).find((g) => g.name === name);
+      if (!found) return null;
+      parentId = found.id;
+    }
+    return found ?? null;
+  }
+}
+
+const MAX_NAME = 255;
+
+function requireName(name: string | undefined): string {
+  if (name === undefined || name.trim() === '') throw badRequest('Group name is required', 'name');
+  if (name.length > MAX_NAME) throw badRequest(`Group name must have at most ${MAX_NAME} characters`, 'name');
+  return name;
+}
+
+const duplicate = (name: string, parentId: string | null) =>
+  conflict(parentId === null ? `A top-level group named '${name}' already exists` : `A sibling group named '${name}' already exists`, 'name');
+
+/** Refuses a second group of the same name under one parent (the database's unique index stands behind this). */
+function requireFreeName(tree: GroupTree, name: string, parentId: string | null, self?: string): void {
+  if (tree.childrenOf(parentId).some((g) => g.name === name && g.id !== self)) throw duplicate(name, parentId);
+}
+
+async function writing<T>(name: string, parentId: string | null, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw duplicate(name, parentId);
+    throw error;
+  }
+}
+
+/** Creates a group, top-level (`parentId` null) or under a group of `tree`. */
+export async function createGroup(storage: Storage, realm: Realm, tree: GroupTree, parentId: string | null, input: GroupInput, db?: Db): Promise<Group> {
+  const name = requireName(input.name);
+  requireFreeName(tree, name, parentId);
+  const group: Group = { id: newId(), realmId: realm.id, parentId, name, description: input.description ?? null, attributes: input.attributes ?? {} };
+  await writing(name, parentId, () => storage.groups.insert(group, db));
+  return group;
+}
+
+/**
+ * Applies a representation to a group as Keycloak's PUT does: a new name (free among its siblings), the
+ * description as given, and the attributes when given (replacing them all).
+ */
+export async function updateGroup(storage: Storage, tree: GroupTree, group: Group, input: GroupInput, db?: Db): Promise<Group> {
+  const name = requireName(input.name);
+  requireFreeName(tree, name, group.parentId, group.id);
+  const updated: Group = { ...group, name, description: input.description ?? null, attributes: input.attributes ?? group.attributes };
+  await writing(name, group.parentId, () => storage.groups.update(updated, db));
+  return updated;
+}
+
+/**
+ * Moves a group under `parentId` (null: to the top level). A group cannot go under itself or one of its own
+ * subgroups, and its name must be free among its new siblings.
+ */
+export async function moveGroup(storage: Storage, tree: GroupTree, group: Group, parentId: string | null, db?: Db): Promise<Group> {
+  if (group.parentId === parentId) return group;
+  if (parentId !== null) {
+    if (parentId === group.id) throw badRequest(`Group '${group.name}' cannot be moved under itself`);
+    const inside = tree.descendants(group.id).find((g) => g.id === parentId);
+    if (inside) throw badRequest(`Group '${group.name}' cannot be moved under its own subgroup '${inside.name}' (${tree.path(inside.id)})`);
+  }
+  requireFreeName(tree, group.name, parentId, group.id);
+  const moved = { ...group, parentId };
+  await writing(group.name, parentId, () => storage.groups.update(moved, db));
+  return moved;
+}
+
+/** Deletes a group and every group below it, in one transaction. */
+export async function deleteGroup(storage: Storage, tree: GroupTree, group: Group): Promise<void> {
+  const ids = [group.id, ...tree.descendants(group.id).map((g) => g.id)];
+  await storage.transaction((trx) => storage.groups.deleteMany(ids, trx));
+}
+
+/**
+ * The roles the members of these groups hold through them: mapped to a group or to one of its ancestors,
+ * composites expanded. For the composite views and the admin-role rule on membership changes.
+ */
+export async function groupEffectiveRoles(storage: Storage, tree: GroupTree, groupIds: string[]): Promise<Role[]> {
+  const ids = new Set<string>();
+  for (const id of groupIds) {
+    ids.add(id);
+    for (const ancestor of tree.ancestors(id)) ids.add(ancestor.id);
+  }
+  const expanded = await storage.roles.expand(await storage.groups.roleIds([...ids]));
+  return storage.roles.byIds([...expanded]);
+}
+
+/** The roles mapped directly to each group, by name: `realmRoles` and `clientRoles` (clientId → names). */
+export async function groupRoleNames(storage: Storage, realmId: string, groupIds: string[]): Promise<Map<string, { realmRoles: string[]; clientRoles: Record<string, string[]> }>> {
+  const result = new Map(groupIds.map((id) => [id, { realmRoles: [] as string[], clientRoles: {} as Record<string, string[]> }]));
+  if (groupIds.length === 0) return result;
+  const rows = await storage.db
+    .selectFrom('group_role')
+    .innerJoin('role', 'role.id', 'group_role.role_id')
+    .select(['group_role.group_id', 'role.name', 'role.client_role', 'role.container_id'])
+    .where('group_role.group_id', 'in', groupIds.slice(0, 1000))
+    .orderBy('role.name')
+    .execute();
+  const clientIds = new Map<string, string | null>();
+  for (const row of rows) {
+    const entry = result.get(row.group_id)!;
+    if (!row.client_role) {
+      entry.realmRoles.push(row.name);
+      continue;
+    }
+    if (!clientIds.has(row.container_id)) clientIds.set(row.container_id, (await storage.clients.byId(realmId, row.container_id))?.clientId ?? null);
+    const clientId = clientIds.get(row.container_id);
+    if (clientId) (entry.clientRoles[clientId] ??= []).push(row.name);
+  }
+  return result;
+}
+
+/** A new user joins the realm's default groups, as in Keycloak (admin-created, registered, service accounts). */
+export async function joinDefaultGroups(storage: Storage, realmId: string, userId: string, db: Db): Promise<void> {
+  await storage.groups.join(userId, await storage.groups.defaultGroupIds(realmId, db), db);
+}
