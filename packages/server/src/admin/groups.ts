@@ -220,10 +220,12 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     remove: (groupId, roleIds) => storage.groups.revoke(groupId, roleIds),
   });
 
-  app.get('/realms/:realm/group-by-path/*', async (request: AdminRequest<{ realm: string; '*': string }>) => {
+  // One path segment: the slashes of the group's path arrive percent-encoded, as the admin client sends them.
+  app.get('/realms/:realm/group-by-path/:path', async (request: AdminRequest<{ realm: string; path: string }>) => {
     const realm = await realmFor(request, 'view-users');
     const tree = await GroupTree.load(storage, realm.id);
-    const group = tree.byPath(`/${request.params['*']}`);
+    const path = request.params.path;
+    const group = tree.byPath(path.startsWith('/') ? path : `/${path}`);
     if (!group) throw notFound('Group path does not exist');
     return (await reps(realm, tree, [group], true))[0];
   });

@@ -187,8 +187,11 @@ export async function groupEffectiveRoles(storage: Storage, tree: GroupTree, gro
     ids.add(id);
     for (const ancestor of tree.ancestors(id)) ids.add(ancestor.id);
   }
-  const expanded = await storage.roles.expand(await storage.groups.roleIds([...ids]));
-  return storage.roles.byIds([...expanded]);
+  const direct = await storage.groups.roleIds([...ids]);
+  // The roles mapped to the groups first, those they contain after: a refusal names the role an administrator mapped.
+  const order = [...(await storage.roles.expand(direct))];
+  const rank = new Map(order.map((id, i) => [id, i]));
+  return (await storage.roles.byIds(order)).sort((a, b) => rank.get(a.id)! - rank.get(b.id)!);
 }
 
 /** The roles mapped directly to each group, by name: `realmRoles` and `clientRoles` (clientId → names). */
