@@ -102,9 +102,10 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/groups/count', async (request: AdminRequest) => {
     const realm = await realmFor(request, 'query-groups');
     const search = queryString(request.query, 'search');
+    const top = queryBool(request.query, 'top');
     const tree = await GroupTree.load(storage, realm.id);
     if (search !== undefined) return { count: [...tree.byId.values()].filter(nameMatches(search.trim(), false)).length };
-    return { count: queryBool(request.query, 'top') ? tree.childrenOf(null).length : tree.byId.size };
+    return { count: top ? tree.childrenOf(null).length : tree.byId.size };
   });
 
   /**
@@ -183,8 +184,9 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/groups/:id/children', async (request: AdminRequest<GroupParams>) => {
     const { realm, tree, group } = await load(request, 'view-users');
     const search = queryString(request.query, 'search');
+    const exact = queryBool(request.query, 'exact');
     let children = tree.childrenOf(group.id);
-    if (search !== undefined) children = children.filter(nameMatches(search, queryBool(request.query, 'exact')));
+    if (search !== undefined) children = children.filter(nameMatches(search, exact));
     const first = queryInt(request.query, 'first', 0);
     const max = queryInt(request.query, 'max', 10);
     return reps(realm, tree, page(children, first, max), !(queryBool(request.query, 'briefRepresentation') ?? false));
