@@ -199,6 +199,11 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     expect((await kc.users.listGroups({ id: ann, first: 1, max: 1 })).map((g) => g.name)).toEqual(['ops']);
     expect((await kc.users.listGroups({ id: ann, briefRepresentation: false }))[0].realmRoles).toEqual([]);
     expect(await kc.users.countGroups({ id: ann })).toEqual({ count: 2 });
+    const accountToken = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', username: 'ann', password: PASSWORD }) }).then((r) => r.json() as Promise<{ access_token: string }>);
+    expect((await api(t.url, 'GET', `/realms/${REALM}/account/groups`, accountToken.access_token)).body).toEqual([
+      { id: id('db'), name: 'db', path: '/eng/backend/db' },
+      { id: id('ops'), name: 'ops', path: '/ops' },
+    ]);
     expect(await kc.users.countGroups({ id: ann, search: 'db' })).toEqual({ count: 1 });
 
     // The user's effective roles include the group's and its ancestors' (composites expanded); direct mappings do not.
