@@ -97,6 +97,10 @@ describe('groups and the admin-role rule', () => {
         expect(joined.body.errorMessage).toContain('realm-admin');
       }
     }
+    // Nor create a user straight into it.
+    const created = await api(t.url, 'POST', `${R}/users`, mu, { username: 'sneaky', enabled: true, groups: ['/admins/sub'] });
+    expect(created.status, JSON.stringify(created.body)).toBe(403);
+    expect(await kc.users.find({ username: 'sneaky', exact: true })).toEqual([]);
     expect(await membersOf('admins')).toEqual([]);
     expect(await membersOf('admins-sub')).toEqual([]);
     expect(adminRolesOf(await token('mu'))).not.toContain('realm-admin');

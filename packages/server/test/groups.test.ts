@@ -194,7 +194,7 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
 
     const annGroups = await kc.users.listGroups({ id: ann });
     expect(annGroups.map((g) => g.path)).toEqual(['/eng/backend/db', '/ops']);
-    expect(annGroups[0].attributes).toBeUndefined();
+    expect(annGroups[0]).toEqual({ id: id('db'), name: 'db', path: '/eng/backend/db', parentId: id('backend'), subGroups: [] });
     expect((await kc.users.listGroups({ id: ann, search: 'op' })).map((g) => g.name)).toEqual(['ops']);
     expect((await kc.users.listGroups({ id: ann, first: 1, max: 1 })).map((g) => g.name)).toEqual(['ops']);
     expect((await kc.users.listGroups({ id: ann, briefRepresentation: false }))[0].realmRoles).toEqual([]);
@@ -267,6 +267,11 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     expect(await kc.realms.getDefaultGroups({ realm: REALM })).toEqual([]);
     const { id: fay } = await kc.users.create({ username: 'fay', enabled: true });
     expect(await kc.users.listGroups({ id: fay })).toEqual([]);
+    // Created with groups (paths), as Keycloak's user representation allows; an unknown path creates nobody.
+    const { id: gil } = await kc.users.create({ username: 'gil', enabled: true, groups: ['/ops', 'eng/frontend'] });
+    expect((await kc.users.listGroups({ id: gil })).map((g) => g.path)).toEqual(['/eng/frontend', '/ops']);
+    await rejects(kc.users.create({ username: 'hal', enabled: true, groups: ['/ops', '/nowhere'] }), 400, /user\.groups\[1\].*nowhere/);
+    expect(await kc.users.find({ username: 'hal', exact: true })).toEqual([]);
     await rejects(kc.realms.addDefaultGroup({ realm: REALM, id: '00000000-0000-4000-8000-000000000000' }), 404);
   });
 
@@ -320,6 +325,15 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     await rejects(kc.realms.create({ realm: 'broken', groups: [{ name: 'g' }, { name: 'g' }] }), 409, /'g'/);
     expect(await kc.realms.findOne({ realm: 'broken' })).toBeNull();
     kc.setConfig({ realmName: REALM });
+  });
+
+  it('orders names by code unit (capitals first) and keeps a "/" in a name as it is, in paths and group-by-path', async () => {
+    const { id: upper } = await kc.groups.create({ name: 'Zed' });
+    const { id: slash } = await kc.groups.createChildGroup({ id: upper }, { name: 'x/y' });
+    expect(names(await kc.groups.find())[0]).toBe('Zed');
+    expect((await kc.groups.findOne({ id: slash }))!.path).toBe('/Zed/x/y');
+    expect((await kc.realms.getGroupByPath({ realm: REALM, path: 'Zed/x/y' }))!.id).toBe(slash);
+    await kc.groups.del({ id: upper });
   });
 
   it('the group methods Keycloak answers only with fine-grained admin permissions or organizations are not there', async () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Group, Realm } from '../model/types.js';
-import { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, moveGroup, updateGroup } from '../services/index.js';
+import { byName, createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, moveGroup, updateGroup } from '../services/index.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireMayMapRoles, requireRole, type AdminRole } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
@@ -36,10 +36,10 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   };
 
   /** Representations of `groups`, brief or full (attributes and roles, one query for all), with subGroupCount. */
-  const reps = async (realm: Realm, tree: GroupTree, groups: Group[], full: boolean, subGroups?: Map<string, unknown[]>) => {
+  const reps = async (realm: Realm, tree: GroupTree, groups: Group[], full: boolean, subGroups?: Map<string, unknown[]>, plain = false) => {
     const roles = full ? await groupRoleNames(storage, realm.id, groups.map((g) => g.id)) : null;
     return groups.map((g) =>
-      groupRep(g, { path: tree.path(g.id), subGroupCount: tree.childrenOf(g.id).length, roles: roles?.get(g.id), subGroups: subGroups?.get(g.id) }),
+      groupRep(g, { path: tree.path(g.id), subGroupCount: plain ? undefined : tree.childrenOf(g.id).length, roles: roles?.get(g.id), subGroups: subGroups?.get(g.id), plain }),
     );
   };
 
@@ -62,7 +62,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
         }
       }
     }
-    return roots.sort((a, b) => a.name.localeCompare(b.name));
+    return roots.sort(byName);
   };
 
   const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
@@ -92,7 +92,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const max = queryInt(q, 'max', undefined);
     const tree = await GroupTree.load(storage, realm.id);
     if (attributes === undefined && search === undefined) return reps(realm, tree, page(tree.childrenOf(null), first, max), !brief);
-    let matches = [...tree.byId.values()].sort((a, b) => tree.path(a.id).localeCompare(tree.path(b.id)));
+    let matches = tree.sortByPath([...tree.byId.values()]);
     if (attributes !== undefined) matches = matches.filter(attributeQuery(attributes));
     if (search !== undefined) matches = matches.filter(nameMatches(search.trim(), exact));
     matches = page(matches, first, max);
@@ -247,13 +247,13 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const search = queryString(request.query, 'search');
     let groups = (await storage.groups.userGroupIds(user.id)).map((id) => tree.get(id)).filter((g) => g !== undefined);
     if (search !== undefined) groups = groups.filter(nameMatches(search, false));
-    return { realm, tree, groups: groups.sort((a, b) => tree.path(a.id).localeCompare(tree.path(b.id))) };
+    return { realm, tree, groups: tree.sortByPath(groups) };
   };
 
   app.get('/realms/:realm/users/:id/groups', async (request: AdminRequest<UserGroupParams>) => {
     const { realm, tree, groups } = await userGroups(request);
     const paged = page(groups, queryInt(request.query, 'first', 0), queryInt(request.query, 'max', 100));
-    return reps(realm, tree, paged, !(queryBool(request.query, 'briefRepresentation') ?? true));
+    return reps(realm, tree, paged, !(queryBool(request.query, 'briefRepresentation') ?? true), undefined, true);
   });
 
   app.get('/realms/:realm/users/:id/groups/count', async (request: AdminRequest<UserGroupParams>) => ({ count: (await userGroups(request)).groups.length }));
@@ -285,7 +285,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await realmFor(request, 'view-realm');
     const tree = await GroupTree.load(storage, realm.id);
     const groups = (await storage.groups.defaultGroupIds(realm.id)).map((id) => tree.get(id)).filter((g) => g !== undefined);
-    return reps(realm, tree, groups.sort((a, b) => tree.path(a.id).localeCompare(tree.path(b.id))), false);
+    return reps(realm, tree, tree.sortByPath(groups), false, undefined, true);
   });
 
   for (const method of ['PUT', 'DELETE'] as const) {

@@ -10,26 +10,8 @@ export interface GroupInput {
   attributes?: Record<string, string[]>;
 }
 
-/** A path segment: a `/` inside a name is written `~/`, as Keycloak 26 writes it. */
-const escapeName = (name: string) => name.replaceAll('/', '~/');
-
-/** `/a/b~/c` → ['a', 'b/c']; null for a path that does not start with `/`. */
-export function splitGroupPath(path: string): string[] | null {
-  if (!path.startsWith('/')) return null;
-  const names: string[] = [];
-  let current = '';
-  for (let i = 1; i < path.length; i += 1) {
-    if (path[i] === '~' && path[i + 1] === '/') {
-      current += '/';
-      i += 1;
-    } else if (path[i] === '/') {
-      names.push(current);
-      current = '';
-    } else current += path[i];
-  }
-  names.push(current);
-  return names;
-}
+/** Ordinal (code unit) order, as Keycloak lists groups: `A` before `a`, the same on every database and locale. */
+export const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /** A realm's groups as a tree, read in one query: paths, subgroups, ancestors and searches are walks in memory. */
 export class GroupTree {
@@ -38,7 +20,7 @@ export class GroupTree {
 
   constructor(groups: Group[]) {
     for (const group of groups) this.byId.set(group.id, group);
-    for (const group of [...groups].sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const group of [...groups].sort(byName)) {
       const parent = group.parentId !== null && this.byId.has(group.parentId) ? group.parentId : null;
       this.children.set(parent, [...(this.children.get(parent) ?? []), group]);
     }
@@ -88,23 +70,33 @@ export class GroupTree {
     return result;
   }
 
+  /** The groups in path order (ordinal). */
+  sortByPath(groups: Group[]): Group[] {
+    const paths = new Map(groups.map((g) => [g.id, this.path(g.id)]));
+    return groups.sort((a, b) => byName({ name: paths.get(a.id)! }, { name: paths.get(b.id)! }));
+  }
+
+  /** `/top/sub/group`. A name may hold a `/`: Keycloak 26 writes it as it is, and so does this. */
   path(id: string): string {
     const group = this.byId.get(id);
     if (!group) return '';
-    return [group, ...this.ancestors(id)].reverse().map((g) => `/${escapeName(g.name)}`).join('');
+    return [group, ...this.ancestors(id)].reverse().map((g) => `/${g.name}`).join('');
   }
 
+  /** The group at `path`; a name with a `/` in it is found too (the tree is walked by name prefixes). */
   byPath(path: string): Group | null {
-    const names = splitGroupPath(path);
-    if (!names) return null;
-    let parentId: string | null = null;
-    let found: Group | undefined;
-    for (const name of names) {
-      found = this.childrenOf(parentId).find((g) => g.name === name);
-      if (!found) return null;
-      parentId = found.id;
-    }
-    return found ?? null;
+    if (!path.startsWith('/')) return null;
+    const walk = (parentId: string | null, rest: string): Group | null => {
+      for (const child of this.childrenOf(parentId)) {
+        if (rest === child.name) return child;
+        if (rest.startsWith(`${child.name}/`)) {
+          const found = walk(child.id, rest.slice(child.name.length + 1));
+          if (found) return found;
+        }
+      }
+      return null;
+    };
+    return walk(null, path.slice(1));
   }
 }
 

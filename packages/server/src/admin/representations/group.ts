@@ -30,11 +30,16 @@ export function parseGroup(body: unknown, path = 'group', onUnknown?: (path: str
 
 export interface GroupRepOptions {
   path: string;
-  subGroupCount: number;
+  /** Left out where Keycloak leaves it out (a user's groups, default groups). */
+  subGroupCount?: number;
   /** Full representation: attributes and the roles mapped to the group. */
   roles?: { realmRoles: string[]; clientRoles: Record<string, string[]> };
   subGroups?: unknown[];
+  /** Without `access`, as Keycloak's lists of a user's groups and of default groups. */
+  plain?: boolean;
 }
+
+const ACCESS = { view: true, viewMembers: true, manageMembers: true, manage: true, manageMembership: true };
 
 /** Keycloak's GroupRepresentation: brief (no attributes, no roles) unless `roles` are given. */
 export function groupRep(group: Group, options: GroupRepOptions) {
@@ -44,16 +49,10 @@ export function groupRep(group: Group, options: GroupRepOptions) {
     ...(group.description !== null ? { description: group.description } : {}),
     path: options.path,
     ...(group.parentId !== null ? { parentId: group.parentId } : {}),
-    subGroupCount: options.subGroupCount,
+    ...(options.subGroupCount !== undefined ? { subGroupCount: options.subGroupCount } : {}),
     subGroups: options.subGroups ?? [],
-    ...(options.roles
-      ? {
-          attributes: group.attributes,
-          realmRoles: options.roles.realmRoles,
-          clientRoles: options.roles.clientRoles,
-          access: { view: true, viewMembers: true, manageMembers: true, manage: true, manageMembership: true },
-        }
-      : {}),
+    ...(options.roles ? { attributes: group.attributes, realmRoles: options.roles.realmRoles, clientRoles: options.roles.clientRoles } : {}),
+    ...(options.plain ? {} : { access: ACCESS }),
   };
 }
 
