@@ -98,7 +98,13 @@ export class GroupRepository {
    * SQLite and PostgreSQL; UNION stops on a repeated row, so even a corrupted cyclic tree ends).
    */
   async userRoleIdsWithGroups(userId: string, db: Db = this.db): Promise<string[]> {
-    const { rows } = await sql<{ role_id: string }>`
+    const { rows } = await this.userRoleIdsQuery(userId).execute(db);
+    return rows.map((r) => r.role_id);
+  }
+
+  /** The query of userRoleIdsWithGroups (its plan is checked by test/groups-storage.test.ts). */
+  userRoleIdsQuery(userId: string) {
+    return sql<{ role_id: string }>`
       with recursive member_of(id) as (
         select group_id from user_group where user_id = ${userId}
         union
@@ -107,8 +113,7 @@ export class GroupRepository {
       select role_id from user_role where user_id = ${userId}
       union
       select gr.role_id from group_role gr join member_of m on gr.group_id = m.id
-    `.execute(db);
-    return rows.map((r) => r.role_id);
+    `;
   }
 
   // Members -----------------------------------------------------------------------------------------------
