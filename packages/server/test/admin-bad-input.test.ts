@@ -261,7 +261,7 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/organizations/:id/members': paging,
   'GET /admin/realms/:realm/clients/:id/offline-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
-  'GET /admin/realms/:realm/groups': [...paging, ...text('search'), ...text('q'), 'q=novalue', 'exact=maybe', 'briefRepresentation=1', 'populateHierarchy=yes'],
+  'GET /admin/realms/:realm/groups': [...paging, ...text('search'), ...text('q'), 'q=novalue', 'exact=maybe', 'briefRepresentation=1', 'populateHierarchy=yes', 'subGroupsCount=0'],
   'GET /admin/realms/:realm/groups/count': [...text('search'), 'top=maybe'],
   'GET /admin/realms/:realm/groups/:id/children': [...paging, ...text('search'), 'exact=maybe', 'briefRepresentation=no'],
   'GET /admin/realms/:realm/groups/:id/members': [...paging, 'briefRepresentation=1'],

@@ -86,6 +86,9 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     expect(names(full)).toEqual(['eng', 'ops']);
     expect(full[0].attributes).toEqual({ site: ['paris'], cost: ['42'] });
     expect(names(await kc.groups.find({ first: 2, max: 5 }))).toEqual(['sales']);
+    const uncounted = await api(t.url, 'GET', `/admin/realms/${REALM}/groups?subGroupsCount=false&search=db`, (await kc.getAccessToken())!);
+    expect(uncounted.body[0].subGroupCount).toBeUndefined();
+    expect(uncounted.body[0].subGroups[0].subGroupCount).toBeUndefined();
 
     const children = await kc.groups.listSubGroups({ parentId: id('eng') });
     expect(children.map((g) => [g.name, g.path, g.subGroupCount])).toEqual([['backend', '/eng/backend', 1], ['frontend', '/eng/frontend', 0]]);

@@ -65,6 +65,17 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return roots.sort(byName);
   };
 
+  /** `subGroupsCount=false`: the representations without `subGroupCount`, nested ones too. */
+  const withoutCounts = <T extends { subGroupCount?: number; subGroups: unknown[] }>(list: T[], counts: boolean): T[] => {
+    if (!counts) {
+      for (const rep of list) {
+        delete rep.subGroupCount;
+        withoutCounts(rep.subGroups as T[], false);
+      }
+    }
+    return list;
+  };
+
   const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
     exact ? g.name === search : g.name.toLowerCase().includes(search.toLowerCase());
 
@@ -88,15 +99,16 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const exact = queryBool(q, 'exact');
     const brief = queryBool(q, 'briefRepresentation') ?? true;
     const populate = queryBool(q, 'populateHierarchy') ?? true;
+    const counts = queryBool(q, 'subGroupsCount') ?? true;
     const first = queryInt(q, 'first', undefined);
     const max = queryInt(q, 'max', undefined);
     const tree = await GroupTree.load(storage, realm.id);
-    if (attributes === undefined && search === undefined) return reps(realm, tree, page(tree.childrenOf(null), first, max), !brief);
+    if (attributes === undefined && search === undefined) return withoutCounts(await reps(realm, tree, page(tree.childrenOf(null), first, max), !brief), counts);
     let matches = tree.sortByPath([...tree.byId.values()]);
     if (attributes !== undefined) matches = matches.filter(attributeQuery(attributes));
     if (search !== undefined) matches = matches.filter(nameMatches(search.trim(), exact));
     matches = page(matches, first, max);
-    return populate ? hierarchy(realm, tree, matches, !brief) : reps(realm, tree, matches, !brief);
+    return withoutCounts(await (populate ? hierarchy(realm, tree, matches, !brief) : reps(realm, tree, matches, !brief)), counts);
   });
 
   app.get('/realms/:realm/groups/count', async (request: AdminRequest) => {
@@ -193,10 +205,9 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/groups/:id/members', async (request: AdminRequest<GroupParams>) => {
-    const { realm, group } = await load(request, 'view-users');
-    const ids = await storage.groups.members(group.id, queryInt(request.query, 'first', 0)!, queryInt(request.query, 'max', 100)!);
+    const { group } = await load(request, 'view-users');
+    const users = await storage.groups.members(group.id, queryInt(request.query, 'first', 0)!, queryInt(request.query, 'max', 100)!);
     const brief = queryBool(request.query, 'briefRepresentation') ?? false;
-    const users = (await Promise.all(ids.map((id) => storage.users.byId(realm.id, id)))).filter((u) => u !== null);
     return users.map((u) => {
       const rep = userRep(u);
       if (!brief) return rep;

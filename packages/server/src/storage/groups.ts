@@ -3,6 +3,7 @@ import type { Group, User } from '../model/types.js';
 import type { Db } from './db.js';
 import type { GroupTable } from './schema.js';
 import { fromJson, toJson } from './codec.js';
+import { toUser } from './users.js';
 
 const TOP = '';
 
@@ -118,17 +119,18 @@ export class GroupRepository {
 
   // Members -----------------------------------------------------------------------------------------------
 
-  async members(groupId: string, first: number, max: number): Promise<User['id'][]> {
+  /** The group's direct members, by username, one page. */
+  async members(groupId: string, first: number, max: number): Promise<User[]> {
     const rows = await this.db
       .selectFrom('user_group')
       .innerJoin('user_entity', 'user_entity.id', 'user_group.user_id')
-      .select('user_entity.id')
+      .selectAll('user_entity')
       .where('user_group.group_id', '=', groupId)
       .orderBy('user_entity.username')
       .limit(max)
       .offset(first)
       .execute();
-    return rows.map((r) => r.id);
+    return rows.map(toUser);
   }
 
   async hasMembers(groupIds: string[], db: Db = this.db): Promise<boolean> {
