@@ -44,6 +44,18 @@ describe.each(databases)('group role resolution on %s', (kind) => {
       await storage.groups.update({ ...gTop, parentId: gLeaf.id });
       expect((await storage.groups.userRoleIdsWithGroups(user.id)).sort()).toEqual([own, top, mid, leaf].sort());
 
+      // hasMembers and roleIds read every id they are given, in batches: a member of the 1,200th group counts.
+      const many: Group[] = Array.from({ length: 1_200 }, (_, i) => ({ id: randomUUID(), realmId, parentId: gOther.id, name: `many-${i}`, description: null, attributes: {} }));
+      await storage.transaction(async (trx) => {
+        for (const g of many) await storage.groups.insert(g, trx);
+      });
+      const ids = many.map((g) => g.id);
+      expect(await storage.groups.hasMembers(ids)).toBe(false);
+      await storage.groups.join(user.id, [ids[1_199]]);
+      await storage.groups.grant(ids[1_199], [other]);
+      expect(await storage.groups.hasMembers(ids)).toBe(true);
+      expect(await storage.groups.roleIds(ids)).toEqual([other]);
+
       const plan = await storage.transaction(async (trx) => {
         // PostgreSQL would rightly scan near-empty tables; asked not to, it shows whether an index serves each step.
         if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);

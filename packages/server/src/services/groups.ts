@@ -190,13 +190,7 @@ export async function groupEffectiveRoles(storage: Storage, tree: GroupTree, gro
 export async function groupRoleNames(storage: Storage, realmId: string, groupIds: string[]): Promise<Map<string, { realmRoles: string[]; clientRoles: Record<string, string[]> }>> {
   const result = new Map(groupIds.map((id) => [id, { realmRoles: [] as string[], clientRoles: {} as Record<string, string[]> }]));
   if (groupIds.length === 0) return result;
-  const rows = await storage.db
-    .selectFrom('group_role')
-    .innerJoin('role', 'role.id', 'group_role.role_id')
-    .select(['group_role.group_id', 'role.name', 'role.client_role', 'role.container_id'])
-    .where('group_role.group_id', 'in', groupIds.slice(0, 1000))
-    .orderBy('role.name')
-    .execute();
+  const rows = await storage.groups.mappedRoles(groupIds);
   const clientIds = new Map<string, string | null>();
   for (const row of rows) {
     const entry = result.get(row.group_id)!;

@@ -58,9 +58,27 @@ export class GroupRepository {
   // Role mappings ---------------------------------------------------------------------------------------
 
   async roleIds(groupIds: string[], db: Db = this.db): Promise<string[]> {
-    if (groupIds.length === 0) return [];
-    const rows = await db.selectFrom('group_role').select('role_id').distinct().where('group_id', 'in', groupIds).execute();
-    return rows.map((r) => r.role_id);
+    const ids = new Set<string>();
+    for (let i = 0; i < groupIds.length; i += 500) {
+      for (const row of await db.selectFrom('group_role').select('role_id').where('group_id', 'in', groupIds.slice(i, i + 500)).execute()) ids.add(row.role_id);
+    }
+    return [...ids];
+  }
+
+  /** The roles mapped to each of the groups, with what their representations show. */
+  async mappedRoles(groupIds: string[]): Promise<{ group_id: string; name: string; client_role: number; container_id: string }[]> {
+    const rows: { group_id: string; name: string; client_role: number; container_id: string }[] = [];
+    for (let i = 0; i < groupIds.length; i += 500) {
+      rows.push(
+        ...(await this.db
+          .selectFrom('group_role')
+          .innerJoin('role', 'role.id', 'group_role.role_id')
+          .select(['group_role.group_id', 'role.name', 'role.client_role', 'role.container_id'])
+          .where('group_role.group_id', 'in', groupIds.slice(i, i + 500))
+          .execute()),
+      );
+    }
+    return rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async grant(groupId: string, roleIds: string[], db: Db = this.db): Promise<void> {
@@ -133,9 +151,12 @@ export class GroupRepository {
     return rows.map(toUser);
   }
 
+  /** Whether any of the groups has a member (every id is checked, in batches: the admin-role rule relies on it). */
   async hasMembers(groupIds: string[], db: Db = this.db): Promise<boolean> {
-    if (groupIds.length === 0) return false;
-    return (await db.selectFrom('user_group').select('user_id').where('group_id', 'in', groupIds.slice(0, 1000)).limit(1).executeTakeFirst()) !== undefined;
+    for (let i = 0; i < groupIds.length; i += 500) {
+      if (await db.selectFrom('user_group').select('user_id').where('group_id', 'in', groupIds.slice(i, i + 500)).limit(1).executeTakeFirst()) return true;
+    }
+    return false;
   }
 
   async userGroupIds(userId: string, db: Db = this.db): Promise<string[]> {
