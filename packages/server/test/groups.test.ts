@@ -339,6 +339,22 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     await kc.groups.del({ id: upper });
   });
 
+  it('two concurrent moves that would make a cycle together: one passes, the other is refused', async () => {
+    const token = (await kc.getAccessToken())!;
+    for (let round = 0; round < 5; round++) {
+      const { id: x } = await kc.groups.create({ name: `x${round}` });
+      const { id: y } = await kc.groups.create({ name: `y${round}` });
+      const moves = await Promise.all([
+        api(t.url, 'POST', `/admin/realms/${REALM}/groups/${y}/children`, token, { id: x, name: `x${round}` }),
+        api(t.url, 'POST', `/admin/realms/${REALM}/groups/${x}/children`, token, { id: y, name: `y${round}` }),
+      ]);
+      expect(moves.map((m) => m.status).sort()).toEqual([204, 400]);
+      const paths = [(await kc.groups.findOne({ id: x }))!.path, (await kc.groups.findOne({ id: y }))!.path].sort();
+      expect([[`/x${round}`, `/x${round}/y${round}`], [`/y${round}`, `/y${round}/x${round}`]]).toContainEqual(paths);
+      await kc.groups.del({ id: paths[0] === `/x${round}` ? x : y });
+    }
+  });
+
   it('the group methods Keycloak answers only with fine-grained admin permissions or organizations are not there', async () => {
     await rejects(kc.groups.listPermissions({ id: id('eng') }), 404);
     await rejects(kc.groups.updatePermission({ id: id('eng') }, { enabled: true }), 404);

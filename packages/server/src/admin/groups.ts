@@ -148,7 +148,13 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
         // Its members lose the roles of the old ancestors and gain those of the new ones.
         await requireMayHandOut(callerOf(request), tree, [child.parentId, parent?.id ?? null]);
       }
-      await moveGroup(storage, tree, child, parent?.id ?? null);
+      // The structure is checked again on the tree as it is inside the locked transaction.
+      await storage.transaction(async (trx) => {
+        await storage.groups.lockTree(realm.id, trx);
+        const current = await GroupTree.load(storage, realm.id, trx);
+        if (parent) groupIn(current, parent.id);
+        await moveGroup(storage, current, groupIn(current, child.id), parent?.id ?? null, trx);
+      });
       await recordAdminEvent(ctx, request, realm, 'UPDATE', 'GROUP', parent ? `groups/${parent.id}/children` : 'groups', request.body);
       return reply.code(204).send();
     }

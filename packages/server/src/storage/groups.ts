@@ -23,7 +23,19 @@ function toGroup(row: Selectable<GroupTable>): Group {
  * (`tree`): paths, searches and cycle checks are walks over it in memory (services/groups.ts).
  */
 export class GroupRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: 'sqlite' | 'postgres',
+  ) {}
+
+  /**
+   * Serialises changes of a realm's tree inside `trx` (two concurrent moves could otherwise each pass the cycle
+   * check and make one together): PostgreSQL locks the realm's row; SQLite's one connection already runs one
+   * transaction at a time.
+   */
+  async lockTree(realmId: string, trx: Db): Promise<void> {
+    if (this.dialect === 'postgres') await trx.selectFrom('realm').select('id').where('id', '=', realmId).forUpdate().execute();
+  }
 
   async tree(realmId: string, db: Db = this.db): Promise<Group[]> {
     return (await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).orderBy('name').execute()).map(toGroup);

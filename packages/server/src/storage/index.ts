@@ -31,7 +31,7 @@ export class Storage {
     this.clients = new ClientRepository(db);
     this.users = new UserRepository(db);
     this.roles = new RoleRepository(db);
-    this.groups = new GroupRepository(db);
+    this.groups = new GroupRepository(db, handle.dialect);
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
