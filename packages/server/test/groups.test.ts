@@ -339,7 +339,7 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     await kc.groups.del({ id: upper });
   });
 
-  it('two concurrent moves that would make a cycle together: one passes, the other is refused', async () => {
+  it('concurrent changes of the tree: two moves that would make a cycle together (one is refused), a subgroup created while its parent is deleted', async () => {
     const token = (await kc.getAccessToken())!;
     for (let round = 0; round < 5; round++) {
       const { id: x } = await kc.groups.create({ name: `x${round}` });
@@ -352,6 +352,14 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
       const paths = [(await kc.groups.findOne({ id: x }))!.path, (await kc.groups.findOne({ id: y }))!.path].sort();
       expect([[`/x${round}`, `/x${round}/y${round}`], [`/y${round}`, `/y${round}/x${round}`]]).toContainEqual(paths);
       await kc.groups.del({ id: paths[0] === `/x${round}` ? x : y });
+      // A subgroup created while its parent is deleted: created and deleted with it, or 404; never left behind.
+      const { id: parent } = await kc.groups.create({ name: `p${round}` });
+      const [created] = await Promise.all([
+        api(t.url, 'POST', `/admin/realms/${REALM}/groups/${parent}/children`, token, { name: `orphan${round}` }),
+        api(t.url, 'DELETE', `/admin/realms/${REALM}/groups/${parent}`, token),
+      ]);
+      expect([201, 404]).toContain(created.status);
+      expect(await kc.groups.find({ search: `orphan${round}`, populateHierarchy: false })).toEqual([]);
     }
   });
 

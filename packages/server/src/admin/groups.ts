@@ -158,7 +158,14 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
       await recordAdminEvent(ctx, request, realm, 'UPDATE', 'GROUP', parent ? `groups/${parent.id}/children` : 'groups', request.body);
       return reply.code(204).send();
     }
-    const group = await createGroup(storage, realm, tree, parent?.id ?? null, body);
+    // Under a parent: in the locked transaction, so a parent deleted meanwhile is a 404, not an orphan.
+    const group = parent
+      ? await storage.transaction(async (trx) => {
+          await storage.groups.lockTree(realm.id, trx);
+          const current = await GroupTree.load(storage, realm.id, trx);
+          return createGroup(storage, realm, current, groupIn(current, parent.id).id, body, trx);
+        })
+      : await createGroup(storage, realm, tree, null, body);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'GROUP', `groups/${group.id}`, { ...(request.body as object), id: group.id });
     const location = locationOf(ctx, request, group.id).replace(/\/groups\/[^/]+\/children\//, '/groups/');
     reply.code(201).header('location', location);
@@ -194,7 +201,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // Members of the group and its subgroups lose its roles: taking away admin roles follows the admin-role rule too.
     const subtree = [group.id, ...tree.descendants(group.id).map((g) => g.id)];
     await requireMayHandOut(callerOf(request), tree, subtree, await hasMembers(tree, group));
-    await deleteGroup(storage, tree, group);
+    await deleteGroup(storage, group);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'GROUP', `groups/${group.id}`);
     return reply.code(204).send();
   });

@@ -163,10 +163,13 @@ export async function moveGroup(storage: Storage, tree: GroupTree, group: Group,
   return moved;
 }
 
-/** Deletes a group and every group below it, in one transaction. */
-export async function deleteGroup(storage: Storage, tree: GroupTree, group: Group): Promise<void> {
-  const ids = [group.id, ...tree.descendants(group.id).map((g) => g.id)];
-  await storage.transaction((trx) => storage.groups.deleteMany(ids, trx));
+/** Deletes a group and every group below it (as the tree is inside the transaction, so none is left orphaned). */
+export async function deleteGroup(storage: Storage, group: Group): Promise<void> {
+  await storage.transaction(async (trx) => {
+    await storage.groups.lockTree(group.realmId, trx);
+    const tree = await GroupTree.load(storage, group.realmId, trx);
+    await storage.groups.deleteMany([group.id, ...tree.descendants(group.id).map((g) => g.id)], trx);
+  });
 }
 
 /**
