@@ -327,6 +327,10 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
     await rejects(kc.realms.create({ realm: 'broken', groups: [{ name: 'g', realmRoles: ['missing'] }] }), 400, /realm\.groups\[0\]\.realmRoles.*missing/);
     await rejects(kc.realms.create({ realm: 'broken', groups: [{ name: 'g' }, { name: 'g' }] }), 409, /'g'/);
     expect(await kc.realms.findOne({ realm: 'broken' })).toBeNull();
+    // A realm with groups, memberships, mappings and default groups is deleted whole.
+    await kc.realms.del({ realm: 'imported' });
+    expect(await kc.realms.findOne({ realm: 'imported' })).toBeNull();
+    expect(await t.server.context.storage.db.selectFrom('realm_group').select('id').where('name', '=', 'company').execute()).toEqual([]);
     kc.setConfig({ realmName: REALM });
   });
 
