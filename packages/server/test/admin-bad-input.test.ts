@@ -160,6 +160,7 @@ const eventsConfigFields: unknown[] = [
   { adminEventsEnabled: null, bogus: 1 },
 ];
 
+const groupFields: unknown[] = [{ name: 5 }, { name: '' }, { name: '   ' }, {}, { name: 'x', description: 5 }, { name: 'x\u0000' }, { name: long }, { name: 'x', attributes: 'y' }, { name: 'x', bogus: 1 }, { id: 5, name: 'x' }];
 const objectBody = (fields: unknown[]) => ({ shapes: notAnObject, fields });
 const roleListBody = { shapes: notARoleList, fields: [] as unknown[] };
 
@@ -200,6 +201,13 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, array: [], number: 5, boolean: true, 'not a uuid': 'not-a-uuid', 'unknown uuid': randomUUID(), 'quoted injection': JSON.stringify("' OR 1=1 --"), 'raw injection': "' OR 1=1 --", long, 'raw NUL': 'x\u0000' },
     fields: [],
   },
+  'POST /admin/realms/:realm/groups': objectBody([...groupFields, { name: 'fixture-group' }, { id: randomUUID(), name: 'x' }]),
+  'PUT /admin/realms/:realm/groups/:id': objectBody([...groupFields, { name: 'other-group' }, { id: randomUUID(), name: 'fixture-group' }]),
+  'POST /admin/realms/:realm/groups/:id/children': objectBody([...groupFields, { name: 'fixture-child' }, { id: randomUUID(), name: 'x' }]),
+  'POST /admin/realms/:realm/groups/:id/role-mappings/realm': roleListBody,
+  'DELETE /admin/realms/:realm/groups/:id/role-mappings/realm': roleListBody,
+  'POST /admin/realms/:realm/groups/:id/role-mappings/clients/:client': roleListBody,
+  'DELETE /admin/realms/:realm/groups/:id/role-mappings/clients/:client': roleListBody,
   'PUT /admin/realms/:realm/events/config': objectBody(eventsConfigFields),
   'POST /admin/realms/:realm/authentication/flows': objectBody([
     { alias: 5 },
@@ -249,6 +257,8 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
   'POST /admin/realms/:realm/partial-export',
+  'PUT /admin/realms/:realm/users/:id/groups/:groupId',
+  'PUT /admin/realms/:realm/default-groups/:groupId',
 ];
 
 /** Query parameters each searching or paging GET route reads, with bad values for them. */
@@ -267,6 +277,14 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/clients/:id/offline-sessions': paging,
   'GET /admin/realms/:realm/clients/:id/user-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
+  'GET /admin/realms/:realm/groups': [...paging, ...text('search'), ...text('q'), 'q=novalue', 'exact=maybe', 'briefRepresentation=1', 'populateHierarchy=yes', 'subGroupsCount=0'],
+  'GET /admin/realms/:realm/groups/count': [...text('search'), 'top=maybe'],
+  'GET /admin/realms/:realm/groups/:id/children': [...paging, ...text('search'), 'exact=maybe', 'briefRepresentation=no'],
+  'GET /admin/realms/:realm/groups/:id/members': [...paging, 'briefRepresentation=1'],
+  'GET /admin/realms/:realm/users/:id/groups': [...paging, ...text('search'), 'briefRepresentation=1'],
+  'GET /admin/realms/:realm/users/:id/groups/count': text('search'),
+  'GET /admin/realms/:realm/roles/:roleName/groups': paging,
+  'GET /admin/realms/:realm/clients/:id/roles/:roleName/groups': paging,
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
 /** GET routes that read no query parameter. */
@@ -322,6 +340,16 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/authentication/flows/:flow/executions',
   'GET /admin/realms/:realm/authentication/executions/:id',
   'GET /admin/realms/:realm/authentication/config/:id',
+  'GET /admin/realms/:realm/groups/:id',
+  'GET /admin/realms/:realm/groups/:id/role-mappings',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/realm',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/realm/available',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/realm/composite',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client/available',
+  'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client/composite',
+  'GET /admin/realms/:realm/group-by-path/:path',
+  'GET /admin/realms/:realm/default-groups',
 ];
 
 /** Path-parameter values that must name nothing; each is written into the path exactly as given here. */
@@ -396,6 +424,10 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       eventsConfig: await get(`${base}/events/config`),
       flows: await get(`${base}/authentication/flows`),
       browserExecutions: await get(`${base}/authentication/flows/browser/executions`),
+      groups: await get(`${base}/groups?briefRepresentation=false&populateHierarchy=true&search=`),
+      groupMembers: await get(`${base}/groups/${values['groups:id']}/members`),
+      userGroups: await get(`${base}/users/${values['users:id']}/groups`),
+      defaultGroups: await get(`${base}/default-groups`),
       masterClients: ((await get('/admin/realms/master/clients')) as { clientId: string }[]).map((c) => c.clientId),
       masterUsers: ((await get('/admin/realms/master/users')) as { username: string }[]).map((u) => u.username),
     };
@@ -420,6 +452,11 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     const { id: org } = await kc.organizations.create({ name: 'Fixture', alias: 'fixture', domains: [{ name: 'fixture.example' }] });
     await kc.organizations.create({ name: 'Other Org', alias: 'other-org' });
     await kc.organizations.addMember({ orgId: org, userId: user });
+    const { id: group } = await kc.groups.create({ name: 'fixture-group', attributes: { a: ['b'] } });
+    await kc.groups.create({ name: 'other-group' });
+    await kc.groups.createChildGroup({ id: group }, { name: 'fixture-child' });
+    await kc.groups.addRealmRoleMappings({ id: group, roles: [{ id: role.id!, name: 'fixture-role' }] });
+    await kc.users.addToGroup({ id: user, groupId: group });
     const flows = await kc.authenticationManagement.getFlows();
     const browser = flows.find((f) => f.alias === 'browser')!;
     const [execution] = await kc.authenticationManagement.getExecutions({ flow: 'browser' });
@@ -429,6 +466,9 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'users:id': user,
       'roles-by-id:id': role.id!,
       'organizations:id': org,
+      'groups:id': group,
+      groupId: group,
+      path: 'fixture-group',
       roleName: 'fixture-role',
       client,
       userId: user,

@@ -1,30 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defaultRealm } from '../src/model/defaults.js';
 import type { User } from '../src/model/types.js';
-import { Storage } from '../src/storage/index.js';
-import { createPgDatabase, databases } from './support/server.js';
-
-/** A fresh database of each kind, dropped afterwards. */
-async function withStorage(kind: string, work: (storage: Storage) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'realmgate-bulk-'));
-  const pgDb = kind === 'postgres' ? await createPgDatabase() : null;
-  try {
-    const storage = await Storage.open(pgDb ? pgDb.url : `sqlite:${join(dir, 'bulk.db')}`);
-    try {
-      await work(storage);
-    } finally {
-      await storage.close();
-    }
-  } finally {
-    await pgDb?.drop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+import { databases } from './support/server.js';
+import { withStorage } from './support/storage.js';
 
 describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
   it('inserts more rows than one statement holds, in one transaction, each readable as inserted', async () => {

@@ -1,11 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
+import { GroupTree } from '../services/index.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
 
-/** GET /account/groups: the caller's groups. Groups do not exist in this server yet: always an empty list. */
+/** GET /account/groups: the groups the caller is a member of (directly), with their paths. */
 export function groupsRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/account/groups', async (request: AccountRequest) => {
-    await accountCallerWith(ctx, request, 'manage-account', 'view-groups');
-    return [];
+    const { realm, user } = await accountCallerWith(ctx, request, 'manage-account', 'view-groups');
+    const ids = await ctx.storage.groups.userGroupIds(user.id);
+    if (ids.length === 0) return [];
+    const tree = await GroupTree.load(ctx.storage, realm.id);
+    return ids
+      .map((id) => tree.get(id))
+      .filter((g) => g !== undefined)
+      .map((g) => ({ id: g.id, name: g.name, path: tree.path(g.id) }))
+      .sort((a, b) => a.path.localeCompare(b.path));
   });
 }

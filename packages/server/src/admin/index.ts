@@ -8,6 +8,7 @@ import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { eventRoutes } from './events.js';
+import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { clientInstallationRoutes } from './client-installation.js';
@@ -63,6 +64,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
         userRoutes(realms, ctx);
+        groupRoutes(realms, ctx);
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);

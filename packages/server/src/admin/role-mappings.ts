@@ -30,6 +30,8 @@ export interface RoleMappingResource {
   /** The check of the roles one call names, before anything is written. */
   mayMap?(caller: AdminAuth, roles: Role[]): Promise<void>;
   mappedIds(holderId: string): Promise<string[]>;
+  /** The holder's effective roles (the `/composite` views) when more than its mappings expanded: a user's groups. */
+  effectiveIds?(holder: MappingHolder): Promise<Iterable<string>>;
   add(holderId: string, roleIds: string[]): Promise<void>;
   remove(holderId: string, roleIds: string[]): Promise<void>;
 }
@@ -84,7 +86,7 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
     app.get(`${base}/composite`, async (request: AdminRequest<Params>) => {
       const c = await container(request);
       requireRole(callerOf(request), c.holder.realm, resource.view);
-      const ids = await ctx.storage.roles.expand(await resource.mappedIds(c.holder.id));
+      const ids = resource.effectiveIds ? await resource.effectiveIds(c.holder) : await ctx.storage.roles.expand(await resource.mappedIds(c.holder.id));
       return roleReps(ctx.storage, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
     });
     for (const [method, operation] of [['POST', 'CREATE'], ['DELETE', 'DELETE']] as const) {

@@ -18,6 +18,7 @@ const read = /^GET$/;
 const write = /^(POST|PUT|DELETE)$/;
 const R = '^/admin/realms/:realm';
 const ADMIN_ROLE_RULE = 'each administrative role named must be held by the caller (or be within its power)';
+const GROUP_ROLES_RULE = "each administrative role the group's members hold through it must be held by the caller (or be within its power)";
 const FIXED = 'roles of realm-management and master {realm}-realm clients are fixed';
 
 const rules: Rule[] = [
@@ -32,7 +33,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/clients/:id/scope-mappings`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/clients/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'] }],
   [write, new RegExp(`${R}/clients/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'] }],
-  [read, new RegExp(`${R}/clients/:id/roles/:roleName/users$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/clients/:id/roles/:roleName/(users|groups)$`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/clients/:id/roles/:roleName/composites$`), { roles: ['manage-clients'], note: `${FIXED}; a realm-role child also needs manage-realm; ${ADMIN_ROLE_RULE}` }],
   [write, new RegExp(`${R}/clients/:id/roles`), { roles: ['manage-clients'], note: FIXED }],
   [write, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: 'administration clients are neither renamed nor deleted' }],
@@ -40,6 +41,14 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/clients`), { roles: ['manage-clients'] }],
 
   [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
+  [write, new RegExp(`${R}/users/:id/groups/:groupId$`), { roles: ['manage-users'], note: GROUP_ROLES_RULE }],
+  [read, new RegExp(`${R}/groups(/count)?$`), { roles: ['query-groups'] }],
+  [read, new RegExp(`${R}/(groups|group-by-path)/`), { roles: ['view-users'] }],
+  [write, new RegExp(`${R}/groups/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
+  [write, new RegExp(`${R}/groups(/|$)`), { roles: ['manage-users'], note: `moving or deleting a group with members: ${GROUP_ROLES_RULE}` }],
+  [read, new RegExp(`${R}/default-groups$`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/default-groups/:groupId$`), { roles: ['manage-realm'], note: `adding: ${GROUP_ROLES_RULE}` }],
+  [read, new RegExp(`${R}/roles/:roleName/groups$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
   [write, new RegExp(`${R}/sessions/:id$`), { roles: ['manage-users'] }],

@@ -3,11 +3,12 @@ import { clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { User } from '../model/types.js';
-import { insertUser, setPassword, userSnapshot } from '../services/index.js';
+import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import { credentialRep, passwordCredentialRep } from './representations/credential.js';
+import { stringList } from './representations/fields.js';
 import { parsePasswordCredential, parseUser, userRep, type UserExtras } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -53,7 +54,20 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-users');
     const input = parseUser(request.body);
-    const user = await ctx.storage.transaction((trx) => insertUser(ctx.storage, realm, input, trx));
+    // `groups`: paths of groups the new user joins, as Keycloak's; their roles pass the admin-role rule.
+    const paths = stringList((request.body as { groups?: unknown }).groups, 'user.groups');
+    const tree = paths.length ? await GroupTree.load(ctx.storage, realm.id) : null;
+    const groupIds = paths.map((path, i) => {
+      const group = tree!.byPath(path.startsWith('/') ? path : `/${path}`);
+      if (!group) throw badRequest(`user.groups[${i}]: group "${path}" does not exist`, 'groups');
+      return group.id;
+    });
+    if (tree && groupIds.length) await requireMayMapRoles(ctx, callerOf(request), await groupEffectiveRoles(ctx.storage, tree, groupIds));
+    const user = await ctx.storage.transaction(async (trx) => {
+      const created = await insertUser(ctx.storage, realm, input, trx);
+      await ctx.storage.groups.join(created.id, groupIds, trx);
+      return created;
+    });
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'USER', `users/${user.id}`, await fullRep(user), await userSnapshot(ctx.storage, user));
     return reply.code(201).header('location', locationOf(ctx, request, user.id)).send();
   });
@@ -157,6 +171,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
     mayMap: (caller, roles) => requireMayMapRoles(ctx, caller, roles),
     mappedIds: (userId) => ctx.storage.roles.userRoleIds(userId),
+    effectiveIds: (holder) => heldRoleIds(ctx.storage, holder.id),
     add: (userId, roleIds) => ctx.storage.roles.grant(userId, roleIds),
     remove: (userId, roleIds) => ctx.storage.roles.revoke(userId, roleIds),
   });

@@ -111,6 +111,17 @@ export interface Role {
   description: string | null;
 }
 
+/** A group of users (Keycloak's): roles mapped to it count for its members and the members of its subgroups. */
+export interface Group {
+  id: string;
+  realmId: string;
+  /** null for a top-level group. */
+  parentId: string | null;
+  name: string;
+  description: string | null;
+  attributes: Record<string, string[]>;
+}
+
 export interface Organization {
   id: string;
   realmId: string;

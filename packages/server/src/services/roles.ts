@@ -19,6 +19,14 @@ async function clientScope(storage: Storage, client: Client): Promise<Set<string
 }
 
 /**
+ * Every role a user holds, the one resolution tokens, the role-mapping composite views and admin permission
+ * checks share: mapped to the user or to a group the user is in (or an ancestor of it), composites expanded.
+ */
+export async function heldRoleIds(storage: Storage, userId: string): Promise<Set<string>> {
+  return storage.roles.expand(await storage.groups.userRoleIdsWithGroups(userId));
+}
+
+/**
  * The user's roles with composites expanded, grouped as Keycloak's token claims group them; with `client`,
  * only those in the client's scope.
  */
@@ -36,7 +44,7 @@ const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'cl
 
 async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
   const scope = client ? await clientScope(storage, client) : null;
-  const ids = [...(await storage.roles.expand(await storage.roles.userRoleIds(userId)))].filter((id) => scope === null || scope.has(id));
+  const ids = [...(await heldRoleIds(storage, userId))].filter((id) => scope === null || scope.has(id));
   const roles = await storage.roles.byIds(ids);
   const realmRoles: string[] = [];
   const byClientUuid = new Map<string, string[]>();

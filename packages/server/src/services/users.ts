@@ -5,6 +5,7 @@ import { checkPassword, hashIterations, policyMessage, realmPasswordPolicy, type
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
+import { joinDefaultGroups } from './groups.js';
 import { defaultRolesName } from './realm-provisioning.js';
 
 export interface NewUser {
@@ -18,7 +19,7 @@ export interface NewUser {
   serviceAccountClientId?: string | null;
 }
 
-/** Creates a user with the realm's default roles, as Keycloak does for every new user. */
+/** Creates a user with the realm's default roles and in its default groups, as Keycloak does for every new user. */
 export async function createUser(storage: Storage, realm: Realm, input: NewUser, db: Db): Promise<User> {
   const user: User = {
     id: newId(),
@@ -43,6 +44,7 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
     .where('name', '=', defaultRolesName(realm.name))
     .executeTakeFirst();
   if (defaults) await storage.roles.grant(user.id, [defaults.id], db);
+  await joinDefaultGroups(storage, realm.id, user.id, db);
   return user;
 }
 

@@ -4,6 +4,7 @@ import type { StatementCache } from './sqlite-driver.js';
 import { ClientRepository } from './clients.js';
 import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
+import { GroupRepository } from './groups.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
 import { RoleRepository } from './roles.js';
@@ -24,6 +25,7 @@ export class Storage {
   readonly clients: ClientRepository;
   readonly users: UserRepository;
   readonly roles: RoleRepository;
+  readonly groups: GroupRepository;
   readonly organizations: OrganizationRepository;
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
@@ -35,6 +37,7 @@ export class Storage {
     this.clients = new ClientRepository(db, handle.cache);
     this.users = new UserRepository(db, handle.cache);
     this.roles = new RoleRepository(db);
+    this.groups = new GroupRepository(db, handle.dialect);
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);

@@ -337,4 +337,42 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Groups (Keycloak's): a tree per realm, its role mappings, its members and the realm's default groups. A top-level
+  // group has parent_id '' (not NULL), so the unique (realm_id, parent_id, name) refuses duplicate siblings at
+  // every level, top level too. Subgroups are deleted by the repository (parent_id is not a foreign key).
+  '0010-groups': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('realm_group')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('parent_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addUniqueConstraint('realm_group_sibling_name', ['realm_id', 'parent_id', 'name'])
+        .execute();
+      // The ancestor walk of token role resolution follows parent_id from a group's id (the primary key).
+      await db.schema
+        .createTable('user_group')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('group_id', 'text', (c) => c.notNull().references('realm_group.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('user_group_pk', ['user_id', 'group_id'])
+        .execute();
+      await db.schema.createIndex('user_group_group').on('user_group').columns(['group_id', 'user_id']).execute();
+      await db.schema
+        .createTable('group_role')
+        .addColumn('group_id', 'text', (c) => c.notNull().references('realm_group.id').onDelete('cascade'))
+        .addColumn('role_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('group_role_pk', ['group_id', 'role_id'])
+        .execute();
+      await db.schema.createIndex('group_role_role').on('group_role').column('role_id').execute();
+      await db.schema
+        .createTable('default_group')
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('group_id', 'text', (c) => c.notNull().references('realm_group.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('default_group_pk', ['realm_id', 'group_id'])
+        .execute();
+    },
+  },
 };

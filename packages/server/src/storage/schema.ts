@@ -279,6 +279,33 @@ export interface UserRequiredActionTable {
   required_action: string;
 }
 
+/** A group; `parent_id` is '' for a top-level group. */
+export interface GroupTable {
+  id: string;
+  realm_id: string;
+  parent_id: string;
+  name: string;
+  description: string | null;
+  /** JSON Record<string,string[]> */
+  attributes: string;
+}
+
+export interface UserGroupTable {
+  user_id: string;
+  group_id: string;
+}
+
+export interface GroupRoleTable {
+  group_id: string;
+  role_id: string;
+}
+
+/** The groups every new user of the realm joins. */
+export interface DefaultGroupTable {
+  realm_id: string;
+  group_id: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -303,4 +330,8 @@ export interface Database {
   authenticator_config: AuthenticatorConfigTable;
   credential: CredentialTable;
   user_required_action: UserRequiredActionTable;
+  realm_group: GroupTable;
+  user_group: UserGroupTable;
+  group_role: GroupRoleTable;
+  default_group: DefaultGroupTable;
 }

@@ -19,7 +19,7 @@ export interface UserQuery {
   max?: number;
 }
 
-function toUser(row: Selectable<UserTable>): User {
+export function toUser(row: Selectable<UserTable>): User {
   return {
     id: row.id,
     realmId: row.realm_id,

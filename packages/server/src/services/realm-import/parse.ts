@@ -1,6 +1,7 @@
 import { parseAuthentication } from '../../admin/representations/authentication.js';
 import { parseClient } from '../../admin/representations/client.js';
 import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
+import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
 import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
 import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
@@ -14,7 +15,10 @@ export interface RealmImport {
   realmRoles: ImportedRole[];
   clientRoles: Record<string, ImportedRole[]>;
   clients: Partial<Client>[];
-  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; serviceAccountOf?: string | null })[];
+  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; groups?: string[]; serviceAccountOf?: string | null })[];
+  /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
+  groups: ImportedGroup[];
+  defaultGroups: string[];
   organizations: (OrganizationInput & { members?: string[] })[];
   authentication: FlowImport;
   /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
@@ -29,12 +33,12 @@ export interface RealmImport {
  */
 const NOT_IMPORTED = {
   realm: [
-    'groups', 'defaultGroups', 'clientScopes', 'defaultDefaultClientScopes', 'defaultOptionalClientScopes', 'identityProviders',
+    'clientScopes', 'defaultDefaultClientScopes', 'defaultOptionalClientScopes', 'identityProviders',
     'identityProviderMappers', 'components', 'userFederationProviders', 'userFederationMappers', 'federatedUsers',
     'localizationTexts', 'requiredCredentials',
   ],
   client: ['protocolMappers', 'defaultClientScopes', 'optionalClientScopes', 'authorizationSettings', 'authenticationFlowBindingOverrides'],
-  user: ['groups', 'federatedIdentities', 'clientConsents'],
+  user: ['federatedIdentities', 'clientConsents'],
 } as const;
 
 function holdsData(value: unknown): boolean {
@@ -141,6 +145,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       ...parseUser(u, path, onUnknown),
       realmRoles: stringList(raw?.realmRoles, `${path}.realmRoles`),
       clientRoles: clientRoleMap,
+      groups: stringList((u as { groups?: unknown })?.groups, `${path}.groups`),
       serviceAccountOf: serviceAccountOf ?? null,
     };
   });
@@ -153,11 +158,13 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     });
     return { ...parseOrganization(o, path, onUnknown), members };
   });
+  const groups = asArray(rep.groups, 'realm.groups').map((g, i) => parseImportedGroup(g, `realm.groups[${i}]`, onUnknown));
+  const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');
   const authentication = parseAuthentication(rep, onUnknown);
   const scopeMappings = parseScopeMappings(rep, (path) => {
     notImported.push(path);
     reportUnknown?.(path);
   });
   notImported.push(...notImportedParts(rep));
-  return { settings, realmRoles, clientRoles, clients, users, organizations, authentication, scopeMappings, notImported };
+  return { settings, realmRoles, clientRoles, clients, users, groups, defaultGroups, organizations, authentication, scopeMappings, notImported };
 }

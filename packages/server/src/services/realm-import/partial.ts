@@ -76,6 +76,11 @@ export async function partialImport(
   const { storage } = ctx;
   const { policy, data } = input;
   const results: PartialImportResult[] = [];
+  // Groups are imported with a whole realm; a partial import names them as not imported (and a user's groups too).
+  if (data.groups.length) data.notImported.push('groups');
+  data.users.forEach((u, i) => {
+    if (u.groups?.length) data.notImported.push(`users[${i}].groups`);
+  });
   const masterClients = realm.name === 'master' ? new Set((await storage.realms.list()).map((r) => adminClientId(r.name))) : new Set<string>();
   // Master's {realm}-realm clients hold each realm's administration, as realm-management does inside it.
   const provisioned = (clientId: string) => PROVISIONED_CLIENTS.has(clientId) || masterClients.has(clientId);
@@ -169,7 +174,7 @@ export async function partialImport(
       await trx.deleteFrom('role_composite').where('parent_id', '=', role.id).execute();
     }
     for (const id of usersToRemove) await storage.users.delete(id, trx);
-    const writes = { ...data, clients, realmRoles, clientRoles, users, authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [] };
+    const writes = { ...data, clients, realmRoles, clientRoles, users, groups: [], defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [] };
     await importRealmContents(ctx, realm, writes, trx);
   });
 

@@ -1,11 +1,14 @@
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
 import { badRequest } from '../../model/errors.js';
-import type { Realm } from '../../model/types.js';
+import type { Group, Realm } from '../../model/types.js';
 import type { Db } from '../../storage/index.js';
+import type { ImportedGroup } from '../../admin/representations/group.js';
 import type { ImportedRole } from '../../admin/representations/role.js';
+import type { Storage } from '../../storage/index.js';
 import { insertClient } from '../clients.js';
 import { saveOrganization } from '../organizations.js';
+import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
 import type { RealmImport } from './parse.js';
 
@@ -84,6 +87,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     if (!row) throw badRequest(`${path}.serviceAccountClientId: client "${clientId}" has no service account (serviceAccountsEnabled is false)`);
     return row;
   };
+  const groups = await importGroups(storage, realm, data, trx, roleId, clientContainer);
   const userIds = new Map<string, string>();
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
@@ -95,6 +99,19 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       for (const name of names) grants.push(await roleId(clientContainer(clientId, `${path}.clientRoles`), name, `${path}.clientRoles.${clientId}`));
     }
     await storage.roles.grant(user.id, grants, trx);
+    const memberOf: string[] = [];
+    for (const [j, groupPath] of (input.groups ?? []).entries()) {
+      const group = groups.byPath(groupPath.startsWith('/') ? groupPath : `/${groupPath}`);
+      if (!group) throw badRequest(`${path}.groups[${j}]: group "${groupPath}" does not exist`);
+      memberOf.push(group.id);
+    }
+    await storage.groups.join(user.id, memberOf, trx);
+  }
+  // After the users: as in Keycloak, an imported user is in the groups the file lists, not the default ones.
+  for (const [i, path] of data.defaultGroups.entries()) {
+    const group = groups.byPath(path.startsWith('/') ? path : `/${path}`);
+    if (!group) throw badRequest(`realm.defaultGroups[${i}]: group "${path}" does not exist`);
+    await storage.groups.addDefault(realm.id, group.id, trx);
   }
   for (const [i, input] of data.organizations.entries()) {
     const path = `realm.organizations[${i}]`;
@@ -105,4 +122,29 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       await storage.organizations.addMember(org.id, userId, trx);
     }
   }
+}
+
+/** The realm file's groups, subgroups and the roles mapped to them; the tree they make, for users' and default groups' paths. */
+async function importGroups(
+  storage: Storage,
+  realm: Realm,
+  data: RealmImport,
+  trx: Db,
+  roleId: (containerId: string, name: string, path: string) => Promise<string>,
+  clientContainer: (clientId: string, path: string) => string,
+): Promise<GroupTree> {
+  const created: Group[] = [];
+  const create = async (input: ImportedGroup, parentId: string | null) => {
+    const group = await createGroup(storage, realm, new GroupTree(created), parentId, input, trx);
+    created.push(group);
+    const roles: string[] = [];
+    for (const name of input.realmRoles) roles.push(await roleId(realm.id, name, `${input.path}.realmRoles`));
+    for (const [clientId, names] of Object.entries(input.clientRoles)) {
+      for (const name of names) roles.push(await roleId(clientContainer(clientId, `${input.path}.clientRoles`), name, `${input.path}.clientRoles.${clientId}`));
+    }
+    await storage.groups.grant(group.id, roles, trx);
+    for (const sub of input.subGroups) await create(sub, group.id);
+  };
+  for (const input of data.groups) await create(input, null);
+  return new GroupTree(created);
 }

@@ -1,0 +1,209 @@
+import { sql, type Selectable } from 'kysely';
+import type { Group, User } from '../model/types.js';
+import type { Db } from './db.js';
+import type { GroupTable } from './schema.js';
+import { fromJson, toJson } from './codec.js';
+import { toUser } from './users.js';
+
+const TOP = '';
+
+function toGroup(row: Selectable<GroupTable>): Group {
+  return {
+    id: row.id,
+    realmId: row.realm_id,
+    parentId: row.parent_id === TOP ? null : row.parent_id,
+    name: row.name,
+    description: row.description,
+    attributes: fromJson(row.attributes, {}),
+  };
+}
+
+/**
+ * Groups, their role mappings, members and the realm's default groups. The tree of a realm is read whole
+ * (`tree`): paths, searches and cycle checks are walks over it in memory (services/groups.ts).
+ */
+export class GroupRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: 'sqlite' | 'postgres',
+  ) {}
+
+  /**
+   * Serialises changes of a realm's tree inside `trx` (two concurrent moves could otherwise each pass the cycle
+   * check and make one together): PostgreSQL locks the realm's row; SQLite's one connection already runs one
+   * transaction at a time.
+   */
+  async lockTree(realmId: string, trx: Db): Promise<void> {
+    if (this.dialect === 'postgres') await trx.selectFrom('realm').select('id').where('id', '=', realmId).forUpdate().execute();
+  }
+
+  async tree(realmId: string, db: Db = this.db): Promise<Group[]> {
+    return (await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).orderBy('name').execute()).map(toGroup);
+  }
+
+  async byId(realmId: string, id: string, db: Db = this.db): Promise<Group | null> {
+    const row = await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).where('id', '=', id).executeTakeFirst();
+    return row ? toGroup(row) : null;
+  }
+
+  async insert(group: Group, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('realm_group')
+      .values({ id: group.id, realm_id: group.realmId, parent_id: group.parentId ?? TOP, name: group.name, description: group.description, attributes: toJson(group.attributes) })
+      .execute();
+  }
+
+  /** Name, description, attributes and parent. */
+  async update(group: Group, db: Db = this.db): Promise<void> {
+    await db
+      .updateTable('realm_group')
+      .set({ parent_id: group.parentId ?? TOP, name: group.name, description: group.description, attributes: toJson(group.attributes) })
+      .where('id', '=', group.id)
+      .execute();
+  }
+
+  /** Deletes the groups (a group and its subgroups); memberships, role mappings and default entries go with them. */
+  async deleteMany(ids: string[], db: Db = this.db): Promise<void> {
+    for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('realm_group').where('id', 'in', ids.slice(i, i + 500)).execute();
+  }
+
+  // Role mappings ---------------------------------------------------------------------------------------
+
+  async roleIds(groupIds: string[], db: Db = this.db): Promise<string[]> {
+    const ids = new Set<string>();
+    for (let i = 0; i < groupIds.length; i += 500) {
+      for (const row of await db.selectFrom('group_role').select('role_id').where('group_id', 'in', groupIds.slice(i, i + 500)).execute()) ids.add(row.role_id);
+    }
+    return [...ids];
+  }
+
+  /** The roles mapped to each of the groups, with what their representations show. */
+  async mappedRoles(groupIds: string[]): Promise<{ group_id: string; name: string; client_role: number; container_id: string }[]> {
+    const rows: { group_id: string; name: string; client_role: number; container_id: string }[] = [];
+    for (let i = 0; i < groupIds.length; i += 500) {
+      rows.push(
+        ...(await this.db
+          .selectFrom('group_role')
+          .innerJoin('role', 'role.id', 'group_role.role_id')
+          .select(['group_role.group_id', 'role.name', 'role.client_role', 'role.container_id'])
+          .where('group_role.group_id', 'in', groupIds.slice(i, i + 500))
+          .execute()),
+      );
+    }
+    return rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async grant(groupId: string, roleIds: string[], db: Db = this.db): Promise<void> {
+    const fresh = [...new Set(roleIds)];
+    if (fresh.length === 0) return;
+    await db
+      .insertInto('group_role')
+      .values(fresh.map((role_id) => ({ group_id: groupId, role_id })))
+      .onConflict((oc) => oc.columns(['group_id', 'role_id']).doNothing())
+      .execute();
+  }
+
+  async revoke(groupId: string, roleIds: string[], db: Db = this.db): Promise<void> {
+    if (roleIds.length === 0) return;
+    await db.deleteFrom('group_role').where('group_id', '=', groupId).where('role_id', 'in', roleIds).execute();
+  }
+
+  /** The groups a role is mapped to directly. */
+  async withRole(realmId: string, roleId: string, first: number, max: number): Promise<Group[]> {
+    const rows = await this.db
+      .selectFrom('realm_group')
+      .innerJoin('group_role', 'group_role.group_id', 'realm_group.id')
+      .selectAll('realm_group')
+      .where('realm_group.realm_id', '=', realmId)
+      .where('group_role.role_id', '=', roleId)
+      .orderBy('realm_group.name')
+      .limit(max)
+      .offset(first)
+      .execute();
+    return rows.map(toGroup);
+  }
+
+  /**
+   * The role ids a user holds before composites are expanded: mapped to the user, or to a group the user is a
+   * member of or to any ancestor of such a group. One query (a recursive walk up the tree, the same SQL on
+   * SQLite and PostgreSQL; UNION stops on a repeated row, so even a corrupted cyclic tree ends).
+   */
+  async userRoleIdsWithGroups(userId: string, db: Db = this.db): Promise<string[]> {
+    const { rows } = await this.userRoleIdsQuery(userId).execute(db);
+    return rows.map((r) => r.role_id);
+  }
+
+  /** The query of userRoleIdsWithGroups (its plan is checked by test/groups-storage.test.ts). */
+  userRoleIdsQuery(userId: string) {
+    return sql<{ role_id: string }>`
+      with recursive member_of(id) as (
+        select group_id from user_group where user_id = ${userId}
+        union
+        select g.parent_id from realm_group g join member_of m on g.id = m.id where g.parent_id <> ''
+      )
+      select role_id from user_role where user_id = ${userId}
+      union
+      select gr.role_id from group_role gr join member_of m on gr.group_id = m.id
+    `;
+  }
+
+  // Members -----------------------------------------------------------------------------------------------
+
+  /** The group's direct members, by username, one page. */
+  async members(groupId: string, first: number, max: number): Promise<User[]> {
+    const rows = await this.db
+      .selectFrom('user_group')
+      .innerJoin('user_entity', 'user_entity.id', 'user_group.user_id')
+      .selectAll('user_entity')
+      .where('user_group.group_id', '=', groupId)
+      .orderBy('user_entity.username')
+      .limit(max)
+      .offset(first)
+      .execute();
+    return rows.map(toUser);
+  }
+
+  /** Whether any of the groups has a member (every id is checked, in batches: the admin-role rule relies on it). */
+  async hasMembers(groupIds: string[], db: Db = this.db): Promise<boolean> {
+    for (let i = 0; i < groupIds.length; i += 500) {
+      if (await db.selectFrom('user_group').select('user_id').where('group_id', 'in', groupIds.slice(i, i + 500)).limit(1).executeTakeFirst()) return true;
+    }
+    return false;
+  }
+
+  async userGroupIds(userId: string, db: Db = this.db): Promise<string[]> {
+    return (await db.selectFrom('user_group').select('group_id').where('user_id', '=', userId).execute()).map((r) => r.group_id);
+  }
+
+  async join(userId: string, groupIds: string[], db: Db = this.db): Promise<void> {
+    const fresh = [...new Set(groupIds)];
+    if (fresh.length === 0) return;
+    await db
+      .insertInto('user_group')
+      .values(fresh.map((group_id) => ({ user_id: userId, group_id })))
+      .onConflict((oc) => oc.columns(['user_id', 'group_id']).doNothing())
+      .execute();
+  }
+
+  async leave(userId: string, groupId: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_group').where('user_id', '=', userId).where('group_id', '=', groupId).execute();
+  }
+
+  // Default groups ----------------------------------------------------------------------------------------
+
+  async defaultGroupIds(realmId: string, db: Db = this.db): Promise<string[]> {
+    return (await db.selectFrom('default_group').select('group_id').where('realm_id', '=', realmId).execute()).map((r) => r.group_id);
+  }
+
+  async addDefault(realmId: string, groupId: string, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('default_group')
+      .values({ realm_id: realmId, group_id: groupId })
+      .onConflict((oc) => oc.columns(['realm_id', 'group_id']).doNothing())
+      .execute();
+  }
+
+  async removeDefault(realmId: string, groupId: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('default_group').where('realm_id', '=', realmId).where('group_id', '=', groupId).execute();
+  }
+}
