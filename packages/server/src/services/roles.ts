@@ -31,8 +31,8 @@ export async function heldRoleIds(storage: Storage, userId: string): Promise<Set
  * only those in the client's scope.
  */
 export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
-  // Cached per user and client (frozen). Any write to a role table, a client, or a table the cache does not know
-  // (groups) invalidates them all: role changes are rare, and coarse invalidation cannot miss one.
+  // Cached per user and client (frozen). Any write to a role or group table, a client, or a table the cache does
+  // not know invalidates them all: role changes are rare, and coarse invalidation cannot miss one.
   const roles = await storage.cache.get(`roles\0${realmId}\0${userId}\0${client?.id ?? ''}`, ROLE_TABLES, () =>
     loadEffectiveRoles(storage, realmId, userId, client),
   );
@@ -40,7 +40,7 @@ export async function effectiveRoles(storage: Storage, realmId: string, userId: 
 }
 
 /** What effective roles are read from. A write to any of them (or to a table the cache does not know) clears them. */
-const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client'];
+const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client', 'realm_group', 'user_group', 'group_role'];
 
 async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
   const scope = client ? await clientScope(storage, client) : null;

@@ -28,6 +28,9 @@ const VOLATILE_TABLES = new Set([
   'refresh_token_family',
   'revoked_token',
   'password_history',
+  // A user's OTP credentials and pending required actions: read per sign-in, never through the cache.
+  'credential',
+  'user_required_action',
   'event_entity',
   'admin_event_entity',
   'kysely_migration',
@@ -35,7 +38,11 @@ const VOLATILE_TABLES = new Set([
 ]);
 
 /** Tables cached values are read from, each invalidated alone; a write to any other table invalidates everything. */
-const CACHED_TABLES = new Set(['realm', 'realm_key', 'client', 'user_entity', 'role', 'role_composite', 'user_role', 'scope_mapping']);
+const CACHED_TABLES = new Set([
+  'realm', 'realm_key', 'client', 'user_entity', 'role', 'role_composite', 'user_role', 'scope_mapping',
+  // Effective roles come through groups too (services/roles.ts).
+  'realm_group', 'user_group', 'group_role',
+]);
 
 /** Every entry depends on these: any unknown table, and the realm (its deletion cascades to everything). */
 const ALWAYS = ['*', 'realm'] as const;

@@ -158,7 +158,8 @@ export function writtenTables(compiledQuery: CompiledQuery): Set<string> | null 
       return tablesOf([node.into]);
     default: {
       const text = compiledQuery.sql;
-      if (/^\s*(select|pragma|explain)\b/i.test(text) && !/\b(insert|update|delete)\b/i.test(text)) return null;
+      // A read, `WITH RECURSIVE … SELECT` included (the groups' role walk), unless it holds a write.
+      if (/^\s*(select|pragma|explain|with)\b/i.test(text) && !/\b(insert|update|delete)\b/i.test(text)) return null;
       const write = RAW_WRITE.exec(text);
       if (write) return new Set([write[2].toLowerCase()]);
       if (RAW_SCHEMA.test(text)) return new Set(['*']);
