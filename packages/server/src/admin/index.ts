@@ -11,6 +11,7 @@ import { eventRoutes } from './events.js';
 import { keyRoutes } from './keys.js';
 import { offlineSessionRoutes } from './offline-sessions.js';
 import { organizationRoutes } from './organizations.js';
+import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
@@ -25,7 +26,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
       // Every route declares what it requires (route-permissions.ts); one that does not stops start-up.
       admin.addHook('onRoute', (route) => {
         for (const method of [route.method].flat()) {
-          if (method !== 'HEAD' && !routePermission(method, route.url)) throw new Error(`admin route ${method} ${route.url} has no entry in route-permissions.ts`);
+          // A provider's admin route requires the role it declares (provider-resources.ts).
+          if (method !== 'HEAD' && !route.config?.providerAdminRole && !routePermission(method, route.url)) throw new Error(`admin route ${method} ${route.url} has no entry in route-permissions.ts`);
         }
       });
       admin.addHook('onRequest', async (request) => {
@@ -69,6 +71,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         offlineSessionRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
+        providerAdminRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },
