@@ -121,7 +121,7 @@ export class OutboxWorker {
     try {
       const now = Date.now();
       const stats = await this.options.store.stats(now);
-      this.options.metrics.depth(stats.depth, stats.oldestDueCreatedAt === null ? 0 : Math.max(0, (now - stats.oldestDueCreatedAt) / 1000));
+      this.options.metrics.depth(stats.depth, stats.oldestDueAt === null ? 0 : Math.max(0, (now - stats.oldestDueAt) / 1000));
     } catch (error) {
       this.logError('webhook outbox statistics failed', error);
     }
@@ -166,7 +166,9 @@ export class OutboxWorker {
         try {
           const items = await this.options.store.claimDue(free, leaseMs);
           claimed = items.length;
-          for (const item of items) if (!this.closing) this.start1(item);
+          // An item this node is still sending (its lease ran out meanwhile, or the clock jumped) is not sent twice
+          // from here: the attempt under way records it; the claim has only renewed the lease.
+          for (const item of items) if (!this.closing && !this.inFlight.has(item.id)) this.start1(item);
         } catch (error) {
           this.logError('webhook outbox claim failed', error);
         }

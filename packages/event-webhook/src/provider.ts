@@ -403,7 +403,7 @@ function outboxMetrics(metrics: Metrics, hooks: DeliveryMetrics): OutboxMetrics 
   const depth = metrics.gauge('realmgate_webhook_outbox_depth', 'Webhook deliveries in the outbox not yet delivered or dead (all nodes)');
   const oldest = metrics.gauge(
     'realmgate_webhook_outbox_oldest_due_seconds',
-    'Age of the oldest webhook delivery that is due now and waiting (endpoint not paused), 0 when none',
+    'How long the most overdue webhook delivery has been due (endpoint not paused): the workers\' lag, 0 when none',
   );
   depth.set(undefined, 0);
   oldest.set(undefined, 0);

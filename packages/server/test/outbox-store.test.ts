@@ -97,7 +97,12 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
       // paused: d2 waits, the other client's item goes
       expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['other']);
       // d2 (pending, due) is on a paused endpoint and 'other' is being sent: nothing waits that could go
-      expect(await store.stats(now)).toEqual({ depth: 2, oldestDueCreatedAt: null });
+      expect(await store.stats(now)).toEqual({ depth: 2, oldestDueAt: null });
+      now += 5;
+      await store.setPaused(realmId, 'client-b', true, 'test');
+      await store.setPaused(realmId, 'client-a', false, null);
+      expect(await store.stats(now)).toEqual({ depth: 2, oldestDueAt: now - 5 }); // d2, due 5 ms ago
+      await store.setPaused(realmId, 'client-b', false, null);
       await store.setPaused(realmId, 'client-a', false, null);
       expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['d2']);
 

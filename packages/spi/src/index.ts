@@ -247,8 +247,11 @@ export interface OutboxEndpointState {
 export interface OutboxStats {
   /** Items not yet final (pending or sending). */
   depth: number;
-  /** Enqueue time of the oldest pending item that is due now (its endpoint not paused), or null. */
-  oldestDueCreatedAt: number | null;
+  /**
+   * Due time of the most overdue unfinished item (due now, its endpoint not paused; a lease that ran out counts),
+   * or null: `now - oldestDueAt` is how far the workers lag behind.
+   */
+  oldestDueAt: number | null;
 }
 
 export interface OutboxStore {

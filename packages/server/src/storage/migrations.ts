@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 
 // One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
 export const migrations: Record<string, Migration> = {
@@ -314,8 +314,8 @@ export const migrations: Record<string, Migration> = {
     },
   },
   // Providers' durable outboxes (SPI OutboxStore; the webhook extension's outbox mode): the items, each attempt,
-  // and the per-endpoint pause state. provider_outbox_due serves the claim (state, due_at); provider_outbox_order
-  // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries and the purge.
+  // and the per-endpoint pause state. provider_outbox_due serves the claim (due_at order); provider_outbox_order
+  // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries; _updated the purge.
   '0009-provider-outbox': {
     async up(db: Kysely<any>) {
       await db.schema
@@ -342,8 +342,10 @@ export const migrations: Record<string, Migration> = {
         .addColumn('last_error', 'text')
         .addPrimaryKeyConstraint('provider_outbox_pk', ['provider_id', 'id'])
         .execute();
-      await db.schema.createIndex('provider_outbox_due').on('provider_outbox').columns(['provider_id', 'state', 'due_at']).execute();
-      await db.schema.createIndex('provider_outbox_order').on('provider_outbox').columns(['provider_id', 'endpoint', 'order_key', 'seq']).execute();
+      // Partial: only unfinished rows, so delivered ones kept for the retention period never slow the claim.
+      const unfinished = sql<boolean>`state in ('pending', 'sending')`;
+      await db.schema.createIndex('provider_outbox_due').on('provider_outbox').columns(['provider_id', 'due_at', 'seq']).where(unfinished).execute();
+      await db.schema.createIndex('provider_outbox_order').on('provider_outbox').columns(['provider_id', 'endpoint', 'order_key', 'seq']).where(unfinished).execute();
       await db.schema.createIndex('provider_outbox_list').on('provider_outbox').columns(['provider_id', 'realm_id', 'created_at']).execute();
       await db.schema.createIndex('provider_outbox_updated').on('provider_outbox').columns(['provider_id', 'updated_at']).execute();
       await db.schema

@@ -76,6 +76,11 @@ type OutboxTables = {
 type OutboxDb = Kysely<OutboxTables>;
 
 const UNFINISHED: OutboxState[] = ['pending', 'sending'];
+/**
+ * The partial indexes' predicate, as literal SQL: a planner uses a partial index only when the query carries its
+ * condition, and SQLite cannot see that through bound parameters.
+ */
+const unfinished = (alias: 'b' | 'c' | 'n') => sql<boolean>`${sql.ref(`${alias}.state`)} in ('pending', 'sending')`;
 const FINISHED: OutboxState[] = ['delivered', 'dead'];
 /** Rows per INSERT: well under SQLite's 32,766 bound parameters (20 columns each). */
 const INSERT_BATCH = 500;
@@ -133,7 +138,7 @@ export class OutboxRepository implements OutboxStore {
     private readonly dialect: 'sqlite' | 'postgres',
     private readonly providerId: string,
     readonly nodeId: string,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: () => number = () => Date.now(),
   ) {
     this.db = db.withTables<OutboxTables>() as unknown as OutboxDb;
   }
@@ -141,7 +146,7 @@ export class OutboxRepository implements OutboxStore {
   async enqueue(items: OutboxItemInput[]): Promise<void> {
     const now = this.clock();
     for (let start = 0; start < items.length; start += INSERT_BATCH) {
-      const rows: OutboxTable[] = items.slice(start, start + INSERT_BATCH).map((item) => ({
+      const rows = items.slice(start, start + INSERT_BATCH).map((item) => ({
         provider_id: this.providerId,
         id: item.id,
         seq: nextSeq(now),
@@ -156,7 +161,7 @@ export class OutboxRepository implements OutboxStore {
         attempts: 0,
         total_attempts: 0,
         max_attempts: item.maxAttempts,
-        due_at: now,
+        due_at: item.orderKey === null ? now : this.dueBehind(item.endpoint, item.orderKey, now),
         claimed_by: null,
         created_at: now,
         updated_at: now,
@@ -171,6 +176,29 @@ export class OutboxRepository implements OutboxStore {
     }
   }
 
+  /**
+   * A new item is due no sooner than the unfinished items before it with the same order key (it could not be
+   * claimed before them anyway): a backlog behind a failing head is then not due, and the claim's scan over
+   * due rows never wades through it. finishAttempt keeps this true (pushes on retry, releases on finish).
+   */
+  private dueBehind(endpoint: string, orderKey: string, now: number) {
+    // The last unfinished item of the key has the latest due time; ORDER BY seq DESC LIMIT 1 keeps the planner on
+    // provider_outbox_order (a max() over due_at made SQLite range-scan provider_outbox_due: quadratic in bulk).
+    return sql<number>`coalesce((select case when b.due_at > ${now} then b.due_at end from provider_outbox b where b.provider_id = ${this.providerId} and b.endpoint = ${endpoint} and b.order_key = ${orderKey} and ${unfinished('b')} order by b.seq desc limit 1), ${now})`;
+  }
+
+  /** The unfinished items after `item` with the same order key. */
+  private followers(db: OutboxDb, item: OutboxItem) {
+    return db
+      .updateTable('provider_outbox')
+      .where('provider_id', '=', this.providerId)
+      .where('endpoint', '=', item.endpoint)
+      .where('order_key', '=', item.orderKey)
+      .where(sql<boolean>`state in ('pending', 'sending')`)
+      .where('seq', '>', (eb) => eb.selectFrom('provider_outbox as s').select('s.seq').where('s.provider_id', '=', this.providerId).where('s.id', '=', item.id))
+      .where('state', '=', 'pending');
+  }
+
   async claimDue(limit: number, leaseMs: number): Promise<OutboxItem[]> {
     const now = this.clock();
     const p = this.providerId;
@@ -181,7 +209,7 @@ export class OutboxRepository implements OutboxStore {
       .whereRef('b.endpoint', '=', 'c.endpoint' as never)
       .whereRef('b.order_key', '=', 'c.order_key' as never)
       .whereRef('b.seq', '<', 'c.seq' as never)
-      .where('b.state', 'in', UNFINISHED);
+      .where(unfinished('b'));
     const rows = await this.db
       // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED
       // subquery again per row and claim more than `limit` (seen: 3 of limit 2).
@@ -192,7 +220,7 @@ export class OutboxRepository implements OutboxStore {
             .selectFrom('provider_outbox as c')
             .select('c.id')
             .where('c.provider_id', '=', p)
-            .where('c.state', 'in', UNFINISHED)
+            .where(unfinished('c'))
             .where('c.due_at', '<=', now)
             .where(({ not, exists, or, eb }) =>
               not(exists(this.pausedEndpoint())).and(or([eb('c.order_key', 'is', null), not(exists(earlierUnfinished))])),
@@ -265,6 +293,25 @@ export class OutboxRepository implements OutboxStore {
           response_excerpt: attempt.responseExcerpt,
         })
         .execute();
+      if (item.orderKey !== null) {
+        if (next.state === 'pending') {
+          // The items behind it wait at least as long (see dueBehind).
+          await this.followers(trx, item).set({ due_at: next.dueAt }).where('due_at', '<', next.dueAt).execute();
+        } else {
+          // Finished: the next one (never tried, held back behind it) is due now.
+          const nextInLine = trx
+            .selectFrom('provider_outbox as n')
+            .select('n.id')
+            .where('n.provider_id', '=', p)
+            .where('n.endpoint', '=', item.endpoint)
+            .where('n.order_key', '=', item.orderKey)
+            .where(unfinished('n'))
+            .where('n.seq', '>', (eb) => eb.selectFrom('provider_outbox as s').select('s.seq').where('s.provider_id', '=', p).where('s.id', '=', item.id))
+            .orderBy('n.seq')
+            .limit(1);
+          await this.followers(trx, item).set({ due_at: now }).where('attempts', '=', 0).where('due_at', '>', now).where('id', 'in', nextInLine).execute();
+        }
+      }
       if (next.state === 'delivered') {
         // Cheap when there was no failure: the WHERE matches nothing.
         await trx
@@ -399,21 +446,24 @@ export class OutboxRepository implements OutboxStore {
   async stats(now: number): Promise<OutboxStats> {
     const p = this.providerId;
     const depth = await this.db
-      .selectFrom('provider_outbox')
+      .selectFrom('provider_outbox as c')
       .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('provider_id', '=', p)
-      .where('state', 'in', UNFINISHED)
+      .where('c.provider_id', '=', p)
+      .where(unfinished('c'))
+      // Always true; it steers SQLite (no statistics) to the partial index: 25 ms instead of 250 ms at 100,000 rows.
+      .where('c.due_at', '>=', 0)
       .executeTakeFirstOrThrow();
     const oldest = await this.db
       .selectFrom('provider_outbox as c')
-      .select((eb) => eb.fn.min('c.created_at').as('t'))
+      .select('c.due_at')
       .where('c.provider_id', '=', p)
-      .where('c.state', '=', 'pending')
+      .where(unfinished('c'))
       .where('c.due_at', '<=', now)
       .where(({ not, exists }) => not(exists(this.pausedEndpoint())))
+      .orderBy('c.due_at')
+      .limit(1)
       .executeTakeFirst();
-    const t = oldest?.t;
-    return { depth: Number(depth.n), oldestDueCreatedAt: t === null || t === undefined ? null : Number(t) };
+    return { depth: Number(depth.n), oldestDueAt: oldest ? Number(oldest.due_at) : null };
   }
 
   async purgeFinishedBefore(time: number, limit: number): Promise<number> {
