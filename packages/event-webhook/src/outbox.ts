@@ -236,7 +236,11 @@ export class OutboxWorker {
       error: result.ok ? null : result.reason,
       responseExcerpt: result.excerpt ?? null,
     };
-    const { recorded, endpoint } = await this.options.store.finishAttempt(item, attempt, next, settings.pauseAfterFailures);
+    // A receiver that cannot be reached or is overloaded: its other deliveries wait for this one's retry (the
+    // store applies it from the second failure in a row), so a dead endpoint costs one probe per retry, not one
+    // attempt per queued delivery.
+    const holdUntil = !result.ok && result.retryable ? (next.state === 'pending' ? next.dueAt : Date.now() + retryDelay(settings, 1, this.options.random)) : null;
+    const { recorded, endpoint } = await this.options.store.finishAttempt(item, attempt, next, { pauseAfterFailures: settings.pauseAfterFailures, holdUntil });
     if (!recorded) {
       logger.warn(`webhook delivery ${item.id}: the lease ran out during the attempt; another node owns it now`, fields);
       return;

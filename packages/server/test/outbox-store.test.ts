@@ -59,7 +59,7 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
 
       // u1-1 fails and is due again in 1 s: u1-2 still waits behind it.
       const u11 = first.find((i) => i.id === 'u1-1')!;
-      expect((await a.finishAttempt(u11, attempt, { state: 'pending', dueAt: now + 1000 }, 0)).recorded).toBe(true);
+      expect((await a.finishAttempt(u11, attempt, { state: 'pending', dueAt: now + 1000 }, { pauseAfterFailures: 0 })).recorded).toBe(true);
       expect(await b.claimDue(10, 5000)).toEqual([]);
       now += 1000;
       const again = await b.claimDue(10, 5000);
@@ -73,10 +73,10 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
       expect((await b.claimDue(10, 5000)).map((i) => i.id).sort()).toEqual(['u2-1', 'x']);
       // node a's late result is refused: node b owns them now
       const lost = first.find((i) => i.id === 'x')!;
-      expect((await a.finishAttempt(lost, { ...attempt, status: 204, error: null }, { state: 'delivered' }, 0)).recorded).toBe(false);
+      expect((await a.finishAttempt(lost, { ...attempt, status: 204, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 })).recorded).toBe(false);
 
       // delivered u1-1 releases u1-2
-      expect((await b.finishAttempt(again[0], { ...attempt, status: 204, error: null }, { state: 'delivered' }, 0)).recorded).toBe(true);
+      expect((await b.finishAttempt(again[0], { ...attempt, status: 204, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 })).recorded).toBe(true);
       expect((await a.claimDue(10, 5000)).map((i) => i.id)).toEqual(['u1-2']);
       const log = await a.attempts(['u1-1']);
       expect(log.get('u1-1')!.map((x) => [x.number, x.node, x.status])).toEqual([
@@ -92,8 +92,8 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
       const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
       await store.enqueue([item(realmId, 'd1', 'u1'), item(realmId, 'd2', 'u2'), item(realmId, 'other', 'u3', 'client-b')]);
       const [d1, d2] = (await store.claimDue(2, 60_000)).sort((x, y) => x.id.localeCompare(y.id));
-      expect((await store.finishAttempt(d1, attempt, { state: 'dead' }, 2)).endpoint).toMatchObject({ paused: false, consecutiveFailures: 1 });
-      expect((await store.finishAttempt(d2, attempt, { state: 'pending', dueAt: now }, 2)).endpoint).toMatchObject({ paused: true, consecutiveFailures: 2 });
+      expect((await store.finishAttempt(d1, attempt, { state: 'dead' }, { pauseAfterFailures: 2 })).endpoint).toMatchObject({ paused: false, consecutiveFailures: 1 });
+      expect((await store.finishAttempt(d2, attempt, { state: 'pending', dueAt: now }, { pauseAfterFailures: 2 })).endpoint).toMatchObject({ paused: true, consecutiveFailures: 2 });
       // paused: d2 waits, the other client's item goes
       expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['other']);
       // d2 (pending, due) is on a paused endpoint and 'other' is being sent: nothing waits that could go
@@ -109,12 +109,38 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
       expect(await store.requeue({ realmId, states: ['dead'] })).toBe(1);
       expect((await store.list({ realmId, ids: ['d1'] }))[0]).toMatchObject({ state: 'pending', attempts: 0, totalAttempts: 1 });
       const [d1again] = await store.claimDue(10, 60_000);
-      await store.finishAttempt(d1again, { ...attempt, status: 200, error: null }, { state: 'delivered' }, 2);
+      await store.finishAttempt(d1again, { ...attempt, status: 200, error: null }, { state: 'delivered' }, { pauseAfterFailures: 2 });
       now += 1000;
       expect(await store.purgeFinishedBefore(now, 100)).toBe(1); // d1 only: the others are not finished
       expect((await store.list({ realmId })).map((i) => i.id).sort()).toEqual(['d2', 'other']);
       const orphans = await sql<{ n: number }>`select count(*) as n from provider_outbox_attempt where item_id = 'd1'`.execute(storage.db);
       expect(Number(orphans.rows[0].n)).toBe(0);
+    });
+  });
+});
+
+describe.each(databases)('OutboxRepository on %s: an endpoint that keeps failing', (kind) => {
+  it('is held from its second failure in a row until the given time, and released by a delivery', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let now = 3_000_000;
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
+      await store.enqueue([item(realmId, 'h1', 'u1'), item(realmId, 'h2', 'u2'), item(realmId, 'h3', 'u3')]);
+      const [h1] = await store.claimDue(1, 60_000);
+      const first = await store.finishAttempt(h1, attempt, { state: 'pending', dueAt: now + 1000 }, { pauseAfterFailures: 0, holdUntil: now + 1000 });
+      expect(first.endpoint).toMatchObject({ consecutiveFailures: 1, holdUntil: null }); // one failure: no hold yet
+      const [h2] = await store.claimDue(1, 60_000);
+      expect(h2.id).toBe('h2');
+      const second = await store.finishAttempt(h2, attempt, { state: 'pending', dueAt: now + 500 }, { pauseAfterFailures: 0, holdUntil: now + 500 });
+      expect(second.endpoint).toMatchObject({ consecutiveFailures: 2, holdUntil: now + 500 });
+      // h3 is due but its endpoint is held; another client's item is not
+      await store.enqueue([item(realmId, 'b1', 'u4', 'client-b')]);
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['b1']);
+      now += 500;
+      const probes = await store.claimDue(10, 60_000);
+      expect(probes.map((i) => i.id).sort()).toEqual(['h2', 'h3']);
+      const delivered = await store.finishAttempt(probes.find((i) => i.id === 'h2')!, { ...attempt, status: 200, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 });
+      expect(delivered.recorded).toBe(true);
+      expect(await store.endpoint(realmId, 'client-a')).toMatchObject({ consecutiveFailures: 0, holdUntil: null });
     });
   });
 });

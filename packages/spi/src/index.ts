@@ -242,13 +242,15 @@ export interface OutboxEndpointState {
   consecutiveFailures: number;
   pausedAt: number | null;
   reason: string | null;
+  /** Epoch ms: its items are not claimed before then (see `finishAttempt`), or null. */
+  holdUntil: number | null;
 }
 
 export interface OutboxStats {
   /** Items not yet final (pending or sending). */
   depth: number;
   /**
-   * Due time of the most overdue unfinished item (due now, its endpoint not paused; a lease that ran out counts),
+   * Due time of the most overdue unfinished item (due now, its endpoint neither paused nor held; a lease that ran out counts),
    * or null: `now - oldestDueAt` is how far the workers lag behind.
    */
   oldestDueAt: number | null;
@@ -267,14 +269,16 @@ export interface OutboxStore {
   claimDue(limit: number, leaseMs: number): Promise<OutboxItem[]>;
   /**
    * Records an attempt and the item's next state, only while this node still holds the lease (false when it
-   * lost it: another node has the item). Updates the endpoint's consecutive-failure count (reset on delivery)
-   * and pauses it when `pauseAfterFailures` (> 0) is reached; returns the endpoint's state after it.
+   * lost it: another node has the item). Updates the endpoint's consecutive-failure count (a delivery resets it
+   * and lifts any hold) and pauses it when `pauseAfterFailures` (> 0) is reached. `holdUntil`, on a failure once
+   * the endpoint has 2 or more consecutive failures: none of its items is claimed before then (a circuit
+   * breaker: while a receiver is down, only the retries that fall due probe it). Returns the endpoint's state.
    */
   finishAttempt(
     item: OutboxItem,
     attempt: Omit<OutboxAttempt, 'number' | 'node'>,
     next: OutboxNext,
-    pauseAfterFailures: number,
+    policy: { pauseAfterFailures: number; holdUntil?: number | null },
   ): Promise<{ recorded: boolean; endpoint: OutboxEndpointState | null }>;
   list(query: OutboxQuery): Promise<OutboxItem[]>;
   attempts(itemIds: string[]): Promise<Map<string, OutboxAttempt[]>>;

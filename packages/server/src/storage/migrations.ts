@@ -314,7 +314,7 @@ export const migrations: Record<string, Migration> = {
     },
   },
   // Providers' durable outboxes (SPI OutboxStore; the webhook extension's outbox mode): the items, each attempt,
-  // and the per-endpoint pause state. provider_outbox_due serves the claim (due_at order); provider_outbox_order
+  // and the per-endpoint pause state. provider_outbox_due serves the claim (per endpoint, due_at order); provider_outbox_order
   // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries; _updated the purge.
   '0009-provider-outbox': {
     async up(db: Kysely<any>) {
@@ -344,7 +344,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
       // Partial: only unfinished rows, so delivered ones kept for the retention period never slow the claim.
       const unfinished = sql<boolean>`state in ('pending', 'sending')`;
-      await db.schema.createIndex('provider_outbox_due').on('provider_outbox').columns(['provider_id', 'due_at', 'seq']).where(unfinished).execute();
+      await db.schema.createIndex('provider_outbox_due').on('provider_outbox').columns(['provider_id', 'endpoint', 'due_at', 'seq']).where(unfinished).execute();
       await db.schema.createIndex('provider_outbox_order').on('provider_outbox').columns(['provider_id', 'endpoint', 'order_key', 'seq']).where(unfinished).execute();
       await db.schema.createIndex('provider_outbox_list').on('provider_outbox').columns(['provider_id', 'realm_id', 'created_at']).execute();
       await db.schema.createIndex('provider_outbox_updated').on('provider_outbox').columns(['provider_id', 'updated_at']).execute();
@@ -371,6 +371,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('consecutive_failures', 'integer', (c) => c.notNull())
         .addColumn('paused_at', 'bigint')
         .addColumn('reason', 'text')
+        .addColumn('hold_until', 'bigint')
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('provider_outbox_endpoint_pk', ['provider_id', 'realm_id', 'endpoint'])
         .execute();

@@ -7,7 +7,7 @@
  * process, one connection). A claimed item's `due_at` becomes its lease end, so an item whose node died is due
  * again — for any node — when the lease expires.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type QueryCreator } from 'kysely';
 import type {
   OutboxAttempt,
   OutboxEndpointState,
@@ -64,6 +64,7 @@ export interface OutboxEndpointTable {
   consecutive_failures: number;
   paused_at: number | null;
   reason: string | null;
+  hold_until: number | null;
   updated_at: number;
 }
 
@@ -127,6 +128,7 @@ function toEndpoint(row: OutboxEndpointTable): OutboxEndpointState {
     consecutiveFailures: Number(row.consecutive_failures),
     pausedAt: row.paused_at === null ? null : Number(row.paused_at),
     reason: row.reason,
+    holdUntil: row.hold_until === null ? null : Number(row.hold_until),
   };
 }
 
@@ -168,6 +170,14 @@ export class OutboxRepository implements OutboxStore {
         last_status: null,
         last_error: null,
       }));
+      const endpoints = new Map(rows.map((row) => [`${row.realm_id}\u0000${row.endpoint}`, row]));
+      await this.db
+        .insertInto('provider_outbox_endpoint')
+        .values(
+          [...endpoints.values()].map((row) => ({ provider_id: this.providerId, realm_id: row.realm_id, endpoint: row.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, hold_until: null, updated_at: now })),
+        )
+        .onConflict((oc) => oc.columns(['provider_id', 'realm_id', 'endpoint']).doNothing())
+        .execute();
       await this.db
         .insertInto('provider_outbox')
         .values(rows)
@@ -199,8 +209,48 @@ export class OutboxRepository implements OutboxStore {
       .where('state', '=', 'pending');
   }
 
+  /**
+   * The endpoints whose items may be claimed now (not paused, not held). Every endpoint with items has a row
+   * (enqueue registers it), so the claim can go endpoint by endpoint and never scans the rows of a paused or
+   * held one: 100,000 waiting deliveries of a dead receiver cost nothing per poll.
+   */
+  private async activeEndpoints(now: number): Promise<{ realm_id: string; endpoint: string }[]> {
+    return this.db
+      .selectFrom('provider_outbox_endpoint')
+      .select(['realm_id', 'endpoint'])
+      .where('provider_id', '=', this.providerId)
+      .where('paused', '=', 0)
+      .where((eb) => eb.or([eb('hold_until', 'is', null), eb('hold_until', '<=', now)]))
+      .execute();
+  }
+
   async claimDue(limit: number, leaseMs: number): Promise<OutboxItem[]> {
     const now = this.clock();
+    const endpoints = await this.activeEndpoints(now);
+    // Start with a different endpoint each time, so a busy one does not take every slot first.
+    const start = endpoints.length > 0 ? this.rotation++ % endpoints.length : 0;
+    const claimed: OutboxItem[] = [];
+    for (let i = 0; i < endpoints.length && claimed.length < limit; i++) {
+      const { realm_id, endpoint } = endpoints[(start + i) % endpoints.length];
+      claimed.push(...(await this.claimFrom(realm_id, endpoint, limit - claimed.length, leaseMs, now)));
+    }
+    return claimed.sort((a, b) => a.dueAt - b.dueAt || a.createdAt - b.createdAt);
+  }
+
+  private rotation = 0;
+
+  /** An endpoint's unfinished items that are due (or whose lease ran out), in provider_outbox_due's range. */
+  private dueIn(db: QueryCreator<OutboxTables>, realmId: string, endpoint: string, now: number) {
+    return db
+      .selectFrom('provider_outbox as c')
+      .where('c.provider_id', '=', this.providerId)
+      .where('c.endpoint', '=', endpoint)
+      .where(unfinished('c'))
+      .where('c.due_at', '<=', now)
+      .where('c.realm_id', '=', realmId);
+  }
+
+  private async claimFrom(realmId: string, endpoint: string, limit: number, leaseMs: number, now: number): Promise<OutboxItem[]> {
     const p = this.providerId;
     const earlierUnfinished = this.db
       .selectFrom('provider_outbox as b')
@@ -216,15 +266,9 @@ export class OutboxRepository implements OutboxStore {
       .with(
         (cte) => cte('candidates').materialized(),
         (db) =>
-          db
-            .selectFrom('provider_outbox as c')
+          this.dueIn(db, realmId, endpoint, now)
             .select('c.id')
-            .where('c.provider_id', '=', p)
-            .where(unfinished('c'))
-            .where('c.due_at', '<=', now)
-            .where(({ not, exists, or, eb }) =>
-              not(exists(this.pausedEndpoint())).and(or([eb('c.order_key', 'is', null), not(exists(earlierUnfinished))])),
-            )
+            .where(({ not, exists, or, eb }) => or([eb('c.order_key', 'is', null), not(exists(earlierUnfinished))]))
             .orderBy('c.due_at')
             .orderBy('c.seq')
             .limit(limit)
@@ -236,25 +280,14 @@ export class OutboxRepository implements OutboxStore {
       .where('id', 'in', (eb) => eb.selectFrom('candidates').select('candidates.id'))
       .returningAll()
       .execute();
-    return rows.map(toItem).sort((a, b) => a.dueAt - b.dueAt || a.createdAt - b.createdAt);
-  }
-
-  /** For a correlated NOT EXISTS: the endpoint of the outer row `c` is paused. */
-  private pausedEndpoint() {
-    return this.db
-      .selectFrom('provider_outbox_endpoint as e')
-      .select(sql`1`.as('one'))
-      .whereRef('e.provider_id', '=', 'c.provider_id' as never)
-      .whereRef('e.realm_id', '=', 'c.realm_id' as never)
-      .whereRef('e.endpoint', '=', 'c.endpoint' as never)
-      .where('e.paused', '=', 1);
+    return rows.map(toItem);
   }
 
   async finishAttempt(
     item: OutboxItem,
     attempt: Omit<OutboxAttempt, 'number' | 'node'>,
     next: OutboxNext,
-    pauseAfterFailures: number,
+    policy: { pauseAfterFailures: number; holdUntil?: number | null },
   ): Promise<{ recorded: boolean; endpoint: OutboxEndpointState | null }> {
     const now = this.clock();
     const p = this.providerId;
@@ -316,7 +349,7 @@ export class OutboxRepository implements OutboxStore {
         // Cheap when there was no failure: the WHERE matches nothing.
         await trx
           .updateTable('provider_outbox_endpoint')
-          .set({ consecutive_failures: 0, updated_at: now })
+          .set({ consecutive_failures: 0, hold_until: null, updated_at: now })
           .where('provider_id', '=', p)
           .where('realm_id', '=', item.realmId)
           .where('endpoint', '=', item.endpoint)
@@ -324,21 +357,26 @@ export class OutboxRepository implements OutboxStore {
           .execute();
         return { recorded: true, endpoint: null };
       }
-      const endpoint = await this.bumpFailures(trx, item, now, pauseAfterFailures);
+      const endpoint = await this.bumpFailures(trx, item, now, policy.pauseAfterFailures, policy.holdUntil ?? null);
       return { recorded: true, endpoint };
     });
   }
 
-  private async bumpFailures(trx: OutboxDb, item: OutboxItem, now: number, pauseAfter: number): Promise<OutboxEndpointState> {
+  private async bumpFailures(trx: OutboxDb, item: OutboxItem, now: number, pauseAfter: number, holdUntil: number | null): Promise<OutboxEndpointState> {
     const p = this.providerId;
     await trx
       .insertInto('provider_outbox_endpoint')
-      .values({ provider_id: p, realm_id: item.realmId, endpoint: item.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, updated_at: now })
+      .values({ provider_id: p, realm_id: item.realmId, endpoint: item.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, hold_until: null, updated_at: now })
       .onConflict((oc) => oc.columns(['provider_id', 'realm_id', 'endpoint']).doNothing())
       .execute();
     const row = await trx
       .updateTable('provider_outbox_endpoint')
-      .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1), updated_at: now }))
+      .set((eb) => ({
+        consecutive_failures: eb('consecutive_failures', '+', 1),
+        // From the second failure in a row (the count before this one is 1 or more).
+        ...(holdUntil !== null ? { hold_until: eb.case().when('consecutive_failures', '>=', 1).then(holdUntil).else(eb.ref('hold_until')).end() } : {}),
+        updated_at: now,
+      }))
       .where('provider_id', '=', p)
       .where('realm_id', '=', item.realmId)
       .where('endpoint', '=', item.endpoint)
@@ -433,7 +471,7 @@ export class OutboxRepository implements OutboxStore {
 
   async setPaused(realmId: string, endpoint: string, paused: boolean, reason: string | null): Promise<OutboxEndpointState> {
     const now = this.clock();
-    const values = { paused: paused ? 1 : 0, paused_at: paused ? now : null, reason: paused ? reason : null, consecutive_failures: 0, updated_at: now };
+    const values = { paused: paused ? 1 : 0, paused_at: paused ? now : null, reason: paused ? reason : null, consecutive_failures: 0, hold_until: null, updated_at: now };
     const row = await this.db
       .insertInto('provider_outbox_endpoint')
       .values({ provider_id: this.providerId, realm_id: realmId, endpoint, ...values })
@@ -453,17 +491,16 @@ export class OutboxRepository implements OutboxStore {
       // Always true; it steers SQLite (no statistics) to the partial index: 25 ms instead of 250 ms at 100,000 rows.
       .where('c.due_at', '>=', 0)
       .executeTakeFirstOrThrow();
-    const oldest = await this.db
-      .selectFrom('provider_outbox as c')
-      .select('c.due_at')
-      .where('c.provider_id', '=', p)
-      .where(unfinished('c'))
-      .where('c.due_at', '<=', now)
-      .where(({ not, exists }) => not(exists(this.pausedEndpoint())))
-      .orderBy('c.due_at')
-      .limit(1)
-      .executeTakeFirst();
-    return { depth: Number(depth.n), oldestDueAt: oldest ? Number(oldest.due_at) : null };
+    let oldestDueAt: number | null = null;
+    for (const { realm_id, endpoint } of await this.activeEndpoints(now)) {
+      const oldest = await this.dueIn(this.db, realm_id, endpoint, now)
+        .select('c.due_at')
+        .orderBy('c.due_at')
+        .limit(1)
+        .executeTakeFirst();
+      if (oldest && (oldestDueAt === null || Number(oldest.due_at) < oldestDueAt)) oldestDueAt = Number(oldest.due_at);
+    }
+    return { depth: Number(depth.n), oldestDueAt };
   }
 
   async purgeFinishedBefore(time: number, limit: number): Promise<number> {
