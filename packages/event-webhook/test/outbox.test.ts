@@ -279,6 +279,94 @@ describe('outbox mode', () => {
     expect(receiver.hits).toHaveLength(2);
   }, 60_000);
 
+  it('admin API: deliveries with their attempts, resend one or a filtered set, pause and resume; manage-clients required, audited', async () => {
+    let status = 500;
+    const receiver = new Receiver(await freePort(), () => status);
+    await receiver.start();
+    const dir = providersDir();
+    const t = await startServer({
+      providersDir: dir,
+      env: { ...OUTBOX, REALMGATE_WEBHOOK_BACKOFF_MS: '50', REALMGATE_WEBHOOK_MAX_ATTEMPTS: '2', REALMGATE_WEBHOOK_POLL_MS: '20', REALMGATE_WEBHOOK_PAUSE_AFTER_FAILURES: '6' },
+    });
+    cleanup.push(
+      () => t.close(),
+      () => receiver.stop(),
+      async () => rmSync(dir, { recursive: true, force: true }),
+    );
+    await setUpRealm(t.url, 'adm', receiver.url, ['fay', 'gus']);
+    const token = await adminToken(t.url);
+    expect((await api(t.url, 'PUT', '/admin/realms/adm', token, { adminEventsEnabled: true, adminEventsDetailsEnabled: true })).status).toBe(204);
+    const base = '/admin/realms/adm/ext-event-webhook';
+    await login(t.url, 'adm', 'fay');
+    await login(t.url, 'adm', 'gus');
+    // 500, then 500 again: both dead after their 2 attempts
+    const dead = await eventually(async () => {
+      const list = (await api(t.url, 'GET', `${base}/deliveries?clientId=app&state=dead&type=LOGIN`, token)).body;
+      return Array.isArray(list) && list.length === 2 ? list : null;
+    });
+    expect(dead[0].attemptLog).toHaveLength(2);
+    expect(dead[0].attemptLog[0]).toMatchObject({ status: 500, error: '500 Internal Server Error', responseExcerpt: expect.stringMatching(/^ok \d+$/) });
+    expect(dead[0].payload).toMatchObject({ type: 'LOGIN' });
+    expect((await api(t.url, 'GET', `${base}/deliveries?state=delivered`, token)).body).toEqual([]);
+    expect((await api(t.url, 'GET', `${base}/deliveries?state=lost`, token)).status).toBe(400);
+    expect((await api(t.url, 'GET', `${base}/deliveries?clientId=nope`, token)).status).toBe(404);
+
+    // resend one: it goes out again with the same webhook-id
+    status = 200;
+    const one = dead.find((d: { userName: string }) => d.userName === 'fay');
+    expect((await api(t.url, 'POST', `${base}/deliveries/${one.id}/resend`, token)).body).toEqual({ requeued: 1 });
+    await eventually(() => receiver.hits.some((hit) => hit.headers['webhook-id'] === one.id && JSON.parse(hit.body).user_name === 'fay') && receiver.hits.length === 5);
+    expect((await api(t.url, 'POST', `${base}/deliveries/${one.id}/resend`, token)).body).toEqual({ requeued: 1 });
+    // resend the filtered set (the dead ones of client app): gus's
+    await eventually(async () => (await api(t.url, 'GET', `${base}/deliveries/${one.id}`, token)).body.state === 'delivered');
+    expect((await api(t.url, 'POST', `${base}/deliveries/resend`, token, { clientId: 'app', state: 'dead' })).body).toEqual({ requeued: 1 });
+    await eventually(() => receiver.hits.filter((hit) => JSON.parse(hit.body).user_name === 'gus').length === 3);
+    expect((await api(t.url, 'POST', `${base}/deliveries/resend`, token, { state: 'pending' })).status).toBe(400);
+
+    // pause: deliveries wait; resume: they go
+    expect((await api(t.url, 'POST', `${base}/clients/app/pause`, token)).body).toMatchObject({ clientId: 'app', paused: true, reason: 'paused by an administrator' });
+    const hitsBefore = receiver.hits.length;
+    await login(t.url, 'adm', 'fay');
+    await realSleep(300);
+    expect(receiver.hits.length).toBe(hitsBefore);
+    expect((await api(t.url, 'GET', `${base}/deliveries?state=pending`, token)).body).toHaveLength(1);
+    expect((await api(t.url, 'POST', `${base}/clients/app/resume`, token)).body).toMatchObject({ paused: false, consecutiveFailures: 0 });
+    await eventually(() => receiver.hits.length === hitsBefore + 1);
+
+    // pauseAfterFailures: 6 failures in a row pause the endpoint by themselves
+    status = 503;
+    for (let i = 0; i < 3; i++) await login(t.url, 'adm', i % 2 ? 'fay' : 'gus');
+    const paused = await eventually(async () => {
+      const state = (await api(t.url, 'GET', `${base}/clients/app/endpoint`, token)).body;
+      return state.paused ? state : null;
+    });
+    expect(paused.reason).toMatch(/6 consecutive failed attempts/);
+
+    // permissions: a user without manage-clients gets 403, no token 401
+    const viewer = await api(t.url, 'POST', '/admin/realms/adm/users', token, { username: 'viewer', enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
+    expect(viewer.status).toBe(201);
+    const clients = (await api(t.url, 'GET', '/admin/realms/adm/clients?clientId=realm-management', token)).body;
+    const viewClients = (await api(t.url, 'GET', `/admin/realms/adm/clients/${clients[0].id}/roles/view-clients`, token)).body;
+    const viewerId = viewer.headers.get('location')!.split('/').pop();
+    await api(t.url, 'POST', `/admin/realms/adm/users/${viewerId}/role-mappings/clients/${clients[0].id}`, token, [viewClients]);
+    const viewerToken = (await tokenRequest(t.url, 'adm', { grant_type: 'password', client_id: 'app', username: 'viewer', password: PASSWORD })).body.access_token as string;
+    expect((await api(t.url, 'GET', `${base}/deliveries`, viewerToken)).status).toBe(403);
+    expect((await api(t.url, 'POST', `${base}/clients/app/resume`, viewerToken)).status).toBe(403);
+    expect((await api(t.url, 'GET', `${base}/deliveries`, null)).status).toBe(401);
+
+    // every successful POST is an admin event (ACTION, CUSTOM)
+    const events = (await api(t.url, 'GET', '/admin/realms/adm/admin-events?resourceTypes=CUSTOM', token)).body as { operationType: string; resourcePath: string }[];
+    expect(events.map((e) => `${e.operationType} ${e.resourcePath}`).sort()).toEqual(
+      [
+        `ACTION ext-event-webhook/deliveries/${one.id}/resend`,
+        `ACTION ext-event-webhook/deliveries/${one.id}/resend`,
+        'ACTION ext-event-webhook/deliveries/resend',
+        'ACTION ext-event-webhook/clients/app/pause',
+        'ACTION ext-event-webhook/clients/app/resume',
+      ].sort(),
+    );
+  }, 60_000);
+
   it('100,000 deliveries to a dead receiver: they wait in the database, the heap stays bounded, logins still answer', async () => {
     const port = await freePort(); // nothing listens: every attempt is refused
     const dir = providersDir();
