@@ -162,7 +162,9 @@ export class OutboxWorker {
       this.woken = false;
       const free = concurrency - this.inFlight.size;
       let claimed = 0;
-      if (free > 0) {
+      // Claims in batches (half the slots at least, or whatever is free when idle): a claim is two queries, and
+      // one per finished attempt would double the database work of a busy worker.
+      if (free > 0 && (free >= Math.ceil(concurrency / 2) || this.inFlight.size === 0)) {
         try {
           const items = await this.options.store.claimDue(free, leaseMs);
           claimed = items.length;
@@ -175,8 +177,9 @@ export class OutboxWorker {
       }
       if (this.closing) break;
       // Claim again at once when the batch was full and a slot is free; else wait for a slot, a wake-up or the poll.
-      if (claimed > 0 && claimed === free && this.inFlight.size < concurrency) continue;
-      if (this.woken && this.inFlight.size < concurrency) continue;
+      const canClaim = () => concurrency - this.inFlight.size >= Math.ceil(concurrency / 2) || this.inFlight.size === 0;
+      if (claimed > 0 && claimed === free && canClaim()) continue;
+      if (this.woken && canClaim()) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, pollMs);
         function done() {
