@@ -3,6 +3,7 @@
  * SQLite and PostgreSQL. Fake time is Date only (vi.useFakeTimers({ toFake: ['Date'] })): the outbox's due
  * times follow it, while its polling and the sockets run on real timers.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +14,7 @@ import { Webhook } from 'standardwebhooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createServer, loadConfig, type RealmgateServer } from '../../server/src/index.js';
+import { createServer, loadConfig } from '../../server/src/index.js';
 import { OutboxRepository } from '../../server/src/storage/outbox.js';
 import {
   ADMIN_PASSWORD,
@@ -213,53 +214,56 @@ describe('outbox mode', () => {
     expect(last.attemptLog.at(-1)!.responseExcerpt).toMatch(/^ok \d+$/);
   }, 120_000);
 
-  it('two nodes on PostgreSQL: the sending node dies mid-delivery, the other sends it after the lease, same webhook-id', async () => {
+  it('two nodes on PostgreSQL: the sending node is killed (SIGKILL) mid-delivery, the other sends it after the lease, same webhook-id', async () => {
     const db = await createPgDatabase();
     const dir = providersDir();
     const env = {
+      REALMGATE_HTTP_PORT: '0',
+      REALMGATE_HTTP_HOST: '127.0.0.1',
+      REALMGATE_DB_URL: db.url,
+      REALMGATE_REDIS_URL: redisUrl,
+      REALMGATE_BOOTSTRAP_ADMIN_USERNAME: ADMIN_USERNAME,
+      REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      REALMGATE_PROVIDERS_DIR: dir,
       ...OUTBOX,
       REALMGATE_WEBHOOK_LEASE_MS: '3000',
       REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '2000',
       REALMGATE_WEBHOOK_POLL_MS: '100',
-      REALMGATE_WEBHOOK_SHUTDOWN_GRACE_MS: '0',
-    };
-    const startNode = async (): Promise<{ server: RealmgateServer; url: string }> => {
-      const config = loadConfig({
-        env: {
-          REALMGATE_HTTP_PORT: '0',
-          REALMGATE_HTTP_HOST: '127.0.0.1',
-          REALMGATE_DB_URL: db.url,
-          REALMGATE_REDIS_URL: redisUrl,
-          REALMGATE_BOOTSTRAP_ADMIN_USERNAME: ADMIN_USERNAME,
-          REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
-          REALMGATE_PROVIDERS_DIR: dir,
-        },
-      });
-      const server = await createServer(config, { logger: pino({ level: 'silent' }), env });
-      return { server, url: await server.listen() };
     };
     const receiver = new Receiver(await freePort(), (n) => (n === 1 ? 'never' : 204));
     await receiver.start();
-    const a = await startNode();
-    let aClosed = false;
+    // Node A: a process of its own, so that it can really be killed.
+    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'outbox-node.ts')], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     cleanup.push(
       async () => rmSync(dir, { recursive: true, force: true }),
       () => db.drop(),
       () => receiver.stop(),
-      async () => {
-        if (!aClosed) await a.server.close();
-      },
+      async () => void child.kill('SIGKILL'),
     );
-    await setUpRealm(a.url, 'pair', receiver.url, ['dana']);
-    await login(a.url, 'pair', 'dana');
-    await eventually(() => receiver.hits.length === 1, 5000); // node A is sending; the receiver never answers
+    const aUrl = await new Promise<string>((done, fail) => {
+      let out = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line) done((JSON.parse(line) as { url: string }).url);
+      });
+      child.on('exit', (code) => fail(new Error(`node A exited with ${code}`)));
+    });
+    await setUpRealm(aUrl, 'pair', receiver.url, ['dana']);
+    await login(aUrl, 'pair', 'dana');
+    await eventually(() => receiver.hits.length === 1, 10_000); // node A is sending; the receiver never answers
     const claimedAt = Date.now();
 
-    const b = await startNode();
-    cleanup.push(() => b.server.close());
-    // "kill -9" of node A: it stops with the attempt in flight and never touches the row again (grace 0).
-    await a.server.close();
-    aClosed = true;
+    const config = loadConfig({ env });
+    const b = await createServer(config, { logger: pino({ level: 'silent' }), env });
+    const bUrl = await b.listen();
+    cleanup.push(() => b.close());
+    const exited = new Promise((done) => child.once('exit', done));
+    child.kill('SIGKILL'); // kill -9: no shutdown code runs in node A
+    await exited;
 
     await eventually(() => receiver.hits.length === 2, 10_000);
     const [first, second] = receiver.hits;
@@ -269,11 +273,11 @@ describe('outbox mode', () => {
     verifier.verify(second.body, second.headers as Record<string, string>);
 
     const [delivery] = await eventually(async () => {
-      const list = await deliveries(b.url, 'pair', '?state=delivered');
+      const list = await deliveries(bUrl, 'pair', '?state=delivered');
       return list.length === 1 ? list : null;
     });
     expect(delivery.id).toBe(first.headers['webhook-id']);
-    expect(delivery.totalAttempts).toBe(1); // A's abandoned attempt left no record; B's is the one
+    expect(delivery.totalAttempts).toBe(1); // A died before recording its attempt; B's is the one
     expect(delivery.attemptLog[0]).toMatchObject({ status: 204 });
     await realSleep(500);
     expect(receiver.hits).toHaveLength(2);
