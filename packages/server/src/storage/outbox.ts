@@ -75,6 +75,8 @@ type OutboxTables = {
 };
 
 type OutboxDb = Kysely<OutboxTables>;
+type FinishArgs = Parameters<OutboxStore['finishAttempt']>;
+type FinishResult = { recorded: boolean; endpoint: OutboxEndpointState | null };
 
 const UNFINISHED: OutboxState[] = ['pending', 'sending'];
 /**
@@ -283,15 +285,43 @@ export class OutboxRepository implements OutboxStore {
     return rows.map(toItem);
   }
 
-  async finishAttempt(
+  /** Finished attempts waiting for the next group commit. */
+  private finishing: { args: FinishArgs; resolve: (result: FinishResult) => void; reject: (error: unknown) => void }[] = [];
+
+  /**
+   * Group commit: the attempts that finish within one event-loop turn are recorded in one transaction (each as
+   * its own statements, in order), so a busy worker pays one BEGIN/COMMIT for several deliveries.
+   */
+  finishAttempt(
     item: OutboxItem,
     attempt: Omit<OutboxAttempt, 'number' | 'node'>,
     next: OutboxNext,
     policy: { pauseAfterFailures: number; holdUntil?: number | null },
-  ): Promise<{ recorded: boolean; endpoint: OutboxEndpointState | null }> {
+  ): Promise<FinishResult> {
+    return new Promise((resolve, reject) => {
+      if (this.finishing.push({ args: [item, attempt, next, policy], resolve, reject }) === 1) setImmediate(() => void this.flushFinished());
+    });
+  }
+
+  private async flushFinished(): Promise<void> {
+    const batch = this.finishing;
+    this.finishing = [];
+    try {
+      const results = await this.db.transaction().execute(async (trx) => {
+        const out: FinishResult[] = [];
+        for (const { args } of batch) out.push(await this.finishOne(trx, ...args));
+        return out;
+      });
+      batch.forEach(({ resolve }, i) => resolve(results[i]));
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+    }
+  }
+
+  private async finishOne(trx: OutboxDb, ...[item, attempt, next, policy]: FinishArgs): Promise<FinishResult> {
     const now = this.clock();
     const p = this.providerId;
-    return this.db.transaction().execute(async (trx) => {
+    {
       const number = item.totalAttempts + 1;
       const updated = await trx
         .updateTable('provider_outbox')
@@ -359,7 +389,7 @@ export class OutboxRepository implements OutboxStore {
       }
       const endpoint = await this.bumpFailures(trx, item, now, policy.pauseAfterFailures, policy.holdUntil ?? null);
       return { recorded: true, endpoint };
-    });
+    }
   }
 
   private async bumpFailures(trx: OutboxDb, item: OutboxItem, now: number, pauseAfter: number, holdUntil: number | null): Promise<OutboxEndpointState> {
