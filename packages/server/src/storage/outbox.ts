@@ -321,75 +321,73 @@ export class OutboxRepository implements OutboxStore {
   private async finishOne(trx: OutboxDb, ...[item, attempt, next, policy]: FinishArgs): Promise<FinishResult> {
     const now = this.clock();
     const p = this.providerId;
-    {
-      const number = item.totalAttempts + 1;
-      const updated = await trx
-        .updateTable('provider_outbox')
-        .set({
-          state: next.state,
-          attempts: item.attempts + 1,
-          total_attempts: number,
-          due_at: next.state === 'pending' ? next.dueAt : now,
-          claimed_by: null,
-          updated_at: now,
-          last_status: attempt.status,
-          last_error: attempt.error,
-        })
-        .where('provider_id', '=', p)
-        .where('id', '=', item.id)
-        .where('state', '=', 'sending')
-        .where('claimed_by', '=', this.nodeId)
-        .where('total_attempts', '=', item.totalAttempts)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 0) return { recorded: false, endpoint: null };
-      await trx
-        .insertInto('provider_outbox_attempt')
-        .values({
-          provider_id: p,
-          item_id: item.id,
-          number,
-          node: this.nodeId,
-          started_at: attempt.startedAt,
-          duration_ms: Math.round(attempt.durationMs),
-          status: attempt.status,
-          error: attempt.error,
-          response_excerpt: attempt.responseExcerpt,
-        })
-        .execute();
-      if (item.orderKey !== null) {
-        if (next.state === 'pending') {
-          // The items behind it wait at least as long (see dueBehind).
-          await this.followers(trx, item).set({ due_at: next.dueAt }).where('due_at', '<', next.dueAt).execute();
-        } else {
-          // Finished: the next one (never tried, held back behind it) is due now.
-          const nextInLine = trx
-            .selectFrom('provider_outbox as n')
-            .select('n.id')
-            .where('n.provider_id', '=', p)
-            .where('n.endpoint', '=', item.endpoint)
-            .where('n.order_key', '=', item.orderKey)
-            .where(unfinished('n'))
-            .where('n.seq', '>', (eb) => eb.selectFrom('provider_outbox as s').select('s.seq').where('s.provider_id', '=', p).where('s.id', '=', item.id))
-            .orderBy('n.seq')
-            .limit(1);
-          await this.followers(trx, item).set({ due_at: now }).where('attempts', '=', 0).where('due_at', '>', now).where('id', 'in', nextInLine).execute();
-        }
+    const number = item.totalAttempts + 1;
+    const updated = await trx
+      .updateTable('provider_outbox')
+      .set({
+        state: next.state,
+        attempts: item.attempts + 1,
+        total_attempts: number,
+        due_at: next.state === 'pending' ? next.dueAt : now,
+        claimed_by: null,
+        updated_at: now,
+        last_status: attempt.status,
+        last_error: attempt.error,
+      })
+      .where('provider_id', '=', p)
+      .where('id', '=', item.id)
+      .where('state', '=', 'sending')
+      .where('claimed_by', '=', this.nodeId)
+      .where('total_attempts', '=', item.totalAttempts)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) return { recorded: false, endpoint: null };
+    await trx
+      .insertInto('provider_outbox_attempt')
+      .values({
+        provider_id: p,
+        item_id: item.id,
+        number,
+        node: this.nodeId,
+        started_at: attempt.startedAt,
+        duration_ms: Math.round(attempt.durationMs),
+        status: attempt.status,
+        error: attempt.error,
+        response_excerpt: attempt.responseExcerpt,
+      })
+      .execute();
+    if (item.orderKey !== null) {
+      if (next.state === 'pending') {
+        // The items behind it wait at least as long (see dueBehind).
+        await this.followers(trx, item).set({ due_at: next.dueAt }).where('due_at', '<', next.dueAt).execute();
+      } else {
+        // Finished: the next one (never tried, held back behind it) is due now.
+        const nextInLine = trx
+          .selectFrom('provider_outbox as n')
+          .select('n.id')
+          .where('n.provider_id', '=', p)
+          .where('n.endpoint', '=', item.endpoint)
+          .where('n.order_key', '=', item.orderKey)
+          .where(unfinished('n'))
+          .where('n.seq', '>', (eb) => eb.selectFrom('provider_outbox as s').select('s.seq').where('s.provider_id', '=', p).where('s.id', '=', item.id))
+          .orderBy('n.seq')
+          .limit(1);
+        await this.followers(trx, item).set({ due_at: now }).where('attempts', '=', 0).where('due_at', '>', now).where('id', 'in', nextInLine).execute();
       }
-      if (next.state === 'delivered') {
-        // Cheap when there was no failure: the WHERE matches nothing.
-        await trx
-          .updateTable('provider_outbox_endpoint')
-          .set({ consecutive_failures: 0, hold_until: null, updated_at: now })
-          .where('provider_id', '=', p)
-          .where('realm_id', '=', item.realmId)
-          .where('endpoint', '=', item.endpoint)
-          .where('consecutive_failures', '>', 0)
-          .execute();
-        return { recorded: true, endpoint: null };
-      }
-      const endpoint = await this.bumpFailures(trx, item, now, policy.pauseAfterFailures, policy.holdUntil ?? null);
-      return { recorded: true, endpoint };
     }
+    if (next.state === 'delivered') {
+      // Cheap when there was no failure: the WHERE matches nothing.
+      await trx
+        .updateTable('provider_outbox_endpoint')
+        .set({ consecutive_failures: 0, hold_until: null, updated_at: now })
+        .where('provider_id', '=', p)
+        .where('realm_id', '=', item.realmId)
+        .where('endpoint', '=', item.endpoint)
+        .where('consecutive_failures', '>', 0)
+        .execute();
+      return { recorded: true, endpoint: null };
+    }
+    const endpoint = await this.bumpFailures(trx, item, now, policy.pauseAfterFailures, policy.holdUntil ?? null);
+    return { recorded: true, endpoint };
   }
 
   private async bumpFailures(trx: OutboxDb, item: OutboxItem, now: number, pauseAfter: number, holdUntil: number | null): Promise<OutboxEndpointState> {
