@@ -7,6 +7,7 @@ import * as delivery from '../packages/event-webhook/bench/delivery.js';
 import * as powBrowser from '../packages/pow/bench/browser.js';
 import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
+import * as webhookOutbox from '../packages/event-webhook/bench/outbox.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
 import * as token from './token-bench.js';
@@ -69,6 +70,16 @@ const sections: [string, () => Promise<void>][] = [
   [
     'Extension B: form login latency, webhook to a receiver that never answers vs no webhook',
     async () => console.log(webhookLogin.format(await webhookLogin.run())),
+  ],
+  [
+    'Extension B: webhook outbox (form login with the outbox on and a dead receiver vs no webhook; deliveries/s outbox vs in-memory)',
+    async () => {
+      const login = await webhookLogin.run(150, { outbox: true });
+      console.log(webhookLogin.format(login, { outbox: true }));
+      const throughput = await webhookOutbox.run();
+      console.log(webhookOutbox.format(throughput));
+      record('webhook-outbox', { login, throughput });
+    },
   ],
   [
     'Extension C: proof-of-work server verification (defaults, memory store)',

@@ -46,9 +46,12 @@ export interface TransportRequest {
   signal: AbortSignal;
 }
 
-/** Sends one POST and resolves with the status once the response has been read. */
+/**
+ * Sends one POST and resolves with the status once the response has been read, with the start of the
+ * response body when the transport keeps it (the outbox's delivery log shows it).
+ */
 export interface Transport {
-  send(request: TransportRequest): Promise<{ status: number }>;
+  send(request: TransportRequest): Promise<{ status: number; excerpt?: string }>;
   close?(): Promise<void>;
 }
 
@@ -132,6 +135,9 @@ export function guardedConnector(guard: TargetGuard, connect: Connector): Connec
   };
 }
 
+/** How much of a response body a delivery log keeps. */
+export const EXCERPT_BYTES = 1024;
+
 /** The undici transport: one keep-alive Agent, connect timeout, header and body timeouts. */
 export function undiciTransport(
   settings: Pick<DispatcherSettings, 'connectTimeoutMs' | 'responseTimeoutMs'>,
@@ -147,8 +153,15 @@ export function undiciTransport(
     async send({ url, headers, body, signal }) {
       const response = await request(url, { method: 'POST', headers, body, signal, dispatcher: agent });
       // Reading (a bounded amount of) the body frees the connection for keep-alive; `signal` covers it too.
-      await response.body.dump({ limit: 64 * 1024 });
-      return { status: response.statusCode };
+      // The first EXCERPT_BYTES are kept for the outbox's delivery log; past 64 KiB the connection is dropped.
+      const kept: Buffer[] = [];
+      let read = 0;
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        if (read < EXCERPT_BYTES) kept.push(chunk.subarray(0, EXCERPT_BYTES - read));
+        read += chunk.length;
+        if (read > 64 * 1024) break;
+      }
+      return { status: response.statusCode, excerpt: Buffer.concat(kept).toString('utf8') };
     },
     // Every attempt has ended or been aborted by then; nothing is worth waiting for.
     close: () => agent.destroy(),
@@ -163,9 +176,53 @@ interface Job {
   controller: AbortController | null;
 }
 
-type AttemptResult =
-  | { ok: true; status: number }
-  | { ok: false; retryable: boolean; reason: string; refused?: { reason: string } };
+export type AttemptResult =
+  | { ok: true; status: number; excerpt?: string }
+  | { ok: false; retryable: boolean; reason: string; status?: number; excerpt?: string; refused?: { reason: string } };
+
+/**
+ * One HTTP attempt of a delivery, bounded by `responseTimeoutMs` with a timer of its own (fake-timer friendly,
+ * and not trusting the transport to honour the signal); `controller` aborts it from outside (shutdown).
+ */
+export function attemptDelivery(
+  transport: Transport,
+  delivery: Pick<WebhookDelivery, 'url' | 'headers' | 'body' | 'attemptHeaders'>,
+  responseTimeoutMs: number,
+  controller: AbortController,
+): Promise<AttemptResult> {
+  return new Promise<AttemptResult>((resolve) => {
+    const settle = (result: AttemptResult) => {
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      const reason = `timeout after ${responseTimeoutMs} ms`;
+      controller.abort(new Error(reason));
+      settle({ ok: false, retryable: true, reason });
+    }, responseTimeoutMs);
+    let sent: Promise<{ status: number; excerpt?: string }>;
+    try {
+      const headers = { ...delivery.headers, ...delivery.attemptHeaders?.() };
+      sent = transport.send({ url: delivery.url, headers, body: delivery.body, signal: controller.signal });
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(
+      ({ status, excerpt }) =>
+        settle(
+          status >= 200 && status < 300
+            ? { ok: true, status, excerpt }
+            : { ok: false, retryable: isRetryableStatus(status), reason: describeStatus(status), status, excerpt },
+        ),
+      (error: unknown) =>
+        settle(
+          isTargetRefusal(error)
+            ? { ok: false, retryable: false, reason: error.message, refused: { reason: error.reason } }
+            : { ok: false, retryable: true, reason: describeError(error) },
+        ),
+    );
+  });
+}
 
 /** FIFO with O(1) push and shift (Array#shift copies). */
 class Fifo<T> {
@@ -392,42 +449,10 @@ export class WebhookDispatcher {
 
   private attempt(job: Job): Promise<AttemptResult> {
     const { delivery } = job;
-    const { responseTimeoutMs } = this.settings;
     const controller = new AbortController();
     job.controller = controller;
-    return new Promise<AttemptResult>((resolve) => {
-      const settle = (result: AttemptResult) => {
-        clearTimeout(timer);
-        if (job.controller === controller) job.controller = null;
-        resolve(result);
-      };
-      // A fake-timer-friendly timeout that does not trust the transport to honour the signal.
-      const timer = setTimeout(() => {
-        const reason = `timeout after ${responseTimeoutMs} ms`;
-        controller.abort(new Error(reason));
-        settle({ ok: false, retryable: true, reason });
-      }, responseTimeoutMs);
-      let sent: Promise<{ status: number }>;
-      try {
-        const headers = { ...delivery.headers, ...delivery.attemptHeaders?.() };
-        sent = this.transport.send({ url: delivery.url, headers, body: delivery.body, signal: controller.signal });
-      } catch (error) {
-        sent = Promise.reject(error);
-      }
-      sent.then(
-        ({ status }) =>
-          settle(
-            status >= 200 && status < 300
-              ? { ok: true, status }
-              : { ok: false, retryable: isRetryableStatus(status), reason: describeStatus(status) },
-          ),
-        (error: unknown) =>
-          settle(
-            isTargetRefusal(error)
-              ? { ok: false, retryable: false, reason: error.message, refused: { reason: error.reason } }
-              : { ok: false, retryable: true, reason: describeError(error) },
-          ),
-      );
+    return attemptDelivery(this.transport, delivery, this.settings.responseTimeoutMs, controller).finally(() => {
+      if (job.controller === controller) job.controller = null;
     });
   }
 

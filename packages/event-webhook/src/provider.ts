@@ -20,6 +20,10 @@ import type { WebhookSettings } from './settings.js';
 import { parseSecret, signatureHeaders } from './signature.js';
 import { TargetGuard } from './target-guard.js';
 import type { Resolver } from './target-guard.js';
+import { OutboxWorker, encodeStored } from './outbox.js';
+import type { CurrentTarget, OutboxMetrics, StoredDelivery } from './outbox.js';
+import { outboxAdminRoutes } from './admin-api.js';
+import type { OutboxItem, OutboxItemInput } from '@realmgate/spi';
 
 export const PROVIDER_ID = 'ext-event-webhook';
 
@@ -123,10 +127,22 @@ export function createEventWebhookProvider(options: EventWebhookProviderOptions 
       // bench) re-initialises the shared factory, and must not take over this server's listener, whose
       // client lookups belong to this server's context.
       const own = webhook;
+      if (own?.outbox) {
+        // Outbox mode: the host awaits these before answering the request that caused the event.
+        return {
+          persistEvent: (event) => own.persistEvent(event),
+          persistAdminEvent: (event) => own.persistAdminEvent(event),
+        };
+      }
       return {
         onEvent: (event) => own?.onEvent(event),
         onAdminEvent: (event) => own?.onAdminEvent(event),
       };
+    },
+    adminResource() {
+      // Only in outbox mode: the in-memory engine keeps no delivery log.
+      const own = webhook;
+      return own?.outbox ? { routes: outboxAdminRoutes(own.outbox, own.context) } : { routes: [] };
     },
     async close() {
       await webhook?.close();
@@ -140,8 +156,13 @@ const WARNED_LIMIT = 1000;
 /** Delivery outcomes plus the provider's own: the event failed before it reached the queue (client lookup). */
 type ProviderOutcome = DeliveryOutcome | 'dropped_error';
 
+/** Client lookups at send time (outbox mode) are reused this long, so a burst does not look the client up per row. */
+const TARGET_CACHE_MS = 1000;
+
 class ClientWebhooks {
-  private readonly dispatcher: WebhookDispatcher;
+  private readonly dispatcher: WebhookDispatcher | null = null;
+  readonly outbox: OutboxWorker | null = null;
+  private readonly targetCache = new Map<string, { at: number; client: Promise<ClientInfo | null> }>();
   private readonly countOutcome: (outcome: ProviderOutcome) => void;
   /** Concurrent events for one client share one lookup. */
   private readonly lookups = new Map<string, Promise<ClientInfo | null>>();
@@ -153,7 +174,7 @@ class ClientWebhooks {
   readonly guard: TargetGuard;
 
   constructor(
-    private readonly context: ProviderContext,
+    readonly context: ProviderContext,
     private readonly settings: WebhookSettings,
     options: EventWebhookProviderOptions,
   ) {
@@ -166,7 +187,100 @@ class ClientWebhooks {
       resolver: options.resolver,
     });
     const transport = options.transport ?? undiciTransport(settings, { guard: this.guard, connector: options.connector });
-    this.dispatcher = new WebhookDispatcher({ ...settings, logger: context.logger, metrics: metrics.hooks, transport });
+    if (settings.mode === 'outbox') {
+      if (!context.outbox) throw new Error('outbox mode needs a server that offers a durable outbox (ProviderContext.outbox)');
+      this.outbox = new OutboxWorker({
+        store: context.outbox,
+        settings,
+        transport,
+        logger: context.logger,
+        metrics: outboxMetrics(context.metrics, metrics.hooks),
+        target: (item, stored) => this.currentTarget(item, stored),
+        checkUrl: (url) => this.guard.checkUrl(url)?.message ?? null,
+      });
+      this.outbox.start();
+    } else {
+      this.dispatcher = new WebhookDispatcher({ ...settings, logger: context.logger, metrics: metrics.hooks, transport });
+    }
+  }
+
+  /** Outbox mode, on the request path (awaited by the host): the deliveries of one user event, committed. */
+  async persistEvent(event: UserEvent): Promise<void> {
+    const clientId = event.clientId;
+    if (this.closing || !clientId || !WEBHOOK_EVENT_TYPES.has(event.type)) return;
+    await this.persist(event.type, event.realmName, async () => {
+      const client = await this.lookUp(event.realmName, clientId);
+      const target = client && this.target(event.realmName, client);
+      if (!client || !target || !allows(target, event.type)) return [];
+      const payload = userEventPayload(await withUser(this.context, event), originOf(event, target));
+      return [this.outboxItem(event.realmId, event.realmName, client, payload, webhookId(event.id), payload.user_name ?? event.details.username ?? null)];
+    });
+  }
+
+  async persistAdminEvent(event: AdminEvent): Promise<void> {
+    if (this.closing || event.resourceType !== 'USER' || event.operationType !== 'DELETE' || event.error) return;
+    await this.persist('DELETE_ACCOUNT', event.realmName, async () => {
+      const items: OutboxItemInput[] = [];
+      for (const client of await this.context.clients.list(event.realmName)) {
+        const target = this.target(event.realmName, client);
+        if (!target || !allows(target, 'DELETE_ACCOUNT')) continue;
+        const payload = adminDeletePayload(event, originOf(event, target));
+        items.push(this.outboxItem(event.realmId, event.realmName, client, payload, webhookId(event.id, client.id), payload.user_name));
+      }
+      return items;
+    });
+  }
+
+  private async persist(eventType: string, realmName: string, build: () => Promise<OutboxItemInput[]>): Promise<void> {
+    try {
+      await this.outbox!.enqueue(await build());
+    } catch (error) {
+      this.countOutcome('dropped_error');
+      this.context.logger.warn(`webhook event ${eventType} dropped: writing it to the outbox failed`, {
+        realm: realmName,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  private outboxItem(realmId: string, realmName: string, client: ClientInfo, payload: WebhookPayload, id: string, userName: string | null): OutboxItemInput {
+    const stored: StoredDelivery = { realm: realmName, body: JSON.stringify(payload) };
+    return {
+      id,
+      realmId,
+      endpoint: client.id,
+      endpointLabel: client.clientId,
+      // Per-user order: a user's deliveries to one client go one at a time, oldest first.
+      orderKey: payload.user_id ?? null,
+      type: payload.type,
+      label: userName,
+      payload: encodeStored(stored),
+      maxAttempts: this.settings.maxAttempts,
+    };
+  }
+
+  /** The client's webhook now (outbox attempts): a rotated key, a new URL or a removed webhook applies. */
+  private async currentTarget(item: OutboxItem, stored: StoredDelivery): Promise<CurrentTarget> {
+    const key = `${stored.realm}\u0000${item.endpointLabel ?? ''}`;
+    const now = Date.now();
+    let cached = this.targetCache.get(key);
+    if (!cached || now - cached.at > TARGET_CACHE_MS || now < cached.at) {
+      if (this.targetCache.size >= WARNED_LIMIT) this.targetCache.clear();
+      cached = { at: now, client: this.context.clients.getByClientId(stored.realm, item.endpointLabel ?? '') };
+      cached.client.catch(() => this.targetCache.delete(key));
+      this.targetCache.set(key, cached);
+    }
+    const client = await cached.client;
+    if (!client || client.id !== item.endpoint) return { problem: 'the client no longer exists' };
+    const target = webhookTarget(client);
+    if (target === null) return { problem: 'the client no longer has a webhook (api.url and api.key), or is disabled' };
+    if ('problem' in target) return { problem: target.problem, refused: target.refused };
+    const signingKey = target.signingKey;
+    return {
+      url: target.url,
+      headers: deliveryHeaders(target),
+      attemptHeaders: signingKey ? () => signatureHeaders(signingKey, item.id, stored.body) : undefined,
+    };
   }
 
   /** Must stay synchronous and cheap: it runs on the request that caused the event. */
@@ -205,7 +319,8 @@ class ClientWebhooks {
       new Promise<void>((resolve) => (timer = setTimeout(resolve, grace))),
     ]);
     clearTimeout(timer);
-    await this.dispatcher.close(Math.max(0, grace - (Date.now() - started)));
+    const left = Math.max(0, grace - (Date.now() - started));
+    await (this.outbox ? this.outbox.close(left) : this.dispatcher?.close(left));
   }
 
   private prepare(realmName: string, eventType: string, work: () => Promise<void>): void {
@@ -252,14 +367,10 @@ class ClientWebhooks {
   private send(target: WebhookTarget, payload: WebhookPayload, id: string, userName: string | null): void {
     const body = JSON.stringify(payload);
     const signingKey = target.signingKey;
-    this.dispatcher.enqueue({
+    this.dispatcher?.enqueue({
       id,
       url: target.url,
-      headers: {
-        Authorization: `Bearer ${target.key}`,
-        'Content-Type': 'application/json',
-        'User-Agent': 'Realmgate-Webhook/1',
-      },
+      headers: deliveryHeaders(target),
       body,
       attemptHeaders: signingKey ? () => signatureHeaders(signingKey, id, body) : undefined,
       eventType: payload.type,
@@ -277,6 +388,33 @@ async function withUser(context: ProviderContext, event: UserEvent): Promise<Use
   if (event.user || !event.userId || event.type === 'REGISTER_ERROR' || event.type === 'DELETE_ACCOUNT') return event;
   const user = await context.users?.get(event.realmName, event.userId).catch(() => null);
   return user ? { ...event, user } : event;
+}
+
+function deliveryHeaders(target: WebhookTarget): Record<string, string> {
+  return {
+    Authorization: `Bearer ${target.key}`,
+    'Content-Type': 'application/json',
+    'User-Agent': 'Realmgate-Webhook/1',
+  };
+}
+
+/** The outbox's gauges (database-wide: every node's deliveries), on top of the shared outcome and attempt counters. */
+function outboxMetrics(metrics: Metrics, hooks: DeliveryMetrics): OutboxMetrics {
+  const depth = metrics.gauge('realmgate_webhook_outbox_depth', 'Webhook deliveries in the outbox not yet delivered or dead (all nodes)');
+  const oldest = metrics.gauge(
+    'realmgate_webhook_outbox_oldest_due_seconds',
+    'How long the most overdue webhook delivery has been due (endpoint not paused): the workers\' lag, 0 when none',
+  );
+  depth.set(undefined, 0);
+  oldest.set(undefined, 0);
+  return {
+    outcome: (outcome, seconds) => hooks.outcome(outcome, seconds),
+    attempt: () => hooks.attempt(),
+    depth(value, oldestSeconds) {
+      depth.set(undefined, value);
+      oldest.set(undefined, oldestSeconds);
+    },
+  };
 }
 
 function allows(target: WebhookTarget, type: string): boolean {

@@ -1,7 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { readSettings } from '../src/settings.js';
 
+/** The outbox settings' defaults, present (and unused) in the default in-memory mode. */
+const MEMORY_MODE = { mode: 'memory', retentionDays: 7, pauseAfterFailures: 0, leaseMs: 60_000, pollMs: 1000, backoffJitterPercent: 10 };
+
 describe('readSettings', () => {
+  it('outbox mode: its own keys, retry waits up to 30 days, a lease longer than the response timeout', () => {
+    const settings = readSettings(
+      { mode: 'outbox', backoffMs: [1000, 60_000, 86_400_000, 2_592_000_000], maxAttempts: 10, pauseAfterFailures: 50 },
+      { REALMGATE_WEBHOOK_RETENTION_DAYS: '30', REALMGATE_WEBHOOK_LEASE_MS: '120000', REALMGATE_WEBHOOK_BACKOFF_JITTER_PERCENT: '0' },
+    );
+    expect(settings).toMatchObject({ mode: 'outbox', backoffMs: [1000, 60_000, 86_400_000, 2_592_000_000], retentionDays: 30, leaseMs: 120_000, pauseAfterFailures: 50, backoffJitterPercent: 0 });
+    expect(() => readSettings({ backoffMs: [86_400_000] }, {})).toThrow(/backoffMs=.*3600000/);
+    expect(() => readSettings({ mode: 'outbox', backoffMs: [2_592_000_001] }, {})).toThrow(/up to 30 days/);
+    expect(() => readSettings({}, { REALMGATE_WEBHOOK_MODE: 'disk' })).toThrow('invalid webhook setting REALMGATE_WEBHOOK_MODE="disk": must be one of memory, outbox');
+    expect(() => readSettings({ mode: 'outbox', leaseMs: 10_000 }, {})).toThrow(/leaseMs=10000: must exceed responseTimeoutMs \(10000\)/);
+    expect(() => readSettings({ retentionDays: 0 }, {})).toThrow('providers.ext-event-webhook.retentionDays=0: must be an integer from 1 to 3650');
+    expect(readSettings({}, { REALMGATE_WEBHOOK_MODE: ' Outbox ' }).mode).toBe('outbox');
+  });
+
   it('defaults to SPEC 5', () => {
     expect(readSettings({}, {})).toEqual({
       maxAttempts: 3,
@@ -13,6 +30,7 @@ describe('readSettings', () => {
       shutdownGraceMs: 5000,
       allow: [],
       deny: [],
+      ...MEMORY_MODE,
     });
   });
 
@@ -41,6 +59,7 @@ describe('readSettings', () => {
       shutdownGraceMs: 0,
       allow: ['loopback', '10.1.2.3/32', 'hooks.internal'],
       deny: ['private', '*.corp.example', 'fd00::/8'],
+      ...MEMORY_MODE,
     });
   });
 

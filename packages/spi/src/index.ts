@@ -161,6 +161,134 @@ export interface ProviderContext {
     /** Verifies signature, expiry, issuer (this realm) and type; never throws for a bad token. */
     verifyAccessToken(realmName: string, token: string): Promise<TokenVerification>;
   };
+  /**
+   * A durable queue in the server's database, private to this provider (absent on an older host). Several
+   * server processes sharing one database share it: `claimDue` hands an item to one process at a time.
+   */
+  outbox?: OutboxStore;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Durable outbox (a provider's own queue in the server's database)
+
+export type OutboxState = 'pending' | 'sending' | 'delivered' | 'dead';
+
+export interface OutboxItemInput {
+  /** Unique within the provider; enqueueing an id that exists already is a no-op. */
+  id: string;
+  realmId: string;
+  /** The destination: the unit of pausing (e.g. a client's UUID). */
+  endpoint: string;
+  /** Items with the same endpoint and order key are claimed one at a time, in enqueue order; null: no order. */
+  orderKey: string | null;
+  /** For queries (e.g. the event type). */
+  type: string;
+  /** For queries and log lines (e.g. the client's clientId, the user name). */
+  endpointLabel: string | null;
+  label: string | null;
+  /** Opaque to the host. */
+  payload: string;
+  maxAttempts: number;
+}
+
+export interface OutboxItem extends OutboxItemInput {
+  state: OutboxState;
+  /** Attempts in the current cycle (a requeue starts a new cycle). */
+  attempts: number;
+  /** Attempts over the item's life (numbers the attempt records). */
+  totalAttempts: number;
+  /** When it is due (pending), or when its lease ends (sending). Epoch ms. */
+  dueAt: number;
+  claimedBy: string | null;
+  createdAt: number;
+  updatedAt: number;
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+export interface OutboxAttempt {
+  /** 1-based, over the item's life. */
+  number: number;
+  node: string;
+  startedAt: number;
+  durationMs: number;
+  /** HTTP status, or null when no response came. */
+  status: number | null;
+  error: string | null;
+  /** The first bytes of the response body (bounded by the provider). */
+  responseExcerpt: string | null;
+}
+
+/** What follows an attempt: delivered, due again at `dueAt`, or dead (no more attempts). */
+export type OutboxNext = { state: 'delivered' } | { state: 'pending'; dueAt: number } | { state: 'dead' };
+
+export interface OutboxQuery {
+  realmId: string;
+  endpoint?: string;
+  states?: OutboxState[];
+  types?: string[];
+  /** Epoch ms, inclusive bounds on the enqueue time. */
+  from?: number;
+  to?: number;
+  ids?: string[];
+  first?: number;
+  max?: number;
+}
+
+export interface OutboxEndpointState {
+  realmId: string;
+  endpoint: string;
+  paused: boolean;
+  consecutiveFailures: number;
+  pausedAt: number | null;
+  reason: string | null;
+  /** Epoch ms: its items are not claimed before then (see `finishAttempt`), or null. */
+  holdUntil: number | null;
+}
+
+export interface OutboxStats {
+  /** Items not yet final (pending or sending). */
+  depth: number;
+  /**
+   * Due time of the most overdue unfinished item (due now, its endpoint neither paused nor held; a lease that ran out counts),
+   * or null: `now - oldestDueAt` is how far the workers lag behind.
+   */
+  oldestDueAt: number | null;
+}
+
+export interface OutboxStore {
+  /** This server process's name in `claimedBy` and attempt records. */
+  readonly nodeId: string;
+  /** Writes the items (one statement per batch); returns when they are committed. */
+  enqueue(items: OutboxItemInput[]): Promise<void>;
+  /**
+   * Takes up to `limit` items that are due (pending and due, or sending with an expired lease), whose endpoint
+   * is not paused and with no earlier unfinished item of the same endpoint and order key; each is leased to
+   * this node for `leaseMs`. PostgreSQL: `FOR UPDATE SKIP LOCKED`, so processes never take the same item.
+   */
+  claimDue(limit: number, leaseMs: number): Promise<OutboxItem[]>;
+  /**
+   * Records an attempt and the item's next state, only while this node still holds the lease (false when it
+   * lost it: another node has the item). Updates the endpoint's consecutive-failure count (a delivery resets it
+   * and lifts any hold) and pauses it when `pauseAfterFailures` (> 0) is reached. `holdUntil`, on a failure once
+   * the endpoint has 2 or more consecutive failures: none of its items is claimed before then (a circuit
+   * breaker: while a receiver is down, only the retries that fall due probe it). Returns the endpoint's state.
+   */
+  finishAttempt(
+    item: OutboxItem,
+    attempt: Omit<OutboxAttempt, 'number' | 'node'>,
+    next: OutboxNext,
+    policy: { pauseAfterFailures: number; holdUntil?: number | null },
+  ): Promise<{ recorded: boolean; endpoint: OutboxEndpointState | null }>;
+  list(query: OutboxQuery): Promise<OutboxItem[]>;
+  attempts(itemIds: string[]): Promise<Map<string, OutboxAttempt[]>>;
+  /** Makes matching final (delivered or dead) items pending again, due now, with a new attempt cycle. */
+  requeue(query: OutboxQuery): Promise<number>;
+  endpoint(realmId: string, endpoint: string): Promise<OutboxEndpointState | null>;
+  setPaused(realmId: string, endpoint: string, paused: boolean, reason: string | null): Promise<OutboxEndpointState>;
+  stats(now: number): Promise<OutboxStats>;
+  /** Removes delivered and dead items (and their attempts) last changed before `time`; returns how many. */
+  purgeFinishedBefore(time: number, limit: number): Promise<number>;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -236,6 +364,13 @@ export interface AdminEvent {
 export interface EventListener {
   onEvent?(event: UserEvent): void;
   onAdminEvent?(event: AdminEvent): void;
+  /**
+   * Optional, for listeners that must not lose an event (a durable outbox): awaited by the host after the
+   * change has committed and before the request that caused the event is answered. A rejection is logged
+   * and counted, never fails the request. Keep it to one short write.
+   */
+  persistEvent?(event: UserEvent): Promise<void>;
+  persistAdminEvent?(event: AdminEvent): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -358,6 +493,32 @@ export interface RealmResource {
   routes: ResourceRoute[];
 }
 
+/** The administrative roles a provider's admin route may require (realm-admin holds them all). */
+export type AdminRoleName = 'view-clients' | 'manage-clients' | 'view-users' | 'manage-users' | 'view-realm' | 'manage-realm' | 'view-events' | 'manage-events';
+
+export interface AdminResourceRequest extends ResourceRequest {
+  /** The authenticated administrator. */
+  admin: { realmId: string; clientId: string | null; userId: string | null };
+}
+
+export interface AdminResourceRoute {
+  method: HttpMethod;
+  /** Relative to `/admin/realms/{realm}/{providerId}`, Fastify syntax. */
+  path: string;
+  /** The host answers 401/403 before the handler when the bearer token lacks it over the realm. */
+  role: AdminRoleName;
+  /**
+   * Written as an admin event (operation ACTION, resource type CUSTOM, this resource path) when the handler
+   * answers 2xx; defaults to true for every method but GET.
+   */
+  audited?: boolean;
+  handler(request: AdminResourceRequest): Awaitable<ResourceResponse>;
+}
+
+export interface AdminResource {
+  routes: AdminResourceRoute[];
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Factories: what a provider package exports
 
@@ -374,6 +535,11 @@ interface FactoryBase {
    * them and writes nothing. Optional, any kind of provider; called after `init`. Realm import does not call it.
    */
   validateClientAttributes?(attributes: Readonly<Record<string, string>>): Awaitable<string[]>;
+  /**
+   * Optional, any kind: routes mounted under `/admin/realms/{realm}/{providerId}/…`, behind the admin API's
+   * authentication, each requiring its declared role. Called once after `init`.
+   */
+  adminResource?(): AdminResource;
 }
 
 export interface EventListenerFactory extends FactoryBase {

@@ -13,6 +13,7 @@ import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { clientInstallationRoutes } from './client-installation.js';
 import { organizationRoutes } from './organizations.js';
+import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
@@ -27,7 +28,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
       // Every route declares what it requires (route-permissions.ts); one that does not stops start-up.
       admin.addHook('onRoute', (route) => {
         for (const method of [route.method].flat()) {
-          if (method !== 'HEAD' && !routePermission(method, route.url)) throw new Error(`admin route ${method} ${route.url} has no entry in route-permissions.ts`);
+          // A provider's admin route requires the role it declares (provider-resources.ts).
+          if (method !== 'HEAD' && !route.config?.providerAdminRole && !routePermission(method, route.url)) throw new Error(`admin route ${method} ${route.url} has no entry in route-permissions.ts`);
         }
       });
       admin.addHook('onRequest', async (request) => {
@@ -73,6 +75,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         clientInstallationRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
+        providerAdminRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

@@ -83,6 +83,7 @@ export class EventBus {
         })
         .catch((error) => this.logger.error({ err: error, eventType: event.type }, 'storing event failed'));
     }
+    await this.persist(realm, event.type, (listener) => listener.persistEvent?.(event));
     this.dispatch(realm, event.type, (listener) => listener.onEvent?.(event));
     return event;
   }
@@ -121,8 +122,32 @@ export class EventBus {
         })
         .catch((error) => this.logger.error({ err: error }, 'storing admin event failed'));
     }
+    await this.persist(realm, `${event.operationType} ${event.resourceType}`, (listener) => listener.persistAdminEvent?.(event));
     this.dispatch(realm, `${event.operationType} ${event.resourceType}`, (listener) => listener.onAdminEvent?.(event));
     return event;
+  }
+
+  /**
+   * The listeners' durable part (SPI `persistEvent`, e.g. a webhook outbox write), awaited so that it is
+   * committed before the caller answers its request; a failure is logged and counted, never thrown.
+   */
+  private async persist(realm: Realm, what: string, call: (listener: EventListener) => Promise<void> | undefined): Promise<void> {
+    const writes: Promise<void>[] = [];
+    for (const id of realm.eventsListeners) {
+      const listener = this.listeners.get(id);
+      if (!listener || (!listener.persistEvent && !listener.persistAdminEvent)) continue;
+      const fail = (error: unknown) => {
+        this.failures.inc({ listener: id });
+        this.logger.error({ err: error, listener: id, event: what, realm: realm.name }, 'event listener failed to persist the event');
+      };
+      try {
+        const result = call(listener);
+        if (result) writes.push(result.catch(fail));
+      } catch (error) {
+        fail(error);
+      }
+    }
+    if (writes.length > 0) await Promise.all(writes);
   }
 
   private dispatch(realm: Realm, what: string, call: (listener: EventListener) => unknown): void {

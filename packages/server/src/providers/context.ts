@@ -6,6 +6,7 @@ import type { Client } from '../model/types.js';
 import { spiLogger } from '../observability/index.js';
 import { userSnapshot } from '../services/index.js';
 import { namespacedStore } from '../store/index.js';
+import { providerOutbox } from './outbox.js';
 
 const clientInfo = (c: Client): ClientInfo => ({ id: c.id, clientId: c.clientId, enabled: c.enabled, attributes: { ...c.attributes } });
 
@@ -44,6 +45,7 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
         return r ? (await storage.clients.list(r.id)).map(clientInfo) : [];
       },
     },
+    outbox: providerOutbox(storage, factory.id),
     tokens: {
       verifyAccessToken: async (realmName, token) => {
         const r = await realm(realmName);

@@ -1,5 +1,5 @@
 export { builtinProviders } from './builtin.js';
 export { providerContext } from './context.js';
 export { loadProviderPackages, type LoadedPackage } from './loader.js';
-export { mountRealmResources } from './realm-resources.js';
+export { mountRealmResources, resourceRequest, sendResourceResponse } from './realm-resources.js';
 export { ProviderRegistry, type ProviderEntry } from './registry.js';

@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import type { HttpMethod, RealmResource, ResourceRoute } from '@realmgate/spi';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { HttpMethod, RealmResource, ResourceRequest, ResourceResponse, ResourceRoute } from '@realmgate/spi';
+import type { Realm } from '../model/types.js';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
 import { requestInfo } from '../http/index.js';
@@ -25,23 +26,31 @@ function mountRoute(app: FastifyInstance, ctx: ServerContext, path: string, rout
     method: route.method,
     url: path,
     handler: async (request, reply) => {
-      const { realm: realmName, ...params } = request.params;
-      const realm = await ctx.storage.realms.byName(realmName);
+      const realm = await ctx.storage.realms.byName(request.params.realm);
       if (!realm || !realm.enabled) throw notFound('Realm does not exist');
-      const query: Record<string, string> = {};
-      for (const [k, v] of Object.entries(request.query ?? {})) if (typeof v === 'string') query[k] = v;
-      const response = await route.handler({
-        realm: realmInfo(realm),
-        method: request.method as HttpMethod,
-        params,
-        query,
-        headers: request.headers as Record<string, string | undefined>,
-        body: request.body,
-        request: requestInfo(request),
-      });
-      reply.code(response.status);
-      if (response.headers) reply.headers(response.headers);
-      return reply.send(response.body ?? '');
+      return sendResourceResponse(reply, await route.handler(resourceRequest(request, realm)));
     },
   });
+}
+
+/** The SPI view of a Fastify request to a provider's route (realm resources and provider admin routes). */
+export function resourceRequest(request: FastifyRequest, realm: Realm): ResourceRequest {
+  const { realm: _realm, ...params } = request.params as Record<string, string>;
+  const query: Record<string, string> = {};
+  for (const [k, v] of Object.entries((request.query as Record<string, unknown>) ?? {})) if (typeof v === 'string') query[k] = v;
+  return {
+    realm: realmInfo(realm),
+    method: request.method as HttpMethod,
+    params,
+    query,
+    headers: request.headers as Record<string, string | undefined>,
+    body: request.body,
+    request: requestInfo(request),
+  };
+}
+
+export function sendResourceResponse(reply: FastifyReply, response: ResourceResponse): FastifyReply {
+  reply.code(response.status);
+  if (response.headers) reply.headers(response.headers);
+  return reply.send(response.body ?? '');
 }

@@ -7,6 +7,7 @@ import type {
   ProviderContext,
   ProviderFactory,
   RealmResource,
+  AdminResource,
 } from '@realmgate/spi';
 import { ProviderLoadError } from '../model/errors.js';
 import type { LoadedPackage } from './loader.js';
@@ -26,6 +27,8 @@ export class ProviderRegistry {
   readonly formActions = new Map<string, { factory: FormActionFactory; instance: FormAction }>();
   readonly formProtectors = new Map<string, { factory: FormProtectorFactory; instance: FormProtector }>();
   readonly realmResources = new Map<string, RealmResource>();
+  /** SPI `adminResource()` of each provider that has one, mounted under /admin/realms/{realm}/{providerId}. */
+  readonly adminResources = new Map<string, AdminResource>();
   private readonly initialized: ProviderFactory[] = [];
 
   add(pkg: Omit<LoadedPackage, 'directory'>, builtin: boolean): void {
@@ -73,6 +76,8 @@ export class ProviderRegistry {
       this.initialized.push(factory);
       try {
         this.instantiate(factory);
+        const admin = factory.adminResource?.();
+        if (admin) this.adminResources.set(factory.id, admin);
       } catch (error) {
         throw new ProviderLoadError(`provider ${factory.id} (${packageName}) failed to create its ${factory.kind}: ${(error as Error).message}`);
       }

@@ -31,6 +31,10 @@ const VOLATILE_TABLES = new Set([
   // A user's OTP credentials and pending required actions: read per sign-in, never through the cache.
   'credential',
   'user_required_action',
+  // Webhook deliveries of the outbox (one per event): nothing cached is read from them.
+  'provider_outbox',
+  'provider_outbox_attempt',
+  'provider_outbox_endpoint',
   'event_entity',
   'admin_event_entity',
   'kysely_migration',

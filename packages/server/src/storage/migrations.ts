@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 
 // One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
 export const migrations: Record<string, Migration> = {
@@ -372,6 +372,70 @@ export const migrations: Record<string, Migration> = {
         .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
         .addColumn('group_id', 'text', (c) => c.notNull().references('realm_group.id').onDelete('cascade'))
         .addPrimaryKeyConstraint('default_group_pk', ['realm_id', 'group_id'])
+        .execute();
+    },
+  },
+  // Providers' durable outboxes (SPI OutboxStore; the webhook extension's outbox mode): the items, each attempt,
+  // and the per-endpoint pause state. provider_outbox_due serves the claim (per endpoint, due_at order); provider_outbox_order
+  // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries; _updated the purge.
+  '0009-provider-outbox': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('provider_outbox')
+        .addColumn('provider_id', 'text', (c) => c.notNull())
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('seq', 'bigint', (c) => c.notNull())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('endpoint', 'text', (c) => c.notNull())
+        .addColumn('endpoint_label', 'text')
+        .addColumn('order_key', 'text')
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('label', 'text')
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('total_attempts', 'integer', (c) => c.notNull())
+        .addColumn('max_attempts', 'integer', (c) => c.notNull())
+        .addColumn('due_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_by', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_status', 'integer')
+        .addColumn('last_error', 'text')
+        .addPrimaryKeyConstraint('provider_outbox_pk', ['provider_id', 'id'])
+        .execute();
+      // Partial: only unfinished rows, so delivered ones kept for the retention period never slow the claim.
+      const unfinished = sql<boolean>`state in ('pending', 'sending')`;
+      await db.schema.createIndex('provider_outbox_due').on('provider_outbox').columns(['provider_id', 'endpoint', 'due_at', 'seq']).where(unfinished).execute();
+      await db.schema.createIndex('provider_outbox_order').on('provider_outbox').columns(['provider_id', 'endpoint', 'order_key', 'seq']).where(unfinished).execute();
+      await db.schema.createIndex('provider_outbox_list').on('provider_outbox').columns(['provider_id', 'realm_id', 'created_at']).execute();
+      await db.schema.createIndex('provider_outbox_updated').on('provider_outbox').columns(['provider_id', 'updated_at']).execute();
+      await db.schema
+        .createTable('provider_outbox_attempt')
+        .addColumn('provider_id', 'text', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('number', 'integer', (c) => c.notNull())
+        .addColumn('node', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .addColumn('status', 'integer')
+        .addColumn('error', 'text')
+        .addColumn('response_excerpt', 'text')
+        .addPrimaryKeyConstraint('provider_outbox_attempt_pk', ['provider_id', 'item_id', 'number'])
+        .addForeignKeyConstraint('provider_outbox_attempt_item', ['provider_id', 'item_id'], 'provider_outbox', ['provider_id', 'id'], (c) => c.onDelete('cascade'))
+        .execute();
+      await db.schema
+        .createTable('provider_outbox_endpoint')
+        .addColumn('provider_id', 'text', (c) => c.notNull())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('endpoint', 'text', (c) => c.notNull())
+        .addColumn('paused', 'integer', (c) => c.notNull())
+        .addColumn('consecutive_failures', 'integer', (c) => c.notNull())
+        .addColumn('paused_at', 'bigint')
+        .addColumn('reason', 'text')
+        .addColumn('hold_until', 'bigint')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('provider_outbox_endpoint_pk', ['provider_id', 'realm_id', 'endpoint'])
         .execute();
     },
   },

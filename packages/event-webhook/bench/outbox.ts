@@ -1,0 +1,109 @@
+/**
+ * Deliveries per second to a local receiver answering 204: the outbox (a real server on SQLite, its worker
+ * claiming, sending and recording every attempt) over the in-memory engine (WebhookDispatcher with the same undici
+ * transport), same receiver, same run. `npx tsx packages/event-webhook/bench/outbox.ts [deliveries]`.
+ */
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { OutboxRepository } from '../../server/src/storage/outbox.js';
+import { WebhookDispatcher } from '../src/delivery.js';
+import { encodeStored } from '../src/outbox.js';
+import { benchServer } from './login.js';
+
+export interface OutboxThroughput {
+  deliveries: number;
+  outboxPerSecond: number;
+  memoryPerSecond: number;
+  ratio: number;
+}
+
+export async function run(count = 3000): Promise<OutboxThroughput> {
+  let received = 0;
+  let onReceived: (() => void) | null = null;
+  const receiver = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(204).end();
+      received++;
+      onReceived?.();
+    });
+  });
+  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const until = (n: number) =>
+    new Promise<void>((done) => {
+      onReceived = () => received >= n && done();
+      onReceived();
+    });
+  const body = JSON.stringify({ type: 'LOGIN', user_name: 'alice', padding: 'x'.repeat(500) });
+
+  // In memory: the engine alone.
+  const dispatcher = new WebhookDispatcher({ logger: { info() {}, warn() {} } });
+  received = 0;
+  let started = performance.now();
+  for (let i = 0; i < count; i++) {
+    dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
+  }
+  await until(count);
+  const memoryPerSecond = count / ((performance.now() - started) / 1000);
+  await dispatcher.close(0);
+
+  // Outbox: a server whose worker sends what is written to its table.
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-outbox-bench-'));
+  const providersDir = join(dir, 'providers');
+  mkdirSync(providersDir);
+  symlinkSync(resolve(import.meta.dirname, '..'), join(providersDir, 'event-webhook'), 'dir');
+  const server = await benchServer(dir, providersDir, { REALMGATE_WEBHOOK_MODE: 'outbox', REALMGATE_WEBHOOK_POLL_MS: '10' });
+  await server.listen();
+  try {
+    const ctx = server.context;
+    const { storage } = ctx;
+    const realm = (await storage.realms.byName('master'))!;
+    const created = await storage.clients.byClientId(realm.id, 'admin-cli');
+    // A client with a webhook, written directly (the bench measures sending, not the admin API).
+    await storage.clients.update({ ...created!, attributes: { ...created!.attributes, 'api.url': hookUrl, 'api.key': 'bench-key' } });
+    const client = (await storage.clients.byClientId(realm.id, 'admin-cli'))!;
+    const store = new OutboxRepository(storage.db, storage.dialect, 'ext-event-webhook', 'bench-writer');
+    const items = Array.from({ length: count }, (_, i) => ({
+      id: `o${i}`,
+      realmId: realm.id,
+      endpoint: client.id,
+      endpointLabel: client.clientId,
+      orderKey: `user-${i}`,
+      type: 'LOGIN',
+      label: 'alice',
+      payload: encodeStored({ realm: 'master', body }),
+      maxAttempts: 3,
+    }));
+    await store.enqueue(items.slice(0, 1)); // registers the endpoint; warms the worker
+    received = 0;
+    await until(1);
+    received = 0;
+    started = performance.now();
+    await store.enqueue(items.slice(1));
+    await until(count - 1);
+    const outboxPerSecond = (count - 1) / ((performance.now() - started) / 1000);
+    return { deliveries: count, outboxPerSecond, memoryPerSecond, ratio: outboxPerSecond / memoryPerSecond };
+  } finally {
+    await server.close();
+    receiver.closeAllConnections();
+    await new Promise<void>((done) => receiver.close(() => done()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function format(result: OutboxThroughput): string {
+  return [
+    `  deliveries/s to a 204 receiver, outbox (SQLite, enqueue included): ${result.outboxPerSecond.toFixed(0)} /s`,
+    `  deliveries/s to the same receiver, in-memory engine:              ${result.memoryPerSecond.toFixed(0)} /s`,
+    `  ratio: ${result.ratio.toFixed(3)} (target >= 0.8; ${result.ratio >= 0.8 ? 'met' : 'NOT met'}), ${result.deliveries} deliveries each`,
+  ].join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  console.log(format(await run(process.argv[2] ? Number(process.argv[2]) : undefined)));
+}

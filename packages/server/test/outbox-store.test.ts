@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import type { OutboxItemInput } from '@realmgate/spi';
+import { describe, expect, it } from 'vitest';
+import { defaultRealm } from '../src/model/defaults.js';
+import { Storage } from '../src/storage/index.js';
+import { OutboxRepository } from '../src/storage/outbox.js';
+import { createPgDatabase, databases } from './support/server.js';
+
+/** A fresh database of each kind with one realm, dropped afterwards. */
+async function withStorage(kind: string, work: (storage: Storage, realmId: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'realmgate-outbox-'));
+  const pgDb = kind === 'postgres' ? await createPgDatabase() : null;
+  try {
+    const storage = await Storage.open(pgDb ? pgDb.url : `sqlite:${join(dir, 'outbox.db')}`);
+    try {
+      await storage.realms.insert(defaultRealm(randomUUID(), 'outbox', Date.now()));
+      await work(storage, (await storage.realms.byName('outbox'))!.id);
+    } finally {
+      await storage.close();
+    }
+  } finally {
+    await pgDb?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const item = (realmId: string, id: string, orderKey: string | null, endpoint = 'client-a'): OutboxItemInput => ({
+  id,
+  realmId,
+  endpoint,
+  endpointLabel: endpoint,
+  orderKey,
+  type: 'LOGIN',
+  label: orderKey,
+  payload: JSON.stringify({ id }),
+  maxAttempts: 3,
+});
+
+const attempt = { startedAt: 0, durationMs: 1, status: 503, error: '503 Service Unavailable', responseExcerpt: 'down' };
+
+describe.each(databases)('OutboxRepository on %s', (kind) => {
+  it('claims in order, one item per user at a time, leases, and lets another node take an expired lease', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let now = 1_000_000;
+      const clock = () => now;
+      const a = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', clock);
+      const b = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-b', clock);
+      await a.enqueue([item(realmId, 'u1-1', 'u1'), item(realmId, 'u1-2', 'u1'), item(realmId, 'u2-1', 'u2'), item(realmId, 'x', null)]);
+      await a.enqueue([item(realmId, 'u1-1', 'u1')]); // the same id again: ignored
+
+      const first = await a.claimDue(10, 5000);
+      expect(first.map((i) => i.id).sort()).toEqual(['u1-1', 'u2-1', 'x']); // u1-2 waits for u1-1
+      expect(first.every((i) => i.state === 'sending' && i.claimedBy === 'node-a')).toBe(true);
+      expect(await b.claimDue(10, 5000)).toEqual([]);
+
+      // u1-1 fails and is due again in 1 s: u1-2 still waits behind it.
+      const u11 = first.find((i) => i.id === 'u1-1')!;
+      expect((await a.finishAttempt(u11, attempt, { state: 'pending', dueAt: now + 1000 }, { pauseAfterFailures: 0 })).recorded).toBe(true);
+      expect(await b.claimDue(10, 5000)).toEqual([]);
+      now += 1000;
+      const again = await b.claimDue(10, 5000);
+      expect(again.map((i) => i.id)).toEqual(['u1-1']);
+      expect(again[0]).toMatchObject({ attempts: 1, totalAttempts: 1, claimedBy: 'node-b', lastStatus: 503 });
+
+      // node a "dies" holding u2-1 and x: after the lease (5 s from its claim) node b takes them.
+      now += 3999;
+      expect((await b.claimDue(10, 5000)).map((i) => i.id)).toEqual([]);
+      now += 1;
+      expect((await b.claimDue(10, 5000)).map((i) => i.id).sort()).toEqual(['u2-1', 'x']);
+      // node a's late result is refused: node b owns them now
+      const lost = first.find((i) => i.id === 'x')!;
+      expect((await a.finishAttempt(lost, { ...attempt, status: 204, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 })).recorded).toBe(false);
+
+      // delivered u1-1 releases u1-2
+      expect((await b.finishAttempt(again[0], { ...attempt, status: 204, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 })).recorded).toBe(true);
+      expect((await a.claimDue(10, 5000)).map((i) => i.id)).toEqual(['u1-2']);
+      const log = await a.attempts(['u1-1']);
+      expect(log.get('u1-1')!.map((x) => [x.number, x.node, x.status])).toEqual([
+        [1, 'node-a', 503],
+        [2, 'node-b', 204],
+      ]);
+    });
+  });
+
+  it('pauses an endpoint after N consecutive failures, skips it while paused, requeues dead items, purges old ones', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let now = 2_000_000;
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
+      await store.enqueue([item(realmId, 'd1', 'u1'), item(realmId, 'd2', 'u2'), item(realmId, 'other', 'u3', 'client-b')]);
+      const [d1, d2] = (await store.claimDue(2, 60_000)).sort((x, y) => x.id.localeCompare(y.id));
+      expect((await store.finishAttempt(d1, attempt, { state: 'dead' }, { pauseAfterFailures: 2 })).endpoint).toMatchObject({ paused: false, consecutiveFailures: 1 });
+      expect((await store.finishAttempt(d2, attempt, { state: 'pending', dueAt: now }, { pauseAfterFailures: 2 })).endpoint).toMatchObject({ paused: true, consecutiveFailures: 2 });
+      // paused: d2 waits, the other client's item goes
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['other']);
+      // d2 (pending, due) is on a paused endpoint and 'other' is being sent: nothing waits that could go
+      expect(await store.stats(now)).toEqual({ depth: 2, oldestDueAt: null });
+      now += 5;
+      await store.setPaused(realmId, 'client-b', true, 'test');
+      await store.setPaused(realmId, 'client-a', false, null);
+      expect(await store.stats(now)).toEqual({ depth: 2, oldestDueAt: now - 5 }); // d2, due 5 ms ago
+      await store.setPaused(realmId, 'client-b', false, null);
+      await store.setPaused(realmId, 'client-a', false, null);
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['d2']);
+
+      expect(await store.requeue({ realmId, states: ['dead'] })).toBe(1);
+      expect((await store.list({ realmId, ids: ['d1'] }))[0]).toMatchObject({ state: 'pending', attempts: 0, totalAttempts: 1 });
+      const [d1again] = await store.claimDue(10, 60_000);
+      await store.finishAttempt(d1again, { ...attempt, status: 200, error: null }, { state: 'delivered' }, { pauseAfterFailures: 2 });
+      now += 1000;
+      expect(await store.purgeFinishedBefore(now, 100)).toBe(1); // d1 only: the others are not finished
+      expect((await store.list({ realmId })).map((i) => i.id).sort()).toEqual(['d2', 'other']);
+      const orphans = await sql<{ n: number }>`select count(*) as n from provider_outbox_attempt where item_id = 'd1'`.execute(storage.db);
+      expect(Number(orphans.rows[0].n)).toBe(0);
+    });
+  });
+});
+
+describe.each(databases)('OutboxRepository on %s: an endpoint that keeps failing', (kind) => {
+  it('is held from its second failure in a row until the given time, and released by a delivery', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let now = 3_000_000;
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
+      await store.enqueue([item(realmId, 'h1', 'u1'), item(realmId, 'h2', 'u2'), item(realmId, 'h3', 'u3')]);
+      const [h1] = await store.claimDue(1, 60_000);
+      const first = await store.finishAttempt(h1, attempt, { state: 'pending', dueAt: now + 1000 }, { pauseAfterFailures: 0, holdUntil: now + 1000 });
+      expect(first.endpoint).toMatchObject({ consecutiveFailures: 1, holdUntil: null }); // one failure: no hold yet
+      const [h2] = await store.claimDue(1, 60_000);
+      expect(h2.id).toBe('h2');
+      const second = await store.finishAttempt(h2, attempt, { state: 'pending', dueAt: now + 500 }, { pauseAfterFailures: 0, holdUntil: now + 500 });
+      expect(second.endpoint).toMatchObject({ consecutiveFailures: 2, holdUntil: now + 500 });
+      // h3 is due but its endpoint is held; another client's item is not
+      await store.enqueue([item(realmId, 'b1', 'u4', 'client-b')]);
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['b1']);
+      now += 500;
+      const probes = await store.claimDue(10, 60_000);
+      expect(probes.map((i) => i.id).sort()).toEqual(['h2', 'h3']);
+      const delivered = await store.finishAttempt(probes.find((i) => i.id === 'h2')!, { ...attempt, status: 200, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 });
+      expect(delivered.recorded).toBe(true);
+      expect(await store.endpoint(realmId, 'client-a')).toMatchObject({ consecutiveFailures: 0, holdUntil: null });
+    });
+  });
+});
+
+describe('OutboxRepository on postgres: concurrent claims', () => {
+  it('never hands one item to two nodes (FOR UPDATE SKIP LOCKED)', async () => {
+    await withStorage('postgres', async (storage, realmId) => {
+      const nodes = Array.from({ length: 4 }, (_, n) => new OutboxRepository(storage.db, storage.dialect, 'ext-test', `node-${n}`));
+      await nodes[0].enqueue(Array.from({ length: 400 }, (_, i) => item(realmId, `i${i}`, null)));
+      const claimed: string[] = [];
+      await Promise.all(
+        nodes.map(async (node) => {
+          for (;;) {
+            const batch = await node.claimDue(7, 60_000);
+            expect(batch.length).toBeLessThanOrEqual(7);
+            if (batch.length === 0) return;
+            claimed.push(...batch.map((i) => i.id));
+          }
+        }),
+      );
+      expect(claimed.length).toBe(400);
+      expect(new Set(claimed).size).toBe(400);
+    });
+  });
+});
