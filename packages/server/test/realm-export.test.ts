@@ -40,6 +40,10 @@ describe.each(databases)('realm partial export (%s)', (database) => {
     await kc.clients.addRealmScopeMappings({ id: web.id }, [customer!] as never);
     await kc.clients.addClientScopeMappings({ id: web.id, client: api.id }, [read!] as never);
     await kc.authenticationManagement.copyFlow({ flow: 'browser', newName: 'shop browser' });
+    const staff = await kc.groups.create({ name: 'staff', attributes: { floor: ['2'] } });
+    const clerks = await kc.groups.createChildGroup({ id: staff.id }, { name: 'clerks' });
+    await kc.groups.addRealmRoleMappings({ id: clerks.id, roles: [(await kc.roles.findOneByName({ name: 'clerk' })) as never] });
+    await kc.realms.addDefaultGroup({ realm: 'shop', id: staff.id });
   }, 60_000);
   afterAll(async () => {
     await source?.close();
@@ -63,6 +67,10 @@ describe.each(databases)('realm partial export (%s)', (database) => {
     expect(clerk.composites).toEqual({ realm: ['customer'], client: { 'orders-api': ['orders:read'] } });
     expect(exported.scopeMappings).toContainEqual({ client: 'shop-web', roles: ['customer'] });
     expect(exported.clientScopeMappings['orders-api']).toContainEqual({ client: 'shop-web', roles: ['orders:read'] });
+    expect(exported.groups).toEqual([
+      expect.objectContaining({ name: 'staff', path: '/staff', attributes: { floor: ['2'] }, subGroups: [expect.objectContaining({ name: 'clerks', path: '/staff/clerks', realmRoles: ['clerk'] })] }),
+    ]);
+    expect(exported.defaultGroups).toEqual(['/staff']);
 
     const other = await adminClient(target);
     await other.realms.create(exported);
@@ -102,6 +110,9 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     const sales = await kc.roles.findOneByName({ name: 'sales' });
     const { id } = await kc.users.create({ username: 'carla', email: 'carla@example.test', enabled: true, firstName: 'Carla', credentials: [{ type: 'password', value: 'Carla-secret-1', temporary: false }] });
     await kc.users.addRealmRoleMappings({ id, roles: [sales!] as never });
+    const team = await kc.groups.create({ name: 'team' });
+    await kc.users.addToGroup({ id, groupId: team.id });
+    await kc.users.create({ username: 'dora', enabled: true, requiredActions: ['UPDATE_PASSWORD'], credentials: [{ type: 'password', value: 'Dora-secret-12', temporary: false }] });
     const serviceAccount = await kc.clients.getServiceAccountUser({ id: api.id });
     await kc.users.addRealmRoleMappings({ id: serviceAccount.id!, roles: [sales!] as never });
   }, 60_000);
@@ -119,11 +130,13 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
       timeout: 60_000,
     });
     expect(cli.status, cli.stderr).toBe(0);
-    expect(cli.stderr).toContain('crm: 2 users');
+    expect(cli.stderr).toContain('crm: 3 users');
     const exported = JSON.parse(readFileSync(file, 'utf8'));
     const carla = exported.users.find((u: { username: string }) => u.username === 'carla');
     expect(carla.credentials[0]).toMatchObject({ type: 'password', secretData: expect.any(String), credentialData: expect.stringContaining('"algorithm":"argon2"') });
     expect(JSON.stringify(exported)).not.toContain('Carla-secret-1');
+    expect(carla.groups).toEqual(['/team']);
+    expect(exported.users.find((u: { username: string }) => u.username === 'dora').requiredActions).toEqual(['UPDATE_PASSWORD']);
     expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'crm-api').secret).toBe('crm-secret-value-1');
     expect(exported.users.find((u: { serviceAccountClientId?: string }) => u.serviceAccountClientId === 'crm-api').realmRoles).toContain('sales');
 

@@ -8,7 +8,8 @@ import { clientRep } from '../admin/representations/client.js';
 import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
-import type { Client, Realm, Role } from '../model/types.js';
+import type { Client, Group, Realm, Role } from '../model/types.js';
+import { GroupTree } from './groups.js';
 
 /** What Keycloak's partial export puts where a secret was (its import stores it as given). */
 export const EXPORT_SECRET_MASK = '**********';
@@ -67,6 +68,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       attributes: {},
     };
   };
+  const groups = await GroupTree.load(storage, realm.id);
   const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
   const document = async (options: ExportOptions) => {
@@ -77,6 +79,23 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       const client: Record<string, unknown[]> = {};
       for (const [c, roles] of clientRoles) if (roles.length) client[c.clientId] = await Promise.all([...roles].sort(byName).map(roleExport));
       out.roles = { realm: await Promise.all([...realmRoles].sort(byName).map(roleExport)), client };
+    }
+    if (options.groupsAndRoles) {
+      // Keycloak's `groups`: the tree, each with its attributes and the roles mapped to it by name.
+      const exportGroup = async (group: Group): Promise<Record<string, unknown>> => {
+        const mapped = byContainer(await storage.groups.roleIds([group.id]));
+        return {
+          name: group.name,
+          path: groups.path(group.id),
+          ...(group.description !== null ? { description: group.description } : {}),
+          attributes: group.attributes,
+          realmRoles: mapped.realm ?? [],
+          clientRoles: mapped.client ?? {},
+          subGroups: await Promise.all(groups.childrenOf(group.id).map(exportGroup)),
+        };
+      };
+      out.groups = await Promise.all(groups.childrenOf(null).map(exportGroup));
+      out.defaultGroups = (await storage.groups.defaultGroupIds(realm.id)).map((id) => groups.path(id)).sort();
     }
     if (options.clients) {
       out.clients = clients
@@ -127,6 +146,8 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           credentials: credential ? [credential] : [],
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
+          requiredActions: await storage.credentials.requiredActions(user.id),
+          groups: (await storage.groups.userGroupIds(user.id)).map((id) => groups.path(id)).sort(),
         };
       }),
     );
