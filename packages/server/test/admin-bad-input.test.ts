@@ -236,6 +236,10 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
   'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+  'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
+    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['UPDATE_PROFILE'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
+    fields: [],
+  },
   'POST /admin/realms/:realm/partialImport': objectBody([
     { ifResourceExists: 'MERGE' },
     { ifResourceExists: 5 },
@@ -257,6 +261,7 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
   'POST /admin/realms/:realm/partial-export',
+  'PUT /admin/realms/:realm/users/:id/send-verify-email',
   'PUT /admin/realms/:realm/users/:id/groups/:groupId',
   'PUT /admin/realms/:realm/default-groups/:groupId',
 ];

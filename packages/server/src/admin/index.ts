@@ -12,6 +12,7 @@ import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { clientInstallationRoutes } from './client-installation.js';
+import { userActionEmailRoutes } from './user-action-emails.js';
 import { organizationRoutes } from './organizations.js';
 import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
@@ -73,6 +74,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         keyRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
+        userActionEmailRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
         providerAdminRoutes(realms, ctx);

@@ -5,7 +5,8 @@ import type { RealmKeys } from '../keys/index.js';
 import type { Realm } from '../model/types.js';
 
 /** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
-export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password';
+/** `execute-actions`: an administrator's e-mail (`execute-actions-email`) asking the user to carry out `act`. */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions';
 
 export interface ActionClaims {
   jti: string;
@@ -15,6 +16,9 @@ export interface ActionClaims {
   email?: string;
   /** The client the flow started from, for the event. */
   azp?: string;
+  /** For execute-actions: the required actions asked for, and where to send the user afterwards. */
+  act?: string[];
+  redirect?: string;
   exp: number;
 }
 
@@ -31,7 +35,13 @@ export class ActionTokens {
     private readonly store: SharedStore,
   ) {}
 
-  async issue(realm: Realm, typ: ActionType, userId: string, extra: { email?: string; azp?: string } = {}): Promise<string> {
+  async issue(
+    realm: Realm,
+    typ: ActionType,
+    userId: string,
+    extra: { email?: string; azp?: string; act?: string[]; redirect?: string } = {},
+    lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+  ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);
     const now = Math.floor(Date.now() / 1000);
     return new SignJWT({ typ, ...extra })
@@ -40,7 +50,7 @@ export class ActionTokens {
       .setSubject(userId)
       .setAudience(`realm:${realm.id}`)
       .setIssuedAt(now)
-      .setExpirationTime(now + ACTION_TOKEN_LIFETIME_S)
+      .setExpirationTime(now + lifetimeSeconds)
       .sign(key.key);
   }
 

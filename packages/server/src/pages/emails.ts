@@ -4,9 +4,8 @@ import type { Mail } from '../mail/index.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function mail(realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string): Mail {
+function mail(realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string, minutes = 5): Mail {
   const title = realm.displayName || realm.name;
-  const minutes = 5;
   return {
     to,
     subject: `${subject} · ${title}`,
@@ -31,5 +30,19 @@ export function sendInBackground(ctx: ServerContext, realm: Realm, message: Mail
 export const resetPasswordMail = (realm: Realm, user: User, link: string) =>
   mail(realm, user.email!, 'Reset your password', `Someone asked to reset the password of your account ${user.username}. Choose a new one here:`, link, 'Choose a new password');
 
-export const verifyEmailMail = (realm: Realm, to: string, link: string) =>
-  mail(realm, to, 'Verify your e-mail address', 'Please confirm that this is your e-mail address:', link, 'Verify e-mail address');
+export const verifyEmailMail = (realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
+  mail(realm, to, 'Verify your e-mail address', 'Please confirm that this is your e-mail address:', link, 'Verify e-mail address', Math.max(1, Math.round(lifetimeSeconds / 60)));
+
+/** Keycloak's names of the required actions, as the e-mail lists them. */
+const ACTION_NAMES: Record<string, string> = { UPDATE_PASSWORD: 'Update password', VERIFY_EMAIL: 'Verify e-mail address', CONFIGURE_TOTP: 'Set up an authenticator app' };
+
+export const executeActionsMail = (realm: Realm, user: User, link: string, actions: readonly string[], lifetimeSeconds: number) =>
+  mail(
+    realm,
+    user.email!,
+    'Update your account',
+    `An administrator asks you to update your account ${user.username}: ${actions.map((a) => ACTION_NAMES[a] ?? a).join(', ')}.`,
+    link,
+    'Update your account',
+    Math.max(1, Math.round(lifetimeSeconds / 60)),
+  );

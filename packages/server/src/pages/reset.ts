@@ -99,6 +99,33 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: email ?? '' }, request: info, user: snapshot });
       return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', await signInLink(request, realm, 'Continue'));
     }
+    if (typ === 'execute-actions') {
+      const claims = await ctx.actionTokens.read(realm, key, 'execute-actions');
+      const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (!claims || !user || !user.enabled || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
+      const actions = claims.act ?? [];
+      const info = requestInfo(request);
+      if (actions.includes('VERIFY_EMAIL') && user.email) {
+        // The link came to this address: following it confirms the address, as Keycloak's action token does.
+        const updated = { ...user, emailVerified: true };
+        await ctx.storage.users.update(updated);
+        await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
+        await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: await userSnapshot(ctx.storage, updated) });
+      }
+      // What needs a signed-in user (an authenticator app) is carried out at the next sign-in.
+      const later = actions.filter((a) => a !== 'VERIFY_EMAIL' && a !== 'UPDATE_PASSWORD');
+      if (later.length) {
+        const pending = await ctx.storage.credentials.requiredActions(user.id);
+        await ctx.storage.credentials.setRequiredActions(user.id, [...new Set([...pending, ...later])]);
+      }
+      if (actions.includes('UPDATE_PASSWORD')) {
+        // The new-password page of a reset, with a link of its own for this user.
+        const reset = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, claims.azp ? { azp: claims.azp } : {});
+        return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: reset, errors: {} });
+      }
+      const back = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Continue');
+      return showPage.info(ctx, reply, realm, 'Your account has been updated', 'Thank you: your account is up to date.', back);
+    }
     return expired(request, reply, realm);
   });
 
@@ -125,6 +152,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
     const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+    await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { ACTION_TOKEN_LIFETIME_S } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
@@ -8,8 +9,16 @@ export const actionTokenUrl = (request: FastifyRequest, ctx: ServerContext, real
   `${baseUrl(request, ctx.config.hostname)}/realms/${encodeURIComponent(realm.name)}/login-actions/action-token?key=${encodeURIComponent(token)}`;
 
 /** Mails a single-use link that confirms `email` for the user (the current address, or a new one being set). */
-export async function sendVerification(ctx: ServerContext, request: FastifyRequest, realm: Realm, user: User, email: string, clientId: string | null): Promise<void> {
-  const token = await ctx.actionTokens.issue(realm, 'verify-email', user.id, { email, ...(clientId ? { azp: clientId } : {}) });
-  sendInBackground(ctx, realm, verifyEmailMail(realm, email, actionTokenUrl(request, ctx, realm, token)));
+export async function sendVerification(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  realm: Realm,
+  user: User,
+  email: string,
+  clientId: string | null,
+  lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+): Promise<void> {
+  const token = await ctx.actionTokens.issue(realm, 'verify-email', user.id, { email, ...(clientId ? { azp: clientId } : {}) }, lifetimeSeconds);
+  sendInBackground(ctx, realm, verifyEmailMail(realm, email, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds));
   await ctx.events.user(realm, { type: 'SEND_VERIFY_EMAIL', clientId, userId: user.id, details: { email, username: user.username }, request: requestInfo(request) });
 }
