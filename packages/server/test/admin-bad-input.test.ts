@@ -236,6 +236,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
   'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+  'PUT /admin/realms/:realm/users/profile': objectBody([{ attributes: [] }, { attributes: 'x' }, { attributes: [{ name: 'phone' }] }, { unmanagedAttributePolicy: 'ENABLED' }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['UPDATE_PROFILE'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
@@ -334,6 +335,8 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/clients/:id/offline-session-count',
   'GET /admin/realms/:realm/clients/:id/session-count',
   'GET /admin/realms/:realm/users/:id/sessions',
+  'GET /admin/realms/:realm/users/profile',
+  'GET /admin/realms/:realm/users/profile/metadata',
   'GET /admin/realms/:realm/clients/:id/installation/providers/:provider',
   'GET /admin/realms/:realm/authentication/authenticator-providers',
   'GET /admin/realms/:realm/authentication/form-action-providers',

@@ -13,6 +13,7 @@ import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { clientInstallationRoutes } from './client-installation.js';
 import { userActionEmailRoutes } from './user-action-emails.js';
+import { userProfileRoutes } from './user-profile.js';
 import { organizationRoutes } from './organizations.js';
 import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
@@ -75,6 +76,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         sessionRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);
+        userProfileRoutes(realms, ctx);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
         providerAdminRoutes(realms, ctx);

@@ -40,6 +40,8 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/clients`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/clients`), { roles: ['manage-clients'] }],
 
+  [read, new RegExp(`${R}/users/profile$`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/users/profile$`), { roles: ['manage-realm'], note: 'the profile is fixed: only an unchanged configuration is accepted' }],
   [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
   [write, new RegExp(`${R}/users/:id/groups/:groupId$`), { roles: ['manage-users'], note: GROUP_ROLES_RULE }],
   [read, new RegExp(`${R}/groups(/count)?$`), { roles: ['query-groups'] }],

@@ -9,3 +9,62 @@ export const personNamePattern = /^[^<>&"$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]*$
  * a trailing dot (the DNS root) is allowed, as mail systems allow it.
  */
 export const emailPattern = /^[^\s@<>()[\]\\,;:"]+@(?:[^\s@<>()[\]\\,;:".]+\.)+[^\s@<>()[\]\\,;:".]+\.?$/;
+
+/** The longest value a profile attribute takes: Keycloak's default length validator (e-mail: what mail allows). */
+export const MAX_ATTRIBUTE_LENGTH = { username: 255, email: 254, firstName: 255, lastName: 255 } as const;
+
+export type ProfileAttribute = keyof typeof MAX_ATTRIBUTE_LENGTH;
+export const PROFILE_ATTRIBUTES = Object.keys(MAX_ATTRIBUTE_LENGTH) as ProfileAttribute[];
+
+/**
+ * The realm's user profile as Keycloak's account console reads it (`userProfileMetadata`): the four attributes
+ * this server keeps, with the rules the account API enforces. The username cannot be changed here
+ * (`editUsernameAllowed` is off); names may be empty; an e-mail address is required.
+ */
+export function profileMetadata() {
+  const attribute = (name: ProfileAttribute, required: boolean, readOnly: boolean, validators: Record<string, Record<string, unknown>>) => ({
+    name,
+    displayName: `\${${name}}`,
+    required,
+    readOnly,
+    validators: { ...validators, length: { max: MAX_ATTRIBUTE_LENGTH[name], 'ignore.empty.value': true } },
+    multivalued: false,
+  });
+  return {
+    attributes: [
+      attribute('username', true, true, { 'username-prohibited-characters': { 'ignore.empty.value': true } }),
+      attribute('email', true, false, { email: { 'ignore.empty.value': true } }),
+      attribute('firstName', false, false, { 'person-name-prohibited-characters': { 'ignore.empty.value': true } }),
+      attribute('lastName', false, false, { 'person-name-prohibited-characters': { 'ignore.empty.value': true } }),
+    ],
+    groups: [],
+  };
+}
+
+/**
+ * The same profile as Keycloak's admin API gives it (`GET /admin/realms/{realm}/users/profile`, UPConfig): the
+ * four attributes with their validations and who may view and edit them. Fixed in Realmgate: not configurable.
+ */
+export function userProfileConfig() {
+  const everyone = { view: ['admin', 'user'], edit: ['admin', 'user'] };
+  const attribute = (name: ProfileAttribute, validations: Record<string, Record<string, unknown>>, required: boolean, permissions = everyone) => ({
+    name,
+    displayName: `\${${name}}`,
+    validations: { length: { max: MAX_ATTRIBUTE_LENGTH[name] }, ...validations },
+    ...(required ? { required: { roles: ['admin', 'user'] } } : {}),
+    permissions,
+    multivalued: false,
+  });
+  return {
+    attributes: [
+      // A username is not changed once given (editUsernameAllowed is off).
+      attribute('username', { 'username-prohibited-characters': {} }, false, { view: ['admin', 'user'], edit: [] }),
+      attribute('email', { email: {} }, true),
+      attribute('firstName', { 'person-name-prohibited-characters': {} }, false),
+      attribute('lastName', { 'person-name-prohibited-characters': {} }, false),
+    ],
+    groups: [],
+    // Other attributes are kept as given by the admin API (and shown to users read-only).
+    unmanagedAttributePolicy: 'ADMIN_EDIT',
+  };
+}
