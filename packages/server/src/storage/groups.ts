@@ -126,7 +126,9 @@ export class GroupRepository {
   /**
    * The role ids a user holds before composites are expanded: mapped to the user, or to a group the user is a
    * member of or to any ancestor of such a group. One query (a recursive walk up the tree, the same SQL on
-   * SQLite and PostgreSQL; UNION stops on a repeated row, so even a corrupted cyclic tree ends).
+   * SQLite and PostgreSQL; UNION stops on a repeated row, so even a corrupted cyclic tree ends). `cross join`
+   * keeps SQLite's loop over the user's few groups, each looked up in group_role's primary key: the SQLite of
+   * Node 24 (node:sqlite) otherwise chose to scan group_role whole.
    */
   async userRoleIdsWithGroups(userId: string, db: Db = this.db): Promise<string[]> {
     const { rows } = await this.userRoleIdsQuery(userId).execute(db);
@@ -143,7 +145,7 @@ export class GroupRepository {
       )
       select role_id from user_role where user_id = ${userId}
       union
-      select gr.role_id from group_role gr join member_of m on gr.group_id = m.id
+      select gr.role_id from member_of m cross join group_role gr where gr.group_id = m.id
     `;
   }
 
