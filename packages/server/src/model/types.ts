@@ -153,3 +153,35 @@ export interface ClientSession {
   scope: string;
   started: number;
 }
+
+/** A protocol mapper (Keycloak's): puts one claim (or a few) into tokens; `protocolMapper` names its type. */
+export interface ProtocolMapper {
+  id: string;
+  name: string;
+  /** 'openid-connect' (or 'saml', kept as data: Realmgate issues no SAML assertions). */
+  protocol: string;
+  /** The mapper type, e.g. 'oidc-audience-mapper'. */
+  protocolMapper: string;
+  config: Record<string, string>;
+}
+
+/** A realm's client scope (Keycloak's): a named bundle of protocol mappers and role scope mappings. */
+export interface ClientScope {
+  id: string;
+  realmId: string;
+  name: string;
+  description: string | null;
+  protocol: string;
+  attributes: Record<string, string>;
+  protocolMappers: ProtocolMapper[];
+}
+
+/**
+ * What a client's tokens are made from: its default client scopes (always applied), its optional ones (applied
+ * when the request's `scope` names them), each with its mappers, and the client's own mappers.
+ */
+export interface ClientScopeSet {
+  defaultScopes: ClientScope[];
+  optionalScopes: ClientScope[];
+  clientMappers: ProtocolMapper[];
+}

@@ -1,6 +1,7 @@
 // Realm import has its own entry, services/realm-import/index.ts: it reads admin representations and, through
 // them, flows/, which the modules importing this index (protocol/, http/) must not load in a cycle.
 export { effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from './roles.js';
+export { clientScopeSet } from './client-scope-set.js';
 export { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, joinDefaultGroups, moveGroup, updateGroup, byName, type GroupInput } from './groups.js';
 export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, upgradeAccountRoles, upgradeAdminModel } from './realm-provisioning.js';
 export { clientFrom, insertClient, serviceAccountNamed } from './clients.js';

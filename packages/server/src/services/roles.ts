@@ -28,9 +28,11 @@ export async function heldRoleIds(storage: Storage, userId: string): Promise<Set
 
 /**
  * The user's roles with composites expanded, grouped as Keycloak's token claims group them; with `client`,
- * only those in the client's scope.
+ * only those in the client's scope. `clientScopeIds`: the client scopes applied to the request, whose role scope
+ * mappings widen a `fullScopeAllowed: false` client's scope (as Keycloak's); not yet used (contract).
  */
-export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
+export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client, clientScopeIds: readonly string[] = []): Promise<EffectiveRoles> {
+  void clientScopeIds;
   // Cached per user and client (frozen). Any write to a role or group table, a client, or a table the cache does
   // not know invalidates them all: role changes are rare, and coarse invalidation cannot miss one.
   const roles = await storage.cache.get(`roles\0${realmId}\0${userId}\0${client?.id ?? ''}`, ROLE_TABLES, () =>
