@@ -238,7 +238,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
   'PUT /admin/realms/:realm/users/profile': objectBody([{ attributes: [] }, { attributes: 'x' }, { attributes: [{ name: 'phone' }] }, { unmanagedAttributePolicy: 'ENABLED' }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
-    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['UPDATE_PROFILE'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
+    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
   'POST /admin/realms/:realm/partialImport': objectBody([

@@ -43,6 +43,8 @@ describe('execute-actions-email and send-verify-email', () => {
     const form = new URLSearchParams({ 'password-new': 'Newbie-pass-1', 'password-confirm': 'Newbie-pass-1', session_code: code! });
     const posted = await fetch(`${t.url}/realms/invite/login-actions/reset-password`, { method: 'POST', body: form });
     expect(posted.status).toBe(200);
+    // The administrator's redirect_uri is where the page leads afterwards.
+    expect(await posted.text()).toContain('href="https://portal.example/welcome"');
     expect((await signIn('newbie', 'Newbie-pass-1')).status).toBe(200);
     const user = await kc.users.findOne({ id });
     expect(user?.emailVerified).toBe(true);
@@ -67,7 +69,7 @@ describe('execute-actions-email and send-verify-email', () => {
     const refused = (call: Promise<unknown>, message: string) => expect(call).rejects.toMatchObject({ response: { status: 400 }, responseData: { errorMessage: expect.stringContaining(message) } });
     await refused(kc.users.executeActionsEmail({ id: noMail, actions: ['UPDATE_PASSWORD'] }), 'User email missing');
     await refused(kc.users.sendVerifyEmail({ id: off }), 'User is disabled');
-    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PROFILE'] }), 'UPDATE_PROFILE');
+    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['TERMS_AND_CONDITIONS'] }), 'TERMS_AND_CONDITIONS');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'portal', redirectUri: 'https://evil.example/' }), 'Invalid redirect uri');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], redirectUri: 'https://portal.example/x' }), 'Client id missing');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'nobody' }), "Client doesn't exist");

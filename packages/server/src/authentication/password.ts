@@ -41,7 +41,7 @@ export interface PasswordAttempt {
 }
 
 /** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
-export type PendingAction = 'VERIFY_EMAIL' | 'UPDATE_PASSWORD' | 'CONFIGURE_TOTP';
+export type PendingAction = 'VERIFY_EMAIL' | 'UPDATE_PASSWORD' | 'CONFIGURE_TOTP' | 'UPDATE_PROFILE';
 
 /** Keycloak's event error names for a refused password login. */
 export type PasswordError = Extract<
@@ -119,8 +119,8 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     ? 'VERIFY_EMAIL'
     : passwordExpired(policy, user.passwordCreated, Date.now()) || stored.includes('UPDATE_PASSWORD')
       ? 'UPDATE_PASSWORD'
-      : attempt.requiredActions === 'refuse' && stored.includes('CONFIGURE_TOTP')
-        ? 'CONFIGURE_TOTP'
+      : attempt.requiredActions === 'refuse'
+        ? (stored.find((action): action is PendingAction => action === 'CONFIGURE_TOTP' || action === 'UPDATE_PROFILE') ?? null)
         : null;
   if (requiredAction) {
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;

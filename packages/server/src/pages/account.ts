@@ -6,12 +6,10 @@ import { baseUrl, requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
-import { showPage, keepValues } from './pages.js';
+import { showPage } from './pages.js';
+import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
 import { clearSsoCookie, currentSsoSession } from '../authentication/index.js';
-import { profileRefusal } from './profile-rules.js';
-import { sendVerification } from './verify-email.js';
-import { emailPattern, personNamePattern as namePattern } from '../model/user-profile.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
@@ -100,48 +98,13 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
   }
 
   app.post('/realms/:realm/account', async (request: RealmRequest, reply) => {
-    const p = await posted(request, reply, ['firstName', 'lastName', 'email']);
+    const p = await posted(request, reply, [...PROFILE_FORM_FIELDS]);
     if ('done' in p) return p.done;
     const { realm, user, session, form } = p;
-    const values = keepValues(form, ['firstName', 'lastName', 'email']);
-    const errors: Record<string, string> = {};
-    for (const field of ['firstName', 'lastName'] as const) {
-      if (form[field].length > 255) errors[field] = 'Must be at most 255 characters.';
-      else if (!namePattern.test(values[field])) errors[field] = 'Please use letters, spaces and simple punctuation only.';
-    }
-    const email = values.email.trim().toLowerCase();
-    if (!emailPattern.test(email) || email.length > 254) errors.email = 'Invalid email address.';
-    else if (email !== user.email && !realm.duplicateEmailsAllowed) {
-      const other = await ctx.storage.users.byEmail(realm.id, email);
-      if (other && other.id !== user.id) errors.email = 'Email already exists.';
-    }
-    const info = requestInfo(request);
-    if (!errors.email && email !== user.email) {
-      const refused = await profileRefusal(ctx, realm, ACCOUNT_CLIENT, { email, firstName: values.firstName, lastName: values.lastName, username: user.username }, info);
-      if (refused) {
-        Object.assign(errors, { ...refused.fieldErrors, ...errors });
-        await ctx.events.user(realm, { type: 'UPDATE_EMAIL_ERROR', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, error: refused.error, details: { previous_email: user.email ?? '', updated_email: email, context: 'ACCOUNT' } });
-      }
-    }
-    if (Object.keys(errors).length) return render(reply, realm, user, session, 'profile', { values, errors, status: 400 });
-    const namesChanged = (values.firstName || null) !== user.firstName || (values.lastName || null) !== user.lastName;
-    let updated: User = { ...user, firstName: values.firstName || null, lastName: values.lastName || null };
-    let message = 'Your account has been updated.';
-    if (email !== user.email) {
-      if (realm.verifyEmail) {
-        await sendVerification(ctx, request, realm, user, email, ACCOUNT_CLIENT);
-        message = `We sent a link to ${email}. Your e-mail address changes when you open it.`;
-      } else {
-        updated = { ...updated, email, emailVerified: false };
-      }
-    }
-    await ctx.storage.users.update(updated);
-    const snapshot = await userSnapshot(ctx.storage, updated);
-    if (namesChanged) await ctx.events.user(realm, { type: 'UPDATE_PROFILE', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, user: snapshot, details: { context: 'ACCOUNT' } });
-    if (updated.email !== user.email) {
-      await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: info, user: snapshot, details: { previous_email: user.email ?? '', updated_email: updated.email ?? '', context: 'ACCOUNT' } });
-    }
-    return render(reply, realm, updated, session, 'profile', { message: { type: 'success', text: message } });
+    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' } });
+    if (!saved.ok) return render(reply, realm, user, session, 'profile', { values: saved.values, errors: saved.errors, status: 400 });
+    const text = saved.verificationSentTo ? `We sent a link to ${saved.verificationSentTo}. Your e-mail address changes when you open it.` : 'Your account has been updated.';
+    return render(reply, realm, saved.user, session, 'profile', { message: { type: 'success', text } });
   });
 
   app.post('/realms/:realm/account/password', async (request: RealmRequest, reply) => {

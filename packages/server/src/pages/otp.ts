@@ -19,13 +19,14 @@ import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
+import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { sendVerification } from './verify-email.js';
 
 /**
  * The browser login after the password: Keycloak's order, the flow's authenticators first (the OTP form of the
- * conditional OTP subflow), then the required actions (UPDATE_PASSWORD, VERIFY_EMAIL, CONFIGURE_TOTP), then the
+ * conditional OTP subflow), then the required actions (UPDATE_PASSWORD, VERIFY_EMAIL, CONFIGURE_TOTP, UPDATE_PROFILE), then the
  * login completes. Between pages the server keeps nothing: each page carries a `key` sealed with the realm's state
  * secret (authentication/signed-state.ts) naming the user, the auth session (a hash of its CSRF token) and what is
  * still pending; the CONFIGURE_TOTP page's key also carries the new secret until a code proves the app has it.
@@ -45,7 +46,7 @@ interface StepClaims {
   secret?: string;
 }
 
-type StepPurpose = 'login-otp' | 'config-totp';
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile';
 
 const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 
@@ -140,13 +141,23 @@ export async function continueLogin(
       { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
     );
   }
-  if (step === 'configure' || (await ctx.storage.credentials.requiredActions(user.id)).includes(CONFIGURE_TOTP)) {
+  const stored = await ctx.storage.credentials.requiredActions(user.id);
+  if (step === 'configure' || stored.includes(CONFIGURE_TOTP)) {
     const { secret } = newOtpSetup(realm);
     const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });
     return configPage(ctx, reply, realm, auth, user, key, secret, {}, {}, 200);
   }
+  if (stored.includes(UPDATE_PROFILE)) {
+    const key = await state.seal(realm, 'update-profile', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null });
+    return updateProfilePage(ctx, reply, realm, auth, user, key, { firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' }, {}, 200);
+  }
   return completeLogin(ctx, request, reply, realm, auth, user);
 }
+
+const UPDATE_PROFILE = 'UPDATE_PROFILE';
+
+const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
+  ctx.pages.send(reply, realm, 'login-update-profile', { action: actionUrl(realm, 'update-profile'), csrf: auth.csrf, key, username: user.username, values, errors }, status);
 
 const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number) =>
   ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors }, status);
@@ -215,6 +226,22 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
       if (!saved) return again({ totp: INVALID_CODE });
       return continueLogin(ctx, request, reply, realm, auth, user, { otpDone: true, pending: null }, newPasswordPage);
+    },
+  });
+
+  // UPDATE_PROFILE: the user confirms or corrects their names and address, under the same rules as the account page.
+  loginActionForm(app, ctx, 'update-profile', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, [...PROFILE_FORM_FIELDS, 'key', 'session_code']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'update-profile', auth, form.key);
+      if (!step) return expired(request, reply, realm, auth);
+      const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
+      if (!saved.ok) return updateProfilePage(ctx, reply, realm, auth, step.user, form.key, saved.values, saved.errors, 400);
+      await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
+      return continueLogin(ctx, request, reply, realm, auth, saved.user, { otpDone: true, pending: null }, newPasswordPage);
     },
   });
 }

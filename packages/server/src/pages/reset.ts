@@ -112,7 +112,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
         await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: await userSnapshot(ctx.storage, updated) });
       }
-      // What needs a signed-in user (an authenticator app) is carried out at the next sign-in.
+      // What needs a signed-in user (an authenticator app, the profile form) is carried out at the next sign-in.
       const later = actions.filter((a) => a !== 'VERIFY_EMAIL' && a !== 'UPDATE_PASSWORD');
       if (later.length) {
         const pending = await ctx.storage.credentials.requiredActions(user.id);
@@ -120,7 +120,8 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       if (actions.includes('UPDATE_PASSWORD')) {
         // The new-password page of a reset, with a link of its own for this user.
-        const reset = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, claims.azp ? { azp: claims.azp } : {});
+        // The administrator's redirect_uri travels on, so the page after the new password leads back to the application.
+        const reset = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { ...(claims.azp ? { azp: claims.azp } : {}), ...(claims.redirect ? { redirect: claims.redirect } : {}) });
         return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: reset, errors: {} });
       }
       const back = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Continue');
@@ -156,6 +157,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
-    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', await signInLink(request, realm, 'Sign in'));
+    const next = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Sign in');
+    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', next);
   });
 }

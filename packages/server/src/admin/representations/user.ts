@@ -37,10 +37,11 @@ export interface UserInput {
 
 /**
  * The required actions an administrator (or a realm import) may set on a user, each carried out at the next browser
- * login (and refused by the password grant until then): CONFIGURE_TOTP, UPDATE_PASSWORD, VERIFY_EMAIL (for a user
- * with an address). Keycloak's others (UPDATE_PROFILE, TERMS_AND_CONDITIONS …) are not implemented: refused by name.
+ * login (and refused by the password grant until then): CONFIGURE_TOTP, UPDATE_PASSWORD, UPDATE_PROFILE,
+ * VERIFY_EMAIL (for a user with an address). Keycloak's others (TERMS_AND_CONDITIONS, delete_credential …) are not
+ * implemented: refused by name.
  */
-export const SUPPORTED_REQUIRED_ACTIONS = ['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'VERIFY_EMAIL'] as const;
+export const SUPPORTED_REQUIRED_ACTIONS = ['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL'] as const;
 
 export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
   const rep = parseRepresentation(body, userSpec, userIgnored, path, onUnknown) as UserInput & { credentials?: unknown };
