@@ -349,6 +349,73 @@ describe('TOTP (sqlite, memory store)', () => {
     expect((await passwordStep(r, user.username)).page.status).toBe(302);
   });
 
+  it("a Keycloak export's otp credentials (raw and BASE32 secrets) keep working after import, and export back so Keycloak reads them alike", async () => {
+    const realm = `otp-cred-${randomUUID().slice(0, 8)}`;
+    // Keycloak's own secrets are printable strings whose UTF-8 bytes are the key; secretEncoding BASE32 marks a
+    // base32 one (what tools that import a known secret write).
+    const raw = 'kX8rQ2mZ7vL4pN9wT3yB';
+    const base32 = 'JBSWY3DPEHPK3PXP';
+    const otp = (value: string, data: Record<string, unknown>) => ({
+      type: 'otp',
+      userLabel: 'phone',
+      createdDate: 1700000000000,
+      secretData: JSON.stringify({ value }),
+      credentialData: JSON.stringify({ subType: 'totp', digits: 6, counter: 0, period: 30, algorithm: 'HmacSHA1', ...data }),
+    });
+    const password = { type: 'password', value: PASSWORD };
+    const imported = await api(t.url, 'POST', '/admin/realms', token, {
+      realm,
+      enabled: true,
+      otpPolicyLookAheadWindow: 3,
+      clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }],
+      users: [
+        { username: 'raw', enabled: true, credentials: [password, otp(raw, {})] },
+        { username: 'b32', enabled: true, credentials: [password, otp(base32, { secretEncoding: 'BASE32', algorithm: 'HmacSHA256', digits: 8 })] },
+      ],
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+    const r = { t, token, realm };
+    const rawCodes = new CodeSource(Buffer.from(raw, 'utf8'), { window: 3 });
+    const b32Codes = new CodeSource(fromBase32(base32), { window: 3, algorithm: 'sha256', digits: 8 });
+    // The direct grant asks for the code of a user with a credential (the conditional OTP subflow).
+    expect((await grant(r, 'raw')).status).toBe(401);
+    expect((await grant(r, 'raw', { totp: rawCodes.next() })).status).toBe(200);
+    expect((await grant(r, 'b32', { totp: b32Codes.next() })).status).toBe(200);
+    // The browser asks for it too.
+    const { page, post } = await passwordStep(r, 'raw');
+    expect(textOf(page.text, 'page-title')).toContain('one-time code');
+    expect((await post('login-otp', { otp: rawCodes.next() })).status).toBe(302);
+
+    // Exported with secretEncoding BASE32: Keycloak decodes the value as this server stores it.
+    const { realmExporter } = await import('../src/services/realm-export.js');
+    const stored = (await t.server.context.storage.realms.byName(realm))!;
+    const { users } = await (await realmExporter(t.server.context, stored)).users(null, 10);
+    const document = { users } as { users: { username: string; credentials: { type: string; secretData: string; credentialData: string; userLabel?: string }[] }[] };
+    const rawOtp = document.users.find((u) => u.username === 'raw')!.credentials.find((c) => c.type === 'otp')!;
+    expect(rawOtp.userLabel).toBe('phone');
+    expect(JSON.parse(rawOtp.credentialData)).toMatchObject({ subType: 'totp', secretEncoding: 'BASE32', algorithm: 'HmacSHA1', digits: 6, period: 30 });
+    expect(fromBase32(JSON.parse(rawOtp.secretData).value).toString('utf8')).toBe(raw);
+
+    // Re-imported elsewhere from that export, the same app's codes work.
+    const again = `${realm}-again`;
+    const reimport = await api(t.url, 'POST', '/admin/realms', token, { realm: again, enabled: true, otpPolicyLookAheadWindow: 3, clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }], users: [{ username: 'raw', enabled: true, credentials: [password, rawOtp] }] });
+    expect(reimport.status, JSON.stringify(reimport.body)).toBe(201);
+    expect((await grant({ t, token, realm: again }, 'raw', { totp: rawCodes.next() })).status).toBe(200);
+
+    // What cannot be honoured is refused, naming it: HOTP, an unknown encoding, bad base32, 7 digits.
+    for (const [credential, problem] of [
+      [otp(raw, { subType: 'hotp' }), 'subType "hotp" is not supported'],
+      [otp(raw, { secretEncoding: 'HEX' }), 'secretEncoding "HEX" is not supported'],
+      [otp('not base32!', { secretEncoding: 'BASE32' }), 'not valid base32'],
+      [otp(raw, { digits: 7 }), 'digits must be 6 or 8'],
+      [{ ...otp(raw, {}), secretData: '{' }, 'must be JSON strings'],
+    ] as const) {
+      const refused = await api(t.url, 'POST', `/admin/realms/${realm}/users`, token, { username: `bad${randomUUID().slice(0, 6)}`, enabled: true, credentials: [credential] });
+      expect(refused.status).toBe(400);
+      expect((refused.body as { errorMessage: string }).errorMessage).toContain(problem);
+    }
+  });
+
   it('a realm created before OTP gets the conditional OTP subflows at start-up (the browser one asks for codes again)', async () => {
     const root = mkdtempSync(join(tmpdir(), 'realmgate-otp-upgrade-'));
     const config = { REALMGATE_DB_URL: `sqlite:${join(root, 'realmgate.db')}` };

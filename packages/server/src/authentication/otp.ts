@@ -1,10 +1,8 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, otpCredentialData, type OtpCredentialData } from '../credentials/otp.js';
+import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_TYPE, otpCredentialData, storedOtpData, type OtpCredentialData } from '../credentials/otp.js';
 import type { EventError } from '../model/errors.js';
-import type { OtpAlgorithm } from '../model/otp-policy.js';
-import { OTP_ALGORITHMS } from '../model/otp-policy.js';
 import type { Realm, User } from '../model/types.js';
 import type { StoredCredential } from '../storage/index.js';
 import { loginLockout, recordLoginFailure } from './brute-force.js';
@@ -20,7 +18,7 @@ import { loginLockout, recordLoginFailure } from './brute-force.js';
 
 type OtpContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
-export const OTP_CREDENTIAL_TYPE = 'otp';
+export { OTP_CREDENTIAL_TYPE };
 
 /** The required action that sets up an authenticator app. */
 export const CONFIGURE_TOTP = 'CONFIGURE_TOTP';
@@ -41,16 +39,7 @@ export async function hasOtpCredential(ctx: Pick<ServerContext, 'storage'>, user
 }
 
 /** The parameters a stored OTP credential was made with (the realm's policy at the time). */
-function credentialData(credential: StoredCredential): OtpCredentialData {
-  const data = credential.credentialData as Partial<OtpCredentialData>;
-  return {
-    subType: 'totp',
-    digits: data.digits === 8 ? 8 : 6,
-    period: typeof data.period === 'number' && data.period > 0 ? data.period : 30,
-    algorithm: (OTP_ALGORITHMS as readonly string[]).includes(data.algorithm ?? '') ? (data.algorithm as OtpAlgorithm) : 'HmacSHA1',
-    counter: 0,
-  };
-}
+const credentialData = (credential: StoredCredential): OtpCredentialData => storedOtpData(credential.credentialData);
 
 /** Claims `step` of `credentialId` for as long as a code of it could still be accepted; false when already claimed. */
 async function claimStep(ctx: OtpContext, realm: Realm, credentialId: string, step: number, period: number): Promise<boolean> {

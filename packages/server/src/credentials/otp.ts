@@ -1,11 +1,14 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { OtpAlgorithm, OtpPolicy } from '../model/otp-policy.js';
+import { OTP_ALGORITHMS, type OtpAlgorithm, type OtpPolicy } from '../model/otp-policy.js';
 
 /**
  * One-time passwords: HOTP (RFC 4226) and TOTP (RFC 6238) with HMAC-SHA1/256/512, the shared secret as the
  * authenticator apps read it (base32 in an otpauth:// URI), and the parameters a credential keeps. Pure: no
  * store, no clock of its own (the caller passes the time), so unit tests check it against the RFC vectors.
  */
+
+/** The credential type of authenticator apps, Keycloak's. */
+export const OTP_CREDENTIAL_TYPE = 'otp';
 
 /** What an OTP credential keeps besides its secret (Keycloak's OTP credentialData). */
 export interface OtpCredentialData {
@@ -121,4 +124,70 @@ export function otpauthUri(issuer: string, account: string, secret: string, data
     period: String(data.period),
   });
   return `otpauth://totp/${label}?${query}`;
+}
+
+/** An OTP credential as a Keycloak export carries it, read into this server's form (secret in base32). */
+export interface ImportedOtpCredential {
+  secret: string;
+  data: OtpCredentialData;
+  userLabel: string | null;
+  createdDate: number | null;
+}
+
+const MAX_IMPORTED_SECRET = 1024;
+
+/**
+ * Reads a Keycloak `otp` credential (`secretData` `{"value": …}`, `credentialData` `{"subType","digits","period",
+ * "algorithm","counter","secretEncoding"?}`). Keycloak's key is the value's UTF-8 bytes, or the value base32-decoded
+ * when `secretEncoding` is BASE32; either way it is kept here in base32, so the user's authenticator app goes on
+ * giving valid codes. HOTP is refused (Realmgate checks time-based codes only); an error message names the problem.
+ */
+export function importedOtpCredential(secretData: string, credentialData: string): Omit<ImportedOtpCredential, 'userLabel' | 'createdDate'> | { error: string } {
+  let secret: { value?: unknown };
+  let data: { subType?: unknown; digits?: unknown; period?: unknown; algorithm?: unknown; counter?: unknown; secretEncoding?: unknown };
+  try {
+    secret = JSON.parse(secretData);
+    data = JSON.parse(credentialData);
+  } catch {
+    return { error: 'secretData and credentialData must be JSON strings' };
+  }
+  const value = secret?.value;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_IMPORTED_SECRET) return { error: `secretData.value must be a non-empty string of at most ${MAX_IMPORTED_SECRET} characters` };
+  if (data?.subType !== 'totp') return { error: `credentialData.subType "${String(data?.subType).slice(0, 16)}" is not supported (only totp is)` };
+  const digits = Number(data.digits ?? 6);
+  if (digits !== 6 && digits !== 8) return { error: 'credentialData.digits must be 6 or 8' };
+  const period = Number(data.period ?? 30);
+  if (!Number.isInteger(period) || period < 1 || period > 600) return { error: 'credentialData.period must be an integer from 1 to 600' };
+  const algorithm = String(data.algorithm ?? 'HmacSHA1');
+  if (!(OTP_ALGORITHMS as readonly string[]).includes(algorithm)) return { error: `credentialData.algorithm "${algorithm.slice(0, 32)}" is not supported (HmacSHA1, HmacSHA256, HmacSHA512 are)` };
+  let key: Buffer | null;
+  if (data.secretEncoding === undefined || data.secretEncoding === null) key = Buffer.from(value, 'utf8');
+  else if (String(data.secretEncoding).toUpperCase() === 'BASE32') key = base32Decode(value);
+  else return { error: `credentialData.secretEncoding "${String(data.secretEncoding).slice(0, 16)}" is not supported (BASE32 is)` };
+  if (!key || key.length === 0) return { error: 'secretData.value is not valid base32' };
+  return { secret: base32Encode(key), data: { subType: 'totp', digits, period, algorithm: algorithm as OtpAlgorithm, counter: 0 } };
+}
+
+/** The parameters a stored OTP credential was made with, defaults where a value is missing or unknown. */
+export function storedOtpData(stored: Record<string, unknown>): OtpCredentialData {
+  const data = stored as Partial<OtpCredentialData>;
+  return {
+    subType: 'totp',
+    digits: data.digits === 8 ? 8 : 6,
+    period: typeof data.period === 'number' && data.period > 0 ? data.period : 30,
+    algorithm: (OTP_ALGORITHMS as readonly string[]).includes(data.algorithm ?? '') ? (data.algorithm as OtpAlgorithm) : 'HmacSHA1',
+    counter: 0,
+  };
+}
+
+/** A stored OTP credential as Keycloak exports it; `secretEncoding: BASE32` makes Keycloak read the key as this server does. */
+export function exportedOtpCredential(stored: { secretData: Record<string, unknown>; credentialData: Record<string, unknown>; userLabel: string | null; createdDate: number }): Record<string, unknown> {
+  const data = storedOtpData(stored.credentialData);
+  return {
+    type: OTP_CREDENTIAL_TYPE,
+    ...(stored.userLabel ? { userLabel: stored.userLabel } : {}),
+    createdDate: stored.createdDate,
+    secretData: JSON.stringify({ value: String(stored.secretData.value ?? '') }),
+    credentialData: JSON.stringify({ subType: 'totp', digits: data.digits, counter: 0, period: data.period, algorithm: data.algorithm, secretEncoding: 'BASE32' }),
+  };
 }

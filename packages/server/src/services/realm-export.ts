@@ -8,6 +8,7 @@ import { clientRep } from '../admin/representations/client.js';
 import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
+import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import type { Client, Group, Realm, Role } from '../model/types.js';
 import { GroupTree } from './groups.js';
 
@@ -143,7 +144,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           createdTimestamp: user.createdTimestamp,
           ...(Object.keys(user.attributes).length ? { attributes: user.attributes } : {}),
           ...(user.serviceAccountClientId ? { serviceAccountClientId: clientById.get(user.serviceAccountClientId)?.clientId } : {}),
-          credentials: credential ? [credential] : [],
+          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential)],
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),

@@ -1,6 +1,7 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../admin/representations/user.js';
 import { hashNeedsUpgrade, hashPassword, newId, verifyPassword } from '../credentials/index.js';
+import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { checkPassword, hashIterations, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
 import type { Client, Realm, User } from '../model/types.js';
@@ -71,6 +72,12 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     await storage.users.update(user, db);
   }
   if (input.requiredActions?.length) await storage.credentials.setRequiredActions(user.id, input.requiredActions, db);
+  for (const otp of input.otpCredentials ?? []) {
+    await storage.credentials.insert(
+      { id: newId(), userId: user.id, type: OTP_CREDENTIAL_TYPE, userLabel: otp.userLabel, secretData: { value: otp.secret }, credentialData: { ...otp.data }, createdDate: otp.createdDate ?? Date.now(), priority: 20 },
+      db,
+    );
+  }
   return user;
 }
 

@@ -1,4 +1,5 @@
 import { importedPasswordHash } from '../../credentials/keycloak-hash.js';
+import { importedOtpCredential, type ImportedOtpCredential } from '../../credentials/otp.js';
 import { badRequest } from '../../model/errors.js';
 import type { User } from '../../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../../model/user-profile.js';
@@ -33,6 +34,8 @@ export interface UserInput {
   /** A password hash from a Keycloak export (credentials/keycloak-hash.ts), stored without a policy check. */
   passwordHash?: string;
   requiredActions?: string[];
+  /** Authenticator apps from a Keycloak export (credentials of type `otp`). */
+  otpCredentials?: ImportedOtpCredential[];
 }
 
 /**
@@ -58,10 +61,20 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
         const imported = importedPasswordHash(c.secretData, c.credentialData);
         if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
         input.passwordHash = imported.hash;
+      } else if (c?.type === 'otp' && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
+        // A Keycloak export's authenticator app: the user's app goes on giving valid codes.
+        const imported = importedOtpCredential(c.secretData, c.credentialData);
+        if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
+        const { userLabel, createdDate } = credential as { userLabel?: unknown; createdDate?: unknown };
+        (input.otpCredentials ??= []).push({
+          ...imported,
+          userLabel: typeof userLabel === 'string' ? userLabel.slice(0, 255) : null,
+          createdDate: typeof createdDate === 'number' && Number.isFinite(createdDate) ? createdDate : null,
+        });
       } else if (onUnknown && typeof c?.type === 'string' && c.type !== 'password') {
         onUnknown(`${at} (type "${c.type}")`);
       } else {
-        throw badRequest(`${at}: only password credentials ({"type":"password","value":"…"} or Keycloak's hashed secretData/credentialData) are supported`, 'credentials');
+        throw badRequest(`${at}: only password credentials ({"type":"password","value":"…"} or Keycloak's hashed secretData/credentialData) and Keycloak's otp credentials (secretData/credentialData) are supported`, 'credentials');
       }
     }
   }
