@@ -414,6 +414,15 @@ describe('TOTP (sqlite, memory store)', () => {
       expect(refused.status).toBe(400);
       expect((refused.body as { errorMessage: string }).errorMessage).toContain(problem);
     }
+    // The admin API refuses such a realm, naming the path; a realm file (--import-realm) is imported without the
+    // credential, which its notImported list names.
+    const file = { realm: `${realm}-hotp`, enabled: true, users: [{ username: 'h', enabled: true, credentials: [password, otp(raw, { subType: 'hotp' })] }] };
+    const withHotp = await api(t.url, 'POST', '/admin/realms', token, file);
+    expect(withHotp.status).toBe(400);
+    expect((withHotp.body as { errorMessage: string }).errorMessage).toContain('realm.users[0].credentials[1]');
+    const { parseRealmImport } = await import('../src/services/realm-import/index.js');
+    const parsed = parseRealmImport(file, () => false, () => {});
+    expect(parsed.notImported).toEqual([expect.stringContaining('realm.users[0].credentials[1] (credentialData.subType "hotp" is not supported')]);
   });
 
   it('a realm created before OTP gets the conditional OTP subflows at start-up (the browser one asks for codes again)', async () => {

@@ -64,6 +64,11 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
       } else if (c?.type === 'otp' && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
         // A Keycloak export's authenticator app: the user's app goes on giving valid codes.
         const imported = importedOtpCredential(c.secretData, c.credentialData);
+        // A realm file imports without it and names it (a HOTP token, say); the admin API refuses it.
+        if ('error' in imported && onUnknown) {
+          onUnknown(`${at} (${imported.error})`);
+          continue;
+        }
         if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
         const { userLabel, createdDate } = credential as { userLabel?: unknown; createdDate?: unknown };
         (input.otpCredentials ??= []).push({
