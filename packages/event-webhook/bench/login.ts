@@ -169,12 +169,12 @@ export function format(result: LoginBench, options: LoginBenchOptions = {}): str
  * A silent server on SQLite under `dir` with the providers of `providersDir`; `webhookEnv` is what the webhook
  * provider reads (shutdown grace 0 unless given: the deliveries left at the end are not the bench's concern).
  */
-export async function benchServer(dir: string, providersDir: string, webhookEnv: Record<string, string> = {}) {
+export async function benchServer(dir: string, providersDir: string, webhookEnv: Record<string, string> = {}, dbUrl = `sqlite:${join(dir, 'bench.db')}`) {
   const config = loadConfig({
     env: {
       REALMGATE_HTTP_PORT: '0',
       REALMGATE_HTTP_HOST: '127.0.0.1',
-      REALMGATE_DB_URL: `sqlite:${join(dir, 'bench.db')}`,
+      REALMGATE_DB_URL: dbUrl,
       REALMGATE_BOOTSTRAP_ADMIN_USERNAME: ADMIN.username,
       REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
       REALMGATE_PROVIDERS_DIR: providersDir,

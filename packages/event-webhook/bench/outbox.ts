@@ -1,7 +1,8 @@
 /**
  * Deliveries per second to a local receiver answering 204: the outbox (a real server on SQLite, its worker
  * claiming, sending and recording every attempt) over the in-memory engine (WebhookDispatcher with the same undici
- * transport), same receiver, same run. `npx tsx packages/event-webhook/bench/outbox.ts [deliveries]`.
+ * transport), same receiver, same run; the outbox again on PostgreSQL when one answers at 127.0.0.1:5432.
+ * `npx tsx packages/event-webhook/bench/outbox.ts [deliveries]`.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { OutboxRepository } from '../../server/src/storage/outbox.js';
+import { createPgDatabase } from '../../server/test/support/server.js';
 import { WebhookDispatcher } from '../src/delivery.js';
 import { encodeStored } from '../src/outbox.js';
 import { benchServer } from './login.js';
@@ -19,6 +21,9 @@ export interface OutboxThroughput {
   outboxPerSecond: number;
   memoryPerSecond: number;
   ratio: number;
+  /** The same outbox on PostgreSQL (127.0.0.1:5432), null when no database answered. */
+  postgresPerSecond: number | null;
+  postgresRatio: number | null;
 }
 
 export async function run(count = 3000): Promise<OutboxThroughput> {
@@ -41,66 +46,93 @@ export async function run(count = 3000): Promise<OutboxThroughput> {
     });
   const body = JSON.stringify({ type: 'LOGIN', user_name: 'alice', padding: 'x'.repeat(500) });
 
-  // In memory: the engine alone.
-  const dispatcher = new WebhookDispatcher({ logger: { info() {}, warn() {} } });
-  received = 0;
-  let started = performance.now();
-  for (let i = 0; i < count; i++) {
-    dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
-  }
-  await until(count);
-  const memoryPerSecond = count / ((performance.now() - started) / 1000);
-  await dispatcher.close(0);
+  /** Deliveries/s of a server in outbox mode on `dbUrl` (SQLite when absent), enqueue included. */
+  const outboxRate = async (dbUrl?: string): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-outbox-bench-'));
+    const providersDir = join(dir, 'providers');
+    mkdirSync(providersDir);
+    symlinkSync(resolve(import.meta.dirname, '..'), join(providersDir, 'event-webhook'), 'dir');
+    const server = await benchServer(dir, providersDir, { REALMGATE_WEBHOOK_MODE: 'outbox', REALMGATE_WEBHOOK_POLL_MS: '10' }, dbUrl);
+    await server.listen();
+    try {
+      const ctx = server.context;
+      const { storage } = ctx;
+      const realm = (await storage.realms.byName('master'))!;
+      const created = await storage.clients.byClientId(realm.id, 'admin-cli');
+      // A client with a webhook, written directly (the bench measures sending, not the admin API).
+      await storage.clients.update({ ...created!, attributes: { ...created!.attributes, 'api.url': hookUrl, 'api.key': 'bench-key' } });
+      const client = (await storage.clients.byClientId(realm.id, 'admin-cli'))!;
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-event-webhook', 'bench-writer');
+      const items = Array.from({ length: count }, (_, i) => ({
+        id: `o${i}`,
+        realmId: realm.id,
+        endpoint: client.id,
+        endpointLabel: client.clientId,
+        orderKey: `user-${i}`,
+        type: 'LOGIN',
+        label: 'alice',
+        payload: encodeStored({ realm: 'master', body }),
+        maxAttempts: 3,
+      }));
+      await store.enqueue(items.slice(0, 1)); // registers the endpoint; warms the worker
+      received = 0;
+      await until(1);
+      received = 0;
+      const started = performance.now();
+      await store.enqueue(items.slice(1));
+      await until(count - 1);
+      return (count - 1) / ((performance.now() - started) / 1000);
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
 
-  // Outbox: a server whose worker sends what is written to its table.
-  const dir = mkdtempSync(join(tmpdir(), 'realmgate-outbox-bench-'));
-  const providersDir = join(dir, 'providers');
-  mkdirSync(providersDir);
-  symlinkSync(resolve(import.meta.dirname, '..'), join(providersDir, 'event-webhook'), 'dir');
-  const server = await benchServer(dir, providersDir, { REALMGATE_WEBHOOK_MODE: 'outbox', REALMGATE_WEBHOOK_POLL_MS: '10' });
-  await server.listen();
   try {
-    const ctx = server.context;
-    const { storage } = ctx;
-    const realm = (await storage.realms.byName('master'))!;
-    const created = await storage.clients.byClientId(realm.id, 'admin-cli');
-    // A client with a webhook, written directly (the bench measures sending, not the admin API).
-    await storage.clients.update({ ...created!, attributes: { ...created!.attributes, 'api.url': hookUrl, 'api.key': 'bench-key' } });
-    const client = (await storage.clients.byClientId(realm.id, 'admin-cli'))!;
-    const store = new OutboxRepository(storage.db, storage.dialect, 'ext-event-webhook', 'bench-writer');
-    const items = Array.from({ length: count }, (_, i) => ({
-      id: `o${i}`,
-      realmId: realm.id,
-      endpoint: client.id,
-      endpointLabel: client.clientId,
-      orderKey: `user-${i}`,
-      type: 'LOGIN',
-      label: 'alice',
-      payload: encodeStored({ realm: 'master', body }),
-      maxAttempts: 3,
-    }));
-    await store.enqueue(items.slice(0, 1)); // registers the endpoint; warms the worker
+    // In memory: the engine alone.
+    const dispatcher = new WebhookDispatcher({ logger: { info() {}, warn() {} } });
     received = 0;
-    await until(1);
-    received = 0;
-    started = performance.now();
-    await store.enqueue(items.slice(1));
-    await until(count - 1);
-    const outboxPerSecond = (count - 1) / ((performance.now() - started) / 1000);
-    return { deliveries: count, outboxPerSecond, memoryPerSecond, ratio: outboxPerSecond / memoryPerSecond };
+    const started = performance.now();
+    for (let i = 0; i < count; i++) {
+      dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
+    }
+    await until(count);
+    const memoryPerSecond = count / ((performance.now() - started) / 1000);
+    await dispatcher.close(0);
+
+    const outboxPerSecond = await outboxRate();
+    let postgresPerSecond: number | null = null;
+    const pg = await createPgDatabase().catch(() => null);
+    if (pg) {
+      try {
+        postgresPerSecond = await outboxRate(pg.url);
+      } finally {
+        await pg.drop();
+      }
+    }
+    return {
+      deliveries: count,
+      outboxPerSecond,
+      memoryPerSecond,
+      ratio: outboxPerSecond / memoryPerSecond,
+      postgresPerSecond,
+      postgresRatio: postgresPerSecond === null ? null : postgresPerSecond / memoryPerSecond,
+    };
   } finally {
-    await server.close();
     receiver.closeAllConnections();
     await new Promise<void>((done) => receiver.close(() => done()));
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export function format(result: OutboxThroughput): string {
+  const met = (ratio: number) => `target >= 0.8; ${ratio >= 0.8 ? 'met' : 'NOT met'}`;
   return [
     `  deliveries/s to a 204 receiver, outbox (SQLite, enqueue included): ${result.outboxPerSecond.toFixed(0)} /s`,
     `  deliveries/s to the same receiver, in-memory engine:              ${result.memoryPerSecond.toFixed(0)} /s`,
-    `  ratio: ${result.ratio.toFixed(3)} (target >= 0.8; ${result.ratio >= 0.8 ? 'met' : 'NOT met'}), ${result.deliveries} deliveries each`,
+    `  ratio: ${result.ratio.toFixed(3)} (${met(result.ratio)}), ${result.deliveries} deliveries each`,
+    result.postgresPerSecond === null || result.postgresRatio === null
+      ? '  PostgreSQL: no database at 127.0.0.1:5432, not measured'
+      : `  outbox on PostgreSQL: ${result.postgresPerSecond.toFixed(0)} /s, ratio to in-memory ${result.postgresRatio.toFixed(3)} (${met(result.postgresRatio)})`,
   ].join('\n');
 }
 
