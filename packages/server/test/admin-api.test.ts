@@ -242,6 +242,15 @@ describe.each(databases)('admin REST API through the official admin client (%s)'
     expect(names(await kc.users.find({ search: 'ali', first: 1, max: 1 }))).toEqual(['alicia']);
     expect(names(await kc.users.find({ search: 'ali', max: 1 }))).toEqual(['alice']);
     expect(names(await kc.users.find({ search: '100%_' }))).toEqual([]);
+    // Keycloak's search syntax: a prefix by default, *infix*, "exact" (each of username, e-mail, first and last name).
+    expect(names(await kc.users.find({ search: 'iddell' }))).toEqual([]);
+    expect(names(await kc.users.find({ search: '*iddell*' }))).toEqual(['alice']);
+    expect(names(await kc.users.find({ search: 'ALI*' }))).toEqual(['alice', 'alicia']);
+    expect(names(await kc.users.find({ search: '"alice"' }))).toEqual(['alice']);
+    expect(names(await kc.users.find({ search: '"keys"' }))).toEqual(['alicia']);
+    expect(names(await kc.users.find({ search: '"alic"' }))).toEqual([]);
+    expect(names(await kc.users.find({ search: 'bob@example.org' }))).toEqual(['bob']);
+    expect(names(await kc.users.find({ search: '*' }))).toEqual(expect.arrayContaining(['alice', 'alicia', 'bob']));
 
     expect(await kc.users.count({ search: 'ali' })).toBe(2);
     expect(await kc.users.count({ email: 'example.org' })).toBe(1);

@@ -95,6 +95,36 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
         expect(plan).not.toMatch(/lower\(/i);
         expect(plan).toMatch(new RegExp(kind === 'sqlite' ? `INDEX [^"]*\\(realm_id=\\? AND ${field}=\\?\\)` : `Index Cond: \\(\\(realm_id = [^)]*\\) AND \\(${field} = `));
       }
+      // Keycloak's `search` in its prefix and exact forms: every one of the four fields from an index (migration
+      // 0013), never a scan of the realm's users; the substring form (*value*) scans, as Keycloak's own does.
+      for (const search of ['other-4', '"other-42"']) {
+        const plan = await storage.transaction(async (trx) => {
+          if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
+          const query = storage.users.filtered(realm.id, { search }).selectAll().compile();
+          let text = query.sql;
+          query.parameters.forEach((value, i) => {
+            text = text.replace(kind === 'sqlite' ? '?' : new RegExp(`\\$${i + 1}\\b`), typeof value === 'string' ? `'${value}'` : String(value));
+          });
+          const { rows } = await sql.raw(`${kind === 'sqlite' ? 'explain query plan' : 'explain'} ${text}`).execute(trx);
+          return JSON.stringify(rows);
+        });
+        if (kind === 'sqlite') {
+          expect(plan, search).toContain('MULTI-INDEX OR');
+          expect(plan, search).not.toMatch(/SCAN user_entity(?! USING)/);
+        } else {
+          expect(plan, search).toContain('BitmapOr');
+          expect(plan, search).not.toContain('Seq Scan');
+        }
+        for (const index of kind === 'sqlite' ? ['user_search_first_name', 'user_search_last_name'] : ['user_search_username', 'user_search_email', 'user_search_first_name', 'user_search_last_name']) {
+          expect(plan, search).toContain(index);
+        }
+      }
+      const found = async (search: string) => (await storage.users.search(realm.id, { search, max: 1000 })).map((u) => u.username).sort();
+      expect(await found('other-199')).toEqual(['other-199', 'other-1990', 'other-1991', 'other-1992', 'other-1993', 'other-1994', 'other-1995', 'other-1996', 'other-1997', 'other-1998', 'other-1999']);
+      expect(await found('"OTHER-199"')).toEqual(['other-199']);
+      expect(await storage.users.count(realm.id, { search: 'ann' })).toBe(2_001); // the first name of every one
+      expect(await found('*her-1999*')).toEqual(['other-1999']);
+      expect(await found('other_1')).toEqual([]); // _ is not a wildcard
     });
   });
 });

@@ -31,8 +31,11 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
+/** `value` with LIKE's wildcards (and the escape character) taken literally, for `… like ? escape '\\'`. */
+export const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 /** Case-insensitive substring match, with LIKE wildcards in the value taken literally, on both dialects. */
 export function containsIgnoreCase(column: string, value: string): RawBuilder<SqlBool> {
-  const pattern = `%${value.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const pattern = `%${escapeLike(value.toLowerCase())}%`;
   return sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`;
 }

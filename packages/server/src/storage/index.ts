@@ -35,7 +35,7 @@ export class Storage {
     const db = handle.db;
     this.realms = new RealmRepository(db, handle.cache);
     this.clients = new ClientRepository(db, handle.cache);
-    this.users = new UserRepository(db, handle.cache);
+    this.users = new UserRepository(db, handle.cache, handle.dialect);
     this.roles = new RoleRepository(db);
     this.groups = new GroupRepository(db, handle.dialect);
     this.organizations = new OrganizationRepository(db);

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 
 // One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
 export const migrations: Record<string, Migration> = {
@@ -437,6 +437,20 @@ export const migrations: Record<string, Migration> = {
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('provider_outbox_endpoint_pk', ['provider_id', 'realm_id', 'endpoint'])
         .execute();
+    },
+  },
+  // The user search's prefix and exact forms (storage/users.ts, Keycloak's `search` syntax) from indexes. SQLite
+  // compares ranges of username and email on the indexes it has, and of the names on lower() indexes; PostgreSQL
+  // answers LIKE 'prefix%' only from text_pattern_ops indexes (whatever the database's collation).
+  '0013-user-search-indexes': {
+    async up(db: Kysely<any>) {
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        for (const [name, expression] of [['username', 'username'], ['email', 'email'], ['first_name', 'lower(first_name)'], ['last_name', 'lower(last_name)']]) {
+          await sql.raw(`create index user_search_${name} on user_entity (realm_id, (${expression}) text_pattern_ops)`).execute(db);
+        }
+      } else {
+        for (const name of ['first_name', 'last_name']) await sql.raw(`create index user_search_${name} on user_entity (realm_id, lower(${name}))`).execute(db);
+      }
     },
   },
 };
