@@ -238,7 +238,7 @@ async function plans(storage: Storage, realmId: string, clientUuid: string): Pro
     });
     return sql.raw(text);
   };
-  const search = (q: Parameters<Storage['users']['filtered']>[1]) => inline(storage.users.filtered(realmId, q).selectAll().orderBy('username').limit(100).compile());
+  const search = (q: Parameters<Storage['users']['searchQuery']>[1]) => inline(storage.users.searchQuery(realmId, q).compile());
   const queries: Record<string, ReturnType<typeof sql>> = {
     'client by client_id (both grants)': sql`select * from client where realm_id = ${r} and client_id = ${sql.lit('bench')}`,
     'service account of client (client_credentials)': sql`select * from user_entity where service_account_client_id = ${sql.lit(clientUuid)}`,

@@ -83,7 +83,7 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
       for (const field of ['username', 'email'] as const) {
         const plan = await storage.transaction(async (trx) => {
           if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
-          const query = storage.users.filtered(realm.id, { [field]: 'Someone', exact: true }).selectAll().compile();
+          const query = storage.users.searchQuery(realm.id, { [field]: 'Someone', exact: true }).compile();
           let text = query.sql;
           query.parameters.forEach((value, i) => {
             text = text.replace(kind === 'sqlite' ? '?' : new RegExp(`\\$${i + 1}\\b`), typeof value === 'string' ? `'${value}'` : String(value));
@@ -100,7 +100,7 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
       for (const search of ['other-4', '"other-42"']) {
         const plan = await storage.transaction(async (trx) => {
           if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
-          const query = storage.users.filtered(realm.id, { search }).selectAll().compile();
+          const query = storage.users.searchQuery(realm.id, { search }).compile();
           let text = query.sql;
           query.parameters.forEach((value, i) => {
             text = text.replace(kind === 'sqlite' ? '?' : new RegExp(`\\$${i + 1}\\b`), typeof value === 'string' ? `'${value}'` : String(value));
