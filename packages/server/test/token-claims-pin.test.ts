@@ -191,7 +191,8 @@ describe('a default realm issues the claims it issued before protocol mappers', 
 });
 
 /**
- * What the mapped tokens carry beyond the fixed claims of before, as Keycloak 26's built-in scopes do. Empty before
- * the mappers; filled when they came.
+ * What the mapped tokens carry beyond the fixed claims of before, as Keycloak 26's built-in scopes do: a client with
+ * a service account gets the `service_account` scope, whose session-note mappers add the caller's host and address
+ * (Keycloak writes both; Realmgate does no reverse lookup, so the host is the address). Nothing else differs.
  */
-const KEYCLOAK_ADDS: { serviceAccount: Record<string, unknown> } = { serviceAccount: {} };
+const KEYCLOAK_ADDS: { serviceAccount: Record<string, unknown> } = { serviceAccount: { clientAddress: '127.0.0.1', clientHost: '127.0.0.1' } };

@@ -1,0 +1,20 @@
+import { addAudience } from './claims.js';
+import type { MapperImplementation } from './types.js';
+
+/**
+ * oidc-audience-resolve-mapper: every client the user holds a role of within the token's scope, except the client
+ * asking, goes into `aud` (from the resolved roles, whatever claim the role mappers write them to).
+ */
+export const audienceResolveMapper: MapperImplementation = {
+  id: 'oidc-audience-resolve-mapper',
+  compile() {
+    return {
+      needs: { roles: true },
+      apply(claims, data) {
+        for (const [clientId, roles] of Object.entries(data.roles.clientRoles)) {
+          if (clientId !== data.client.clientId && roles.length > 0) addAudience(claims, clientId);
+        }
+      },
+    };
+  },
+};
