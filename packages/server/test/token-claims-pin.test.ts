@@ -2,6 +2,7 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ALICE } from './support/alice.js';
 
 /**
  * Pins the claims a default realm's tokens carry now that the built-in client scopes' protocol mappers produce them
@@ -48,15 +49,7 @@ beforeAll(async () => {
   const { id: apiId } = await kc.clients.create({ clientId: 'orders-api', publicClient: false });
   await kc.clients.createRole({ id: apiId, name: 'reader' });
   const reader = await kc.clients.findRole({ id: apiId, roleName: 'reader' });
-  ({ id: ids.user } = await kc.users.create({
-    username: 'alice',
-    email: 'alice@example.com',
-    firstName: 'Alice',
-    lastName: 'Liddell',
-    emailVerified: true,
-    enabled: true,
-    credentials: [{ type: 'password', value: 'wonderland-42' }],
-  }));
+  ({ id: ids.user } = await kc.users.create(ALICE));
   await kc.users.addClientRoleMappings({ id: ids.user, clientUniqueId: apiId, roles: [{ id: reader!.id!, name: 'reader' }] });
   ids.serviceAccount = (await kc.clients.getServiceAccountUser({ id })).id!;
 });

@@ -1,3 +1,4 @@
+import { BUILTIN_CLIENT_SCOPES } from './builtin-client-scopes.js';
 import { badRequest } from './errors.js';
 import type { ProtocolMapper } from './types.js';
 
@@ -105,7 +106,7 @@ export const PROTOCOL_MAPPER_TYPES: readonly ProtocolMapperType[] = [
       jsonType,
       ...ALL_TARGETS,
       multivalued(),
-      prop('aggregate.attrs', 'Aggregate attribute values', 'boolean', 'Merge the values with those other mappers wrote into the same claim (needs Multivalued).'),
+      prop('aggregate.attrs', 'Aggregate attribute values', 'boolean', 'Keycloak also takes the values from the user\'s groups; kept as data, not applied by Realmgate.'),
     ],
   },
   {
@@ -239,9 +240,14 @@ export function protocolMapperType(id: string): ProtocolMapperType | undefined {
   return TYPES.get(id);
 }
 
-/** `protocolMapperTypes` of `GET /admin/serverinfo`. */
-export function serverInfoProtocolMapperTypes(): Record<string, readonly ProtocolMapperType[]> {
-  return { 'openid-connect': PROTOCOL_MAPPER_TYPES };
+/**
+ * The mapper part of `GET /admin/serverinfo`: `protocolMapperTypes` (this catalogue) and `builtinProtocolMappers`
+ * (the built-in client scopes' mappers, each once by name, as the admin console offers them "by configuration").
+ */
+export function mapperServerInfo(): { protocolMapperTypes: Record<string, readonly ProtocolMapperType[]>; builtinProtocolMappers: Record<string, Omit<ProtocolMapper, 'id'>[]> } {
+  const builtin = new Map<string, Omit<ProtocolMapper, 'id'>>();
+  for (const scope of BUILTIN_CLIENT_SCOPES) for (const m of scope.protocolMappers) if (!builtin.has(m.name)) builtin.set(m.name, m);
+  return { protocolMapperTypes: { 'openid-connect': PROTOCOL_MAPPER_TYPES }, builtinProtocolMappers: { 'openid-connect': [...builtin.values()] } };
 }
 
 /**
@@ -306,11 +312,23 @@ export function validateProtocolMapper(mapper: Omit<ProtocolMapper, 'id'>, path 
     }
     if (claimPath(claim).some((part) => part === '') && claim !== '') throw badRequest(`${path}.config.claim.name: "${claim}" has an empty part`, 'config');
   }
-  if (config['jsonType.label'] === 'JSON' && mapper.protocolMapper === 'oidc-hardcoded-claim-mapper' && config['claim.value'] !== undefined) {
-    try {
-      JSON.parse(config['claim.value']);
-    } catch {
-      throw badRequest(`${path}.config.claim.value: not valid JSON for jsonType.label JSON`, 'config');
-    }
+  // A hardcoded value is known now: one its type cannot hold would silently never reach a token.
+  const value = config['claim.value'];
+  if (mapper.protocolMapper === 'oidc-hardcoded-claim-mapper' && value !== undefined) {
+    const kind = config['jsonType.label'];
+    const bad =
+      (kind === 'JSON' && !parsesAsJson(value)) ||
+      ((kind === 'long' || kind === 'int') && !/^[-+]?\d+$/.test(value.trim())) ||
+      (kind === 'boolean' && !['true', 'false'].includes(value.toLowerCase()));
+    if (bad) throw badRequest(`${path}.config.claim.value: "${value}" is not a valid ${kind} (jsonType.label)`, 'config');
+  }
+}
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
