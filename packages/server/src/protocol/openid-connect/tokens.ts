@@ -217,8 +217,10 @@ export class TokenService {
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('revoked', 'token revoked');
     }
+    let sessionUserId: string | null = null;
     if (!options.hint && typeof payload.sid === 'string') {
       const session = await this.storage.sessions.byId(payload.sid);
+      sessionUserId = session?.userId ?? null;
       // Ended (logout, revocation) or past the realm's idle or maximum lifetime.
       if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
       // The client's part of the session too: it ends alone when its refresh token is reused beyond the realm's rule.
@@ -228,9 +230,15 @@ export class TokenService {
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or
       // deleted client or user until they expire.
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
+      // An access token of a client without the `basic` scope has no `sub` (as Keycloak's): its subject is the
+      // session's user, or for a service account the client's; callers read it from `sub` as for any other token.
+      if (typeof payload.sub !== 'string' && client) {
+        const subject = sessionUserId ?? (await this.storage.users.cachedServiceAccountOf(client.id))?.id;
+        if (subject) payload.sub = subject;
+      }
       const user = typeof payload.sub === 'string' ? await this.storage.users.cachedById(realm.id, payload.sub) : null;
       if (!user || !user.enabled) throw new TokenVerificationError('user_disabled', 'user not found or disabled');
-      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
       if (!client || !client.enabled) throw new TokenVerificationError('client_disabled', 'client not found or disabled');
     }
     return payload as AccessTokenClaims & JWTPayload;

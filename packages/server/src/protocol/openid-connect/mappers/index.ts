@@ -32,19 +32,12 @@ export const MAPPER_IMPLEMENTATIONS: ReadonlyMap<string, MapperImplementation> =
 
 const KINDS: readonly TokenKind[] = ['access', 'id', 'userinfo', 'introspection'];
 
-/** A mapper's compiled form and the documents it writes to; compiled once per mapper object. */
-const compiled = new WeakMap<ProtocolMapper, { mapper: CompiledMapper; kinds: TokenKind[] } | null>();
-
+/** A mapper's compiled form and the documents it writes to, or null for a type Realmgate does not run (SAML's). */
 function compileMapper(mapper: ProtocolMapper): { mapper: CompiledMapper; kinds: TokenKind[] } | null {
-  if (compiled.has(mapper)) return compiled.get(mapper)!;
   const implementation = mapper.protocol === 'openid-connect' ? MAPPER_IMPLEMENTATIONS.get(mapper.protocolMapper) : undefined;
-  let result = null;
-  if (implementation) {
-    const targets = targetsOf(mapper.config);
-    result = { mapper: implementation.compile(mapper.config), kinds: KINDS.filter((k) => targets[k]) };
-  }
-  compiled.set(mapper, result);
-  return result;
+  if (!implementation) return null;
+  const targets = targetsOf(mapper.config);
+  return { mapper: implementation.compile(mapper.config), kinds: KINDS.filter((k) => targets[k]) };
 }
 
 /** What a request's `scope` makes of a client's scope set: the scopes applied, the token's `scope`, the mappers. */
