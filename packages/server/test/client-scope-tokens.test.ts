@@ -73,10 +73,19 @@ describe('the scope parameter', () => {
   });
 
   it('a scope that is not one of the client\'s is refused: password and client_credentials grants (invalid_scope)', async () => {
+    await kc.realms.update({ realm: 'scopes' }, { eventsEnabled: true });
     const refused = await tokenRequest(t.url, 'scopes', { grant_type: 'password', client_id: 'app', client_secret: secret, username: 'alice', password: 'wonderland-42', scope: 'openid bogus' });
     expect(refused).toEqual({ status: 400, body: { error: 'invalid_scope', error_description: 'Invalid scopes: openid bogus' } });
     const cc = await tokenRequest(t.url, 'scopes', { grant_type: 'client_credentials', client_id: 'app', client_secret: secret, scope: 'bogus' });
     expect(cc).toEqual({ status: 400, body: { error: 'invalid_scope', error_description: 'Invalid scopes: bogus' } });
+    // Recorded as Keycloak records it: the grant's error event, invalid_request, the reason in the details.
+    const events = await kc.realms.findEvents({ realm: 'scopes', type: ['LOGIN_ERROR', 'CLIENT_LOGIN_ERROR'] });
+    expect(events.map((e) => [e.type, e.error, e.details?.reason])).toEqual(
+      expect.arrayContaining([
+        ['LOGIN_ERROR', 'invalid_request', 'Invalid scopes: openid bogus'],
+        ['CLIENT_LOGIN_ERROR', 'invalid_request', 'Invalid scopes: bogus'],
+      ]),
+    );
   });
 
   it('the authorization endpoint sends invalid_scope back to the client', async () => {

@@ -138,8 +138,8 @@ describe('mapper types, one by one', () => {
     expect(run([m('oidc-full-name-mapper', {})], 'access', data({ user: { ...user, firstName: null } }))).toEqual({});
   });
 
-  it('oidc-audience-resolve-mapper: clients the user holds roles of, not the asking client', () => {
-    expect(run([m('oidc-audience-resolve-mapper', {})]).aud).toEqual(['orders-api', 'my.dotted']);
+  it('oidc-audience-resolve-mapper: clients the user holds roles of, not the asking client, sorted', () => {
+    expect(run([m('oidc-audience-resolve-mapper', {})]).aud).toEqual(['my.dotted', 'orders-api']);
   });
 
   it('oidc-allowed-origins-mapper: web origins with + resolved to the redirect URIs\' origins', () => {

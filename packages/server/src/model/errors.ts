@@ -190,6 +190,7 @@ export const EVENT_ERRORS = [
   'invalid_code_verifier',
   'invalid_token',
   'not_allowed',
+  'invalid_request',
   'email_in_use',
   'username_in_use',
   'invalid_registration',

@@ -11,7 +11,8 @@ export const audienceResolveMapper: MapperImplementation = {
     return {
       needs: { roles: true },
       apply(claims, data) {
-        for (const [clientId, roles] of Object.entries(data.roles.clientRoles)) {
+        // Sorted, so a token's aud does not change with the order roles come back from the database.
+        for (const [clientId, roles] of Object.entries(data.roles.clientRoles).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
           if (clientId !== data.client.clientId && roles.length > 0) addAudience(claims, clientId);
         }
       },

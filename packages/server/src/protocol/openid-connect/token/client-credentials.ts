@@ -17,7 +17,9 @@ export async function clientCredentialsGrant(ctx: ServerContext, realm: Realm, c
     throw oauthError.unauthorized_client('Client not enabled to retrieve service account', { status: 401 });
   }
   if (!user.enabled) throw oauthError.invalid_grant('User associated with client is not enabled');
-  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), false);
+  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), false, (reason) =>
+    ctx.events.user(realm, { type: 'CLIENT_LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'invalid_request', details: { grant_type: 'client_credentials', reason }, request: info }),
+  );
   const tokens = await ctx.tokens.issue(
     { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId: null, scope, clientAddress: info.ipAddress },
     false,

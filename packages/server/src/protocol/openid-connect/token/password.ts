@@ -17,9 +17,11 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   const username = formField(request.body, 'username');
   const password = formField(request.body, 'password');
   if (!username || password === undefined) throw oauthError.invalid_request('Missing parameter: username or password');
-  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), true);
   const info = requestInfo(request);
   const details = { auth_method: 'openid-connect', grant_type: 'password' };
+  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), true, (reason) =>
+    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, error: 'invalid_request', details: { ...details, username, reason }, request: info }),
+  );
   const result = await authenticatePassword(ctx, realm, {
     username,
     password,

@@ -9,8 +9,19 @@ import { normalizeScope, unknownScopes } from '../mappers/index.js';
  * client's default or optional client scopes is refused (400 invalid_scope "Invalid scopes: …"). `offline_access`
  * is kept only where the grant can give an offline session.
  */
-export async function checkedScope(ctx: Pick<ServerContext, 'storage'>, client: Client, requested: string | undefined, offlineAllowed: boolean): Promise<string> {
-  if (unknownScopes(await clientScopeSet(ctx.storage, client), requested).length) throw oauthError.invalid_scope(`Invalid scopes: ${requested}`);
+export async function checkedScope(
+  ctx: Pick<ServerContext, 'storage'>,
+  client: Client,
+  requested: string | undefined,
+  offlineAllowed: boolean,
+  /** Records the refusal (Keycloak: the grant's error event, `invalid_request`, the reason in its details). */
+  onRefusal: (reason: string) => Promise<unknown>,
+): Promise<string> {
+  if (unknownScopes(await clientScopeSet(ctx.storage, client), requested).length) {
+    const reason = `Invalid scopes: ${requested}`;
+    await onRefusal(reason);
+    throw oauthError.invalid_scope(reason);
+  }
   return normalizeScope(requested, offlineAllowed);
 }
 
