@@ -34,7 +34,7 @@ const SECONDS = Number(process.env.SCALE_BENCH_SECONDS ?? 5);
 const DATABASES = (process.env.SCALE_BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
 const SIZES = [100, 10_000, 1_000_000].filter((n) => n <= MAX_USERS);
 const BATCH = 5_000;
-const ADMIN_PASSWORD = 'scale-bench-admin-password';
+export const ADMIN_PASSWORD = 'scale-bench-admin-password';
 export const USER_PASSWORD = 'scale-bench-user-password';
 export const CLIENT_SECRET = 'scale-bench-client-secret';
 export const REALM = 'scale';

@@ -67,7 +67,7 @@ export interface TokenBench {
   samples?: Record<string, number[]>;
 }
 
-type Mode = 'client_credentials' | 'password' | 'refused';
+type Mode = 'client_credentials' | 'password' | 'refused' | 'client_credentials_mapped' | 'password_mapped';
 interface LoadResult {
   count: number;
   errors: number;
@@ -87,6 +87,10 @@ async function load(url: string, mode: Mode, seconds: number, secret: string, pa
   const body = (): string => {
     n++;
     if (mode === 'client_credentials') return new URLSearchParams({ grant_type: 'client_credentials', client_id: 'bench', client_secret: secret }).toString();
+    if (mode === 'client_credentials_mapped') return new URLSearchParams({ grant_type: 'client_credentials', client_id: MAPPED_CLIENT, client_secret: secret, scope: MAPPED_SCOPE }).toString();
+    if (mode === 'password_mapped') {
+      return new URLSearchParams({ grant_type: 'password', client_id: MAPPED_CLIENT, client_secret: secret, username: MAPPED_USER, password, scope: `openid ${MAPPED_SCOPE}` }).toString();
+    }
     if (mode === 'password') {
       return new URLSearchParams({ grant_type: 'password', client_id: 'bench', client_secret: secret, username: 'user-0', password }).toString();
     }
@@ -134,6 +138,45 @@ function child<T>(args: string[]): Promise<T> {
     proc.on('error', fail);
     proc.on('close', (code) => (code === 0 ? done(JSON.parse(out.trim().split('\n').pop()!) as T) : fail(new Error(`${args[0]} exited ${code}`))));
   });
+}
+
+// ---------------------------------------------------------------- the mapped case (issue 15)
+
+/**
+ * The issue's "10 groups, 20 roles, 8 mappers": a client and a user (and its service account) in 10 groups that carry
+ * 20 realm roles (two each), asking for the optional scopes phone, address and microprofile-jwt: 5 mappers more than
+ * the plain grants' 12 (one of them a role mapper). Custom mappers (a group-membership mapper among them) wait for the
+ * client-scope admin API; until then the built-in optional scopes stand in for them.
+ */
+const MAPPED_CLIENT = 'bench-mapped';
+const MAPPED_USER = 'user-mapped';
+const MAPPED_SCOPE = 'phone address microprofile-jwt';
+
+async function setUpMapped(url: string): Promise<void> {
+  const { REALM, CLIENT_SECRET, USER_PASSWORD, ADMIN_PASSWORD } = await scaleBench();
+  const { api, tokenRequest } = await import('../packages/server/test/support/server.js');
+  const bearer = (await tokenRequest(url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: ADMIN_PASSWORD })).body.access_token as string;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const { status, body: answer } = await api(url, method, `/admin/realms/${REALM}${path}`, bearer, body);
+    if (status >= 300) throw new Error(`${method} ${path}: ${status} ${JSON.stringify(answer)}`);
+    return answer as Record<string, unknown> & Record<string, unknown>[];
+  };
+  const idOf = async (path: string, name: string, key = 'name') => ((await call('GET', path)) as unknown as Record<string, string>[]).find((x) => x[key] === name)!.id;
+  await call('POST', '/clients', { clientId: MAPPED_CLIENT, publicClient: false, secret: CLIENT_SECRET, serviceAccountsEnabled: true, directAccessGrantsEnabled: true });
+  await call('POST', '/users', { username: MAPPED_USER, email: `${MAPPED_USER}@scale.test`, firstName: 'Mapped', lastName: 'User', enabled: true, credentials: [{ type: 'password', value: USER_PASSWORD, temporary: false }] });
+  const clientUuid = await idOf(`/clients?clientId=${MAPPED_CLIENT}`, MAPPED_CLIENT, 'clientId');
+  const members = [await idOf(`/users?username=${MAPPED_USER}&exact=true`, MAPPED_USER, 'username'), ((await call('GET', `/clients/${clientUuid}/service-account-user`)) as unknown as { id: string }).id];
+  for (let g = 0; g < 10; g++) {
+    await call('POST', '/groups', { name: `bench-group-${g}` });
+    const groupId = await idOf(`/groups?search=bench-group-${g}&exact=true`, `bench-group-${g}`);
+    const roles = [];
+    for (const r of [2 * g, 2 * g + 1]) {
+      await call('POST', '/roles', { name: `bench-role-${r}` });
+      roles.push(await call('GET', `/roles/bench-role-${r}`));
+    }
+    await call('POST', `/groups/${groupId}/role-mappings/realm`, roles);
+    for (const member of members) await call('PUT', `/users/${member}/groups/${groupId}`);
+  }
 }
 
 // ---------------------------------------------------------------- baselines
@@ -330,6 +373,7 @@ export async function run(): Promise<TokenBench> {
   try {
     const sqlite = await startRealmgate('sqlite');
     targets.push(sqlite);
+    await setUpMapped(sqlite.token.replace(/\/realms\/.*$/, ''));
     const postgres = await startRealmgate('postgres');
     targets.push(postgres);
     const oidc = await startOidcProvider();
@@ -347,6 +391,8 @@ export async function run(): Promise<TokenBench> {
           return { 'sign rate': r.rate, 'sign cpu': r.cpu };
         }),
       () => measurePhase(samples, bench, 'realmgate sqlite password', 'sqlite password', sqlite, 'password'),
+      () => measurePhase(samples, bench, 'realmgate sqlite client_credentials, 10 groups, 20 roles, 5 mappers more', 'sqlite cc mapped', sqlite, 'client_credentials_mapped'),
+      () => measurePhase(samples, bench, 'realmgate sqlite password, 10 groups, 20 roles, 5 mappers more', 'sqlite password mapped', sqlite, 'password_mapped'),
       () =>
         phase(samples, bench, 'argon2id', async () => {
           const r = await child<{ rate: number; cpu: number }>(['--argon', String(SECONDS), (await scaleBench()).USER_PASSWORD]);
@@ -383,8 +429,11 @@ export async function run(): Promise<TokenBench> {
     rate('client_credentials grants, SQLite', 'sqlite cc rate', 'crypto.sign RS256 2048, one thread, synchronous', 'sign rate', 0.8),
     rate('client_credentials grants, PostgreSQL', 'postgres cc rate', 'client_credentials grants, SQLite', 'sqlite cc rate', 0.9),
     rate('password grants, SQLite', 'sqlite password rate', `Argon2id verifications (m=7168, t=5, p=1), ${CONNECTIONS} at a time`, 'argon rate', 0.9),
+    rate('client_credentials grants, 10 groups, 20 roles, 5 mappers more (phone, address, microprofile-jwt), SQLite', 'sqlite cc mapped rate', 'client_credentials grants, SQLite', 'sqlite cc rate', 0.9),
+    rate('password grants, 10 groups, 20 roles, 5 mappers more (phone, address, microprofile-jwt), SQLite', 'sqlite password mapped rate', 'password grants, SQLite', 'sqlite password rate', 0.9),
     rate('refused client authentication (unknown client ids, wrong secrets), SQLite', 'sqlite refused rate', 'client_credentials grants, SQLite', 'sqlite cc rate', 1.0),
     lower('server CPU time per client_credentials grant, SQLite', 'sqlite cc cpu', 'ms', 'oidc-provider', 'oidc cc cpu'),
+    lower('server CPU time per client_credentials grant, 10 groups, 20 roles, 5 mappers more, SQLite', 'sqlite cc mapped cpu', 'ms', 'without them', 'sqlite cc cpu'),
     lower('server CPU time per client_credentials grant, PostgreSQL', 'postgres cc cpu', 'ms', 'SQLite', 'sqlite cc cpu'),
     lower('server CPU time per client_credentials grant, SQLite', 'sqlite cc cpu', 'ms', 'crypto.sign RS256 2048, one signature', 'sign cpu'),
     lower('server CPU time per password grant, SQLite', 'sqlite password cpu', 'ms', 'Argon2id, one verification', 'argon cpu'),

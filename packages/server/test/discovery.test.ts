@@ -52,7 +52,7 @@ beforeAll(async () => {
   const admin = await adminToken(t.url);
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
-  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1' })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'] })).status).toBe(201);
   secret = 'api-secret-value-1';
   const user = await api(t.url, 'POST', `/admin/realms/${REALM}/users`, admin, { username: 'dina', email: 'dina@example.com', emailVerified: true, firstName: 'Dina', lastName: 'Mo', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] });
   expect(user.status).toBe(201);
@@ -162,19 +162,28 @@ describe('discovery advertises exactly what works', () => {
   });
 
   it('every scope, signing algorithm, subject type and claim', async () => {
-    const granted = async (scope: string) => {
+    // The scopes whose include.in.token.scope is "false" (roles, web-origins, basic, acr) apply without being named in `scope`.
+    const granted = async (scope: string, named = true) => {
       const tokens = await passwordGrant(scope);
-      expect((tokens.body.scope as string).split(' '), scope).toContain(scope);
+      expect(tokens.status, scope).toBe(200);
+      if (named) expect((tokens.body.scope as string).split(' '), scope).toContain(scope);
       return { tokens: tokens.body, access: decodeJwt(tokens.body.access_token as string) };
     };
     await exerciseAll(meta.scopes_supported, {
       openid: async () => expect((await granted('openid')).tokens.id_token).toBeTruthy(),
       profile: async () => expect((await granted('profile')).access.preferred_username).toBe('dina'),
       email: async () => expect((await granted('email')).access.email).toBe('dina@example.com'),
-      roles: async () => expect((await granted('roles')).access.realm_access).toMatchObject({ roles: expect.arrayContaining(['offline_access']) }),
-      'web-origins': async () => expect((await granted('web-origins')).access['allowed-origins']).toEqual([]),
-      basic: async () => expect((await granted('basic')).access).toMatchObject({ sub: expect.any(String), auth_time: expect.any(Number) }),
-      acr: async () => expect((await granted('acr')).access.acr).toBe('1'),
+      roles: async () => expect((await granted('roles', false)).access.realm_access).toMatchObject({ roles: expect.arrayContaining(['offline_access']) }),
+      'web-origins': async () => {
+        const tokens = await json(await form(meta.token_endpoint, { grant_type: 'client_credentials', scope: 'web-origins' }, basic('api', secret)));
+        expect(decodeJwt(tokens.body.access_token as string)['allowed-origins']).toEqual(['https://api.example']);
+      },
+      basic: async () => expect((await granted('basic', false)).access).toMatchObject({ sub: expect.any(String), auth_time: expect.any(Number) }),
+      acr: async () => expect((await granted('acr', false)).access.acr).toBe('1'),
+      phone: async () => void (await granted('phone')),
+      address: async () => expect((await granted('address')).access.address).toEqual({}),
+      'microprofile-jwt': async () => expect((await granted('microprofile-jwt')).access.upn).toBe('dina'),
+      organization: async () => void (await granted('organization')),
       offline_access: async () => expect(decodeJwt((await granted('offline_access')).tokens.refresh_token as string).typ).toBe('Offline'),
     });
     const { tokens } = await granted('openid');

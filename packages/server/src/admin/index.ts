@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { mapperServerInfo } from '../model/protocol-mapper-types.js';
 import type { ServerContext } from '../context.js';
 import { forbidden, unsupportedMediaType } from '../model/errors.js';
 import { authenticateAdmin } from './authenticate-admin.js';
@@ -61,6 +62,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
           systemInfo: { version: ctx.version, serverTime: new Date().toISOString(), uptime: `${Math.round(process.uptime())} seconds`, javaVersion: process.version, osName: process.platform },
           memoryInfo: { used: process.memoryUsage().heapUsed, total: process.memoryUsage().heapTotal },
           providers,
+          ...mapperServerInfo(),
           realmgateProviders: ctx.providers.list().map((e) => ({ id: e.factory.id, kind: e.factory.kind, package: e.packageName, version: e.version, builtin: e.builtin })),
         };
       });

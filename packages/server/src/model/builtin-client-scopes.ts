@@ -96,7 +96,7 @@ export const BUILTIN_CLIENT_SCOPES: readonly BuiltinClientScope[] = [
     userAttribute('updated at', 'updatedAt', 'updated_at', 'long'),
   ]),
   scope('offline_access', 'OpenID Connect built-in scope: offline_access', consent('offlineAccessScopeConsentText', false), []),
-  scope('roles', 'OpenID Connect scope for add user roles to the access token', consent('rolesScopeConsentText', false), [
+  scope('roles', 'OpenID Connect scope for add user roles to the access token', { 'include.in.token.scope': 'false', ...consent('rolesScopeConsentText', false) }, [
     mapper('realm roles', 'oidc-usermodel-realm-role-mapper', { ...targets({ access: true, introspection: true }), 'claim.name': 'realm_access.roles', 'jsonType.label': 'String', multivalued: 'true' }),
     mapper('client roles', 'oidc-usermodel-client-role-mapper', { ...targets({ access: true, introspection: true }), 'claim.name': 'resource_access.${client_id}.roles', 'jsonType.label': 'String', multivalued: 'true' }),
     mapper('audience resolve', 'oidc-audience-resolve-mapper', targets({ access: true, introspection: true })),

@@ -18,6 +18,8 @@ export const OAUTH_ERRORS = {
   invalid_request: 400, invalid_client: 401, invalid_grant: 400, unauthorized_client: 400, unsupported_grant_type: 400,
   // RFC 6750 3.1, a protected resource's (userinfo)
   invalid_token: 401,
+  // RFC 6749 5.2: a scope the client has no client scope of (Keycloak: "Invalid scopes: …")
+  invalid_scope: 400,
   // Keycloak's own: offline_access asked for by a user (or client scope) without the offline_access role
   not_allowed: 400,
 } as const satisfies Record<string, number>;
@@ -55,7 +57,7 @@ export const oauthError = Object.fromEntries(
  * The codes the authorization endpoint sends back to the client's redirect URI (RFC 6749 4.1.2.1, OIDC Core
  * 3.1.2.6) once the client and redirect URI are known; no HTTP status of their own (the redirect carries them).
  */
-export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required'] as const;
+export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required', 'invalid_scope'] as const;
 
 export type AuthorizationErrorCode = (typeof AUTHORIZATION_ERRORS)[number];
 
@@ -188,6 +190,7 @@ export const EVENT_ERRORS = [
   'invalid_code_verifier',
   'invalid_token',
   'not_allowed',
+  'invalid_request',
   'email_in_use',
   'username_in_use',
   'invalid_registration',

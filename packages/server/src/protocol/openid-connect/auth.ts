@@ -5,7 +5,9 @@ import type { AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
-import { grantedScope, issuerOf } from './tokens.js';
+import { issuerOf } from './tokens.js';
+import { normalizeScope, unknownScopes } from './mappers/index.js';
+import { clientScopeSet } from '../../services/index.js';
 
 const MAX_PARAM = 2048;
 
@@ -56,13 +58,16 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     } else if (pkceRequired) {
       return fail('invalid_request', 'Missing parameter: code_challenge_method');
     }
+    // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
+    const requestedScope = param(request, 'scope');
+    if (unknownScopes(await clientScopeSet(ctx.storage, client), requestedScope).length) return fail('invalid_scope', `Invalid scopes: ${requestedScope}`);
     const prompt = param(request, 'prompt') ?? '';
     const auth: AuthRequest = {
       clientId: client.clientId,
       redirectUri,
       responseMode,
       // offline_access is asked for here; whether the user may have it is decided when the code is redeemed.
-      scope: grantedScope(param(request, 'scope'), true),
+      scope: normalizeScope(requestedScope, true),
       state,
       nonce: param(request, 'nonce') ?? null,
       codeChallenge: challenge ?? null,

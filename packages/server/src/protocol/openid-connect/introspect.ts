@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
-import { corsPending } from '../../http/index.js';
+import { baseUrl, corsPending } from '../../http/index.js';
 import { corsForClient } from './cors.js';
 import { realmOrError } from './realm-lookup.js';
-import type { TokenType } from './tokens.js';
+import { audienceClaim, withoutMechanics, type TokenType } from './tokens.js';
 
 /** RFC 7662; an invalid, expired or revoked token is simply `{"active": false}`. */
 export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -23,11 +23,26 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
     for (const type of order) {
       try {
         const claims = await ctx.tokens.verify(realm, token, type, ctx.config.hostname);
+        if (type !== 'Bearer') return { ...claims, active: true, client_id: claims.azp, username: claims.preferred_username, token_type: type };
+        // An access token: its mechanics, then what the mappers with `introspection.token.claim` write now (as
+        // Keycloak 26, the roles are the user's current ones).
+        const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
+        const tokenClient = await ctx.storage.clients.cachedByClientId(realm.id, claims.azp as string);
+        if (!user || !tokenClient) return { active: false };
+        const mapped = await ctx.tokens.mappedClaims('introspection', { realm, client: tokenClient, user, token: claims, base: baseUrl(request, ctx.config.hostname) });
+        const mechanics = Object.fromEntries(['exp', 'iat', 'jti', 'iss'].filter((k) => claims[k] !== undefined).map((k) => [k, claims[k]]));
         return {
-          ...claims,
+          ...mechanics,
+          ...audienceClaim(mapped.aud),
+          ...(mapped.sub !== undefined ? { sub: mapped.sub } : {}),
+          typ: claims.typ,
+          azp: claims.azp,
+          ...(claims.sid !== undefined ? { sid: claims.sid } : {}),
+          ...withoutMechanics(mapped),
+          scope: claims.scope,
           active: true,
           client_id: claims.azp,
-          username: claims.preferred_username,
+          username: typeof mapped.preferred_username === 'string' ? mapped.preferred_username : user.username,
           token_type: type,
         };
       } catch (error) {

@@ -3,7 +3,8 @@ import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm, User } from '../../model/types.js';
-import { effectiveRoles } from '../../services/index.js';
+import { clientScopeSet, effectiveRoles } from '../../services/index.js';
+import { scopePlan } from './mappers/index.js';
 import type { TokenType } from './tokens.js';
 
 const OFFLINE_ACCESS = 'offline_access';
@@ -23,7 +24,10 @@ export async function offlineRequested(
   onRefusal: () => Promise<unknown>,
 ): Promise<boolean> {
   if (!scope.split(' ').includes(OFFLINE_ACCESS)) return false;
-  const roles = await effectiveRoles(ctx.storage, realm.id, user.id, client);
+  // Within the client's scope widened by the applied client scopes' role scope mappings (Keycloak's offline_access
+  // scope maps the offline_access role, so a client without full scope gets offline tokens through it).
+  const { scopeIds } = scopePlan(await clientScopeSet(ctx.storage, client), scope);
+  const roles = await effectiveRoles(ctx.storage, realm.id, user.id, client, scopeIds);
   if (roles.realmRoles.includes(OFFLINE_ACCESS)) return true;
   await onRefusal();
   throw oauthError.not_allowed('Offline tokens not allowed for the user or client');

@@ -6,8 +6,9 @@ import type { RealmKeys } from '../../keys/index.js';
 import { TokenVerificationError } from '../../model/errors.js';
 import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
-import { effectiveRoles } from '../../services/index.js';
+import { clientScopeSet } from '../../services/index.js';
 import type { Storage } from '../../storage/index.js';
+import { loadMapperData, needsOf, runMappers, scopePlan, type Claims, type ScopePlan } from './mappers/index.js';
 
 /** `Offline`: the refresh token of an offline session (`offline_access`), as Keycloak types it. */
 export type TokenType = 'Bearer' | 'Refresh' | 'Offline' | 'ID';
@@ -34,26 +35,21 @@ export interface TokenRequestContext {
   /** Absent for service accounts (no session, as Keycloak 26 does for client_credentials). */
   sessionId: string | null;
   sessionStarted?: number;
+  /**
+   * The request's scope as the grant keeps it (normalizeScope): `openid` and the scope names asked for. The token's
+   * `scope` is made from it and the client's scopes (ScopePlan.scope).
+   */
   scope: string;
   /** jti for the refresh token, stored by the caller for rotation. */
   refreshTokenId?: string;
   nonce?: string;
   authTime?: number;
+  /** The caller's address: a service account's `clientHost` and `clientAddress` session notes. */
+  clientAddress?: string | null;
   /** The session is an offline one: the refresh token is `Offline`, kept by the offline timeouts. */
   offline?: boolean;
   /** The refresh token's family: new at sign-in, passed on by every refresh (Keycloak's `reuse_id`). */
   reuseId?: string;
-}
-
-/** Scopes this server knows; anything else requested is dropped, as Keycloak ignores unknown scopes. */
-const knownScopes = new Set(['openid', 'profile', 'email', 'roles', 'web-origins', 'offline_access', 'basic', 'acr', 'organization']);
-
-/** The scopes granted for a request; `offline_access` only where the caller allows it (the user holds the role). */
-export function grantedScope(requested: string | undefined, offlineAllowed = false): string {
-  const scopes = new Set(['profile', 'email']);
-  for (const s of (requested ?? '').split(' ')) if (knownScopes.has(s) && (s !== 'offline_access' || offlineAllowed)) scopes.add(s);
-  const ordered = [...scopes].sort((a, b) => (a === 'openid' ? -1 : b === 'openid' ? 1 : a.localeCompare(b)));
-  return ordered.join(' ');
 }
 
 export class TokenService {
@@ -62,49 +58,61 @@ export class TokenService {
     private readonly keys: RealmKeys,
   ) {}
 
+  /**
+   * The client's scope set and the plan the request's scope makes of it (applied scopes, the token's `scope`, the
+   * mappers per document); the plan is computed once per scope set and request scope.
+   */
+  async plan(client: Client, scope: string): Promise<ScopePlan> {
+    return scopePlan(await clientScopeSet(this.storage, client), scope);
+  }
+
+  /**
+   * What the mappers of one document (userinfo, introspection) write for an access token's user and client, with
+   * the token's scope; the session notes are read back from the token (auth_time, a service account's client_id,
+   * clientHost, clientAddress).
+   */
+  async mappedClaims(kind: 'userinfo' | 'introspection', input: { realm: Realm; client: Client; user: User; token: Record<string, unknown>; base: string }): Promise<Claims> {
+    const { realm, client, user, token } = input;
+    const plan = await this.plan(client, typeof token.scope === 'string' ? token.scope : '');
+    const notes: Record<string, string> = {};
+    for (const [note, claim] of [['AUTH_TIME', 'auth_time'], ['client_id', 'client_id'], ['clientHost', 'clientHost'], ['clientAddress', 'clientAddress']]) {
+      if (typeof token[claim] === 'string' || typeof token[claim] === 'number') notes[note] = String(token[claim]);
+    }
+    if (notes.client_id !== undefined && user.serviceAccountClientId === null) delete notes.client_id;
+    const data = await loadMapperData(this.storage, plan.needs[kind], { realm, client, user, scopeIds: plan.scopeIds, notes, base: input.base });
+    return runMappers(plan.mappers[kind], data, kind);
+  }
+
   async issue(ctx: TokenRequestContext, withRefresh: boolean): Promise<IssuedTokens> {
     const { realm, client, user } = ctx;
     const now = Math.floor(Date.now() / 1000);
     const issuer = issuerOf(ctx.base, realm.name);
-    const roles = await effectiveRoles(this.storage, realm.id, user.id, client);
-    const resourceAccess: Record<string, { roles: string[] }> = {};
-    for (const [clientId, names] of Object.entries(roles.clientRoles)) resourceAccess[clientId] = { roles: names };
-    const audience = Object.keys(resourceAccess).filter((c) => c !== client.clientId);
-    const fullName = [user.firstName, user.lastName].filter(Boolean).join(' ');
-    const scopes = ctx.scope.split(' ');
-    const profile = scopes.includes('profile');
-    const email = scopes.includes('email');
-    // The profile and email scopes' claims, in both the access token and the ID token.
-    const userClaims = {
-      ...(profile && fullName ? { name: fullName } : {}),
-      ...(profile ? { preferred_username: user.username } : {}),
-      ...(profile && user.firstName ? { given_name: user.firstName } : {}),
-      ...(profile && user.lastName ? { family_name: user.lastName } : {}),
-      ...(email && user.email ? { email: user.email } : {}),
-    };
     const serviceAccount = user.serviceAccountClientId !== null;
+    const plan = await this.plan(client, ctx.scope);
+    const withIdToken = plan.openid && !serviceAccount;
+    const data = await loadMapperData(this.storage, needsOf(plan, withIdToken ? ['access', 'id'] : ['access']), {
+      realm,
+      client,
+      user,
+      scopeIds: plan.scopeIds,
+      notes: sessionNotes(ctx),
+      base: ctx.base,
+    });
 
-    const accessClaims: Record<string, unknown> = {
+    // The token's mechanics are written here; everything else (sub and aud included) by the applied mappers.
+    const mapped = runMappers(plan.mappers.access, data, 'access');
+    const accessToken = await this.signPayload(realm.id, {
+      exp: now + realm.accessTokenLifespan,
+      iat: now,
       jti: newId(),
+      iss: issuer,
+      ...audience(mapped.aud),
+      ...(mapped.sub !== undefined ? { sub: mapped.sub } : {}),
       typ: 'Bearer',
       azp: client.clientId,
       ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
-      ...(ctx.authTime ? { auth_time: ctx.authTime } : {}),
-      acr: '1',
-      'allowed-origins': client.webOrigins,
-      realm_access: { roles: roles.realmRoles },
-      resource_access: resourceAccess,
-      scope: ctx.scope,
-      ...(email ? { email_verified: user.emailVerified } : {}),
-      ...(serviceAccount ? { client_id: client.clientId } : {}),
-      ...userClaims,
-    };
-    const accessToken = await this.sign(realm.id, accessClaims, {
-      issuer,
-      subject: user.id,
-      audience: audience.length ? (audience.length === 1 ? audience[0] : audience) : undefined,
-      iat: now,
-      exp: now + realm.accessTokenLifespan,
+      ...withoutMechanics(mapped),
+      scope: plan.scope,
     });
 
     const result: IssuedTokens = {
@@ -113,7 +121,7 @@ export class TokenService {
       refresh_expires_in: 0,
       token_type: 'Bearer',
       'not-before-policy': 0,
-      scope: ctx.scope,
+      scope: plan.scope,
     };
     if (ctx.sessionId) result.session_state = ctx.sessionId;
 
@@ -126,31 +134,35 @@ export class TokenService {
       result.refresh_expires_in = refreshExp === undefined ? 0 : Math.max(0, refreshExp - now);
       result.refresh_token = await this.sign(
         realm.id,
-        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: ctx.scope, reuse_id: ctx.reuseId ?? newId() },
+        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: plan.scope, reuse_id: ctx.reuseId ?? newId() },
         { issuer, subject: user.id, audience: issuer, iat: now, exp: refreshExp },
       );
     }
 
-    if (scopes.includes('openid') && !serviceAccount) {
+    if (withIdToken) {
       const atHash = createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
-      result.id_token = await this.sign(
-        realm.id,
-        {
-          jti: newId(),
-          typ: 'ID',
-          azp: client.clientId,
-          ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
-          ...(ctx.authTime ? { auth_time: ctx.authTime } : {}),
-          ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
-          at_hash: atHash,
-          acr: '1',
-          ...(email ? { email_verified: user.emailVerified } : {}),
-          ...userClaims,
-        },
-        { issuer, subject: user.id, audience: client.clientId, iat: now, exp: now + realm.accessTokenLifespan },
-      );
+      const idClaims = runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] });
+      result.id_token = await this.signPayload(realm.id, {
+        exp: now + realm.accessTokenLifespan,
+        iat: now,
+        jti: newId(),
+        iss: issuer,
+        ...audience(idClaims.aud),
+        sub: user.id,
+        typ: 'ID',
+        azp: client.clientId,
+        ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
+        ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
+        at_hash: atHash,
+        ...withoutMechanics(idClaims),
+      });
     }
     return result;
+  }
+
+  private async signPayload(realmId: string, payload: Record<string, unknown>): Promise<string> {
+    const key = await this.keys.signingKey(realmId);
+    return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
   }
 
   private async sign(
@@ -205,8 +217,10 @@ export class TokenService {
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('revoked', 'token revoked');
     }
+    let sessionUserId: string | null = null;
     if (!options.hint && typeof payload.sid === 'string') {
       const session = await this.storage.sessions.byId(payload.sid);
+      sessionUserId = session?.userId ?? null;
       // Ended (logout, revocation) or past the realm's idle or maximum lifetime.
       if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
       // The client's part of the session too: it ends alone when its refresh token is reused beyond the realm's rule.
@@ -216,9 +230,15 @@ export class TokenService {
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or
       // deleted client or user until they expire.
+      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
+      // An access token of a client without the `basic` scope has no `sub` (as Keycloak's): its subject is the
+      // session's user, or for a service account the client's; callers read it from `sub` as for any other token.
+      if (typeof payload.sub !== 'string' && client) {
+        const subject = sessionUserId ?? (await this.storage.users.cachedServiceAccountOf(client.id))?.id;
+        if (subject) payload.sub = subject;
+      }
       const user = typeof payload.sub === 'string' ? await this.storage.users.cachedById(realm.id, payload.sub) : null;
       if (!user || !user.enabled) throw new TokenVerificationError('user_disabled', 'user not found or disabled');
-      const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
       if (!client || !client.enabled) throw new TokenVerificationError('client_disabled', 'client not found or disabled');
     }
     return payload as AccessTokenClaims & JWTPayload;
@@ -235,3 +255,34 @@ export function signJws(header: { alg: string; typ: string; kid: string }, paylo
     cryptoSign('sha256', Buffer.from(input), key, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
   });
 }
+
+/** The claims the token service writes itself: a mapper's value for one of them is dropped (aud, sub taken apart). */
+const MECHANICS = new Set(['exp', 'iat', 'nbf', 'jti', 'iss', 'aud', 'sub', 'typ', 'azp', 'sid', 'nonce', 'at_hash', 'c_hash', 's_hash', 'session_state', 'scope']);
+
+function withoutMechanics(claims: Claims): Claims {
+  const rest: Claims = {};
+  for (const [key, value] of Object.entries(claims)) if (!MECHANICS.has(key)) rest[key] = value;
+  return rest;
+}
+
+/** `aud` as Keycloak writes it: absent when empty, a string when one, else the list. */
+function audience(aud: unknown): { aud?: string | string[] } {
+  if (!Array.isArray(aud) || aud.length === 0) return typeof aud === 'string' ? { aud } : {};
+  return { aud: aud.length === 1 ? (aud[0] as string) : (aud as string[]) };
+}
+
+/**
+ * Keycloak's user session notes the session-note mappers read: AUTH_TIME for a user's login; a service account's
+ * client_id, clientHost and clientAddress (Keycloak's host is the caller's address too: no reverse lookups).
+ */
+export function sessionNotes(ctx: Pick<TokenRequestContext, 'authTime' | 'user' | 'client' | 'clientAddress'>): Record<string, string> {
+  const notes: Record<string, string> = {};
+  if (ctx.authTime) notes.AUTH_TIME = String(ctx.authTime);
+  if (ctx.user.serviceAccountClientId !== null) {
+    notes.client_id = ctx.client.clientId;
+    if (ctx.clientAddress) notes.clientHost = notes.clientAddress = ctx.clientAddress;
+  }
+  return notes;
+}
+
+export { audience as audienceClaim, withoutMechanics };

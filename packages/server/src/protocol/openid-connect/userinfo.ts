@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { corsPending, requestInfo } from '../../http/index.js';
+import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
+import { withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { requireBearer } from './bearer.js';
@@ -23,22 +24,11 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const client = typeof claims.azp === 'string' ? await ctx.storage.clients.cachedByClientId(realm.id, claims.azp) : null;
     if (client) corsForClient(ctx, request, client);
     const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
-    if (!user || !user.enabled) throw oauthError.invalid_token('User not found or disabled');
-    const scopes = (claims.scope ?? '').split(' ');
-    const fullName = [user.firstName, user.lastName].filter(Boolean).join(' ');
+    if (!user || !user.enabled || !client) throw oauthError.invalid_token('User not found or disabled');
+    // The claims of the mappers the token's scopes apply with `userinfo.token.claim`; `sub` always.
+    const mapped = await ctx.tokens.mappedClaims('userinfo', { realm, client, user, token: claims, base: baseUrl(request, ctx.config.hostname) });
     await ctx.events.user(realm, { type: 'USER_INFO_REQUEST', clientId: claims.azp ?? null, userId: user.id, sessionId: (claims.sid as string) ?? null, request: requestInfo(request) });
-    return {
-      sub: user.id,
-      ...(scopes.includes('email') ? { email_verified: user.emailVerified, ...(user.email ? { email: user.email } : {}) } : {}),
-      ...(scopes.includes('profile')
-        ? {
-            preferred_username: user.username,
-            ...(fullName ? { name: fullName } : {}),
-            ...(user.firstName ? { given_name: user.firstName } : {}),
-            ...(user.lastName ? { family_name: user.lastName } : {}),
-          }
-        : {}),
-    };
+    return { sub: user.id, ...withoutMechanics(mapped) };
   };
   app.get('/realms/:realm/protocol/openid-connect/userinfo', handler);
   app.post('/realms/:realm/protocol/openid-connect/userinfo', handler);

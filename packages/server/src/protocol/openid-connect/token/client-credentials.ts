@@ -3,7 +3,8 @@ import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
-import { grantedScope, type IssuedTokens } from '../tokens.js';
+import type { IssuedTokens } from '../tokens.js';
+import { checkedScope } from './scope.js';
 import { formField } from '../client-auth.js';
 
 /** A token for the client's service-account user; no session and no refresh token, as Keycloak 26. */
@@ -16,8 +17,11 @@ export async function clientCredentialsGrant(ctx: ServerContext, realm: Realm, c
     throw oauthError.unauthorized_client('Client not enabled to retrieve service account', { status: 401 });
   }
   if (!user.enabled) throw oauthError.invalid_grant('User associated with client is not enabled');
+  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), false, (reason) =>
+    ctx.events.user(realm, { type: 'CLIENT_LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'invalid_request', details: { grant_type: 'client_credentials', reason }, request: info }),
+  );
   const tokens = await ctx.tokens.issue(
-    { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId: null, scope: grantedScope(formField(request.body, 'scope')) },
+    { base: baseUrl(request, ctx.config.hostname), realm, client, user, sessionId: null, scope, clientAddress: info.ipAddress },
     false,
   );
   await ctx.events.user(realm, {

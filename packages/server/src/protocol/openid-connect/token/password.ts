@@ -4,7 +4,8 @@ import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
-import { grantedScope, type IssuedTokens } from '../tokens.js';
+import type { IssuedTokens } from '../tokens.js';
+import { checkedScope } from './scope.js';
 import { formField } from '../client-auth.js';
 import { offlineRequested, openOfflineSession } from '../offline.js';
 
@@ -18,6 +19,9 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   if (!username || password === undefined) throw oauthError.invalid_request('Missing parameter: username or password');
   const info = requestInfo(request);
   const details = { auth_method: 'openid-connect', grant_type: 'password' };
+  const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), true, (reason) =>
+    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, error: 'invalid_request', details: { ...details, username, reason }, request: info }),
+  );
   const result = await authenticatePassword(ctx, realm, {
     username,
     password,
@@ -38,7 +42,6 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
     if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
     throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
   }
-  const scope = grantedScope(formField(request.body, 'scope'), true);
   const offline = await offlineRequested(ctx, realm, client, result.user, scope, () =>
     ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: result.user.id, error: 'not_allowed', details: { ...details, username }, request: info }),
   );

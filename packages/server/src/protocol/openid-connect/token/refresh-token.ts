@@ -7,6 +7,7 @@ import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 import { refreshTokenType } from '../offline.js';
+import { narrowedScope } from './scope.js';
 
 /**
  * Refresh as Keycloak 26: a refresh token may be used again until it expires or its session ends, unless the
@@ -47,6 +48,8 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
       throw await refuse(use === 'stale' ? 'Stale token' : 'Maximum allowed refresh token reuse exceeded', 'invalid_token', user.id);
     }
   }
+  const scope = await narrowedScope(ctx, client, clientSession.scope, formField(request.body, 'scope'));
+  if (scope === null) throw oauthError.invalid_scope(`Invalid scopes: ${formField(request.body, 'scope')}`);
   const now = Date.now();
   await ctx.storage.sessions.touch(sessionId, now);
   const tokens = await ctx.tokens.issue(
@@ -57,7 +60,7 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
       user,
       sessionId,
       sessionStarted: session.started,
-      scope: clientSession.scope,
+      scope,
       refreshTokenId: next,
       authTime: Math.floor(session.started / 1000),
       offline: session.offline,
