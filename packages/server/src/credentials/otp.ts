@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { OTP_ALGORITHMS, type OtpAlgorithm, type OtpPolicy } from '../model/otp-policy.js';
+import type { OtpAlgorithm, OtpPolicy } from '../model/otp-policy.js';
 
 /**
  * One-time passwords: HOTP (RFC 4226) and TOTP (RFC 6238) with HMAC-SHA1/256/512, the shared secret as the
@@ -20,6 +20,7 @@ export interface OtpCredentialData {
 }
 
 const NODE_HASH: Record<OtpAlgorithm, string> = { HmacSHA1: 'sha1', HmacSHA256: 'sha256', HmacSHA512: 'sha512' };
+const isOtpAlgorithm = (value: unknown): value is OtpAlgorithm => typeof value === 'string' && Object.hasOwn(NODE_HASH, value);
 
 /** The longest code accepted as input: anything longer is wrong without computing anything. */
 export const MAX_OTP_LENGTH = 8;
@@ -159,13 +160,13 @@ export function importedOtpCredential(secretData: string, credentialData: string
   const period = Number(data.period ?? 30);
   if (!Number.isInteger(period) || period < 1 || period > 600) return { error: 'credentialData.period must be an integer from 1 to 600' };
   const algorithm = String(data.algorithm ?? 'HmacSHA1');
-  if (!(OTP_ALGORITHMS as readonly string[]).includes(algorithm)) return { error: `credentialData.algorithm "${algorithm.slice(0, 32)}" is not supported (HmacSHA1, HmacSHA256, HmacSHA512 are)` };
+  if (!isOtpAlgorithm(algorithm)) return { error: `credentialData.algorithm "${algorithm.slice(0, 32)}" is not supported (HmacSHA1, HmacSHA256, HmacSHA512 are)` };
   let key: Buffer | null;
   if (data.secretEncoding === undefined || data.secretEncoding === null) key = Buffer.from(value, 'utf8');
   else if (String(data.secretEncoding).toUpperCase() === 'BASE32') key = base32Decode(value);
   else return { error: `credentialData.secretEncoding "${String(data.secretEncoding).slice(0, 16)}" is not supported (BASE32 is)` };
   if (!key || key.length === 0) return { error: 'secretData.value is not valid base32' };
-  return { secret: base32Encode(key), data: { subType: 'totp', digits, period, algorithm: algorithm as OtpAlgorithm, counter: 0 } };
+  return { secret: base32Encode(key), data: { subType: 'totp', digits, period, algorithm, counter: 0 } };
 }
 
 /** The parameters a stored OTP credential was made with, defaults where a value is missing or unknown. */
@@ -175,7 +176,7 @@ export function storedOtpData(stored: Record<string, unknown>): OtpCredentialDat
     subType: 'totp',
     digits: data.digits === 8 ? 8 : 6,
     period: typeof data.period === 'number' && data.period > 0 ? data.period : 30,
-    algorithm: (OTP_ALGORITHMS as readonly string[]).includes(data.algorithm ?? '') ? (data.algorithm as OtpAlgorithm) : 'HmacSHA1',
+    algorithm: isOtpAlgorithm(data.algorithm) ? data.algorithm : 'HmacSHA1',
     counter: 0,
   };
 }
