@@ -1,9 +1,15 @@
 import { newId, newSecret } from '../credentials/index.js';
 import { defaultClient } from '../model/defaults.js';
 import { badRequest, conflict } from '../model/errors.js';
-import type { Client, Realm } from '../model/types.js';
+import type { Client, ProtocolMapper, Realm } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { ensureServiceAccount } from './users.js';
+import { attachClientScopes, type RequestedScopes } from './client-scopes.js';
+
+/** What a client representation carries besides the client: its scopes by name and its own protocol mappers (validated). */
+export interface ClientExtras extends RequestedScopes {
+  protocolMappers?: Omit<ProtocolMapper, 'id'>[];
+}
 
 /** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
 export function clientFrom(input: Partial<Client>, base: Client): Client {
@@ -14,8 +20,11 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
   return client;
 }
 
-/** Creates a client (and its service-account user when enabled); used by the clients API and by realm import. */
-export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client'): Promise<Client> {
+/**
+ * Creates a client (and its service-account user when enabled), linked to its client scopes, with its own
+ * protocol mappers; used by the clients API and by realm import.
+ */
+export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client', extras: ClientExtras = {}): Promise<Client> {
   if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
   const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
   try {
@@ -25,6 +34,13 @@ export async function insertClient(storage: Storage, realm: Realm, input: Partia
     throw error;
   }
   if (client.serviceAccountsEnabled) await serviceAccountNamed(client.clientId, () => ensureServiceAccount(storage, realm, client, db));
+  await attachClientScopes(storage, client, extras, db);
+  try {
+    await storage.clientScopes.insertMappers(realm.id, { clientId: client.id }, (extras.protocolMappers ?? []).map((m) => ({ ...m, id: newId() })), db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`${path}.protocolMappers: two mappers are named alike`, 'protocolMappers');
+    throw error;
+  }
   return client;
 }
 
@@ -37,3 +53,4 @@ export async function serviceAccountNamed(clientId: string, work: () => Promise<
     throw error;
   }
 }
+
