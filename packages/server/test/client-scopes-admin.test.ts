@@ -1,6 +1,10 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientScopeSet, effectiveRoles } from '../src/services/index.js';
+import { realmManagement, rejects } from './support/admin-client.js';
 import { api, databases, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
 
 /**
@@ -16,17 +20,6 @@ const DEFAULTS = ['acr', 'basic', 'email', 'profile', 'roles', 'web-origins'];
 const OPTIONALS = ['address', 'microprofile-jwt', 'offline_access', 'organization', 'phone'];
 const HARDCODED = 'oidc-hardcoded-claim-mapper';
 const hardcoded = (name: string, value = 'v') => ({ name, protocol: 'openid-connect', protocolMapper: HARDCODED, config: { 'claim.name': name, 'claim.value': value, 'access.token.claim': 'true' } });
-
-async function rejects(call: Promise<unknown>, status: number, message?: RegExp): Promise<void> {
-  const error = (await call.then(
-    (value) => {
-      throw new Error(`expected HTTP ${status}, the call succeeded with ${JSON.stringify(value)}`);
-    },
-    (e: unknown) => e,
-  )) as { response?: { status: number }; responseData?: { errorMessage?: string } };
-  expect(error.response?.status, JSON.stringify(error.responseData)).toBe(status);
-  if (message) expect(String(error.responseData?.errorMessage)).toMatch(message);
-}
 
 const names = (list: { name?: string }[]) => list.map((s) => s.name!).sort();
 
@@ -288,7 +281,7 @@ describe('client scopes and who may change them', () => {
   let t: TestServer;
   let kc: KcAdminClient;
   let management: string;
-  const mgmt = new Map<string, { id: string; name: string }>();
+  let mgmt: Map<string, { id: string; name: string }>;
   const R = '/admin/realms/demo';
   const token = async (username: string) => {
     const response = await tokenRequest(t.url, 'demo', { grant_type: 'password', client_id: 'admin-cli', username, password: PASSWORD });
@@ -302,9 +295,7 @@ describe('client scopes and who may change them', () => {
     await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
     await kc.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
-    const [rm] = await kc.clients.find({ clientId: 'realm-management' });
-    management = rm.id!;
-    for (const role of await kc.clients.listRoles({ id: management })) mgmt.set(role.name!, { id: role.id!, name: role.name! });
+    ({ management, roles: mgmt } = await realmManagement(kc));
     for (const [username, roles] of [['vc', ['view-clients']], ['mc', ['manage-clients']], ['mcmr', ['manage-clients', 'manage-realm']]] as const) {
       const { id } = await kc.users.create({ username, enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
       await kc.users.addClientRoleMappings({ id, clientUniqueId: management, roles: roles.map((r) => mgmt.get(r)!) });
@@ -364,5 +355,55 @@ describe('client scopes and who may change them', () => {
     // What it holds (or is within its power) it may map; an ordinary client role too.
     expect((await api(t.url, 'POST', `${R}/client-scopes/${scope}/scope-mappings/clients/${management}`, mc, [mgmt.get('view-clients')])).status).toBe(204);
     expect(names(await kc.clientScopes.listClientScopeMappings({ id: scope, client: management }))).toEqual(['view-clients']);
+  });
+});
+
+describe('a database from before client scopes were stored', () => {
+  it('gets the built-ins at start-up: every realm its scopes and lists, every client the defaults', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-scopes-upgrade-'));
+    const dbUrl = `sqlite:${join(dir, 'old.db')}`;
+    try {
+      let t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      let kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+      await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+      await kc.realms.create({ realm: 'legacy', enabled: true });
+      kc.setConfig({ realmName: 'legacy' });
+      await kc.clients.create({ clientId: 'old-app' });
+      await kc.clients.create({ clientId: 'old-service', publicClient: false, serviceAccountsEnabled: true });
+      // Rewind: no client scope, no link, no mapper anywhere (what migration 0011 leaves in an old database).
+      const { db } = t.server.context.storage;
+      for (const table of ['client_scope_role', 'client_client_scope', 'realm_client_scope', 'protocol_mapper', 'client_scope'] as const) await db.deleteFrom(table).execute();
+      await t.close();
+
+      t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      try {
+        kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+        await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+        expect(t.logs.some((l) => l.msg === 'client scopes: the built-in ones added to existing realms and their clients')).toBe(true);
+        for (const realm of ['master', 'legacy']) {
+          kc.setConfig({ realmName: realm });
+          expect(names(await kc.clientScopes.find()), realm).toEqual(BUILTINS);
+          expect(names(await kc.clientScopes.listDefaultClientScopes()), realm).toEqual(DEFAULTS);
+          const offline = (await kc.clientScopes.findOneByName({ name: 'offline_access' }))!;
+          expect(names(await kc.clientScopes.listRealmScopeMappings({ id: offline.id! }))).toEqual(['offline_access']);
+        }
+        const [app] = await kc.clients.find({ clientId: 'old-app' });
+        expect([...app.defaultClientScopes!].sort()).toEqual(DEFAULTS);
+        expect([...app.optionalClientScopes!].sort()).toEqual(OPTIONALS);
+        const [service] = await kc.clients.find({ clientId: 'old-service' });
+        expect([...service.defaultClientScopes!].sort()).toEqual([...DEFAULTS, 'service_account'].sort());
+      } finally {
+        await t.close();
+      }
+      // Once only: a later start changes nothing (a scope deleted by an administrator stays deleted).
+      t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
+      try {
+        expect(t.logs.some((l) => l.msg === 'client scopes: the built-in ones added to existing realms and their clients')).toBe(false);
+      } finally {
+        await t.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -30,17 +30,21 @@ async function scopesFor(storage: Storage, client: Client, db: Db): Promise<Map<
 export interface RequestedScopes {
   defaultClientScopes?: string[];
   optionalClientScopes?: string[];
+  /** A realm file's client: the lists it gives are all it gets (no `service_account` added to them). */
+  fromFile?: boolean;
 }
 
 /**
  * Links a new client to its client scopes, as Keycloak: the names its representation lists when it lists either
  * (a name the realm has no scope for is ignored, as Keycloak ignores it), else the realm's default and optional
- * scopes; and `service_account` as a default scope while its service account is enabled.
+ * scopes; and `service_account` as a default scope while its service account is enabled (unless a realm file
+ * lists the client's scopes: those are kept as the file has them).
  */
 export async function attachClientScopes(storage: Storage, client: Client, requested: RequestedScopes, db: Db): Promise<void> {
   const scopes = await scopesFor(storage, client, db);
   const links: ScopeLink[] = [];
-  if (requested.defaultClientScopes !== undefined || requested.optionalClientScopes !== undefined) {
+  const listed = requested.defaultClientScopes !== undefined || requested.optionalClientScopes !== undefined;
+  if (listed) {
     for (const [names, defaultScope] of [[requested.defaultClientScopes ?? [], true], [requested.optionalClientScopes ?? [], false]] as const) {
       for (const name of names) {
         const scope = scopes.get(name);
@@ -52,7 +56,7 @@ export async function attachClientScopes(storage: Storage, client: Client, reque
     links.push(...(await storage.clientScopes.realmLinks(client.realmId, db)).filter((l) => byId.has(l.scopeId)));
   }
   await storage.clientScopes.linkToClient(client.id, links, db);
-  await syncServiceAccountScope(storage, client, db);
+  if (!(listed && requested.fromFile)) await syncServiceAccountScope(storage, client, db);
 }
 
 /**
@@ -104,4 +108,12 @@ export async function clientScopeViews(
       return [id, { defaultClientScopes: named(list, true), optionalClientScopes: named(list, false), protocolMappers: mappers.get(id) ?? [] }];
     }),
   );
+}
+
+/** The realm representation's `defaultDefaultClientScopes` and `defaultOptionalClientScopes`: scope names, sorted. */
+export async function realmDefaultScopeNames(storage: Storage, realmId: string): Promise<{ defaultDefaultClientScopes: string[]; defaultOptionalClientScopes: string[] }> {
+  const names = await storage.clientScopes.names(realmId);
+  const links = await storage.clientScopes.realmLinks(realmId);
+  const linked = (defaultScope: boolean) => links.filter((l) => l.defaultScope === defaultScope && names.has(l.scopeId)).map((l) => names.get(l.scopeId)!).sort();
+  return { defaultDefaultClientScopes: linked(true), defaultOptionalClientScopes: linked(false) };
 }

@@ -11,7 +11,7 @@ import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import type { Client, Group, Realm, Role } from '../model/types.js';
 import { GroupTree } from './groups.js';
-import { clientScopeViews } from './client-scopes.js';
+import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
 
 /** An entry of Keycloak's `scopeMappings` / `clientScopeMappings`: a client's or a client scope's. */
 type ScopeMappingExport = ({ client: string } | { clientScope: string }) & { roles: string[] };
@@ -111,12 +111,8 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
     // Keycloak's clientScopes (with their mappers), the realm's default and optional scopes by name, and the
     // scopes' role scope mappings (`scopeMappings`/`clientScopeMappings` entries with `clientScope`).
     const scopes = await storage.clientScopes.list(realm.id);
-    const scopeName = new Map(scopes.map((sc) => [sc.id, sc.name]));
     out.clientScopes = scopes.map((sc) => withoutIds(clientScopeRep(sc)));
-    const realmLinks = await storage.clientScopes.realmLinks(realm.id);
-    const linked = (defaultScope: boolean) => realmLinks.filter((l) => l.defaultScope === defaultScope).map((l) => scopeName.get(l.scopeId)!).filter(Boolean).sort();
-    out.defaultDefaultClientScopes = linked(true);
-    out.defaultOptionalClientScopes = linked(false);
+    Object.assign(out, await realmDefaultScopeNames(storage, realm.id));
     const scopeMappings: ScopeMappingExport[] = [];
     const clientScopeMappings: Record<string, ScopeMappingExport[]> = {};
     for (const sc of scopes) {

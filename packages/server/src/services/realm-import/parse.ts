@@ -146,7 +146,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   }
   const clients = asArray(rep.clients, 'realm.clients').map((c, i) => ({
     ...parseClient(c, `realm.clients[${i}]`, onUnknown),
-    scopes: parseClientExtras(c, `realm.clients[${i}]`, onUnknown),
+    scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
   }));
   const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown));
   const scopeNames = new Set<string>();
