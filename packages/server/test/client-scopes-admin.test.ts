@@ -98,9 +98,10 @@ describe.each(databases)('client scopes through the official admin client (%s)',
     expect(await kc.clientScopes.findOne({ id: '00000000-0000-4000-8000-000000000000' })).toBeNull();
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/client-scopes/00000000-0000-4000-8000-000000000000`, (await kc.getAccessToken())!)).status).toBe(404);
     await rejects(kc.clientScopes.del({ id: '00000000-0000-4000-8000-000000000000' }), 404);
-    // A SAML scope is kept as data (its name may hold spaces).
-    const { id: saml } = await kc.clientScopes.create({ name: 'role list', protocol: 'saml' });
+    // A SAML scope is kept as data; its name is a scope token too, as Keycloak's admin API requires.
+    const { id: saml } = await kc.clientScopes.create({ name: 'role_list', protocol: 'saml' });
     expect(await kc.clientScopes.findOne({ id: saml })).toMatchObject({ protocol: 'saml' });
+    await rejects(kc.clientScopes.create({ name: 'role list', protocol: 'saml' }), 400, /name/);
 
     await kc.clientScopes.del({ id });
     expect(await kc.clientScopes.findOne({ id })).toBeNull();
@@ -184,6 +185,21 @@ describe.each(databases)('client scopes through the official admin client (%s)',
     await kc.clientScopes.del({ id: scope });
     expect(names(await kc.clients.listDefaultClientScopes({ id: client }))).not.toContain('extra');
     expect(names(await kc.clientScopes.listDefaultClientScopes())).toEqual(DEFAULTS);
+    expect(await kc.clientScopes.listDefaultClientScopes()).toContainEqual({ id: await scopeId('email'), name: 'email', protocol: 'openid-connect' });
+  });
+
+  it("a realm keeps its last client scope (403, as Keycloak's)", async () => {
+    kc.setConfig({ realmName: 'master' });
+    await kc.realms.create({ realm: 'one-scope', enabled: true });
+    kc.setConfig({ realmName: 'one-scope' });
+    try {
+      const scopes = await kc.clientScopes.find();
+      for (const scope of scopes.slice(1)) await kc.clientScopes.del({ id: scope.id! });
+      await rejects(kc.clientScopes.del({ id: scopes[0].id! }), 403, /all the client scopes/);
+      expect(await kc.clientScopes.find()).toHaveLength(1);
+    } finally {
+      kc.setConfig({ realmName: REALM });
+    }
   });
 
   it('role scope mappings of a client scope: realm and client roles, available, composite, all', async () => {

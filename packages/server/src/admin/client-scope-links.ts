@@ -11,12 +11,12 @@ import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './ro
 
 type Params = { realm: string; id: string; scopeId: string };
 
-/** Keycloak's brief form of a linked client scope: its id and name, by name. */
+/** Keycloak's brief form of a linked client scope: its id, name and protocol, by name. */
 async function linkedScopes(ctx: ServerContext, realm: Realm, links: ScopeLink[], defaultScope: boolean) {
-  const names = await ctx.storage.clientScopes.names(realm.id);
+  const scopes = new Map((await ctx.storage.clientScopes.list(realm.id)).map((sc) => [sc.id, sc]));
   return links
-    .filter((l) => l.defaultScope === defaultScope && names.has(l.scopeId))
-    .map((l) => ({ id: l.scopeId, name: names.get(l.scopeId)! }))
+    .filter((l) => l.defaultScope === defaultScope && scopes.has(l.scopeId))
+    .map((l) => ({ id: l.scopeId, name: scopes.get(l.scopeId)!.name, protocol: scopes.get(l.scopeId)!.protocol }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import type { ClientScope, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayMapRoles, requireRole, type AdminRole } from './permissions.js';
@@ -79,6 +79,8 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
 
   app.delete('/realms/:realm/client-scopes/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, scope } = await load(request, 'manage-clients');
+    // As Keycloak's: a realm keeps at least one client scope (403 for the last one).
+    if ((await ctx.storage.clientScopes.names(realm.id)).size <= 1) throw forbidden('You are not allowed to delete all the client scopes.');
     await ctx.storage.clientScopes.delete(scope.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'CLIENT_SCOPE', `client-scopes/${scope.id}`);
     return reply.code(204).send();

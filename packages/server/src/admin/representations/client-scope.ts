@@ -49,19 +49,20 @@ const scopeIgnored = ['id'];
 export type ClientScopeInput = Omit<ClientScope, 'id' | 'realmId' | 'protocolMappers'> & { protocolMappers?: ProtocolMapperInput[] };
 
 /**
- * An OpenID Connect scope's name is sent as a token of the `scope` parameter: RFC 6749's scope-token characters
- * (printable ASCII but space, `"` and `\`), as Keycloak 26 requires of an OpenID Connect client scope's name.
+ * A scope's name is sent as a token of the `scope` parameter: RFC 6749's scope-token characters (printable ASCII
+ * but space, `"` and `\`), as Keycloak 26's admin API requires of every client scope's name (SAML's too).
  */
 const scopeToken = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** A client scope representation; `protocolMappers` are validated too (create, realm import). */
-export function parseClientScope(body: unknown, path = 'clientScope', onUnknown?: (path: string) => void): ClientScopeInput {
+/**
+ * A client scope representation; `protocolMappers` are validated too (create, realm import). A realm file's names
+ * are taken as they are (`fromFile`), as Keycloak's import takes them; the admin API checks them.
+ */
+export function parseClientScope(body: unknown, path = 'clientScope', onUnknown?: (path: string) => void, fromFile = false): ClientScopeInput {
   const rep = parseRepresentation(body, scopeSpec, scopeIgnored, path, onUnknown) as Partial<ClientScopeInput> & { protocolMappers?: unknown };
   if (rep.name === undefined) throw badRequest(`${path}.name: is required`, 'name');
   const protocol = rep.protocol ?? 'openid-connect';
-  if (protocol === 'openid-connect' && !scopeToken.test(rep.name)) {
-    throw badRequest(`${path}.name: an OpenID Connect client scope's name is a scope token (no spaces, quotes or backslashes)`, 'name');
-  }
+  if (!fromFile && !scopeToken.test(rep.name)) throw badRequest(`${path}.name: a client scope's name is a scope token (no spaces, quotes or backslashes)`, 'name');
   return {
     name: rep.name,
     description: rep.description ?? null,

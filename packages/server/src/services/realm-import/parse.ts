@@ -148,7 +148,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     ...parseClient(c, `realm.clients[${i}]`, onUnknown),
     scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
   }));
-  const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown));
+  const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown, true));
   const scopeNames = new Set<string>();
   for (const [i, sc] of (clientScopes ?? []).entries()) {
     if (scopeNames.has(sc.name)) throw badRequest(`realm.clientScopes[${i}].name: "${sc.name}" is named twice`, 'name');
