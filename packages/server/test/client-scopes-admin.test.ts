@@ -155,6 +155,20 @@ describe.each(databases)('client scopes through the official admin client (%s)',
     expect(await kc.clients.find({ clientId: 'bad-mappers' })).toEqual([]);
     await kc.clients.delProtocolMapper({ id, mapperId: region.id! });
     expect((await kc.clients.listProtocolMappers({ id })).map((m) => m.name)).toEqual(['tenant', 'tier']);
+
+    // A PUT of the representation as read changes nothing; its `protocolMappers` become the client's (as Keycloak's
+    // update: matched by name, kept with their ids, added, the others deleted); its scope lists are left alone.
+    const before = (await kc.clients.findOne({ id }))!;
+    await kc.clients.update({ id }, before);
+    expect(await kc.clients.findOne({ id })).toEqual(before);
+    const tenant = before.protocolMappers!.find((m) => m.name === 'tenant')!;
+    await kc.clients.update({ id }, { ...before, defaultClientScopes: ['email'], protocolMappers: [{ ...tenant, config: { ...tenant.config, 'claim.value': 'globex' } }, hardcoded('plan', 'pro')] });
+    const after = (await kc.clients.findOne({ id }))!;
+    expect(after.protocolMappers!.map((m) => m.name)).toEqual(['tenant', 'plan']);
+    expect(after.protocolMappers!.find((m) => m.name === 'tenant')).toMatchObject({ id: tenant.id, config: { 'claim.value': 'globex' } });
+    expect(after.defaultClientScopes).toEqual(before.defaultClientScopes);
+    await rejects(kc.clients.update({ id }, { ...before, protocolMappers: [{ name: 'x', protocol: 'openid-connect', protocolMapper: 'no-such' }] }), 400);
+    expect((await kc.clients.findOne({ id }))!.protocolMappers!.map((m) => m.name)).toEqual(['tenant', 'plan']);
   });
 
   it("the realm's default and optional scopes, and a client's: add, move, remove; a deleted scope leaves every list", async () => {
@@ -273,7 +287,7 @@ describe.each(databases)('client scopes through the official admin client (%s)',
     expect(exported.clientScopes.find((s: { name: string }) => s.name === 'exported').protocolMappers).toMatchObject([{ name: 'exp', protocolMapper: HARDCODED }]);
     expect(exported.defaultOptionalClientScopes).toContain('exported');
     expect(exported.scopeMappings).toEqual(expect.arrayContaining([{ clientScope: 'exported', roles: ['report-reader'] }, { clientScope: 'offline_access', roles: ['offline_access'] }]));
-    expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'with-mappers').protocolMappers).toMatchObject([{ name: 'tenant' }, { name: 'tier' }]);
+    expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'with-mappers').protocolMappers).toMatchObject([{ name: 'tenant' }, { name: 'plan' }]);
 
     kc.setConfig({ realmName: 'master' });
     await kc.realms.create({ ...exported, realm: 'scoped-copy' });
@@ -284,7 +298,7 @@ describe.each(databases)('client scopes through the official admin client (%s)',
       expect(names(await kc.clientScopes.listRealmScopeMappings({ id: copied!.id! }))).toEqual(['report-reader']);
       expect(names(await kc.clientScopes.listDefaultOptionalClientScopes())).toContain('exported');
       const [withMappers] = await kc.clients.find({ clientId: 'with-mappers' });
-      expect(withMappers.protocolMappers!.map((m) => m.name)).toEqual(['tenant', 'tier']);
+      expect(withMappers.protocolMappers!.map((m) => m.name)).toEqual(['tenant', 'plan']);
       const [chosen] = await kc.clients.find({ clientId: 'chosen' });
       expect(chosen).toMatchObject({ defaultClientScopes: ['email'], optionalClientScopes: ['phone'] });
     } finally {

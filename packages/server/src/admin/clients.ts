@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
-import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
+import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
@@ -67,6 +67,9 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
     const updated = clientFrom(parseClient(request.body), client);
+    // As Keycloak's update: the client scopes stay (they have their own resources); `protocolMappers`, when given,
+    // become the client's mappers.
+    const { protocolMappers } = parseClientExtras(request.body);
     await checkAttributes(ctx, updated.attributes);
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
@@ -86,6 +89,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
       });
       await syncServiceAccountScope(ctx.storage, updated, trx);
+      if (protocolMappers) await replaceClientMappers(ctx.storage, updated, protocolMappers, trx);
     });
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, clientEventRep(updated));
     return reply.code(204).send();

@@ -54,3 +54,21 @@ export async function serviceAccountNamed(clientId: string, work: () => Promise<
   }
 }
 
+
+/**
+ * A client PUT's `protocolMappers`, as Keycloak's update applies them: matched by protocol and name, an existing
+ * mapper is updated (it keeps its id), a new one added, and the client's mappers the list leaves out are deleted.
+ */
+export async function replaceClientMappers(storage: Storage, client: Client, mappers: Omit<ProtocolMapper, 'id'>[], db: Db): Promise<void> {
+  const key = (m: { protocol: string; name: string }) => `${m.protocol}%${m.name}`;
+  const existing = new Map((await storage.clientScopes.mappers(client.id, db)).map((m) => [key(m), m]));
+  const added: ProtocolMapper[] = [];
+  for (const mapper of mappers) {
+    const found = existing.get(key(mapper));
+    existing.delete(key(mapper));
+    if (found) await storage.clientScopes.updateMapper(client.id, { ...mapper, id: found.id }, db);
+    else added.push({ ...mapper, id: newId() });
+  }
+  for (const gone of existing.values()) await storage.clientScopes.deleteMapper(client.id, gone.id, db);
+  await storage.clientScopes.insertMappers(client.realmId, { clientId: client.id }, added, db);
+}

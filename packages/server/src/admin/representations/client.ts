@@ -136,9 +136,8 @@ function isRedirectPattern(uri: string): boolean {
 }
 
 /**
- * What a client representation carries besides the client itself, read on create and import (a PUT leaves a
- * client's scopes and mappers alone, as Keycloak's does: they have their own resources): the scope names, each
- * list given or not, and the client's own protocol mappers, validated.
+ * What a client representation carries besides the client itself: the scope names, each list given or not (read
+ * on create and import; a PUT leaves them, as Keycloak's), and the client's own protocol mappers, validated.
  */
 export function parseClientExtras(body: unknown, path = 'client', onUnknown?: (path: string) => void): { defaultClientScopes?: string[]; optionalClientScopes?: string[]; protocolMappers?: ProtocolMapperInput[] } {
   if (typeof body !== 'object' || body === null) return {};
