@@ -161,6 +161,57 @@ const eventsConfigFields: unknown[] = [
 ];
 
 const groupFields: unknown[] = [{ name: 5 }, { name: '' }, { name: '   ' }, {}, { name: 'x', description: 5 }, { name: 'x\u0000' }, { name: long }, { name: 'x', attributes: 'y' }, { name: 'x', bogus: 1 }, { id: 5, name: 'x' }];
+const HARDCODED = 'oidc-hardcoded-claim-mapper';
+const mapperFields: unknown[] = [
+  {},
+  { name: 5, protocolMapper: HARDCODED },
+  { name: 'm' },
+  { name: 'm', protocolMapper: 'no-such-type' },
+  { name: 'm', protocolMapper: 5 },
+  { name: '', protocolMapper: HARDCODED },
+  { name: 'm', protocolMapper: HARDCODED, protocol: 'cas' },
+  { name: 'm', protocolMapper: HARDCODED, config: 'x' },
+  { name: 'm', protocolMapper: HARDCODED, config: { a: { b: 1 } } },
+  { name: 'm', protocolMapper: HARDCODED, config: { a: 'x\u0000' } },
+  { name: 'm\u0000', protocolMapper: HARDCODED },
+  { name: long, protocolMapper: HARDCODED },
+  { name: 'm', protocolMapper: HARDCODED, bogus: 1 },
+];
+const scopeFields: unknown[] = [
+  { name: 5 },
+  { name: '' },
+  {},
+  { name: 'has space' },
+  { name: 'quo"te' },
+  { name: 'back\\slash' },
+  { name: 'x', protocol: 'cas' },
+  { name: 'x', description: 5 },
+  { name: 'x\u0000' },
+  { name: long },
+  { name: 'x', attributes: 'y' },
+  { name: 'x', attributes: { a: { b: 1 } } },
+  { name: 'x', bogus: 1 },
+  { name: 'x', protocolMappers: 'y' },
+  { name: 'x', protocolMappers: [{ name: 'm', protocolMapper: 'no-such-type' }] },
+  { name: 'x', protocolMappers: [{ name: 'm', protocolMapper: HARDCODED }, { name: 'm', protocolMapper: HARDCODED }] },
+];
+/** Bodies of add-models: a list of mappers, all or nothing. */
+const mapperListBody = {
+  shapes: {
+    'empty body': '',
+    null: null,
+    object: {},
+    number: 5,
+    string: 'text',
+    'array of numbers': [5],
+    'array of empty objects': [{}],
+    'unknown type': [{ name: 'fresh', protocolMapper: 'no-such-type' }],
+    'one good, one unknown': [{ name: 'fresh', protocolMapper: HARDCODED }, { name: 'fresh2', protocolMapper: 'no-such-type' }],
+    'a name twice': [{ name: 'fresh', protocolMapper: HARDCODED }, { name: 'fresh', protocolMapper: HARDCODED }],
+    'a taken name': [{ name: 'fresh', protocolMapper: HARDCODED }, { name: 'fixture-mapper', protocolMapper: HARDCODED }],
+  } as Record<string, unknown>,
+  fields: [] as unknown[],
+};
 const objectBody = (fields: unknown[]) => ({ shapes: notAnObject, fields });
 const roleListBody = { shapes: notARoleList, fields: [] as unknown[] };
 
@@ -209,6 +260,18 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/groups/:id/role-mappings/clients/:client': roleListBody,
   'DELETE /admin/realms/:realm/groups/:id/role-mappings/clients/:client': roleListBody,
   'PUT /admin/realms/:realm/events/config': objectBody(eventsConfigFields),
+  'POST /admin/realms/:realm/client-scopes': objectBody([...scopeFields, { name: 'fixture-scope' }]),
+  'PUT /admin/realms/:realm/client-scopes/:id': objectBody([...scopeFields, { name: 'other-scope' }, { id: randomUUID(), name: 'fixture-scope' }]),
+  'POST /admin/realms/:realm/client-scopes/:id/protocol-mappers/models': objectBody([...mapperFields, { name: 'fixture-mapper', protocolMapper: HARDCODED }]),
+  'PUT /admin/realms/:realm/client-scopes/:id/protocol-mappers/models/:mapperId': objectBody([...mapperFields, { name: 'other-mapper', protocolMapper: HARDCODED }, { id: randomUUID(), name: 'fixture-mapper', protocolMapper: HARDCODED }]),
+  'POST /admin/realms/:realm/client-scopes/:id/protocol-mappers/add-models': mapperListBody,
+  'POST /admin/realms/:realm/clients/:id/protocol-mappers/models': objectBody([...mapperFields, { name: 'fixture-mapper', protocolMapper: HARDCODED }]),
+  'PUT /admin/realms/:realm/clients/:id/protocol-mappers/models/:mapperId': objectBody(mapperFields),
+  'POST /admin/realms/:realm/clients/:id/protocol-mappers/add-models': mapperListBody,
+  'POST /admin/realms/:realm/client-scopes/:id/scope-mappings/realm': roleListBody,
+  'DELETE /admin/realms/:realm/client-scopes/:id/scope-mappings/realm': roleListBody,
+  'POST /admin/realms/:realm/client-scopes/:id/scope-mappings/clients/:client': roleListBody,
+  'DELETE /admin/realms/:realm/client-scopes/:id/scope-mappings/clients/:client': roleListBody,
   'POST /admin/realms/:realm/authentication/flows': objectBody([
     { alias: 5 },
     { alias: '' },
@@ -265,6 +328,10 @@ const noBodyRoutes = [
   'PUT /admin/realms/:realm/users/:id/send-verify-email',
   'PUT /admin/realms/:realm/users/:id/groups/:groupId',
   'PUT /admin/realms/:realm/default-groups/:groupId',
+  'PUT /admin/realms/:realm/default-default-client-scopes/:scopeId',
+  'PUT /admin/realms/:realm/default-optional-client-scopes/:scopeId',
+  'PUT /admin/realms/:realm/clients/:id/default-client-scopes/:scopeId',
+  'PUT /admin/realms/:realm/clients/:id/optional-client-scopes/:scopeId',
 ];
 
 /** Query parameters each searching or paging GET route reads, with bad values for them. */
@@ -358,6 +425,25 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client/composite',
   'GET /admin/realms/:realm/group-by-path/:path',
   'GET /admin/realms/:realm/default-groups',
+  'GET /admin/realms/:realm/client-scopes',
+  'GET /admin/realms/:realm/client-scopes/:id',
+  'GET /admin/realms/:realm/client-scopes/:id/protocol-mappers/models',
+  'GET /admin/realms/:realm/client-scopes/:id/protocol-mappers/models/:mapperId',
+  'GET /admin/realms/:realm/client-scopes/:id/protocol-mappers/protocol/:protocol',
+  'GET /admin/realms/:realm/clients/:id/protocol-mappers/models',
+  'GET /admin/realms/:realm/clients/:id/protocol-mappers/models/:mapperId',
+  'GET /admin/realms/:realm/clients/:id/protocol-mappers/protocol/:protocol',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/realm',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/realm/available',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/realm/composite',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/clients/:client',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/clients/:client/available',
+  'GET /admin/realms/:realm/client-scopes/:id/scope-mappings/clients/:client/composite',
+  'GET /admin/realms/:realm/default-default-client-scopes',
+  'GET /admin/realms/:realm/default-optional-client-scopes',
+  'GET /admin/realms/:realm/clients/:id/default-client-scopes',
+  'GET /admin/realms/:realm/clients/:id/optional-client-scopes',
 ];
 
 /** Path-parameter values that must name nothing; each is written into the path exactly as given here. */
@@ -436,6 +522,10 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       groupMembers: await get(`${base}/groups/${values['groups:id']}/members`),
       userGroups: await get(`${base}/users/${values['users:id']}/groups`),
       defaultGroups: await get(`${base}/default-groups`),
+      clientScopes: await get(`${base}/client-scopes`),
+      scopeScopeMappings: await get(`${base}/client-scopes/${values['client-scopes:id']}/scope-mappings`),
+      realmDefaultScopes: [await get(`${base}/default-default-client-scopes`), await get(`${base}/default-optional-client-scopes`)],
+      clientDefaultScopes: [await get(`${base}/clients/${values['clients:id']}/default-client-scopes`), await get(`${base}/clients/${values['clients:id']}/optional-client-scopes`)],
       masterClients: ((await get('/admin/realms/master/clients')) as { clientId: string }[]).map((c) => c.clientId),
       masterUsers: ((await get('/admin/realms/master/users')) as { username: string }[]).map((u) => u.username),
     };
@@ -465,6 +555,13 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     await kc.groups.createChildGroup({ id: group }, { name: 'fixture-child' });
     await kc.groups.addRealmRoleMappings({ id: group, roles: [{ id: role.id!, name: 'fixture-role' }] });
     await kc.users.addToGroup({ id: user, groupId: group });
+    const { id: scope } = await kc.clientScopes.create({ name: 'fixture-scope', protocol: 'openid-connect' });
+    await kc.clientScopes.create({ name: 'other-scope', protocol: 'openid-connect' });
+    const mapperOf = (name: string) => ({ name, protocol: 'openid-connect', protocolMapper: HARDCODED, config: { 'claim.name': name, 'claim.value': 'v' } });
+    await kc.clientScopes.addMultipleProtocolMappers({ id: scope }, [mapperOf('fixture-mapper'), mapperOf('other-mapper')]);
+    await kc.clients.addProtocolMapper({ id: client }, mapperOf('fixture-mapper'));
+    const mapper = (await kc.clientScopes.listProtocolMappers({ id: scope })).find((m) => m.name === 'fixture-mapper')!;
+    await kc.clientScopes.addRealmScopeMappings({ id: scope }, [{ id: role.id!, name: 'fixture-role' }]);
     const flows = await kc.authenticationManagement.getFlows();
     const browser = flows.find((f) => f.alias === 'browser')!;
     const [execution] = await kc.authenticationManagement.getExecutions({ flow: 'browser' });
@@ -475,6 +572,10 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'roles-by-id:id': role.id!,
       'organizations:id': org,
       'groups:id': group,
+      'client-scopes:id': scope,
+      scopeId: scope,
+      mapperId: mapper.id!,
+      protocol: 'openid-connect',
       groupId: group,
       path: 'fixture-group',
       roleName: 'fixture-role',

@@ -1,6 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realmManagement } from './support/admin-client.js';
 import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
 
 /**
@@ -16,7 +17,7 @@ describe('groups and the admin-role rule', () => {
   let t: TestServer;
   let kc: KcAdminClient;
   let management: string;
-  const mgmt = new Map<string, { id: string; name: string }>();
+  let mgmt: Map<string, { id: string; name: string }>;
   const users = new Map<string, string>();
   const groups = new Map<string, string>();
   const token = async (username: string) => {
@@ -33,9 +34,7 @@ describe('groups and the admin-role rule', () => {
     await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
     await kc.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
-    const [rm] = await kc.clients.find({ clientId: 'realm-management' });
-    management = rm.id!;
-    for (const role of await kc.clients.listRoles({ id: management })) mgmt.set(role.name!, { id: role.id!, name: role.name! });
+    ({ management, roles: mgmt } = await realmManagement(kc));
     await kc.roles.create({ name: 'plain' });
     for (const [username, role] of [['mu', 'manage-users'], ['mr', 'manage-realm'], ['vu', 'view-users'], ['ra', 'realm-admin'], ['target', null]] as const) {
       const { id } = await kc.users.create({ username, enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });

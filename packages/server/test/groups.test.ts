@@ -3,6 +3,7 @@ import type GroupRepresentation from '@keycloak/keycloak-admin-client/lib/defs/g
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rejects } from './support/admin-client.js';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, type TestServer } from './support/server.js';
 
@@ -13,19 +14,6 @@ import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, type TestS
 
 const REALM = 'teams';
 const PASSWORD = 'Group-pass-1';
-
-async function rejects(call: Promise<unknown>, status: number, message?: RegExp): Promise<string> {
-  const error = (await call.then(
-    (value) => {
-      throw new Error(`expected HTTP ${status}, the call succeeded with ${JSON.stringify(value)}`);
-    },
-    (e: unknown) => e,
-  )) as { response?: { status: number }; responseData?: { errorMessage?: string } };
-  expect(error.response?.status, JSON.stringify(error.responseData)).toBe(status);
-  const text = String(error.responseData?.errorMessage);
-  if (message) expect(text).toMatch(message);
-  return text;
-}
 
 describe.each(databases)('groups through the official admin client (%s)', (database) => {
   let t: TestServer;

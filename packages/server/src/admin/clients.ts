@@ -2,13 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
-import { clientFrom, ensureServiceAccount, insertClient, serviceAccountNamed } from '../services/index.js';
+import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { clientEventRep, clientRep, parseClient } from './representations/client.js';
+import { clientEventRep, clientRep, parseClient, parseClientExtras } from './representations/client.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -16,6 +16,14 @@ import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type Admin
 async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
   const problems = await ctx.providers.clientAttributeProblems(attributes);
   if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
+}
+
+/** The realm in the path and its client `:id`, or 404. */
+export async function loadClient(ctx: ServerContext, request: AdminRequest<{ realm: string; id: string }>) {
+  const realm = await targetRealm(ctx, request);
+  const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
+  if (!client) throw notFound('Could not find client');
+  return { realm, client };
 }
 
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -28,30 +36,27 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       first: queryInt(request.query, 'first', 0),
       max: queryInt(request.query, 'max', undefined),
     });
-    return clients.map(clientRep);
+    const views = await clientScopeViews(ctx.storage, realm.id, clients.map((c) => c.id));
+    return clients.map((c) => clientRep(c, views.get(c.id)));
   });
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClient(request.body);
+    const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
-    const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx));
+    const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx, 'client', extras));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
     return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
   });
 
-  const load = async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const realm = await targetRealm(ctx, request);
-    const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
-    if (!client) throw notFound('Could not find client');
-    return { realm, client };
-  };
+  const load = (request: AdminRequest<{ realm: string; id: string }>) => loadClient(ctx, request);
 
   app.get('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');
-    return clientRep(client);
+    return clientRep(client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
   });
 
   app.put('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
@@ -62,6 +67,9 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
     const updated = clientFrom(parseClient(request.body), client);
+    // As Keycloak's update: the client scopes stay (they have their own resources); `protocolMappers`, when given,
+    // become the client's mappers.
+    const { protocolMappers } = parseClientExtras(request.body);
     await checkAttributes(ctx, updated.attributes);
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
@@ -80,6 +88,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (serviceAccount) await ctx.storage.users.update({ ...serviceAccount, username: `service-account-${updated.clientId}`.toLowerCase() }, trx);
         if (updated.serviceAccountsEnabled) await ensureServiceAccount(ctx.storage, realm, updated, trx);
       });
+      await syncServiceAccountScope(ctx.storage, updated, trx);
+      if (protocolMappers) await replaceClientMappers(ctx.storage, updated, protocolMappers, trx);
     });
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, clientEventRep(updated));
     return reply.code(204).send();

@@ -8,6 +8,8 @@ import { routePermission } from './route-permissions.js';
 import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
+import { clientScopeLinkRoutes } from './client-scope-links.js';
+import { clientScopeRoutes } from './client-scopes.js';
 import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
@@ -69,6 +71,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
       const scoped = async (realms: FastifyInstance) => {
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
+        clientScopeRoutes(realms, ctx);
+        clientScopeLinkRoutes(realms, ctx);
         userRoutes(realms, ctx);
         groupRoutes(realms, ctx);
         realmRoleRoutes(realms, ctx);

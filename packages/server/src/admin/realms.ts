@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { defaultRolesName, removeAdminClient, renameAdminClient } from '../services/index.js';
+import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient } from '../services/index.js';
 import { exportRealm } from '../services/realm-export.js';
 import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
@@ -81,7 +81,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     if (!hasAnyRole(callerOf(request), realm)) requireRole(callerOf(request), realm, 'view-realm');
-    return realmRep(realm);
+    return { ...realmRep(realm), ...(await realmDefaultScopeNames(ctx.storage, realm.id)) };
   });
 
   app.put('/realms/:realm', async (request: AdminRequest, reply) => {

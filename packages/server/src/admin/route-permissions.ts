@@ -30,6 +30,13 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}` }],
   [write, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
 
+  [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'], note: ADMIN_ROLE_RULE }],
+  [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'], note: ADMIN_ROLE_RULE }],
+  [read, new RegExp(`${R}/client-scopes`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/client-scopes`), { roles: ['manage-clients'] }],
+  [read, new RegExp(`${R}/default-(default|optional)-client-scopes$`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/default-(default|optional)-client-scopes/:scopeId$`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/clients/:id/scope-mappings`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/clients/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'] }],
   [write, new RegExp(`${R}/clients/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'] }],

@@ -1,9 +1,15 @@
 import { newId, newSecret } from '../credentials/index.js';
 import { defaultClient } from '../model/defaults.js';
 import { badRequest, conflict } from '../model/errors.js';
-import type { Client, Realm } from '../model/types.js';
+import type { Client, ProtocolMapper, Realm } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { ensureServiceAccount } from './users.js';
+import { attachClientScopes, type RequestedScopes } from './client-scopes.js';
+
+/** What a client representation carries besides the client: its scopes by name and its own protocol mappers (validated). */
+export interface ClientExtras extends RequestedScopes {
+  protocolMappers?: Omit<ProtocolMapper, 'id'>[];
+}
 
 /** What a PUT or POST body makes of a client: absent fields take their defaults (the body replaces it all). */
 export function clientFrom(input: Partial<Client>, base: Client): Client {
@@ -14,8 +20,11 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
   return client;
 }
 
-/** Creates a client (and its service-account user when enabled); used by the clients API and by realm import. */
-export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client'): Promise<Client> {
+/**
+ * Creates a client (and its service-account user when enabled), linked to its client scopes, with its own
+ * protocol mappers; used by the clients API and by realm import.
+ */
+export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client', extras: ClientExtras = {}): Promise<Client> {
   if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
   const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
   try {
@@ -25,6 +34,13 @@ export async function insertClient(storage: Storage, realm: Realm, input: Partia
     throw error;
   }
   if (client.serviceAccountsEnabled) await serviceAccountNamed(client.clientId, () => ensureServiceAccount(storage, realm, client, db));
+  await attachClientScopes(storage, client, extras, db);
+  try {
+    await storage.clientScopes.insertMappers(realm.id, { clientId: client.id }, (extras.protocolMappers ?? []).map((m) => ({ ...m, id: newId() })), db);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`${path}.protocolMappers: two mappers are named alike`, 'protocolMappers');
+    throw error;
+  }
   return client;
 }
 
@@ -36,4 +52,23 @@ export async function serviceAccountNamed(clientId: string, work: () => Promise<
     if (isUniqueViolation(error)) throw conflict(`A user named service-account-${clientId.toLowerCase()} already exists`, 'clientId');
     throw error;
   }
+}
+
+
+/**
+ * A client PUT's `protocolMappers`, as Keycloak's update applies them: matched by protocol and name, an existing
+ * mapper is updated (it keeps its id), a new one added, and the client's mappers the list leaves out are deleted.
+ */
+export async function replaceClientMappers(storage: Storage, client: Client, mappers: Omit<ProtocolMapper, 'id'>[], db: Db): Promise<void> {
+  const key = (m: { protocol: string; name: string }) => `${m.protocol}%${m.name}`;
+  const existing = new Map((await storage.clientScopes.mappers(client.id, db)).map((m) => [key(m), m]));
+  const added: ProtocolMapper[] = [];
+  for (const mapper of mappers) {
+    const found = existing.get(key(mapper));
+    existing.delete(key(mapper));
+    if (found) await storage.clientScopes.updateMapper(client.id, { ...mapper, id: found.id }, db);
+    else added.push({ ...mapper, id: newId() });
+  }
+  for (const gone of existing.values()) await storage.clientScopes.deleteMapper(client.id, gone.id, db);
+  await storage.clientScopes.insertMappers(client.realmId, { clientId: client.id }, added, db);
 }

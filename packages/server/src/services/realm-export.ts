@@ -5,12 +5,23 @@
  */
 import { configRep, flowRep } from '../admin/representations/authentication.js';
 import { clientRep } from '../admin/representations/client.js';
+import { clientScopeRep } from '../admin/representations/client-scope.js';
 import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import type { Client, Group, Realm, Role } from '../model/types.js';
 import { GroupTree } from './groups.js';
+import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
+
+/** An entry of Keycloak's `scopeMappings` / `clientScopeMappings`: a client's or a client scope's. */
+type ScopeMappingExport = ({ client: string } | { clientScope: string }) & { roles: string[] };
+
+/** A representation without its ids (the importing server makes its own): the object's and its mappers'. */
+function withoutIds<T extends { id: string; protocolMappers?: { id: string }[] }>(rep: T) {
+  const { id: _id, protocolMappers, ...rest } = rep;
+  return { ...rest, ...(protocolMappers ? { protocolMappers: protocolMappers.map(({ id: _mapperId, ...m }) => m) } : {}) };
+}
 
 /** What Keycloak's partial export puts where a secret was (its import stores it as given). */
 export const EXPORT_SECRET_MASK = '**********';
@@ -98,24 +109,36 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       out.groups = await Promise.all(groups.childrenOf(null).map(exportGroup));
       out.defaultGroups = (await storage.groups.defaultGroupIds(realm.id)).map((id) => groups.path(id)).sort();
     }
+    // Keycloak's clientScopes (with their mappers), the realm's default and optional scopes by name, and the
+    // scopes' role scope mappings (`scopeMappings`/`clientScopeMappings` entries with `clientScope`).
+    const scopes = await storage.clientScopes.list(realm.id);
+    out.clientScopes = scopes.map((sc) => withoutIds(clientScopeRep(sc)));
+    Object.assign(out, await realmDefaultScopeNames(storage, realm.id));
+    const scopeMappings: ScopeMappingExport[] = [];
+    const clientScopeMappings: Record<string, ScopeMappingExport[]> = {};
+    for (const sc of scopes) {
+      const mapped = byContainer(await storage.clientScopes.roleIds([sc.id]));
+      if (mapped.realm) scopeMappings.push({ clientScope: sc.name, roles: mapped.realm });
+      for (const [container, roles] of Object.entries(mapped.client ?? {})) (clientScopeMappings[container] ??= []).push({ clientScope: sc.name, roles });
+    }
     if (options.clients) {
+      const views = await clientScopeViews(storage, realm.id, clients.map((c) => c.id));
       out.clients = clients
         .map((c) => {
-          const { id: _clientId, access: _access, ...rep } = clientRep(c);
+          const { access: _access, ...full } = clientRep(c, views.get(c.id));
+          const rep = withoutIds(full);
           return 'secret' in rep && !options.secrets ? { ...rep, secret: EXPORT_SECRET_MASK } : rep;
         })
         .sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
       // Keycloak's scopeMappings (realm roles a client's tokens may carry) and clientScopeMappings (by role container).
-      const scopeMappings: { client: string; roles: string[] }[] = [];
-      const clientScopeMappings: Record<string, { client: string; roles: string[] }[]> = {};
       for (const c of [...clients].sort((a, b) => (a.clientId < b.clientId ? -1 : 1))) {
         const mapped = byContainer(await storage.roles.scopeMappedRoleIds(c.id));
         if (mapped.realm) scopeMappings.push({ client: c.clientId, roles: mapped.realm });
         for (const [container, roles] of Object.entries(mapped.client ?? {})) (clientScopeMappings[container] ??= []).push({ client: c.clientId, roles });
       }
-      if (scopeMappings.length) out.scopeMappings = scopeMappings;
-      if (Object.keys(clientScopeMappings).length) out.clientScopeMappings = clientScopeMappings;
     }
+    if (scopeMappings.length) out.scopeMappings = scopeMappings;
+    if (Object.keys(clientScopeMappings).length) out.clientScopeMappings = clientScopeMappings;
     const flows = await ctx.flows.editor.load(realm.id);
     out.authenticationFlows = flows.allFlows().map((f) => {
       const { id: _flowId, ...rep } = flowRep(flows, f);

@@ -5,6 +5,7 @@ import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, acco
 import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
+import { attachClientScopes, provisionClientScopes } from './client-scopes.js';
 
 const MASTER = 'master';
 
@@ -40,6 +41,7 @@ export async function provisionRealm(
     const uma = role(realm.id, 'uma_authorization', false, '${role_uma_authorization}');
     const defaults = role(realm.id, defaultRolesName(name), false, '${role_default-roles}');
     for (const r of [offline, uma, defaults]) await storage.roles.insert(r, db);
+    await provisionClientScopes(storage, realm.id, db, offline.id);
 
     const adminCli: Client = { ...defaultClient(newId(), realm.id, ADMIN_CLI), publicClient: true, standardFlowEnabled: false, directAccessGrantsEnabled: true, name: '${client_admin-cli}' };
     const account: Client = {
@@ -60,7 +62,10 @@ export async function provisionRealm(
       // As Keycloak's: its tokens carry only the account roles its scope names (below), never the user's others.
       fullScopeAllowed: false,
     };
-    for (const c of [adminCli, account, accountConsole]) await storage.clients.insert(c, db);
+    for (const c of [adminCli, account, accountConsole]) {
+      await storage.clients.insert(c, db);
+      await attachClientScopes(storage, c, {}, db);
+    }
     // Master is administered through its own master-realm client (below); every other realm through its
     // realm-management client and, from master, through master's {realm}-realm client.
     if (name !== MASTER) await insertManagementClient(storage, realm.id, REALM_MANAGEMENT, true, db);
@@ -131,6 +136,7 @@ export async function upgradeAccountRoles(storage: Storage, db: Db): Promise<str
 async function insertManagementClient(storage: Storage, realmId: string, clientId: string, withRealmAdmin: boolean, db: Db): Promise<Map<string, Role>> {
   const client: Client = { ...defaultClient(newId(), realmId, clientId), bearerOnly: true, standardFlowEnabled: false, name: clientId === REALM_MANAGEMENT ? '${client_realm-management}' : `${clientId.slice(0, -6)} Realm` };
   await storage.clients.insert(client, db);
+  await attachClientScopes(storage, client, {}, db);
   const roles = new Map<string, Role>();
   for (const roleName of withRealmAdmin ? [...realmManagementRoles, 'realm-admin'] : realmManagementRoles) {
     const r: Role = { id: newId(), realmId, containerId: client.id, clientRole: true, name: roleName, description: `\${role_${roleName}}` };

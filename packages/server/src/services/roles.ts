@@ -10,12 +10,15 @@ export interface EffectiveRoles {
 
 /**
  * The roles a token of `client` may carry, or null for all of them (`fullScopeAllowed`): as Keycloak, the
- * client's own roles and its scope mappings, composites expanded.
+ * client's own roles, its scope mappings and the role scope mappings of the client scopes applied to the
+ * request, composites expanded. Only scopes linked to the client count: an id of another one is ignored.
  */
-async function clientScope(storage: Storage, client: Client): Promise<Set<string> | null> {
+async function clientScope(storage: Storage, client: Client, clientScopeIds: readonly string[]): Promise<Set<string> | null> {
   if (client.fullScopeAllowed) return null;
   const own = (await storage.roles.list(client.id)).map((r) => r.id);
-  return storage.roles.expand([...own, ...(await storage.roles.scopeMappedRoleIds(client.id))]);
+  const linked = new Set((await storage.clientScopes.clientLinks(client.id)).map((l) => l.scopeId));
+  const viaScopes = await storage.clientScopes.roleIds(clientScopeIds.filter((id) => linked.has(id)));
+  return storage.roles.expand([...own, ...(await storage.roles.scopeMappedRoleIds(client.id)), ...viaScopes]);
 }
 
 /**
@@ -29,23 +32,23 @@ export async function heldRoleIds(storage: Storage, userId: string): Promise<Set
 /**
  * The user's roles with composites expanded, grouped as Keycloak's token claims group them; with `client`,
  * only those in the client's scope. `clientScopeIds`: the client scopes applied to the request, whose role scope
- * mappings widen a `fullScopeAllowed: false` client's scope (as Keycloak's); not yet used (contract).
+ * mappings widen a `fullScopeAllowed: false` client's scope (as Keycloak's).
  */
 export async function effectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client, clientScopeIds: readonly string[] = []): Promise<EffectiveRoles> {
-  void clientScopeIds;
   // Cached per user and client (frozen). Any write to a role or group table, a client, or a table the cache does
   // not know invalidates them all: role changes are rare, and coarse invalidation cannot miss one.
-  const roles = await storage.cache.get(`roles\0${realmId}\0${userId}\0${client?.id ?? ''}`, ROLE_TABLES, () =>
-    loadEffectiveRoles(storage, realmId, userId, client),
+  const scopeKey = client && !client.fullScopeAllowed ? [...new Set(clientScopeIds)].sort().join(',') : '';
+  const roles = await storage.cache.get(`roles\0${realmId}\0${userId}\0${client?.id ?? ''}\0${scopeKey}`, ROLE_TABLES, () =>
+    loadEffectiveRoles(storage, realmId, userId, client, clientScopeIds),
   );
   return roles!;
 }
 
 /** What effective roles are read from. A write to any of them (or to a table the cache does not know) clears them. */
-const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client', 'realm_group', 'user_group', 'group_role'];
+const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client', 'realm_group', 'user_group', 'group_role', 'client_scope_role', 'client_client_scope'];
 
-async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client?: Client): Promise<EffectiveRoles> {
-  const scope = client ? await clientScope(storage, client) : null;
+async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client: Client | undefined, clientScopeIds: readonly string[]): Promise<EffectiveRoles> {
+  const scope = client ? await clientScope(storage, client, clientScopeIds) : null;
   const ids = [...(await heldRoleIds(storage, userId))].filter((id) => scope === null || scope.has(id));
   const roles = await storage.roles.byIds(ids);
   const realmRoles: string[] = [];

@@ -71,8 +71,8 @@ export class ClientRepository {
     return this.cache.get(`client-id\0${realmId}\0${id}`, ['client'], () => this.byId(realmId, id));
   }
 
-  async list(realmId: string, options: { clientId?: string; search?: boolean; first?: number; max?: number } = {}): Promise<Client[]> {
-    let query = this.db.selectFrom('client').selectAll().where('realm_id', '=', realmId);
+  async list(realmId: string, options: { clientId?: string; search?: boolean; first?: number; max?: number } = {}, db: Db = this.db): Promise<Client[]> {
+    let query = db.selectFrom('client').selectAll().where('realm_id', '=', realmId);
     if (options.clientId !== undefined) {
       query = options.search
         ? query.where(containsIgnoreCase('client_id', options.clientId))
@@ -84,8 +84,8 @@ export class ClientRepository {
     return (await query.execute()).map(toClient);
   }
 
-  async byId(realmId: string, id: string): Promise<Client | null> {
-    const row = await this.db
+  async byId(realmId: string, id: string, db: Db = this.db): Promise<Client | null> {
+    const row = await db
       .selectFrom('client')
       .selectAll()
       .where('realm_id', '=', realmId)

@@ -46,6 +46,8 @@ const CACHED_TABLES = new Set([
   'realm', 'realm_key', 'client', 'user_entity', 'role', 'role_composite', 'user_role', 'scope_mapping',
   // Effective roles come through groups too (services/roles.ts).
   'realm_group', 'user_group', 'group_role',
+  // A client's scopes and mappers (services/client-scope-set.ts), and the scopes' role scope mappings (roles).
+  'client_scope', 'protocol_mapper', 'realm_client_scope', 'client_client_scope', 'client_scope_role',
 ]);
 
 /** Every entry depends on these: any unknown table, and the realm (its deletion cascades to everything). */

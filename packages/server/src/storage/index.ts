@@ -2,6 +2,7 @@ import { openDatabase, type Db, type DatabaseHandle, type OpenDatabaseOptions } 
 import type { ConfigCache } from './config-cache.js';
 import type { StatementCache } from './sqlite-driver.js';
 import { ClientRepository } from './clients.js';
+import { ClientScopeRepository } from './client-scopes.js';
 import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
 import { GroupRepository } from './groups.js';
@@ -14,6 +15,7 @@ import { UserRepository } from './users.js';
 export type { Db, OpenDatabaseOptions } from './db.js';
 export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
 export type { UserQuery } from './users.js';
+export type { MapperOwner, ScopeLink } from './client-scopes.js';
 export type { StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
@@ -23,6 +25,7 @@ export { isUniqueViolation } from './codec.js';
 export class Storage {
   readonly realms: RealmRepository;
   readonly clients: ClientRepository;
+  readonly clientScopes: ClientScopeRepository;
   readonly users: UserRepository;
   readonly roles: RoleRepository;
   readonly groups: GroupRepository;
@@ -35,6 +38,7 @@ export class Storage {
     const db = handle.db;
     this.realms = new RealmRepository(db, handle.cache);
     this.clients = new ClientRepository(db, handle.cache);
+    this.clientScopes = new ClientScopeRepository(db);
     this.users = new UserRepository(db, handle.cache, handle.dialect);
     this.roles = new RoleRepository(db);
     this.groups = new GroupRepository(db, handle.dialect);

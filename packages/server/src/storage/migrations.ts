@@ -439,6 +439,63 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Client scopes (Keycloak's): a realm's named bundles of protocol mappers and role scope mappings; the realm's
+  // default/optional lists new clients start from; each client's default/optional scopes. A protocol mapper belongs
+  // to a client scope or to a client (owner_id is the one it belongs to, so the unique (owner_id, name) refuses
+  // duplicate names per owner; the two nullable foreign keys delete it with its owner). `default_scope` 1 is a
+  // default scope, 0 an optional one: a scope is linked once, as one or the other.
+  '0011-client-scopes': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('client_scope')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('protocol', 'text', (c) => c.notNull())
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addUniqueConstraint('client_scope_realm_name', ['realm_id', 'name'])
+        .execute();
+      await db.schema
+        .createTable('protocol_mapper')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('owner_id', 'text', (c) => c.notNull())
+        .addColumn('client_scope_id', 'text', (c) => c.references('client_scope.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.references('client.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('protocol', 'text', (c) => c.notNull())
+        .addColumn('mapper_type', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addUniqueConstraint('protocol_mapper_owner_name', ['owner_id', 'name'])
+        .execute();
+      await db.schema.createIndex('protocol_mapper_scope').on('protocol_mapper').column('client_scope_id').execute();
+      await db.schema.createIndex('protocol_mapper_client').on('protocol_mapper').column('client_id').execute();
+      await db.schema
+        .createTable('realm_client_scope')
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('scope_id', 'text', (c) => c.notNull().references('client_scope.id').onDelete('cascade'))
+        .addColumn('default_scope', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('realm_client_scope_pk', ['realm_id', 'scope_id'])
+        .execute();
+      await db.schema
+        .createTable('client_client_scope')
+        .addColumn('client_id', 'text', (c) => c.notNull().references('client.id').onDelete('cascade'))
+        .addColumn('scope_id', 'text', (c) => c.notNull().references('client_scope.id').onDelete('cascade'))
+        .addColumn('default_scope', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('client_client_scope_pk', ['client_id', 'scope_id'])
+        .execute();
+      await db.schema.createIndex('client_client_scope_scope').on('client_client_scope').column('scope_id').execute();
+      await db.schema
+        .createTable('client_scope_role')
+        .addColumn('scope_id', 'text', (c) => c.notNull().references('client_scope.id').onDelete('cascade'))
+        .addColumn('role_id', 'text', (c) => c.notNull().references('role.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('client_scope_role_pk', ['scope_id', 'role_id'])
+        .execute();
+      await db.schema.createIndex('client_scope_role_role').on('client_scope_role').column('role_id').execute();
+    },
+  },
   // The user search's prefix and exact forms (storage/users.ts, Keycloak's `search` syntax) from indexes. SQLite
   // compares ranges of username and email on the indexes it has, and of the names on lower() indexes; PostgreSQL
   // answers LIKE 'prefix%' only from text_pattern_ops indexes (whatever the database's collation).

@@ -306,6 +306,50 @@ export interface DefaultGroupTable {
   group_id: string;
 }
 
+export interface ClientScopeTable {
+  id: string;
+  realm_id: string;
+  name: string;
+  description: string | null;
+  protocol: string;
+  attributes: string;
+}
+
+/** A protocol mapper of a client scope or of a client (`owner_id` is the one, the other foreign key is null). */
+export interface ProtocolMapperTable {
+  id: string;
+  realm_id: string;
+  owner_id: string;
+  client_scope_id: string | null;
+  client_id: string | null;
+  name: string;
+  protocol: string;
+  mapper_type: string;
+  config: string;
+  /** Keeps the order mappers were added in. */
+  position: number;
+}
+
+/** The realm's default (1) and optional (0) client scopes, which new clients start with. */
+export interface RealmClientScopeTable {
+  realm_id: string;
+  scope_id: string;
+  default_scope: number;
+}
+
+/** A client's default (1) and optional (0) client scopes. */
+export interface ClientClientScopeTable {
+  client_id: string;
+  scope_id: string;
+  default_scope: number;
+}
+
+/** The role scope mappings of a client scope. */
+export interface ClientScopeRoleTable {
+  scope_id: string;
+  role_id: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -334,4 +378,9 @@ export interface Database {
   user_group: UserGroupTable;
   group_role: GroupRoleTable;
   default_group: DefaultGroupTable;
+  client_scope: ClientScopeTable;
+  protocol_mapper: ProtocolMapperTable;
+  realm_client_scope: RealmClientScopeTable;
+  client_client_scope: ClientClientScopeTable;
+  client_scope_role: ClientScopeRoleTable;
 }

@@ -1,6 +1,7 @@
 import { badRequest } from '../../model/errors.js';
-import type { Client } from '../../model/types.js';
-import { parseRepresentation, type Spec } from './fields.js';
+import type { Client, ProtocolMapper } from '../../model/types.js';
+import { parseProtocolMappers, protocolMapperRep, type ProtocolMapperInput } from './client-scope.js';
+import { parseRepresentation, stringList, type Spec } from './fields.js';
 
 const uriSpec = { type: 'stringArray', max: 2048 } as const;
 export const clientSpec: Spec = {
@@ -56,7 +57,14 @@ export const clientFieldUse: Record<string, string> = {
   attributes: 'protocol/openid-connect/auth.ts',
 };
 
-export function clientRep(client: Client) {
+/** A client's scopes by name and its own mappers, as its representation shows them. */
+export interface ClientScopeView {
+  defaultClientScopes: string[];
+  optionalClientScopes: string[];
+  protocolMappers: ProtocolMapper[];
+}
+
+export function clientRep(client: Client, scopes: ClientScopeView = { defaultClientScopes: [], optionalClientScopes: [], protocolMappers: [] }) {
   return {
     id: client.id,
     clientId: client.clientId,
@@ -85,8 +93,9 @@ export function clientRep(client: Client) {
     authenticationFlowBindingOverrides: {},
     fullScopeAllowed: client.fullScopeAllowed,
     nodeReRegistrationTimeout: -1,
-    defaultClientScopes: ['web-origins', 'acr', 'profile', 'roles', 'basic', 'email'],
-    optionalClientScopes: ['address', 'phone', 'offline_access', 'organization', 'microprofile-jwt'],
+    ...(scopes.protocolMappers.length ? { protocolMappers: scopes.protocolMappers.map(protocolMapperRep) } : {}),
+    defaultClientScopes: scopes.defaultClientScopes,
+    optionalClientScopes: scopes.optionalClientScopes,
     access: { view: true, configure: true, manage: true },
   };
 }
@@ -124,6 +133,21 @@ function isRedirectPattern(uri: string): boolean {
   if (uri === '*' || uri === '+' || uri.startsWith('/')) return true;
   const scheme = /^([a-z][a-z0-9+.-]*):\S+$/i.exec(uri)?.[1]?.toLowerCase();
   return scheme !== undefined && scheme !== 'javascript' && scheme !== 'data' && scheme !== 'vbscript';
+}
+
+/**
+ * What a client representation carries besides the client itself: the scope names, each list given or not (read
+ * on create and import; a PUT leaves them, as Keycloak's), and the client's own protocol mappers, validated.
+ */
+export function parseClientExtras(body: unknown, path = 'client', onUnknown?: (path: string) => void): { defaultClientScopes?: string[]; optionalClientScopes?: string[]; protocolMappers?: ProtocolMapperInput[] } {
+  if (typeof body !== 'object' || body === null) return {};
+  const rep = body as Record<string, unknown>;
+  const given = (key: string) => rep[key] !== undefined && rep[key] !== null;
+  return {
+    ...(given('defaultClientScopes') ? { defaultClientScopes: stringList(rep.defaultClientScopes, `${path}.defaultClientScopes`) } : {}),
+    ...(given('optionalClientScopes') ? { optionalClientScopes: stringList(rep.optionalClientScopes, `${path}.optionalClientScopes`) } : {}),
+    ...(given('protocolMappers') ? { protocolMappers: parseProtocolMappers(rep.protocolMappers, `${path}.protocolMappers`, onUnknown) } : {}),
+  };
 }
 
 /** Admin events never carry a client secret, nor attributes that hold one (such as `api.key`). */

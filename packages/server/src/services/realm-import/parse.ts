@@ -1,5 +1,6 @@
 import { parseAuthentication } from '../../admin/representations/authentication.js';
-import { parseClient } from '../../admin/representations/client.js';
+import { parseClient, parseClientExtras } from '../../admin/representations/client.js';
+import { parseClientScope, type ClientScopeInput } from '../../admin/representations/client-scope.js';
 import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
 import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
 import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
@@ -9,12 +10,24 @@ import { parseUser, type UserInput } from '../../admin/representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
 import { badRequest } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
+import type { ClientExtras } from '../clients.js';
+
+/** A client of a realm file with what its representation names besides: scopes by name, its own mappers. */
+export type ImportedClient = Partial<Client> & { scopes: ClientExtras };
 
 export interface RealmImport {
   settings: Record<string, unknown>;
   realmRoles: ImportedRole[];
   clientRoles: Record<string, ImportedRole[]>;
-  clients: Partial<Client>[];
+  clients: ImportedClient[];
+  /**
+   * Keycloak's `clientScopes` (with their mappers), or null when the file has none: then the realm keeps the
+   * built-in ones; with them, they replace the built-ins, as in Keycloak.
+   */
+  clientScopes: ClientScopeInput[] | null;
+  /** The realm's default and optional client scopes by name (`defaultDefaultClientScopes`, `defaultOptionalClientScopes`). */
+  defaultDefaultClientScopes?: string[];
+  defaultOptionalClientScopes?: string[];
   users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; groups?: string[]; serviceAccountOf?: string | null })[];
   /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
   groups: ImportedGroup[];
@@ -33,11 +46,11 @@ export interface RealmImport {
  */
 const NOT_IMPORTED = {
   realm: [
-    'clientScopes', 'defaultDefaultClientScopes', 'defaultOptionalClientScopes', 'identityProviders',
+    'identityProviders',
     'identityProviderMappers', 'components', 'userFederationProviders', 'userFederationMappers', 'federatedUsers',
     'localizationTexts', 'requiredCredentials',
   ],
-  client: ['protocolMappers', 'defaultClientScopes', 'optionalClientScopes', 'authorizationSettings', 'authenticationFlowBindingOverrides'],
+  client: ['authorizationSettings', 'authenticationFlowBindingOverrides'],
   user: ['federatedIdentities', 'clientConsents'],
 } as const;
 
@@ -60,8 +73,10 @@ function notImportedParts(rep: Record<string, unknown>): string[] {
 }
 
 export interface ImportedScopeMapping {
-  /** The client whose scope this is. */
-  client: string;
+  /** The client whose scope this is, or null for a client scope's (`clientScope`). */
+  client: string | null;
+  /** The client scope whose role scope mappings these are (Keycloak's entries with `clientScope`). */
+  clientScope: string | null;
   /** The client whose roles are named, or null for realm roles. */
   roleContainer: string | null;
   roles: string[];
@@ -69,23 +84,23 @@ export interface ImportedScopeMapping {
 }
 
 /**
- * Scope mappings of clients. Entries for client scopes (`clientScope`) belong to a model this server does not
- * have yet: reported through `onUnknown` and skipped, as is a role the realm lacks (Keycloak's exports name
- * roles of built-in clients that differ between versions).
+ * Role scope mappings of clients (`client`) and of client scopes (`clientScope`). A role the realm lacks is
+ * skipped when written (Keycloak's exports name roles of built-in clients that differ between versions).
  */
-function parseScopeMappings(rep: Record<string, unknown>, onUnknown?: (path: string) => void): ImportedScopeMapping[] {
+function parseScopeMappings(rep: Record<string, unknown>): ImportedScopeMapping[] {
   const result: ImportedScopeMapping[] = [];
   const read = (list: unknown, path: string, roleContainer: string | null) => {
     for (const [i, entry] of asArray(list, path).entries()) {
       const at = `${path}[${i}]`;
       if (typeof entry !== 'object' || entry === null) throw badRequest(`${at}: must be an object`);
       const { client, clientScope, roles } = entry as { client?: unknown; clientScope?: unknown; roles?: unknown };
-      if (clientScope !== undefined) {
-        onUnknown?.(`${at}.clientScope`);
+      if (clientScope !== undefined && clientScope !== null) {
+        if (typeof clientScope !== 'string') throw badRequest(`${at}.clientScope: must be a string`);
+        result.push({ client: null, clientScope, roleContainer, roles: stringList(roles, `${at}.roles`), path: at });
         continue;
       }
       if (typeof client !== 'string') throw badRequest(`${at}.client: is required`);
-      result.push({ client, roleContainer, roles: stringList(roles, `${at}.roles`), path: at });
+      result.push({ client, clientScope: null, roleContainer, roles: stringList(roles, `${at}.roles`), path: at });
     }
   };
   read(rep.scopeMappings, 'realm.scopeMappings', null);
@@ -129,7 +144,18 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`, onUnknown));
     }
   }
-  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => parseClient(c, `realm.clients[${i}]`, onUnknown));
+  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => ({
+    ...parseClient(c, `realm.clients[${i}]`, onUnknown),
+    scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
+  }));
+  const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown, true));
+  const scopeNames = new Set<string>();
+  for (const [i, sc] of (clientScopes ?? []).entries()) {
+    if (scopeNames.has(sc.name)) throw badRequest(`realm.clientScopes[${i}].name: "${sc.name}" is named twice`, 'name');
+    scopeNames.add(sc.name);
+  }
+  const given = (key: 'defaultDefaultClientScopes' | 'defaultOptionalClientScopes') =>
+    rep[key] === undefined || rep[key] === null ? {} : { [key]: stringList(rep[key], `realm.${key}`) };
   const users = asArray(rep.users, 'realm.users').map((u, i) => {
     const path = `realm.users[${i}]`;
     const raw = u as { realmRoles?: unknown; clientRoles?: unknown };
@@ -161,10 +187,10 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const groups = asArray(rep.groups, 'realm.groups').map((g, i) => parseImportedGroup(g, `realm.groups[${i}]`, onUnknown));
   const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');
   const authentication = parseAuthentication(rep, onUnknown);
-  const scopeMappings = parseScopeMappings(rep, (path) => {
-    notImported.push(path);
-    reportUnknown?.(path);
-  });
+  const scopeMappings = parseScopeMappings(rep);
   notImported.push(...notImportedParts(rep));
-  return { settings, realmRoles, clientRoles, clients, users, groups, defaultGroups, organizations, authentication, scopeMappings, notImported };
+  return {
+    settings, realmRoles, clientRoles, clients, clientScopes, ...given('defaultDefaultClientScopes'), ...given('defaultOptionalClientScopes'),
+    users, groups, defaultGroups, organizations, authentication, scopeMappings, notImported,
+  };
 }

@@ -1,12 +1,14 @@
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
-import { badRequest } from '../../model/errors.js';
+import { badRequest, conflict } from '../../model/errors.js';
 import type { Group, Realm } from '../../model/types.js';
-import type { Db } from '../../storage/index.js';
+import { isUniqueViolation, type Db } from '../../storage/index.js';
 import type { ImportedGroup } from '../../admin/representations/group.js';
 import type { ImportedRole } from '../../admin/representations/role.js';
 import type { Storage } from '../../storage/index.js';
-import { insertClient } from '../clients.js';
+import { insertClient, type ClientExtras } from '../clients.js';
+import { attachClientScopes } from '../client-scopes.js';
+import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../../model/builtin-client-scopes.js';
 import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
@@ -19,13 +21,23 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   for (const row of await trx.selectFrom('client').select(['id', 'client_id']).where('realm_id', '=', realm.id).execute()) {
     clientUuid.set(row.client_id, row.id);
   }
-  // An export lists the built-in clients (admin-cli, account, …) the realm already has: those are kept. A
-  // clientId the import itself lists twice is a conflict, as in Keycloak.
+  await importClientScopes(storage, realm, data, trx);
+  // An export lists the built-in clients (admin-cli, account, …) the realm already has: those are kept, with the
+  // scopes and mappers the export gives them. A clientId the import itself lists twice is a conflict, as in Keycloak.
   const builtIn = new Set(clientUuid.keys());
-  for (const [i, input] of data.clients.entries()) {
-    if (builtIn.has(input.clientId ?? '')) continue;
-    const client = await insertClient(storage, realm, input, trx, `realm.clients[${i}]`);
+  const listed = new Set<string>();
+  for (const [i, { scopes, ...input }] of data.clients.entries()) {
+    listed.add(input.clientId ?? '');
+    if (builtIn.has(input.clientId ?? '')) {
+      await relinkBuiltInClient(storage, realm, clientUuid.get(input.clientId!)!, scopes, trx, `realm.clients[${i}]`);
+      continue;
+    }
+    const client = await insertClient(storage, realm, input, trx, `realm.clients[${i}]`, scopes);
     clientUuid.set(client.clientId, client.id);
+  }
+  // The export's scopes replaced the built-in ones: the built-in clients it does not list get the realm's defaults.
+  if (data.clientScopes !== null) {
+    for (const clientId of builtIn) if (!listed.has(clientId)) await relinkBuiltInClient(storage, realm, clientUuid.get(clientId)!, {}, trx, 'realm.clients');
   }
   const roleId = async (containerId: string, name: string, path: string) => {
     const row = await trx.selectFrom('role').select('id').where('container_id', '=', containerId).where('name', '=', name).executeTakeFirst();
@@ -57,11 +69,13 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   for (const [clientId, roles] of Object.entries(data.clientRoles)) {
     for (const [i, role] of roles.entries()) await linkComposites(clientContainer(clientId, ''), role, `realm.roles.client.${clientId}[${i}]`);
   }
+  // Role scope mappings of clients and of client scopes; an unknown holder or role is skipped with a warning.
+  const scopeIds = new Map((await storage.clientScopes.list(realm.id, trx)).map((sc) => [sc.name, sc.id]));
   for (const mapping of data.scopeMappings) {
-    const holder = clientUuid.get(mapping.client);
+    const holder = mapping.clientScope !== null ? scopeIds.get(mapping.clientScope) : clientUuid.get(mapping.client!);
     const container = mapping.roleContainer === null ? realm.id : clientUuid.get(mapping.roleContainer);
     if (!holder || !container) {
-      ctx.logger.warn({ realm: realm.name, path: mapping.path }, 'realm import: scope mapping of an unknown client, skipped');
+      ctx.logger.warn({ realm: realm.name, path: mapping.path }, 'realm import: scope mapping of an unknown client or client scope, skipped');
       continue;
     }
     const ids: string[] = [];
@@ -70,7 +84,8 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       if (row) ids.push(row.id);
       else ctx.logger.warn({ realm: realm.name, path: mapping.path, role: name }, 'realm import: scope mapping of an unknown role, skipped');
     }
-    await storage.roles.addScopeMappings(holder, ids, trx);
+    if (mapping.clientScope !== null) await storage.clientScopes.addRoles(holder, ids, trx);
+    else await storage.roles.addScopeMappings(holder, ids, trx);
   }
   await ctx.flows.importFlows(realm.id, data.authentication, trx);
   // The bindings are settings of the realm, read before its flows existed: checked once they do.
@@ -148,3 +163,56 @@ async function importGroups(
   for (const input of data.groups) await create(input, null);
   return new GroupTree(created);
 }
+
+/**
+ * The realm file's client scopes and the realm's default and optional lists. Scopes in the file replace the
+ * built-in ones the realm was provisioned with (as Keycloak's import uses the file's); without them the built-ins
+ * stay. The lists name scopes (a name the realm has no scope for is skipped, as Keycloak skips it); a file with
+ * scopes and without lists gets Keycloak's default names among its scopes.
+ */
+async function importClientScopes(storage: Storage, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
+  if (data.clientScopes !== null) {
+    await trx.deleteFrom('client_scope').where('realm_id', '=', realm.id).execute();
+    for (const [i, input] of data.clientScopes.entries()) {
+      try {
+        await storage.clientScopes.insert({ ...input, id: newId(), realmId: realm.id, protocolMappers: (input.protocolMappers ?? []).map((m) => ({ ...m, id: newId() })) }, trx);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`realm.clientScopes[${i}]: a mapper name is taken twice`, 'protocolMappers');
+        throw error;
+      }
+    }
+  }
+  const given = data.defaultDefaultClientScopes !== undefined || data.defaultOptionalClientScopes !== undefined;
+  if (!given && data.clientScopes === null) return;
+  const defaults = given ? (data.defaultDefaultClientScopes ?? []) : [...REALM_DEFAULT_CLIENT_SCOPES];
+  const optionals = given ? (data.defaultOptionalClientScopes ?? []) : [...REALM_OPTIONAL_CLIENT_SCOPES];
+  await trx.deleteFrom('realm_client_scope').where('realm_id', '=', realm.id).execute();
+  const byName = new Map((await storage.clientScopes.list(realm.id, trx)).map((sc) => [sc.name, sc.id]));
+  for (const [names, isDefault] of [[defaults, true], [optionals, false]] as const) {
+    for (const name of names) {
+      const id = byName.get(name);
+      if (id) await storage.clientScopes.linkToRealm(realm.id, id, isDefault, trx);
+    }
+  }
+}
+
+/**
+ * A built-in client (admin-cli, account, …) the file lists or whose scopes the file replaced: linked to the scopes
+ * the file names for it (else the realm's defaults), with the mappers the file gives it.
+ */
+async function relinkBuiltInClient(storage: Storage, realm: Realm, clientUuid: string, scopes: ClientExtras, trx: Db, path: string): Promise<void> {
+  const client = await storage.clients.byId(realm.id, clientUuid, trx);
+  if (!client) return;
+  await trx.deleteFrom('client_client_scope').where('client_id', '=', client.id).execute();
+  await attachClientScopes(storage, client, scopes, trx);
+  if (scopes.protocolMappers?.length) {
+    await trx.deleteFrom('protocol_mapper').where('client_id', '=', client.id).execute();
+    try {
+      await storage.clientScopes.insertMappers(realm.id, { clientId: client.id }, scopes.protocolMappers.map((m) => ({ ...m, id: newId() })), trx);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`${path}.protocolMappers: two mappers are named alike`, 'protocolMappers');
+      throw error;
+    }
+  }
+}
+
