@@ -278,13 +278,13 @@ describe.each(databases)('client scopes through the official admin client (%s)',
   });
 
   it('exports the scopes, the lists, the mappers and the scope mappings, and an import brings them back', async () => {
-    const { id: scope } = await kc.clientScopes.create({ name: 'exported', protocol: 'openid-connect', protocolMappers: [hardcoded('exp')] });
+    const { id: scope } = await kc.clientScopes.create({ name: 'exported', protocol: 'openid-connect', protocolMappers: [hardcoded('exported')] });
     const role = (await kc.roles.findOneByName({ name: 'report-reader' }))!;
     await kc.clientScopes.addRealmScopeMappings({ id: scope }, [{ id: role.id!, name: role.name! }]);
     await kc.clientScopes.addDefaultOptionalClientScope({ id: scope });
     const exported = (await kc.realms.export({ realm: REALM, exportClients: true, exportGroupsAndRoles: true })) as Record<string, any>;
     expect(exported.clientScopes.map((s: { name: string }) => s.name)).toContain('exported');
-    expect(exported.clientScopes.find((s: { name: string }) => s.name === 'exported').protocolMappers).toMatchObject([{ name: 'exp', protocolMapper: HARDCODED }]);
+    expect(exported.clientScopes.find((s: { name: string }) => s.name === 'exported').protocolMappers).toMatchObject([{ name: 'exported', protocolMapper: HARDCODED }]);
     expect(exported.defaultOptionalClientScopes).toContain('exported');
     expect(exported.scopeMappings).toEqual(expect.arrayContaining([{ clientScope: 'exported', roles: ['report-reader'] }, { clientScope: 'offline_access', roles: ['offline_access'] }]));
     expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'with-mappers').protocolMappers).toMatchObject([{ name: 'tenant' }, { name: 'plan' }]);
@@ -294,7 +294,7 @@ describe.each(databases)('client scopes through the official admin client (%s)',
     kc.setConfig({ realmName: 'scoped-copy' });
     try {
       const copied = await kc.clientScopes.findOneByName({ name: 'exported' });
-      expect(copied!.protocolMappers).toMatchObject([{ name: 'exp' }]);
+      expect(copied!.protocolMappers).toMatchObject([{ name: 'exported' }]);
       expect(names(await kc.clientScopes.listRealmScopeMappings({ id: copied!.id! }))).toEqual(['report-reader']);
       expect(names(await kc.clientScopes.listDefaultOptionalClientScopes())).toContain('exported');
       const [withMappers] = await kc.clients.find({ clientId: 'with-mappers' });
