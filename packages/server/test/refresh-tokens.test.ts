@@ -258,10 +258,26 @@ describe.each(databases)('refresh and offline tokens (%s)', (database) => {
     });
 
     it('a client whose scope lacks the offline_access role is refused, as Keycloak: 400 not_allowed', async () => {
-      expect(await password('openid offline_access', 'narrow')).toEqual({ status: 400, body: { error: 'not_allowed', error_description: 'Offline tokens not allowed for the user or client' } });
-      const ordinary = await password('openid', 'narrow');
-      expect(ordinary.status).toBe(200);
-      expect(decodeJwt(ordinary.body.refresh_token as string).typ).toBe('Refresh');
+      // As in Keycloak, the built-in offline_access client scope maps the offline_access role: applied, it brings
+      // the role into a fullScopeAllowed: false client's scope.
+      const offered = await password('openid offline_access', 'narrow');
+      expect(offered.status).toBe(200);
+      expect(decodeJwt(offered.body.refresh_token as string).typ).toBe('Offline');
+      // Without that mapping the client's scope lacks the role.
+      const scopes = (await api(t.url, 'GET', `/admin/realms/${REALM}/client-scopes`, admin)).body as { id: string; name: string }[];
+      const scope = scopes.find((s) => s.name === 'offline_access')!;
+      const mappings = `/admin/realms/${REALM}/client-scopes/${scope.id}/scope-mappings/realm`;
+      const roles = (await api(t.url, 'GET', mappings, admin)).body as { id: string; name: string }[];
+      expect(roles.map((r) => r.name)).toEqual(['offline_access']);
+      expect((await api(t.url, 'DELETE', mappings, admin, roles)).status).toBe(204);
+      try {
+        expect(await password('openid offline_access', 'narrow')).toEqual({ status: 400, body: { error: 'not_allowed', error_description: 'Offline tokens not allowed for the user or client' } });
+        const ordinary = await password('openid', 'narrow');
+        expect(ordinary.status).toBe(200);
+        expect(decodeJwt(ordinary.body.refresh_token as string).typ).toBe('Refresh');
+      } finally {
+        expect((await api(t.url, 'POST', mappings, admin, roles)).status).toBe(204);
+      }
     });
   });
 });
