@@ -69,8 +69,10 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
       const mapperNames = (s: Named | undefined) => (s?.protocolMappers ?? []).map((m) => m.name).sort();
       const fileScopes: Named[] = data.clientScopes ?? [];
       const scopes = (await kc.clientScopes.find()) as Named[];
+      // A file from before Keycloak 18 or 25 lacks acr or basic: they are added, as Keycloak's migration adds them.
+      const added = fileScopes.length ? ['acr', 'basic'].filter((name) => !fileScopes.some((s) => s.name === name)) : [];
       if (fileScopes.length) {
-        expect(scopes.map((s) => s.name).sort()).toEqual(fileScopes.map((s) => s.name).sort());
+        expect(scopes.map((s) => s.name).sort()).toEqual([...fileScopes.map((s) => s.name), ...added].sort());
         for (const scope of fileScopes) {
           const stored = scopes.find((s) => s.name === scope.name);
           expect(stored?.protocol ?? 'openid-connect', `${file} ${scope.name}`).toBe(scope.protocol ?? 'openid-connect');
@@ -78,14 +80,15 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
         }
       }
       if (data.defaultDefaultClientScopes) {
-        expect((await kc.clientScopes.listDefaultClientScopes()).map((s) => s.name).sort()).toEqual([...data.defaultDefaultClientScopes].sort());
+        expect((await kc.clientScopes.listDefaultClientScopes()).map((s) => s.name).sort()).toEqual([...data.defaultDefaultClientScopes, ...added].sort());
         expect((await kc.clientScopes.listDefaultOptionalClientScopes()).map((s) => s.name).sort()).toEqual([...(data.defaultOptionalClientScopes ?? [])].sort());
       }
       const oidcScopes = new Set(scopes.filter((s) => (s.protocol ?? 'openid-connect') === 'openid-connect').map((s) => s.name));
       const stored = await kc.clients.find();
       for (const client of data.clients ?? []) {
         const mine = stored.find((c) => c.clientId === client.clientId)!;
-        if (client.defaultClientScopes) expect([...mine.defaultClientScopes!].sort(), `${file} ${client.clientId}`).toEqual(client.defaultClientScopes.filter((n: string) => oidcScopes.has(n)).sort());
+        const oidcClient = (client.protocol ?? 'openid-connect') === 'openid-connect';
+        if (client.defaultClientScopes) expect([...mine.defaultClientScopes!].sort(), `${file} ${client.clientId}`).toEqual([...client.defaultClientScopes.filter((n: string) => oidcScopes.has(n)), ...(oidcClient ? added : [])].sort());
         if (client.optionalClientScopes) expect([...mine.optionalClientScopes!].sort(), `${file} ${client.clientId}`).toEqual(client.optionalClientScopes.filter((n: string) => oidcScopes.has(n)).sort());
         if (client.protocolMappers) expect(mapperNames(mine as Named), `${file} ${client.clientId}`).toEqual(mapperNames(client));
       }
@@ -114,6 +117,38 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
     const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'admin', password: 'admin' });
     const claims = decodeJwt(tokens.access_token) as { realm_access?: { roles: string[] } };
     expect(claims.realm_access?.roles).toContain('user-is-manager');
+  });
+
+  it.runIf(files.includes('omicsdm-shinyproxy-kc24.json'))("a Keycloak 24 export's own mappers make its tokens' claims, and the scopes Keycloak added since (basic) are added", async () => {
+    // omicsdm-shinyproxy-kc24.json: client shinyproxy puts realm roles into the ID token only (realm_roles); its
+    // default scope shared_mappers adds group paths (group), the shinyproxy audience and the e-mail.
+    kc.setConfig({ realmName: 'Shinyproxy' });
+    try {
+      const [client] = await kc.clients.find({ clientId: 'shinyproxy' });
+      const { value: secret } = await kc.clients.generateNewClientSecret({ id: client.id! });
+      const { id: userId } = await kc.users.create({ username: 'sam', email: 'sam@omics.example', enabled: true, credentials: [{ type: 'password', value: 'Sam-pass-1', temporary: false }] });
+      const [cnag] = await kc.groups.find({ search: 'cnag' });
+      await kc.users.addToGroup({ id: userId, groupId: cnag.id! });
+      const user = (await kc.roles.findOneByName({ name: 'user' }))!;
+      await kc.users.addRealmRoleMappings({ id: userId, roles: [{ id: user.id!, name: 'user' }] });
+      const config = await oidc.discovery(new URL(`${t.url}/realms/Shinyproxy`), 'shinyproxy', secret!, undefined, insecure);
+      const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'sam', password: 'Sam-pass-1', scope: 'openid' });
+      const access = decodeJwt(tokens.access_token) as Record<string, unknown>;
+      const id = decodeJwt(tokens.id_token!) as Record<string, unknown>;
+      // The file predates Keycloak 25's basic scope: added, as Keycloak's migration adds it, so tokens keep their sub.
+      expect(access.sub).toBe(userId);
+      expect(access.group).toEqual(['/cnag']);
+      expect([access.aud].flat()).toContain('shinyproxy');
+      expect(access.email).toBe('sam@omics.example');
+      expect(access.realm_roles).toBeUndefined();
+      expect(id.realm_roles).toEqual(expect.arrayContaining(['user']));
+      expect(id.group).toEqual(['/cnag']);
+      expect(id.aud).toBe('shinyproxy');
+      const scopes = await kc.clients.listDefaultClientScopes({ id: client.id! });
+      expect(scopes.map((s) => s.name)).toEqual(expect.arrayContaining(['basic', 'shared_mappers']));
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
   });
 
   it("the file's service-account user becomes the client's, with the roles the file maps to it", async () => {

@@ -21,6 +21,36 @@ export async function provisionClientScopes(storage: Storage, realmId: string, d
 
 const OFFLINE_ACCESS = 'offline_access';
 
+/**
+ * Built-in scopes that exports from older Keycloak versions lack although every token of theirs carried what the
+ * scopes' mappers now write: `acr` (added in Keycloak 18) and `basic` (`sub`, `auth_time`; Keycloak 25). Keycloak's
+ * migration gives them to every realm and OpenID Connect client; without them an imported realm's access tokens
+ * would have no `sub`.
+ */
+const SCOPES_OLDER_EXPORTS_LACK = ['acr', 'basic'] as const;
+
+/**
+ * A realm file's own client scopes replaced the built-ins: the scopes it predates are added (with the built-in
+ * mappers) as realm defaults and as default scopes of every OpenID Connect client, as Keycloak's migration of an
+ * older realm does. Returns the names added, for the import's report.
+ */
+export async function addScopesOlderExportsLack(storage: Storage, realmId: string, db: Db): Promise<string[]> {
+  const present = new Set((await storage.clientScopes.list(realmId, db)).map((s) => s.name));
+  const added: string[] = [];
+  for (const name of SCOPES_OLDER_EXPORTS_LACK) {
+    if (present.has(name)) continue;
+    const builtin = BUILTIN_CLIENT_SCOPES.find((s) => s.name === name)!;
+    const scope: ClientScope = { ...builtin, id: newId(), realmId, attributes: { ...builtin.attributes }, protocolMappers: builtin.protocolMappers.map((m) => ({ ...m, id: newId(), config: { ...m.config } })) };
+    await storage.clientScopes.insert(scope, db);
+    await storage.clientScopes.linkToRealm(realmId, scope.id, true, db);
+    for (const client of await storage.clients.list(realmId, {}, db)) {
+      if (client.protocol === scope.protocol) await storage.clientScopes.linkToClient(client.id, [{ scopeId: scope.id, defaultScope: true }], db);
+    }
+    added.push(name);
+  }
+  return added;
+}
+
 /** The client scopes a client may be linked to: those of its protocol (Keycloak never links a SAML scope to an OIDC client). */
 async function scopesFor(storage: Storage, client: Client, db: Db): Promise<Map<string, ClientScope>> {
   return new Map((await storage.clientScopes.list(client.realmId, db)).filter((s) => s.protocol === client.protocol).map((s) => [s.name, s]));

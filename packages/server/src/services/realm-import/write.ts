@@ -7,7 +7,7 @@ import type { ImportedGroup } from '../../admin/representations/group.js';
 import type { ImportedRole } from '../../admin/representations/role.js';
 import type { Storage } from '../../storage/index.js';
 import { insertClient, type ClientExtras } from '../clients.js';
-import { attachClientScopes } from '../client-scopes.js';
+import { addScopesOlderExportsLack, attachClientScopes } from '../client-scopes.js';
 import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../../model/builtin-client-scopes.js';
 import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
@@ -136,6 +136,10 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       if (!userId) throw badRequest(`${path}.members[${j}]: user "${username}" is not in this import`);
       await storage.organizations.addMember(org.id, userId, trx);
     }
+  }
+  if (data.clientScopes !== null) {
+    const added = await addScopesOlderExportsLack(storage, realm.id, trx);
+    if (added.length) ctx.logger.info({ realm: realm.name, added }, 'realm import: client scopes of later Keycloak versions added, as Keycloak migrates an older realm');
   }
 }
 
