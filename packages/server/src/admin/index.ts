@@ -22,6 +22,7 @@ import { callerOf } from './routing.js';
 import { userRoutes } from './users.js';
 
 export { permissionTable } from './route-permissions.js';
+export { adminConsoleRoutes } from './console.js';
 
 /** The Keycloak-compatible admin REST API under /admin: every route authenticated before it runs. */
 export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promise<void> {

@@ -1,6 +1,6 @@
 import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
-import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole } from '../model/defaults.js';
+import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole, realmManagementRoles } from '../model/defaults.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
@@ -59,7 +59,7 @@ function impliedBy(held: string[], role: string): boolean {
 }
 
 /** Whether the caller has `role`'s power over `target`. */
-function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
+export function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
   if (isSuperAdmin(auth)) return true;
   if (role === 'create-realm') return auth.realm.name === MASTER && realmRoles(auth).includes('create-realm');
   if (!target) return false;
@@ -68,6 +68,16 @@ function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolea
 
 export function requireRole(auth: AdminAuth, target: Realm | null, role: AdminRole): void {
   if (!hasRole(auth, target, role)) throw forbidden(`Missing the ${role} role for this realm`);
+}
+
+/**
+ * Every realm-management role whose power the caller holds over `target`, by name (what the admin console's
+ * `whoami` lists for a realm to decide which pages to show).
+ */
+export function heldManagementRoles(auth: AdminAuth, target: Realm): string[] {
+  if (isSuperAdmin(auth)) return [...realmManagementRoles];
+  const held = managementRolesFor(auth, target);
+  return realmManagementRoles.filter((role) => impliedBy(held, role));
 }
 
 /** Any administrative role at all on the realm: enough to read its basic representation, as in Keycloak. */

@@ -3,7 +3,7 @@
 export { effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from './roles.js';
 export { clientScopeSet } from './client-scope-set.js';
 export { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, joinDefaultGroups, moveGroup, updateGroup, byName, type GroupInput } from './groups.js';
-export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, upgradeAccountRoles, upgradeAdminModel } from './realm-provisioning.js';
+export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel } from './realm-provisioning.js';
 export { clientFrom, insertClient, serviceAccountNamed } from './clients.js';
 export { saveOrganization } from './organizations.js';
 export { checkNewPassword, createUser, ensureServiceAccount, insertUser, setPassword, upgradePasswordHash, userSnapshot, type NewUser } from './users.js';
