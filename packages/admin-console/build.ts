@@ -5,11 +5,18 @@
  * once per install. Hashed assets are written with .br and .gz twins, so the server serves them compressed without
  * compressing on the request path.
  *
+ * The console's English messages are not in the npm package: Keycloak keeps them in its server theme, the Maven
+ * artifact org.keycloak:keycloak-admin-ui of the same version. When Maven is installed the build fetches that
+ * artifact (Maven's own client and cache) and writes its messages_en as dist/messages/en.json; without it, or
+ * offline, the console runs and shows message keys instead of texts.
+ *
  *   tsx packages/admin-console/build.ts          build when stale
  *   tsx packages/admin-console/build.ts --force  build anyway
  */
 import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
@@ -65,6 +72,48 @@ function precompress(dir: string): void {
   }
 }
 
+/** Java properties text as key → value (comments, `key=value` / `key: value`, continuation lines, backslash escapes). */
+export function parseProperties(text: string): Record<string, string> {
+  const result: Record<string, string> = {};
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i].replace(/^\s+/, '');
+    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
+    while (/(^|[^\\])(\\\\)*\\$/.test(line) && i + 1 < lines.length) line = line.slice(0, -1) + lines[++i].replace(/^\s+/, '');
+    const separator = /(?<!\\)(?:\\\\)*[=:\s]/.exec(line);
+    const end = separator ? separator.index + separator[0].length - 1 : line.length;
+    const rawKey = line.slice(0, end);
+    const rawValue = separator ? line.slice(end + 1).replace(/^\s*[=:]?\s*/, '') : '';
+    const unescape = (value: string) =>
+      value.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, c: string) => (c.length === 5 ? String.fromCharCode(parseInt(c.slice(1), 16)) : c === 'n' ? '\n' : c === 't' ? '\t' : c === 'r' ? '\r' : c));
+    result[unescape(rawKey)] = unescape(rawValue);
+  }
+  return result;
+}
+
+/**
+ * Keycloak's English admin messages from the Maven artifact of the console's version, as { key: value } in
+ * out/messages/en.json; false (with the reason on stderr) when Maven is missing or cannot fetch it.
+ */
+async function writeMessages(out: string, version: string): Promise<boolean> {
+  const work = join(tmpdir(), `realmgate-console-messages-${process.pid}`);
+  try {
+    execFileSync('mvn', ['-q', '-B', 'dependency:copy', `-Dartifact=org.keycloak:keycloak-admin-ui:${version}:jar`, `-DoutputDirectory=${work}`], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+    const { default: JSZip } = await import('jszip');
+    const jar = await JSZip.loadAsync(readFileSync(join(work, `keycloak-admin-ui-${version}.jar`)));
+    const entry = jar.file('theme/keycloak.v2/admin/messages/messages_en.properties');
+    if (!entry) throw new Error('messages_en.properties not in the artifact');
+    mkdirSync(join(out, 'messages'), { recursive: true });
+    writeFileSync(join(out, 'messages', 'en.json'), JSON.stringify(parseProperties(await entry.async('string'))));
+    return true;
+  } catch (error) {
+    console.error(`admin console: English messages not fetched (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); the console shows message keys`);
+    return false;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 /** Builds into a fresh folder and swaps it in, so a server reading dist/ never sees half a build. */
 export async function buildConsole(options: { force?: boolean; quiet?: boolean } = {}): Promise<'built' | 'current'> {
   if (!options.force && consoleBuildIsCurrent()) return 'current';
@@ -94,6 +143,9 @@ export async function buildConsole(options: { force?: boolean; quiet?: boolean }
   const lib = join(packageDir('@keycloak/keycloak-admin-ui'), 'lib');
   for (const name of ['logo.svg', 'icon.svg', 'favicon.svg']) if (existsSync(join(lib, name))) copyFileSync(join(lib, name), join(out, name));
   precompress(join(out, 'assets'));
+  const version = JSON.parse(readFileSync(join(packageDir('@keycloak/keycloak-admin-ui'), 'package.json'), 'utf8')).version as string;
+  // Without them (no Maven, offline) the build still counts: `npm run build:console` tries again.
+  await writeMessages(out, version);
   writeFileSync(join(out, STAMP), inputsHash());
   mkdirSync(dirname(CONSOLE_DIST), { recursive: true });
   rmSync(CONSOLE_DIST, { recursive: true, force: true });

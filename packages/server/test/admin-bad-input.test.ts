@@ -273,6 +273,8 @@ const text = (name: string) => [`${name}=${'a'.repeat(300)}`, `${name}=x&${name}
 const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/clients': [...paging, ...text('clientId'), 'search=maybe'],
   'GET /admin/realms/:realm/users': [...paging, ...text('username'), ...text('email'), ...text('search'), ...text('firstName'), 'exact=maybe', 'enabled=1', 'emailVerified=yes'],
+  'GET /admin/realms/:realm/ui-ext/brute-force-user': [...paging, ...text('username'), ...text('email'), ...text('search'), 'exact=maybe', 'enabled=1'],
+  'GET /admin/:realm/console/whoami': text('currentRealm'),
   'GET /admin/realms/:realm/users/count': [...text('username'), ...text('search'), 'exact=maybe', 'enabled=1'],
   'GET /admin/realms/:realm/clients/:id/roles': [...paging, ...text('search')],
   'GET /admin/realms/:realm/clients/:id/roles/:roleName/users': paging,
@@ -296,6 +298,10 @@ const queryRoutes: Record<string, string[]> = {
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
   'GET /admin/serverinfo',
+  'GET /admin/:realm/console',
+  'GET /admin/realms/:realm/ui-ext/info',
+  'GET /admin/realms/:realm/localization',
+  'GET /admin/realms/:realm/localization/:locale',
   'GET /admin/realms',
   'GET /admin/realms/:realm',
   'GET /admin/realms/:realm/clients/:id',

@@ -6,9 +6,10 @@ import type { ServerContext } from '../context.js';
 import { baseUrl } from '../http/index.js';
 import { SECURITY_ADMIN_CONSOLE } from '../model/defaults.js';
 import { notFound } from '../model/errors.js';
-import type { Realm } from '../model/types.js';
 import { authenticateAdmin } from './authenticate-admin.js';
 import { hasRole, heldManagementRoles } from './permissions.js';
+import { queryString } from './query.js';
+import { localeOf } from './routing.js';
 
 /**
  * Keycloak's admin console (the npm package @keycloak/keycloak-admin-ui, built by packages/admin-console into its
@@ -70,6 +71,8 @@ interface ConsoleBuild {
   assets: Map<string, Asset>;
   /** A hash of the build: Keycloak's resourceVersion. */
   version: string;
+  /** By locale: Keycloak's message list, ready to send. */
+  messages: Map<string, { key: string; value: string }[]>;
 }
 
 function filesBelow(dir: string, prefix = ''): string[] {
@@ -90,8 +93,15 @@ function loadBuild(dir: string): ConsoleBuild | null {
     const twin = (suffix: string) => (existsSync(join(dir, name + suffix)) ? readFileSync(join(dir, name + suffix)) : null);
     assets.set(name, { body: readFileSync(join(dir, name)), br: twin('.br'), gzip: twin('.gz'), type });
   }
+  const messages = new Map<string, { key: string; value: string }[]>();
+  const messageDir = join(dir, 'messages');
+  for (const name of existsSync(messageDir) ? readdirSync(messageDir) : []) {
+    if (!name.endsWith('.json')) continue;
+    const texts = JSON.parse(readFileSync(join(messageDir, name), 'utf8')) as Record<string, string>;
+    messages.set(name.slice(0, -5), Object.keys(texts).sort().map((key) => ({ key, value: texts[key] })));
+  }
   const stamp = join(dir, '.build-stamp');
-  return { page: readFileSync(index, 'utf8'), assets, version: existsSync(stamp) ? readFileSync(stamp, 'utf8').slice(0, 12) : 'dev' };
+  return { page: readFileSync(index, 'utf8'), assets, version: existsSync(stamp) ? readFileSync(stamp, 'utf8').slice(0, 12) : 'dev', messages };
 }
 
 /** JSON safe inside a script element: no `</script>`, no `<!--`, no line separators JavaScript would choke on. */
@@ -150,9 +160,9 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
 
   app.get<{ Params: { realm: string } }>('/admin/:realm/console', async (request, reply) => {
     const { realm: name } = request.params;
-    if (!rawPath(request).endsWith('/')) return reply.redirect(`/admin/${encodeURIComponent(name)}/console/`);
     const realm = name.length <= 255 ? await ctx.storage.realms.cachedByName(name) : null;
     if (!realm) throw notFound('Realm not found.');
+    if (!rawPath(request).endsWith('/')) return reply.redirect(`/admin/${encodeURIComponent(realm.name)}/console/`);
     const loaded = current();
     if (!loaded) return notBuilt(reply);
     const environment = consoleEnvironment(baseUrl(request, ctx.config.hostname), realm.name, loaded.version);
@@ -178,15 +188,15 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
     return sendAsset(request, reply, asset, name.startsWith('assets/') ? IMMUTABLE : 'public, max-age=3600');
   });
 
-  app.get<{ Params: { realm: string }; Querystring: { currentRealm?: string } }>('/admin/:realm/console/whoami', async (request, reply) => {
+  app.get<{ Params: { realm: string }; Querystring: Record<string, unknown> }>('/admin/:realm/console/whoami', async (request, reply) => {
     const auth = await authenticateAdmin(ctx, request);
+    const currentName = queryString(request.query, 'currentRealm') ?? auth.realm.name;
     if (auth.realm.name !== request.params.realm) throw notFound('Realm not found.');
     reply.header('cache-control', 'no-store');
     const user = await ctx.storage.users.byId(auth.realm.id, auth.userId);
     if (!user) throw notFound('User not found');
     const displayName = [user.firstName, user.lastName].filter(Boolean).join(' ') || user.username;
-    const currentName = typeof request.query.currentRealm === 'string' ? request.query.currentRealm : auth.realm.name;
-    const current = currentName.length <= 255 ? await ctx.storage.realms.cachedByName(currentName) : null;
+    const current = await ctx.storage.realms.cachedByName(currentName);
     const access: Record<string, string[]> = {};
     if (current) {
       const roles = heldManagementRoles(auth, current);
@@ -203,19 +213,16 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
     };
   });
 
+  /**
+   * The console's messages as Keycloak's endpoint answers them ([{ key, value }], sorted by key): those the build
+   * took from Keycloak's theme artifact (packages/admin-console/build.ts), for the locale or its language; an empty
+   * list for a locale without messages, so the console falls back to English, or to its message keys.
+   */
   app.get<{ Params: { realm: string; locale: string } }>('/resources/:realm/admin/:locale', async (request, reply) => {
-    const realm: Realm | null = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
+    const realm = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
     if (!realm) throw notFound('Realm not found.');
-    return reply.header('cache-control', 'no-cache').send(consoleMessages(request.params.locale));
+    const locale = localeOf(request.params.locale);
+    const messages = current()?.messages;
+    return reply.header('cache-control', 'no-cache').send(messages?.get(locale) ?? messages?.get(locale.split(/[-_]/)[0]) ?? []);
   });
-}
-
-/**
- * The console's messages as Keycloak's endpoint answers them ([{ key, value }], sorted by key). The npm package
- * does not ship Keycloak's message bundle (it is part of Keycloak's server theme), so the console shows its
- * message keys where a bundle would give text; a bundle placed at dist/messages/messages_{locale}.json (a
- * { key: value } object) is served instead.
- */
-function consoleMessages(_locale: string): { key: string; value: string }[] {
-  return [];
 }

@@ -19,6 +19,7 @@ import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
+import { uiExtensionRoutes } from './ui-ext.js';
 import { userRoutes } from './users.js';
 
 export { permissionTable } from './route-permissions.js';
@@ -81,6 +82,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
         providerAdminRoutes(realms, ctx);
+        uiExtensionRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { forbidden } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import { hasAnyRole } from './permissions.js';
+import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
+
+/**
+ * Endpoints Keycloak's admin console calls that are not part of the documented admin API: `ui-ext/…` (answers
+ * shaped for the console's pages) and the realm's localization overrides. Each answers only what the caller may
+ * see of the realm; the ones here need any administrative role on it, as Keycloak's.
+ */
+export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const administered = async (request: AdminRequest): Promise<Realm> => {
+    const realm = await targetRealm(ctx, request);
+    if (!hasAnyRole(callerOf(request), realm)) throw forbidden();
+    return realm;
+  };
+
+  // What every administrator of the realm may know about it: no user storage providers here.
+  app.get('/realms/:realm/ui-ext/info', async (request: AdminRequest) => {
+    await administered(request);
+    return { userProfileProvidersEnabled: false };
+  });
+
+  // The realm's own overrides of message texts, by locale: this server keeps none.
+  app.get('/realms/:realm/localization', async (request: AdminRequest) => {
+    await administered(request);
+    return [];
+  });
+  app.get('/realms/:realm/localization/:locale', async (request: AdminRequest<{ realm: string; locale: string }>) => {
+    await administered(request);
+    localeOf(request.params.locale);
+    return {};
+  });
+}
