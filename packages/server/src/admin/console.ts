@@ -188,6 +188,13 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
     return sendAsset(request, reply, asset, name.startsWith('assets/') ? IMMUTABLE : 'public, max-age=3600');
   });
 
+  // Browsers ask every page's origin for /favicon.ico (the login pages name none): the console's icon.
+  app.get('/favicon.ico', async (request, reply) => {
+    const icon = current()?.assets.get('favicon.svg');
+    if (!icon) throw notFound('Resource not found');
+    return sendAsset(request, reply, icon, 'public, max-age=86400');
+  });
+
   app.get<{ Params: { realm: string }; Querystring: Record<string, unknown> }>('/admin/:realm/console/whoami', async (request, reply) => {
     const auth = await authenticateAdmin(ctx, request);
     const currentName = queryString(request.query, 'currentRealm') ?? auth.realm.name;
