@@ -196,6 +196,18 @@ describe('console-only endpoints, by role', () => {
     expect(me.body.realm_access.limited).toEqual(expect.arrayContaining(['view-realm', 'manage-realm', 'view-users', 'manage-users', 'view-clients', 'manage-clients', 'view-events', 'query-realms']));
   });
 
+  it('the session list and the flow list, as the console reads them', async () => {
+    await tokenWith('signed-in', ['view-realm']);
+    const sessions = await api(t.url, 'GET', `${demo}/ui-ext/sessions?first=0&max=10&type=ALL&search=signed`, admin);
+    expect(sessions.status).toBe(200);
+    expect(sessions.body).toEqual([expect.objectContaining({ username: 'signed-in', type: 'REGULAR', clients: expect.any(Object) })]);
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/sessions?type=OFFLINE`, admin)).body).toEqual([]);
+    const flows = await api(t.url, 'GET', `${demo}/ui-ext/authentication-management/flows`, admin);
+    expect(flows.body.find((f: { alias: string }) => f.alias === 'browser')).toMatchObject({ builtIn: true, topLevel: true, usedBy: { type: 'DEFAULT', values: ['browser'] } });
+    expect(flows.body.find((f: { alias: string }) => f.alias === 'direct grant')?.usedBy).toBeUndefined();
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/realms/names?search=LIMIT`, admin)).body).toEqual([{ name: 'limited', displayName: '' }]);
+  });
+
   it('a user holding only view-users: whoami shows view-users and what it implies, nothing more; the console endpoints answer only that', async () => {
     const { token } = await tokenWith('viewer', ['view-users']);
     const me = await api(t.url, 'GET', '/admin/limited/console/whoami?currentRealm=limited', token);
@@ -211,6 +223,11 @@ describe('console-only endpoints, by role', () => {
     expect(users.status).toBe(200);
     expect(users.body.map((u: { username: string }) => u.username)).toContain('viewer');
     expect(users.body[0].bruteForceStatus).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/sessions?type=ALL`, token)).status).toBe(200);
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/available-event-listeners`, token)).status).toBe(200);
+    // The realm picker names only the realm it administers; the flows are realm settings it may not read.
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/realms/names`, token)).body).toEqual([{ name: 'limited', displayName: '' }]);
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/authentication-management/flows`, token)).status).toBe(403);
     // Not an administrator of master, not of its realm settings.
     expect((await api(t.url, 'GET', '/admin/realms/master/ui-ext/info', token)).status).toBe(403);
     expect((await api(t.url, 'GET', '/admin/realms/master/ui-ext/brute-force-user', token)).status).toBe(403);
@@ -221,7 +238,8 @@ describe('console-only endpoints, by role', () => {
     const me = await api(t.url, 'GET', '/admin/limited/console/whoami?currentRealm=limited', token);
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ realm_access: {}, createRealm: false });
-    for (const path of [`${demo}/ui-ext/info`, `${demo}/ui-ext/brute-force-user`, `${demo}/localization/en`, `${demo}/localization`]) {
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/realms/names`, token)).body).toEqual([]);
+    for (const path of [`${demo}/ui-ext/info`, `${demo}/ui-ext/brute-force-user`, `${demo}/localization/en`, `${demo}/localization`, `${demo}/ui-ext/sessions`, `${demo}/ui-ext/available-event-listeners`, `${demo}/ui-ext/authentication-management/flows`]) {
       expect((await api(t.url, 'GET', path, token)).status, path).toBe(403);
       expect((await api(t.url, 'GET', path, null)).status, path).toBe(401);
     }

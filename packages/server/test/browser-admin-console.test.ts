@@ -108,6 +108,23 @@ describe('the admin console in Chromium', () => {
     expect(requests).toContain('GET /admin/realms/master/ui-ext/brute-force-user 200');
   });
 
+  it('the realm list names master', async () => {
+    expect(await open('master/realms', 'realms', (p) => p.locator('table').getByText('master', { exact: true }).waitFor({ timeout: 30_000 }))).toEqual([]);
+    expect(requests.some((r) => r.startsWith('GET /admin/realms/master/ui-ext/realms/names 200'))).toBe(true);
+  });
+
+  it('sessions lists the administrator’s own session', async () => {
+    expect(await open('master/sessions', 'sessions', (p) => p.getByText(ADMIN_USERNAME, { exact: true }).first().waitFor({ timeout: 30_000 }))).toEqual([]);
+  });
+
+  it('authentication lists the flows and what uses them', async () => {
+    expect(await open('master/authentication', 'authentication', (p) => p.getByText('Browser flow').first().or(p.getByText('flow.browser').first()).waitFor({ timeout: 30_000 }))).toEqual([]);
+  });
+
+  it('realm settings → events shows the event listeners', async () => {
+    expect(await open('master/realm-settings/events', 'realm-settings-events', (p) => p.waitForResponse((r) => r.url().includes('/ui-ext/available-event-listeners'), { timeout: 30_000 }))).toEqual([]);
+  });
+
   it('the realm roles list shows the default roles', async () => {
     expect(await open('master/roles', 'realm-roles', (p) => p.getByText('default-roles-master').first().waitFor({ timeout: 30_000 }))).toEqual([]);
     expect(requests.some((r) => r.startsWith('GET /admin/realms/master/roles 200'))).toBe(true);

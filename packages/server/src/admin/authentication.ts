@@ -66,6 +66,18 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
   });
 
+  // The admin console's flow list: each top-level flow and what uses it (a realm binding), as Keycloak's ui-ext.
+  app.get('/realms/:realm/ui-ext/authentication-management/flows', async (request) => {
+    const realm = await realmFor(request, false);
+    const flows = await editor.load(realm.id);
+    // A flow bound to the realm is used by DEFAULT, its alias the value (the console finds the binding by it).
+    const bound = new Set([realm.browserFlow, realm.registrationFlow, realm.resetCredentialsFlow]);
+    return flows.topLevelFlows().map((flow) => {
+      const { authenticationExecutions: _, ...rep } = flowRep(flows, flow);
+      return bound.has(flow.alias) ? { ...rep, usedBy: { type: 'DEFAULT', values: [flow.alias] } } : rep;
+    });
+  });
+
   app.post(`${base}/flows`, async (request: AdminRequest, reply) => {
     const realm = await realmFor(request, true);
     const input = parseBody<{ alias?: string; description?: string; providerId?: FlowType; topLevel?: boolean; builtIn?: boolean }>(request.body, flowSpec, 'flow', flowIgnored);

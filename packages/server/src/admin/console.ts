@@ -213,7 +213,8 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
       userId: user.id,
       realm: auth.realm.name,
       displayName,
-      locale: user.attributes.locale?.[0] ?? '',
+      // The console formats numbers and dates with it: never empty.
+      locale: user.attributes.locale?.[0] || 'en',
       createRealm: hasRole(auth, null, 'create-realm'),
       realm_access: access,
       temporary: false,

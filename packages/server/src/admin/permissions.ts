@@ -85,6 +85,12 @@ export function hasAnyRole(auth: AdminAuth, target: Realm): boolean {
   return isSuperAdmin(auth) || managementRolesFor(auth, target).length > 0;
 }
 
+/** The realms the caller administers in any way: any realm for a master caller, else only its own. */
+export async function visibleRealms(ctx: ServerContext, auth: AdminAuth): Promise<Realm[]> {
+  const candidates = auth.realm.name === MASTER ? await ctx.storage.realms.list() : [auth.realm];
+  return candidates.filter((r) => hasAnyRole(auth, r));
+}
+
 /** Any administrative role on any realm, or `create-realm`: the callers who may read server information. */
 export function isAnyAdministrator(auth: AdminAuth): boolean {
   if (auth.realm.name === MASTER) {

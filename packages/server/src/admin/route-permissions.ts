@@ -75,6 +75,10 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/authentication/`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/keys$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/ui-ext/brute-force-user$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/ui-ext/sessions$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/ui-ext/authentication-management/flows$`), { roles: ['view-realm'] }],
+  [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], note: 'lists the realms the caller administers' }],
   [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], note: 'any administrative role on the realm' }],
   [read, new RegExp(`${R}/localization(/:locale)?$`), { roles: [], note: 'any administrative role on the realm' }],
 ];

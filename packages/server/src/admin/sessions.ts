@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
-import { notFound } from '../model/errors.js';
+import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
 import { requireRole } from './permissions.js';
-import { queryBool, queryInt } from './query.js';
+import { queryBool, queryInt, queryString } from './query.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string; client: string };
@@ -91,6 +91,17 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!user) throw notFound('User not found');
     return { realm, user };
   };
+
+  // The admin console's session list: the realm's sessions (`type` ALL, REGULAR or OFFLINE), by username.
+  app.get('/realms/:realm/ui-ext/sessions', async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const type = queryString(request.query, 'type') ?? 'ALL';
+    if (!['ALL', 'REGULAR', 'OFFLINE'].includes(type)) throw badRequest('Query parameter "type" must be ALL, REGULAR or OFFLINE', 'type');
+    const { first, max } = page(request);
+    const sessions = await ctx.storage.sessions.forRealm(realm.id, { offline: type === 'ALL' ? undefined : type === 'OFFLINE', username: queryString(request.query, 'search') || undefined, first, max });
+    return Promise.all(live(realm, sessions).map(async (s) => ({ ...(await sessionRep(realm, s)), type: s.offline ? 'OFFLINE' : 'REGULAR' })));
+  });
 
   app.get('/realms/:realm/users/:id/sessions', async (request: AdminRequest<Params>) => {
     const { realm, user } = await userOf(request, 'view-users');

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { hasAnyRole } from './permissions.js';
+import { hasAnyRole, visibleRealms } from './permissions.js';
+import { queryInt, queryString } from './query.js';
 import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
 
 /**
@@ -21,6 +22,25 @@ export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): voi
   app.get('/realms/:realm/ui-ext/info', async (request: AdminRequest) => {
     await administered(request);
     return { userProfileProvidersEnabled: false };
+  });
+
+  // The realm picker: names of the realms the caller administers, a page of them, matching `search` if given.
+  app.get('/realms/:realm/ui-ext/realms/names', async (request: AdminRequest) => {
+    await targetRealm(ctx, request);
+    const first = queryInt(request.query, 'first', 0) ?? 0;
+    const max = queryInt(request.query, 'max', 100) ?? 100;
+    const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
+    const realms = (await visibleRealms(ctx, callerOf(request))).filter((r) => r.name.toLowerCase().includes(search));
+    return realms
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .slice(first, first + max)
+      .map((r) => ({ name: r.name, displayName: r.displayName ?? '' }));
+  });
+
+  // The event listeners a realm can name (Realm settings → Events): the installed providers'.
+  app.get('/realms/:realm/ui-ext/available-event-listeners', async (request: AdminRequest) => {
+    await administered(request);
+    return [...ctx.providers.eventListeners.keys()].sort().map((id) => ({ id }));
   });
 
   // The realm's own overrides of message texts, by locale: this server keeps none.
