@@ -3,6 +3,7 @@
  * with its environment, redirects, the assets' caching and compression, the messages, the security-admin-console
  * client of every realm (new and existing), and what the console-only endpoints tell a limited administrator.
  */
+import { randomUUID } from 'node:crypto';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -228,6 +229,8 @@ describe('console-only endpoints, by role', () => {
     // The realm picker names only the realm it administers; the flows are realm settings it may not read.
     expect((await api(t.url, 'GET', `${demo}/ui-ext/realms/names`, token)).body).toEqual([{ name: 'limited', displayName: '' }]);
     expect((await api(t.url, 'GET', `${demo}/ui-ext/authentication-management/flows`, token)).status).toBe(403);
+    expect((await api(t.url, 'GET', `${demo}/authentication/required-actions`, token)).status).toBe(403);
+    expect((await api(t.url, 'GET', `${demo}/ui-ext/sessions/client?clientId=${randomUUID()}`, token)).status).toBe(403);
     // Not an administrator of master, not of its realm settings.
     expect((await api(t.url, 'GET', '/admin/realms/master/ui-ext/info', token)).status).toBe(403);
     expect((await api(t.url, 'GET', '/admin/realms/master/ui-ext/brute-force-user', token)).status).toBe(403);

@@ -125,6 +125,17 @@ describe('the admin console in Chromium', () => {
     expect(await open('master/realm-settings/events', 'realm-settings-events', (p) => p.waitForResponse((r) => r.url().includes('/ui-ext/available-event-listeners'), { timeout: 30_000 }))).toEqual([]);
   });
 
+  it('a user’s details (settings, attributes, sessions) and a client’s settings and sessions', async () => {
+    const storage = t.server.context.storage;
+    const master = (await storage.realms.byName('master'))!;
+    const admin = (await storage.users.byUsername(master.id, ADMIN_USERNAME))!;
+    const consoleClient = (await storage.clients.byClientId(master.id, 'security-admin-console'))!;
+    expect(await open(`master/users/${admin.id}/settings`, 'user-settings', inputWithValue(ADMIN_USERNAME))).toEqual([]);
+    expect(await open(`master/users/${admin.id}/sessions`, 'user-sessions', (p) => p.waitForResponse((r) => r.url().includes(`/users/${admin.id}/sessions`), { timeout: 30_000 }))).toEqual([]);
+    expect(await open(`master/clients/${consoleClient.id}/settings`, 'client-settings', inputWithValue('security-admin-console'))).toEqual([]);
+    expect(await open(`master/clients/${consoleClient.id}/sessions`, 'client-sessions', (p) => p.waitForResponse((r) => r.url().includes('/ui-ext/sessions/client'), { timeout: 30_000 }))).toEqual([]);
+  });
+
   it('the realm roles list shows the default roles', async () => {
     expect(await open('master/roles', 'realm-roles', (p) => p.getByText('default-roles-master').first().waitFor({ timeout: 30_000 }))).toEqual([]);
     expect(requests.some((r) => r.startsWith('GET /admin/realms/master/roles 200'))).toBe(true);

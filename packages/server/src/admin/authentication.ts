@@ -24,6 +24,7 @@ import {
   providerRep,
   requiredField,
 } from './representations/authentication.js';
+import { SUPPORTED_REQUIRED_ACTIONS } from './representations/user.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */
@@ -64,6 +65,14 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     const realm = await realmFor(request, false);
     const flows = await editor.load(realm.id);
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
+  });
+
+  // The required actions this server carries out (Keycloak's aliases, names and priorities), all enabled; the user
+  // form of the admin console offers them. They are fixed: no registering, disabling or reordering here.
+  app.get(`${base}/required-actions`, async (request) => {
+    await realmFor(request, false);
+    const names: Record<(typeof SUPPORTED_REQUIRED_ACTIONS)[number], [string, number]> = { CONFIGURE_TOTP: ['Configure OTP', 10], UPDATE_PASSWORD: ['Update Password', 30], VERIFY_EMAIL: ['Verify Email', 50] };
+    return SUPPORTED_REQUIRED_ACTIONS.map((alias) => ({ alias, name: names[alias][0], providerId: alias, enabled: true, defaultAction: false, priority: names[alias][1], config: {} }));
   });
 
   // The admin console's flow list: each top-level flow and what uses it (a realm binding), as Keycloak's ui-ext.

@@ -94,6 +94,13 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return fullRep(user);
   });
 
+  // The attributes the user profile does not declare (its policy is ADMIN_EDIT): every stored attribute here.
+  app.get('/realms/:realm/users/:id/unmanagedAttributes', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, user } = await load(request);
+    requireRole(callerOf(request), realm, 'view-users');
+    return user.attributes;
+  });
+
   // Keycloak updates the fields given and leaves the others (unlike clients, whose PUT replaces).
   app.put('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
