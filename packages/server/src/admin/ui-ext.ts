@@ -30,8 +30,11 @@ export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): voi
     const first = queryInt(request.query, 'first', 0) ?? 0;
     const max = queryInt(request.query, 'max', 100) ?? 100;
     const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
-    const realms = (await visibleRealms(ctx, callerOf(request))).filter((r) => r.name.toLowerCase().includes(search));
-    return realms
+    const visible = await visibleRealms(ctx, callerOf(request));
+    // As GET /admin/realms: a caller who administers no realm at all is refused, not answered an empty list.
+    if (visible.length === 0) throw forbidden('No realm is visible to this caller');
+    return visible
+      .filter((r) => r.name.toLowerCase().includes(search))
       .sort((a, b) => a.name.localeCompare(b.name))
       .slice(first, first + max)
       .map((r) => ({ name: r.name, displayName: r.displayName ?? '' }));
