@@ -137,6 +137,12 @@ export async function buildConsole(options: { force?: boolean; quiet?: boolean }
       sourcemap: false,
       reportCompressedSize: false,
       chunkSizeWarningLimit: 10_000,
+      rollupOptions: {
+        // React Router marks its modules "use client" (for server components): meaningless in a browser bundle.
+        onwarn(warning, warn) {
+          if (warning.code !== 'MODULE_LEVEL_DIRECTIVE') warn(warning);
+        },
+      },
     },
   });
   // The console shows these from its resourceUrl (logo, icon, favicon): not hashed, served with a short lifetime.
