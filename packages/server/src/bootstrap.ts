@@ -4,7 +4,7 @@ import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
 import { AppError, PasswordPolicyError } from './model/errors.js';
-import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminModel, upgradeClientScopes } from './services/index.js';
+import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel, upgradeClientScopes } from './services/index.js';
 import { createRealmFromImport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
 
@@ -34,13 +34,15 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
   return { username, generatedPassword: generated };
 }
 
-/** A database from before the master admin model, the account roles or stored client scopes (see upgradeAdminModel, upgradeAccountRoles, upgradeClientScopes); another process may be doing the same. */
+/** A database from before the master admin model, the account roles, stored client scopes or the admin console (see upgradeAdminModel, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeClientScopes); another process may be doing the same. */
 async function upgradeExistingRealmsOnce(ctx: ServerContext): Promise<void> {
   try {
     const upgraded = await ctx.storage.transaction((trx) => upgradeAdminModel(ctx.storage, trx));
     if (upgraded.length) ctx.logger.info({ realms: upgraded }, 'master realm: administration clients added for existing realms');
     const withAccountRoles = await ctx.storage.transaction((trx) => upgradeAccountRoles(ctx.storage, trx));
     if (withAccountRoles.length) ctx.logger.info({ realms: withAccountRoles }, 'account client: roles added for existing realms');
+    const withConsole = await ctx.storage.transaction((trx) => upgradeAdminConsoleClient(ctx.storage, trx));
+    if (withConsole.length) ctx.logger.info({ realms: withConsole }, 'security-admin-console client added for existing realms');
     const withScopes = await ctx.storage.transaction((trx) => upgradeClientScopes(ctx.storage, trx));
     if (withScopes.length) ctx.logger.info({ realms: withScopes }, 'client scopes: the built-in ones added to existing realms and their clients');
   } catch (error) {

@@ -44,12 +44,12 @@ async function main(): Promise<void> {
   const { logger } = server.context;
   const url = await server.listen();
   const shown = url.replace('0.0.0.0', 'localhost').replace('[::]', 'localhost');
-  logger.info({ url: shown, mode: config.mode }, 'Realmgate is running');
+  logger.info({ url: shown, mode: config.mode, adminConsole: `${config.hostname ?? shown}/admin/master/console/` }, 'Realmgate is running');
   if (config.mode === 'production') {
     // Production's stdout is JSON lines only.
     if (server.bootstrapAdmin) logger.info({ username: server.bootstrapAdmin.username }, 'bootstrap administrator created in the master realm');
   } else {
-    let banner = `\n  Realmgate ${server.context.version} is running at ${shown}\n\n`;
+    let banner = `\n  Realmgate ${server.context.version} is running at ${shown}\n  Admin console: ${config.hostname ?? shown}/admin/master/console/\n\n`;
     if (server.bootstrapAdmin?.generatedPassword) {
       const { username, generatedPassword } = server.bootstrapAdmin;
       // Printed once, on the console only: it is not in any log line or file.

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { checkHostname, type ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { accountApi } from './account-api/index.js';
-import { adminApi } from './admin/index.js';
+import { adminApi, adminConsoleRoutes } from './admin/index.js';
 import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
@@ -153,6 +153,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     pageRoutes(app, context);
     accountApi(app, context);
     await adminApi(app, context);
+    adminConsoleRoutes(app, context);
     mountRealmResources(app, context, providers.realmResources);
     if (config.mode === 'development') dev = devRoutes(app, context);
     await app.ready();

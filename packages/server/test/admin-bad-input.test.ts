@@ -340,6 +340,11 @@ const text = (name: string) => [`${name}=${'a'.repeat(300)}`, `${name}=x&${name}
 const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/clients': [...paging, ...text('clientId'), 'search=maybe'],
   'GET /admin/realms/:realm/users': [...paging, ...text('username'), ...text('email'), ...text('search'), ...text('firstName'), 'exact=maybe', 'enabled=1', 'emailVerified=yes'],
+  'GET /admin/realms/:realm/ui-ext/brute-force-user': [...paging, ...text('username'), ...text('email'), ...text('search'), 'exact=maybe', 'enabled=1'],
+  'GET /admin/:realm/console/whoami': text('currentRealm'),
+  'GET /admin/realms/:realm/ui-ext/sessions': [...paging, ...text('search'), 'type=BOGUS', 'type=ALL&type=OFFLINE'],
+  'GET /admin/realms/:realm/ui-ext/realms/names': [...paging, ...text('search')],
+  'GET /admin/realms/:realm/ui-ext/sessions/client': ['clientId=not-a-uuid', 'clientId=', ...text('clientId'), 'type=BOGUS', ...text('search')],
   'GET /admin/realms/:realm/users/count': [...text('username'), ...text('search'), 'exact=maybe', 'enabled=1'],
   'GET /admin/realms/:realm/clients/:id/roles': [...paging, ...text('search')],
   'GET /admin/realms/:realm/clients/:id/roles/:roleName/users': paging,
@@ -363,6 +368,14 @@ const queryRoutes: Record<string, string[]> = {
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
   'GET /admin/serverinfo',
+  'GET /admin/:realm/console',
+  'GET /admin/realms/:realm/ui-ext/info',
+  'GET /admin/realms/:realm/users/:id/unmanagedAttributes',
+  'GET /admin/realms/:realm/authentication/required-actions',
+  'GET /admin/realms/:realm/ui-ext/available-event-listeners',
+  'GET /admin/realms/:realm/ui-ext/authentication-management/flows',
+  'GET /admin/realms/:realm/localization',
+  'GET /admin/realms/:realm/localization/:locale',
   'GET /admin/realms',
   'GET /admin/realms/:realm',
   'GET /admin/realms/:realm/clients/:id',

@@ -82,6 +82,7 @@ describe("a newcomer's first ten minutes: npm start in development mode, then th
 
   it('prints the URL, the admin credentials and the demo links', () => {
     expect(stdout).toMatch(/Realmgate \S+ is running at http:\/\/127\.0\.0\.1:\d+\n/);
+    expect(stdout).toMatch(/Admin console: http:\/\/127\.0\.0\.1:\d+\/admin\/master\/console\/\n/);
     expect(stdout).toMatch(/username: admin\n\s+password: \S+\n/);
     expect(links.disposable).toBe(links.normal);
     expect(links.inbox).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dev\/webhooks$/);

@@ -24,6 +24,7 @@ import {
   providerRep,
   requiredField,
 } from './representations/authentication.js';
+import { SUPPORTED_REQUIRED_ACTIONS } from './representations/user.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */
@@ -64,6 +65,26 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     const realm = await realmFor(request, false);
     const flows = await editor.load(realm.id);
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
+  });
+
+  // The required actions this server carries out (Keycloak's aliases, names and priorities), all enabled; the user
+  // form of the admin console offers them. They are fixed: no registering, disabling or reordering here.
+  app.get(`${base}/required-actions`, async (request) => {
+    await realmFor(request, false);
+    const names: Record<(typeof SUPPORTED_REQUIRED_ACTIONS)[number], [string, number]> = { CONFIGURE_TOTP: ['Configure OTP', 10], UPDATE_PASSWORD: ['Update Password', 30], UPDATE_PROFILE: ['Update Profile', 40], VERIFY_EMAIL: ['Verify Email', 50] };
+    return SUPPORTED_REQUIRED_ACTIONS.map((alias) => ({ alias, name: names[alias][0], providerId: alias, enabled: true, defaultAction: false, priority: names[alias][1], config: {} }));
+  });
+
+  // The admin console's flow list: each top-level flow and what uses it (a realm binding), as Keycloak's ui-ext.
+  app.get('/realms/:realm/ui-ext/authentication-management/flows', async (request) => {
+    const realm = await realmFor(request, false);
+    const flows = await editor.load(realm.id);
+    // A flow bound to the realm is used by DEFAULT, its alias the value (the console finds the binding by it).
+    const bound = new Set([realm.browserFlow, realm.registrationFlow, realm.resetCredentialsFlow]);
+    return flows.topLevelFlows().map((flow) => {
+      const { authenticationExecutions: _, ...rep } = flowRep(flows, flow);
+      return bound.has(flow.alias) ? { ...rep, usedBy: { type: 'DEFAULT', values: [flow.alias] } } : rep;
+    });
   });
 
   app.post(`${base}/flows`, async (request: AdminRequest, reply) => {

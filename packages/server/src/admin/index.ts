@@ -5,6 +5,7 @@ import { forbidden, unsupportedMediaType } from '../model/errors.js';
 import { authenticateAdmin } from './authenticate-admin.js';
 import { isAnyAdministrator } from './permissions.js';
 import { routePermission } from './route-permissions.js';
+import { builtInProviders, consoleServerInfo } from './server-info.js';
 import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
@@ -22,9 +23,11 @@ import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
+import { uiExtensionRoutes } from './ui-ext.js';
 import { userRoutes } from './users.js';
 
 export { permissionTable } from './route-permissions.js';
+export { adminConsoleRoutes } from './console.js';
 
 /** The Keycloak-compatible admin REST API under /admin: every route authenticated before it runs. */
 export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promise<void> {
@@ -51,7 +54,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         // Versions, memory and the installed providers are for administrators, not for any signed-in user.
         if (!isAnyAdministrator(callerOf(request))) throw forbidden('Server information is for administrators');
         const spi: Record<string, string> = { 'event-listener': 'eventsListener', 'form-action': 'form-action', 'form-protector': 'form-protector', 'realm-resource': 'realm-restapi-extension' };
-        const providers: Record<string, { internal: boolean; providers: Record<string, { order: number; operationalInfo: Record<string, string> }> }> = {};
+        const providers: Record<string, { internal: boolean; providers: Record<string, { order: number; operationalInfo?: Record<string, string> }> }> = builtInProviders();
         for (const entry of ctx.providers.list()) {
           const name = spi[entry.factory.kind];
           providers[name] ??= { internal: false, providers: {} };
@@ -66,6 +69,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
           providers,
           ...mapperServerInfo(),
           realmgateProviders: ctx.providers.list().map((e) => ({ id: e.factory.id, kind: e.factory.kind, package: e.packageName, version: e.version, builtin: e.builtin })),
+          // The admin console's keys (themes, componentTypes, enums, features, cryptoInfo, …): admin/server-info.ts.
+          ...consoleServerInfo(ctx),
         };
       });
       const scoped = async (realms: FastifyInstance) => {
@@ -86,6 +91,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
         providerAdminRoutes(realms, ctx);
+        uiExtensionRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

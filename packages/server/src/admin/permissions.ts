@@ -1,6 +1,6 @@
 import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
-import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole } from '../model/defaults.js';
+import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole, realmManagementRoles } from '../model/defaults.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
@@ -59,7 +59,7 @@ function impliedBy(held: string[], role: string): boolean {
 }
 
 /** Whether the caller has `role`'s power over `target`. */
-function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
+export function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole): boolean {
   if (isSuperAdmin(auth)) return true;
   if (role === 'create-realm') return auth.realm.name === MASTER && realmRoles(auth).includes('create-realm');
   if (!target) return false;
@@ -70,9 +70,25 @@ export function requireRole(auth: AdminAuth, target: Realm | null, role: AdminRo
   if (!hasRole(auth, target, role)) throw forbidden(`Missing the ${role} role for this realm`);
 }
 
+/**
+ * Every realm-management role whose power the caller holds over `target`, by name (what the admin console's
+ * `whoami` lists for a realm to decide which pages to show).
+ */
+export function heldManagementRoles(auth: AdminAuth, target: Realm): string[] {
+  if (isSuperAdmin(auth)) return [...realmManagementRoles];
+  const held = managementRolesFor(auth, target);
+  return realmManagementRoles.filter((role) => impliedBy(held, role));
+}
+
 /** Any administrative role at all on the realm: enough to read its basic representation, as in Keycloak. */
 export function hasAnyRole(auth: AdminAuth, target: Realm): boolean {
   return isSuperAdmin(auth) || managementRolesFor(auth, target).length > 0;
+}
+
+/** The realms the caller administers in any way: any realm for a master caller, else only its own. */
+export async function visibleRealms(ctx: ServerContext, auth: AdminAuth): Promise<Realm[]> {
+  const candidates = auth.realm.name === MASTER ? await ctx.storage.realms.list() : [auth.realm];
+  return candidates.filter((r) => hasAnyRole(auth, r));
 }
 
 /** Any administrative role on any realm, or `create-realm`: the callers who may read server information. */

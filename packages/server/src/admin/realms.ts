@@ -7,7 +7,7 @@ import { exportRealm } from '../services/realm-export.js';
 import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { hasAnyRole, isSuperAdmin, requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
+import { hasAnyRole, isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
 import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
@@ -17,10 +17,8 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
 
   app.get('/realms', async (request: AdminRequest) => {
-    const caller = callerOf(request);
     // A master caller may administer any realm through master's {realm}-realm clients; others only their own.
-    const candidates = caller.realm.name === 'master' ? await ctx.storage.realms.list() : [caller.realm];
-    const realms = candidates.filter((r) => hasAnyRole(caller, r));
+    const realms = await visibleRealms(ctx, callerOf(request));
     // Keycloak answers 403, not an empty list, to a caller who may see no realm at all.
     if (realms.length === 0) throw forbidden('No realm is visible to this caller');
     return realms.map(realmRep);

@@ -23,6 +23,8 @@ const FIXED = 'roles of realm-management and master {realm}-realm clients are fi
 
 const rules: Rule[] = [
   [read, /^\/admin\/serverinfo$/, { roles: [], note: 'any administrative role on any realm' }],
+  [read, /^\/admin\/:realm\/console$/, { roles: [], note: "public: the admin console's page (it signs in with keycloak-js)" }],
+  [read, /^\/admin\/:realm\/console\/whoami$/, { roles: [], note: "a token of that realm; answers the caller's own administrative roles over currentRealm" }],
   [read, /^\/admin\/realms$/, { roles: [], note: 'any administrative role; lists the realms the caller administers' }],
   [write, /^\/admin\/realms$/, { roles: ['create-realm'], note: 'master realm role; the creator gets every role of the new realm' }],
   [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
@@ -79,6 +81,14 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/authentication/`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/authentication/`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/keys$`), { roles: ['view-realm'] }],
+  [read, new RegExp(`${R}/ui-ext/brute-force-user$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/ui-ext/sessions$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/ui-ext/sessions/client$`), { roles: ['view-clients'] }],
+  [read, new RegExp(`${R}/ui-ext/authentication-management/flows$`), { roles: ['view-realm'] }],
+  [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], note: 'lists the realms the caller administers' }],
+  [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/localization(/:locale)?$`), { roles: [], note: 'any administrative role on the realm' }],
 ];
 
 /** The permission of an admin route (Fastify's pattern, e.g. `/admin/realms/:realm/users`), or null if none is declared. */

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AdminOperation, UserSnapshot } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
-import { notFound } from '../model/errors.js';
+import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { uuidPattern } from './representations/fields.js';
 import type { AdminAuth } from './authenticate-admin.js';
@@ -59,4 +59,10 @@ export async function recordAdminEvent(
 export function locationOf(ctx: ServerContext, request: FastifyRequest, id: string): string {
   const path = request.url.split('?')[0].replace(/\/$/, '');
   return `${baseUrl(request, ctx.config.hostname)}${path}/${encodeURIComponent(id)}`;
+}
+
+/** A locale tag in a path (`en`, `pt-BR`, `zh_Hant`): letters, digits, `-` and `_`; anything else is 400. */
+export function localeOf(value: string): string {
+  if (!/^[a-zA-Z]{2,8}([-_][a-zA-Z0-9]{1,8}){0,3}$/.test(value)) throw badRequest('Invalid locale', 'locale');
+  return value;
 }

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
-import { notFound } from '../model/errors.js';
+import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
 import { requireRole } from './permissions.js';
-import { queryBool, queryInt } from './query.js';
+import { queryBool, queryInt, queryString } from './query.js';
+import { uuidPattern } from './representations/fields.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string; client: string };
@@ -91,6 +92,39 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!user) throw notFound('User not found');
     return { realm, user };
   };
+
+  const sessionType = (request: AdminRequest<Params>) => {
+    const type = queryString(request.query, 'type') ?? 'ALL';
+    if (!['ALL', 'REGULAR', 'OFFLINE'].includes(type)) throw badRequest('Query parameter "type" must be ALL, REGULAR or OFFLINE', 'type');
+    return type;
+  };
+
+  // The admin console's session list: the realm's sessions (`type` ALL, REGULAR or OFFLINE), by username.
+  app.get('/realms/:realm/ui-ext/sessions', async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const type = sessionType(request);
+    const { first, max } = page(request);
+    const sessions = await ctx.storage.sessions.forRealm(realm.id, { offline: type === 'ALL' ? undefined : type === 'OFFLINE', username: queryString(request.query, 'search') || undefined, first, max });
+    return Promise.all(live(realm, sessions).map(async (s) => ({ ...(await sessionRep(realm, s)), type: s.offline ? 'OFFLINE' : 'REGULAR' })));
+  });
+
+  // The admin console's sessions tab of a client: its SSO and offline sessions (`type`), by username.
+  app.get('/realms/:realm/ui-ext/sessions/client', async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    const type = sessionType(request);
+    const clientId = queryString(request.query, 'clientId');
+    if (!clientId || !uuidPattern.test(clientId)) throw badRequest('Query parameter "clientId" must be the id of a client', 'clientId');
+    const client = await ctx.storage.clients.byId(realm.id, clientId.toLowerCase());
+    if (!client) throw notFound('Could not find client');
+    const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
+    const { first, max } = page(request);
+    const kinds = type === 'ALL' ? [false, true] : [type === 'OFFLINE'];
+    const sessions = (await Promise.all(kinds.map(async (offline) => live(realm, await ctx.storage.sessions.forClient(client.id, offline))))).flat();
+    const reps = await Promise.all(sessions.map(async (s) => ({ ...(await sessionRep(realm, s)), type: s.offline ? 'OFFLINE' : 'REGULAR' })));
+    return reps.filter((rep) => (rep.username ?? '').includes(search)).slice(first, first + max);
+  });
 
   app.get('/realms/:realm/users/:id/sessions', async (request: AdminRequest<Params>) => {
     const { realm, user } = await userOf(request, 'view-users');

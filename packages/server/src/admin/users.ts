@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
+import { bruteForceStatus, clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { User } from '../model/types.js';
@@ -32,7 +32,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   };
   const fullRep = async (user: User) => userRep(user, (await extrasOf([user])).get(user.id));
 
-  app.get('/realms/:realm/users', async (request: AdminRequest) => {
+  /** A page of the realm's users matching the query, with their representations. */
+  const searchUsers = async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'view-users');
     const users = await ctx.storage.users.search(realm.id, {
@@ -41,7 +42,15 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       max: queryInt(request.query, 'max', 100),
     });
     const extras = await extrasOf(users);
-    return users.map((user) => userRep(user, extras.get(user.id)));
+    return { realm, found: users.map((user) => ({ user, rep: userRep(user, extras.get(user.id)) })) };
+  };
+
+  app.get('/realms/:realm/users', async (request: AdminRequest) => (await searchUsers(request)).found.map(({ rep }) => rep));
+
+  // The admin console's user list: the same search, each user with its brute-force status.
+  app.get('/realms/:realm/ui-ext/brute-force-user', async (request: AdminRequest) => {
+    const { realm, found } = await searchUsers(request);
+    return Promise.all(found.map(async ({ user, rep }) => ({ ...rep, bruteForceStatus: await bruteForceStatus(ctx, realm, user) })));
   });
 
   app.get('/realms/:realm/users/count', async (request: AdminRequest) => {
@@ -83,6 +92,13 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'view-users');
     return fullRep(user);
+  });
+
+  // The attributes the user profile does not declare (its policy is ADMIN_EDIT): every stored attribute here.
+  app.get('/realms/:realm/users/:id/unmanagedAttributes', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, user } = await load(request);
+    requireRole(callerOf(request), realm, 'view-users');
+    return user.attributes;
   });
 
   // Keycloak updates the fields given and leaves the others (unlike clients, whose PUT replaces).

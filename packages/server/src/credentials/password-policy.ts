@@ -47,6 +47,33 @@ const numericRules: Record<NumericRule, { default: number; min: number; max: num
   hashIterations: { default: DEFAULT_HASH_ITERATIONS, min: 1, max: 20 },
 };
 
+/**
+ * The rules this server implements as Keycloak's PasswordPolicyTypeRepresentation (the admin console's list of
+ * policies to add), with Keycloak's ids and display names.
+ */
+export function passwordPolicyTypes(): { id: string; displayName: string; configType: 'int' | 'String' | null; defaultValue: string; multipleSupported: boolean }[] {
+  const names: Record<NumericRule | 'notUsername' | 'notEmail' | 'hashAlgorithm', string> = {
+    length: 'Minimum length',
+    maxLength: 'Maximum length',
+    upperCase: 'Uppercase characters',
+    lowerCase: 'Lowercase characters',
+    digits: 'Digits',
+    specialChars: 'Special characters',
+    notUsername: 'Not username',
+    notEmail: 'Not email',
+    passwordHistory: 'Not recently used',
+    forceExpiredPasswordChange: 'Expire password',
+    hashAlgorithm: 'Hashing algorithm',
+    hashIterations: 'Hashing iterations',
+  };
+  return Object.entries(names).map(([id, displayName]) => {
+    const numeric = numericRules[id as NumericRule];
+    if (numeric) return { id, displayName, configType: 'int' as const, defaultValue: String(numeric.default), multipleSupported: false };
+    if (id === 'hashAlgorithm') return { id, displayName, configType: 'String' as const, defaultValue: 'argon2', multipleSupported: false };
+    return { id, displayName, configType: null, defaultValue: '', multipleSupported: false };
+  });
+}
+
 /** Keycloak policy rules this server does not implement: refused by name rather than stored and ignored. */
 const unsupportedRules: Record<string, string> = {
   regexPattern: 'not implemented here',

@@ -6,6 +6,8 @@ import type { Client, Realm } from './types.js';
 export const REALM_MANAGEMENT = 'realm-management';
 export const ADMIN_CLI = 'admin-cli';
 export const ACCOUNT = 'account';
+/** The public client Keycloak's admin console signs in with, in every realm. */
+export const SECURITY_ADMIN_CONSOLE = 'security-admin-console';
 
 /** The master realm's roles that act on every realm: `admin` (all of them) and `create-realm`. */
 export const MASTER_ADMIN_ROLES = ['admin', 'create-realm'] as const;

@@ -29,7 +29,11 @@ function matchesRegistered(client: Client, candidate: string, base: string): boo
   } catch {
     return false;
   }
-  if (parsed.hash || parsed.username || parsed.password) return false;
+  if (parsed.username || parsed.password) return false;
+  if (parsed.hash && carriesResponseParameters(parsed.hash)) return false;
+  // A wildcard registration matches the URI without its fragment (a single-page app's route, such as the admin
+  // console's `#/master/users`), as Keycloak's; an exact one matches the whole URI, fragment included.
+  const unfragmented = parsed.hash ? candidate.slice(0, candidate.indexOf('#')) : candidate;
   return client.redirectUris.some((registered) => {
     const absolute = absoluteClientUrl(client, registered, base);
     if (absolute.endsWith('*')) {
@@ -41,10 +45,27 @@ function matchesRegistered(client: Client, candidate: string, base: string): boo
       } catch {
         return false;
       }
-      return candidate.startsWith(prefix);
+      return unfragmented.startsWith(prefix);
     }
     return candidate === absolute;
   });
+}
+
+/** OAuth response parameters in a fragment would reach the client beside, or before, the server's own: refused. */
+const RESPONSE_PARAMETERS = new Set(['code', 'state', 'session_state', 'iss', 'error', 'error_description', 'error_uri', 'id_token', 'access_token', 'token_type', 'expires_in', 'response']);
+
+function carriesResponseParameters(hash: string): boolean {
+  return hash
+    .slice(1)
+    .split(/[&?#]/)
+    .some((pair) => {
+      const name = pair.split('=')[0];
+      try {
+        return RESPONSE_PARAMETERS.has(decodeURIComponent(name).toLowerCase());
+      } catch {
+        return true;
+      }
+    });
 }
 
 /** `post.logout.redirect.uris` (`##`-separated, `+` meaning the redirect URIs), as Keycloak. */

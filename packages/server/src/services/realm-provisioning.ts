@@ -1,7 +1,7 @@
 import { newId, newSecret } from '../credentials/index.js';
 import type { Flows } from '../flows/index.js';
 import type { RealmKeys } from '../keys/index.js';
-import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, accountRoles, adminClientId, accountConsoleScope, defaultAccountRoles, impliedAccountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE, accountRoles, adminClientId, accountConsoleScope, defaultAccountRoles, impliedAccountRoles, defaultClient, defaultRealm, impliedManagementRoles, realmManagementRoles } from '../model/defaults.js';
 import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
@@ -13,7 +13,8 @@ export const defaultRolesName = (realmName: string) => `default-roles-${realmNam
 
 /**
  * Creates a realm with what Keycloak gives every realm: signing key, default roles, the
- * realm-management, admin-cli, account and account-console clients, and the built-in authentication flows.
+ * realm-management, admin-cli, account, account-console and security-admin-console clients, and the built-in
+ * authentication flows.
  */
 export async function provisionRealm(
   storage: Storage,
@@ -62,7 +63,7 @@ export async function provisionRealm(
       // As Keycloak's: its tokens carry only the account roles its scope names (below), never the user's others.
       fullScopeAllowed: false,
     };
-    for (const c of [adminCli, account, accountConsole]) {
+    for (const c of [adminCli, account, accountConsole, securityAdminConsole(realm.id, name)]) {
       await storage.clients.insert(c, db);
       await attachClientScopes(storage, c, {}, db);
     }
@@ -86,6 +87,39 @@ export async function provisionRealm(
   if (trx) await work(trx);
   else await storage.transaction(work);
   return realm;
+}
+
+/**
+ * The admin console's client, as Keycloak's: public, PKCE S256, signing in only to the realm's console page, CORS
+ * for this server's own origin (`+`: the origins of its redirect URIs).
+ */
+function securityAdminConsole(realmId: string, realmName: string): Client {
+  const page = `/admin/${encodeURIComponent(realmName)}/console/`;
+  return {
+    ...defaultClient(newId(), realmId, SECURITY_ADMIN_CONSOLE),
+    publicClient: true,
+    name: '${client_security-admin-console}',
+    baseUrl: page,
+    redirectUris: [`${page}*`],
+    webOrigins: ['+'],
+    attributes: { 'pkce.code.challenge.method': 'S256', 'post.logout.redirect.uris': '+' },
+  };
+}
+
+/** Gives every realm made before the admin console its `security-admin-console` client. Idempotent; returns the realms changed. */
+export async function upgradeAdminConsoleClient(storage: Storage, db: Db): Promise<string[]> {
+  const done: string[] = [];
+  const have = new Set((await db.selectFrom('client').select('realm_id').where('client_id', '=', SECURITY_ADMIN_CONSOLE).execute()).map((c) => c.realm_id));
+  for (const realm of await db.selectFrom('realm').select(['id', 'name']).execute()) {
+    if (have.has(realm.id)) continue;
+    const client = securityAdminConsole(realm.id, realm.name);
+    await storage.clients.insert(client, db);
+    // The realm's scope lists, when it has them already (a realm without stored scopes gets them, this client
+    // included, from upgradeClientScopes, which runs after this).
+    await attachClientScopes(storage, client, {}, db);
+    done.push(realm.name);
+  }
+  return done;
 }
 
 /**

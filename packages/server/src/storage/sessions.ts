@@ -1,6 +1,6 @@
 import type { ClientSession, UserSession } from '../model/types.js';
 import type { Selectable } from 'kysely';
-import { bool, flag, isForeignKeyViolation } from './codec.js';
+import { bool, containsIgnoreCase, flag, isForeignKeyViolation } from './codec.js';
 import type { Db } from './db.js';
 import type { ClientSessionTable, UserSessionTable } from './schema.js';
 
@@ -70,6 +70,24 @@ export class SessionRepository {
       .orderBy('user_session.started', 'desc');
     if (options.max !== undefined) query = query.limit(options.max);
     if (options.first) query = query.offset(options.first);
+    return (await query.execute()).map(toSession);
+  }
+
+  /**
+   * A page of the realm's sessions, newest first: SSO or offline ones (both when `offline` is not given), of users
+   * whose username contains `username` when given (the admin console's session list).
+   */
+  async forRealm(realmId: string, options: { offline?: boolean; username?: string; first: number; max: number }): Promise<UserSession[]> {
+    let query = this.db
+      .selectFrom('user_session')
+      .innerJoin('user_entity', 'user_entity.id', 'user_session.user_id')
+      .selectAll('user_session')
+      .where('user_session.realm_id', '=', realmId)
+      .orderBy('user_session.started', 'desc')
+      .limit(options.max)
+      .offset(options.first);
+    if (options.offline !== undefined) query = query.where('user_session.offline', '=', flag(options.offline));
+    if (options.username) query = query.where(containsIgnoreCase('user_entity.username', options.username));
     return (await query.execute()).map(toSession);
   }
 

@@ -17,7 +17,8 @@ export function redirectToClient(reply: FastifyReply, redirectUri: string, respo
   }
   const url = new URL(redirectUri);
   const encoded = new URLSearchParams(params).toString();
-  if (responseMode === 'fragment') url.hash = encoded;
+  // A fragment the redirect URI already has (an app's route) comes first, as Keycloak joins them.
+  if (responseMode === 'fragment') url.hash = url.hash ? `${url.hash.slice(1)}&${encoded}` : encoded;
   else for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   return reply.code(302).header('location', url.href).header('cache-control', 'no-store').send();
 }

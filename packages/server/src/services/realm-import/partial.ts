@@ -1,6 +1,6 @@
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
-import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, adminClientId } from '../../model/defaults.js';
+import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE, adminClientId } from '../../model/defaults.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { Client, Realm, Role } from '../../model/types.js';
 import { parseRealmImport, type RealmImport } from './parse.js';
@@ -41,7 +41,7 @@ export interface PartialImportGuard {
 }
 
 /** The clients every realm is given: an import never replaces them (their roles hold the realm's administration). */
-const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', REALM_MANAGEMENT]);
+const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', SECURITY_ADMIN_CONSOLE, REALM_MANAGEMENT]);
 
 const PARTIAL_IMPORT_FIELDS = new Set(['ifResourceExists', 'policy', 'users', 'clients', 'roles', 'groups', 'identityProviders']);
 

@@ -1,0 +1,96 @@
+import type { ServerContext } from '../context.js';
+import { passwordPolicyTypes } from '../credentials/password-policy.js';
+
+/**
+ * The parts of Keycloak's ServerInfoRepresentation (`GET /admin/serverinfo`) the admin console reads, describing
+ * this server: its one theme of each kind, the providers it has (OpenID Connect, Argon2id, RS256), the component
+ * types it has none of, the admin-event enums, and the features, with only those it implements enabled (the console
+ * hides the pages of a disabled feature). The route itself is in admin/index.ts.
+ */
+
+/** Keycloak's feature flags the console asks about; enabled where this server implements the feature. */
+const FEATURES: Record<string, boolean> = {
+  ACCOUNT_V3: false,
+  ADMIN_FINE_GRAINED_AUTHZ: false,
+  ADMIN_FINE_GRAINED_AUTHZ_V2: false,
+  CLIENT_POLICIES: false,
+  KERBEROS: false,
+  PARAMETERIZED_SCOPES: false,
+  DPOP: false,
+  DEVICE_FLOW: false,
+  TRANSIENT_USERS: false,
+  CLIENT_TYPES: false,
+  DECLARATIVE_UI: false,
+  ORGANIZATION: true,
+  OID4VC_VCI: false,
+  QUICK_THEME: false,
+  TOKEN_EXCHANGE_STANDARD_V2: false,
+  JWT_AUTHORIZATION_GRANT: false,
+  PASSKEYS: false,
+  CLIENT_AUTH_FEDERATED: false,
+  WORKFLOWS: false,
+  STEP_UP_AUTHENTICATION_SAML: false,
+  SSF: false,
+  SCIM_API: false,
+  IDENTITY_BROKERING_API_V1: false,
+  IDENTITY_BROKERING_API_V2: false,
+};
+
+/** Component types the console looks up; this server has no component of any of them. */
+const COMPONENT_TYPES = [
+  'org.keycloak.authentication.ClientAuthenticator',
+  'org.keycloak.broker.provider.IdentityProvider',
+  'org.keycloak.broker.social.SocialIdentityProvider',
+  'org.keycloak.keys.KeyProvider',
+  'org.keycloak.services.clientpolicy.condition.ClientPolicyConditionProvider',
+  'org.keycloak.services.clientpolicy.executor.ClientPolicyExecutorProvider',
+  'org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy',
+  'org.keycloak.services.ui.extend.UiPageProvider',
+  'org.keycloak.services.ui.extend.UiTabProvider',
+  'org.keycloak.storage.UserStorageProvider',
+  'org.keycloak.storage.ldap.mappers.LDAPStorageMapper',
+  'org.keycloak.validate.Validator',
+];
+
+/** The resource types of admin events (Keycloak's names), for the console's admin-event search. */
+const RESOURCE_TYPES = [
+  'REALM', 'REALM_ROLE', 'REALM_ROLE_MAPPING', 'REALM_SCOPE_MAPPING', 'AUTH_FLOW', 'AUTH_EXECUTION_FLOW', 'AUTH_EXECUTION', 'AUTHENTICATOR_CONFIG',
+  'REQUIRED_ACTION', 'IDENTITY_PROVIDER', 'IDENTITY_PROVIDER_MAPPER', 'PROTOCOL_MAPPER', 'USER', 'USER_LOGIN_FAILURE', 'USER_SESSION',
+  'USER_FEDERATION_PROVIDER', 'USER_FEDERATION_MAPPER', 'GROUP', 'GROUP_MEMBERSHIP', 'CLIENT', 'CLIENT_INITIAL_ACCESS_MODEL', 'CLIENT_ROLE',
+  'CLIENT_ROLE_MAPPING', 'CLIENT_SCOPE', 'CLIENT_SCOPE_MAPPING', 'CLIENT_SCOPE_CLIENT_MAPPING', 'CLUSTER_NODE', 'COMPONENT',
+  'AUTHORIZATION_RESOURCE_SERVER', 'AUTHORIZATION_RESOURCE', 'AUTHORIZATION_SCOPE', 'AUTHORIZATION_POLICY', 'CUSTOM', 'USER_PROFILE',
+  'ORGANIZATION', 'ORGANIZATION_MEMBERSHIP',
+];
+
+type ProviderInfo = { internal: boolean; providers: Record<string, { order: number; operationalInfo?: Record<string, string> }> };
+
+/** The server's own providers of the SPIs the console asks about (extensions' are added by the route). */
+export function builtInProviders(): Record<string, ProviderInfo> {
+  const one = (...ids: string[]): ProviderInfo => ({ internal: true, providers: Object.fromEntries(ids.map((id) => [id, { order: 0 }])) });
+  return {
+    'login-protocol': one('openid-connect'),
+    hash: one('argon2'),
+    signature: one('RS256'),
+    clientSignature: one('RS256'),
+    'client-registration-policy': one(),
+  };
+}
+
+/** What the console reads besides systemInfo, memoryInfo and providers. */
+export function consoleServerInfo(_ctx: ServerContext): Record<string, unknown> {
+  const theme = (name: string) => [{ name, locales: ['en'] }];
+  return {
+    themes: { login: theme('keycloak'), account: theme('keycloak.v3'), admin: theme('keycloak.v2'), email: theme('keycloak'), welcome: theme('keycloak'), common: theme('keycloak') },
+    componentTypes: Object.fromEntries(COMPONENT_TYPES.map((type) => [type, []])),
+    enums: { operationType: ['CREATE', 'UPDATE', 'DELETE', 'ACTION'], resourceType: RESOURCE_TYPES, type: ['REALM', 'ORGANIZATION'] },
+    profileInfo: { name: 'community', disabledFeatures: Object.keys(FEATURES).filter((name) => !FEATURES[name]), previewFeatures: [], experimentalFeatures: [] },
+    features: Object.entries(FEATURES).map(([name, enabled]) => ({ name, label: name, type: 'DEFAULT', enabled, dependencies: [] })),
+    cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [], clientSignatureSymmetricAlgorithms: [], clientSignatureAsymmetricAlgorithms: ['RS256'] },
+    passwordPolicies: passwordPolicyTypes(),
+    builtinProtocolMappers: {},
+    clientInstallations: {},
+    identityProviders: [],
+    socialProviders: [],
+    clientImporters: [],
+  };
+}

@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { forbidden } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import { hasAnyRole, visibleRealms } from './permissions.js';
+import { queryInt, queryString } from './query.js';
+import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
+
+/**
+ * Endpoints Keycloak's admin console calls that are not part of the documented admin API: `ui-ext/…` (answers
+ * shaped for the console's pages) and the realm's localization overrides. Each answers only what the caller may
+ * see of the realm; the ones here need any administrative role on it, as Keycloak's.
+ */
+export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const administered = async (request: AdminRequest): Promise<Realm> => {
+    const realm = await targetRealm(ctx, request);
+    if (!hasAnyRole(callerOf(request), realm)) throw forbidden();
+    return realm;
+  };
+
+  // What every administrator of the realm may know about it: no user storage providers here.
+  app.get('/realms/:realm/ui-ext/info', async (request: AdminRequest) => {
+    await administered(request);
+    return { userProfileProvidersEnabled: false };
+  });
+
+  // The realm picker: names of the realms the caller administers, a page of them, matching `search` if given.
+  app.get('/realms/:realm/ui-ext/realms/names', async (request: AdminRequest) => {
+    await targetRealm(ctx, request);
+    const first = queryInt(request.query, 'first', 0) ?? 0;
+    const max = queryInt(request.query, 'max', 100) ?? 100;
+    const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
+    const visible = await visibleRealms(ctx, callerOf(request));
+    // As GET /admin/realms: a caller who administers no realm at all is refused, not answered an empty list.
+    if (visible.length === 0) throw forbidden('No realm is visible to this caller');
+    return visible
+      .filter((r) => r.name.toLowerCase().includes(search))
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .slice(first, first + max)
+      .map((r) => ({ name: r.name, displayName: r.displayName ?? '' }));
+  });
+
+  // The event listeners a realm can name (Realm settings → Events): the installed providers'.
+  app.get('/realms/:realm/ui-ext/available-event-listeners', async (request: AdminRequest) => {
+    await administered(request);
+    return [...ctx.providers.eventListeners.keys()].sort().map((id) => ({ id }));
+  });
+
+  // The realm's own overrides of message texts, by locale: this server keeps none.
+  app.get('/realms/:realm/localization', async (request: AdminRequest) => {
+    await administered(request);
+    return [];
+  });
+  app.get('/realms/:realm/localization/:locale', async (request: AdminRequest<{ realm: string; locale: string }>) => {
+    await administered(request);
+    localeOf(request.params.locale);
+    return {};
+  });
+}
