@@ -6,6 +6,7 @@ import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, eventually, startServer, startServerPair, type TestServer } from './support/server.js';
 import { rejects } from './support/admin-client.js';
+import { FormClient, inputValue, pkce } from './support/forms.js';
 import { ALICE } from './support/alice.js';
 
 /**
@@ -276,6 +277,62 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
     });
   });
 
+  it('mappers writing one claim: multivalued lists merge, a later single value overwrites, client before scope', async () => {
+    const r = await makeRealm(kc, t.url);
+    await kc.users.update({ id: r.userId }, { ...ALICE, attributes: { tags: ['a', 'b'], extra: ['c'] } });
+    await kc.roles.create({ name: 'viewer' });
+    const viewer = (await kc.roles.findOneByName({ name: 'viewer' }))!;
+    await kc.users.addRealmRoleMappings({ id: r.userId, roles: [{ id: viewer.id!, name: 'viewer' }] });
+    const scopeId = await createScope(kc, 'later');
+    await kc.clients.addMultipleProtocolMappers({ id: r.client }, [
+      mapper('tags', 'oidc-usermodel-attribute-mapper', { 'user.attribute': 'tags', 'claim.name': 'tags', multivalued: 'true', ...EVERYWHERE }),
+      mapper('extra', 'oidc-usermodel-attribute-mapper', { 'user.attribute': 'extra', 'claim.name': 'tags', multivalued: 'true', ...EVERYWHERE }),
+      mapper('first', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'winner', 'claim.value': 'client', ...EVERYWHERE }),
+      mapper('roles as text', 'oidc-usermodel-realm-role-mapper', { 'claim.name': 'role_text', 'usermodel.realmRoleMapping.rolePrefix': 'x_', ...EVERYWHERE }),
+    ]);
+    await kc.clientScopes.addProtocolMapper({ id: scopeId }, mapper('second', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'winner', 'claim.value': 'scope', ...EVERYWHERE }));
+    await kc.clients.addDefaultClientScope({ id: r.client, clientScopeId: scopeId });
+    const issued = await r.issue();
+    for (const doc of [issued.access, issued.id, issued.userinfo, issued.introspection]) {
+      expect([...(doc.tags as string[])].sort()).toEqual(['a', 'b', 'c']);
+      expect(doc.winner).toBe('scope');
+      // Not multivalued: the role list as one string.
+      expect(doc.role_text).toBeTypeOf('string');
+      expect(doc.role_text).toMatch(/x_viewer/);
+    }
+  });
+
+  it('the authorization code flow and a refresh: the scopes asked for at /auth, mappers applied again on refresh', async () => {
+    const callback = 'https://app.example/cb';
+    const r = await makeRealm(kc, t.url, { redirectUris: [callback], standardFlowEnabled: true });
+    const hidden = await createScope(kc, 'hidden', { 'include.in.token.scope': 'false' });
+    await kc.clientScopes.addMultipleProtocolMappers({ id: hidden }, [
+      mapper('tier', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'tier', 'claim.value': 'gold', ...EVERYWHERE }),
+      mapper('login time', 'oidc-usersessionmodel-note-mapper', { 'user.session.note': 'AUTH_TIME', 'claim.name': 'login_time', 'jsonType.label': 'long', ...EVERYWHERE }),
+    ]);
+    await kc.clients.addOptionalClientScope({ id: r.client, clientScopeId: hidden });
+    const browser = new FormClient(t.url);
+    const { verifier, challenge } = pkce();
+    const query = new URLSearchParams({ client_id: 'app', redirect_uri: callback, response_type: 'code', scope: 'openid hidden', code_challenge: challenge, code_challenge_method: 'S256', state: 's1' });
+    const page = await browser.get(`/realms/${r.name}/protocol/openid-connect/auth?${query}`);
+    const signedIn = await browser.post(`/realms/${r.name}/login-actions/authenticate`, { username: ALICE.username, password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+    expect(signedIn.status).toBe(302);
+    const tokens = await oidc.authorizationCodeGrant(r.config, new URL(signedIn.location!), { pkceCodeVerifier: verifier, expectedState: 's1' });
+    expect(tokens.scope).toBe('openid');
+    const access = decodeJwt(tokens.access_token);
+    expect(access.tier).toBe('gold');
+    expect(access.login_time).toBe(access.auth_time);
+    expect(decodeJwt(tokens.id_token!)).toMatchObject({ tier: 'gold', login_time: access.auth_time });
+
+    // A refresh keeps what the login asked for, and runs the mappers as they are now.
+    const [tier] = (await kc.clientScopes.listProtocolMappers({ id: hidden })).filter((m) => m.name === 'tier');
+    await kc.clientScopes.updateProtocolMapper({ id: hidden, mapperId: tier.id! }, { ...tier, config: { ...tier.config, 'claim.value': 'platinum' } });
+    const refreshed = await oidc.refreshTokenGrant(r.config, tokens.refresh_token!);
+    const again = decodeJwt(refreshed.access_token);
+    expect(again).toMatchObject({ tier: 'platinum', login_time: access.auth_time, sub: r.userId });
+    expect(decodeJwt(refreshed.id_token!).tier).toBe('platinum');
+  });
+
   describe('default and optional scopes of a client', () => {
     it('without basic the access token has no sub; userinfo and introspection still answer for it', async () => {
       const r = await makeRealm(kc, t.url, { defaultClientScopes: undefined, optionalClientScopes: undefined });
@@ -289,7 +346,8 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
       expect(issued.access.preferred_username).toBe('alice');
       // The ID token's sub is the token's mechanics, not basic's.
       expect(issued.id.sub).toBe(r.userId);
-      expect(issued.userinfo).toMatchObject({ preferred_username: 'alice', email: 'alice@example.com' });
+      // Userinfo always answers sub (Keycloak writes the user's id when no mapper did).
+      expect(issued.userinfo).toMatchObject({ sub: r.userId, preferred_username: 'alice', email: 'alice@example.com' });
       expect(issued.introspection).toMatchObject({ active: true, preferred_username: 'alice', client_id: 'app' });
       expect(issued.introspection.sub).toBeUndefined();
     });
@@ -428,6 +486,46 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
       await kc.clients.updateProtocolMapper({ id: r.client, mapperId: own.id! }, { ...own, config: { ...own.config, 'claim.value': 'two' } });
       expect((await r.accessToken()).own).toBe('two');
     });
+
+    it('the next token follows what the mappers read: groups, attributes, client ids, a scope\'s roles', async () => {
+      const r = await makeRealm(kc, t.url, { fullScopeAllowed: false, defaultClientScopes: ['basic', 'roles'] });
+      const { id: eng } = await kc.groups.create({ name: 'eng' });
+      const { id: backend } = await kc.groups.createChildGroup({ id: eng }, { name: 'backend' });
+      const { id: ops } = await kc.groups.create({ name: 'ops' });
+      await kc.users.addToGroup({ id: r.userId, groupId: backend });
+      const { id: api } = await kc.clients.create({ clientId: 'orders-api', publicClient: false });
+      await kc.clients.createRole({ id: api, name: 'reader' });
+      const reader = (await kc.clients.findRole({ id: api, roleName: 'reader' }))!;
+      await kc.users.addClientRoleMappings({ id: r.userId, clientUniqueId: api, roles: [{ id: reader.id!, name: 'reader' }] });
+      await kc.roles.create({ name: 'viewer' });
+      const viewer = (await kc.roles.findOneByName({ name: 'viewer' }))!;
+      await kc.users.addRealmRoleMappings({ id: r.userId, roles: [{ id: viewer.id!, name: 'viewer' }] });
+      const scopeId = await createScope(kc, 'reads');
+      await kc.clientScopes.addMultipleProtocolMappers({ id: scopeId }, [
+        mapper('groups', 'oidc-group-membership-mapper', { 'claim.name': 'groups', 'full.path': 'true', ...EVERYWHERE }),
+        mapper('team', 'oidc-usermodel-attribute-mapper', { 'user.attribute': 'team', 'claim.name': 'team', ...EVERYWHERE }),
+        mapper('apps', 'oidc-usermodel-client-role-mapper', { 'claim.name': 'apps.${client_id}', multivalued: 'true', ...EVERYWHERE }),
+      ]);
+      await kc.clientScopes.addClientScopeMappings({ id: scopeId, client: api }, [{ id: reader.id!, name: 'reader' }]);
+      await kc.clients.addDefaultClientScope({ id: r.client, clientScopeId: scopeId });
+      const first = await r.accessToken();
+      expect(first).toMatchObject({ groups: ['/eng/backend'], apps: { 'orders-api': ['reader'] } });
+      expect(first.team).toBeUndefined();
+      expect(first.realm_access).toBeUndefined();
+
+      await kc.groups.update({ id: eng }, { name: 'engineering' });
+      expect((await r.accessToken()).groups).toEqual(['/engineering/backend']);
+      await kc.groups.updateChildGroup({ id: ops }, { id: backend, name: 'backend' });
+      expect((await r.accessToken()).groups).toEqual(['/ops/backend']);
+      await kc.users.update({ id: r.userId }, { ...ALICE, attributes: { team: ['blue'] } });
+      expect((await r.accessToken()).team).toBe('blue');
+      await kc.clients.update({ id: api }, { clientId: 'orders' });
+      expect((await r.accessToken()).apps).toEqual({ orders: ['reader'] });
+      await kc.clientScopes.addRealmScopeMappings({ id: scopeId }, [{ id: viewer.id!, name: 'viewer' }]);
+      expect((await r.accessToken()).realm_access).toEqual({ roles: ['viewer'] });
+      await kc.clientScopes.delRealmScopeMappings({ id: scopeId }, [{ id: viewer.id!, name: 'viewer' }]);
+      expect((await r.accessToken()).realm_access).toBeUndefined();
+    });
   });
 });
 
@@ -453,5 +551,12 @@ describe('two nodes sharing one database and Redis', () => {
     // And a client's own mapper added on a.
     await kc.clients.addProtocolMapper({ id: r.client }, mapper('own', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'own', 'claim.value': 'one', ...EVERYWHERE }));
     await eventually(async () => (await r.accessToken()).own === 'one', 1000);
+    // What a mapper reads, changed on a: a group's name.
+    await kc.clients.addProtocolMapper({ id: r.client }, mapper('groups', 'oidc-group-membership-mapper', { 'claim.name': 'groups', 'full.path': 'true', ...EVERYWHERE }));
+    const { id: group } = await kc.groups.create({ name: 'eng' });
+    await kc.users.addToGroup({ id: r.userId, groupId: group });
+    await eventually(async () => JSON.stringify((await r.accessToken()).groups) === '["/eng"]', 1000);
+    await kc.groups.update({ id: group }, { name: 'engineering' });
+    await eventually(async () => JSON.stringify((await r.accessToken()).groups) === '["/engineering"]', 1000);
   });
 });
