@@ -519,12 +519,34 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
       expect((await r.accessToken()).groups).toEqual(['/ops/backend']);
       await kc.users.update({ id: r.userId }, { ...ALICE, attributes: { team: ['blue'] } });
       expect((await r.accessToken()).team).toBe('blue');
-      await kc.clients.update({ id: api }, { clientId: 'orders' });
+      await kc.clients.update({ id: api }, { ...(await kc.clients.findOne({ id: api })), clientId: 'orders' });
       expect((await r.accessToken()).apps).toEqual({ orders: ['reader'] });
       await kc.clientScopes.addRealmScopeMappings({ id: scopeId }, [{ id: viewer.id!, name: 'viewer' }]);
       expect((await r.accessToken()).realm_access).toEqual({ roles: ['viewer'] });
       await kc.clientScopes.delRealmScopeMappings({ id: scopeId }, [{ id: viewer.id!, name: 'viewer' }]);
       expect((await r.accessToken()).realm_access).toBeUndefined();
+      // A client PUT replaces the representation (README): the whole of it, changed.
+      await kc.clients.update({ id: r.client }, { ...(await kc.clients.findOne({ id: r.client })), fullScopeAllowed: true });
+      expect((await r.accessToken()).realm_access).toEqual({ roles: expect.arrayContaining(['viewer', 'offline_access']) });
+      await kc.groups.del({ id: ops });
+      expect((await r.accessToken()).groups ?? []).toEqual([]);
+    });
+
+    it('a scope renamed, hidden from the token scope, or deleted: the next token follows', async () => {
+      const r = await makeRealm(kc, t.url);
+      const scopeId = await createScope(kc, 'extra');
+      await kc.clientScopes.addProtocolMapper({ id: scopeId }, mapper('tier', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'tier', 'claim.value': 'gold', ...EVERYWHERE }));
+      await kc.clients.addOptionalClientScope({ id: r.client, clientScopeId: scopeId });
+      expect(await r.accessToken('openid extra')).toMatchObject({ scope: 'openid extra', tier: 'gold' });
+      await kc.clientScopes.update({ id: scopeId }, { name: 'bonus', protocol: 'openid-connect', attributes: {} });
+      expect(await r.accessToken('openid bonus')).toMatchObject({ scope: 'openid bonus', tier: 'gold' });
+      const refused = await oidc.genericGrantRequest(r.config, 'password', { username: ALICE.username, password: PASSWORD, scope: 'openid extra' }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ error: 'invalid_scope' });
+      await kc.clientScopes.update({ id: scopeId }, { name: 'bonus', protocol: 'openid-connect', attributes: { 'include.in.token.scope': 'false' } });
+      expect(await r.accessToken('openid bonus')).toMatchObject({ scope: 'openid', tier: 'gold' });
+      await kc.clientScopes.del({ id: scopeId });
+      expect((await r.accessToken()).tier).toBeUndefined();
+      expect(await oidc.genericGrantRequest(r.config, 'password', { username: ALICE.username, password: PASSWORD, scope: 'openid bonus' }).catch((e: unknown) => e)).toMatchObject({ error: 'invalid_scope' });
     });
   });
 });
