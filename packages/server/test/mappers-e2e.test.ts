@@ -333,6 +333,23 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
     expect(decodeJwt(refreshed.id_token!).tier).toBe('platinum');
   });
 
+  it('a service account\'s token: the client\'s mappers on its service-account user; no ID token', async () => {
+    const r = await makeRealm(kc, t.url, { serviceAccountsEnabled: true });
+    const account = await kc.clients.getServiceAccountUser({ id: r.client });
+    await kc.users.update({ id: account.id! }, { ...account, attributes: { team: ['robots'] } });
+    await kc.clients.addMultipleProtocolMappers({ id: r.client }, []);
+    await kc.clients.addMultipleProtocolMappers({ id: r.client }, [
+      mapper('team', 'oidc-usermodel-attribute-mapper', { 'user.attribute': 'team', 'claim.name': 'team', ...EVERYWHERE }),
+      mapper('kind', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'kind', 'claim.value': 'machine', ...EVERYWHERE }),
+    ]);
+    const tokens = await oidc.clientCredentialsGrant(r.config);
+    expect(tokens.id_token).toBeUndefined();
+    const access = decodeJwt(tokens.access_token);
+    expect(access).toMatchObject({ team: 'robots', kind: 'machine', sub: account.id, client_id: 'app' });
+    const introspection = (await oidc.tokenIntrospection(r.config, tokens.access_token)) as Record<string, unknown>;
+    expect(introspection).toMatchObject({ active: true, team: 'robots', kind: 'machine', client_id: 'app' });
+  });
+
   describe('default and optional scopes of a client', () => {
     it('without basic the access token has no sub; userinfo and introspection still answer for it', async () => {
       const r = await makeRealm(kc, t.url, { defaultClientScopes: undefined, optionalClientScopes: undefined });
