@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { ProtocolMapper, Realm } from '../model/types.js';
 import { isUniqueViolation, type MapperOwner } from '../storage/index.js';
 import type { AdminRole } from './permissions.js';
-import { parseProtocolMapper, parseProtocolMappers, protocolMapperRep } from './representations/client-scope.js';
+import { parseProtocolMapper, protocolMapperRep } from './representations/client-scope.js';
 import { locationOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /**
@@ -73,7 +73,9 @@ export function protocolMapperRoutes(app: FastifyInstance, ctx: ServerContext, p
   app.post(`${base}/add-models`, async (request: AdminRequest<Params>, reply) => {
     const holder = await holderOf(request, 'manage-clients');
     if (!Array.isArray(request.body)) throw badRequest('protocolMappers: must be an array');
-    const mappers = parseProtocolMappers(request.body, 'protocolMappers').map((m) => ({ ...m, id: newId() }));
+    const mappers = request.body.map((m, i) => ({ ...parseProtocolMapper(m, `protocolMappers[${i}]`), id: newId() }));
+    // A name twice in the list is Keycloak's 409 too: its second insert meets the first (a duplicate, not bad input).
+    if (new Set(mappers.map((m) => m.name)).size < mappers.length) throw conflict('Protocol mapper exists with same name', 'name');
     await storingMappers(() => ctx.storage.transaction((trx) => ctx.storage.clientScopes.insertMappers(holder.realm.id, holder.owner, mappers, trx)));
     for (const mapper of mappers) {
       await recordAdminEvent(ctx, request, holder.realm, 'CREATE', 'PROTOCOL_MAPPER', `${holder.eventPath}/protocol-mappers/models/${mapper.id}`, protocolMapperRep(mapper));
