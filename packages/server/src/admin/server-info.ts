@@ -87,7 +87,6 @@ export function consoleServerInfo(_ctx: ServerContext): Record<string, unknown> 
     features: Object.entries(FEATURES).map(([name, enabled]) => ({ name, label: name, type: 'DEFAULT', enabled, dependencies: [] })),
     cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [], clientSignatureSymmetricAlgorithms: [], clientSignatureAsymmetricAlgorithms: ['RS256'] },
     passwordPolicies: passwordPolicyTypes(),
-    builtinProtocolMappers: {},
     clientInstallations: {},
     identityProviders: [],
     socialProviders: [],
