@@ -62,7 +62,11 @@ async function open(route: string, name: string, ready: (page: Page) => Promise<
   requests = [];
   await page.goto(`${t.url}/admin/master/console/#/${route}`);
   await page.reload();
-  await ready(page);
+  // A page that never gets ready is screenshot too, so the failure can be looked at.
+  await ready(page).catch(async (error: unknown) => {
+    await screenshot(page, `admin-console-${name}-not-ready`);
+    throw error;
+  });
   await settled();
   await screenshot(page, `admin-console-${name}`);
   return problems;
@@ -134,6 +138,18 @@ describe('the admin console in Chromium', () => {
     expect(await open(`master/users/${admin.id}/sessions`, 'user-sessions', (p) => p.waitForResponse((r) => r.url().includes(`/users/${admin.id}/sessions`), { timeout: 30_000 }))).toEqual([]);
     expect(await open(`master/clients/${consoleClient.id}/settings`, 'client-settings', inputWithValue('security-admin-console'))).toEqual([]);
     expect(await open(`master/clients/${consoleClient.id}/sessions`, 'client-sessions', (p) => p.waitForResponse((r) => r.url().includes('/ui-ext/sessions/client'), { timeout: 30_000 }))).toEqual([]);
+  });
+
+  it('client scopes: the list, a scope’s mappers, and a client’s client scopes tab', async () => {
+    const storage = t.server.context.storage;
+    const master = (await storage.realms.byName('master'))!;
+    const profile = (await storage.clientScopes.byName(master.id, 'profile'))!;
+    const consoleClient = (await storage.clients.byClientId(master.id, 'security-admin-console'))!;
+    expect(await open('master/client-scopes', 'client-scopes', (p) => p.getByText('microprofile-jwt').first().waitFor({ timeout: 30_000 }))).toEqual([]);
+    expect(requests.some((r) => r.startsWith('GET /admin/realms/master/default-default-client-scopes 200'))).toBe(true);
+    expect(await open(`master/client-scopes/${profile.id}/mappers`, 'client-scope-mappers', (p) => p.getByText('given name').first().waitFor({ timeout: 30_000 }))).toEqual([]);
+    expect(await open(`master/clients/${consoleClient.id}/clientScopes/setup`, 'client-client-scopes', (p) => p.getByText('security-admin-console-dedicated').first().waitFor({ timeout: 30_000 }))).toEqual([]);
+    expect(requests.some((r) => new RegExp(`^GET /admin/realms/master/clients/${consoleClient.id}/default-client-scopes 200`).test(r))).toBe(true);
   });
 
   it('the realm roles list shows the default roles', async () => {
