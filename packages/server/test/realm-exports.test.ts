@@ -119,7 +119,8 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
     expect(claims.realm_access?.roles).toContain('user-is-manager');
   });
 
-  it.runIf(files.includes('omicsdm-shinyproxy-kc24.json'))("a Keycloak 24 export's own mappers make its tokens' claims, and the scopes Keycloak added since (basic) are added", async () => {
+  // On SQLite, where the Keycloak 24 file is imported (defined there only, so no run shows it skipped).
+  if (files.includes('omicsdm-shinyproxy-kc24.json')) it("a Keycloak 24 export's own mappers make its tokens' claims, and the scopes Keycloak added since (basic) are added", async () => {
     // omicsdm-shinyproxy-kc24.json: client shinyproxy puts realm roles into the ID token only (realm_roles); its
     // default scope shared_mappers adds group paths (group), the shinyproxy audience and the e-mail.
     kc.setConfig({ realmName: 'Shinyproxy' });
