@@ -3,6 +3,7 @@ import { SignJWT, decodeJwt, generateKeyPair, decodeProtectedHeader } from 'jose
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ALICE } from './support/alice.js';
 
 let t: TestServer;
 let confidentialSecret: string;
@@ -29,15 +30,7 @@ beforeAll(async () => {
   const [management] = await kc.clients.find({ clientId: 'realm-management' });
   const viewUsers = await kc.clients.findRole({ id: management.id!, roleName: 'view-users' });
   await kc.users.addClientRoleMappings({ id: sa.id!, clientUniqueId: management.id!, roles: [{ id: viewUsers!.id!, name: 'view-users' }] });
-  ({ id: userId } = await kc.users.create({
-    username: 'alice',
-    email: 'alice@example.com',
-    firstName: 'Alice',
-    lastName: 'Liddell',
-    emailVerified: true,
-    enabled: true,
-    credentials: [{ type: 'password', value: 'wonderland-42' }],
-  }));
+  ({ id: userId } = await kc.users.create(ALICE));
   await kc.clients.create({ clientId: 'other-app', publicClient: false, directAccessGrantsEnabled: true, secret: 'other-secret-value' });
   kc.setConfig({ realmName: 'elsewhere' });
   await kc.users.create({ username: 'bob', enabled: true, credentials: [{ type: 'password', value: 'bob-password-1' }] });
