@@ -1,0 +1,101 @@
+/**
+ * Keycloak's admin console (the npm package, built by packages/admin-console) driven in headless Chromium against a
+ * real server, as an operator uses it. A ConsoleSession records every request the console makes: any 4xx/5xx that
+ * is not an intended answer, any failed request and any console error is a problem, listed per page, so a test
+ * fails when a page breaks. Screenshots go to test-results/screenshots (git-ignored).
+ */
+import type { Browser, Page } from 'playwright-core';
+import { buildConsole } from '../../../admin-console/build.js';
+import { launchBrowser, screenshot } from './browser.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './server.js';
+
+export class ConsoleSession {
+  /** What went wrong since the last page began, as lines. */
+  problems: string[] = [];
+  /** Every request the console made since the last page began (`METHOD path status`), for the record. */
+  requests: string[] = [];
+
+  private constructor(
+    readonly t: TestServer,
+    readonly browser: Browser,
+    readonly page: Page,
+    /** Answers a page is meant to get: `METHOD path-prefix status`. */
+    private readonly intended: string[],
+  ) {
+    const local = (url: string) => url.startsWith(t.url);
+    page.on('response', (response) => {
+      const url = response.url();
+      if (!local(url)) return;
+      const path = url.slice(t.url.length);
+      const line = `${response.request().method()} ${path.split('?')[0]} ${response.status()}`;
+      this.requests.push(line);
+      if (response.status() >= 400 && !this.intended.some((answer) => line.startsWith(answer))) this.problems.push(`${response.request().method()} ${path} → ${response.status()}`);
+    });
+    page.on('requestfailed', (request) => {
+      // A reload or a route change cancels requests in flight: that is the browser's doing, not the server's.
+      if (request.failure()?.errorText !== 'net::ERR_ABORTED') this.problems.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText}`);
+    });
+    page.on('console', (message) => {
+      if (message.type() === 'error') this.problems.push(`console error: ${message.text().split('\n')[0]}`);
+    });
+    page.on('pageerror', (error) => this.problems.push(`page error: ${error.message}`));
+  }
+
+  /** Builds the console if needed and opens a browser page on `t` (not signed in yet). */
+  static async start(t: TestServer, intended: string[] = []): Promise<ConsoleSession> {
+    await buildConsole({ quiet: true });
+    const browser = await launchBrowser();
+    return new ConsoleSession(t, browser, await browser.newPage(), intended);
+  }
+
+  /** Starts a new page's record. */
+  reset(): void {
+    this.problems = [];
+    this.requests = [];
+  }
+
+  /** Opens /admin/ and signs in on the login page (the bootstrap administrator unless told otherwise). */
+  async signIn(username = ADMIN_USERNAME, password = ADMIN_PASSWORD): Promise<void> {
+    const { page, t } = this;
+    await page.goto(`${t.url}/admin/`);
+    await page.waitForSelector('#username', { timeout: 30_000 });
+    await page.fill('#username', username);
+    await page.fill('#password', password);
+    await Promise.all([page.waitForURL(/\/admin\/[^/]+\/console\//), page.click('#kc-login')]);
+    await page.waitForSelector('[data-testid="currentRealm"]', { timeout: 30_000 });
+    await this.settled();
+  }
+
+  /** Waits until no request has been in flight for a moment (the session-status frame's checks are short). */
+  async settled(): Promise<void> {
+    await this.page.waitForLoadState('networkidle', { timeout: 30_000 });
+  }
+
+  /** Opens a console route by its deep link and a reload, waits for `ready`, screenshots it; returns its problems. */
+  async open(route: string, name: string, ready: (page: Page) => Promise<unknown>, realm = 'master'): Promise<string[]> {
+    const { page, t } = this;
+    this.reset();
+    await page.goto(`${t.url}/admin/${realm}/console/#/${route}`);
+    await page.reload();
+    await this.ready(name, ready);
+    return this.problems;
+  }
+
+  /** Waits for `ready` (a page that never gets ready is screenshot too, so the failure can be looked at), then settles and screenshots. */
+  async ready(name: string, ready: (page: Page) => Promise<unknown>): Promise<void> {
+    await ready(this.page).catch(async (error: unknown) => {
+      await screenshot(this.page, `admin-console-${name}-not-ready`);
+      throw error;
+    });
+    await this.settled();
+    await screenshot(this.page, `admin-console-${name}`);
+  }
+
+  async close(): Promise<void> {
+    await this.browser.close();
+  }
+}
+
+/** Ready when an input on the page holds `value`. */
+export const inputWithValue = (value: string) => (p: Page) =>
+  p.waitForFunction((v) => [...document.querySelectorAll('input')].some((input) => input.value === v), value, { timeout: 30_000 });
