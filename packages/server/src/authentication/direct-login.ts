@@ -42,7 +42,7 @@ export async function completeDirectLogin<T>(
     sessionId: session.id,
     details: { ...grant.details, username: user.username },
     request: grant.request,
-    user: await userSnapshot(ctx.storage, user),
+    user: () => userSnapshot(ctx.storage, user),
   });
   return issued;
 }

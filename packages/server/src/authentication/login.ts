@@ -33,7 +33,7 @@ export async function completeLogin(
     sessionId: session.id,
     details: { auth_method: 'openid-connect', auth_type: 'code', redirect_uri: auth.redirectUri, username: user.username, ...(existing ? { remember_me: 'false', sso: 'true' } : {}) },
     request: requestInfo(request),
-    user: await userSnapshot(ctx.storage, user),
+    user: () => userSnapshot(ctx.storage, user),
   });
   const code = await issueAuthorizationCode(ctx, auth, session, user.id);
   return ctx.loginProtocol.authenticated(request, reply, realm, auth, session, code);

@@ -14,7 +14,8 @@ export interface UserEventInput {
   error?: RecordedEventError | null;
   details?: Record<string, string>;
   request?: RequestInfo | null;
-  user?: UserSnapshot | null;
+  /** The user as listeners see it; a function is called only when a listener of the realm reads it (`readsUser`). */
+  user?: UserSnapshot | null | (() => Promise<UserSnapshot>);
 }
 
 export interface AdminEventInput {
@@ -58,13 +59,13 @@ export class EventBus {
       realmId: realm.id,
       realmName: realm.name,
       clientId: input.clientId ?? null,
-      userId: input.userId ?? input.user?.id ?? null,
+      userId: input.userId ?? (typeof input.user === 'function' ? null : input.user?.id) ?? null,
       sessionId: input.sessionId ?? null,
       ipAddress: input.request?.ipAddress ?? null,
       error: input.error ?? null,
       details: input.details ?? {},
       request: input.request ?? null,
-      user: input.user ?? null,
+      user: typeof input.user === 'function' ? (this.userRead(realm) ? await input.user() : null) : (input.user ?? null),
       realm: realmInfo(realm),
     };
     if (realm.eventsEnabled && (realm.enabledEventTypes.length === 0 || realm.enabledEventTypes.includes(event.type))) {
@@ -148,6 +149,14 @@ export class EventBus {
       }
     }
     if (writes.length > 0) await Promise.all(writes);
+  }
+
+  /** Whether a listener the realm names reads `event.user`. */
+  private userRead(realm: Realm): boolean {
+    return realm.eventsListeners.some((id) => {
+      const listener = this.listeners.get(id);
+      return listener !== undefined && listener.readsUser !== false;
+    });
   }
 
   private dispatch(realm: Realm, what: string, call: (listener: EventListener) => unknown): void {

@@ -23,7 +23,7 @@ export class Flows {
     private readonly providers: ProviderRegistry,
     private readonly logger: ServerLogger,
   ) {
-    this.repository = new FlowRepository(storage.db);
+    this.repository = new FlowRepository(storage.db, storage.cache);
     this.catalog = new ProviderCatalog(providers);
     this.editor = new FlowEditor(storage, this.repository, this.catalog);
     this.runner = new FlowRunner(this.repository, this.catalog, providers, storage, logger);

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Requirement } from '@realmgate/spi';
-import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, Db } from '../storage/index.js';
+import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, ConfigCache, Db } from '../storage/index.js';
 import { bool, flag, fromJson, toJson } from '../storage/codec.js';
 import type { AuthExecution, AuthFlow, AuthenticatorConfig, FlowType } from './model.js';
 
@@ -55,6 +55,8 @@ const toConfig = (row: Selectable<AuthenticatorConfigTable>): AuthenticatorConfi
 
 const bindingColumns = ['browser_flow', 'registration_flow', 'reset_credentials_flow'] as const;
 
+const FLOW_TABLES = ['auth_flow', 'auth_execution', 'authenticator_config'] as const;
+
 export interface RealmFlowRows {
   flows: AuthFlow[];
   executions: AuthExecution[];
@@ -63,7 +65,18 @@ export interface RealmFlowRows {
 
 /** Rows of the three flow tables. Every method takes the transaction handle when called inside one. */
 export class FlowRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
+
+  /**
+   * loadRealm through the configuration cache, for the sign-in path (each login page and grant walks the flows):
+   * frozen rows, invalidated by any write to the three tables. Editing reads loadRealm in its transaction instead.
+   */
+  cachedRealm(realmId: string): Promise<RealmFlowRows> {
+    return this.cache.get(`flows\0${realmId}`, FLOW_TABLES, () => this.loadRealm(realmId)) as Promise<RealmFlowRows>;
+  }
 
   /** A realm's flows are a few dozen rows: read whole, then walked in memory. */
   async loadRealm(realmId: string, db: Db = this.db): Promise<RealmFlowRows> {

@@ -85,7 +85,7 @@ export class FlowRunner {
    * none (the browser then sets one up, CONFIGURE_TOTP), null when no OTP step runs.
    */
   async otpStep(realm: Realm, entry: 'browser' | 'direct-grant', hasOtp: boolean): Promise<'otp' | 'configure' | null> {
-    const flows = new RealmFlows(await this.repository.loadRealm(realm.id));
+    const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
     const root = entry === 'browser' ? this.boundFlow(realm, 'browserFlow', flows) : flows.flowByAlias('direct grant');
     if (!root) return null;
     const otpAuthenticator = entry === 'browser' ? 'auth-otp-form' : 'direct-grant-validate-otp';
@@ -135,7 +135,7 @@ export class FlowRunner {
   }
 
   private async steps(realm: Realm, binding: FlowBinding): Promise<RegistrationSteps> {
-    const flows = new RealmFlows(await this.repository.loadRealm(realm.id));
+    const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
     const root = this.boundFlow(realm, binding, flows);
     const steps: RegistrationSteps = { protectors: [], formActions: [] };
     for (const { execution, parent } of flows.walk(root.id, (e) => e.requirement !== 'DISABLED')) {

@@ -124,7 +124,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (!(error instanceof PasswordPolicyError)) throw error;
       return render(reply, realm, user, session, 'password', { errors: { 'password-new': error.message }, status: 400 });
     }
-    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
+    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
     return render(reply, realm, updated, session, 'password', { message: { type: 'success', text: 'Your password has been updated.' } });
   });
 

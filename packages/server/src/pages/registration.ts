@@ -82,7 +82,7 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
         return showPage.registration(ctx, request, reply, realm, auth, { values, errors: { username: 'Username already exists.' }, status: 409 });
       }
       for (const action of steps.formActions) await action.instance.success?.({ ...actionContext, config: action.config, userId: user.id });
-      await ctx.events.user(realm, { type: 'REGISTER', clientId: auth.clientId, userId: user.id, details, request: info, user: await userSnapshot(ctx.storage, user) });
+      await ctx.events.user(realm, { type: 'REGISTER', clientId: auth.clientId, userId: user.id, details, request: info, user: () => userSnapshot(ctx.storage, user) });
 
       if (realm.verifyEmail && user.email) {
         await sendVerification(ctx, request, realm, user, user.email, auth.clientId);

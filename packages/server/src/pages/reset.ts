@@ -110,7 +110,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         const updated = { ...user, emailVerified: true };
         await ctx.storage.users.update(updated);
         await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
-        await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: await userSnapshot(ctx.storage, updated) });
+        await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: () => userSnapshot(ctx.storage, updated) });
       }
       // What needs a signed-in user (an authenticator app, the profile form) is carried out at the next sign-in.
       const later = actions.filter((a) => a !== 'VERIFY_EMAIL' && a !== 'UPDATE_PASSWORD');
@@ -156,7 +156,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
-    await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: await userSnapshot(ctx.storage, updated) });
+    await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
     const next = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Sign in');
     return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', next);
   });

@@ -11,6 +11,8 @@ function loggingListener(): EventListenerFactory {
       logger = context.logger;
     },
     create: () => ({
+      // It logs ids only.
+      readsUser: false,
       onEvent(event) {
         const fields = { type: event.type, realm: event.realmName, clientId: event.clientId, userId: event.userId, ipAddress: event.ipAddress, error: event.error };
         if (event.error) logger.warn('event', fields);

@@ -48,6 +48,8 @@ const CACHED_TABLES = new Set([
   'realm_group', 'user_group', 'group_role',
   // A client's scopes and mappers (services/client-scope-set.ts), and the scopes' role scope mappings (roles).
   'client_scope', 'protocol_mapper', 'realm_client_scope', 'client_client_scope', 'client_scope_role',
+  // Authentication flows walked at every sign-in (flows/repository.ts).
+  'auth_flow', 'auth_execution', 'authenticator_config',
 ]);
 
 /** Every entry depends on these: any unknown table, and the realm (its deletion cascades to everything). */

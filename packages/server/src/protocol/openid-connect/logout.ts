@@ -37,7 +37,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       userId,
       sessionId,
       request: requestInfo(request),
-      user: user ? await userSnapshot(ctx.storage, user) : null,
+      user: user ? () => userSnapshot(ctx.storage, user) : null,
     });
   };
 
