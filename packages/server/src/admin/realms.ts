@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
+import { REALM_IMPORT_BODY_LIMIT } from '../http/index.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient } from '../services/index.js';
@@ -24,7 +25,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return realms.map(realmRep);
   });
 
-  app.post('/realms', async (request: AdminRequest, reply) => {
+  app.post('/realms', { bodyLimit: REALM_IMPORT_BODY_LIMIT }, async (request: AdminRequest, reply) => {
     const caller = callerOf(request);
     requireRole(caller, null, 'create-realm');
     const parsed = parseRealmImport(request.body, isListener);
@@ -58,7 +59,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   // Keycloak's partial import: roles, clients and users of a file into this realm (FAIL, SKIP or OVERWRITE what
   // exists). Each role written goes through the admin API's own rules, so a file cannot grant its caller more.
-  app.post('/realms/:realm/partialImport', async (request: AdminRequest) => {
+  app.post('/realms/:realm/partialImport', { bodyLimit: REALM_IMPORT_BODY_LIMIT }, async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     const caller = callerOf(request);
     requireRole(caller, realm, 'manage-realm');
