@@ -1,6 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { firstForm, textOf } from './support/forms.js';
 import { linkIn, startSmtp } from './support/smtp.js';
+import { CodeSource, fromBase32, totpCode } from './support/totp.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
@@ -18,7 +20,7 @@ describe('execute-actions-email and send-verify-email', () => {
     t = await startServer();
     kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
     await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-    await kc.realms.create({ realm: 'invite', enabled: true, sslRequired: 'none', smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'noreply@invite.example' } });
+    await kc.realms.create({ realm: 'invite', enabled: true, eventsEnabled: true, sslRequired: 'none', smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'noreply@invite.example' } });
     kc.setConfig({ realmName: 'invite' });
     await kc.clients.create({ clientId: 'portal', publicClient: true, directAccessGrantsEnabled: true, redirectUris: ['https://portal.example/*'] });
   });
@@ -27,6 +29,12 @@ describe('execute-actions-email and send-verify-email', () => {
     await smtp?.close();
   });
 
+  /** Posts the page's form with `fields` as a browser would (its hidden inputs, to its action). */
+  const submit = async (html: string, fields: Record<string, string>) => {
+    const { action, hidden } = firstForm(html);
+    const response = await fetch(new URL(action, t.url), { method: 'POST', body: new URLSearchParams({ ...hidden, ...fields }) });
+    return { status: response.status, html: await response.text() };
+  };
   const mailTo = (address: string) => eventually(() => smtp.mails.find((m) => m.to.includes(address)));
   const signIn = (username: string, password: string) => tokenRequest(t.url, 'invite', { grant_type: 'password', client_id: 'portal', username, password });
 
@@ -37,20 +45,91 @@ describe('execute-actions-email and send-verify-email', () => {
     expect(mail.raw).toContain('Update password');
     const page = await fetch(linkIn(mail));
     expect(page.status).toBe(200);
-    const html = await page.text();
-    const code = /name="session_code" value="([^"]+)"/.exec(html)?.[1];
-    expect(code).toBeTruthy();
-    const form = new URLSearchParams({ 'password-new': 'Newbie-pass-1', 'password-confirm': 'Newbie-pass-1', session_code: code! });
-    const posted = await fetch(`${t.url}/realms/invite/login-actions/reset-password`, { method: 'POST', body: form });
+    const posted = await submit(await page.text(), { 'password-new': 'Newbie-pass-1', 'password-confirm': 'Newbie-pass-1' });
     expect(posted.status).toBe(200);
     // The administrator's redirect_uri is where the page leads afterwards.
-    expect(await posted.text()).toContain('href="https://portal.example/welcome"');
+    expect(posted.html).toContain('href="https://portal.example/welcome"');
     expect((await signIn('newbie', 'Newbie-pass-1')).status).toBe(200);
     const user = await kc.users.findOne({ id });
     expect(user?.emailVerified).toBe(true);
     expect(user?.requiredActions).toEqual([]);
     // The link works once.
     expect((await fetch(linkIn(mail))).status).toBe(400);
+  });
+
+  it('carries out CONFIGURE_TOTP, UPDATE_PASSWORD and UPDATE_PROFILE from the link, in Keycloak\'s order, without signing in', async () => {
+    const { id } = await kc.users.create({ username: 'all-three', email: 'all-three@invite.example', enabled: true, credentials: [{ type: 'password', value: 'Old-pass-1', temporary: false }] });
+    await kc.users.executeActionsEmail({ id, actions: ['UPDATE_PROFILE', 'UPDATE_PASSWORD', 'CONFIGURE_TOTP'], clientId: 'portal', redirectUri: 'https://portal.example/done' });
+    const mail = await mailTo('all-three@invite.example');
+    let page = await fetch(linkIn(mail));
+    expect(page.status).toBe(200);
+    let html = await page.text();
+    // Opening the link leaves what is not yet done on the user, for the next sign-in should the person stop here.
+    expect((await kc.users.findOne({ id }))?.requiredActions?.sort()).toEqual(['CONFIGURE_TOTP', 'UPDATE_PROFILE']);
+
+    // 1. The authenticator app: a wrong code is refused on a fresh page; the code of the key shown is taken.
+    const secret = textOf(html, 'kc-totp-secret-key');
+    expect(secret).toBeTruthy();
+    const codes = new CodeSource(fromBase32(secret!), { window: 1 });
+    // A code of an hour ago: outside any look-ahead window.
+    const stale = totpCode(fromBase32(secret!), Date.now() - 3_600_000);
+    const wrong = await submit(html, { totp: stale, userLabel: 'phone' });
+    expect(wrong.status).toBe(400);
+    expect(textOf(wrong.html, 'kc-totp-secret-key')).toBe(secret);
+    // The page that was refused cannot be posted again; the new page can.
+    expect((await submit(html, { totp: stale, userLabel: 'phone' })).status).toBe(400);
+    const totpDone = await submit(wrong.html, { totp: codes.next(), userLabel: 'phone' });
+    expect(totpDone.status, totpDone.html).toBe(200);
+
+    // 2. The new password, under the realm's policy.
+    const mismatch = await submit(totpDone.html, { 'password-new': 'New-pass-1', 'password-confirm': 'other' });
+    expect(mismatch.status).toBe(400);
+    const passwordDone = await submit(mismatch.html, { 'password-new': 'New-pass-1', 'password-confirm': 'New-pass-1' });
+    expect(passwordDone.status, passwordDone.html).toBe(200);
+    // Posting the password page again (a replay) is refused: the page's token is spent.
+    expect((await submit(mismatch.html, { 'password-new': 'Evil-pass-1', 'password-confirm': 'Evil-pass-1' })).status).toBe(400);
+
+    // 3. The profile, under the account page's rules.
+    const badName = await submit(passwordDone.html, { email: 'all-three@invite.example', firstName: '<script>', lastName: 'Three' });
+    expect(badName.status).toBe(400);
+    const profileDone = await submit(badName.html, { email: 'all-three@invite.example', firstName: 'All', lastName: 'Three' });
+    expect(profileDone.status).toBe(200);
+    expect(profileDone.html).toContain('href="https://portal.example/done"');
+    expect(profileDone.html).not.toMatch(/<form\b[^>]*action=/);
+    // No sign-in happened: the link set no session cookie at any step.
+    expect(page.headers.getSetCookie().filter((c) => /KEYCLOAK_SESSION|KEYCLOAK_IDENTITY/.test(c))).toEqual([]);
+
+    const user = await kc.users.findOne({ id });
+    expect(user).toMatchObject({ firstName: 'All', lastName: 'Three', requiredActions: [] });
+    expect((await kc.users.getCredentials({ id })).map((c) => c.type).sort()).toEqual(['otp', 'password']);
+    // The old password no longer works; the new one with a code from the app does.
+    expect((await signIn('all-three', 'Old-pass-1')).status).toBe(401);
+    const granted = await tokenRequest(t.url, 'invite', { grant_type: 'password', client_id: 'portal', username: 'all-three', password: 'New-pass-1', totp: codes.next() });
+    expect(granted.status, JSON.stringify(granted.body)).toBe(200);
+    const events = await kc.realms.findEvents({ realm: 'invite', user: id });
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['UPDATE_CREDENTIAL', 'UPDATE_PASSWORD', 'UPDATE_PROFILE']));
+
+    // The link itself worked once.
+    page = await fetch(linkIn(mail));
+    expect(page.status).toBe(400);
+    html = await page.text();
+    expect(html).not.toContain('kc-totp-secret-key');
+  });
+
+  it('a page of another user\'s link, or a forged one, changes nothing', async () => {
+    const { id } = await kc.users.create({ username: 'victim', email: 'victim@invite.example', enabled: true, credentials: [{ type: 'password', value: 'Victim-pass-1', temporary: false }] });
+    const { id: attacker } = await kc.users.create({ username: 'attacker', email: 'attacker@invite.example', enabled: true });
+    await kc.users.executeActionsEmail({ id: attacker, actions: ['UPDATE_PASSWORD'] });
+    const html = await (await fetch(linkIn(await mailTo('attacker@invite.example')))).text();
+    const { action, hidden } = firstForm(html);
+    // A token whose payload names the victim, with the attacker's signature: refused.
+    const [header, payload, signature] = hidden.key.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const forged = [header, Buffer.from(JSON.stringify({ ...claims, sub: id })).toString('base64url'), signature].join('.');
+    const response = await fetch(new URL(action, t.url), { method: 'POST', body: new URLSearchParams({ key: forged, 'password-new': 'Owned-pass-1', 'password-confirm': 'Owned-pass-1' }) });
+    expect(response.status).toBe(400);
+    expect((await signIn('victim', 'Victim-pass-1')).status).not.toBe(401);
+    expect((await signIn('victim', 'Owned-pass-1')).status).toBe(401);
   });
 
   it('send-verify-email: the link confirms the address', async () => {

@@ -19,6 +19,8 @@ export interface ActionClaims {
   /** For execute-actions: the required actions asked for, and where to send the user afterwards. */
   act?: string[];
   redirect?: string;
+  /** For a page of an execute-actions link asking for an authenticator app: the secret the page shows. */
+  totpSecret?: string;
   exp: number;
 }
 
@@ -39,7 +41,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: { email?: string; azp?: string; act?: string[]; redirect?: string } = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

@@ -33,8 +33,8 @@ import { sendVerification } from './verify-email.js';
  */
 
 const STEP_LIFETIME_MS = 10 * 60 * 1000;
-const INVALID_CODE = 'Invalid one-time code.';
-const MAX_LABEL = 255;
+export const INVALID_CODE = 'Invalid one-time code.';
+export const MAX_LABEL = 255;
 
 interface StepClaims {
   sub: string;
@@ -145,32 +145,42 @@ export async function continueLogin(
   if (step === 'configure' || stored.includes(CONFIGURE_TOTP)) {
     const { secret } = newOtpSetup(realm);
     const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });
-    return configPage(ctx, reply, realm, auth, user, key, secret, {}, {}, 200);
+    return configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp'), user, key, secret, {}, {}, 200);
   }
   if (stored.includes(UPDATE_PROFILE)) {
     const key = await state.seal(realm, 'update-profile', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null });
-    return updateProfilePage(ctx, reply, realm, auth, user, key, { firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' }, {}, 200);
+    return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile'), user, key, profileValues(user), {}, 200);
   }
   return completeLogin(ctx, request, reply, realm, auth, user);
 }
 
 const UPDATE_PROFILE = 'UPDATE_PROFILE';
 
-const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
-  ctx.pages.send(reply, realm, 'login-update-profile', { action: actionUrl(realm, 'update-profile'), csrf: auth.csrf, key, username: user.username, values, errors }, status);
+/** The profile form's first values: what the user has. */
+export const profileValues = (user: User): Record<string, string> => ({ firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' });
+
+/** Where a required action's page posts: the sign-in's step (its auth session's CSRF token), or an e-mailed link's. */
+export interface StepForm {
+  action: string;
+  csrf: string;
+}
+
+const signInStep = (realm: Realm, auth: AuthSession, step: string): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf });
+
+export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
+  ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
 
 const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number) =>
   ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors }, status);
 
-function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
+export function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
   const { data } = newOtpSetup(realm);
   return ctx.pages.send(
     reply,
     realm,
     'config-totp',
     {
-      action: actionUrl(realm, 'config-totp'),
-      csrf: auth.csrf,
+      ...form,
       key,
       // The realm's display name as the app's issuer, unless it is long (the realm's name then: at most 100 characters).
       qrSvg: qrSvg(otpauthUri(realm.displayName && realm.displayName.length <= 64 ? realm.displayName : realm.name, user.username, secret, data)),
@@ -218,7 +228,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       if (!step || typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
       const { user, claims } = step;
       const label = form.userLabel.trim();
-      const again = (errors: FieldErrors) => configPage(ctx, reply, realm, auth, user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
+      const again = (errors: FieldErrors) => configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp'), user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
       if (label.length > MAX_LABEL) return again({ userLabel: `Must be at most ${MAX_LABEL} characters.` });
       const code = form.totp.trim();
       if (!code) return again({ totp: 'Please enter the code from your app.' });
@@ -239,7 +249,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const step = await state.open(realm, 'update-profile', auth, form.key);
       if (!step) return expired(request, reply, realm, auth);
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
-      if (!saved.ok) return updateProfilePage(ctx, reply, realm, auth, step.user, form.key, saved.values, saved.errors, 400);
+      if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile'), step.user, form.key, saved.values, saved.errors, 400);
       await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
       return continueLogin(ctx, request, reply, realm, auth, saved.user, { otpDone: true, pending: null }, newPasswordPage);
     },

@@ -7,6 +7,7 @@ import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { checkNewPassword, setPassword, userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
+import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
@@ -112,23 +113,18 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
         await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: () => userSnapshot(ctx.storage, updated) });
       }
-      // What needs a signed-in user (an authenticator app, the profile form) is carried out at the next sign-in.
+      // Set on the user before the pages ask for them, so an action left undone waits for the next sign-in.
       const later = actions.filter((a) => a !== 'VERIFY_EMAIL' && a !== 'UPDATE_PASSWORD');
       if (later.length) {
         const pending = await ctx.storage.credentials.requiredActions(user.id);
         await ctx.storage.credentials.setRequiredActions(user.id, [...new Set([...pending, ...later])]);
       }
-      if (actions.includes('UPDATE_PASSWORD')) {
-        // The new-password page of a reset, with a link of its own for this user.
-        // The administrator's redirect_uri travels on, so the page after the new password leads back to the application.
-        const reset = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { ...(claims.azp ? { azp: claims.azp } : {}), ...(claims.redirect ? { redirect: claims.redirect } : {}) });
-        return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: reset, errors: {} });
-      }
-      const back = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Continue');
-      return showPage.info(ctx, reply, realm, 'Your account has been updated', 'Thank you: your account is up to date.', back);
+      return showLinkStep(ctx, request, reply, realm, user, linkState(claims), actions, signInLink);
     }
     return expired(request, reply, realm);
   });
+
+  executeActionsRoutes(app, ctx, signInLink, expired);
 
   app.post('/realms/:realm/login-actions/reset-password', async (request: RealmRequest, reply) => {
     const realm = await realmOf(request, reply);
@@ -157,7 +153,6 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
-    const next = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Sign in');
-    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', next);
+    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', await signInLink(request, realm, 'Sign in'));
   });
 }

@@ -63,6 +63,18 @@ export function decodeEntities(s: string): string {
     .replace(/&amp;/g, '&');
 }
 
+/** The first form of a page: where it posts and its hidden inputs, as a browser would send them. */
+export function firstForm(html: string): { action: string; hidden: Record<string, string> } {
+  const form = /<form\b[^>]*\baction="([^"]*)"[^>]*>([\s\S]*?)<\/form>/.exec(html);
+  if (!form) throw new Error('the page has no form');
+  const hidden: Record<string, string> = {};
+  for (const input of form[2].matchAll(/<input\b[^>]*\btype="hidden"[^>]*>/g)) {
+    const name = /\bname="([^"]*)"/.exec(input[0])?.[1];
+    if (name) hidden[name] = decodeEntities(/\bvalue="([^"]*)"/.exec(input[0])?.[1] ?? '');
+  }
+  return { action: decodeEntities(form[1]), hidden };
+}
+
 /** The text of the element with this id (`error-text`, `page-message`, `input-error-email`…), or null. */
 export function textOf(html: string, id: string): string | null {
   const match = new RegExp(`id="${id}"[^>]*>([^<]*)<`).exec(html);
