@@ -5,6 +5,7 @@ import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { FormClient, inputValue, pkce } from './support/forms.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
 
 /**
@@ -22,6 +23,8 @@ const insecure = { execute: [oidc.allowInsecureRequests] };
 describe.each(databases)('a full Keycloak 26.7.3 export (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
+  // Each code is taken once (the realm's otpPolicyCodeReusable is off), so the tests share one source.
+  const codes = new CodeSource(fromBase32(BOB_TOTP_KEY), { window: 1 });
   const grant = (form: Record<string, string>) => tokenRequest(t.url, REALM, form);
   const password = (username: string, secret: string, extra: Record<string, string> = {}) => grant({ grant_type: 'password', client_id: 'web-app', username, password: secret, ...extra });
 
@@ -68,7 +71,6 @@ describe.each(databases)('a full Keycloak 26.7.3 export (%s)', (database) => {
   });
 
   it('the authenticator app set up in Keycloak keeps working: no code, no token', async () => {
-    const codes = new CodeSource(fromBase32(BOB_TOTP_KEY), { window: 1 });
     expect((await password('bob', 'Bob-pass-22')).status).toBe(401);
     const response = await password('bob', 'Bob-pass-22', { totp: codes.next() });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
@@ -76,6 +78,22 @@ describe.each(databases)('a full Keycloak 26.7.3 export (%s)', (database) => {
     expect(claims.groups).toEqual(['/staff']);
     expect(claims.realm_access.roles).toContain('viewer');
     expect(claims.realm_access.roles).not.toContain('editor');
+  });
+
+  it('signs in in the browser through web-app (rootUrl and a relative redirect URI, PKCE), with the OTP page for bob', async () => {
+    const config = await oidc.discovery(new URL(`${t.url}/realms/${REALM}`), 'web-app', undefined, oidc.None(), insecure);
+    const callback = 'http://localhost:3000/callback';
+    const browser = new FormClient(t.url);
+    const { verifier, challenge } = pkce();
+    const query = new URLSearchParams({ client_id: 'web-app', redirect_uri: callback, response_type: 'code', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'k1' });
+    const page = await browser.get(`/realms/${REALM}/protocol/openid-connect/auth?${query}`);
+    expect(page.status).toBe(200);
+    const otpPage = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'bob', password: 'Bob-pass-22', session_code: inputValue(page.text, 'session_code')! });
+    expect(otpPage.status).toBe(200);
+    const signedIn = await browser.post(`/realms/${REALM}/login-actions/login-otp`, { otp: codes.next(), key: inputValue(otpPage.text, 'key')!, session_code: inputValue(otpPage.text, 'session_code')! });
+    expect(signedIn.status, signedIn.text).toBe(302);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(signedIn.location!), { pkceCodeVerifier: verifier, expectedState: 'k1' });
+    expect(decodeJwt(tokens.id_token!)).toMatchObject({ preferred_username: 'bob', email: 'bob@kc26.example', groups: ['/staff'] });
   });
 
   it("the service account gets its client roles with the file's secret, through openid-client", async () => {
