@@ -86,6 +86,13 @@ export function identityProviderRep(provider: IdentityProvider, secrets = false)
     internalId: provider.internalId,
     providerId: provider.providerId,
     enabled: provider.enabled,
+    // Keycloak's defaults for the flags a representation did not give.
+    trustEmail: false,
+    storeToken: false,
+    addReadTokenRoleOnCreate: false,
+    authenticateByDefault: false,
+    linkOnly: false,
+    hideOnLogin: false,
     ...provider.rest,
     config: secrets ? provider.config : maskedConfig(provider.config),
   };
