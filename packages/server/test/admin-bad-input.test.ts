@@ -90,6 +90,15 @@ const realmImportFields: unknown[] = [
   { realm: 'bad-2', users: [{ username: 'u', clientRoles: { account: ['x\u0000'] } }] },
   { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { realm: ['\u0000'] } }] } },
   { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { client: { account: [5] } } }] } },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x', providerId: 'oidc' }, { alias: 'x', providerId: 'saml' }] },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x' }] },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x', providerId: 'oidc', config: JSON.parse('{"__proto__": "y"}') }] },
+  { realm: 'bad-2', identityProviderMappers: [{ name: 'm', identityProviderMapper: 'x', identityProviderAlias: 'ghost' }] },
+  { realm: 'bad-2', components: [] },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': 'ldap' } },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': [{ name: 'ldap' }] } },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': [{ name: 'ldap', providerId: 'ldap', config: { a: [{}] } }] } },
+  { realm: 'bad-2', components: { a: [{ providerId: 'p', subComponents: { b: [{ providerId: 'p', subComponents: { c: [{ providerId: 'p', subComponents: { d: [{ providerId: 'p', subComponents: { e: [{ providerId: 'p', subComponents: { f: [{ providerId: 'p' }] } }] } }] } }] } }] } }] } },
   { realm: REALM },
 ];
 const realmUpdateFields: unknown[] = [...realmFields.map((r) => ({ ...(r as object), realm: (r as { realm: unknown }).realm === 'bad-2' ? REALM : (r as { realm: unknown }).realm })), { realm: 'master' }, { registrationAllowed: 'yes' }, { displayName: 5 }];
