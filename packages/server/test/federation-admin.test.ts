@@ -119,6 +119,7 @@ describe.each(databases)('identity providers and components through the admin AP
     // Hostile input: an unknown parent, a component as its own parent, __proto__ keys, a huge config.
     await rejects(kc.components.create({ name: 'x', providerId: 'ldap', providerType: LDAP, parentId: 'f0000000-0000-4000-8000-000000000000' }), 400, /parentId/);
     await rejects(kc.components.update({ id: ldap }, { ...found, parentId: ldap }), 400, /parentId/);
+    await rejects(kc.components.update({ id: ldap }, { ...found, parentId: mapper }), 400, /parentId/);
     await rejects(kc.components.create({ name: 'x', providerId: 'ldap', providerType: LDAP, config: JSON.parse('{"__proto__": ["x"]}') }), 400, /__proto__/);
     await rejects(kc.components.create({ name: 'x', providerId: 'ldap', providerType: LDAP, config: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`k${i}`, ['v']])) }), 400, /500 entries/);
     await rejects(kc.components.create({ name: 'x', providerId: 'ldap', providerType: LDAP, config: { big: ['a'.repeat(20_000)] } }), 400, /characters/);

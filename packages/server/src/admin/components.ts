@@ -79,7 +79,10 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const input = parseComponent(request.body);
     if (input.providerType === KEY_PROVIDER_TYPE) throw keysAreTheServers();
     const updated: Component = { ...component, ...input, providerType: input.providerType ?? component.providerType, parentId: input.parentId ?? component.parentId, config: unmaskConfig(input.config, component.config) };
-    if (updated.parentId === updated.id) throw badRequest('component.parentId: a component is not its own parent', 'parentId');
+    // Under itself or one of its own sub-components, it would hang from nothing (and its subtree would be a cycle).
+    if ((await ctx.storage.federation.subtree(realm.id, component.id)).includes(updated.parentId.toLowerCase())) {
+      throw badRequest('component.parentId: a component is not under itself or its own sub-components', 'parentId');
+    }
     await checkParent(realm, updated.parentId);
     await ctx.storage.federation.updateComponent(updated);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'COMPONENT', `components/${component.id}`, componentRep(updated));

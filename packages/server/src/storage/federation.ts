@@ -162,12 +162,22 @@ export class FederationRepository {
       .execute();
   }
 
+  /** The component's id and those of every component under it, at any depth. */
+  async subtree(realmId: string, id: string, db: Db = this.db): Promise<string[]> {
+    const ids = [id];
+    const seen = new Set(ids);
+    for (let i = 0; i < ids.length; i++) {
+      for (const row of await db.selectFrom('component').select('id').where('realm_id', '=', realmId).where('parent_id', '=', ids[i]).execute()) {
+        if (!seen.has(row.id)) ids.push(row.id);
+        seen.add(row.id);
+      }
+    }
+    return ids;
+  }
+
   /** Deletes the component and, as Keycloak does, the components under it (at any depth). */
   async deleteComponent(realmId: string, id: string, db: Db = this.db): Promise<void> {
-    const ids = [id];
-    for (let i = 0; i < ids.length; i++) {
-      for (const row of await db.selectFrom('component').select('id').where('realm_id', '=', realmId).where('parent_id', '=', ids[i]).execute()) ids.push(row.id);
-    }
+    const ids = await this.subtree(realmId, id, db);
     for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('component').where('realm_id', '=', realmId).where('id', 'in', ids.slice(i, i + 500)).execute();
   }
 }
