@@ -5,7 +5,7 @@ import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
 import { AppError, PasswordPolicyError } from './model/errors.js';
 import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel, upgradeClientScopes } from './services/index.js';
-import { createRealmFromImport, parseRealmImport } from './services/realm-import/index.js';
+import { createRealmFromImport, logImportReport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
 
 /** First start: the master realm and its administrator. Returns the generated password, if one was made. */
@@ -87,6 +87,8 @@ export interface RealmFileResult {
   error?: string;
   /** JSON paths of what the file holds and this server does not import (see parseRealmImport). */
   notImported: string[];
+  /** JSON paths of what is imported as data and not acted on (identity providers, components). */
+  keptAsData: string[];
 }
 
 function depthOf(value: unknown, limit: number, depth = 0): number {
@@ -105,7 +107,7 @@ const isFileProblem = (error: unknown) =>
 
 /** Reads, parses and creates one realm file; its problems are returned, never thrown. */
 async function importRealmFile(ctx: ServerContext, path: string): Promise<RealmFileResult> {
-  const result: RealmFileResult = { file: path, realm: null, outcome: 'refused', notImported: [] };
+  const result: RealmFileResult = { file: path, realm: null, outcome: 'refused', notImported: [], keptAsData: [] };
   const refuse = (error: string) => Object.assign(result, { error });
   const size = (await stat(path)).size;
   if (size > REALM_FILE_LIMIT) return refuse(`file of ${size} bytes is over the ${REALM_FILE_LIMIT}-byte limit`);
@@ -125,6 +127,7 @@ async function importRealmFile(ctx: ServerContext, path: string): Promise<RealmF
     return refuse((error as Error).message);
   }
   result.notImported = parsed.notImported;
+  result.keptAsData = parsed.keptAsData;
   result.realm = parsed.settings.realm as string;
   if (await ctx.storage.realms.byName(result.realm)) return Object.assign(result, { outcome: 'exists' as const });
   try {
@@ -161,8 +164,8 @@ export async function importRealmDirectory(ctx: ServerContext, directory: string
       seen.set(result.realm, result.file);
     }
     results.push(result);
-    const { file: path, realm, outcome, error, notImported } = result;
-    if (notImported.length) ctx.logger.warn({ file: path, realm, notImported }, 'realm import: parts of the file are not imported');
+    const { file: path, realm, outcome, error } = result;
+    logImportReport(ctx, realm, result, path);
     if (outcome === 'imported') ctx.logger.info({ realm, file: path }, 'realm imported');
     else if (outcome === 'exists') ctx.logger.info({ realm, file: path }, 'realm exists, import skipped');
     else {

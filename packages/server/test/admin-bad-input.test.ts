@@ -92,6 +92,15 @@ const realmImportFields: unknown[] = [
   { realm: 'bad-2', users: [{ username: 'u', clientRoles: { account: ['x\u0000'] } }] },
   { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { realm: ['\u0000'] } }] } },
   { realm: 'bad-2', roles: { realm: [{ name: 'r', composites: { client: { account: [5] } } }] } },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x', providerId: 'oidc' }, { alias: 'x', providerId: 'saml' }] },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x' }] },
+  { realm: 'bad-2', identityProviders: [{ alias: 'x', providerId: 'oidc', config: JSON.parse('{"__proto__": "y"}') }] },
+  { realm: 'bad-2', identityProviderMappers: [{ name: 'm', identityProviderMapper: 'x', identityProviderAlias: 'ghost' }] },
+  { realm: 'bad-2', components: [] },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': 'ldap' } },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': [{ name: 'ldap' }] } },
+  { realm: 'bad-2', components: { 'org.keycloak.storage.UserStorageProvider': [{ name: 'ldap', providerId: 'ldap', config: { a: [{}] } }] } },
+  { realm: 'bad-2', components: { a: [{ providerId: 'p', subComponents: { b: [{ providerId: 'p', subComponents: { c: [{ providerId: 'p', subComponents: { d: [{ providerId: 'p', subComponents: { e: [{ providerId: 'p', subComponents: { f: [{ providerId: 'p' }] } }] } }] } }] } }] } }] } },
   { realm: REALM },
 ];
 const realmUpdateFields: unknown[] = [...realmFields.map((r) => ({ ...(r as object), realm: (r as { realm: unknown }).realm === 'bad-2' ? REALM : (r as { realm: unknown }).realm })), { realm: 'master' }, { registrationAllowed: 'yes' }, { displayName: 5 }];
@@ -217,6 +226,43 @@ const mapperListBody = {
 const objectBody = (fields: unknown[]) => ({ shapes: notAnObject, fields });
 const roleListBody = { shapes: notARoleList, fields: [] as unknown[] };
 
+const idpFields: unknown[] = [
+  { providerId: 'oidc' },
+  { alias: 5, providerId: 'oidc' },
+  { alias: '', providerId: 'oidc' },
+  { alias: 'a/b', providerId: 'oidc' },
+  { alias: 'a b', providerId: 'oidc' },
+  { alias: 'x\u0000', providerId: 'oidc' },
+  { alias: long, providerId: 'oidc' },
+  { alias: 'fresh' },
+  { alias: 'fresh', providerId: 'oidc', enabled: 'yes' },
+  { alias: 'fresh', providerId: 'oidc', config: [] },
+  { alias: 'fresh', providerId: 'oidc', config: { a: { b: 1 } } },
+  { alias: 'fresh', providerId: 'oidc', config: { a: 'x\u0000' } },
+  { alias: 'fresh', providerId: 'oidc', config: JSON.parse('{"__proto__": "x"}') },
+  { alias: 'fresh', providerId: 'oidc', config: Object.fromEntries(Array.from({ length: 501 }, (_, i) => [`k${i}`, 'v'])) },
+  { alias: 'fresh', providerId: 'oidc', config: { metadata: 'a'.repeat(20_000) } },
+];
+const idpMapperFields: unknown[] = [
+  { name: 'm' },
+  { identityProviderMapper: 'hardcoded-attribute-idp-mapper' },
+  { name: 5, identityProviderMapper: 'x' },
+  { name: 'm', identityProviderMapper: 'x', config: { a: { b: 1 } } },
+  { name: 'm', identityProviderMapper: 'x', identityProviderAlias: 'other-idp' },
+  { name: 'm', identityProviderMapper: 'x', config: JSON.parse('{"__proto__": "x"}') },
+];
+const componentFields: unknown[] = [
+  { providerType: 'org.keycloak.storage.UserStorageProvider' },
+  { name: 'c', providerId: 'ldap' },
+  { name: 5, providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider' },
+  { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', parentId: randomUUID() },
+  { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', parentId: "' OR 1=1 --" },
+  { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { a: [{}] } },
+  { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: JSON.parse('{"__proto__": ["x"]}') },
+  { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { a: Array.from({ length: 1001 }, () => 'v') } },
+  { name: 'c', providerId: 'rsa-generated', providerType: 'org.keycloak.keys.KeyProvider' },
+];
+
 /**
  * Every route that reads a body, with the bad bodies for it. A POST or PUT route missing here fails the
  * coverage test, so a new route cannot slip past the sweep.
@@ -306,6 +352,12 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
+  'POST /admin/realms/:realm/identity-provider/instances': objectBody([...idpFields, { alias: 'fixture-idp', providerId: 'oidc' }]),
+  'PUT /admin/realms/:realm/identity-provider/instances/:alias': objectBody([...idpFields, { alias: 'other-idp', providerId: 'oidc' }, { alias: 'fixture-idp', providerId: 'oidc', internalId: randomUUID() }]),
+  'POST /admin/realms/:realm/identity-provider/instances/:alias/mappers': objectBody([...idpMapperFields, { name: 'fixture-idp-mapper', identityProviderMapper: 'x' }]),
+  'PUT /admin/realms/:realm/identity-provider/instances/:alias/mappers/:id': objectBody([...idpMapperFields, { name: 'other-idp-mapper', identityProviderMapper: 'x' }]),
+  'POST /admin/realms/:realm/components': objectBody(componentFields),
+  'PUT /admin/realms/:realm/components/:id': objectBody([...componentFields.slice(2), { parentId: 'self' }]),
   'POST /admin/realms/:realm/partialImport': objectBody([
     { ifResourceExists: 'MERGE' },
     { ifResourceExists: 5 },
@@ -318,6 +370,9 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     { roles: { realm: [{ name: '' }] } },
     { roles: { realm: [{ name: 'fresh', composites: { realm: ['no-such-role'] } }] } },
     { roles: { client: { 'no-such-client': [{ name: 'r' }] } } },
+    { identityProviders: [{ alias: 'fixture-idp', providerId: 'oidc' }] },
+    { identityProviders: [{ alias: 'dup', providerId: 'oidc' }, { alias: 'dup', providerId: 'oidc' }] },
+    { identityProviders: [{ alias: 'new-idp', providerId: 'oidc' }], identityProviderMappers: [{ name: 'm', identityProviderMapper: 'x', identityProviderAlias: 'ghost' }] },
   ]),
 };
 /** POST and PUT routes that take no body (any body is ignored, as Keycloak ignores it). */
@@ -365,6 +420,9 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/users/:id/groups/count': text('search'),
   'GET /admin/realms/:realm/roles/:roleName/groups': paging,
   'GET /admin/realms/:realm/clients/:id/roles/:roleName/groups': paging,
+  'GET /admin/realms/:realm/identity-provider/instances': [...paging, ...text('search'), 'realmOnly=maybe', 'briefRepresentation=1'],
+  'GET /admin/realms/:realm/components': [...text('type'), ...text('parent'), ...text('name')],
+  'GET /admin/realms/:realm/components/:id/sub-component-types': text('type'),
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
 /** GET routes that read no query parameter. */
@@ -413,6 +471,11 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/organizations/:id/members/:userId',
   'GET /admin/realms/:realm/events/config',
   'GET /admin/realms/:realm/keys',
+  'GET /admin/realms/:realm/components/:id',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias/mapper-types',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias/mappers',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias/mappers/:id',
   'GET /admin/realms/:realm/users/:id/offline-sessions/:client',
   'GET /admin/realms/:realm/clients/:id/offline-session-count',
   'GET /admin/realms/:realm/clients/:id/session-count',
@@ -541,6 +604,9 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       scopeScopeMappings: await get(`${base}/client-scopes/${values['client-scopes:id']}/scope-mappings`),
       realmDefaultScopes: [await get(`${base}/default-default-client-scopes`), await get(`${base}/default-optional-client-scopes`)],
       clientDefaultScopes: [await get(`${base}/clients/${values['clients:id']}/default-client-scopes`), await get(`${base}/clients/${values['clients:id']}/optional-client-scopes`)],
+      identityProviders: await get(`${base}/identity-provider/instances`),
+      identityProviderMappers: await get(`${base}/identity-provider/instances/fixture-idp/mappers`),
+      components: await get(`${base}/components`),
       masterClients: ((await get('/admin/realms/master/clients')) as { clientId: string }[]).map((c) => c.clientId),
       masterUsers: ((await get('/admin/realms/master/users')) as { username: string }[]).map((u) => u.username),
     };
@@ -577,6 +643,11 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     await kc.clients.addProtocolMapper({ id: client }, mapperOf('fixture-mapper'));
     const mapper = (await kc.clientScopes.listProtocolMappers({ id: scope })).find((m) => m.name === 'fixture-mapper')!;
     await kc.clientScopes.addRealmScopeMappings({ id: scope }, [{ id: role.id!, name: 'fixture-role' }]);
+    await kc.identityProviders.create({ alias: 'fixture-idp', providerId: 'oidc', config: { clientSecret: 'fixture-secret' } });
+    await kc.identityProviders.create({ alias: 'other-idp', providerId: 'oidc' });
+    const { id: idpMapper } = await kc.identityProviders.createMapper({ alias: 'fixture-idp', identityProviderMapper: { name: 'fixture-idp-mapper', identityProviderMapper: 'x', identityProviderAlias: 'fixture-idp' } });
+    await kc.identityProviders.createMapper({ alias: 'fixture-idp', identityProviderMapper: { name: 'other-idp-mapper', identityProviderMapper: 'x', identityProviderAlias: 'fixture-idp' } });
+    const { id: component } = await kc.components.create({ name: 'fixture-ldap', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { bindCredential: ['fixture-bind'] } });
     const flows = await kc.authenticationManagement.getFlows();
     const browser = flows.find((f) => f.alias === 'browser')!;
     const [execution] = await kc.authenticationManagement.getExecutions({ flow: 'browser' });
@@ -601,6 +672,9 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'flows:flow': 'browser',
       'executions:id': execution.id!,
       providerId: 'auth-cookie',
+      alias: 'fixture-idp',
+      'mappers:id': idpMapper,
+      'components:id': component,
     };
     routes = adminRoutes(t.server.app);
     before = await snapshot();
@@ -674,6 +748,8 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       expect(await get(`${base}/clients?clientId=${q}&search=true`), term).toEqual([]);
       expect(await get(`${base}/roles?search=${q}`), term).toEqual([]);
       expect(await get(`${base}/organizations?search=${q}`), term).toEqual([]);
+      expect(await get(`${base}/identity-provider/instances?search=${q}`), term).toEqual([]);
+      expect(await get(`${base}/components?name=${q}`), term).toEqual([]);
     }
   });
 

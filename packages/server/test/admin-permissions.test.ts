@@ -389,9 +389,13 @@ describe('admin permissions: nobody promotes themselves', () => {
       'view-realm': 'one-vr', 'manage-realm': 'mr', 'view-users': 'vu', 'manage-users': 'mu',
       'view-clients': 'one-vc', 'manage-clients': 'mc', 'view-events': 'one-ve', 'manage-events': 'one-me',
     };
-    // Written here, not imported: manage-X covers view-X, view-users and manage-users cover query-groups (listing groups).
+    // Written here, not imported: manage-X covers view-X, view-users and manage-users cover query-groups (listing groups),
+    // view-realm and manage-realm cover view-identity-providers (reading identity providers, as Keycloak).
     const covers = (held: string, needed: string) =>
-      held === needed || (held.startsWith('manage-') && needed === `view-${held.slice(7)}`) || (needed === 'query-groups' && ['view-users', 'manage-users'].includes(held));
+      held === needed ||
+      (held.startsWith('manage-') && needed === `view-${held.slice(7)}`) ||
+      (needed === 'query-groups' && ['view-users', 'manage-users'].includes(held)) ||
+      (needed === 'view-identity-providers' && ['view-realm', 'manage-realm'].includes(held));
     let values: PathValues;
     const tokens = new Map<string, string>();
     beforeAll(async () => {

@@ -18,6 +18,19 @@ async function adminClient(t: TestServer) {
   return kc;
 }
 
+
+/**
+ * Identity providers (a secret in the config), a mapper, an LDAP user-storage component with a mapper under it
+ * (a bind credential) and a client registration policy: kept as data and exported back (issue 16, point 2).
+ */
+async function addFederationData(kc: KcAdminClient, realmId: string, secret: string) {
+  await kc.identityProviders.create({ alias: 'corp-oidc', providerId: 'oidc', displayName: 'Corp', trustEmail: true, config: { clientId: 'rg', clientSecret: secret, authorizationUrl: 'https://idp.example/auth' } });
+  await kc.identityProviders.createMapper({ alias: 'corp-oidc', identityProviderMapper: { name: 'dept', identityProviderMapper: 'hardcoded-attribute-idp-mapper', identityProviderAlias: 'corp-oidc', config: { attribute: 'dept', 'attribute.value': 'sales' } } });
+  const ldap = await kc.components.create({ name: 'corp-ldap', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', parentId: realmId, config: { connectionUrl: ['ldap://127.0.0.1:1'], bindCredential: [`${secret}-ldap`], enabled: ['true'] } });
+  await kc.components.create({ name: 'email', providerId: 'user-attribute-ldap-mapper', providerType: 'org.keycloak.storage.ldap.mappers.LDAPStorageMapper', parentId: ldap.id, config: { 'ldap.attribute': ['mail'], 'user.model.attribute': ['email'] } });
+  await kc.components.create({ name: 'Max Clients Limit', providerId: 'max-clients', providerType: 'org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy', subType: 'anonymous', parentId: realmId, config: { 'max-clients': ['200'] } });
+}
+
 describe.each(databases)('realm partial export (%s)', (database) => {
   let source: TestServer;
   let target: TestServer;
@@ -44,6 +57,7 @@ describe.each(databases)('realm partial export (%s)', (database) => {
     const clerks = await kc.groups.createChildGroup({ id: staff.id }, { name: 'clerks' });
     await kc.groups.addRealmRoleMappings({ id: clerks.id, roles: [(await kc.roles.findOneByName({ name: 'clerk' })) as never] });
     await kc.realms.addDefaultGroup({ realm: 'shop', id: staff.id });
+    await addFederationData(kc, (await kc.realms.findOne({ realm: 'shop' }))!.id!, 'idp-secret-1');
   }, 60_000);
   afterAll(async () => {
     await source?.close();
@@ -71,6 +85,22 @@ describe.each(databases)('realm partial export (%s)', (database) => {
       expect.objectContaining({ name: 'staff', path: '/staff', attributes: { floor: ['2'] }, subGroups: [expect.objectContaining({ name: 'clerks', path: '/staff/clerks', realmRoles: ['clerk'] })] }),
     ]);
     expect(exported.defaultGroups).toEqual(['/staff']);
+    // Identity providers, their mappers and components come along, secrets masked, ids left out.
+    expect(JSON.stringify(exported)).not.toContain('idp-secret-1');
+    expect(exported.identityProviders).toEqual([expect.objectContaining({ alias: 'corp-oidc', providerId: 'oidc', displayName: 'Corp', trustEmail: true, config: { clientId: 'rg', clientSecret: '**********', authorizationUrl: 'https://idp.example/auth' } })]);
+    expect(exported.identityProviders[0]).not.toHaveProperty('internalId');
+    expect(exported.identityProviderMappers).toEqual([{ name: 'dept', identityProviderAlias: 'corp-oidc', identityProviderMapper: 'hardcoded-attribute-idp-mapper', config: { attribute: 'dept', 'attribute.value': 'sales' } }]);
+    expect(exported.components['org.keycloak.storage.UserStorageProvider']).toEqual([
+      {
+        name: 'corp-ldap',
+        providerId: 'ldap',
+        config: { connectionUrl: ['ldap://127.0.0.1:1'], bindCredential: ['**********'], enabled: ['true'] },
+        subComponents: { 'org.keycloak.storage.ldap.mappers.LDAPStorageMapper': [{ name: 'email', providerId: 'user-attribute-ldap-mapper', config: { 'ldap.attribute': ['mail'], 'user.model.attribute': ['email'] }, subComponents: {} }] },
+      },
+    ]);
+    expect(exported.components['org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy']).toEqual([{ name: 'Max Clients Limit', providerId: 'max-clients', subType: 'anonymous', config: { 'max-clients': ['200'] }, subComponents: {} }]);
+    // The server's signing keys are not exported as key providers.
+    expect(exported.components).not.toHaveProperty(['org.keycloak.keys.KeyProvider']);
 
     const other = await adminClient(target);
     await other.realms.create(exported);
@@ -115,6 +145,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     await kc.users.create({ username: 'dora', enabled: true, requiredActions: ['UPDATE_PASSWORD'], credentials: [{ type: 'password', value: 'Dora-secret-12', temporary: false }] });
     const serviceAccount = await kc.clients.getServiceAccountUser({ id: api.id });
     await kc.users.addRealmRoleMappings({ id: serviceAccount.id!, roles: [sales!] as never });
+    await addFederationData(kc, (await kc.realms.findOne({ realm: 'crm' }))!.id!, 'crm-idp-secret');
   }, 60_000);
   afterAll(async () => {
     await source?.close();
@@ -139,6 +170,9 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     expect(exported.users.find((u: { username: string }) => u.username === 'dora').requiredActions).toEqual(['UPDATE_PASSWORD']);
     expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'crm-api').secret).toBe('crm-secret-value-1');
     expect(exported.users.find((u: { serviceAccountClientId?: string }) => u.serviceAccountClientId === 'crm-api').realmRoles).toContain('sales');
+    // The full export keeps the secrets of identity providers and components, so the import restores them.
+    expect(exported.identityProviders[0].config.clientSecret).toBe('crm-idp-secret');
+    expect(exported.components['org.keycloak.storage.UserStorageProvider'][0].config.bindCredential).toEqual(['crm-idp-secret-ldap']);
 
     const importDir = join(dir, `import-${database}`);
     mkdirSync(importDir);
@@ -153,6 +187,15 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
       const other = await adminClient(target);
       const options = { realm: 'crm', exportClients: true, exportGroupsAndRoles: true };
       expect(await other.realms.export(options)).toEqual(await kc.realms.export(options));
+      // The secrets were restored as they were.
+      const stored = await target.server.context.storage.federation.providers((await target.server.context.storage.realms.byName('crm'))!.id);
+      expect(stored.map((p) => p.config.clientSecret)).toEqual(['crm-idp-secret']);
+      expect(target.logs.find((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in')?.keptAsData).toEqual([
+        'realm.identityProviders',
+        'realm.identityProviderMappers',
+        'realm.components["org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"]',
+        'realm.components["org.keycloak.storage.UserStorageProvider"]',
+      ]);
     } finally {
       await target.close();
     }

@@ -108,8 +108,43 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
     const paths = lines[0].notImported as string[];
     expect(paths).not.toContain('realm.clientScopes');
     expect(paths).not.toContain('realm.groups');
-    expect(paths).toContain('realm.components');
+    // Key providers are not taken (the realm gets its own signing keys); the other components are kept as data.
+    expect(paths).toContain('realm.components["org.keycloak.keys.KeyProvider"] (the realm gets its own signing keys)');
     expect(paths.some((p) => /protocolMappers|ClientScopes|clientScope/.test(p))).toBe(false);
+    const kept = t.logs.filter((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in' && l.realm === 'demo');
+    expect(kept.map((l) => l.keptAsData)).toEqual([['realm.components["org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"]']]);
+  });
+
+  it("keeps the file's components as data: the console's client registration policies list them", async () => {
+    const data = fixture('wirtshaus-demo.json');
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      const realm = (await kc.realms.findOne({ realm: 'demo' }))!;
+      const type = 'org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy';
+      const listed = await kc.components.find({ type, parent: realm.id });
+      const names = (list: { name?: string; subType?: string }[]) => list.map((c) => `${c.subType}/${c.name}`).sort();
+      expect(names(listed)).toEqual(names(data.components[type]));
+      expect(listed.every((c) => c.parentId === realm.id && c.providerType === type)).toBe(true);
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  // On SQLite, where the file with an identity provider is imported.
+  if (files.includes('cqen-example.json')) it("keeps the file's identity provider and its mapper as data, its client secret masked", async () => {
+    kc.setConfig({ realmName: 'example' });
+    try {
+      const [github] = await kc.identityProviders.find();
+      expect(github).toMatchObject({ alias: 'github', providerId: 'github', enabled: true, firstBrokerLoginFlowAlias: 'first broker login', config: { clientId: '?GITHUBID?', clientSecret: '**********', syncMode: 'IMPORT' } });
+      const mappers = await kc.identityProviders.findMappers({ alias: 'github' });
+      expect(mappers.map((m) => [m.name, m.identityProviderMapper, m.config])).toEqual([['idp-alias', 'hardcoded-attribute-idp-mapper', { 'attribute.value': 'GITHUB', attribute: 'loginSource' }]]);
+      const kept = t.logs.find((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in' && l.realm === 'example');
+      expect(kept?.keptAsData).toEqual(['realm.identityProviders', 'realm.identityProviderMappers', 'realm.components["org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"]']);
+      // The secret is never logged.
+      expect(JSON.stringify(t.logs)).not.toContain('?GITHUBSECRET?');
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
   });
 
   it("the export's user signs in by password grant and carries the roles the file gives it", async () => {

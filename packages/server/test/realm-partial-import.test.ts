@@ -109,6 +109,51 @@ describe.each(databases)('partial import (%s)', (database) => {
     await expect(new KcAdminClient({ baseUrl: t.url, realmName: 'demo' }).realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP' } as never })).rejects.toMatchObject({ response: { status: 401 } });
   });
 
+  it('identity providers and their mappers are kept as data: added, skipped, overwritten, reported as not used for sign-in', async () => {
+    const cqen = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/keycloak-exports/cqen-example.json'), 'utf8'));
+    const { identityProviders, identityProviderMappers } = cqen;
+    const added = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'FAIL', identityProviders, identityProviderMappers } as never });
+    expect(added.results.map((r) => [r.resourceType, r.resourceName, r.action])).toEqual([['IDP', 'github', 'ADDED']]);
+    expect((added as unknown as { keptAsData: string[] }).keptAsData).toEqual(['realm.identityProviders', 'realm.identityProviderMappers']);
+    expect(t.logs.filter((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in' && l.realm === 'demo').at(-1)?.keptAsData).toEqual(['realm.identityProviders', 'realm.identityProviderMappers']);
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      expect((await kc.identityProviders.findOne({ alias: 'github' }))?.config).toEqual({ syncMode: 'IMPORT', clientSecret: '**********', clientId: '?GITHUBID?', useJwksUrl: 'true' });
+      expect((await kc.identityProviders.findMappers({ alias: 'github' })).map((m) => m.name)).toEqual(['idp-alias']);
+      // FAIL: 409 naming it, nothing written; SKIP leaves it; OVERWRITE replaces it (and its mappers).
+      await expect(kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'FAIL', identityProviders } as never })).rejects.toMatchObject({
+        response: { status: 409 },
+        responseData: { errorMessage: "Identity Provider 'github' already exists" },
+      });
+      const skipped = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', identityProviders: [{ ...identityProviders[0], displayName: 'skipped' }] } as never });
+      expect(skipped.results.map((r) => r.action)).toEqual(['SKIPPED']);
+      expect((await kc.identityProviders.findOne({ alias: 'github' }))?.displayName).toBeUndefined();
+      const overwritten = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'OVERWRITE', identityProviders: [{ ...identityProviders[0], displayName: 'GitHub' }] } as never });
+      expect(overwritten.results.map((r) => r.action)).toEqual(['OVERWRITTEN']);
+      expect((await kc.identityProviders.findOne({ alias: 'github' }))?.displayName).toBe('GitHub');
+      expect(await kc.identityProviders.findMappers({ alias: 'github' })).toEqual([]);
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('identity providers need manage-identity-providers besides manage-realm', async () => {
+    kc.setConfig({ realmName: 'demo' });
+    const [management] = await kc.clients.find({ clientId: 'realm-management' });
+    const { id } = await kc.users.create({ username: 'realm-only', enabled: true, credentials: [{ type: 'password', value: 'Realm-only-pass-1', temporary: false }] });
+    await kc.users.addClientRoleMappings({ id, clientUniqueId: management.id!, roles: [(await kc.clients.findRole({ id: management.id!, roleName: 'manage-realm' }))!] as never });
+    kc.setConfig({ realmName: 'master' });
+    const limited = new KcAdminClient({ baseUrl: t.url, realmName: 'demo' });
+    await limited.auth({ grantType: 'password', clientId: 'admin-cli', username: 'realm-only', password: 'Realm-only-pass-1' });
+    await expect(limited.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', identityProviders: [{ alias: 'sneaky', providerId: 'oidc' }] } as never })).rejects.toMatchObject({ response: { status: 403 } });
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      expect(await kc.identityProviders.findOne({ alias: 'sneaky' })).toBeFalsy();
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
   it('refuses a bad policy or shape with 400 naming it', async () => {
     await expect(kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'MERGE' } as never })).rejects.toMatchObject({ response: { status: 400 }, responseData: { field: 'ifResourceExists' } });
     await expect(kc.realms.partialImport({ realm: 'demo', rep: { users: 'x' } as never })).rejects.toMatchObject({ response: { status: 400 } });

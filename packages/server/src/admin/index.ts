@@ -11,6 +11,8 @@ import { authenticationRoutes } from './authentication.js';
 import { clientRoutes } from './clients.js';
 import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
+import { componentRoutes } from './components.js';
+import { identityProviderRoutes } from './identity-providers.js';
 import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
@@ -84,6 +86,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         organizationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
         keyRoutes(realms, ctx);
+        componentRoutes(realms, ctx);
+        identityProviderRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);

@@ -1,7 +1,29 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
+import type { Component, Realm } from '../model/types.js';
 import { requireRole } from './permissions.js';
+import { KEY_PROVIDER_TYPE } from './representations/federation.js';
 import { callerOf, targetRealm, type AdminRequest } from './routing.js';
+
+const KEY_PRIORITY = 100;
+
+/**
+ * The realm's signing keys as Keycloak's key-provider components: one `rsa-generated` component per key, its id the
+ * key's kid (what `GET …/keys` answers as `providerId`, so the console's Keys list and Providers tab agree), active
+ * or passive as the key is. They are read-only: the server generates and rotates its keys itself (README).
+ */
+export async function keyProviderComponents(ctx: ServerContext, realm: Realm): Promise<Component[]> {
+  return (await ctx.keys.list(realm.id)).map((k) => ({
+    id: k.kid,
+    realmId: realm.id,
+    parentId: realm.id,
+    name: 'rsa-generated',
+    providerId: 'rsa-generated',
+    providerType: KEY_PROVIDER_TYPE,
+    subType: null,
+    config: { priority: [String(KEY_PRIORITY)], enabled: ['true'], active: [String(k.active)], algorithm: [k.algorithm], keySize: ['2048'] },
+  }));
+}
 
 /** Keycloak's KeysMetadataRepresentation for the realm's signing keys (what `realms.getKeys` reads). */
 export function keyRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -13,8 +35,9 @@ export function keyRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return {
       active: active ? { [active.algorithm]: active.kid } : {},
       keys: keys.map((k) => ({
-        providerId: 'rsa-generated',
-        providerPriority: 100,
+        // The key-provider component that holds it (keyProviderComponents): the key's own kid.
+        providerId: k.kid,
+        providerPriority: KEY_PRIORITY,
         kid: k.kid,
         status: k.active ? 'ACTIVE' : 'PASSIVE',
         type: 'RSA',

@@ -25,6 +25,8 @@ export type AdminRole =
   | 'query-realms'
   | 'view-events'
   | 'manage-events'
+  | 'view-identity-providers'
+  | 'manage-identity-providers'
   | 'create-realm';
 
 const MASTER = 'master';
@@ -68,6 +70,11 @@ export function hasRole(auth: AdminAuth, target: Realm | null, role: AdminRole):
 
 export function requireRole(auth: AdminAuth, target: Realm | null, role: AdminRole): void {
   if (!hasRole(auth, target, role)) throw forbidden(`Missing the ${role} role for this realm`);
+}
+
+/** Reading identity providers: view-identity-providers, or view-realm, as Keycloak's RealmPermissions. */
+export function requireViewIdentityProviders(auth: AdminAuth, target: Realm): void {
+  if (!hasRole(auth, target, 'view-identity-providers') && !hasRole(auth, target, 'view-realm')) throw forbidden('Missing the view-identity-providers role for this realm');
 }
 
 /**

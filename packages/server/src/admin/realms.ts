@@ -5,7 +5,7 @@ import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient } from '../services/index.js';
 import { exportRealm } from '../services/realm-export.js';
-import { createRealmFromImport, parseRealmImport } from '../services/realm-import/index.js';
+import { createRealmFromImport, logImportReport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { hasAnyRole, isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
@@ -40,7 +40,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (isUniqueViolation(error)) throw conflict(`Realm ${String(parsed.settings.realm)} already exists`, 'realm');
       throw error;
     }
-    if (parsed.notImported.length) ctx.logger.warn({ realm: realm.name, notImported: parsed.notImported }, 'realm import: parts of the file are not imported');
+    logImportReport(ctx, realm.name, parsed);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', '', realmRep(realm));
     return reply.code(201).header('location', locationOf(ctx, request, realm.name)).send();
   });
@@ -66,13 +66,14 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const input = parsePartialImport(request.body, realm);
     if (input.data.users.length) requireRole(caller, realm, 'manage-users');
     if (input.data.clients.length || Object.keys(input.data.clientRoles).length) requireRole(caller, realm, 'manage-clients');
+    if (input.data.identityProviders.length) requireRole(caller, realm, 'manage-identity-providers');
     const results = await partialImport(ctx, realm, input, {
       addRole: (containerId) => requireMayAddRoleTo(ctx, realm, containerId),
       change: (role) => requireMayChangeRole(ctx, caller, role),
       compose: (parent, children) => requireMayCompose(ctx, caller, realm, parent, children),
       grant: (roles) => requireMayMapRoles(ctx, caller, roles),
     });
-    if (results.notImported.length) ctx.logger.warn({ realm: realm.name, notImported: results.notImported }, 'realm import: parts of the file are not imported');
+    logImportReport(ctx, realm.name, results);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', 'partialImport', { overwritten: results.overwritten, added: results.added, skipped: results.skipped });
     return results;
   });

@@ -36,7 +36,10 @@ const FEATURES: Record<string, boolean> = {
   IDENTITY_BROKERING_API_V2: false,
 };
 
-/** Component types the console looks up; this server has no component of any of them. */
+/**
+ * Component types the console looks up; this server has no provider of any of them, so the console offers none to
+ * add (components of these types from realm files are kept as data: admin/components.ts).
+ */
 const COMPONENT_TYPES = [
   'org.keycloak.authentication.ClientAuthenticator',
   'org.keycloak.broker.provider.IdentityProvider',

@@ -185,3 +185,42 @@ export interface ClientScopeSet {
   optionalScopes: ClientScope[];
   clientMappers: ProtocolMapper[];
 }
+
+/**
+ * A realm's identity provider (Keycloak's IdentityProviderRepresentation), kept as data: Realmgate signs nobody in
+ * through it. `rest` holds the representation's other fields (config, trustEmail, flow aliases, …) as given.
+ */
+export interface IdentityProvider {
+  internalId: string;
+  realmId: string;
+  alias: string;
+  providerId: string;
+  enabled: boolean;
+  displayName: string | null;
+  config: Record<string, string>;
+  rest: Record<string, unknown>;
+}
+
+/** A mapper of an identity provider (Keycloak's IdentityProviderMapperRepresentation), kept as data. */
+export interface IdentityProviderMapper {
+  id: string;
+  name: string;
+  identityProviderAlias: string;
+  identityProviderMapper: string;
+  config: Record<string, string>;
+}
+
+/**
+ * A realm's component (Keycloak's ComponentRepresentation): a configured provider of some type (user storage,
+ * client registration policy, …) kept as data. `parentId` is the realm's id or another component's.
+ */
+export interface Component {
+  id: string;
+  realmId: string;
+  parentId: string;
+  name: string;
+  providerId: string;
+  providerType: string;
+  subType: string | null;
+  config: Record<string, string[]>;
+}

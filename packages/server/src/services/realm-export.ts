@@ -6,11 +6,12 @@
 import { configRep, flowRep } from '../admin/representations/authentication.js';
 import { clientRep } from '../admin/representations/client.js';
 import { clientScopeRep } from '../admin/representations/client-scope.js';
+import { componentRep, identityProviderMapperRep, identityProviderRep } from '../admin/representations/federation.js';
 import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
-import type { Client, Group, Realm, Role } from '../model/types.js';
+import type { Client, Component, Group, Realm, Role } from '../model/types.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
 
@@ -139,6 +140,28 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
     }
     if (scopeMappings.length) out.scopeMappings = scopeMappings;
     if (Object.keys(clientScopeMappings).length) out.clientScopeMappings = clientScopeMappings;
+    // Identity providers, their mappers and components, kept as data (secrets masked unless `secrets`). Components
+    // nest as Keycloak's ComponentExportRepresentation: by provider type, sub-components under their parent.
+    out.identityProviders = (await storage.federation.providers(realm.id)).map((p) => {
+      const { internalId: _internalId, ...rep } = identityProviderRep(p, options.secrets);
+      return rep;
+    });
+    out.identityProviderMappers = (await storage.federation.mappers(realm.id)).map((m) => {
+      const { id: _mapperId, ...rep } = identityProviderMapperRep(m, options.secrets);
+      return rep;
+    });
+    // Ordered by what they hold, not by id (new on every import): Keycloak's two "Allowed Client Scopes" policies differ by subType.
+    const componentKey = (c: Component) => JSON.stringify([c.name, c.subType ?? '', c.providerId, c.config]);
+    const components = (await storage.federation.components(realm.id)).sort((a, b) => (componentKey(a) < componentKey(b) ? -1 : componentKey(a) > componentKey(b) ? 1 : 0));
+    const exportComponents = (parentId: string): Record<string, unknown[]> => {
+      const byType: Record<string, unknown[]> = {};
+      for (const c of components.filter((x: Component) => x.parentId === parentId)) {
+        const { id: _componentId, providerType: _type, parentId: _parent, ...rep } = componentRep(c, options.secrets);
+        (byType[c.providerType] ??= []).push({ ...rep, subComponents: exportComponents(c.id) });
+      }
+      return byType;
+    };
+    out.components = exportComponents(realm.id);
     const flows = await ctx.flows.editor.load(realm.id);
     out.authenticationFlows = flows.allFlows().map((f) => {
       const { id: _flowId, ...rep } = flowRep(flows, f);

@@ -5,6 +5,7 @@ import { ClientRepository } from './clients.js';
 import { ClientScopeRepository } from './client-scopes.js';
 import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
+import { FederationRepository } from './federation.js';
 import { GroupRepository } from './groups.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
@@ -16,6 +17,7 @@ export type { Db, OpenDatabaseOptions } from './db.js';
 export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
 export type { UserQuery } from './users.js';
 export type { MapperOwner, ScopeLink } from './client-scopes.js';
+export type { IdentityProviderQuery } from './federation.js';
 export type { StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
@@ -33,6 +35,8 @@ export class Storage {
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
   readonly credentials: CredentialRepository;
+  /** Identity providers, their mappers and components: kept as data, not acted on. */
+  readonly federation: FederationRepository;
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
@@ -46,6 +50,7 @@ export class Storage {
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
     this.credentials = new CredentialRepository(db);
+    this.federation = new FederationRepository(db);
   }
 
   static async open(url: string, options: OpenDatabaseOptions = {}): Promise<Storage> {

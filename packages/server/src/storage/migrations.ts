@@ -496,6 +496,48 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('client_scope_role_role').on('client_scope_role').column('role_id').execute();
     },
   },
+  // Identity providers, their mappers and components (Keycloak's), kept as data: Realmgate signs nobody in through
+  // them (README). An identity provider's alias is unique per realm; the rest of Keycloak's representation is kept
+  // as JSON in `representation`. A mapper belongs to its provider by internal id, so a renamed alias keeps them. A
+  // component's parent is its realm's id or another component's (LDAP mappers under their LDAP provider): the
+  // repository deletes sub-components with their parent; the realm's foreign key deletes them all with the realm.
+  '0014-identity-providers-and-components': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('identity_provider')
+        .addColumn('internal_id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('alias', 'text', (c) => c.notNull())
+        .addColumn('provider_id', 'text', (c) => c.notNull())
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('display_name', 'text')
+        .addColumn('representation', 'text', (c) => c.notNull())
+        .addUniqueConstraint('identity_provider_realm_alias', ['realm_id', 'alias'])
+        .execute();
+      await db.schema
+        .createTable('identity_provider_mapper')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('identity_provider_id', 'text', (c) => c.notNull().references('identity_provider.internal_id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('mapper_type', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addUniqueConstraint('identity_provider_mapper_name', ['identity_provider_id', 'name'])
+        .execute();
+      await db.schema
+        .createTable('component')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('parent_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('provider_id', 'text', (c) => c.notNull())
+        .addColumn('provider_type', 'text', (c) => c.notNull())
+        .addColumn('sub_type', 'text')
+        .addColumn('config', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('component_realm_parent_type').on('component').columns(['realm_id', 'parent_id', 'provider_type']).execute();
+    },
+  },
   // The user search's prefix and exact forms (storage/users.ts, Keycloak's `search` syntax) from indexes. SQLite
   // compares ranges of username and email on the indexes it has, and of the names on lower() indexes; PostgreSQL
   // answers LIKE 'prefix%' only from text_pattern_ops indexes (whatever the database's collation).

@@ -350,6 +350,40 @@ export interface ClientScopeRoleTable {
   role_id: string;
 }
 
+export interface IdentityProviderTable {
+  internal_id: string;
+  realm_id: string;
+  alias: string;
+  provider_id: string;
+  enabled: Flag;
+  display_name: string | null;
+  /** JSON: the rest of Keycloak's IdentityProviderRepresentation (config, trustEmail, flows, …), kept as given. */
+  representation: string;
+}
+
+export interface IdentityProviderMapperTable {
+  id: string;
+  realm_id: string;
+  identity_provider_id: string;
+  name: string;
+  mapper_type: string;
+  /** JSON Record<string,string> */
+  config: string;
+}
+
+export interface ComponentTable {
+  id: string;
+  realm_id: string;
+  /** The realm's id, or the id of the component this one belongs to. */
+  parent_id: string;
+  name: string;
+  provider_id: string;
+  provider_type: string;
+  sub_type: string | null;
+  /** JSON Record<string,string[]> (Keycloak's MultivaluedHashMap) */
+  config: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -383,4 +417,7 @@ export interface Database {
   realm_client_scope: RealmClientScopeTable;
   client_client_scope: ClientClientScopeTable;
   client_scope_role: ClientScopeRoleTable;
+  identity_provider: IdentityProviderTable;
+  identity_provider_mapper: IdentityProviderMapperTable;
+  component: ComponentTable;
 }

@@ -90,6 +90,8 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
       const map: Record<string, string> = {};
       for (const [k, v] of entries) {
         if (k.length > 255) throw fail('an object whose keys have at most 255 characters');
+        // Assigned to a plain object, `__proto__` would replace its prototype instead of being kept: refused.
+        if (k === '__proto__') throw fail('an object without a "__proto__" key');
         // Keycloak's client attributes arrive as strings; numbers and booleans are stored as their text.
         if (typeof v === 'number' || typeof v === 'boolean') map[k] = String(v);
         else map[k] = checkString(v, 'an object of string values');
@@ -103,7 +105,9 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
       const map: Record<string, string[]> = {};
       for (const [k, v] of entries) {
         if (k.length > 255) throw fail('an object whose keys have at most 255 characters');
+        if (k === '__proto__') throw fail('an object without a "__proto__" key');
         const list = Array.isArray(v) ? v : [v];
+        if (list.length > 1000) throw fail('an object of at most 1000 values per key');
         map[k] = list.map((item) => checkString(item, 'an object of string arrays'));
       }
       return map;

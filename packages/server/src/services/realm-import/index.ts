@@ -22,3 +22,13 @@ export async function createRealmFromImport(ctx: ServerContext, parsed: RealmImp
     return realm;
   });
 }
+
+/**
+ * The import's report in the log, once per file: what is not imported, and what is kept as data without being acted
+ * on (identity providers, components: nobody signs in through them). JSON paths only, never values (no secrets).
+ */
+export function logImportReport(ctx: Pick<ServerContext, 'logger'>, realm: string | null, report: { notImported: string[]; keptAsData: string[] }, file?: string): void {
+  const where = file !== undefined ? { file, realm } : { realm };
+  if (report.notImported.length) ctx.logger.warn({ ...where, notImported: report.notImported }, 'realm import: parts of the file are not imported');
+  if (report.keptAsData.length) ctx.logger.warn({ ...where, keptAsData: report.keptAsData }, 'realm import: parts of the file are kept as data, not used for sign-in');
+}

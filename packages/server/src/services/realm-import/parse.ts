@@ -1,6 +1,15 @@
 import { parseAuthentication } from '../../admin/representations/authentication.js';
 import { parseClient, parseClientExtras } from '../../admin/representations/client.js';
 import { parseClientScope, type ClientScopeInput } from '../../admin/representations/client-scope.js';
+import {
+  parseIdentityProvider,
+  parseIdentityProviderMapper,
+  parseImportedComponents,
+  type IdentityProviderInput,
+  type IdentityProviderMapperInput,
+  KEY_PROVIDER_TYPE,
+  type ImportedComponent,
+} from '../../admin/representations/federation.js';
 import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
 import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
 import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
@@ -8,7 +17,7 @@ import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
 import { parseUser, type UserInput } from '../../admin/representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
-import { badRequest } from '../../model/errors.js';
+import { badRequest, conflict } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
 import type { ClientExtras } from '../clients.js';
 
@@ -36,8 +45,17 @@ export interface RealmImport {
   authentication: FlowImport;
   /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
   scopeMappings: ImportedScopeMapping[];
+  /** Keycloak's `identityProviders`, their `identityProviderMappers` and `components`: kept as data, not acted on. */
+  identityProviders: IdentityProviderInput[];
+  identityProviderMappers: (IdentityProviderMapperInput & { path: string })[];
+  components: ImportedComponent[];
   /** JSON paths of what the export holds and this server does not import (reported, never dropped silently). */
   notImported: string[];
+  /**
+   * JSON paths of what is imported and kept (exported again, shown by the admin API) but not acted on: identity
+   * providers and components (user federation, …). Nobody signs in through them; reported like `notImported`.
+   */
+  keptAsData: string[];
 }
 
 /**
@@ -46,8 +64,7 @@ export interface RealmImport {
  */
 const NOT_IMPORTED = {
   realm: [
-    'identityProviders',
-    'identityProviderMappers', 'components', 'userFederationProviders', 'userFederationMappers', 'federatedUsers',
+    'userFederationProviders', 'userFederationMappers', 'federatedUsers',
     'localizationTexts', 'requiredCredentials',
   ],
   client: ['authorizationSettings', 'authenticationFlowBindingOverrides'],
@@ -189,8 +206,38 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const authentication = parseAuthentication(rep, onUnknown);
   const scopeMappings = parseScopeMappings(rep);
   notImported.push(...notImportedParts(rep));
+  const federation = parseFederation(rep, onUnknown);
+  notImported.push(...federation.notImported);
   return {
     settings, realmRoles, clientRoles, clients, clientScopes, ...given('defaultDefaultClientScopes'), ...given('defaultOptionalClientScopes'),
-    users, groups, defaultGroups, organizations, authentication, scopeMappings, notImported,
+    users, groups, defaultGroups, organizations, authentication, scopeMappings, ...federation, notImported,
   };
+}
+
+/**
+ * Identity providers, their mappers and components of a realm file, kept as data. Key providers are not: the realm
+ * gets the server's own signing keys (a file's private keys are not taken), so they are named in `notImported`.
+ */
+function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string) => void) {
+  const keptAsData: string[] = [];
+  const notImported: string[] = [];
+  const identityProviders = asArray(rep.identityProviders, 'realm.identityProviders').map((p, i) => parseIdentityProvider(p, `realm.identityProviders[${i}]`, onUnknown));
+  const aliases = new Set<string>();
+  for (const [i, p] of identityProviders.entries()) {
+    if (aliases.has(p.alias)) throw conflict(`realm.identityProviders[${i}].alias: "${p.alias}" is named twice`, 'alias');
+    aliases.add(p.alias);
+  }
+  const identityProviderMappers = asArray(rep.identityProviderMappers, 'realm.identityProviderMappers').map((m, i) => {
+    const path = `realm.identityProviderMappers[${i}]`;
+    const mapper = parseIdentityProviderMapper(m, path, onUnknown);
+    if (!aliases.has(mapper.identityProviderAlias)) throw badRequest(`${path}.identityProviderAlias: no identity provider "${mapper.identityProviderAlias}" in this file`, 'identityProviderAlias');
+    return { ...mapper, path };
+  });
+  const all = parseImportedComponents(rep.components, 'realm.components', onUnknown);
+  const components = all.filter((c) => c.providerType !== KEY_PROVIDER_TYPE);
+  if (all.length !== components.length) notImported.push(`realm.components["${KEY_PROVIDER_TYPE}"] (the realm gets its own signing keys)`);
+  if (identityProviders.length) keptAsData.push('realm.identityProviders');
+  if (identityProviderMappers.length) keptAsData.push('realm.identityProviderMappers');
+  for (const type of new Set(components.map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
+  return { identityProviders, identityProviderMappers, components, keptAsData, notImported };
 }

@@ -7,7 +7,7 @@ import { parseRealmImport, type RealmImport } from './parse.js';
 import { importRealmContents } from './write.js';
 
 export type IfResourceExists = 'FAIL' | 'SKIP' | 'OVERWRITE';
-type ResourceType = 'USER' | 'CLIENT' | 'REALM_ROLE' | 'CLIENT_ROLE';
+type ResourceType = 'USER' | 'CLIENT' | 'REALM_ROLE' | 'CLIENT_ROLE' | 'IDP';
 
 export interface PartialImportResult {
   action: 'ADDED' | 'SKIPPED' | 'OVERWRITTEN';
@@ -23,6 +23,8 @@ export interface PartialImportResults {
   skipped: number;
   results: PartialImportResult[];
   notImported: string[];
+  /** What is imported as data and not acted on (identity providers): see RealmImport.keptAsData. */
+  keptAsData: string[];
 }
 
 /**
@@ -43,7 +45,7 @@ export interface PartialImportGuard {
 /** The clients every realm is given: an import never replaces them (their roles hold the realm's administration). */
 const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', SECURITY_ADMIN_CONSOLE, REALM_MANAGEMENT]);
 
-const PARTIAL_IMPORT_FIELDS = new Set(['ifResourceExists', 'policy', 'users', 'clients', 'roles', 'groups', 'identityProviders']);
+const PARTIAL_IMPORT_FIELDS = new Set(['ifResourceExists', 'policy', 'users', 'clients', 'roles', 'groups', 'identityProviders', 'identityProviderMappers']);
 
 /** Reads `POST …/partialImport`'s body: Keycloak's PartialImportRepresentation. */
 export function parsePartialImport(body: unknown, realm: Realm): { policy: IfResourceExists; data: RealmImport } {
@@ -51,12 +53,12 @@ export function parsePartialImport(body: unknown, realm: Realm): { policy: IfRes
   for (const key of Object.keys(body)) {
     if (!PARTIAL_IMPORT_FIELDS.has(key)) throw badRequest(`partialImport.${key}: unrecognized field`, key);
   }
-  const { ifResourceExists = 'FAIL', users, clients, roles, groups, identityProviders } = body as Record<string, unknown>;
+  const { ifResourceExists = 'FAIL', users, clients, roles, groups, identityProviders, identityProviderMappers } = body as Record<string, unknown>;
   if (ifResourceExists !== 'FAIL' && ifResourceExists !== 'SKIP' && ifResourceExists !== 'OVERWRITE') {
     throw badRequest('partialImport.ifResourceExists: must be FAIL, SKIP or OVERWRITE', 'ifResourceExists');
   }
   // The resources Keycloak's partial import takes, read by the realm-file parser under the realm's own name.
-  const data = parseRealmImport({ realm: realm.name, users, clients, roles, groups, identityProviders }, () => true, () => {});
+  const data = parseRealmImport({ realm: realm.name, users, clients, roles, groups, identityProviders, identityProviderMappers }, () => true, () => {});
   return { policy: ifResourceExists, data };
 }
 
@@ -87,7 +89,7 @@ export async function partialImport(
   /** Whether to write the resource: true for a new one and one to overwrite; FAIL throws. */
   const decide = (type: ResourceType, name: string, existingId: string | null, keep = false): boolean => {
     if (existingId === null) return true;
-    if (policy === 'FAIL') throw conflict(`${type === 'USER' ? 'User' : type === 'CLIENT' ? 'Client' : 'Role'} '${name}' already exists`);
+    if (policy === 'FAIL') throw conflict(`${type === 'USER' ? 'User' : type === 'CLIENT' ? 'Client' : type === 'IDP' ? 'Identity Provider' : 'Role'} '${name}' already exists`);
     const overwrite = policy === 'OVERWRITE' && !keep;
     results.push({ action: overwrite ? 'OVERWRITTEN' : 'SKIPPED', resourceType: type, resourceName: name, id: existingId });
     return overwrite;
@@ -140,6 +142,17 @@ export async function partialImport(
     users.push(user);
   }
 
+  // Identity providers (kept as data); one overwritten goes with its mappers, the file's mappers come with it.
+  const providersToRemove: string[] = [];
+  const identityProviders: RealmImport['identityProviders'] = [];
+  for (const provider of data.identityProviders) {
+    const existing = await storage.federation.providerByAlias(realm.id, provider.alias);
+    if (!decide('IDP', provider.alias, existing?.internalId ?? null)) continue;
+    if (existing) providersToRemove.push(existing.internalId);
+    identityProviders.push(provider);
+  }
+  const identityProviderMappers = data.identityProviderMappers.filter((m) => identityProviders.some((p) => p.alias === m.identityProviderAlias));
+
   // The caller's checks, on every existing role the plan writes or hands out.
   const existingRole = async (containerClientId: string | null, name: string): Promise<Role | null> => {
     const containerId = containerClientId === null ? realm.id : existingClients.get(containerClientId)?.id;
@@ -174,7 +187,11 @@ export async function partialImport(
       await trx.deleteFrom('role_composite').where('parent_id', '=', role.id).execute();
     }
     for (const id of usersToRemove) await storage.users.delete(id, trx);
-    const writes = { ...data, clients, realmRoles, clientRoles, users, groups: [], defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [] };
+    for (const id of providersToRemove) await storage.federation.deleteProvider(id, trx);
+    const writes = {
+      ...data, clients, realmRoles, clientRoles, users, groups: [], defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [],
+      identityProviders, identityProviderMappers, components: [],
+    };
     await importRealmContents(ctx, realm, writes, trx);
   });
 
@@ -185,6 +202,7 @@ export async function partialImport(
   for (const role of realmRoles) added('REALM_ROLE', role.name);
   for (const [clientId, roles] of Object.entries(clientRoles)) for (const role of roles) added('CLIENT_ROLE', `${clientId}/${role.name}`);
   for (const user of users) if (!user.serviceAccountOf) added('USER', (user.username ?? '').toLowerCase());
+  for (const provider of identityProviders) added('IDP', provider.alias);
   const count = (action: PartialImportResult['action']) => results.filter((r) => r.action === action).length;
-  return { overwritten: count('OVERWRITTEN'), added: count('ADDED'), skipped: count('SKIPPED'), results, notImported: data.notImported };
+  return { overwritten: count('OVERWRITTEN'), added: count('ADDED'), skipped: count('SKIPPED'), results, notImported: data.notImported, keptAsData: data.keptAsData };
 }

@@ -137,6 +137,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       await storage.organizations.addMember(org.id, userId, trx);
     }
   }
+  await importFederation(storage, realm, data, trx);
   if (data.clientScopes !== null) {
     const added = await addScopesOlderExportsLack(storage, realm.id, trx);
     if (added.length) ctx.logger.info({ realm: realm.name, added }, 'realm import: client scopes of later Keycloak versions added, as Keycloak migrates an older realm');
@@ -220,3 +221,39 @@ async function relinkBuiltInClient(storage: Storage, realm: Realm, clientUuid: s
   }
 }
 
+
+/**
+ * The file's identity providers, their mappers and components, kept as data (new ids; a mapper finds its provider
+ * by alias, a sub-component its parent by nesting). An alias the realm has already is a conflict naming the path.
+ */
+async function importFederation(storage: Storage, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
+  const internalIds = new Map<string, string>();
+  for (const [i, input] of data.identityProviders.entries()) {
+    const internalId = newId();
+    try {
+      await storage.federation.insertProvider({ ...input, internalId, realmId: realm.id }, trx);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`realm.identityProviders[${i}].alias: Identity Provider ${input.alias} already exists`, 'alias');
+      throw error;
+    }
+    internalIds.set(input.alias, internalId);
+  }
+  for (const { path, ...mapper } of data.identityProviderMappers) {
+    const internalId = internalIds.get(mapper.identityProviderAlias) ?? (await storage.federation.providerByAlias(realm.id, mapper.identityProviderAlias, trx))?.internalId;
+    if (!internalId) throw badRequest(`${path}.identityProviderAlias: no identity provider "${mapper.identityProviderAlias}"`, 'identityProviderAlias');
+    try {
+      await storage.federation.insertMapper(realm.id, internalId, { ...mapper, id: newId() }, trx);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`${path}.name: "${mapper.name}" is named twice for identity provider ${mapper.identityProviderAlias}`, 'name');
+      throw error;
+    }
+  }
+  const insert = async (components: RealmImport['components'], parentId: string) => {
+    for (const { subComponents, path: _path, ...component } of components) {
+      const id = newId();
+      await storage.federation.insertComponent({ ...component, id, realmId: realm.id, parentId }, trx);
+      await insert(subComponents, id);
+    }
+  };
+  await insert(data.components, realm.id);
+}

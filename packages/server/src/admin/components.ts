@@ -1,0 +1,110 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { badRequest, notFound } from '../model/errors.js';
+import type { Component, Realm } from '../model/types.js';
+import { keyProviderComponents } from './keys.js';
+import { requireRole } from './permissions.js';
+import { queryString } from './query.js';
+import { KEY_PROVIDER_TYPE, componentRep, parseComponent, unmaskConfig } from './representations/federation.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+
+type IdParams = { realm: string; id: string };
+
+const keysAreTheServers = () =>
+  badRequest('Key providers are not configurable in Realmgate: the server generates and rotates its own RS256 signing keys', 'providerType');
+
+/**
+ * Keycloak's components resource (`/components`): user storage (LDAP), client registration policies and the other
+ * component types of a realm file are kept as data, exported back, and not run (README). The realm's signing keys
+ * are listed as key-provider components (admin/keys.ts), read-only. Reading needs view-realm, writing
+ * manage-realm, as Keycloak's. Secret config values are answered as `**********`; a PUT sending the mask keeps them.
+ */
+export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const find = async (realm: Realm, rawId: string): Promise<{ component: Component; key: boolean }> => {
+    const id = pathId(rawId, 'Component');
+    const stored = await ctx.storage.federation.component(realm.id, id);
+    if (stored) return { component: stored, key: false };
+    const key = (await keyProviderComponents(ctx, realm)).find((c) => c.id === id);
+    if (key) return { component: key, key: true };
+    throw notFound('Could not find component');
+  };
+  // A parent is the realm or one of its stored components (not a key, which has none under it).
+  const checkParent = async (realm: Realm, parentId: string) => {
+    if (parentId === realm.id) return;
+    const ok = /^[0-9a-f-]{36}$/i.test(parentId) && (await ctx.storage.federation.component(realm.id, parentId.toLowerCase())) !== null;
+    if (!ok) throw badRequest('component.parentId: names neither this realm nor one of its components', 'parentId');
+  };
+
+  app.get('/realms/:realm/components', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-realm');
+    const parent = queryString(request.query, 'parent');
+    const type = queryString(request.query, 'type');
+    const name = queryString(request.query, 'name');
+    // Keycloak's query: all of the realm's components, those under `parent`, or those of `type` under `parent` (the realm by default).
+    const parentId = type !== undefined ? (parent ?? realm.id) : parent;
+    const stored = await ctx.storage.federation.components(realm.id, { parentId, providerType: type, name });
+    const keys = (await keyProviderComponents(ctx, realm)).filter(
+      (c) => (parentId === undefined || parentId === c.parentId) && (type === undefined || type === c.providerType) && (name === undefined || name === c.name),
+    );
+    return [...keys, ...stored].map((c) => componentRep(c));
+  });
+
+  app.post('/realms/:realm/components', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-realm');
+    const input = parseComponent(request.body);
+    if (input.providerType === undefined) throw badRequest('component.providerType: is required', 'providerType');
+    if (input.providerType === KEY_PROVIDER_TYPE) throw keysAreTheServers();
+    const component: Component = { ...input, id: newId(), realmId: realm.id, parentId: input.parentId ?? realm.id, providerType: input.providerType };
+    await checkParent(realm, component.parentId);
+    await ctx.storage.federation.insertComponent(component);
+    ctx.logger.warn({ realm: realm.name, providerType: component.providerType, providerId: component.providerId }, 'component stored as data: Realmgate does not run it');
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'COMPONENT', `components/${component.id}`, componentRep(component));
+    return reply.code(201).header('location', locationOf(ctx, request, component.id)).send();
+  });
+
+  app.get('/realms/:realm/components/:id', async (request: AdminRequest<IdParams>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-realm');
+    return componentRep((await find(realm, request.params.id)).component);
+  });
+
+  app.put('/realms/:realm/components/:id', async (request: AdminRequest<IdParams>, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-realm');
+    const { component, key } = await find(realm, request.params.id);
+    if (key) throw keysAreTheServers();
+    const input = parseComponent(request.body);
+    if (input.providerType === KEY_PROVIDER_TYPE) throw keysAreTheServers();
+    const updated: Component = { ...component, ...input, providerType: input.providerType ?? component.providerType, parentId: input.parentId ?? component.parentId, config: unmaskConfig(input.config, component.config) };
+    // Under itself or one of its own sub-components, it would hang from nothing (and its subtree would be a cycle).
+    if ((await ctx.storage.federation.subtree(realm.id, component.id)).includes(updated.parentId.toLowerCase())) {
+      throw badRequest('component.parentId: a component is not under itself or its own sub-components', 'parentId');
+    }
+    await checkParent(realm, updated.parentId);
+    await ctx.storage.federation.updateComponent(updated);
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'COMPONENT', `components/${component.id}`, componentRep(updated));
+    return reply.code(204).send();
+  });
+
+  app.delete('/realms/:realm/components/:id', async (request: AdminRequest<IdParams>, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-realm');
+    const { component, key } = await find(realm, request.params.id);
+    if (key) throw keysAreTheServers();
+    await ctx.storage.federation.deleteComponent(realm.id, component.id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'COMPONENT', `components/${component.id}`);
+    return reply.code(204).send();
+  });
+
+  // No component types can be added under any component here (Realmgate has no component providers).
+  app.get('/realms/:realm/components/:id/sub-component-types', async (request: AdminRequest<IdParams>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-realm');
+    await find(realm, request.params.id);
+    queryString(request.query, 'type');
+    return [];
+  });
+}

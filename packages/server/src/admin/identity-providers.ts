@@ -1,0 +1,171 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { newId } from '../credentials/index.js';
+import { badRequest, conflict, notFound } from '../model/errors.js';
+import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
+import { isUniqueViolation } from '../storage/index.js';
+import { requireRole, requireViewIdentityProviders } from './permissions.js';
+import { queryBool, queryInt, queryString } from './query.js';
+import {
+  identityProviderMapperRep,
+  identityProviderRep,
+  parseIdentityProvider,
+  parseIdentityProviderMapper,
+  unmaskConfig,
+} from './representations/federation.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+
+type AliasParams = { realm: string; alias: string };
+type MapperParams = AliasParams & { id: string };
+
+const taken = (alias: string) => conflict(`Identity Provider ${alias} already exists`, 'alias');
+
+/**
+ * Keycloak's identity-provider resource (`/identity-provider/instances`, each provider's mappers): the providers
+ * are kept as data, exported and imported with the realm, and nobody signs in through them (README). Reading needs
+ * view-identity-providers (or view-realm), writing manage-identity-providers, as Keycloak's. Secrets in a config
+ * (`clientSecret`) are answered as `**********`; a PUT that sends the mask back keeps the stored secret.
+ */
+export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  // The caller's role is checked before the provider is looked up: who may not read providers learns nothing of their aliases.
+  const load = async (request: AdminRequest<AliasParams>, write: boolean) => {
+    const realm = await targetRealm(ctx, request);
+    if (write) requireRole(callerOf(request), realm, 'manage-identity-providers');
+    else requireViewIdentityProviders(callerOf(request), realm);
+    const alias = request.params.alias;
+    const provider = alias.length <= 255 && !alias.includes('\u0000') ? await ctx.storage.federation.providerByAlias(realm.id, alias) : null;
+    if (!provider) throw notFound('Could not find identity provider');
+    return { realm, provider };
+  };
+  const inert = (realm: Realm, alias: string) =>
+    ctx.logger.warn({ realm: realm.name, alias }, 'identity provider stored as data: Realmgate does not sign users in through identity providers');
+
+  app.get('/realms/:realm/identity-provider/instances', async (request: AdminRequest) => {
+    const realm = await targetRealm(ctx, request);
+    requireViewIdentityProviders(callerOf(request), realm);
+    const q = request.query;
+    const brief = queryBool(q, 'briefRepresentation') ?? false;
+    const providers = await ctx.storage.federation.providers(realm.id, {
+      search: queryString(q, 'search'),
+      realmOnly: queryBool(q, 'realmOnly') ?? false,
+      first: queryInt(q, 'first', 0, Number.MAX_SAFE_INTEGER)!,
+      max: queryInt(q, 'max', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)!,
+    });
+    return providers.map((p) => {
+      const rep = identityProviderRep(p);
+      if (!brief) return rep;
+      return { alias: rep.alias, displayName: rep.displayName, internalId: rep.internalId, providerId: rep.providerId, enabled: rep.enabled, config: {} };
+    });
+  });
+
+  app.post('/realms/:realm/identity-provider/instances', async (request: AdminRequest, reply) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-identity-providers');
+    const provider: IdentityProvider = { ...parseIdentityProvider(request.body), internalId: newId(), realmId: realm.id };
+    try {
+      await ctx.storage.federation.insertProvider(provider);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw taken(provider.alias);
+      throw error;
+    }
+    inert(realm, provider.alias);
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'IDENTITY_PROVIDER', `identity-provider/instances/${provider.alias}`, identityProviderRep(provider));
+    return reply.code(201).header('location', locationOf(ctx, request, provider.alias)).send();
+  });
+
+  app.get('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>) => {
+    const { provider } = await load(request, false);
+    return identityProviderRep(provider);
+  });
+
+  app.put('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>, reply) => {
+    const { realm, provider } = await load(request, true);
+    const body = request.body as { internalId?: unknown } | null;
+    if (body && typeof body === 'object' && body.internalId !== undefined && body.internalId !== null && body.internalId !== provider.internalId) {
+      throw badRequest('identityProvider.internalId: does not match the identity provider in the path', 'internalId');
+    }
+    const input = parseIdentityProvider(request.body);
+    const updated: IdentityProvider = { ...provider, ...input, config: unmaskConfig(input.config, provider.config) };
+    try {
+      await ctx.storage.federation.updateProvider(updated);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw taken(updated.alias);
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'IDENTITY_PROVIDER', `identity-provider/instances/${updated.alias}`, identityProviderRep(updated));
+    return reply.code(204).send();
+  });
+
+  app.delete('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>, reply) => {
+    const { realm, provider } = await load(request, true);
+    await ctx.storage.federation.deleteProvider(provider.internalId);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'IDENTITY_PROVIDER', `identity-provider/instances/${provider.alias}`);
+    return reply.code(204).send();
+  });
+
+  // No mapper types: Realmgate runs no identity-provider mapper (the console's "Add mapper" offers none).
+  app.get('/realms/:realm/identity-provider/instances/:alias/mapper-types', async (request: AdminRequest<AliasParams>) => {
+    await load(request, false);
+    return {};
+  });
+
+  app.get('/realms/:realm/identity-provider/instances/:alias/mappers', async (request: AdminRequest<AliasParams>) => {
+    const { realm, provider } = await load(request, false);
+    return (await ctx.storage.federation.mappers(realm.id, provider.internalId)).map((m) => identityProviderMapperRep(m));
+  });
+
+  const loadMapper = async (request: AdminRequest<MapperParams>, write: boolean) => {
+    const { realm, provider } = await load(request, write);
+    const id = pathId(request.params.id, 'Mapper');
+    const mapper = (await ctx.storage.federation.mappers(realm.id, provider.internalId)).find((m) => m.id === id);
+    if (!mapper) throw notFound('Model not found');
+    return { realm, provider, mapper };
+  };
+  const mapperTaken = (name: string) => conflict(`Identity provider mapper ${name} already exists`, 'name');
+
+  app.post('/realms/:realm/identity-provider/instances/:alias/mappers', async (request: AdminRequest<AliasParams>, reply) => {
+    const { realm, provider } = await load(request, true);
+    const input = parseIdentityProviderMapper(request.body);
+    if (input.identityProviderAlias && input.identityProviderAlias !== provider.alias) {
+      throw badRequest('identityProviderMapper.identityProviderAlias: does not match the identity provider in the path', 'identityProviderAlias');
+    }
+    const mapper: IdentityProviderMapper = { ...input, id: newId(), identityProviderAlias: provider.alias };
+    try {
+      await ctx.storage.federation.insertMapper(realm.id, provider.internalId, mapper);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw mapperTaken(mapper.name);
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'IDENTITY_PROVIDER_MAPPER', `identity-provider/instances/${provider.alias}/mappers/${mapper.id}`, identityProviderMapperRep(mapper));
+    return reply.code(201).header('location', locationOf(ctx, request, mapper.id)).send();
+  });
+
+  app.get('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>) => {
+    const { mapper } = await loadMapper(request, false);
+    return identityProviderMapperRep(mapper);
+  });
+
+  app.put('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>, reply) => {
+    const { realm, provider, mapper } = await loadMapper(request, true);
+    const input = parseIdentityProviderMapper(request.body);
+    if (input.identityProviderAlias && input.identityProviderAlias !== provider.alias) {
+      throw badRequest('identityProviderMapper.identityProviderAlias: does not match the identity provider in the path', 'identityProviderAlias');
+    }
+    const updated: IdentityProviderMapper = { ...mapper, ...input, identityProviderAlias: provider.alias, config: unmaskConfig(input.config, mapper.config) };
+    try {
+      await ctx.storage.federation.updateMapper(provider.internalId, updated);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw mapperTaken(updated.name);
+      throw error;
+    }
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'IDENTITY_PROVIDER_MAPPER', `identity-provider/instances/${provider.alias}/mappers/${mapper.id}`, identityProviderMapperRep(updated));
+    return reply.code(204).send();
+  });
+
+  app.delete('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>, reply) => {
+    const { realm, provider, mapper } = await loadMapper(request, true);
+    await ctx.storage.federation.deleteMapper(provider.internalId, mapper.id);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'IDENTITY_PROVIDER_MAPPER', `identity-provider/instances/${provider.alias}/mappers/${mapper.id}`);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,183 @@
+import type { Selectable } from 'kysely';
+import type { Component, IdentityProvider, IdentityProviderMapper } from '../model/types.js';
+import type { Db } from './db.js';
+import type { ComponentTable, IdentityProviderTable } from './schema.js';
+import { bool, escapeLike, flag, fromJson, toJson } from './codec.js';
+import { sql, type SqlBool } from 'kysely';
+
+function toProvider(row: Selectable<IdentityProviderTable>): IdentityProvider {
+  const { config, ...rest } = fromJson<Record<string, unknown>>(row.representation, {});
+  return {
+    internalId: row.internal_id,
+    realmId: row.realm_id,
+    alias: row.alias,
+    providerId: row.provider_id,
+    enabled: bool(row.enabled),
+    displayName: row.display_name,
+    config: (config ?? {}) as Record<string, string>,
+    rest,
+  };
+}
+
+function toComponent(row: Selectable<ComponentTable>): Component {
+  return {
+    id: row.id,
+    realmId: row.realm_id,
+    parentId: row.parent_id,
+    name: row.name,
+    providerId: row.provider_id,
+    providerType: row.provider_type,
+    subType: row.sub_type,
+    config: fromJson(row.config, {}),
+  };
+}
+
+const providerRow = (p: IdentityProvider) => ({
+  alias: p.alias,
+  provider_id: p.providerId,
+  enabled: flag(p.enabled),
+  display_name: p.displayName,
+  representation: toJson({ ...p.rest, config: p.config }),
+});
+
+export interface IdentityProviderQuery {
+  /** Keycloak's `search`: a substring of the alias (case-insensitive), `"x"` exactly, `x*` a prefix. */
+  search?: string;
+  realmOnly?: boolean;
+  first: number;
+  max: number;
+}
+
+/**
+ * Identity providers with their mappers, and components, of a realm: kept as data (issue 16: what this server does
+ * not act on is stored and exported back, never dropped). Listed by alias / name.
+ */
+export class FederationRepository {
+  constructor(private readonly db: Db) {}
+
+  // Identity providers ---------------------------------------------------------------------------------------
+
+  async providers(realmId: string, query: IdentityProviderQuery = { first: 0, max: Number.MAX_SAFE_INTEGER }, db: Db = this.db): Promise<IdentityProvider[]> {
+    let q = db.selectFrom('identity_provider').selectAll().where('realm_id', '=', realmId);
+    const search = query.search?.trim();
+    if (search) {
+      const exact = /^".*"$/.test(search);
+      const pattern = exact ? search.slice(1, -1) : search.endsWith('*') ? `${escapeLike(search.slice(0, -1).toLowerCase())}%` : `%${escapeLike(search.toLowerCase())}%`;
+      q = exact ? q.where('alias', '=', pattern) : q.where(sql<SqlBool>`lower(alias) like ${pattern} escape '\\'`);
+    }
+    const rows = await q.orderBy('alias').execute();
+    const all = rows.map(toProvider).filter((p) => !query.realmOnly || p.rest.organizationId === undefined || p.rest.organizationId === null);
+    return all.slice(query.first, query.first + query.max);
+  }
+
+  async providerByAlias(realmId: string, alias: string, db: Db = this.db): Promise<IdentityProvider | null> {
+    const row = await db.selectFrom('identity_provider').selectAll().where('realm_id', '=', realmId).where('alias', '=', alias).executeTakeFirst();
+    return row ? toProvider(row) : null;
+  }
+
+  /** A duplicate alias is a unique violation. */
+  async insertProvider(provider: IdentityProvider, db: Db = this.db): Promise<void> {
+    await db.insertInto('identity_provider').values({ internal_id: provider.internalId, realm_id: provider.realmId, ...providerRow(provider) }).execute();
+  }
+
+  async updateProvider(provider: IdentityProvider, db: Db = this.db): Promise<void> {
+    await db.updateTable('identity_provider').set(providerRow(provider)).where('internal_id', '=', provider.internalId).execute();
+  }
+
+  /** Deletes the provider and its mappers. */
+  async deleteProvider(internalId: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('identity_provider').where('internal_id', '=', internalId).execute();
+  }
+
+  /** The realm's identity-provider mappers (of one provider when `internalId` is given), by provider alias then name. */
+  async mappers(realmId: string, internalId?: string, db: Db = this.db): Promise<IdentityProviderMapper[]> {
+    let q = db
+      .selectFrom('identity_provider_mapper as m')
+      .innerJoin('identity_provider as p', 'p.internal_id', 'm.identity_provider_id')
+      .select(['m.id', 'm.name', 'm.mapper_type', 'm.config', 'p.alias'])
+      .where('m.realm_id', '=', realmId);
+    if (internalId !== undefined) q = q.where('m.identity_provider_id', '=', internalId);
+    const rows = await q.orderBy('p.alias').orderBy('m.name').execute();
+    return rows.map((r) => ({ id: r.id, name: r.name, identityProviderAlias: r.alias, identityProviderMapper: r.mapper_type, config: fromJson(r.config, {}) }));
+  }
+
+  /** A duplicate name under one provider is a unique violation. */
+  async insertMapper(realmId: string, internalId: string, mapper: IdentityProviderMapper, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('identity_provider_mapper')
+      .values({ id: mapper.id, realm_id: realmId, identity_provider_id: internalId, name: mapper.name, mapper_type: mapper.identityProviderMapper, config: toJson(mapper.config) })
+      .execute();
+  }
+
+  async updateMapper(internalId: string, mapper: IdentityProviderMapper, db: Db = this.db): Promise<void> {
+    await db
+      .updateTable('identity_provider_mapper')
+      .set({ name: mapper.name, mapper_type: mapper.identityProviderMapper, config: toJson(mapper.config) })
+      .where('identity_provider_id', '=', internalId)
+      .where('id', '=', mapper.id)
+      .execute();
+  }
+
+  async deleteMapper(internalId: string, id: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('identity_provider_mapper').where('identity_provider_id', '=', internalId).where('id', '=', id).execute();
+  }
+
+  // Components ----------------------------------------------------------------------------------------------
+
+  /** Keycloak's component query: by parent, by type (under `parent`), or every component of the realm. */
+  async components(realmId: string, filter: { parentId?: string; providerType?: string; name?: string } = {}, db: Db = this.db): Promise<Component[]> {
+    let q = db.selectFrom('component').selectAll().where('realm_id', '=', realmId);
+    if (filter.parentId !== undefined) q = q.where('parent_id', '=', filter.parentId);
+    if (filter.providerType !== undefined) q = q.where('provider_type', '=', filter.providerType);
+    if (filter.name !== undefined) q = q.where('name', '=', filter.name);
+    return (await q.orderBy('name').orderBy('id').execute()).map(toComponent);
+  }
+
+  async component(realmId: string, id: string, db: Db = this.db): Promise<Component | null> {
+    const row = await db.selectFrom('component').selectAll().where('realm_id', '=', realmId).where('id', '=', id).executeTakeFirst();
+    return row ? toComponent(row) : null;
+  }
+
+  async insertComponent(component: Component, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('component')
+      .values({
+        id: component.id,
+        realm_id: component.realmId,
+        parent_id: component.parentId,
+        name: component.name,
+        provider_id: component.providerId,
+        provider_type: component.providerType,
+        sub_type: component.subType,
+        config: toJson(component.config),
+      })
+      .execute();
+  }
+
+  async updateComponent(component: Component, db: Db = this.db): Promise<void> {
+    await db
+      .updateTable('component')
+      .set({ parent_id: component.parentId, name: component.name, provider_id: component.providerId, provider_type: component.providerType, sub_type: component.subType, config: toJson(component.config) })
+      .where('id', '=', component.id)
+      .execute();
+  }
+
+  /** The component's id and those of every component under it, at any depth. */
+  async subtree(realmId: string, id: string, db: Db = this.db): Promise<string[]> {
+    const ids = [id];
+    const seen = new Set(ids);
+    for (let i = 0; i < ids.length; i++) {
+      for (const row of await db.selectFrom('component').select('id').where('realm_id', '=', realmId).where('parent_id', '=', ids[i]).execute()) {
+        if (!seen.has(row.id)) ids.push(row.id);
+        seen.add(row.id);
+      }
+    }
+    return ids;
+  }
+
+  /** Deletes the component and, as Keycloak does, the components under it (at any depth). */
+  async deleteComponent(realmId: string, id: string, db: Db = this.db): Promise<void> {
+    const ids = await this.subtree(realmId, id, db);
+    for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('component').where('realm_id', '=', realmId).where('id', 'in', ids.slice(i, i + 500)).execute();
+  }
+}
