@@ -69,10 +69,29 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   // The required actions this server carries out (Keycloak's aliases, names and priorities), all enabled; the user
   // form of the admin console offers them. They are fixed: no registering, disabling or reordering here.
-  app.get(`${base}/required-actions`, async (request) => {
-    await realmFor(request, false);
+  const requiredActions = () => {
     const names: Record<(typeof SUPPORTED_REQUIRED_ACTIONS)[number], [string, number]> = { CONFIGURE_TOTP: ['Configure OTP', 10], UPDATE_PASSWORD: ['Update Password', 30], UPDATE_PROFILE: ['Update Profile', 40], VERIFY_EMAIL: ['Verify Email', 50] };
     return SUPPORTED_REQUIRED_ACTIONS.map((alias) => ({ alias, name: names[alias][0], providerId: alias, enabled: true, defaultAction: false, priority: names[alias][1], config: {} }));
+  };
+  app.get(`${base}/required-actions`, async (request) => {
+    await realmFor(request, false);
+    return requiredActions();
+  });
+  app.get(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>) => {
+    await realmFor(request, false);
+    const action = requiredActions().find((a) => a.alias === request.params.alias);
+    if (!action) throw notFound('Failed to find required action');
+    return action;
+  });
+  // Every required-action provider of this server is registered in every realm: none is left to register.
+  app.get(`${base}/unregistered-required-actions`, async (request) => {
+    await realmFor(request, false);
+    return [];
+  });
+  // The console's Required actions tab: the realm's required actions, and whether each has settings (none has here).
+  app.get('/realms/:realm/ui-ext/authentication-management/required-actions', async (request) => {
+    await realmFor(request, false);
+    return requiredActions().map((action) => ({ ...action, configurable: false }));
   });
 
   // The admin console's flow list: each top-level flow and what uses it (a realm binding), as Keycloak's ui-ext.
