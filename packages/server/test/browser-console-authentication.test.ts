@@ -109,6 +109,31 @@ describe('the Authentication pages load with no failed request', () => {
     expect(await page().getByText('Registration flow').count()).toBeGreaterThan(0);
   });
 
+  it('a custom flow: the Add execution, Add sub-flow and + → Add step / condition dialogs list their providers', async () => {
+    await kc.authenticationManagement.createFlow({ alias: 'dialogs', description: 'for the dialogs', providerId: 'basic-flow', topLevel: true, builtIn: false });
+    await kc.authenticationManagement.addFlowToFlow({ flow: 'dialogs', alias: 'inner', description: '', provider: 'registration-page-form', type: 'basic-flow' });
+    const id = await flowId('dialogs');
+    expect(await session.open(`${REALM}/authentication/${id}/notInUse`, 'flow-dialogs', step('inner'))).toEqual([]);
+    await page().getByTestId('addStep').click();
+    await page().getByRole('dialog').getByText('Proof of Work', { exact: true }).waitFor({ timeout: 30_000 });
+    await screenshot(page(), 'authentication-add-execution-dialog');
+    expect(answered(`GET /admin/realms/${REALM}/authentication/authenticator-providers 200`)).toBe(true);
+    await page().getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    await page().getByTestId('addSubFlow').click();
+    await page().getByRole('dialog').waitFor();
+    await screenshot(page(), 'authentication-add-sub-flow-dialog');
+    await page().getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    await row('inner').getByRole('button', { name: 'Add' }).click();
+    await page().getByRole('menuitem', { name: 'Add condition' }).click();
+    await page().getByRole('dialog').getByText('Condition - user configured', { exact: true }).waitFor({ timeout: 30_000 });
+    await screenshot(page(), 'authentication-add-condition-dialog');
+    // Added through the dialog: it is in the flow, over the wire.
+    await page().getByTestId('conditional-user-configured').check();
+    expect(await confirmWith('Add', 'POST', /\/flows\/inner\/executions\/execution$/)).toBe(201);
+    expect((await executionsOf('dialogs')).map((e) => e.providerId)).toContain('conditional-user-configured');
+    expect(session.problems).toEqual([]);
+  });
+
   it('a flow in table view and in diagram view', async () => {
     const id = await flowId('browser');
     expect(await session.open(`${REALM}/authentication/${id}/DEFAULT/builtIn`, 'authentication-flow-table', step('Cookie'))).toEqual([]);
@@ -122,6 +147,28 @@ describe('the Authentication pages load with no failed request', () => {
     expect(await session.open(`${REALM}/authentication/required-actions`, 'authentication-required-actions', visible('Configure OTP'))).toEqual([]);
     expect(answered(`GET /admin/realms/${REALM}/ui-ext/authentication-management/required-actions 200`)).toBe(true);
     expect(answered(`GET /admin/realms/${REALM}/authentication/unregistered-required-actions 200`)).toBe(true);
+  });
+
+  it('the Required actions tab: switching an action off, making one a default action, each saved', async () => {
+    expect(await session.open(`${REALM}/authentication/required-actions`, 'required-actions-before', visible('Update Profile'))).toEqual([]);
+    const put = (alias: string) => page().waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname.endsWith(`/required-actions/${alias}`));
+    // A row's first switch is "Enabled", its second "Set as default action" (their inputs are hidden; the toggles are what one clicks).
+    const switches = (name: string) => page().locator('tr').filter({ hasText: name }).locator('.pf-v5-c-switch__toggle');
+    const [off] = await Promise.all([put('CONFIGURE_TOTP'), switches('Configure OTP').first().click()]);
+    expect(off.status()).toBe(204);
+    await session.settled();
+    const [defaulted] = await Promise.all([put('UPDATE_PROFILE'), switches('Update Profile').nth(1).click()]);
+    expect(defaulted.status()).toBe(204);
+    await session.ready('required-actions-after', visible('Updated required action successfully'));
+    const actions = await kc.authenticationManagement.getRequiredActions();
+    expect(actions.find((a) => a.alias === 'CONFIGURE_TOTP')).toMatchObject({ enabled: false });
+    expect(actions.find((a) => a.alias === 'UPDATE_PROFILE')).toMatchObject({ enabled: true, defaultAction: true });
+    expect(session.problems).toEqual([]);
+    // Back as they were, so the scenarios below register users without a pending action.
+    for (const alias of ['CONFIGURE_TOTP', 'UPDATE_PROFILE']) {
+      const action = actions.find((a) => a.alias === alias)!;
+      await kc.authenticationManagement.updateRequiredAction({ alias }, { ...action, enabled: true, defaultAction: false });
+    }
   });
 
   it('the Policies tab: a password policy added and saved is the realm’s policy', async () => {

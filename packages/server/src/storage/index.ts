@@ -16,7 +16,7 @@ export type { Db, OpenDatabaseOptions } from './db.js';
 export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
 export type { UserQuery } from './users.js';
 export type { MapperOwner, ScopeLink } from './client-scopes.js';
-export type { StoredCredential } from './credentials.js';
+export type { RequiredActionSetting, StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';
