@@ -109,7 +109,7 @@ describe('the Authentication pages load with no failed request', () => {
     expect(await page().getByText('Registration flow').count()).toBeGreaterThan(0);
   });
 
-  it('a custom flow: the Add execution, Add sub-flow and + → Add step / condition dialogs list their providers', async () => {
+  it('a custom flow: the Add execution dialog lists the providers, Add sub-flow and + → Add condition add to the flow', async () => {
     await kc.authenticationManagement.createFlow({ alias: 'dialogs', description: 'for the dialogs', providerId: 'basic-flow', topLevel: true, builtIn: false });
     await kc.authenticationManagement.addFlowToFlow({ flow: 'dialogs', alias: 'inner', description: '', provider: 'registration-page-form', type: 'basic-flow' });
     const id = await flowId('dialogs');
@@ -119,10 +119,14 @@ describe('the Authentication pages load with no failed request', () => {
     await screenshot(page(), 'authentication-add-execution-dialog');
     expect(answered(`GET /admin/realms/${REALM}/authentication/authenticator-providers 200`)).toBe(true);
     await page().getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    // Add sub-flow: named and added through the dialog, it is in the flow (its form providers were listed).
     await page().getByTestId('addSubFlow').click();
-    await page().getByRole('dialog').waitFor();
+    await page().getByRole('dialog').locator('[id="name"]').fill('second');
     await screenshot(page(), 'authentication-add-sub-flow-dialog');
-    await page().getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    expect(await confirmWith('Add', 'POST', /\/flows\/dialogs\/executions\/flow$/)).toBe(201);
+    expect(answered(`GET /admin/realms/${REALM}/authentication/form-providers 200`)).toBe(true);
+    await step('second')(page());
+    expect((await executionsOf('dialogs')).map((e) => e.displayName)).toContain('second');
     await row('inner').getByRole('button', { name: 'Add' }).click();
     await page().getByRole('menuitem', { name: 'Add condition' }).click();
     await page().getByRole('dialog').getByText('Condition - user configured', { exact: true }).waitFor({ timeout: 30_000 });
