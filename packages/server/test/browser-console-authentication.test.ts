@@ -168,6 +168,13 @@ describe('the Authentication pages load with no failed request', () => {
     expect(actions.find((a) => a.alias === 'CONFIGURE_TOTP')).toMatchObject({ enabled: false });
     expect(actions.find((a) => a.alias === 'UPDATE_PROFILE')).toMatchObject({ enabled: true, defaultAction: true });
     expect(session.problems).toEqual([]);
+    // The effect: a new registration is asked to update its profile right away; CONFIGURE_TOTP, off, is not asked.
+    const registered = await register('defaulted', 'defaulted@example.com');
+    await registered.getByText('Update your account information').first().waitFor({ timeout: 30_000 });
+    await screenshot(registered, 'required-actions-default-after-registration');
+    await registered.context().close();
+    const [user] = await kc.users.find({ username: 'defaulted', exact: true });
+    expect(user.requiredActions).toEqual(['UPDATE_PROFILE']);
     // Back as they were, so the scenarios below register users without a pending action.
     for (const alias of ['CONFIGURE_TOTP', 'UPDATE_PROFILE']) {
       const action = actions.find((a) => a.alias === alias)!;
