@@ -83,6 +83,35 @@ describe.each(databases)('required actions (%s)', (database) => {
     expect(await order()).toEqual(['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
   });
 
+  it('a realm export carries the settings and a realm import restores them; imported users keep their own list', async () => {
+    const profile = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: true });
+    const admin = (await kc.getAccessToken())!;
+    const exported = (await api(t.url, 'POST', '/admin/realms/demo/partial-export', admin)).body;
+    const settings = await kc.authenticationManagement.getRequiredActions();
+    expect(exported.requiredActions).toEqual(settings);
+    const keycloakOnly = [
+      { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
+      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 70, config: {} },
+    ];
+    const created = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'copy', enabled: true, requiredActions: [...exported.requiredActions, ...keycloakOnly], users: [{ username: 'imported', enabled: true, requiredActions: [] }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    kc.setConfig({ realmName: 'copy' });
+    try {
+      expect(await kc.authenticationManagement.getRequiredActions()).toEqual(settings);
+      const [imported] = await kc.users.find({ username: 'imported', exact: true });
+      expect(imported.requiredActions).toEqual([]);
+      const { id } = await kc.users.create({ username: 'made-after', enabled: true });
+      expect((await kc.users.findOne({ id }))?.requiredActions).toEqual(['UPDATE_PROFILE']);
+    } finally {
+      kc.setConfig({ realmName: 'demo' });
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: false });
+    }
+    const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');
+  });
+
   it('settings, unknown fields and unknown actions are refused, naming the field; nothing is written', async () => {
     const admin = (await kc.getAccessToken())!;
     const before = await kc.authenticationManagement.getRequiredActions();

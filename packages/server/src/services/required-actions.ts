@@ -1,5 +1,6 @@
+import { asArray, parseRepresentation, type Spec } from '../admin/representations/fields.js';
 import { SUPPORTED_REQUIRED_ACTIONS } from '../admin/representations/user.js';
-import { notFound } from '../model/errors.js';
+import { badRequest, notFound } from '../model/errors.js';
 import type { Db, RequiredActionSetting, Storage } from '../storage/index.js';
 
 export type RequiredActionAlias = (typeof SUPPORTED_REQUIRED_ACTIONS)[number];
@@ -81,4 +82,33 @@ export async function pendingRequiredActions(storage: Storage, realmId: string, 
   if (stored.length === 0) return stored;
   const enabled = new Set((await realmRequiredActions(storage, realmId)).filter((a) => a.enabled).map((a) => a.alias as string));
   return stored.filter((action) => enabled.has(action));
+}
+
+const importSpec: Spec = {
+  alias: { type: 'string', min: 1, max: 255 },
+  enabled: { type: 'boolean' },
+  defaultAction: { type: 'boolean' },
+  priority: { type: 'integer', min: -2147483648, max: 2147483647 },
+  config: { type: 'stringMap', max: 4096 },
+};
+
+/**
+ * A realm file's `requiredActions`: the settings of the actions this server has. Every Keycloak export lists
+ * Keycloak's others too (terms and conditions, WebAuthn …): an enabled one is named in `notImported`, as the file
+ * asks for something this server does not do; a disabled one asks for nothing and is passed over.
+ */
+export function parseRequiredActions(value: unknown, notImported: string[]): RequiredActionSetting[] {
+  return asArray(value, 'realm.requiredActions').flatMap((entry, i) => {
+    const path = `realm.requiredActions[${i}]`;
+    const rep = parseRepresentation(entry, importSpec, ['name', 'providerId'], path);
+    if (typeof rep.alias !== 'string') throw badRequest(`${path}.alias: is required`, 'alias');
+    const alias = rep.alias;
+    if (!(SUPPORTED_REQUIRED_ACTIONS as readonly string[]).includes(alias)) {
+      if (rep.enabled !== false) notImported.push(path);
+      return [];
+    }
+    const builtIn = BUILT_IN[alias as RequiredActionAlias];
+    const enabled = rep.enabled !== false;
+    return [{ alias, enabled, defaultAction: enabled && rep.defaultAction === true, priority: (rep.priority as number | undefined) ?? builtIn.priority }];
+  });
 }
