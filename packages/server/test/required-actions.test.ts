@@ -6,6 +6,7 @@
  */
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRealmImport } from '../src/services/realm-import/index.js';
 import { realmManagement } from './support/admin-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
@@ -107,6 +108,8 @@ describe.each(databases)('required actions (%s)', (database) => {
       kc.setConfig({ realmName: 'demo' });
       await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: false });
     }
+    // Keycloak's own actions: an enabled one is reported as not imported, a disabled one asks for nothing.
+    expect(parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true).notImported).toEqual(['realm.requiredActions[1]']);
     const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
     expect(bad.status).toBe(400);
     expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');
