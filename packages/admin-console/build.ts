@@ -123,11 +123,16 @@ export async function buildConsole(options: { force?: boolean; quiet?: boolean }
   rmSync(out, { recursive: true, force: true });
   await build({
     configFile: false,
+    // Vite takes NODE_ENV from the process when set: built under a test runner (NODE_ENV=test) the console would
+    // bundle React's development build (and JSX compiled for it), whose warnings are console errors the
+    // production console never shows.
+    mode: 'production',
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     root: ROOT,
     base: CONSOLE_RESOURCES,
     logLevel: options.quiet ? 'error' : 'warn',
     publicDir: false,
-    esbuild: { jsx: 'automatic' },
+    esbuild: { jsx: 'automatic', jsxDev: false },
     resolve: { alias: { 'realmgate-ui-shared-styles': join(packageDir('@keycloak/keycloak-ui-shared'), 'dist/main.css') } },
     build: {
       outDir: out,

@@ -347,6 +347,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
   'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+  'PUT /admin/realms/:realm/authentication/required-actions/:alias': objectBody([{ enabled: 'yes' }, { defaultAction: 1 }, { priority: 1.5 }, { priority: 2147483648 }, { config: { a: 'b' } }, { config: [] }, { unknownField: true }]),
   'PUT /admin/realms/:realm/users/profile': objectBody([{ attributes: [] }, { attributes: 'x' }, { attributes: [{ name: 'phone' }] }, { unmanagedAttributePolicy: 'ENABLED' }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
@@ -380,6 +381,8 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/clients/:id/client-secret',
   'POST /admin/realms/:realm/authentication/executions/:id/raise-priority',
   'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
+  'POST /admin/realms/:realm/authentication/required-actions/:alias/raise-priority',
+  'POST /admin/realms/:realm/authentication/required-actions/:alias/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
   'POST /admin/realms/:realm/partial-export',
   'PUT /admin/realms/:realm/users/:id/send-verify-email',
@@ -432,6 +435,9 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/ui-ext/info',
   'GET /admin/realms/:realm/users/:id/unmanagedAttributes',
   'GET /admin/realms/:realm/authentication/required-actions',
+  'GET /admin/realms/:realm/authentication/required-actions/:alias',
+  'GET /admin/realms/:realm/authentication/unregistered-required-actions',
+  'GET /admin/realms/:realm/ui-ext/authentication-management/required-actions',
   'GET /admin/realms/:realm/ui-ext/available-event-listeners',
   'GET /admin/realms/:realm/ui-ext/authentication-management/flows',
   'GET /admin/realms/:realm/localization',
@@ -672,9 +678,10 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'flows:flow': 'browser',
       'executions:id': execution.id!,
       providerId: 'auth-cookie',
-      alias: 'fixture-idp',
+      'instances:alias': 'fixture-idp',
       'mappers:id': idpMapper,
       'components:id': component,
+      'required-actions:alias': 'CONFIGURE_TOTP',
     };
     routes = adminRoutes(t.server.app);
     before = await snapshot();

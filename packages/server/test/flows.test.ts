@@ -285,6 +285,12 @@ describe.each(databases)('authentication flows through the official admin client
     expect((await raw('PUT', '/flows/my%20reg/executions', { id: missing, requirement: 'SOMETIMES' })).body).toMatchObject({ field: 'requirement' });
     expect((await raw('PUT', '/flows/my%20reg/executions', { id: missing, requirement: 'REQUIRED' })).status).toBe(404);
     expect((await raw('POST', '/flows/my%20reg/copy', [])).status).toBe(400);
+    // The console's "Authenticator Reference" fields (ACR step-up) are refused, not stored without effect; left empty they are dropped.
+    const cookie = (await executionOf('browser', 'auth-cookie')).id!;
+    const reference = await raw('POST', `/executions/${cookie}/config`, { alias: 'with-reference', config: { 'default.reference.value': 'gold' } });
+    expect(reference.body).toMatchObject({ field: 'config', errorMessage: expect.stringContaining('default.reference.value') });
+    expect((await raw('POST', `/executions/${cookie}/config`, { alias: 'empty-reference', config: { 'default.reference.value': '', 'default.reference.maxAge': '' } })).status).toBe(201);
+    expect((await executionOf('browser', 'auth-cookie')).authenticationConfig).toBeDefined();
   });
 
   it('creates, renames, extends and deletes a top-level flow; a rename carries its binding along', async () => {

@@ -5,6 +5,7 @@ import type { FlowType, ProviderRole } from '../flows/index.js';
 import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
+import { moveRequiredAction, realmRequiredAction, realmRequiredActions, updateRequiredAction } from '../services/index.js';
 import { requireRole } from './permissions.js';
 import {
   configDescriptionRep,
@@ -22,9 +23,10 @@ import {
   newSubflowSpec,
   parseBody,
   providerRep,
+  requiredActionIgnored,
+  requiredActionSpec,
   requiredField,
 } from './representations/authentication.js';
-import { SUPPORTED_REQUIRED_ACTIONS } from './representations/user.js';
 import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */
@@ -67,13 +69,46 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
   });
 
-  // The required actions this server carries out (Keycloak's aliases, names and priorities), all enabled; the user
-  // form of the admin console offers them. They are fixed: no registering, disabling or reordering here.
+  // Required actions: the ones this server carries out, registered in every realm. An administrator enables or
+  // disables each, makes it a default action (every new user gets it) and orders them; they have no settings.
+
   app.get(`${base}/required-actions`, async (request) => {
-    await realmFor(request, false);
-    const names: Record<(typeof SUPPORTED_REQUIRED_ACTIONS)[number], [string, number]> = { CONFIGURE_TOTP: ['Configure OTP', 10], UPDATE_PASSWORD: ['Update Password', 30], UPDATE_PROFILE: ['Update Profile', 40], VERIFY_EMAIL: ['Verify Email', 50] };
-    return SUPPORTED_REQUIRED_ACTIONS.map((alias) => ({ alias, name: names[alias][0], providerId: alias, enabled: true, defaultAction: false, priority: names[alias][1], config: {} }));
+    const realm = await realmFor(request, false);
+    return realmRequiredActions(ctx.storage, realm.id);
   });
+  // The console's Required actions tab: the same, with whether each has settings (none has here).
+  app.get('/realms/:realm/ui-ext/authentication-management/required-actions', async (request) => {
+    const realm = await realmFor(request, false);
+    return (await realmRequiredActions(ctx.storage, realm.id)).map((action) => ({ ...action, configurable: false }));
+  });
+  // Every required-action provider of this server is registered in every realm: none is left to register.
+  app.get(`${base}/unregistered-required-actions`, async (request) => {
+    await realmFor(request, false);
+    return [];
+  });
+  app.get(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>) => {
+    const realm = await realmFor(request, false);
+    return realmRequiredAction(ctx.storage, realm.id, request.params.alias);
+  });
+
+  app.put(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parseBody<{ enabled?: boolean; defaultAction?: boolean; priority?: number; config?: Record<string, string> }>(request.body, requiredActionSpec, 'requiredAction', requiredActionIgnored);
+    if (input.config && Object.keys(input.config).length > 0) throw badRequest('requiredAction.config: the required actions of this server have no settings', 'config');
+    const updated = await updateRequiredAction(ctx.storage, realm.id, request.params.alias, input);
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'REQUIRED_ACTION', `authentication/required-actions/${updated.alias}`, updated);
+    return reply.code(204).send();
+  });
+
+  for (const [action, direction] of [['raise-priority', -1], ['lower-priority', 1]] as const) {
+    app.post(`${base}/required-actions/:alias/${action}`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
+      const realm = await realmFor(request, true);
+      if (await moveRequiredAction(ctx.storage, realm.id, request.params.alias, direction)) {
+        await recordAdminEvent(ctx, request, realm, 'UPDATE', 'REQUIRED_ACTION', `authentication/required-actions/${request.params.alias}/${action}`);
+      }
+      return reply.code(204).send();
+    });
+  }
 
   // The admin console's flow list: each top-level flow and what uses it (a realm binding), as Keycloak's ui-ext.
   app.get('/realms/:realm/ui-ext/authentication-management/flows', async (request) => {

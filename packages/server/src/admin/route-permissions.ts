@@ -88,7 +88,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/ui-ext/brute-force-user$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/ui-ext/sessions$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/ui-ext/sessions/client$`), { roles: ['view-clients'] }],
-  [read, new RegExp(`${R}/ui-ext/authentication-management/flows$`), { roles: ['view-realm'] }],
+  [read, new RegExp(`${R}/ui-ext/authentication-management/(flows|required-actions)$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], note: 'any administrative role on the realm' }],
   [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], note: 'lists the realms the caller administers' }],
   [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], note: 'any administrative role on the realm' }],

@@ -2,7 +2,7 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
 import { hashIterations, MAX_PASSWORD_LENGTH, passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
-import { upgradePasswordHash } from '../services/index.js';
+import { pendingRequiredActions, upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
@@ -113,7 +113,7 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     const second = await attempt.secondFactor(user);
     if (!second.ok) return { ok: false, error: second.error, user, lockedOut: second.error !== 'invalid_user_credentials' };
   }
-  const stored = await ctx.storage.credentials.requiredActions(user.id);
+  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
   const unverified = user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'));
   const requiredAction: PendingAction | null = unverified
     ? 'VERIFY_EMAIL'

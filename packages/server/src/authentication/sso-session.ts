@@ -4,6 +4,7 @@ import { newId } from '../credentials/index.js';
 import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, User, UserSession } from '../model/types.js';
+import { pendingRequiredActions } from '../services/index.js';
 import { realmCookiePath } from './auth-session.js';
 
 const SSO_COOKIE = 'REALMGATE_SESSION';
@@ -24,7 +25,7 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
   // An unverified address in a verifyEmail realm must go through the login page, which sends the link.
   if (!user || !user.enabled || (realm.verifyEmail && user.email && !user.emailVerified)) return null;
   // A required action an administrator set since (CONFIGURE_TOTP …) is carried out through the login page too.
-  if ((await ctx.storage.credentials.requiredActions(user.id)).length > 0) return null;
+  if ((await pendingRequiredActions(ctx.storage, realm.id, user.id)).length > 0) return null;
   return { session, user };
 }
 

@@ -288,6 +288,10 @@ export class FlowEditor {
 
   /** The provider's own rules for its config (SPI `validateConfig`): 400 naming every problem, nothing written. */
   private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
+    // Keycloak's console offers these on every step (an authenticator reference for ACR step-up); Realmgate has no
+    // step-up, so a value is refused rather than stored without effect.
+    const reference = Object.keys(config).find((key) => key.startsWith('default.reference.'));
+    if (reference) throw badRequest(`config.${reference}: authenticator references (step-up authentication) are not supported`, 'config');
     const validate = execution.authenticator ? this.catalog.get(execution.authenticator)?.validateConfig : undefined;
     const problems = validate?.(config) ?? [];
     if (problems.length > 0) throw badRequest(`config: ${problems.join('; ')}`, 'config');

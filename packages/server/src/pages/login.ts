@@ -60,8 +60,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
     },
   });
 
-  const newPasswordPage: ShowNewPassword = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
-    ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message }, status);
+  const newPasswordPage = showNewPassword(ctx);
 
   // The expired password's new one: the auth session's CSRF token, and the page's single-use proof of sign-in.
   loginActionForm(app, ctx, 'update-password', {
@@ -98,3 +97,9 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());
   });
 }
+
+/** The new-password page of a signed-in user (an expired password, an UPDATE_PASSWORD required action). */
+export const showNewPassword =
+  (ctx: ServerContext): ShowNewPassword =>
+  (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
+    ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message }, status);

@@ -17,6 +17,7 @@ import { otpauthUri } from '../credentials/otp.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
+import { pendingRequiredActions } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
@@ -141,7 +142,7 @@ export async function continueLogin(
       { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
     );
   }
-  const stored = await ctx.storage.credentials.requiredActions(user.id);
+  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
   if (step === 'configure' || stored.includes(CONFIGURE_TOTP)) {
     const { secret } = newOtpSetup(realm);
     const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });

@@ -14,6 +14,7 @@ import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.j
 import type { Client, Component, Group, Realm, Role } from '../model/types.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
+import { realmRequiredActions } from './required-actions.js';
 
 /** An entry of Keycloak's `scopeMappings` / `clientScopeMappings`: a client's or a client scope's. */
 type ScopeMappingExport = ({ client: string } | { clientScope: string }) & { roles: string[] };
@@ -171,6 +172,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       const { id: _configId, ...rep } = configRep(c);
       return rep;
     });
+    out.requiredActions = await realmRequiredActions(storage, realm.id);
     return out;
     };
 

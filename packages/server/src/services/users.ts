@@ -8,6 +8,7 @@ import type { Client, Realm, User } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { joinDefaultGroups } from './groups.js';
 import { defaultRolesName } from './realm-provisioning.js';
+import { defaultRequiredActions } from './required-actions.js';
 
 export interface NewUser {
   username: string;
@@ -20,7 +21,10 @@ export interface NewUser {
   serviceAccountClientId?: string | null;
 }
 
-/** Creates a user with the realm's default roles and in its default groups, as Keycloak does for every new user. */
+/**
+ * Creates a user with the realm's default roles, in its default groups and with its default required actions, as
+ * Keycloak does for every new user (a service account signs in with no page, so it gets no required action).
+ */
 export async function createUser(storage: Storage, realm: Realm, input: NewUser, db: Db): Promise<User> {
   const user: User = {
     id: newId(),
@@ -46,6 +50,10 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
     .executeTakeFirst();
   if (defaults) await storage.roles.grant(user.id, [defaults.id], db);
   await joinDefaultGroups(storage, realm.id, user.id, db);
+  if (!user.serviceAccountClientId) {
+    const actions = await defaultRequiredActions(storage, realm.id, db);
+    if (actions.length) await storage.credentials.setRequiredActions(user.id, actions, db);
+  }
   return user;
 }
 

@@ -1,7 +1,15 @@
 import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import type { CredentialTable } from './schema.js';
-import { fromJson, toJson } from './codec.js';
+import { bool, flag, fromJson, toJson } from './codec.js';
+
+/** A realm's setting of one required action (Keycloak's RequiredActionProviderRepresentation, without name and config). */
+export interface RequiredActionSetting {
+  alias: string;
+  enabled: boolean;
+  defaultAction: boolean;
+  priority: number;
+}
 
 /** A stored credential other than the password (Keycloak's CredentialModel): OTP today. */
 export interface StoredCredential {
@@ -89,5 +97,23 @@ export class CredentialRepository {
 
   async removeRequiredAction(userId: string, action: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('user_required_action').where('user_id', '=', userId).where('required_action', '=', action).execute();
+  }
+
+  /** The realm's settings of the required actions an administrator changed (the others have their defaults). */
+  async realmRequiredActions(realmId: string, db: Db = this.db): Promise<RequiredActionSetting[]> {
+    const rows = await db.selectFrom('realm_required_action').selectAll().where('realm_id', '=', realmId).execute();
+    return rows.map((r) => ({ alias: r.alias, enabled: bool(r.enabled), defaultAction: bool(r.default_action), priority: r.priority }));
+  }
+
+  /** Stores the realm's settings of these required actions (each replaces what was stored for its alias). */
+  async saveRealmRequiredActions(realmId: string, settings: readonly RequiredActionSetting[], db: Db = this.db): Promise<void> {
+    for (const s of settings) {
+      const row = { enabled: flag(s.enabled), default_action: flag(s.defaultAction), priority: s.priority };
+      await db
+        .insertInto('realm_required_action')
+        .values({ realm_id: realmId, alias: s.alias, ...row })
+        .onConflict((oc) => oc.columns(['realm_id', 'alias']).doUpdateSet(row))
+        .execute();
+    }
   }
 }

@@ -18,7 +18,7 @@ export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './
 export type { UserQuery } from './users.js';
 export type { MapperOwner, ScopeLink } from './client-scopes.js';
 export type { IdentityProviderQuery } from './federation.js';
-export type { StoredCredential } from './credentials.js';
+export type { RequiredActionSetting, StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';

@@ -552,4 +552,19 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  // A realm's settings of each required action (Keycloak's RequiredActionProviderRepresentation: enabled, default
+  // action, priority). A row exists once an administrator changed an action; one without a row has its defaults.
+  '0016-realm-required-actions': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('realm_required_action')
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('alias', 'text', (c) => c.notNull())
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('default_action', 'integer', (c) => c.notNull())
+        .addColumn('priority', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('realm_required_action_pk', ['realm_id', 'alias'])
+        .execute();
+    },
+  },
 };

@@ -279,6 +279,15 @@ export interface UserRequiredActionTable {
   required_action: string;
 }
 
+/** A realm's settings of one required action, once changed from its defaults. */
+export interface RealmRequiredActionTable {
+  realm_id: string;
+  alias: string;
+  enabled: Flag;
+  default_action: Flag;
+  priority: number;
+}
+
 /** A group; `parent_id` is '' for a top-level group. */
 export interface GroupTable {
   id: string;
@@ -408,6 +417,7 @@ export interface Database {
   authenticator_config: AuthenticatorConfigTable;
   credential: CredentialTable;
   user_required_action: UserRequiredActionTable;
+  realm_required_action: RealmRequiredActionTable;
   realm_group: GroupTable;
   user_group: UserGroupTable;
   group_role: GroupRoleTable;

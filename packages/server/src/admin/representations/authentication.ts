@@ -37,6 +37,9 @@ export const executionChangeSpec: Spec = {
   description: descriptionSpec,
 };
 export const executionChangeIgnored = ['level', 'index', 'requirementChoices', 'configurable', 'authenticationFlow', 'providerId', 'authenticationConfig', 'flowId', 'alias'];
+export const requiredActionSpec: Spec = { enabled: { type: 'boolean' }, defaultAction: { type: 'boolean' }, priority: prioritySpec, config: { type: 'stringMap', max: 4096 } };
+/** What the console sends back as it read it: the action's identity, which a PUT does not change. */
+export const requiredActionIgnored = ['alias', 'name', 'providerId', 'configurable'];
 export const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
 
 /** An authentication API body: its spec, and priorities within a Java int as Keycloak stores them. */

@@ -19,7 +19,9 @@ import { parseUser, type UserInput } from '../../admin/representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
+import type { RequiredActionSetting } from '../../storage/index.js';
 import type { ClientExtras } from '../clients.js';
+import { parseRequiredActions } from '../required-actions.js';
 
 /** A client of a realm file with what its representation names besides: scopes by name, its own mappers. */
 export type ImportedClient = Partial<Client> & { scopes: ClientExtras };
@@ -49,6 +51,8 @@ export interface RealmImport {
   identityProviders: IdentityProviderInput[];
   identityProviderMappers: (IdentityProviderMapperInput & { path: string })[];
   components: ImportedComponent[];
+  /** Keycloak's `requiredActions`: the settings of the ones this server has (the others are not imported). */
+  requiredActions: RequiredActionSetting[];
   /** JSON paths of what the export holds and this server does not import (reported, never dropped silently). */
   notImported: string[];
   /**
@@ -205,12 +209,13 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');
   const authentication = parseAuthentication(rep, onUnknown);
   const scopeMappings = parseScopeMappings(rep);
+  const requiredActions = parseRequiredActions(rep.requiredActions, notImported);
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);
   notImported.push(...federation.notImported);
   return {
     settings, realmRoles, clientRoles, clients, clientScopes, ...given('defaultDefaultClientScopes'), ...given('defaultOptionalClientScopes'),
-    users, groups, defaultGroups, organizations, authentication, scopeMappings, ...federation, notImported,
+    users, groups, defaultGroups, organizations, authentication, scopeMappings, ...federation, requiredActions, notImported,
   };
 }
 

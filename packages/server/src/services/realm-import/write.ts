@@ -142,6 +142,8 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     const added = await addScopesOlderExportsLack(storage, realm.id, trx);
     if (added.length) ctx.logger.info({ realm: realm.name, added }, 'realm import: client scopes of later Keycloak versions added, as Keycloak migrates an older realm');
   }
+  // After the users: an imported user has the required actions its entry lists, not the realm's default ones.
+  await storage.credentials.saveRealmRequiredActions(realm.id, data.requiredActions, trx);
 }
 
 /** The realm file's groups, subgroups and the roles mapped to them; the tree they make, for users' and default groups' paths. */

@@ -1,0 +1,148 @@
+/**
+ * A realm's required actions through Keycloak's admin API (the official admin client): listed with Keycloak's
+ * names and priorities, enabled or disabled, made default actions, reordered; and the effect of each over the
+ * wire: a default action is given to every new user, a disabled one is not asked for at sign-in. A user holding
+ * only view-realm (or no role) tries the writes and is refused, nothing changed. On SQLite and PostgreSQL.
+ */
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRealmImport } from '../src/services/realm-import/index.js';
+import { realmManagement } from './support/admin-client.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+
+const PASSWORD = 'Secret-pass-1';
+const R = '/admin/realms/demo/authentication';
+
+describe.each(databases)('required actions (%s)', (database) => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  const token = async (username: string) => {
+    const response = await tokenRequest(t.url, 'demo', { grant_type: 'password', client_id: 'admin-cli', username, password: PASSWORD });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body.access_token as string;
+  };
+  const order = async () => (await kc.authenticationManagement.getRequiredActions()).map((a) => a.alias);
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    await kc.realms.create({ realm: 'demo', enabled: true });
+    kc.setConfig({ realmName: 'demo' });
+    const { management, roles } = await realmManagement(kc);
+    for (const [username, role] of [['viewer', 'view-realm'], ['nobody', null]] as const) {
+      const { id } = await kc.users.create({ username, enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
+      if (role) await kc.users.addClientRoleMappings({ id, clientUniqueId: management, roles: [roles.get(role)!] });
+    }
+  });
+  afterAll(() => t?.close());
+
+  it('lists the four actions with Keycloak’s names and priorities, all enabled, none default; none left to register', async () => {
+    expect(await kc.authenticationManagement.getRequiredActions()).toEqual([
+      { alias: 'CONFIGURE_TOTP', name: 'Configure OTP', providerId: 'CONFIGURE_TOTP', enabled: true, defaultAction: false, priority: 10, config: {} },
+      { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 30, config: {} },
+      { alias: 'UPDATE_PROFILE', name: 'Update Profile', providerId: 'UPDATE_PROFILE', enabled: true, defaultAction: false, priority: 40, config: {} },
+      { alias: 'VERIFY_EMAIL', name: 'Verify Email', providerId: 'VERIFY_EMAIL', enabled: true, defaultAction: false, priority: 50, config: {} },
+    ]);
+    expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
+    expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' })).toMatchObject({ name: 'Update Profile' });
+    expect((await api(t.url, 'GET', `${R}/required-actions/TERMS_AND_CONDITIONS`, (await kc.getAccessToken())!)).status).toBe(404);
+  });
+
+  it('a default action is given to every new user; turned off, new users get none', async () => {
+    const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...action, defaultAction: true });
+    const { id } = await kc.users.create({ username: 'fresh', enabled: true });
+    expect((await kc.users.findOne({ id }))?.requiredActions).toEqual(['UPDATE_PROFILE']);
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...action, defaultAction: false });
+    const later = await kc.users.create({ username: 'later', enabled: true });
+    expect((await kc.users.findOne({ id: later.id }))?.requiredActions).toEqual([]);
+  });
+
+  it('a disabled action is not asked for at sign-in (nor a default action), and is asked for again once enabled', async () => {
+    const { id } = await kc.users.create({ username: 'pending', enabled: true, requiredActions: ['CONFIGURE_TOTP'], credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
+    const grant = () => tokenRequest(t.url, 'demo', { grant_type: 'password', client_id: 'admin-cli', username: 'pending', password: PASSWORD });
+    expect((await grant()).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
+
+    const totp = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'CONFIGURE_TOTP' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'CONFIGURE_TOTP' }, { ...totp, enabled: false, defaultAction: true });
+    expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'CONFIGURE_TOTP' })).toMatchObject({ enabled: false, defaultAction: false });
+    expect((await grant()).status).toBe(200);
+    // Kept on the user, as in Keycloak: enabled again, it is asked for again.
+    expect((await kc.users.findOne({ id }))?.requiredActions).toEqual(['CONFIGURE_TOTP']);
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'CONFIGURE_TOTP' }, { ...totp, enabled: true });
+    expect((await grant()).status).toBe(400);
+  });
+
+  it('raise and lower priority swap neighbours; at either end they change nothing', async () => {
+    await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'VERIFY_EMAIL' });
+    expect(await order()).toEqual(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
+    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'CONFIGURE_TOTP' });
+    expect(await order()).toEqual(['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
+    await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'UPDATE_PASSWORD' });
+    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'UPDATE_PROFILE' });
+    expect(await order()).toEqual(['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
+  });
+
+  it('a realm export carries the settings and a realm import restores them; imported users keep their own list', async () => {
+    const profile = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: true });
+    const admin = (await kc.getAccessToken())!;
+    const exported = (await api(t.url, 'POST', '/admin/realms/demo/partial-export', admin)).body;
+    const settings = await kc.authenticationManagement.getRequiredActions();
+    expect(exported.requiredActions).toEqual(settings);
+    const keycloakOnly = [
+      { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
+      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 70, config: {} },
+    ];
+    const created = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'copy', enabled: true, requiredActions: [...exported.requiredActions, ...keycloakOnly], users: [{ username: 'imported', enabled: true, requiredActions: [] }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    kc.setConfig({ realmName: 'copy' });
+    try {
+      expect(await kc.authenticationManagement.getRequiredActions()).toEqual(settings);
+      const [imported] = await kc.users.find({ username: 'imported', exact: true });
+      expect(imported.requiredActions).toEqual([]);
+      const { id } = await kc.users.create({ username: 'made-after', enabled: true });
+      expect((await kc.users.findOne({ id }))?.requiredActions).toEqual(['UPDATE_PROFILE']);
+    } finally {
+      kc.setConfig({ realmName: 'demo' });
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: false });
+    }
+    // Keycloak's own actions: an enabled one is reported as not imported, a disabled one asks for nothing.
+    expect(parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true).notImported).toEqual(['realm.requiredActions[1]']);
+    const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');
+  });
+
+  it('settings, unknown fields and unknown actions are refused, naming the field; nothing is written', async () => {
+    const admin = (await kc.getAccessToken())!;
+    const before = await kc.authenticationManagement.getRequiredActions();
+    const withConfig = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: '60' } });
+    expect(withConfig.status).toBe(400);
+    expect(withConfig.body.field).toBe('config');
+    expect((await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: 'no' })).status).toBe(400);
+    expect((await api(t.url, 'PUT', `${R}/required-actions/NO_SUCH_ACTION`, admin, { enabled: false })).status).toBe(404);
+    expect((await api(t.url, 'POST', `${R}/required-actions/NO_SUCH_ACTION/raise-priority`, admin)).status).toBe(404);
+    expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
+  });
+
+  it('a user holding only view-realm reads them but changes nothing; a user with no role does neither', async () => {
+    const before = await kc.authenticationManagement.getRequiredActions();
+    const viewer = await token('viewer');
+    expect((await api(t.url, 'GET', `${R}/required-actions`, viewer)).status).toBe(200);
+    expect((await api(t.url, 'GET', '/admin/realms/demo/ui-ext/authentication-management/required-actions', viewer)).status).toBe(200);
+    for (const [method, path, body] of [
+      ['PUT', `${R}/required-actions/UPDATE_PASSWORD`, { enabled: true, defaultAction: true }],
+      ['PUT', `${R}/required-actions/CONFIGURE_TOTP`, { enabled: false }],
+      ['POST', `${R}/required-actions/VERIFY_EMAIL/raise-priority`, undefined],
+    ] as const) {
+      expect((await api(t.url, method, path, viewer, body)).status, `${method} ${path}`).toBe(403);
+    }
+    const nobody = await token('nobody');
+    expect((await api(t.url, 'GET', `${R}/required-actions`, nobody)).status).toBe(403);
+    expect((await api(t.url, 'GET', '/admin/realms/demo/ui-ext/authentication-management/required-actions', nobody)).status).toBe(403);
+    expect((await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PASSWORD`, nobody, { defaultAction: true })).status).toBe(403);
+    expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
+  });
+});
