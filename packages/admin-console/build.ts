@@ -128,6 +128,10 @@ export async function buildConsole(options: { force?: boolean; quiet?: boolean }
     logLevel: options.quiet ? 'error' : 'warn',
     publicDir: false,
     esbuild: { jsx: 'automatic' },
+    // Vite takes process.env.NODE_ENV from the environment when it is set, and vitest sets it to "test": a build
+    // started by a test would bundle React's development build (slower, and its warnings are console errors).
+    mode: 'production',
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     resolve: { alias: { 'realmgate-ui-shared-styles': join(packageDir('@keycloak/keycloak-ui-shared'), 'dist/main.css') } },
     build: {
       outDir: out,
