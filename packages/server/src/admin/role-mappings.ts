@@ -6,7 +6,7 @@ import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
 import { roleReps, rolesFromBody } from './representations/role.js';
-import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
+import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */
 export interface MappingHolder {
@@ -82,8 +82,9 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
   // directly, as Keycloak's {id, role, description, client (its clientId), clientId (its id)}, filtered by `search`
   // (role name or clientId), ordered by clientId and role name, a page of `first`/`max`.
   app.get(`/realms/:realm/ui-ext/available-roles/${resource.consoleType}/:id`, async (request: AdminRequest) => {
+    // The permission first: a caller without it learns nothing, not even whether the holder exists.
+    requireRole(callerOf(request), await targetRealm(ctx, request), resource.view);
     const holder = await resource.holder(request);
-    requireRole(callerOf(request), holder.realm, resource.view);
     const first = queryInt(request.query, 'first', 0) ?? 0;
     const max = queryInt(request.query, 'max', 100) ?? 100;
     const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
