@@ -552,7 +552,7 @@ describe.each(databases)('admin REST API through the official admin client (%s)'
       const { id: scope } = await kc.clientScopes.create({ name: 'fixture-scope', protocol: 'openid-connect' });
       await kc.clientScopes.addProtocolMapper({ id: scope }, { name: 'fixture-mapper', protocol: 'openid-connect', protocolMapper: 'oidc-hardcoded-claim-mapper', config: { 'claim.name': 'x', 'claim.value': 'y' } });
       const [mapper] = await kc.clientScopes.listProtocolMappers({ id: scope });
-      values = { realm: REALM, 'clients:id': client, 'users:id': user, 'roles-by-id:id': role.id!, 'organizations:id': org, roleName: 'fixture-role', client, userId: user, 'client-scopes:id': scope, scopeId: scope, mapperId: mapper.id!, protocol: 'openid-connect' };
+      values = { realm: REALM, 'clients:id': client, 'users:id': user, 'roles-by-id:id': role.id!, 'roles:id': role.id!, 'clientScopes:id': scope, 'organizations:id': org, roleName: 'fixture-role', client, userId: user, 'client-scopes:id': scope, scopeId: scope, mapperId: mapper.id!, protocol: 'openid-connect' };
     });
 
     const call = (method: string, url: string, headers: Record<string, string>) =>

@@ -415,7 +415,7 @@ describe('admin permissions: nobody promotes themselves', () => {
       const { id: scope } = await kc.clientScopes.create({ name: 'fixture-scope', protocol: 'openid-connect' });
       await kc.clientScopes.addProtocolMapper({ id: scope }, { name: 'fixture-mapper', protocol: 'openid-connect', protocolMapper: 'oidc-hardcoded-claim-mapper', config: { 'claim.name': 'x', 'claim.value': 'y' } });
       const [mapper] = await kc.clientScopes.listProtocolMappers({ id: scope });
-      values = { realm: 'demo', 'clients:id': client, 'users:id': user, 'roles-by-id:id': role.id!, 'organizations:id': randomUUID(), roleName: 'fixture-role', client, userId: user, flow: 'browser', 'client-scopes:id': scope, scopeId: scope, mapperId: mapper.id!, protocol: 'openid-connect' };
+      values = { realm: 'demo', 'clients:id': client, 'users:id': user, 'roles-by-id:id': role.id!, 'roles:id': role.id!, 'clientScopes:id': scope, 'organizations:id': randomUUID(), roleName: 'fixture-role', client, userId: user, flow: 'browser', 'client-scopes:id': scope, scopeId: scope, mapperId: mapper.id!, protocol: 'openid-connect' };
     });
 
     it('answers 403 to every role below the table\'s requirement, and lets a covering role read', async () => {

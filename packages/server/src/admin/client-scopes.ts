@@ -93,6 +93,7 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
 
   roleMappingRoutes(app, ctx, {
     prefix: '/realms/:realm/client-scopes/:id/scope-mappings',
+    consoleType: 'clientScopes',
     segment: 'scope-mappings',
     holder: async (request) => {
       const { realm, scope } = await load(request as AdminRequest<{ realm: string; id: string }>);

@@ -134,6 +134,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   roleMappingRoutes(app, ctx, {
     prefix: '/realms/:realm/clients/:id/scope-mappings',
+    consoleType: 'clients',
     segment: 'scope-mappings',
     holder: async (request) => {
       const { realm, client } = await load(request as AdminRequest<{ realm: string; id: string }>);

@@ -207,6 +207,11 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
     const access: Record<string, string[]> = {};
     if (current) {
       const roles = heldManagementRoles(auth, current);
+      // This console version gates its Organizations pages on organization roles realm-management does not have
+      // here: organizations are read with view-realm and changed with manage-realm (route-permissions.ts), so the
+      // console is told the organization roles those imply.
+      if (roles.includes('view-realm')) roles.push('query-organizations', 'view-organizations');
+      if (roles.includes('manage-realm')) roles.push('manage-organizations');
       if (roles.length) access[current.name] = roles;
     }
     return {

@@ -37,9 +37,13 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/events/config', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-events');
-    const rep = parseRepresentation(request.body, eventsConfigSpec, [], 'eventsConfig');
+    // The console sends an empty expiration field as "": as Keycloak (Jackson reads it as null), no expiration.
+    const body = request.body as Record<string, unknown> | null;
+    const noExpiration = typeof body === 'object' && body !== null && !Array.isArray(body) && (body.eventsExpiration === '' || body.eventsExpiration === null);
+    const rep = parseRepresentation(noExpiration ? { ...body, eventsExpiration: null } : request.body, eventsConfigSpec, [], 'eventsConfig');
     const updated = structuredClone(realm);
     applyRealmSettings(updated, rep, isListener, 'eventsConfig');
+    if (noExpiration) updated.eventsExpiration = null;
     await ctx.storage.realms.update(updated);
     await recordAdminEvent(ctx, request, updated, 'UPDATE', 'REALM', 'events/config', rep);
     return reply.code(204).send();

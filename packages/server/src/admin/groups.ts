@@ -231,6 +231,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   roleMappingRoutes(app, ctx, {
     prefix: '/realms/:realm/groups/:id/role-mappings',
+    consoleType: 'groups',
     segment: 'role-mappings',
     holder: async (request) => {
       const { realm, group } = await load(request as AdminRequest<GroupParams>, request.method === 'GET' ? 'view-users' : 'manage-users');

@@ -3,7 +3,7 @@ import type { ServerContext } from '../context.js';
 import { REALM_IMPORT_BODY_LIMIT } from '../http/index.js';
 import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient } from '../services/index.js';
+import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient, renameAdminConsolePaths } from '../services/index.js';
 import { exportRealm } from '../services/realm-export.js';
 import { createRealmFromImport, logImportReport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
@@ -12,6 +12,7 @@ import { hasAnyRole, isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMa
 import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
+import { roleRep } from './representations/role.js';
 import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from './representations/realm.js';
 
 export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -81,7 +82,13 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     if (!hasAnyRole(callerOf(request), realm)) requireRole(callerOf(request), realm, 'view-realm');
-    return { ...realmRep(realm), ...(await realmDefaultScopeNames(ctx.storage, realm.id)) };
+    // Keycloak's brief role representation of default-roles-<realm>: the console's "User registration" tab edits it.
+    const defaultRole = await ctx.storage.roles.byName(realm.id, defaultRolesName(realm.name));
+    return {
+      ...realmRep(realm),
+      ...(await realmDefaultScopeNames(ctx.storage, realm.id)),
+      ...(defaultRole ? { defaultRole: roleRep(defaultRole, true) } : {}),
+    };
   });
 
   app.put('/realms/:realm', async (request: AdminRequest, reply) => {
@@ -99,6 +106,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
         // New users get the default role by its name, default-roles-<realm>: it is renamed with the realm, as Keycloak does.
         if (updated.name !== realm.name) {
           await renameAdminClient(realm.name, updated.name, trx);
+          await renameAdminConsolePaths(realm.id, realm.name, updated.name, trx);
           await trx
             .updateTable('role')
             .set({ name: defaultRolesName(updated.name) })

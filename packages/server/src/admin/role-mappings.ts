@@ -4,8 +4,9 @@ import { notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
+import { queryInt, queryString } from './query.js';
 import { roleReps, rolesFromBody } from './representations/role.js';
-import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
+import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */
 export interface MappingHolder {
@@ -18,6 +19,8 @@ export interface MappingHolder {
 export interface RoleMappingResource {
   /** Route prefix under the realm, e.g. `/realms/:realm/users/:id/role-mappings`. */
   prefix: string;
+  /** The holder's name in the console's `ui-ext/available-roles/{type}/{id}` (`users`, `groups`, `clients`, `clientScopes`). */
+  consoleType: string;
   /** The last segment of admin events' resource path: `role-mappings` or `scope-mappings`. */
   segment: string;
   holder(request: AdminRequest): Promise<MappingHolder>;
@@ -36,6 +39,19 @@ export interface RoleMappingResource {
   remove(holderId: string, roleIds: string[]): Promise<void>;
 }
 
+/** Keycloak's MappingsRepresentation of `roles` (sorted by name): realm roles, and client roles by clientId. */
+export async function mappingsRep(ctx: ServerContext, realm: Realm, roles: Role[]) {
+  const realmMappings = await roleReps(ctx.storage, roles.filter((r) => !r.clientRole));
+  const clientMappings: Record<string, { id: string; client: string; mappings: unknown[] }> = {};
+  for (const role of roles.filter((r) => r.clientRole)) {
+    const client = await ctx.storage.clients.byId(realm.id, role.containerId);
+    if (!client) continue;
+    clientMappings[client.clientId] ??= { id: client.id, client: client.clientId, mappings: [] };
+    clientMappings[client.clientId].mappings.push(...(await roleReps(ctx.storage, [role])));
+  }
+  return { ...(realmMappings.length ? { realmMappings } : {}), ...(Object.keys(clientMappings).length ? { clientMappings } : {}) };
+}
+
 /**
  * Keycloak's role-mapping resource, the same for every holder: all mappings grouped by realm and client,
  * and per container (`/realm`, `/clients/{client}`) the direct mappings, the roles still available, the
@@ -49,16 +65,7 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
   app.get(prefix, async (request: AdminRequest) => {
     const holder = await resource.holder(request);
     requireRole(callerOf(request), holder.realm, resource.view);
-    const roles = await mappedRoles(holder.id);
-    const realmMappings = await roleReps(ctx.storage, roles.filter((r) => !r.clientRole));
-    const clientMappings: Record<string, { id: string; client: string; mappings: unknown[] }> = {};
-    for (const role of roles.filter((r) => r.clientRole)) {
-      const client = await ctx.storage.clients.byId(holder.realm.id, role.containerId);
-      if (!client) continue;
-      clientMappings[client.clientId] ??= { id: client.id, client: client.clientId, mappings: [] };
-      clientMappings[client.clientId].mappings.push(...(await roleReps(ctx.storage, [role])));
-    }
-    return { ...(realmMappings.length ? { realmMappings } : {}), ...(Object.keys(clientMappings).length ? { clientMappings } : {}) };
+    return mappingsRep(ctx, holder.realm, await mappedRoles(holder.id));
   });
 
   type Params = { realm: string; id: string; client?: string };
@@ -71,6 +78,28 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
     if (!client) throw notFound('Client not found');
     return { holder, containerId: client.id, type: resource.resourceTypes.client, path: `${holder.eventPath}/${resource.segment}/clients/${client.id}` };
   };
+  // The console's "Assign role → Client roles" dialog: every client role of the realm the holder is not mapped to
+  // directly, as Keycloak's {id, role, description, client (its clientId), clientId (its id)}, filtered by `search`
+  // (role name or clientId), ordered by clientId and role name, a page of `first`/`max`.
+  app.get(`/realms/:realm/ui-ext/available-roles/${resource.consoleType}/:id`, async (request: AdminRequest) => {
+    // The permission first: a caller without it learns nothing, not even whether the holder exists.
+    requireRole(callerOf(request), await targetRealm(ctx, request), resource.view);
+    const holder = await resource.holder(request);
+    const first = queryInt(request.query, 'first', 0) ?? 0;
+    const max = queryInt(request.query, 'max', 100) ?? 100;
+    const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
+    const mapped = new Set(await resource.mappedIds(holder.id));
+    const rows: { id: string; role: string; description?: string; client: string; clientId: string }[] = [];
+    for (const client of (await ctx.storage.clients.list(holder.realm.id)).sort((a, b) => a.clientId.localeCompare(b.clientId))) {
+      for (const role of (await ctx.storage.roles.list(client.id)).sort((a, b) => a.name.localeCompare(b.name))) {
+        if (mapped.has(role.id)) continue;
+        if (search && !role.name.toLowerCase().includes(search) && !client.clientId.toLowerCase().includes(search)) continue;
+        rows.push({ id: role.id, role: role.name, description: role.description ?? undefined, client: client.clientId, clientId: client.id });
+      }
+    }
+    return rows.slice(first, first + max);
+  });
+
   for (const base of [`${prefix}/realm`, `${prefix}/clients/:client`]) {
     app.get(base, async (request: AdminRequest<Params>) => {
       const c = await container(request);

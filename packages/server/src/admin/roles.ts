@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
 import { parseRole, roleRep, roleReps, rolesFromBody } from './representations/role.js';
+import { mappingsRep } from './role-mappings.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -184,6 +185,13 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, false));
     return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
+  });
+  // The console's view of a role's composites (Realm settings → User registration edits default-roles-<realm>):
+  // its children as a MappingsRepresentation, realm roles and client roles by clientId.
+  app.get('/realms/:realm/ui-ext/role-mappings/roles/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    return mappingsRep(ctx, realm, (await ctx.storage.roles.composites(role.id)).sort((a, b) => a.name.localeCompare(b.name)));
   });
   app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);

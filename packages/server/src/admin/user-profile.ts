@@ -18,7 +18,8 @@ export function userProfileRoutes(app: FastifyInstance, ctx: ServerContext): voi
 
   app.get('/realms/:realm/users/profile/metadata', async (request: AdminRequest) => {
     requireRole(callerOf(request), await targetRealm(ctx, request), 'view-users');
-    return profileMetadata();
+    // As Keycloak's: the form of a user being created (the console's Create user page is built from it).
+    return profileMetadata({ newUser: true });
   });
 
   app.put('/realms/:realm/users/profile', async (request: AdminRequest) => {

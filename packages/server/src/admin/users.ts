@@ -177,6 +177,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   roleMappingRoutes(app, ctx, {
     prefix: '/realms/:realm/users/:id/role-mappings',
+    consoleType: 'users',
     segment: 'role-mappings',
     holder: async (request) => {
       const { realm, user } = await load(request as AdminRequest<{ realm: string; id: string }>);

@@ -21,7 +21,7 @@ export const PROFILE_ATTRIBUTES = Object.keys(MAX_ATTRIBUTE_LENGTH) as ProfileAt
  * this server keeps, with the rules the account API enforces. The username cannot be changed here
  * (`editUsernameAllowed` is off); names may be empty; an e-mail address is required.
  */
-export function profileMetadata() {
+export function profileMetadata(options: { newUser?: boolean } = {}) {
   const attribute = (name: ProfileAttribute, required: boolean, readOnly: boolean, validators: Record<string, Record<string, unknown>>) => ({
     name,
     displayName: `\${${name}}`,
@@ -32,7 +32,8 @@ export function profileMetadata() {
   });
   return {
     attributes: [
-      attribute('username', true, true, { 'username-prohibited-characters': { 'ignore.empty.value': true } }),
+      // A new user's username is given by whoever creates it (the admin console's Create user form is built from this).
+      attribute('username', true, !options.newUser, { 'username-prohibited-characters': { 'ignore.empty.value': true } }),
       attribute('email', true, false, { email: { 'ignore.empty.value': true } }),
       attribute('firstName', false, false, { 'person-name-prohibited-characters': { 'ignore.empty.value': true } }),
       attribute('lastName', false, false, { 'person-name-prohibited-characters': { 'ignore.empty.value': true } }),

@@ -4,7 +4,7 @@ export { effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from
 export { clientScopeSet } from './client-scope-set.js';
 export { attachClientScopes, clientScopeViews, provisionClientScopes, realmDefaultScopeNames, syncServiceAccountScope, upgradeClientScopes, type RequestedScopes } from './client-scopes.js';
 export { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, joinDefaultGroups, moveGroup, updateGroup, byName, type GroupInput } from './groups.js';
-export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel } from './realm-provisioning.js';
+export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, renameAdminConsolePaths, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel } from './realm-provisioning.js';
 export { clientFrom, insertClient, replaceClientMappers, serviceAccountNamed, type ClientExtras } from './clients.js';
 export { saveOrganization } from './organizations.js';
 export { checkNewPassword, createUser, ensureServiceAccount, insertUser, setPassword, upgradePasswordHash, userSnapshot, type NewUser } from './users.js';

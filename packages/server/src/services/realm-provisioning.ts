@@ -224,6 +224,25 @@ export async function renameAdminClient(oldName: string, newName: string, db: Db
   await db.updateTable('client').set({ client_id: adminClientId(newName), name: `${newName} Realm` }).where('realm_id', '=', master.id).where('client_id', '=', adminClientId(oldName)).execute();
 }
 
+/**
+ * Points a renamed realm's security-admin-console client at the console's new page, as Keycloak does on a rename:
+ * its base URL and redirect URIs name the realm (`/admin/{realm}/console/`), and an old one would leave the console
+ * unable to sign in. Other URIs an administrator added are kept as they are.
+ */
+export async function renameAdminConsolePaths(realmId: string, oldName: string, newName: string, db: Db): Promise<void> {
+  const client = await db.selectFrom('client').select(['id', 'base_url', 'redirect_uris']).where('realm_id', '=', realmId).where('client_id', '=', SECURITY_ADMIN_CONSOLE).executeTakeFirst();
+  if (!client) return;
+  const from = `/admin/${encodeURIComponent(oldName)}/`;
+  const to = `/admin/${encodeURIComponent(newName)}/`;
+  const moved = (uri: string) => uri.split(from).join(to);
+  const redirectUris = (JSON.parse(client.redirect_uris) as string[]).map(moved);
+  await db
+    .updateTable('client')
+    .set({ base_url: client.base_url === null ? null : moved(client.base_url), redirect_uris: JSON.stringify(redirectUris) })
+    .where('id', '=', client.id)
+    .execute();
+}
+
 /** Removes master's client for a deleted realm, with its roles (their mappings and composites go with them). */
 export async function removeAdminClient(realmName: string, db: Db): Promise<void> {
   const master = await masterOf(db);

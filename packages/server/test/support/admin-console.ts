@@ -14,6 +14,8 @@ export class ConsoleSession {
   problems: string[] = [];
   /** Every request the console made since the last page began (`METHOD path status`), for the record. */
   requests: string[] = [];
+  /** Intended 4xx answers whose console error Chromium has not logged yet. */
+  private intendedLoadErrors = 0;
 
   private constructor(
     readonly t: TestServer,
@@ -29,14 +31,19 @@ export class ConsoleSession {
       const path = url.slice(t.url.length);
       const line = `${response.request().method()} ${path.split('?')[0]} ${response.status()}`;
       this.requests.push(line);
-      if (response.status() >= 400 && !this.intended.some((answer) => line.startsWith(answer))) this.problems.push(`${response.request().method()} ${path} → ${response.status()}`);
+      if (response.status() < 400) return;
+      if (!this.intended.some((answer) => line.startsWith(answer))) this.problems.push(`${response.request().method()} ${path} → ${response.status()}`);
+      // Chromium logs every 4xx as a console error too: an intended answer's is not a problem either.
+      else this.intendedLoadErrors += 1;
     });
     page.on('requestfailed', (request) => {
       // A reload or a route change cancels requests in flight: that is the browser's doing, not the server's.
       if (request.failure()?.errorText !== 'net::ERR_ABORTED') this.problems.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText}`);
     });
     page.on('console', (message) => {
-      if (message.type() === 'error') this.problems.push(`console error: ${message.text().split('\n')[0]}`);
+      if (message.type() !== 'error') return;
+      if (this.intendedLoadErrors > 0 && message.text().startsWith('Failed to load resource: the server responded with a status of')) this.intendedLoadErrors -= 1;
+      else this.problems.push(`console error: ${message.text().split('\n')[0]}`);
     });
     page.on('pageerror', (error) => this.problems.push(`page error: ${error.message}`));
   }

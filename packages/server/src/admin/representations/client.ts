@@ -117,6 +117,8 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
     throw badRequest(`${path}.attributes.pkce.code.challenge.method: must be "S256" or "" (no other PKCE method is supported)`, 'attributes');
   }
   for (const field of ['redirectUris', 'webOrigins'] as const) {
+    // The console's client wizard sends an untouched URI list as [""]: a blank entry names nothing and is dropped.
+    if (input[field]) input[field] = input[field].filter((uri) => uri.trim() !== '');
     for (const [i, uri] of (input[field] ?? []).entries()) {
       if (uri.includes('#')) throw badRequest(`${path}.${field}[${i}]: must not contain a fragment`, field);
       if (field === 'redirectUris' && !isRedirectPattern(uri)) throw badRequest(`${path}.${field}[${i}]: must be a URI with a scheme, a path, * or +`, field);
