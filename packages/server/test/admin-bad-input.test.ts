@@ -7,6 +7,8 @@ import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer
 const REALM = 'bad';
 /** Routes that take a whole realm file, up to 10 MiB as Keycloak's default body limit. */
 const REALM_IMPORT_ROUTES = ['POST /admin/realms', 'POST /admin/realms/:realm/partialImport'];
+/** Routes whose body is text/plain, as Keycloak's. */
+const TEXT_BODY_ROUTES = ['PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel'];
 const key = (r: Route) => `${r.method} ${r.url}`;
 
 /** Bodies that are not JSON at all (or not a JSON value the server can use). */
@@ -349,6 +351,11 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
   'PUT /admin/realms/:realm/authentication/required-actions/:alias': objectBody([{ enabled: 'yes' }, { defaultAction: 1 }, { priority: 1.5 }, { priority: 2147483648 }, { config: { a: 'b' } }, { config: [] }, { unknownField: true }]),
   'PUT /admin/realms/:realm/users/profile': objectBody([{ attributes: [] }, { attributes: 'x' }, { attributes: [{ name: 'phone' }] }, { unmanagedAttributePolicy: 'ENABLED' }]),
+  'PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel': {
+    // Sent as JSON: refused with 415, as Keycloak's text/plain route refuses them.
+    shapes: { null: null, object: {}, number: 5, array: ['x'], string: 'label' },
+    fields: [],
+  },
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
@@ -635,6 +642,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     const role = (await kc.roles.findOneByName({ name: 'fixture-role' }))!;
     const { id: user } = await kc.users.create({ username: 'fixture-user', email: 'fixture@example.com', enabled: true, credentials: [{ type: 'password', value: 'fixture-pass' }] });
     await kc.users.create({ username: 'other-user', email: 'other@example.com', enabled: true });
+    const [password] = await kc.users.getCredentials({ id: user });
     await kc.users.addRealmRoleMappings({ id: user, roles: [{ id: role.id!, name: 'fixture-role' }] });
     const { id: org } = await kc.organizations.create({ name: 'Fixture', alias: 'fixture', domains: [{ name: 'fixture.example' }] });
     await kc.organizations.create({ name: 'Other Org', alias: 'other-org' });
@@ -686,6 +694,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'mappers:id': idpMapper,
       'components:id': component,
       'required-actions:alias': 'CONFIGURE_TOTP',
+      'credentials:credentialId': password.id!,
     };
     routes = adminRoutes(t.server.app);
     before = await snapshot();
@@ -711,7 +720,8 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       for (const [name, body] of Object.entries(malformedJson)) check(`${label} ${name}`, await send(route.method, path, body));
       check(`${label} oversized`, await send(route.method, path, REALM_IMPORT_ROUTES.includes(label) ? oversizedImport : oversized), 413);
       check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
-      check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
+      // A credential's label is a text/plain body (Keycloak's): there a text body is read (credential-labels.test.ts).
+      if (!TEXT_BODY_ROUTES.includes(label)) check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
     }
     expect(failures).toEqual([]);
   });

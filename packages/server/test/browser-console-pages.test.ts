@@ -210,6 +210,28 @@ describe('users', () => {
     expect(problems).toEqual({});
   });
 
+  it('Credentials: Set password sets the password and labels it, and the user signs in with it', async () => {
+    const { page } = session;
+    const setPassword = (p: Page) => p.getByRole('button', { name: 'Set password' }).first();
+    expect(await open(`${REALM}/users/${bobId}/credentials`, 'user-set-password', (p) => setPassword(p).waitFor(wait))).toEqual([]);
+    await setPassword(page).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.locator('#password').fill('Bob-console-1');
+    await dialog.locator('#passwordConfirmation').fill('Bob-console-1');
+    // The console offers a temporary password by default; this one is not.
+    const temporary = dialog.locator('#temporaryPassword, input[name="temporaryPassword"]').first();
+    if (await temporary.isChecked()) await temporary.click({ force: true });
+    await dialog.getByTestId('confirm').click();
+    await clickFor('[role="dialog"] [data-testid="confirm"]', 'PUT', new RegExp(`/users/${bobId}/credentials/[0-9a-f-]{36}/userLabel$`));
+    await session.ready('pages-user-password-set', (p) => p.getByText('My password').first().waitFor(wait));
+    // The console itself throws this after the dialog closes: the same flow against Keycloak 26.7.3 gives the same
+    // page error (checked with Chromium against Keycloak 26.7.3 start-dev, 2026-11-25); no request fails.
+    expect(session.problems.filter((p) => p !== "page error: Cannot read properties of null (reading 'value')")).toEqual([]);
+    const [password] = (await kc.users.getCredentials({ id: bobId })).filter((c) => c.type === 'password');
+    expect(password.userLabel).toBe('My password');
+    expect((await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'admin-cli', username: 'bob', password: 'Bob-console-1' })).status).toBe(200);
+  });
+
   it('Role mapping: Assign role maps a realm role to the user', async () => {
     const { page } = session;
     expect(await open(`${REALM}/users/${bobId}/role-mapping`, 'user-assign-role', (p) => p.getByTestId('add-role-mapping-button').waitFor(wait))).toEqual([]);

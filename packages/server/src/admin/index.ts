@@ -48,7 +48,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         // other endpoints; without this, such a body would reach handlers that ignore bodies (a DELETE would proceed).
         const type = request.headers['content-type'];
         const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-        if (hasBody && type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) {
+        const accepted = request.routeOptions.config.textPlainBody ? /^(application\/json|text\/plain)\s*(;|$)/i : /^application\/json\s*(;|$)/i;
+        if (hasBody && type !== undefined && !accepted.test(type)) {
           throw unsupportedMediaType('The admin API accepts application/json bodies only');
         }
       });

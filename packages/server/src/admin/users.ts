@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { bruteForceStatus, clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, conflict, notFound, unsupportedMediaType } from '../model/errors.js';
 import type { User } from '../model/types.js';
+
+/** Keycloak's credential label column holds 255 characters. */
+const CREDENTIAL_LABEL_LIMIT = 255;
 import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
@@ -160,6 +163,26 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const password = passwordCredentialRep(user);
     const stored = await ctx.storage.credentials.ofUser(user.id);
     return [...(password ? [password] : []), ...stored.map(credentialRep)];
+  });
+
+  // A credential's label, sent as a bare text/plain body (the console labels a new password "My password"). Only
+  // this route reads text/plain, so its parser is registered in a scope of its own.
+  app.register(async (scoped) => {
+    scoped.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: CREDENTIAL_LABEL_LIMIT * 4 }, (_request, body, done) => done(null, body));
+    scoped.put('/realms/:realm/users/:id/credentials/:credentialId/userLabel', { config: { textPlainBody: true } }, async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
+      const { realm, user } = await load(request);
+      requireRole(callerOf(request), realm, 'manage-users');
+      const credentialId = pathId(request.params.credentialId, 'Credential');
+      // Keycloak's route consumes text/plain only.
+      if (!/^text\/plain\b/i.test(request.headers['content-type'] ?? '') || typeof request.body !== 'string') throw unsupportedMediaType('The label is sent as a text/plain body');
+      const label = request.body.trim();
+      if (label.length > CREDENTIAL_LABEL_LIMIT) throw badRequest(`The label is at most ${CREDENTIAL_LABEL_LIMIT} characters`, 'userLabel');
+      if (/[\u0000-\u001f\u007f]/.test(label)) throw badRequest('The label cannot contain control characters', 'userLabel');
+      if (passwordCredentialRep(user)?.id === credentialId) await ctx.storage.users.update({ ...user, passwordLabel: label || null });
+      else if (!(await ctx.storage.credentials.setLabel(user.id, credentialId, label || null))) throw notFound('Credential not found');
+      await recordAdminEvent(ctx, request, realm, 'UPDATE', 'USER', `users/${user.id}/credentials/${credentialId}/userLabel`);
+      return reply.code(204).send();
+    });
   });
 
   // Keycloak removes any credential here; the password lives with the user and is replaced by reset-password instead.

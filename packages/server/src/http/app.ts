@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route also takes a bare string body sent as application/json (what Keycloak's admin client sends). */
     rawJsonString?: boolean;
+    /** An admin route whose body is text/plain (Keycloak's credential label): the admin API's JSON-only rule allows it. */
+    textPlainBody?: boolean;
   }
 }
 

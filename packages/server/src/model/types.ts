@@ -100,6 +100,8 @@ export interface User {
   serviceAccountClientId: string | null;
   passwordHash: string | null;
   passwordCreated: number | null;
+  /** The password credential's label (the console names it "My password"); a new password has none. */
+  passwordLabel?: string | null;
 }
 
 export interface Role {

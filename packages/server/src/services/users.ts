@@ -105,7 +105,8 @@ export async function ensureServiceAccount(storage: Storage, realm: Realm, clien
 export async function setPassword(storage: Storage, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
   const policy = await checkNewPassword(storage, realm, user, password, db);
   const now = Date.now();
-  const updated = { ...user, passwordHash: await hashPassword(password, hashIterations(policy)), passwordCreated: now };
+  // A new password is a new credential: the old one's label does not carry over (Keycloak's console labels it anew).
+  const updated = { ...user, passwordHash: await hashPassword(password, hashIterations(policy)), passwordCreated: now, passwordLabel: null };
   await storage.users.update(updated, db);
   if (user.passwordHash) await storage.users.rememberPassword(user.id, user.passwordHash, now, Math.max((policy.passwordHistory ?? 0) - 1, 0), db);
   return updated;

@@ -68,6 +68,12 @@ export class CredentialRepository {
       .execute();
   }
 
+  /** Names the user's credential `id`; false when the user has none of that id. */
+  async setLabel(userId: string, id: string, label: string | null, db: Db = this.db): Promise<boolean> {
+    const result = await db.updateTable('credential').set({ user_label: label }).where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Removes the user's credential `id`; false when the user has none of that id. */
   async delete(userId: string, id: string, db: Db = this.db): Promise<boolean> {
     const result = await db.deleteFrom('credential').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();

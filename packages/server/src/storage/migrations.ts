@@ -567,4 +567,9 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0017-password-label': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_entity').addColumn('password_label', 'text').execute();
+    },
+  },
 };

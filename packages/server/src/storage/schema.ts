@@ -96,6 +96,7 @@ export interface UserTable {
   service_account_client_id: string | null;
   password_hash: string | null;
   password_created: number | null;
+  password_label: string | null;
 }
 
 export interface RoleTable {

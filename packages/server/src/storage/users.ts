@@ -34,6 +34,7 @@ export function toUser(row: Selectable<UserTable>): User {
     serviceAccountClientId: row.service_account_client_id,
     passwordHash: row.password_hash,
     passwordCreated: row.password_created,
+    passwordLabel: row.password_label,
   };
 }
 
@@ -79,6 +80,7 @@ function toRow(user: User): Selectable<UserTable> {
     service_account_client_id: user.serviceAccountClientId,
     password_hash: user.passwordHash,
     password_created: user.passwordCreated,
+    password_label: user.passwordLabel ?? null,
   };
 }
 
@@ -222,7 +224,7 @@ export class UserRepository {
   }
 
   /**
-   * Inserts many users with multi-row INSERTs of at most 1,000 rows (13 parameters a row stays under SQLite's and
+   * Inserts many users with multi-row INSERTs of at most 1,000 rows (14 parameters a row stays under SQLite's and
    * PostgreSQL's parameter limits). No transaction of its own: pass `trx` to make a batch atomic (and fast on SQLite).
    */
   async insertMany(users: readonly User[], db: Db = this.db): Promise<void> {

@@ -11,7 +11,12 @@ export function passwordCredentialId(user: User): string {
 /** Keycloak's CredentialRepresentation of the password (its hash lives on the user here); null without one. */
 export function passwordCredentialRep(user: User) {
   if (user.passwordHash === null) return null;
-  return { id: passwordCredentialId(user), type: 'password', createdDate: user.passwordCreated ?? user.createdTimestamp };
+  return {
+    id: passwordCredentialId(user),
+    type: 'password',
+    ...(user.passwordLabel ? { userLabel: user.passwordLabel } : {}),
+    createdDate: user.passwordCreated ?? user.createdTimestamp,
+  };
 }
 
 /** Keycloak's CredentialRepresentation of a stored credential; the secret is never part of it. */

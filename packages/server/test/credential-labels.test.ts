@@ -1,0 +1,76 @@
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realmManagement, rejects } from './support/admin-client.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+
+/**
+ * `PUT …/users/{id}/credentials/{credentialId}/userLabel` (a text/plain body, as Keycloak's): the admin console
+ * labels a password it has just set ("My password"), and an administrator renames an authenticator app. Only
+ * manage-users may; a new password is a new credential, without the old label.
+ */
+describe.each(databases)('credential labels (%s)', (database) => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  let userId: string;
+
+  beforeAll(async () => {
+    t = await startServer({ database });
+    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    await kc.realms.create({ realm: 'labels', enabled: true });
+    kc.setConfig({ realmName: 'labels' });
+    ({ id: userId } = await kc.users.create({
+      username: 'dana',
+      enabled: true,
+      credentials: [
+        { type: 'password', value: 'Dana-pass-1', temporary: false },
+        { type: 'otp', userLabel: 'old phone', secretData: JSON.stringify({ value: 'JBSWY3DPEHPK3PXPJBSWY3DP' }), credentialData: JSON.stringify({ subType: 'totp', digits: 6, period: 30, algorithm: 'HmacSHA1', secretEncoding: 'BASE32' }) },
+      ],
+    }));
+  }, 60_000);
+  afterAll(() => t?.close());
+
+  const credential = async (type: string) => (await kc.users.getCredentials({ id: userId })).find((c) => c.type === type)!;
+
+  it('labels the password and renames the OTP credential, through the official admin client', async () => {
+    await kc.users.updateCredentialLabel({ id: userId, credentialId: (await credential('password')).id! }, 'My password');
+    expect((await credential('password')).userLabel).toBe('My password');
+    await kc.users.updateCredentialLabel({ id: userId, credentialId: (await credential('otp')).id! }, '  new phone ');
+    expect((await credential('otp')).userLabel).toBe('new phone');
+    // A new password is a new credential: its id changes and the label is not carried over.
+    const before = await credential('password');
+    await kc.users.resetPassword({ id: userId, credential: { type: 'password', value: 'Dana-pass-2', temporary: false } });
+    const after = await credential('password');
+    expect(after.id).not.toBe(before.id);
+    expect(after.userLabel).toBeUndefined();
+  });
+
+  it('refuses a label that is too long, has control characters, or is not text/plain; an unknown credential is 404', async () => {
+    const id = (await credential('otp')).id!;
+    await rejects(kc.users.updateCredentialLabel({ id: userId, credentialId: id }, 'x'.repeat(256)), 400, /at most 255/);
+    await rejects(kc.users.updateCredentialLabel({ id: userId, credentialId: id }, 'a\u0000b'), 400, /control characters/);
+    await rejects(kc.users.updateCredentialLabel({ id: userId, credentialId: '00000000-0000-4000-8000-000000000000' }, 'x'), 404);
+    const token = (await kc.getAccessToken())!;
+    const json = await fetch(`${t.url}/admin/realms/labels/users/${userId}/credentials/${id}/userLabel`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify('json label'),
+    });
+    expect(json.status).toBe(415);
+    expect((await credential('otp')).userLabel).toBe('new phone');
+  });
+
+  it('a holder of view-users only cannot label, nor give itself manage-users', async () => {
+    const { management, roles } = await realmManagement(kc);
+    const { id } = await kc.users.create({ username: 'viewer', enabled: true, credentials: [{ type: 'password', value: 'Viewer-pass-1', temporary: false }] });
+    await kc.users.addClientRoleMappings({ id, clientUniqueId: management, roles: [roles.get('view-users')!] });
+    const viewer = new KcAdminClient({ baseUrl: t.url, realmName: 'labels' });
+    await viewer.auth({ grantType: 'password', clientId: 'admin-cli', username: 'viewer', password: 'Viewer-pass-1' });
+    const otp = (await credential('otp')).id!;
+    // It may read the credentials, not change them.
+    expect((await viewer.users.getCredentials({ id: userId })).map((c) => c.type).sort()).toEqual(['otp', 'password']);
+    await rejects(viewer.users.updateCredentialLabel({ id: userId, credentialId: otp }, 'owned'), 403);
+    await rejects(viewer.users.addClientRoleMappings({ id, clientUniqueId: management, roles: [roles.get('manage-users')!] }), 403);
+    expect((await credential('otp')).userLabel).toBe('new phone');
+  });
+});
