@@ -124,6 +124,27 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return { type: 'secret', value: updated.secret };
   });
 
+  // A client's Keys tab (Keycloak's CertificateRepresentation of the `{attr}.certificate`, `{attr}.public.key` and
+  // `{attr}.kid` attributes a realm file or an administrator gave it). Nothing here authenticates clients with
+  // signed JWTs (private_key_jwt) or signs with a client's key, so making or uploading such keys is refused, not
+  // stored without effect.
+  const CERTIFICATE_ATTRIBUTES = { certificate: 'certificate', publicKey: 'public.key', kid: 'kid' } as const;
+  app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
+    const { realm, client } = await load(request);
+    requireRole(callerOf(request), realm, 'view-clients');
+    const info: Record<string, string> = {};
+    for (const [field, suffix] of Object.entries(CERTIFICATE_ATTRIBUTES)) {
+      const value = client.attributes[`${request.params.attr}.${suffix}`];
+      if (value) info[field] = value;
+    }
+    return info;
+  });
+  app.post('/realms/:realm/clients/:id/certificates/:attr/:operation', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm } = await load(request);
+    requireRole(callerOf(request), realm, 'manage-clients');
+    throw badRequest('Client keys are not supported: Realmgate authenticates clients by secret only (no private_key_jwt), so a generated or uploaded key would have no use');
+  });
+
   app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { notFound } from '../model/errors.js';
+import { badRequest, notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
@@ -53,6 +53,45 @@ export async function mappingsRep(ctx: ServerContext, realm: Realm, roles: Role[
 }
 
 /**
+ * Keycloak's EffectiveRole rows of the console's `ui-ext/effective-roles-all/{type}/{id}` ("Hide inherited roles"
+ * unticked): realm roles by name, then client roles by clientId and name; `client` is the clientId, `clientId` the
+ * client's id, as in the available-roles rows.
+ */
+export async function effectiveRoleRows(ctx: ServerContext, realm: Realm, roles: Role[]) {
+  const clientIds = new Map<string, string>();
+  for (const role of roles.filter((r) => r.clientRole)) {
+    if (clientIds.has(role.containerId)) continue;
+    const client = await ctx.storage.clients.byId(realm.id, role.containerId);
+    if (client) clientIds.set(client.id, client.clientId);
+  }
+  const rows = roles
+    .filter((r) => !r.clientRole || clientIds.has(r.containerId))
+    .map((r) => ({
+      id: r.id,
+      name: r.name,
+      description: r.description ?? undefined,
+      clientRole: r.clientRole,
+      ...(r.clientRole ? { client: clientIds.get(r.containerId), clientId: r.containerId } : {}),
+    }));
+  const key = (row: (typeof rows)[number]) => `${row.clientRole ? 1 : 0}\u0000${row.client ?? ''}\u0000${row.name}`;
+  return rows.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+/**
+ * The roles named by the console's Unassign (`POST ui-ext/role-mapping-delete/{type}/{id}`): a list of
+ * `{roleId, roleName, clientId?}`, read by `roleId`; every one must be a role of this realm or nothing changes.
+ */
+export async function rolesOfDeleteRequest(ctx: ServerContext, realm: Realm, body: unknown): Promise<Role[]> {
+  if (!Array.isArray(body)) throw badRequest('Request body must be an array of {roleId, roleName, clientId}');
+  const ids = body.map((item, i) => {
+    const roleId = typeof item === 'object' && item !== null ? (item as { roleId?: unknown }).roleId : undefined;
+    if (typeof roleId !== 'string') throw badRequest(`[${i}].roleId: is required`);
+    return { id: roleId };
+  });
+  return rolesFromBody(ctx.storage, realm, ids);
+}
+
+/**
  * Keycloak's role-mapping resource, the same for every holder: all mappings grouped by realm and client,
  * and per container (`/realm`, `/clients/{client}`) the direct mappings, the roles still available, the
  * effective ones (`/composite`), and POST/DELETE of a role list, all or nothing.
@@ -98,6 +137,28 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
       }
     }
     return rows.slice(first, first + max);
+  });
+
+  // "Hide inherited roles" unticked: every role the holder has, mapped directly, through groups or as a composite.
+  app.get(`/realms/:realm/ui-ext/effective-roles-all/${resource.consoleType}/:id`, async (request: AdminRequest) => {
+    requireRole(callerOf(request), await targetRealm(ctx, request), resource.view);
+    const holder = await resource.holder(request);
+    const ids = resource.effectiveIds ? await resource.effectiveIds(holder) : await ctx.storage.roles.expand(await resource.mappedIds(holder.id));
+    return effectiveRoleRows(ctx, holder.realm, await ctx.storage.roles.byIds([...ids]));
+  });
+
+  // Unassign: the selected rows, realm and client roles together, removed at once under the same checks as the
+  // DELETE routes below (the manage role, the realm-role role where one is needed, the admin-role rule).
+  app.post(`/realms/:realm/ui-ext/role-mapping-delete/${resource.consoleType}/:id`, async (request: AdminRequest, reply) => {
+    requireRole(callerOf(request), await targetRealm(ctx, request), resource.manage);
+    const holder = await resource.holder(request);
+    const roles = await rolesOfDeleteRequest(ctx, holder.realm, request.body);
+    if (resource.manageRealmRoles && roles.some((r) => !r.clientRole)) requireRole(callerOf(request), holder.realm, resource.manageRealmRoles);
+    await resource.mayMap?.(callerOf(request), roles);
+    await resource.remove(holder.id, roles.map((r) => r.id));
+    const type = roles.some((r) => !r.clientRole) ? resource.resourceTypes.realm : resource.resourceTypes.client;
+    await recordAdminEvent(ctx, request, holder.realm, 'DELETE', type, `ui-ext/role-mapping-delete/${resource.consoleType}/${holder.id}`, request.body);
+    return reply.code(204).send();
   });
 
   for (const base of [`${prefix}/realm`, `${prefix}/clients/:client`]) {

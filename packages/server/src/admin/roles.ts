@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
 import { parseRole, roleRep, roleReps, rolesFromBody } from './representations/role.js';
-import { mappingsRep } from './role-mappings.js';
+import { effectiveRoleRows, mappingsRep, rolesOfDeleteRequest } from './role-mappings.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -192,6 +192,25 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, false));
     return mappingsRep(ctx, realm, (await ctx.storage.roles.composites(role.id)).sort((a, b) => a.name.localeCompare(b.name)));
+  });
+  // The console's Associated roles tab with "Hide inherited roles" unticked: the role and everything it contains, as
+  // Keycloak answers it (the role itself included).
+  app.get('/realms/:realm/ui-ext/effective-roles-all/roles/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    const ids = await ctx.storage.roles.expand([role.id]);
+    ids.add(role.id);
+    return effectiveRoleRows(ctx, realm, await ctx.storage.roles.byIds([...ids]));
+  });
+  // Its Unassign: the selected children removed under the same checks as DELETE …/composites.
+  app.post('/realms/:realm/ui-ext/role-mapping-delete/roles/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, true));
+    const children = await rolesOfDeleteRequest(ctx, realm, request.body);
+    await requireMayCompose(ctx, callerOf(request), realm, role, children);
+    await ctx.storage.roles.removeComposites(role.id, children.map((r) => r.id));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', role.clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE', `ui-ext/role-mapping-delete/roles/${role.id}`, request.body);
+    return reply.code(204).send();
   });
   app.post('/realms/:realm/roles-by-id/:id/composites', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, role } = await byId(request);

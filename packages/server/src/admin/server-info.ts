@@ -75,6 +75,9 @@ export function builtInProviders(): Record<string, ProviderInfo> {
     hash: one('argon2'),
     signature: one('RS256'),
     clientSignature: one('RS256'),
+    // No encryption of ID tokens, userinfo or request objects: the client's Advanced tab offers no algorithm.
+    contentencryption: one(),
+    cekmanagement: one(),
     'client-registration-policy': one(),
   };
 }

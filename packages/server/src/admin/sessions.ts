@@ -152,6 +152,24 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return reply.code(204).send();
   });
 
+  // A user's Consents tab: there is no consent screen here, so what it lists is Keycloak's other kind of grant, the
+  // clients holding an offline token of the user (revoked by the DELETE below).
+  app.get('/realms/:realm/users/:id/consents', async (request: AdminRequest<Params>) => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'view-users');
+    const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
+    if (!user) throw notFound('User not found');
+    const offline = (await ctx.storage.sessions.forUser(realm.id, user.id, true)).filter((s) => sessionAlive(realm, s));
+    const clientIds = new Set((await ctx.storage.sessions.clientSessionsOf(offline.map((s) => s.id))).map((cs) => cs.clientId));
+    const consents = [];
+    for (const id of clientIds) {
+      const client = await ctx.storage.clients.byId(realm.id, id);
+      if (!client) continue;
+      consents.push({ clientId: client.clientId, grantedClientScopes: [], createdDate: null, lastUpdatedDate: null, additionalGrants: [{ client: client.id, key: 'Offline Token' }] });
+    }
+    return consents.sort((a, b) => a.clientId.localeCompare(b.clientId));
+  });
+
   app.delete('/realms/:realm/users/:id/consents/:client', async (request: AdminRequest<Params>, reply) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'manage-users');
@@ -169,6 +187,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     if (!revoked) throw notFound('Consent nor offline token not found');
     await ctx.events.user(realm, { type: 'REVOKE_GRANT', clientId: client.clientId, userId: user.id, details: { revoked_client: client.clientId }, request: requestInfo(request) });
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/consents/${client.clientId}`);
     return reply.code(204).send();
   });
 }
