@@ -3,21 +3,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstForm, textOf } from './support/forms.js';
 import { linkIn, startSmtp } from './support/smtp.js';
 import { CodeSource, fromBase32, totpCode } from './support/totp.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16, point 5: the e-mails an administrator sends with the official admin client — execute-actions-email
  * (the invitation: a new user without a password sets one through the link) and send-verify-email — over a real
- * SMTP server, and the links carried out as a person's browser would (GET the link, POST the form on its page).
+ * SMTP server, and the links carried out as a person's browser would (GET the link, POST the form on its page), on
+ * SQLite and PostgreSQL.
  */
-describe('execute-actions-email and send-verify-email', () => {
+describe.each(databases)('execute-actions-email and send-verify-email (%s)', (database) => {
   let t: TestServer;
   let smtp: Awaited<ReturnType<typeof startSmtp>>;
   let kc: KcAdminClient;
 
   beforeAll(async () => {
     smtp = await startSmtp();
-    t = await startServer();
+    t = await startServer({ database });
     kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
     await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
     await kc.realms.create({ realm: 'invite', enabled: true, eventsEnabled: true, sslRequired: 'none', smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'noreply@invite.example' } });
@@ -132,12 +133,40 @@ describe('execute-actions-email and send-verify-email', () => {
     expect((await signIn('victim', 'Owned-pass-1')).status).toBe(401);
   });
 
-  it('send-verify-email: the link confirms the address', async () => {
-    const { id } = await kc.users.create({ username: 'verify-me', email: 'verify-me@invite.example', enabled: true });
-    await kc.users.sendVerifyEmail({ id });
+  it('send-verify-email: the link confirms the address and leads to the redirect_uri given', async () => {
+    const { id } = await kc.users.create({ username: 'verify-me', email: 'verify-me@invite.example', enabled: true, requiredActions: ['VERIFY_EMAIL'] });
+    await kc.users.sendVerifyEmail({ id, clientId: 'portal', redirectUri: 'https://portal.example/verified' });
     const page = await fetch(linkIn(await mailTo('verify-me@invite.example')));
     expect(page.status).toBe(200);
-    expect((await kc.users.findOne({ id }))?.emailVerified).toBe(true);
+    expect(await page.text()).toContain('href="https://portal.example/verified"');
+    expect(await kc.users.findOne({ id })).toMatchObject({ emailVerified: true, requiredActions: [] });
+    const [event] = await kc.realms.findEvents({ realm: 'invite', user: id, type: 'VERIFY_EMAIL' as never });
+    expect(event).toMatchObject({ clientId: 'portal' });
+  });
+
+  it('VERIFY_EMAIL alone from execute-actions-email: following the link confirms the address, nothing else is asked', async () => {
+    const { id } = await kc.users.create({ username: 'only-verify', email: 'only-verify@invite.example', enabled: true, credentials: [{ type: 'password', value: 'Only-pass-1', temporary: false }], requiredActions: ['VERIFY_EMAIL'] });
+    expect((await signIn('only-verify', 'Only-pass-1')).status).toBe(400);
+    await kc.users.executeActionsEmail({ id, actions: ['VERIFY_EMAIL'], clientId: 'portal', redirectUri: 'https://portal.example/ok' });
+    const page = await fetch(linkIn(await mailTo('only-verify@invite.example')));
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).not.toMatch(/<form\b[^>]*action=/);
+    expect(html).toContain('href="https://portal.example/ok"');
+    expect(await kc.users.findOne({ id })).toMatchObject({ emailVerified: true, requiredActions: [] });
+    expect((await signIn('only-verify', 'Only-pass-1')).status).toBe(200);
+  });
+
+  it('a link past its lifespan is refused and changes nothing', async () => {
+    const { id } = await kc.users.create({ username: 'late', email: 'late@invite.example', enabled: true });
+    await kc.users.executeActionsEmail({ id, actions: ['UPDATE_PASSWORD'], lifespan: 1 });
+    const mail = await mailTo('late@invite.example');
+    expect(mail.raw).toMatch(/expires in 1 second\b/);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const page = await fetch(linkIn(mail));
+    expect(page.status).toBe(400);
+    expect(await page.text()).not.toContain('password-new');
+    expect((await kc.users.getCredentials({ id })).filter((c) => c.type === 'password')).toEqual([]);
   });
 
   it('refuses what Keycloak refuses, with 400 and no mail', async () => {

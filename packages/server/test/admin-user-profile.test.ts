@@ -1,13 +1,13 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
 
 /** Issue 16, point 5: the realm's user profile (`users/profile`, `users/profile/metadata`) with the official admin client. */
-describe('the user profile in the admin API', () => {
+describe.each(databases)('the user profile in the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   beforeAll(async () => {
-    t = await startServer();
+    t = await startServer({ database });
     kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
     await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
     await kc.realms.create({ realm: 'up', enabled: true });

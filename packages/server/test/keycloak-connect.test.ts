@@ -1,26 +1,27 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issue 16, point 5: the `keycloak.json` a client's "installation" download gives, read by keycloak-connect 26
  * (unchanged from npm) as a Node API would: its grant manager signs in by password and by client credentials,
- * checks the tokens' signature against the realm's keys, their issuer and type, and introspects them.
+ * checks the tokens' signature against the realm's keys, their issuer and type, and introspects them (SQLite and
+ * PostgreSQL).
  */
 
 const require = createRequire(import.meta.url);
 const Config = require('keycloak-connect/middleware/auth-utils/config.js');
 const GrantManager = require('keycloak-connect/middleware/auth-utils/grant-manager.js');
 
-describe('keycloak-connect with the installation keycloak.json', () => {
+describe.each(databases)('keycloak-connect with the installation keycloak.json (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let apiId: string;
   let webId: string;
 
   beforeAll(async () => {
-    t = await startServer();
+    t = await startServer({ database });
     kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
     await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
     await kc.realms.create({ realm: 'node-app', enabled: true, sslRequired: 'none' });

@@ -63,9 +63,9 @@ export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext):
   });
 
   app.put('/realms/:realm/users/:id/send-verify-email', async (request: AdminRequest<Params>, reply) => {
-    const { realm, user, clientId } = await target(request);
+    const { realm, user, clientId, redirect } = await target(request);
     const lifetime = queryInt(request.query, 'lifespan', ADMIN_LINK_LIFETIME_S, 30 * 24 * 60 * 60) || ADMIN_LINK_LIFETIME_S;
-    await sendVerification(ctx, request, realm, user, user.email!, clientId, lifetime);
+    await sendVerification(ctx, request, realm, user, user.email!, clientId, lifetime, redirect);
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/send-verify-email`);
     return reply.code(204).send();
   });

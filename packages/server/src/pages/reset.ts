@@ -98,7 +98,8 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { previous_email: previous ?? '', updated_email: email ?? '' }, request: info, user: snapshot });
       }
       await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: email ?? '' }, request: info, user: snapshot });
-      return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', await signInLink(request, realm, 'Continue'));
+      const next = claims.redirect ? { href: claims.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Continue');
+      return showPage.info(ctx, reply, realm, 'E-mail address verified', 'Thank you: your e-mail address is confirmed.', next);
     }
     if (typ === 'execute-actions') {
       const claims = await ctx.actionTokens.read(realm, key, 'execute-actions');

@@ -17,8 +17,10 @@ export async function sendVerification(
   email: string,
   clientId: string | null,
   lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+  /** An administrator's `redirect_uri` (already checked against the client): where the page leads afterwards. */
+  redirect: string | null = null,
 ): Promise<void> {
-  const token = await ctx.actionTokens.issue(realm, 'verify-email', user.id, { email, ...(clientId ? { azp: clientId } : {}) }, lifetimeSeconds);
+  const token = await ctx.actionTokens.issue(realm, 'verify-email', user.id, { email, ...(clientId ? { azp: clientId } : {}), ...(redirect ? { redirect } : {}) }, lifetimeSeconds);
   sendInBackground(ctx, realm, verifyEmailMail(realm, email, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds));
   await ctx.events.user(realm, { type: 'SEND_VERIFY_EMAIL', clientId, userId: user.id, details: { email, username: user.username }, request: requestInfo(request) });
 }
