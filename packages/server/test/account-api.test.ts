@@ -34,6 +34,8 @@ beforeAll(async () => {
   const providersDir = join(scratch, 'providers');
   mkdirSync(providersDir);
   symlinkSync(join(REPO_ROOT, 'packages', 'disposable-email'), join(providersDir, 'disposable-email'));
+  // The demo realm's registration flow requires the proof of work too: without it the flow could not run.
+  symlinkSync(join(REPO_ROOT, 'packages', 'pow'), join(providersDir, 'pow'));
   t = await startServer({ providersDir, config: { REALMGATE_IMPORT_REALM: join(REPO_ROOT, 'demo') } });
   kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
   await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });

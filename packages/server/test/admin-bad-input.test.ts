@@ -57,6 +57,21 @@ const notARoleList: Record<string, unknown> = {
   'partly unknown': [{ name: 'fixture-role' }, { name: 'ghost' }],
 };
 
+/** Valid JSON that is not the console's Unassign request (`[{roleId, roleName, clientId?}]`). */
+const notADeleteRequest: Record<string, unknown> = {
+  'empty body': '',
+  null: null,
+  object: {},
+  string: 'text',
+  'array of numbers': [5],
+  'without roleId': [{ roleName: 'fixture-role' }],
+  'numeric roleId': [{ roleId: 5 }],
+  'injection roleId': [{ roleId: "' OR 1=1 --" }],
+  'unknown uuid': [{ roleId: randomUUID() }],
+  'NUL roleId': [{ roleId: '\u0000'.repeat(36) }],
+  'too many': Array.from({ length: 1001 }, () => ({ roleId: randomUUID() })),
+};
+
 const long = 'a'.repeat(10_000);
 
 /** Route-specific bodies with the right shape but a bad field: each must be refused and change nothing. */
@@ -281,6 +296,8 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/users': objectBody([...userFields, { username: 'fixture-user' }, { username: 'FIXTURE-USER' }, { username: 'y', email: 'fixture@example.com' }]),
   'PUT /admin/realms/:realm/users/:id': objectBody([...userFields.map(withoutUsername), { username: 'renamed' }, { email: 'other@example.com' }]),
   'PUT /admin/realms/:realm/users/:id/reset-password': objectBody([{ type: 'password' }, { type: 'password', value: 5 }, { type: 'password', value: '' }, { type: 'otp', value: 'x' }, { value: 'x', temporary: 'yes' }, { value: long }]),
+  ...Object.fromEntries(['users', 'groups', 'clients', 'clientScopes', 'roles'].map((type) => [`POST /admin/realms/:realm/ui-ext/role-mapping-delete/${type}/:id`, { shapes: notADeleteRequest, fields: [] }])),
+  'POST /admin/realms/:realm/users/:id/federated-identity/:provider': objectBody([{}, { userName: 'x' }, { userId: 5 }, { userId: '' }, { userId: long }, { userId: 'x\u0000y' }, { userId: 'x', userName: 7 }, { userId: 'x', identityProvider: 'other-idp' }, { userId: 'x', token: 't' }, JSON.parse('{"userId": "x", "__proto__": {"admin": true}}')]),
   'POST /admin/realms/:realm/users/:id/role-mappings/realm': roleListBody,
   'DELETE /admin/realms/:realm/users/:id/role-mappings/realm': roleListBody,
   'POST /admin/realms/:realm/users/:id/role-mappings/clients/:client': roleListBody,
@@ -392,6 +409,7 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/authentication/required-actions/:alias/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
   'POST /admin/realms/:realm/partial-export',
+  'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
   'PUT /admin/realms/:realm/users/:id/send-verify-email',
   'PUT /admin/realms/:realm/users/:id/groups/:groupId',
   'PUT /admin/realms/:realm/default-groups/:groupId',
@@ -411,6 +429,7 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/:realm/console/whoami': text('currentRealm'),
   'GET /admin/realms/:realm/ui-ext/sessions': [...paging, ...text('search'), 'type=BOGUS', 'type=ALL&type=OFFLINE'],
   'GET /admin/realms/:realm/ui-ext/realms/names': [...paging, ...text('search')],
+  'GET /admin/realms/:realm/partial-export': ['exportClients=maybe', 'exportGroupsAndRoles=1', 'exportClients=true&exportClients=false', 'exportClients=%00'],
   ...Object.fromEntries(['users', 'groups', 'clients', 'clientScopes'].map((type) => [`GET /admin/realms/:realm/ui-ext/available-roles/${type}/:id`, [...paging, ...text('search')]])),
   'GET /admin/realms/:realm/ui-ext/sessions/client': ['clientId=not-a-uuid', 'clientId=', ...text('clientId'), 'type=BOGUS', ...text('search')],
   'GET /admin/realms/:realm/users/count': [...text('username'), ...text('search'), 'exact=maybe', 'enabled=1'],
@@ -448,6 +467,11 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/ui-ext/authentication-management/required-actions',
   'GET /admin/realms/:realm/ui-ext/available-event-listeners',
   'GET /admin/realms/:realm/ui-ext/role-mappings/roles/:id',
+  // The console sends first/max/search here too; Keycloak's answer (and this one) is the whole list, they are not read.
+  ...['users', 'groups', 'clients', 'clientScopes', 'roles'].map((type) => `GET /admin/realms/:realm/ui-ext/effective-roles-all/${type}/:id`),
+  'GET /admin/realms/:realm/users/:id/consents',
+  'GET /admin/realms/:realm/users/:id/federated-identity',
+  'GET /admin/realms/:realm/clients/:id/certificates/:attr',
   'GET /admin/realms/:realm/ui-ext/authentication-management/flows',
   'GET /admin/realms/:realm/localization',
   'GET /admin/realms/:realm/localization/:locale',
@@ -695,6 +719,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'components:id': component,
       'required-actions:alias': 'CONFIGURE_TOTP',
       'credentials:credentialId': password.id!,
+      'federated-identity:provider': 'fixture-idp',
     };
     routes = adminRoutes(t.server.app);
     before = await snapshot();

@@ -346,7 +346,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
     for (const dir of [root, withoutGuard, withGuard]) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('adds them to the built-in flows of existing realms at start-up, and the runner skips them once uninstalled', async () => {
+  it('adds them to the built-in flows of existing realms at start-up; once uninstalled, sign-ins through them are refused, never let past the step', async () => {
     let t = await startServer({ providersDir: withoutGuard, config: dbConfig });
     try {
       const kc = await adminClient(t.url, 'old');
@@ -373,11 +373,10 @@ describe('protectors installed after realms exist (sqlite)', () => {
     t = await startServer({ providersDir: withoutGuard, config: dbConfig });
     try {
       const old = (await t.server.context.storage.realms.byName('old'))!;
-      expect((await t.server.context.flows.loginSteps(old)).protectors).toEqual([]);
-      expect((await t.server.context.flows.loginSteps(old)).protectors).toEqual([]);
-      const warnings = t.logs.filter((l) => l.msg === 'authentication execution skipped: its provider is not installed' && l.provider === 'test-guard');
-      expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatchObject({ realm: 'old', flow: 'forms' });
+      // A REQUIRED step whose provider is gone: the flow cannot run, so nobody signs in past it without the step.
+      await expect(t.server.context.flows.loginSteps(old)).rejects.toMatchObject({ name: 'FlowCannotRunError' });
+      const errors = t.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('bound authentication flow cannot run') && l.realm === 'old' && l.provider === 'test-guard');
+      expect(errors.map((l) => l.binding).sort()).toEqual(['browserFlow', 'registrationFlow', 'resetCredentialsFlow']);
     } finally {
       await t.close();
     }

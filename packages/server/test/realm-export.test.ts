@@ -146,6 +146,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     const serviceAccount = await kc.clients.getServiceAccountUser({ id: api.id });
     await kc.users.addRealmRoleMappings({ id: serviceAccount.id!, roles: [sales!] as never });
     await addFederationData(kc, (await kc.realms.findOne({ realm: 'crm' }))!.id!, 'crm-idp-secret');
+    await kc.users.addToFederatedIdentity({ id, federatedIdentityId: 'corp-oidc', federatedIdentity: { userId: 'corp-4711', userName: 'carla@corp' } });
   }, 60_000);
   afterAll(async () => {
     await source?.close();
@@ -167,6 +168,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     expect(carla.credentials[0]).toMatchObject({ type: 'password', secretData: expect.any(String), credentialData: expect.stringContaining('"algorithm":"argon2"') });
     expect(JSON.stringify(exported)).not.toContain('Carla-secret-1');
     expect(carla.groups).toEqual(['/team']);
+    expect(carla.federatedIdentities).toEqual([{ identityProvider: 'corp-oidc', userId: 'corp-4711', userName: 'carla@corp' }]);
     expect(exported.users.find((u: { username: string }) => u.username === 'dora').requiredActions).toEqual(['UPDATE_PASSWORD']);
     expect(exported.clients.find((c: { clientId: string }) => c.clientId === 'crm-api').secret).toBe('crm-secret-value-1');
     expect(exported.users.find((u: { serviceAccountClientId?: string }) => u.serviceAccountClientId === 'crm-api').realmRoles).toContain('sales');
@@ -190,9 +192,14 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
       // The secrets were restored as they were.
       const stored = await target.server.context.storage.federation.providers((await target.server.context.storage.realms.byName('crm'))!.id);
       expect(stored.map((p) => p.config.clientSecret)).toEqual(['crm-idp-secret']);
+      // Carla's link to the identity provider came back with her.
+      other.setConfig({ realmName: 'crm' });
+      const [restored] = await other.users.find({ username: 'carla', exact: true });
+      expect(await other.users.listFederatedIdentities({ id: restored.id! })).toEqual([{ identityProvider: 'corp-oidc', userId: 'corp-4711', userName: 'carla@corp' }]);
       expect(target.logs.find((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in')?.keptAsData).toEqual([
         'realm.identityProviders',
         'realm.identityProviderMappers',
+        'realm.users[*].federatedIdentities',
         'realm.components["org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"]',
         'realm.components["org.keycloak.storage.UserStorageProvider"]',
       ]);

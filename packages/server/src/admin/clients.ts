@@ -132,9 +132,12 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');
+    // An attribute prefix such as `jwt.credential`, `saml.signing`.
+    const attr = request.params.attr;
+    if (!/^[A-Za-z][A-Za-z0-9._-]{0,63}$/.test(attr)) throw badRequest('attr: must be an attribute prefix such as jwt.credential', 'attr');
     const info: Record<string, string> = {};
     for (const [field, suffix] of Object.entries(CERTIFICATE_ATTRIBUTES)) {
-      const value = client.attributes[`${request.params.attr}.${suffix}`];
+      const value = client.attributes[`${attr}.${suffix}`];
       if (value) info[field] = value;
     }
     return info;

@@ -13,6 +13,7 @@ import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
 import { componentRoutes } from './components.js';
 import { identityProviderRoutes } from './identity-providers.js';
+import { federatedIdentityRoutes } from './federated-identities.js';
 import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
@@ -89,6 +90,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         keyRoutes(realms, ctx);
         componentRoutes(realms, ctx);
         identityProviderRoutes(realms, ctx);
+        federatedIdentityRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);

@@ -2,6 +2,7 @@ import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
 import { REALM_MANAGEMENT, adminClientRealmName, isMasterAdminRole, realmManagementRoles } from '../model/defaults.js';
 import type { Client, Realm, Role } from '../model/types.js';
+import { heldRoleIds } from '../services/index.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
 /**
@@ -170,12 +171,31 @@ const notHeld = (role: Role) => forbidden(`Not allowed to grant the administrati
  * before anything is written; the first that fails is named in the 403.
  */
 export async function requireMayMapRoles(ctx: ServerContext, auth: AdminAuth, roles: Role[]): Promise<void> {
-  if (isSuperAdmin(auth)) return;
+  const beyond = await firstRoleBeyond(ctx, auth, roles);
+  if (beyond) throw notHeld(beyond);
+}
+
+/** The first administrative role of `roles` whose power the caller lacks, or null. */
+async function firstRoleBeyond(ctx: ServerContext, auth: AdminAuth, roles: Role[]): Promise<Role | null> {
+  if (isSuperAdmin(auth)) return null;
   const kinds = await classify(ctx, roles);
-  for (const role of roles) {
+  return roles.find((role) => {
     const kind = kinds.get(role.id);
-    if (kind && !mayGrant(auth, kind)) throw notHeld(role);
-  }
+    return kind && !mayGrant(auth, kind);
+  }) ?? null;
+}
+
+/**
+ * Changing another person's account in a way that could give the caller that person's sign-in, or take it from
+ * them — the password and other credentials, the e-mail address that password resets go to, enabled, deletion,
+ * links to other identities — needs every administrative role the user holds (directly, through groups, as
+ * composites) to be within the caller's power, as granting them would: a limited administrator cannot take over,
+ * lock out or remove a greater one. Keycloak lets any manage-users holder do these; Realmgate is stricter on purpose.
+ */
+export async function requireMayChangeAccount(ctx: ServerContext, auth: AdminAuth, userId: string): Promise<void> {
+  if (isSuperAdmin(auth)) return;
+  const beyond = await firstRoleBeyond(ctx, auth, await ctx.storage.roles.byIds([...(await heldRoleIds(ctx.storage, userId))]));
+  if (beyond) throw forbidden(`Not allowed to change the account of a user holding the administrative role ${beyond.name}, which the caller does not hold`);
 }
 
 /**

@@ -20,6 +20,7 @@ const R = '^/admin/realms/:realm';
 const ADMIN_ROLE_RULE = 'each administrative role named must be held by the caller (or be within its power)';
 const GROUP_ROLES_RULE = "each administrative role the group's members hold through it must be held by the caller (or be within its power)";
 const FIXED = 'roles of realm-management and master {realm}-realm clients are fixed';
+const ACCOUNT_RULE = 'each administrative role the user holds must be held by the caller (or be within its power)';
 
 const rules: Rule[] = [
   [read, /^\/admin\/serverinfo$/, { roles: [], note: 'any administrative role on any realm' }],
@@ -30,7 +31,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}$`), { roles: ['manage-realm'] }],
   [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}` }],
-  [write, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
+  [/^(GET|POST)$/, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
 
   [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'], note: ADMIN_ROLE_RULE }],
@@ -52,6 +53,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/users/profile$`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/users/profile$`), { roles: ['manage-realm'], note: 'the profile is fixed: only an unchanged configuration is accepted' }],
   [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
+  [write, new RegExp(`${R}/users/:id(/reset-password|/credentials/:credentialId)?$`), { roles: ['manage-users'], note: ACCOUNT_RULE }],
   [write, new RegExp(`${R}/users/:id/groups/:groupId$`), { roles: ['manage-users'], note: GROUP_ROLES_RULE }],
   [read, new RegExp(`${R}/groups(/count)?$`), { roles: ['query-groups'] }],
   [read, new RegExp(`${R}/(groups|group-by-path)/`), { roles: ['view-users'] }],
@@ -60,6 +62,8 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/default-groups$`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/default-groups/:groupId$`), { roles: ['manage-realm'], note: `adding: ${GROUP_ROLES_RULE}` }],
   [read, new RegExp(`${R}/roles/:roleName/groups$`), { roles: ['view-users'] }],
+  [read, new RegExp(`${R}/users/:id/federated-identity$`), { roles: ['view-users'], note: 'links to identity providers, kept as data' }],
+  [write, new RegExp(`${R}/users/:id/federated-identity/:provider$`), { roles: ['manage-users'], note: `links to identity providers, kept as data; ${ACCOUNT_RULE}` }],
   [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
   [write, new RegExp(`${R}/sessions/:id$`), { roles: ['manage-users'] }],

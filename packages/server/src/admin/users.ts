@@ -7,7 +7,9 @@ import type { User } from '../model/types.js';
 /** Keycloak's credential label column holds 255 characters. */
 const CREDENTIAL_LABEL_LIMIT = 255;
 import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
-import { requireMayMapRoles, requireRole } from './permissions.js';
+import { markPasswordTemporary, removePassword } from '../services/users.js';
+import { parseFederatedIdentities, saveFederatedIdentities } from '../services/realm-import/federated-identities.js';
+import { requireMayChangeAccount, requireMayMapRoles, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import { credentialRep, passwordCredentialRep } from './representations/credential.js';
@@ -75,9 +77,14 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return group.id;
     });
     if (tree && groupIds.length) await requireMayMapRoles(ctx, callerOf(request), await groupEffectiveRoles(ctx.storage, tree, groupIds));
+    // `federatedIdentities`: links to accounts at the realm's identity providers, kept as data (no brokering here).
+    const links = parseFederatedIdentities((request.body as { federatedIdentities?: unknown }).federatedIdentities ?? [], 'user.federatedIdentities');
     const user = await ctx.storage.transaction(async (trx) => {
       const created = await insertUser(ctx.storage, realm, input, trx);
+      // A temporary password (`credentials: [{type:"password", value, temporary:true}]`) asks for a new one at the next sign-in.
+      if (input.temporaryPassword) await markPasswordTemporary(ctx.storage, created.id, true, trx);
       await ctx.storage.groups.join(created.id, groupIds, trx);
+      await saveFederatedIdentities(ctx.storage, realm, links.map((link) => ({ userId: created.id, link })), trx);
       return created;
     });
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'USER', `users/${user.id}`, await fullRep(user), await userSnapshot(ctx.storage, user));
@@ -108,6 +115,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
+    await requireMayChangeAccount(ctx, callerOf(request), user.id);
     const input = parseUser(request.body);
     if (input.username !== undefined && input.username.toLowerCase() !== user.username) {
       throw badRequest('user.username: cannot be changed (editUsernameAllowed is off)', 'username');
@@ -130,6 +138,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
     else await ctx.storage.users.update(updated);
     if (input.requiredActions !== undefined) await ctx.storage.credentials.setRequiredActions(user.id, input.requiredActions);
+    // Keycloak's updateUserFromRep: a temporary password credential adds UPDATE_PASSWORD (after the list above).
+    if (input.temporaryPassword) await markPasswordTemporary(ctx.storage, user.id, true);
     if (!updated.enabled && user.enabled) await ctx.storage.sessions.deleteForUser(user.id);
     // Enabling a user ends a permanent lockout, as in Keycloak: its failures are forgotten.
     if (updated.enabled && !user.enabled) await clearLoginFailures(ctx, realm.id, user.id);
@@ -140,6 +150,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
+    await requireMayChangeAccount(ctx, callerOf(request), user.id);
     if (user.serviceAccountClientId) throw badRequest('A service-account user is removed with its client');
     const snapshot = await userSnapshot(ctx.storage, user);
     await ctx.storage.users.delete(user.id);
@@ -150,7 +161,13 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.put('/realms/:realm/users/:id/reset-password', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
-    await setPassword(ctx.storage, realm, user, parsePasswordCredential(request.body));
+    await requireMayChangeAccount(ctx, callerOf(request), user.id);
+    const credential = parsePasswordCredential(request.body);
+    // As Keycloak: temporary adds UPDATE_PASSWORD (a new password at the next sign-in), otherwise it is removed.
+    await ctx.storage.transaction(async (trx) => {
+      await setPassword(ctx.storage, realm, user, credential.value, trx);
+      await markPasswordTemporary(ctx.storage, user.id, credential.temporary, trx);
+    });
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);
     return reply.code(204).send();
   });
@@ -185,13 +202,16 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     });
   });
 
-  // Keycloak removes any credential here; the password lives with the user and is replaced by reset-password instead.
+  // Keycloak removes any credential here, the password too: the user then has none (a password sign-in fails as
+  // a wrong password's) until reset-password sets one. The password's id changes with each password, so an id
+  // read before a reset no longer names it (404).
   app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'manage-users');
+    await requireMayChangeAccount(ctx, callerOf(request), user.id);
     const credentialId = pathId(request.params.credentialId, 'Credential');
-    if (passwordCredentialRep(user)?.id === credentialId) throw badRequest('The password credential cannot be removed; set a new one with reset-password');
-    if (!(await ctx.storage.credentials.delete(user.id, credentialId))) throw notFound('Credential not found');
+    const removed = passwordCredentialRep(user)?.id === credentialId ? await removePassword(ctx.storage, user) : await ctx.storage.credentials.delete(user.id, credentialId);
+    if (!removed) throw notFound('Credential not found');
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/credentials/${credentialId}`);
     return reply.code(204).send();
   });

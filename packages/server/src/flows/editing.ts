@@ -7,6 +7,7 @@ import { subflowRequirementChoices, type ProviderCatalog } from './catalog.js';
 import { aliasHint, aliasPattern, flowBindings, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
 import { RealmFlows } from './realm-flows.js';
 import type { FlowRepository } from './repository.js';
+import { describeBlocker, flowBlocker } from './runnable.js';
 
 export interface NewFlow {
   alias: string;
@@ -209,6 +210,7 @@ export class FlowEditor {
         if (change.displayName !== undefined && !aliasPattern.test(change.displayName)) throw badRequest(`displayName: must be ${aliasHint}`, 'displayName');
         await this.renameFlow(realm, flows, subflow, change.displayName ?? subflow.alias, change.description ?? subflow.description, trx);
       }
+      if (updated.requirement !== execution.requirement) await this.keepBoundFlowsRunnable(realm, flows, trx);
     });
   }
 
@@ -224,6 +226,7 @@ export class FlowEditor {
         await this.repository.deleteExecution(execution.id, trx);
         await this.repository.deleteConfigs(execution.configId ? [execution.configId] : [], trx);
       }
+      await this.keepBoundFlowsRunnable(realm, flows, trx);
       return execution;
     });
   }
@@ -288,13 +291,27 @@ export class FlowEditor {
 
   /** The provider's own rules for its config (SPI `validateConfig`): 400 naming every problem, nothing written. */
   private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
-    // Keycloak's console offers these on every step (an authenticator reference for ACR step-up); Realmgate has no
-    // step-up, so a value is refused rather than stored without effect.
-    const reference = Object.keys(config).find((key) => key.startsWith('default.reference.'));
+    const reference = referenceKey(config);
     if (reference) throw badRequest(`config.${reference}: authenticator references (step-up authentication) are not supported`, 'config');
-    const validate = execution.authenticator ? this.catalog.get(execution.authenticator)?.validateConfig : undefined;
-    const problems = validate?.(config) ?? [];
+    const problems = configProblems(this.catalog, execution, config);
     if (problems.length > 0) throw badRequest(`config: ${problems.join('; ')}`, 'config');
+  }
+
+  /**
+   * Refuses (400, rolling the change back) an edit after which a flow the realm binds can no longer run
+   * (FlowBlocker): disabling the last alternative that runs, say, or switching on a subflow that holds a step
+   * whose provider is not installed. A bound flow that could not run before the edit is left to be fixed.
+   */
+  private async keepBoundFlowsRunnable(realm: Realm, before: RealmFlows, trx: Db): Promise<void> {
+    const after = await this.load(realm.id, trx);
+    const installed = (id: string) => this.catalog.get(id) !== undefined;
+    for (const binding of flowBindings) {
+      const flow = after.flowByAlias(realm[binding]);
+      const previous = before.flowByAlias(realm[binding]);
+      if (!flow || (previous && flowBlocker(before, previous.id, installed))) continue;
+      const blocker = flowBlocker(after, flow.id, installed);
+      if (blocker) throw badRequest(`this change would leave the realm's ${binding} "${flow.alias}" unable to run: ${describeBlocker(blocker)}`);
+    }
   }
 
   private editableParent(flows: RealmFlows, alias: string, builtInMessage: string): AuthFlow {
@@ -334,6 +351,20 @@ export class FlowEditor {
       throw error;
     }
   }
+}
+
+/**
+ * Keycloak's console offers `default.reference.*` on every step (an authenticator reference for ACR step-up);
+ * Realmgate has no step-up, so a value is refused rather than stored without effect.
+ */
+export function referenceKey(config: Record<string, string>): string | undefined {
+  return Object.keys(config).find((key) => key.startsWith('default.reference.'));
+}
+
+/** What the execution's provider finds wrong with a config (SPI `validateConfig`); none for a provider without rules. */
+export function configProblems(catalog: ProviderCatalog, execution: Pick<AuthExecution, 'authenticator'>, config: Record<string, string>): string[] {
+  const validate = execution.authenticator ? catalog.get(execution.authenticator)?.validateConfig : undefined;
+  return validate?.(config) ?? [];
 }
 
 /** Keycloak's next priority: one more than the last sibling's, 0 in an empty flow. */

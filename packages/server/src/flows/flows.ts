@@ -7,8 +7,11 @@ import type { Db, Storage } from '../storage/index.js';
 import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
-import { importFlows, type FlowImport } from './import.js';
+import { importFlows, type FlowImport, type FlowImportReport } from './import.js';
+import { flowBindings } from './model.js';
+import { RealmFlows } from './realm-flows.js';
 import { FlowRepository } from './repository.js';
+import { flowBlocker } from './runnable.js';
 import { FlowRunner, type BindingProblem, type FormSteps, type RegistrationSteps } from './runner.js';
 
 /** Authentication flows as data: built-in flows, the admin API's edits, and the runner the pages use. */
@@ -42,6 +45,32 @@ export class Flows {
     if (added) this.logger.info({ added }, 'form protector executions added to existing built-in flows');
     const otp = await this.storage.transaction((trx) => addMissingConditionalOtp(this.repository, trx));
     if (otp) this.logger.info({ added: otp }, 'conditional OTP subflows added to existing built-in flows');
+    await this.reportFlowsThatCannotRun();
+  }
+
+  /**
+   * Start-up: names, at error level, each bound flow that cannot run with the providers installed now (a package
+   * was removed while a flow requires its step). Sign-ins through it are refused until the package is installed
+   * again or the step is disabled; nothing is changed here. Only realms whose executions name a missing provider
+   * are read.
+   */
+  private async reportFlowsThatCannotRun(): Promise<void> {
+    const missing = (await this.repository.namedProviders()).filter((id) => !this.runner.installed(id));
+    for (const realmId of await this.repository.realmsNaming(missing)) {
+      const realm = await this.storage.realms.byId(realmId);
+      if (!realm) continue;
+      const flows = new RealmFlows(await this.repository.loadRealm(realmId));
+      const bound: [string, string][] = [...flowBindings.map((b): [string, string] => [b, realm[b]]), ['direct grant', 'direct grant']];
+      for (const [binding, alias] of bound) {
+        const flow = flows.flowByAlias(alias);
+        const blocker = flow ? flowBlocker(flows, flow.id, this.runner.installed) : null;
+        if (!blocker) continue;
+        this.logger.error(
+          { realm: realm.name, binding, flow: alias, subflow: blocker.parent.alias, provider: blocker.provider, requirement: blocker.execution.requirement },
+          'bound authentication flow cannot run: a step it requires is not installed; its sign-ins are refused until the provider is installed or the step disabled',
+        );
+      }
+    }
   }
 
   /** A new realm's built-in flows; called inside the realm's creating transaction. */
@@ -49,9 +78,13 @@ export class Flows {
     return provisionBuiltInFlows(this.repository, realmId, this.protectors(), trx);
   }
 
-  /** A realm export's own flows and configs; called inside the realm's creating transaction, after provisioning. */
-  importFlows(realmId: string, data: FlowImport, trx: Db): Promise<void> {
-    return importFlows(this.repository, this.catalog, this.logger, realmId, data, trx);
+  /**
+   * A realm export's flows, configs and bindings (import.ts); called inside the realm's creating transaction, after
+   * provisioning. A binding to a flow that cannot run is reset to the built-in flow, in `realm` and in storage.
+   * Returns what the realm import's report names.
+   */
+  importFlows(realm: Realm, data: FlowImport, trx: Db): Promise<FlowImportReport> {
+    return importFlows(this.repository, this.catalog, realm, data, trx);
   }
 
   loginSteps(realm: Realm): Promise<FormSteps> {

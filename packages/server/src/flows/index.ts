@@ -23,18 +23,28 @@
  * password or runs any form action; then (registration) every form action's `validate()`, collecting
  * `fieldErrors` (`{ field, message }`); after the user is created, each form action's `success()`. The login
  * and reset pages do the work of the built-in authenticators (`auth-username-password-form`,
- * `reset-credential-email`, …) themselves, so those are not steps. An execution whose provider is not
- * installed is skipped, with one warning per realm and provider.
+ * `reset-credential-email`, …) themselves, so those are not steps.
  *
- * Realm import: `flows.importFlows(realmId, { flows, configs }, trx)` writes an export's own flows (built-in
- * ones are skipped when the export is read) with the admin API's rules; the realm's bindings are checked after.
+ * A missing provider never weakens a sign-in (runnable.ts, `flowBlocker`): a flow that needs a step whose provider
+ * is not installed (a REQUIRED one, one in a CONDITIONAL subflow, the only alternatives left) cannot run, and each
+ * call above refuses with `FlowCannotRunError` (500, logged once per realm, flow and step) instead of running it
+ * without the step; start-up logs each bound flow in that state. A missing provider the flow does not need (an
+ * alternative beside one that runs, a condition, counted as met) is skipped, with one warning per realm and provider.
+ *
+ * Realm import: `flows.importFlows(realm, { flows, configs, builtIns, bindings }, trx)` writes an export's own flows
+ * as it defines them (with the admin API's rules), merges its built-in flows into the realm's (requirements and
+ * configs of the steps Realmgate has), and keeps the built-in flow bound where the file binds one that cannot run;
+ * it returns what the import's report names (`notImported`, `keptAsData`).
  *
  * `flows.validateBindings(realm)` → `null`, or `{ field, message }` for a binding that names no top-level flow
- * of the realm (`realm.registrationFlow: no flow "x" in this realm`).
+ * of the realm (`realm.registrationFlow: no flow "x" in this realm`), or that the realm PUT changes to a flow that
+ * cannot run (`realm.browserFlow: "x" cannot run: authenticator "custom-mfa" (REQUIRED, in flow "x") is not
+ * installed; …`). The admin API's flow edits refuse to leave a bound flow unable to run the same way.
  */
 export { Flows } from './flows.js';
-export type { FlowImport, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
-export { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
+export type { FlowImport, FlowImportReport, ImportedBinding, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
+export { aliasHint, aliasPattern, keycloakBindingDefaults, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
+export { FlowCannotRunError, type FlowBlocker } from './runnable.js';
 export type { AuthProvider, ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';
 export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps } from './runner.js';

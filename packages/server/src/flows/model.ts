@@ -37,6 +37,22 @@ export interface AuthenticatorConfig {
 export const flowBindings = ['browserFlow', 'registrationFlow', 'resetCredentialsFlow'] as const;
 export type FlowBinding = (typeof flowBindings)[number];
 
+/**
+ * Every flow binding of Keycloak's realm representation, with the built-in flow Keycloak binds by default. A realm
+ * file may name all seven; Realmgate stores the three above and runs its built-in `direct grant` and `clients`
+ * flows for the password grant and client authentication (it has no Docker authentication nor identity brokering).
+ */
+export const keycloakBindingDefaults = {
+  browserFlow: 'browser',
+  registrationFlow: 'registration',
+  directGrantFlow: 'direct grant',
+  resetCredentialsFlow: 'reset credentials',
+  clientAuthenticationFlow: 'clients',
+  dockerAuthenticationFlow: 'docker auth',
+  firstBrokerLoginFlow: 'first broker login',
+} as const;
+export type KeycloakBinding = keyof typeof keycloakBindingDefaults;
+
 /** Flow and config aliases: Keycloak's reserved characters refused, and control characters (they reach logs and pages). */
 export const aliasPattern = /^[^<>&"\\\u0000-\u001f\u007f]{1,255}$/u;
 export const aliasHint = 'a name of 1 to 255 characters without <, >, &, ", \\ or control characters';

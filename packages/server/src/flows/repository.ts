@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Requirement } from '@realmgate/spi';
 import type { AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, ConfigCache, Db } from '../storage/index.js';
 import { bool, flag, fromJson, toJson } from '../storage/codec.js';
-import type { AuthExecution, AuthFlow, AuthenticatorConfig, FlowType } from './model.js';
+import type { AuthExecution, AuthFlow, AuthenticatorConfig, FlowBinding, FlowType } from './model.js';
 
 const toFlow = (row: Selectable<AuthFlowTable>): AuthFlow => ({
   id: row.id,
@@ -54,6 +54,11 @@ const toConfig = (row: Selectable<AuthenticatorConfigTable>): AuthenticatorConfi
 });
 
 const bindingColumns = ['browser_flow', 'registration_flow', 'reset_credentials_flow'] as const;
+const bindingColumn: Record<FlowBinding, (typeof bindingColumns)[number]> = {
+  browserFlow: 'browser_flow',
+  registrationFlow: 'registration_flow',
+  resetCredentialsFlow: 'reset_credentials_flow',
+};
 
 const FLOW_TABLES = ['auth_flow', 'auth_execution', 'authenticator_config'] as const;
 
@@ -144,6 +149,29 @@ export class FlowRepository {
   /** Executions that used them keep running without a config (the column is set to null). */
   async deleteConfigs(ids: string[], db: Db = this.db): Promise<void> {
     if (ids.length) await db.deleteFrom('authenticator_config').where('id', 'in', ids).execute();
+  }
+
+  /** The realm's stored bindings (null for a realm not written yet): a realm PUT checks only those it changes. */
+  async storedBindings(realmId: string, db: Db = this.db): Promise<Record<FlowBinding, string> | null> {
+    const row = await db.selectFrom('realm').select(bindingColumns).where('id', '=', realmId).executeTakeFirst();
+    return row ? { browserFlow: row.browser_flow, registrationFlow: row.registration_flow, resetCredentialsFlow: row.reset_credentials_flow } : null;
+  }
+
+  async setBinding(realmId: string, binding: FlowBinding, alias: string, db: Db = this.db): Promise<void> {
+    await db.updateTable('realm').set({ [bindingColumn[binding]]: alias }).where('id', '=', realmId).execute();
+  }
+
+  /** The realms whose executions name these providers (start-up: where an uninstalled package left steps behind). */
+  async realmsNaming(providerIds: string[], db: Db = this.db): Promise<string[]> {
+    if (!providerIds.length) return [];
+    const rows = await db.selectFrom('auth_execution').select('realm_id').distinct().where('authenticator', 'in', providerIds).execute();
+    return rows.map((r) => r.realm_id);
+  }
+
+  /** Every provider id an execution names, in every realm (a few dozen distinct ids). */
+  async namedProviders(db: Db = this.db): Promise<string[]> {
+    const rows = await db.selectFrom('auth_execution').select('authenticator').distinct().where('authenticator', 'is not', null).execute();
+    return rows.map((r) => r.authenticator!);
   }
 
   /** Realms bind flows by alias, so a rename carries the bindings along (Keycloak binds by id). */

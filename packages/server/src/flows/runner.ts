@@ -8,6 +8,7 @@ import type { ProviderCatalog } from './catalog.js';
 import { flowBindings, type AuthExecution, type AuthFlow, type FlowBinding } from './model.js';
 import { RealmFlows } from './realm-flows.js';
 import { passwordAction, userCreationAction } from './registration-actions.js';
+import { describeBlocker, flowBlocker, FlowCannotRunError, isCondition } from './runnable.js';
 import type { FlowRepository } from './repository.js';
 
 /** A form protector to run on the form, with its execution's config (`{}` when none is attached). */
@@ -48,6 +49,8 @@ type BuiltInAction = (realm: Realm) => FormAction;
 export class FlowRunner {
   private readonly warned = new Set<string>();
   private readonly builtInActions: Map<string, BuiltInAction>;
+  /** Whether a provider id names a provider of this server (built-in, or of an installed package). */
+  readonly installed = (providerId: string): boolean => this.catalog.get(providerId) !== undefined;
 
   constructor(
     private readonly repository: FlowRepository,
@@ -88,8 +91,8 @@ export class FlowRunner {
     const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
     const root = entry === 'browser' ? this.boundFlow(realm, 'browserFlow', flows) : flows.flowByAlias('direct grant');
     if (!root) return null;
+    this.requireRunnable(realm, entry === 'browser' ? 'browserFlow' : 'direct grant', root, flows);
     const otpAuthenticator = entry === 'browser' ? 'auth-otp-form' : 'direct-grant-validate-otp';
-    const isCondition = (e: AuthExecution) => !e.subFlowId && (e.authenticator ?? '').startsWith('conditional-');
     const configured = (id: string) => (id === 'auth-otp-form' || id === 'direct-grant-validate-otp' ? hasOtp : true);
     const conditionsMet = (flowId: string, parent: AuthFlow): boolean => {
       const enabled = flows.executionsOf(flowId).filter((e) => e.requirement !== 'DISABLED');
@@ -123,20 +126,53 @@ export class FlowRunner {
     return hasOtp ? 'otp' : 'configure';
   }
 
+  /**
+   * A realm's bindings as a realm PUT would store them: each names a top-level flow of the realm, and one the PUT
+   * changes names a flow that can run (FlowBlocker: no step it needs lacks its provider). Keycloak binds such a
+   * flow and fails every login through it; refusing the binding names the problem before anyone is locked out. A
+   * binding the PUT leaves as it is is not judged again: a flow that stopped running (a package removed) fails its
+   * sign-ins until it is fixed, and the realm's other settings can still be saved.
+   */
   async validateBindings(realm: Realm, db?: Db): Promise<BindingProblem | null> {
     const flows = new RealmFlows(await this.repository.loadRealm(realm.id, db));
+    const stored = await this.repository.storedBindings(realm.id, db);
     for (const field of flowBindings) {
       const alias = realm[field];
       const flow = flows.flowByAlias(alias);
       if (!flow) return { field, message: `realm.${field}: no flow "${alias}" in this realm` };
       if (!flow.topLevel) return { field, message: `realm.${field}: "${alias}" is a subflow; bind a top-level flow` };
+      if (stored?.[field] === alias) continue;
+      const blocker = flowBlocker(flows, flow.id, this.installed);
+      if (blocker) {
+        return { field, message: `realm.${field}: "${alias}" cannot run: ${describeBlocker(blocker)}; install it, or disable that step, before binding the flow` };
+      }
     }
     return null;
+  }
+
+  /**
+   * Refuses a sign-in through a flow that cannot run (FlowBlocker), logged once per realm, flow and step: a missing
+   * provider never lets a sign-in skip a step the flow requires.
+   */
+  private requireRunnable(realm: Realm, binding: string, root: AuthFlow, flows: RealmFlows): void {
+    const blocker = flowBlocker(flows, root.id, this.installed);
+    if (!blocker) return;
+    this.logOnce('error', `${realm.id}:cannot-run:${root.id}:${blocker.execution.id}`, 'authentication flow cannot run: a step it requires is not installed; sign-ins through it are refused', {
+      realm: realm.name,
+      binding,
+      flow: root.alias,
+      subflow: blocker.parent.alias,
+      provider: blocker.provider,
+      requirement: blocker.execution.requirement,
+      execution: blocker.execution.id,
+    });
+    throw new FlowCannotRunError(root.alias, blocker);
   }
 
   private async steps(realm: Realm, binding: FlowBinding): Promise<RegistrationSteps> {
     const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
     const root = this.boundFlow(realm, binding, flows);
+    this.requireRunnable(realm, binding, root, flows);
     const steps: RegistrationSteps = { protectors: [], formActions: [] };
     for (const { execution, parent } of flows.walk(root.id, (e) => e.requirement !== 'DISABLED')) {
       if (execution.requirement === 'DISABLED' || execution.subFlowId || !execution.authenticator) continue;
@@ -176,17 +212,24 @@ export class FlowRunner {
     // The login and reset pages do the built-in authenticators' work themselves.
     const known = this.catalog.get(id);
     if (known && known.role !== 'form-action') return;
-    this.warnOnce(`${realm.id}:${id}`, 'authentication execution skipped: its provider is not installed', {
+    // Only where the flow does not need it (requireRunnable ran first): an alternative beside one that runs, an
+    // alternative Keycloak ignores beside required steps, a condition (counted as met), or a part that never runs.
+    this.warnOnce(`${realm.id}:${id}`, isCondition(execution) ? 'flow condition not installed: counted as met' : 'authentication execution skipped: its provider is not installed', {
       realm: realm.name,
       flow: parent.alias,
       provider: id,
+      requirement: execution.requirement,
       execution: execution.id,
     });
   }
 
   private warnOnce(key: string, message: string, fields: Record<string, unknown>): void {
+    this.logOnce('warn', key, message, fields);
+  }
+
+  private logOnce(level: 'warn' | 'error', key: string, message: string, fields: Record<string, unknown>): void {
     if (this.warned.has(key)) return;
     this.warned.add(key);
-    this.logger.warn(fields, message);
+    this.logger[level](fields, message);
   }
 }

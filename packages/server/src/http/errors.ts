@@ -32,6 +32,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       // its user creation answers, so a client reading either shape finds the refusal.
       return reply.code(APP_ERRORS.invalid_input).send({ error: error.key, error_description: error.message, errorMessage: 'Password policy not met', params: error.params });
     }
+    if (error instanceof AppError && error.status >= 500 && prefersHtml(request.headers.accept)) {
+      // A page a person opened cannot be served (a sign-in flow whose step is not installed, say): say so on a page.
+      return reply.code(error.status).type('text/html; charset=utf-8').send(htmlPage('Sign-in unavailable', error.message));
+    }
     if (error instanceof AppError) {
       // Keycloak's ErrorRepresentation; 401s keep its {"error": "HTTP 401 Unauthorized"} form.
       if (error.code === 'unauthorized') return reply.code(error.status).send({ error: UNAUTHORIZED_ERROR, errorMessage: error.message });
@@ -41,10 +45,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     const known = fastifyError && { status: APP_ERRORS[fastifyError.code], message: fastifyError.message };
     if (known && isBrowserForm(request.headers['content-type'], request.headers.accept)) {
       // A person submitted a page's form: answer with a page, not JSON.
-      return reply
-        .code(known.status)
-        .type('text/html; charset=utf-8')
-        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Request refused</title><p>${known.message}. Please go back and try again with less text.</p></html>`);
+      return reply.code(known.status).type('text/html; charset=utf-8').send(htmlPage('Request refused', `${known.message}. Please go back and try again with less text.`));
     }
     if (known) return reply.code(known.status).send({ errorMessage: known.message });
     if (error.validation) {
@@ -63,3 +64,10 @@ export function installErrorHandling(app: FastifyInstance): void {
 
 const isBrowserForm = (contentType: string | undefined, accept: string | undefined) =>
   (contentType ?? '').startsWith('application/x-www-form-urlencoded') && (accept ?? '').includes('text/html');
+
+/** A browser's navigation (its Accept names HTML before JSON), not a script's call. */
+const prefersHtml = (accept: string | undefined) => /^\s*text\/html\b/.test(accept ?? '');
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const htmlPage = (title: string, text: string) =>
+  `<!doctype html><html lang="en"><meta charset="utf-8"><title>${escapeHtml(title)}</title><p>${escapeHtml(text)}</p></html>`;

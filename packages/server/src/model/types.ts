@@ -203,6 +203,16 @@ export interface IdentityProvider {
   rest: Record<string, unknown>;
 }
 
+/**
+ * A user's link to an account at an identity provider (Keycloak's FederatedIdentityRepresentation): the provider's
+ * alias, the account's id and username there. Kept as data: nobody signs in through it (Realmgate has no brokering).
+ */
+export interface FederatedIdentity {
+  identityProvider: string;
+  userId: string;
+  userName: string | null;
+}
+
 /** A mapper of an identity provider (Keycloak's IdentityProviderMapperRepresentation), kept as data. */
 export interface IdentityProviderMapper {
   id: string;

@@ -41,7 +41,7 @@ export interface ExportOptions {
 export interface RealmExporter {
   /** The realm's document without its users. */
   document(options: ExportOptions): Promise<Record<string, unknown>>;
-  /** Users after `afterUsername` in username order, as Keycloak exports them (password hashes included). */
+  /** Users after `afterUsername` in username order, as Keycloak exports them (password hashes, links to identity providers). */
   users(afterUsername: string | null, limit: number): Promise<{ last: string | null; users: Record<string, unknown>[] }>;
 }
 
@@ -178,6 +178,8 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
 
   const users = async (afterUsername: string | null, limit: number) => {
     const page = await storage.users.page(realm.id, afterUsername, limit);
+    // Links to identity providers, kept as data: as Keycloak writes them, only on users that have some.
+    const links = await storage.federation.linksOf(page.map((u) => u.id));
     const reps = await Promise.all(
       page.map(async (user) => {
         const direct = byContainer(await storage.roles.userRoleIds(user.id));
@@ -196,6 +198,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),
+          ...(links.has(user.id) ? { federatedIdentities: links.get(user.id)!.map(({ userName, ...link }) => ({ ...link, ...(userName !== null ? { userName } : {}) })) } : {}),
           groups: (await storage.groups.userGroupIds(user.id)).map((id) => groups.path(id)).sort(),
         };
       }),

@@ -113,6 +113,33 @@ export async function setPassword(storage: Storage, realm: Realm, user: User, pa
 }
 
 /**
+ * Keycloak's `temporary` of a password set by an administrator: true adds the UPDATE_PASSWORD required action (the
+ * user chooses a new password at the next browser sign-in; the password grant is refused until then), false takes
+ * it away (reset-password only: Keycloak removes it when a password is set that is not temporary).
+ */
+export async function markPasswordTemporary(storage: Storage, userId: string, temporary: boolean, db: Db = storage.db): Promise<void> {
+  await storage.credentials.removeRequiredAction(userId, 'UPDATE_PASSWORD', db);
+  if (temporary) await db.insertInto('user_required_action').values({ user_id: userId, required_action: 'UPDATE_PASSWORD' }).execute();
+}
+
+/**
+ * Removes the user's password (Keycloak's removal of the password credential): the user then has none, so a
+ * password sign-in fails as a wrong password's, until one is set again. Only while it is still the password the
+ * caller saw (`user.passwordHash`); false when there was none or it was changed meanwhile. The earlier passwords
+ * kept for passwordHistory stay; the removed one is not added to them (Keycloak keeps only replaced ones).
+ */
+export async function removePassword(storage: Storage, user: User, db: Db = storage.db): Promise<boolean> {
+  if (!user.passwordHash) return false;
+  const result = await db
+    .updateTable('user_entity')
+    .set({ password_hash: null, password_created: null, password_label: null })
+    .where('id', '=', user.id)
+    .where('password_hash', '=', user.passwordHash)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
  * The realm's password policy applied to a new password for this user (setPassword's check, for a caller that
  * must know before it spends something, such as a single-use link): throws PasswordPolicyError when refused.
  */

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Component, IdentityProvider, IdentityProviderMapper } from '../model/types.js';
+import type { Component, FederatedIdentity, IdentityProvider, IdentityProviderMapper } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ComponentTable, IdentityProviderTable } from './schema.js';
 import { bool, escapeLike, flag, fromJson, toJson } from './codec.js';
@@ -49,8 +49,9 @@ export interface IdentityProviderQuery {
 }
 
 /**
- * Identity providers with their mappers, and components, of a realm: kept as data (issue 16: what this server does
- * not act on is stored and exported back, never dropped). Listed by alias / name.
+ * Identity providers with their mappers, users' links to them (federated identities), and components, of a realm:
+ * kept as data (issue 16: what this server does not act on is stored and exported back, never dropped). Listed by
+ * alias / name.
  */
 export class FederationRepository {
   constructor(private readonly db: Db) {}
@@ -84,7 +85,7 @@ export class FederationRepository {
     await db.updateTable('identity_provider').set(providerRow(provider)).where('internal_id', '=', provider.internalId).execute();
   }
 
-  /** Deletes the provider and its mappers. */
+  /** Deletes the provider, its mappers and the users' links to it (as Keycloak does). */
   async deleteProvider(internalId: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('identity_provider').where('internal_id', '=', internalId).execute();
   }
@@ -120,6 +121,56 @@ export class FederationRepository {
 
   async deleteMapper(internalId: string, id: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('identity_provider_mapper').where('identity_provider_id', '=', internalId).where('id', '=', id).execute();
+  }
+
+  // Federated identities (users' links to identity providers) --------------------------------------------------
+
+  /** The user's links, by provider alias. A link always names an existing provider (it goes with its provider). */
+  async links(userId: string, db: Db = this.db): Promise<FederatedIdentity[]> {
+    return (await this.linksOf([userId], db)).get(userId) ?? [];
+  }
+
+  /** The links of these users (of one realm), each user's by provider alias; users without links are absent. */
+  async linksOf(userIds: readonly string[], db: Db = this.db): Promise<Map<string, FederatedIdentity[]>> {
+    const byUser = new Map<string, FederatedIdentity[]>();
+    for (let i = 0; i < userIds.length; i += 500) {
+      const rows = await db
+        .selectFrom('federated_identity as f')
+        .innerJoin('identity_provider as p', 'p.internal_id', 'f.identity_provider_id')
+        .select(['f.user_id', 'p.alias', 'f.federated_user_id', 'f.federated_username'])
+        .where('f.user_id', 'in', userIds.slice(i, i + 500))
+        .orderBy('f.user_id')
+        .orderBy('p.alias')
+        .execute();
+      for (const r of rows) {
+        const list = byUser.get(r.user_id) ?? [];
+        list.push({ identityProvider: r.alias, userId: r.federated_user_id, userName: r.federated_username });
+        byUser.set(r.user_id, list);
+      }
+    }
+    return byUser;
+  }
+
+  /** Links the user to the provider (by internal id). A second link of one user to one provider is a unique violation. */
+  async addLink(realmId: string, userId: string, providerInternalId: string, link: Omit<FederatedIdentity, 'identityProvider'>, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('federated_identity')
+      .values({ user_id: userId, identity_provider_id: providerInternalId, realm_id: realmId, federated_user_id: link.userId, federated_username: link.userName })
+      .execute();
+  }
+
+  /** Removes the user's link to the provider of this alias; false when there was none. */
+  async removeLink(realmId: string, userId: string, alias: string, db: Db = this.db): Promise<boolean> {
+    const provider = await this.providerByAlias(realmId, alias, db);
+    if (!provider) return false;
+    const result = await db.deleteFrom('federated_identity').where('user_id', '=', userId).where('identity_provider_id', '=', provider.internalId).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** The links to a provider (by internal id): user id, federated user id and username. */
+  async linksTo(providerInternalId: string, db: Db = this.db): Promise<{ userId: string; link: Omit<FederatedIdentity, 'identityProvider'> }[]> {
+    const rows = await db.selectFrom('federated_identity').select(['user_id', 'federated_user_id', 'federated_username']).where('identity_provider_id', '=', providerInternalId).execute();
+    return rows.map((r) => ({ userId: r.user_id, link: { userId: r.federated_user_id, userName: r.federated_username } }));
   }
 
   // Components ----------------------------------------------------------------------------------------------

@@ -572,4 +572,22 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('user_entity').addColumn('password_label', 'text').execute();
     },
   },
+  // Users' links to accounts at identity providers (Keycloak's FederatedIdentityRepresentation), kept as data: one
+  // per user and provider. A link names its provider by internal id, so renaming the alias keeps it and deleting
+  // the provider deletes it (as Keycloak does); it goes with its user and its realm.
+  '0018-federated-identities': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('federated_identity')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('identity_provider_id', 'text', (c) => c.notNull().references('identity_provider.internal_id').onDelete('cascade'))
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('federated_user_id', 'text', (c) => c.notNull())
+        .addColumn('federated_username', 'text')
+        .addPrimaryKeyConstraint('federated_identity_pk', ['user_id', 'identity_provider_id'])
+        .execute();
+      // The provider's links (its deletion cascades through them), and a federated account's user.
+      await db.schema.createIndex('federated_identity_provider').on('federated_identity').columns(['identity_provider_id', 'federated_user_id']).execute();
+    },
+  },
 };

@@ -394,6 +394,16 @@ export interface ComponentTable {
   config: string;
 }
 
+/** A user's link to an account at an identity provider (Keycloak's FederatedIdentityRepresentation), kept as data. */
+export interface FederatedIdentityTable {
+  user_id: string;
+  /** The provider's internal id: a renamed alias keeps the link, a deleted provider takes it along. */
+  identity_provider_id: string;
+  realm_id: string;
+  federated_user_id: string;
+  federated_username: string | null;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -431,4 +441,5 @@ export interface Database {
   identity_provider: IdentityProviderTable;
   identity_provider_mapper: IdentityProviderMapperTable;
   component: ComponentTable;
+  federated_identity: FederatedIdentityTable;
 }

@@ -1,5 +1,21 @@
-import { badRequest } from '../../model/errors.js';
-import { aliasHint, aliasPattern, type AuthExecution, type AuthFlow, type AuthProvider, type AuthenticatorConfig, type FlowImport, type FlowType, type Flows, type ImportedExecution, type RealmFlows, type WalkedExecution } from '../../flows/index.js';
+import { AppError, badRequest } from '../../model/errors.js';
+import {
+  aliasHint,
+  aliasPattern,
+  keycloakBindingDefaults,
+  type AuthExecution,
+  type AuthFlow,
+  type AuthProvider,
+  type AuthenticatorConfig,
+  type FlowImport,
+  type FlowType,
+  type Flows,
+  type ImportedExecution,
+  type ImportedFlow,
+  type KeycloakBinding,
+  type RealmFlows,
+  type WalkedExecution,
+} from '../../flows/index.js';
 import { asArray, parseRepresentation, type FieldSpec, type Spec } from './fields.js';
 
 // The authentication management API's bodies ------------------------------------------------------------
@@ -131,14 +147,23 @@ export function executionInfoRep(editor: Flows['editor'], catalog: Flows['catalo
   const configurable = (provider?.configProperties.length ?? 0) > 0;
   return {
     ...common,
+    // Not installed (a realm file's Keycloak provider, a removed package): the provider id, and what it means.
     displayName: provider?.displayName ?? execution.authenticator ?? '',
-    description: provider?.description ?? 'This provider is not installed on the server.',
+    description: provider?.description ?? notInstalled(execution),
     configurable,
     authenticationFlow: false,
     ...(configurable && config ? { alias: config.alias } : {}),
     ...(execution.authenticator ? { providerId: execution.authenticator } : {}),
     ...(config ? { authenticationConfig: config.id } : {}),
   };
+}
+
+/** The description of a step whose provider is not installed: what it does to sign-ins (flows/runnable.ts). */
+function notInstalled(execution: AuthExecution): string {
+  const text = 'This provider is not installed on the server.';
+  if (execution.requirement === 'DISABLED') return text;
+  if ((execution.authenticator ?? '').startsWith('conditional-')) return `${text} As a condition it counts as met.`;
+  return `${text} It never runs: a flow that needs this step cannot run, and sign-ins through it are refused, until the provider is installed or the step disabled.`;
 }
 
 /** Keycloak's config description of a provider: its settings as the admin console shows them. */
@@ -179,37 +204,70 @@ const executionImportSpec: Spec = {
 };
 const configImportSpec: Spec = { alias: flowAliasSpec, config: { type: 'stringMap', max: 4096 } };
 
-/** `authenticationFlows` and `authenticatorConfig`; built-in flows are skipped, the new realm has its own. */
-export function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (path: string) => void): FlowImport {
-  const flows = asArray(rep.authenticationFlows, 'realm.authenticationFlows').flatMap((value, i) => {
-    const path = `realm.authenticationFlows[${i}]`;
-    const flow = parseRepresentation(value, flowImportSpec, ['id'], path, onUnknown);
-    if (flow.builtIn === true) return [];
-    if (typeof flow.alias !== 'string') throw badRequest(`${path}.alias: is required`);
-    const executions = asArray(flow.authenticationExecutions, `${path}.authenticationExecutions`).map((e, j): ImportedExecution => {
-      const at = `${path}.authenticationExecutions[${j}]`;
+function parseImportedFlow(value: unknown, path: string, onUnknown?: (path: string) => void, onBadStep?: (error: AppError) => void): ImportedFlow {
+  const flow = parseRepresentation(value, flowImportSpec, ['id'], path, onUnknown);
+  if (typeof flow.alias !== 'string') throw badRequest(`${path}.alias: is required`);
+  const executions = asArray(flow.authenticationExecutions, `${path}.authenticationExecutions`).flatMap((e, j): ImportedExecution[] => {
+    const at = `${path}.authenticationExecutions[${j}]`;
+    try {
       const execution = parseRepresentation(e, executionImportSpec, ['userSetupAllowed', 'id'], at, onUnknown);
       const runsFlow = execution.authenticatorFlow === true || execution.autheticatorFlow === true;
       if (runsFlow && typeof execution.flowAlias !== 'string') throw badRequest(`${at}.flowAlias: is required when authenticatorFlow is true`);
-      return {
-        path: at,
-        authenticator: (execution.authenticator as string | undefined) ?? null,
-        flowAlias: runsFlow ? (execution.flowAlias as string) : null,
-        requirement: (execution.requirement as ImportedExecution['requirement'] | undefined) ?? 'DISABLED',
-        priority: (execution.priority as number | undefined) ?? (j + 1) * 10,
-        configAlias: (execution.authenticatorConfig as string | undefined) ?? null,
-      };
-    });
-    return [
-      {
-        path,
-        alias: flow.alias,
-        description: (flow.description as string | undefined) ?? null,
-        providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',
-        topLevel: flow.topLevel !== false,
-        executions,
-      },
-    ];
+      return [
+        {
+          path: at,
+          authenticator: (execution.authenticator as string | undefined) ?? null,
+          flowAlias: runsFlow ? (execution.flowAlias as string) : null,
+          requirement: (execution.requirement as ImportedExecution['requirement'] | undefined) ?? 'DISABLED',
+          priority: (execution.priority as number | undefined) ?? (j + 1) * 10,
+          configAlias: (execution.authenticatorConfig as string | undefined) ?? null,
+        },
+      ];
+    } catch (error) {
+      if (!onBadStep || !(error instanceof AppError)) throw error;
+      onBadStep(error);
+      return [];
+    }
+  });
+  return {
+    path,
+    alias: flow.alias,
+    description: (flow.description as string | undefined) ?? null,
+    providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',
+    topLevel: flow.topLevel !== false,
+    executions,
+  };
+}
+
+/**
+ * `authenticationFlows`, `authenticatorConfig` and the seven flow bindings of a realm file. The file's own flows
+ * are read strictly (a problem is 400 naming its path). Keycloak's built-in flows (`builtIn: true`) are read to be
+ * merged into the realm's own; a part of one that cannot be read (an older Keycloak's `OPTIONAL`, say) is left out
+ * and named in `unreadable`, since the realm has that flow anyway.
+ */
+export function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (path: string) => void): FlowImport {
+  const flows: ImportedFlow[] = [];
+  const builtIns: ImportedFlow[] = [];
+  const unreadable: string[] = [];
+  const notKept = (error: AppError) => unreadable.push(`${error.message} (in a built-in flow; not kept)`);
+  for (const [i, value] of asArray(rep.authenticationFlows, 'realm.authenticationFlows').entries()) {
+    const path = `realm.authenticationFlows[${i}]`;
+    if ((value as { builtIn?: unknown } | null)?.builtIn !== true) {
+      flows.push(parseImportedFlow(value, path, onUnknown));
+      continue;
+    }
+    try {
+      builtIns.push(parseImportedFlow(value, path, onUnknown, notKept));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      notKept(error);
+    }
+  }
+  const bindings = (Object.keys(keycloakBindingDefaults) as KeycloakBinding[]).flatMap((field) => {
+    const alias = rep[field];
+    if (alias === undefined || alias === null) return [];
+    if (typeof alias !== 'string') throw badRequest(`realm.${field}: must be a string`, field);
+    return [{ field, alias }];
   });
   const configs = asArray(rep.authenticatorConfig, 'realm.authenticatorConfig').map((value, i) => {
     const path = `realm.authenticatorConfig[${i}]`;
@@ -217,5 +275,5 @@ export function parseAuthentication(rep: Record<string, unknown>, onUnknown?: (p
     if (typeof config.alias !== 'string') throw badRequest(`${path}.alias: is required`);
     return { path, alias: config.alias, config: (config.config as Record<string, string> | undefined) ?? {} };
   });
-  return { flows, configs };
+  return { flows, configs, builtIns, unreadable, bindings };
 }

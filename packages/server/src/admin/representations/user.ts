@@ -31,6 +31,12 @@ export interface UserInput {
   emailVerified?: boolean;
   attributes?: Record<string, string[]>;
   password?: string;
+  /**
+   * A password credential marked `temporary: true` (Keycloak's CredentialRepresentation): the admin API adds the
+   * UPDATE_PASSWORD required action, as Keycloak's updateUserFromRep. Never set for a realm import (Keycloak's
+   * import ignores it too).
+   */
+  temporaryPassword?: boolean;
   /** A password hash from a Keycloak export (credentials/keycloak-hash.ts), stored without a policy check. */
   passwordHash?: string;
   requiredActions?: string[];
@@ -53,7 +59,13 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
     if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
     for (const [i, credential] of credentials.entries()) {
       const at = `${path}.credentials[${i}]`;
-      const c = credential as { type?: unknown; value?: unknown; secretData?: unknown; credentialData?: unknown };
+      const c = credential as { type?: unknown; value?: unknown; secretData?: unknown; credentialData?: unknown; temporary?: unknown };
+      // Keycloak's `temporary` is a Boolean: null or absent is false. Read by the admin API only (a realm import
+      // passes it over, as Keycloak's import does).
+      if (c?.type === 'password' && !onUnknown && c.temporary !== undefined && c.temporary !== null) {
+        if (typeof c.temporary !== 'boolean') throw badRequest(`${at}.temporary: must be true or false`, 'temporary');
+        if (c.temporary) input.temporaryPassword = true;
+      }
       if (c?.type === 'password' && typeof c.value === 'string' && c.value.length > 0 && c.value.length <= 1024) {
         input.password = c.value;
       } else if (c?.type === 'password' && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
@@ -121,10 +133,17 @@ export function userRep(user: User, extras: UserExtras = { requiredActions: [], 
   };
 }
 
+/** The body of `PUT …/users/{id}/reset-password`, parsed. */
+export interface PasswordCredentialInput {
+  value: string;
+  /** Keycloak's `temporary` (a Boolean; null or absent is false): true adds UPDATE_PASSWORD, false removes it. */
+  temporary: boolean;
+}
+
 /** The body of `PUT …/users/{id}/reset-password`: Keycloak's CredentialRepresentation, a password only. */
-export function parsePasswordCredential(body: unknown): string {
+export function parsePasswordCredential(body: unknown): PasswordCredentialInput {
   const credential = parseRepresentation(body, { type: { type: 'string' }, value: { type: 'string', max: 1024 }, temporary: { type: 'boolean' } }, ['userLabel', 'id', 'createdDate', 'priority', 'secretData', 'credentialData'], 'credential');
   if (credential.type !== undefined && credential.type !== 'password') throw badRequest('credential.type: must be "password"', 'type');
   if (typeof credential.value !== 'string' || credential.value.length === 0) throw badRequest('credential.value: is required', 'value');
-  return credential.value;
+  return { value: credential.value, temporary: credential.temporary === true };
 }

@@ -22,6 +22,7 @@ import type { Client } from '../../model/types.js';
 import type { RequiredActionSetting } from '../../storage/index.js';
 import type { ClientExtras } from '../clients.js';
 import { parseRequiredActions } from '../required-actions.js';
+import { parseFederatedIdentities, type ImportedFederatedIdentity } from './federated-identities.js';
 
 /** A client of a realm file with what its representation names besides: scopes by name, its own mappers. */
 export type ImportedClient = Partial<Client> & { scopes: ClientExtras };
@@ -39,7 +40,14 @@ export interface RealmImport {
   /** The realm's default and optional client scopes by name (`defaultDefaultClientScopes`, `defaultOptionalClientScopes`). */
   defaultDefaultClientScopes?: string[];
   defaultOptionalClientScopes?: string[];
-  users: (UserInput & { realmRoles?: string[]; clientRoles?: Record<string, string[]>; groups?: string[]; serviceAccountOf?: string | null })[];
+  users: (UserInput & {
+    realmRoles?: string[];
+    clientRoles?: Record<string, string[]>;
+    groups?: string[];
+    serviceAccountOf?: string | null;
+    /** Keycloak's `federatedIdentities`: links to identity providers of the file or the realm, kept as data. */
+    federatedIdentities?: ImportedFederatedIdentity[];
+  })[];
   /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
   groups: ImportedGroup[];
   defaultGroups: string[];
@@ -57,7 +65,8 @@ export interface RealmImport {
   notImported: string[];
   /**
    * JSON paths of what is imported and kept (exported again, shown by the admin API) but not acted on: identity
-   * providers and components (user federation, …). Nobody signs in through them; reported like `notImported`.
+   * providers, users' links to them (`realm.users[*].federatedIdentities`, named once for all users) and components
+   * (user federation, …). Nobody signs in through them; reported like `notImported`.
    */
   keptAsData: string[];
 }
@@ -72,7 +81,7 @@ const NOT_IMPORTED = {
     'localizationTexts', 'requiredCredentials',
   ],
   client: ['authorizationSettings', 'authenticationFlowBindingOverrides'],
-  user: ['federatedIdentities', 'clientConsents'],
+  user: ['clientConsents'],
 } as const;
 
 function holdsData(value: unknown): boolean {
@@ -87,7 +96,9 @@ function notImportedParts(rep: Record<string, unknown>): string[] {
     if (typeof object !== 'object' || object === null) return;
     for (const field of fields) if (holdsData((object as Record<string, unknown>)[field])) paths.push(`${path}.${field}`);
   };
-  check(rep, NOT_IMPORTED.realm, 'realm');
+  // `requiredCredentials: ["password"]`, in every Keycloak export, asks for what every realm here asks for: not named.
+  const onlyPassword = Array.isArray(rep.requiredCredentials) && rep.requiredCredentials.length === 1 && rep.requiredCredentials[0] === 'password';
+  check(rep, NOT_IMPORTED.realm.filter((field) => !(field === 'requiredCredentials' && onlyPassword)), 'realm');
   if (Array.isArray(rep.clients)) rep.clients.forEach((c, i) => check(c, NOT_IMPORTED.client, `realm.clients[${i}]`));
   if (Array.isArray(rep.users)) rep.users.forEach((u, i) => check(u, NOT_IMPORTED.user, `realm.users[${i}]`));
   return paths;
@@ -194,6 +205,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       clientRoles: clientRoleMap,
       groups: stringList((u as { groups?: unknown })?.groups, `${path}.groups`),
       serviceAccountOf: serviceAccountOf ?? null,
+      federatedIdentities: parseFederatedIdentities((u as { federatedIdentities?: unknown })?.federatedIdentities, `${path}.federatedIdentities`, onUnknown),
     };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
@@ -213,6 +225,11 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);
   notImported.push(...federation.notImported);
+  // Named once for every user (a file may link thousands), after the identity providers and their mappers.
+  if (users.some((u) => u.federatedIdentities.length)) {
+    const after = federation.keptAsData.filter((path) => path.startsWith('realm.identityProvider')).length;
+    federation.keptAsData.splice(after, 0, 'realm.users[*].federatedIdentities');
+  }
   return {
     settings, realmRoles, clientRoles, clients, clientScopes, ...given('defaultDefaultClientScopes'), ...given('defaultOptionalClientScopes'),
     users, groups, defaultGroups, organizations, authentication, scopeMappings, ...federation, requiredActions, notImported,

@@ -139,16 +139,18 @@ export async function partialImport(
       if (!decide('USER', username, existing?.id ?? null)) continue;
       if (existing) usersToRemove.push(existing.id);
     }
-    users.push(user);
+    // Without its groups, which the report names as not imported (above).
+    users.push({ ...user, groups: [] });
   }
 
-  // Identity providers (kept as data); one overwritten goes with its mappers, the file's mappers come with it.
-  const providersToRemove: string[] = [];
+  // Identity providers (kept as data); one overwritten goes with its mappers, the file's mappers come with it. The
+  // users' links to it stay (Keycloak drops them): the provider that replaces it has the same alias.
+  const providersToRemove: { internalId: string; alias: string }[] = [];
   const identityProviders: RealmImport['identityProviders'] = [];
   for (const provider of data.identityProviders) {
     const existing = await storage.federation.providerByAlias(realm.id, provider.alias);
     if (!decide('IDP', provider.alias, existing?.internalId ?? null)) continue;
-    if (existing) providersToRemove.push(existing.internalId);
+    if (existing) providersToRemove.push({ internalId: existing.internalId, alias: existing.alias });
     identityProviders.push(provider);
   }
   const identityProviderMappers = data.identityProviderMappers.filter((m) => identityProviders.some((p) => p.alias === m.identityProviderAlias));
@@ -187,12 +189,21 @@ export async function partialImport(
       await trx.deleteFrom('role_composite').where('parent_id', '=', role.id).execute();
     }
     for (const id of usersToRemove) await storage.users.delete(id, trx);
-    for (const id of providersToRemove) await storage.federation.deleteProvider(id, trx);
+    // After the users it replaces (whose links go with them): the links of the other users, made again below.
+    const keptLinks: { alias: string; userId: string; link: { userId: string; userName: string | null } }[] = [];
+    for (const { internalId, alias } of providersToRemove) {
+      for (const kept of await storage.federation.linksTo(internalId, trx)) keptLinks.push({ alias, ...kept });
+      await storage.federation.deleteProvider(internalId, trx);
+    }
     const writes = {
       ...data, clients, realmRoles, clientRoles, users, groups: [], defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [],
       identityProviders, identityProviderMappers, components: [],
     };
     await importRealmContents(ctx, realm, writes, trx);
+    for (const { alias, userId, link } of keptLinks) {
+      const provider = await storage.federation.providerByAlias(realm.id, alias, trx);
+      if (provider) await storage.federation.addLink(realm.id, userId, provider.internalId, link, trx);
+    }
   });
 
   const added = (type: ResourceType, name: string) => {

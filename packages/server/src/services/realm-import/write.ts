@@ -12,6 +12,8 @@ import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../..
 import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
+import { toUser } from '../../storage/users.js';
+import { saveFederatedIdentities, type ImportedFederatedIdentity } from './federated-identities.js';
 import type { RealmImport } from './parse.js';
 
 /** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
@@ -87,27 +89,33 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     if (mapping.clientScope !== null) await storage.clientScopes.addRoles(holder, ids, trx);
     else await storage.roles.addScopeMappings(holder, ids, trx);
   }
-  await ctx.flows.importFlows(realm.id, data.authentication, trx);
-  // The bindings are settings of the realm, read before its flows existed: checked once they do.
-  const binding = await ctx.flows.validateBindings(realm, trx);
-  if (binding) throw badRequest(binding.message, binding.field);
-  // The export lists each client's service-account user; the client's creation above made it already.
-  const serviceAccountUser = async (clientId: string, path: string) => {
+  // The flows, then the bindings (settings of the realm, read before its flows existed): one to a flow that cannot
+  // run keeps the built-in flow. What is not taken or not run goes into the import's report.
+  const flowReport = await ctx.flows.importFlows(realm, data.authentication, trx);
+  data.notImported.push(...flowReport.notImported);
+  data.keptAsData.push(...flowReport.keptAsData);
+  // The export lists each client's service-account user; the client's creation above made it already. The file's
+  // attributes of it are its own, as in Keycloak (Catena-X's service accounts carry the bpn their mappers put in tokens).
+  const serviceAccountUser = async (clientId: string, path: string, attributes: Record<string, string[]> | undefined) => {
     const row = await trx
       .selectFrom('user_entity')
-      .select(['id', 'username'])
+      .selectAll()
       .where('realm_id', '=', realm.id)
       .where('service_account_client_id', '=', clientContainer(clientId, `${path}.serviceAccountClientId`))
       .executeTakeFirst();
     if (!row) throw badRequest(`${path}.serviceAccountClientId: client "${clientId}" has no service account (serviceAccountsEnabled is false)`);
-    return row;
+    const user = toUser(row);
+    if (attributes && Object.keys(attributes).length) await storage.users.update({ ...user, attributes: { ...user.attributes, ...attributes } }, trx);
+    return user;
   };
   const groups = await importGroups(storage, realm, data, trx, roleId, clientContainer);
   const userIds = new Map<string, string>();
+  const links: { userId: string; link: ImportedFederatedIdentity }[] = [];
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
-    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path) : await insertUser(storage, realm, input, trx, path);
+    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes) : await insertUser(storage, realm, input, trx, path);
     userIds.set(user.username, user.id);
+    for (const link of input.federatedIdentities ?? []) links.push({ userId: user.id, link });
     const grants: string[] = [];
     for (const name of input.realmRoles ?? []) grants.push(await roleId(realm.id, name, `${path}.realmRoles`));
     for (const [clientId, names] of Object.entries(input.clientRoles ?? {})) {
@@ -138,6 +146,8 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     }
   }
   await importFederation(storage, realm, data, trx);
+  // After the providers: a link names one by alias, of the file or, in a partial import, of the realm.
+  await saveFederatedIdentities(storage, realm, links, trx);
   if (data.clientScopes !== null) {
     const added = await addScopesOlderExportsLack(storage, realm.id, trx);
     if (added.length) ctx.logger.info({ realm: realm.name, added }, 'realm import: client scopes of later Keycloak versions added, as Keycloak migrates an older realm');
