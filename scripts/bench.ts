@@ -8,6 +8,7 @@ import * as powBrowser from '../packages/pow/bench/browser.js';
 import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 import * as webhookOutbox from '../packages/event-webhook/bench/outbox.js';
+import * as adminConsole from './console-bench.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
 import * as token from './token-bench.js';
@@ -43,6 +44,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await token.run();
       console.log(token.format(figures));
       record('token', figures);
+    },
+  ],
+  [
+    'Admin console: first load in Chromium, time to the realm list beside the same build from a bare static server; bytes, compression, caching',
+    async () => {
+      const figures = await adminConsole.run();
+      console.log(adminConsole.format(figures));
+      record('console', figures);
     },
   ],
   [

@@ -115,6 +115,17 @@ describe('the console page and its assets', () => {
     const messages = await api(t.url, 'GET', '/resources/master/admin/en', null);
     expect(messages.status).toBe(200);
     expect(Array.isArray(messages.body)).toBe(true);
+    // About 400 kB, fetched on every console load: compressed, and revalidated by its ETag (304, no body).
+    // fetch decompresses by itself (and says so in content-encoding): the body it hands over is the JSON.
+    const compressed = await get('/resources/master/admin/en', { 'accept-encoding': 'br, gzip' });
+    expect(compressed.headers.get('content-encoding')).toBe('br');
+    expect(await compressed.json()).toEqual(messages.body);
+    const etag = compressed.headers.get('etag')!;
+    expect(etag).toMatch(/^W\/"[\w-]+"$/);
+    const again = await get('/resources/master/admin/en', { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    expect((await get('/resources/master/admin/en', { 'if-none-match': 'W/"other"' })).status).toBe(200);
     // Present when the build could fetch Keycloak's theme artifact (Maven); the console shows keys without it.
     if (messages.body.length) expect(messages.body).toContainEqual({ key: 'realmSettings', value: 'Realm settings' });
     expect((await api(t.url, 'GET', '/resources/master/admin/xx', null)).body).toEqual([]);

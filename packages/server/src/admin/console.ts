@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
@@ -63,6 +65,8 @@ interface Asset {
   br: Buffer | null;
   gzip: Buffer | null;
   type: string;
+  /** For a response that is revalidated (not a hashed name): a weak validator (one for every encoding of `body`). */
+  etag?: string;
 }
 
 interface ConsoleBuild {
@@ -71,8 +75,8 @@ interface ConsoleBuild {
   assets: Map<string, Asset>;
   /** A hash of the build: Keycloak's resourceVersion. */
   version: string;
-  /** By locale: Keycloak's message list, ready to send. */
-  messages: Map<string, { key: string; value: string }[]>;
+  /** By locale: Keycloak's message list as JSON, compressed once (about 400 kB, fetched on every console load). */
+  messages: Map<string, Asset>;
 }
 
 function filesBelow(dir: string, prefix = ''): string[] {
@@ -93,12 +97,12 @@ function loadBuild(dir: string): ConsoleBuild | null {
     const twin = (suffix: string) => (existsSync(join(dir, name + suffix)) ? readFileSync(join(dir, name + suffix)) : null);
     assets.set(name, { body: readFileSync(join(dir, name)), br: twin('.br'), gzip: twin('.gz'), type });
   }
-  const messages = new Map<string, { key: string; value: string }[]>();
+  const messages = new Map<string, Asset>();
   const messageDir = join(dir, 'messages');
   for (const name of existsSync(messageDir) ? readdirSync(messageDir) : []) {
     if (!name.endsWith('.json')) continue;
     const texts = JSON.parse(readFileSync(join(messageDir, name), 'utf8')) as Record<string, string>;
-    messages.set(name.slice(0, -5), Object.keys(texts).sort().map((key) => ({ key, value: texts[key] })));
+    messages.set(name.slice(0, -5), jsonAsset(Object.keys(texts).sort().map((key) => ({ key, value: texts[key] }))));
   }
   const stamp = join(dir, '.build-stamp');
   return { page: readFileSync(index, 'utf8'), assets, version: existsSync(stamp) ? readFileSync(stamp, 'utf8').slice(0, 12) : 'dev', messages };
@@ -133,10 +137,23 @@ export function consoleEnvironment(serverBaseUrl: string, realm: string, version
   };
 }
 
+/** A JSON document served like a built asset: compressed once, with a validator for `no-cache` revalidation. */
+function jsonAsset(value: unknown): Asset {
+  const body = Buffer.from(JSON.stringify(value));
+  return { body, br: brotliCompressSync(body), gzip: gzipSync(body), type: 'application/json', etag: `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+}
+
+const EMPTY_MESSAGES = jsonAsset([]);
+
 function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: Asset, cacheControl: string): FastifyReply {
   const accepted = String(request.headers['accept-encoding'] ?? '');
   reply.header('content-type', asset.type).header('cache-control', cacheControl).header('x-content-type-options', 'nosniff');
   if (asset.br || asset.gzip) reply.header('vary', 'accept-encoding');
+  if (asset.etag) {
+    reply.header('etag', asset.etag);
+    const bare = (tag: string) => tag.trim().replace(/^W\//, '');
+    if (String(request.headers['if-none-match'] ?? '').split(',').map(bare).includes(bare(asset.etag))) return reply.code(304).send();
+  }
   if (asset.br && /\bbr\b/.test(accepted)) return reply.header('content-encoding', 'br').send(asset.br);
   if (asset.gzip && /\bgzip\b/.test(accepted)) return reply.header('content-encoding', 'gzip').send(asset.gzip);
   return reply.send(asset.body);
@@ -236,6 +253,6 @@ export function adminConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir
     if (!realm) throw notFound('Realm not found.');
     const locale = localeOf(request.params.locale);
     const messages = current()?.messages;
-    return reply.header('cache-control', 'no-cache').send(messages?.get(locale) ?? messages?.get(locale.split(/[-_]/)[0]) ?? []);
+    return sendAsset(request, reply, messages?.get(locale) ?? messages?.get(locale.split(/[-_]/)[0]) ?? EMPTY_MESSAGES, 'no-cache');
   });
 }

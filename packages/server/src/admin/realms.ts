@@ -47,8 +47,9 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   // Keycloak's partial export (POST, as the admin console sends it): realm settings and flows, with
-  // `exportClients` its clients (secrets masked) and scope mappings, with `exportGroupsAndRoles` its roles.
-  app.post('/realms/:realm/partial-export', async (request: AdminRequest) => {
+  // `exportClients` its clients (secrets masked) and scope mappings, with `exportGroupsAndRoles` its roles. It
+  // changes nothing, so GET answers the same (a browser or curl can fetch it; Keycloak has only the POST).
+  const partialExport = async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     const caller = callerOf(request);
     requireRole(caller, realm, 'view-realm');
@@ -56,7 +57,9 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const groupsAndRoles = queryBool(request.query, 'exportGroupsAndRoles') ?? false;
     if (clients) requireRole(caller, realm, 'view-clients');
     return exportRealm(ctx, realm, { clients, groupsAndRoles });
-  });
+  };
+  app.post('/realms/:realm/partial-export', partialExport);
+  app.get('/realms/:realm/partial-export', partialExport);
 
   // Keycloak's partial import: roles, clients and users of a file into this realm (FAIL, SKIP or OVERWRITE what
   // exists). Each role written goes through the admin API's own rules, so a file cannot grant its caller more.

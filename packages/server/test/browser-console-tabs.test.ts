@@ -1,0 +1,130 @@
+/**
+ * The admin console's role-mapping tabs with inherited roles shown and Unassign, a user's Consents and Identity
+ * provider links tabs, and a client's Keys and Advanced tabs, in Chromium against a real server (issue 18). Each
+ * page is opened by its deep link and a reload and must load with no failed request and no console error; the
+ * actions are done by clicks and their effect checked over the admin REST API.
+ * Screenshots: test-results/screenshots/admin-console-tabs-*.png.
+ */
+import KcAdminClient from '@keycloak/keycloak-admin-client';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConsoleSession } from './support/admin-console.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+
+const REALM = 'tabs';
+let t: TestServer;
+let session: ConsoleSession;
+let kc: KcAdminClient;
+let appId: string;
+let bobId: string;
+
+beforeAll(async () => {
+  t = await startServer();
+  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
+  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  await kc.realms.create({ realm: REALM, enabled: true });
+  kc.setConfig({ realmName: REALM });
+  appId = (await kc.clients.create({ clientId: 'tabs-app', publicClient: false, directAccessGrantsEnabled: true, secret: 'tabs-secret', redirectUris: ['http://127.0.0.1/cb'] })).id;
+  bobId = (await kc.users.create({ username: 'bob', enabled: true, email: 'bob@example.com', firstName: 'Bob', lastName: 'B', credentials: [{ type: 'password', value: 'bob-pass-1', temporary: false }] })).id;
+  for (const name of ['auditor', 'editor', 'reader']) await kc.roles.create({ name });
+  const role = async (name: string) => (await kc.roles.findOneByName({ name }))!;
+  await kc.roles.createComposite({ roleId: (await role('editor')).id! }, [await role('reader')]);
+  await kc.users.addRealmRoleMappings({ id: bobId, roles: [await role('auditor'), await role('editor')].map((r) => ({ id: r.id!, name: r.name! })) });
+  // An identity provider kept as data, and a link of bob's to it.
+  await kc.identityProviders.create({ alias: 'github', providerId: 'github', enabled: true, config: { clientId: 'gh', clientSecret: 'gh-secret' } });
+  await kc.users.addToFederatedIdentity({ id: bobId, federatedIdentityId: 'github', federatedIdentity: { identityProvider: 'github', userId: '4242', userName: 'bob-gh' } });
+  session = await ConsoleSession.start(t);
+  await session.signIn();
+}, 300_000);
+afterAll(async () => {
+  await session?.close();
+  await t?.close();
+});
+
+const wait = { timeout: 30_000 };
+const open = (route: string, name: string, ready: (p: Page) => Promise<unknown>) => session.open(route, `tabs-${name}`, ready);
+async function clickFor(selector: string, method: string, path: RegExp): Promise<void> {
+  const { page } = session;
+  await Promise.all([page.waitForResponse((r) => r.request().method() === method && path.test(new URL(r.url()).pathname), wait), page.locator(selector).first().click()]);
+}
+const assigned = (p: Page) => p.getByTestId('assigned-roles');
+
+describe('role mapping', () => {
+  it('"Hide inherited roles" unticked lists the roles a user has through composites and the default role', async () => {
+    const { page } = session;
+    expect(await open(`${REALM}/users/${bobId}/role-mapping`, 'user-roles', (p) => assigned(p).getByText('auditor').first().waitFor(wait))).toEqual([]);
+    await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === `/admin/realms/${REALM}/ui-ext/effective-roles-all/users/${bobId}`, wait),
+      page.getByTestId('hideInheritedRoles').uncheck(),
+    ]);
+    // reader comes through editor, offline_access through default-roles-tabs: rows the direct list does not have.
+    await session.ready('tabs-user-roles-inherited', (p) => assigned(p).getByText('offline_access').first().waitFor(wait));
+    await expect.poll(() => assigned(page).getByText('reader', { exact: true }).count(), wait).toBeGreaterThan(0);
+    expect(session.problems).toEqual([]);
+  });
+
+  it('Unassign removes a directly mapped role', async () => {
+    const { page } = session;
+    expect(await open(`${REALM}/users/${bobId}/role-mapping`, 'user-unassign', (p) => assigned(p).getByText('auditor').first().waitFor(wait))).toEqual([]);
+    await assigned(page).getByRole('row', { name: /auditor/ }).getByRole('checkbox').check();
+    await page.getByTestId('unAssignRole').click();
+    await clickFor('[role="dialog"] [data-testid="confirm"]', 'POST', new RegExp(`/ui-ext/role-mapping-delete/users/${bobId}$`));
+    await session.ready('tabs-user-unassigned', (p) => p.getByText('auditor').waitFor({ state: 'detached', ...wait }));
+    expect(session.problems).toEqual([]);
+    expect((await kc.users.listRealmRoleMappings({ id: bobId })).map((r) => r.name).sort()).toEqual([`default-roles-${REALM}`, 'editor']);
+  });
+
+  it("a role's Associated roles tab: Unassign takes a composite's child away", async () => {
+    const { page } = session;
+    const editor = (await kc.roles.findOneByName({ name: 'editor' }))!;
+    expect(await open(`${REALM}/roles/${editor.id}/associated-roles`, 'role-associated', (p) => assigned(p).getByText('reader').first().waitFor(wait))).toEqual([]);
+    await assigned(page).getByRole('row', { name: /reader/ }).getByRole('checkbox').check();
+    await page.getByTestId('unAssignRole').click();
+    await clickFor('[role="dialog"] [data-testid="confirm"]', 'POST', new RegExp(`/ui-ext/role-mapping-delete/roles/${editor.id}$`));
+    await session.ready('tabs-role-unassigned', async () => {});
+    expect(session.problems).toEqual([]);
+    expect(await kc.roles.getCompositeRoles({ id: editor.id! })).toEqual([]);
+  });
+});
+
+describe('user tabs', () => {
+  it('Consents lists the client holding an offline token, and Revoke ends it', async () => {
+    const { page } = session;
+    const grant = await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'tabs-app', client_secret: 'tabs-secret', username: 'bob', password: 'bob-pass-1', scope: 'openid offline_access' });
+    expect(grant.status).toBe(200);
+    expect(await open(`${REALM}/users/${bobId}/consents`, 'user-consents', (p) => p.getByText('tabs-app').first().waitFor(wait))).toEqual([]);
+    await page.getByRole('row', { name: /tabs-app/ }).getByRole('button', { name: /Kebab toggle|Actions/ }).click();
+    await page.getByRole('menuitem', { name: 'Revoke' }).click();
+    await clickFor('[role="dialog"] [data-testid="confirm"]', 'DELETE', new RegExp(`/users/${bobId}/consents/tabs-app$`));
+    await session.ready('tabs-user-consent-revoked', (p) => p.getByText('tabs-app').waitFor({ state: 'detached', ...wait }));
+    expect(session.problems).toEqual([]);
+    expect(await kc.users.listConsents({ id: bobId })).toEqual([]);
+    const refresh = await tokenRequest(t.url, REALM, { grant_type: 'refresh_token', client_id: 'tabs-app', client_secret: 'tabs-secret', refresh_token: grant.body.refresh_token as string });
+    expect(refresh.status).toBe(400);
+  });
+
+  it('Identity provider links lists the link kept as data, and Unlink removes it', async () => {
+    const { page } = session;
+    expect(await open(`${REALM}/users/${bobId}/identity-provider-links`, 'user-idp-links', (p) => p.getByText('bob-gh').first().waitFor(wait))).toEqual([]);
+    await page.getByRole('button', { name: 'Unlink account' }).first().click();
+    await clickFor('[role="dialog"] [data-testid="confirm"]', 'DELETE', new RegExp(`/users/${bobId}/federated-identity/github$`));
+    await session.ready('tabs-user-idp-unlinked', (p) => p.getByText('bob-gh').waitFor({ state: 'detached', ...wait }));
+    expect(session.problems).toEqual([]);
+    expect(await kc.users.listFederatedIdentities({ id: bobId })).toEqual([]);
+  });
+});
+
+describe('client tabs', () => {
+  it('Keys and Advanced open with no failed request and no console error', async () => {
+    const problems: Record<string, string[]> = {};
+    const tabs: [string, (p: Page) => Promise<unknown>][] = [
+      ['keys', (p) => p.getByTestId('generate').waitFor(wait)],
+      ['advanced', (p) => p.getByText('Fine grain OpenID Connect configuration').first().waitFor(wait)],
+    ];
+    for (const [tab, ready] of tabs) {
+      const found = await open(`${REALM}/clients/${appId}/${tab}`, `client-${tab}`, ready);
+      if (found.length) problems[tab] = found;
+    }
+    expect(problems).toEqual({});
+  });
+});
