@@ -78,6 +78,15 @@ describe.each(databases)("users' links to identity providers (%s)", (database) =
     const logs = t.logs.filter((l) => l.realm === 'links');
     expect(logs.find((l) => l.msg === KEPT)?.keptAsData).toEqual(['realm.identityProviders', 'realm.users[*].federatedIdentities']);
     expect(JSON.stringify(logs.filter((l) => l.msg === NOT_IMPORTED))).not.toContain('federatedIdentities');
+    // The answer to POST /admin/realms carries the same report (Keycloak's is an empty 201; its Location is kept).
+    const created = await api(t.url, 'POST', '/admin/realms', await token(), realmFile('links-answer'));
+    expect(created.status).toBe(201);
+    expect(created.headers.get('location')).toMatch(/\/admin\/realms\/links-answer$/);
+    expect(created.body).toEqual({ notImported: [], keptAsData: ['realm.identityProviders', 'realm.users[*].federatedIdentities'] });
+    // A file with nothing to report: the empty 201, as Keycloak's.
+    const plain = await api(t.url, 'POST', '/admin/realms', await token(), { realm: 'links-plain', enabled: true });
+    expect(plain.status).toBe(201);
+    expect(plain.body).toBeUndefined();
   });
 
   it('links and unlinks as Keycloak 26: 204, 409 for a second link, 404 for a missing link, provider or user; admin events of the user', async () => {
