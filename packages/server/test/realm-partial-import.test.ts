@@ -2,6 +2,7 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realmManagement as realmManagementOf } from './support/admin-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /** Issue 16: Keycloak's partial import (`POST …/partialImport`, the admin client's `realms.partialImport`). */
@@ -107,6 +108,83 @@ describe.each(databases)('partial import (%s)', (database) => {
     }
     // Without manage-realm the route itself is closed.
     await expect(new KcAdminClient({ baseUrl: t.url, realmName: 'demo' }).realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP' } as never })).rejects.toMatchObject({ response: { status: 401 } });
+  });
+
+  it('groups (with subgroups, attributes and roles) and users joining them, new groups and existing ones; SKIP and OVERWRITE', async () => {
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      await kc.roles.create({ name: 'auditor' });
+      const { id: existing } = await kc.groups.create({ name: 'existing' });
+      const rep = {
+        ifResourceExists: 'FAIL',
+        groups: [{ name: 'staff', attributes: { floor: ['2'] }, realmRoles: ['auditor'], subGroups: [{ name: 'clerks', subGroups: [] }] }],
+        users: [
+          { username: 'gina', enabled: true, groups: ['/staff/clerks', '/existing'], credentials: [{ type: 'password', value: 'Gina-pass-1' }] },
+        ],
+      };
+      const result = await kc.realms.partialImport({ realm: 'demo', rep: rep as never });
+      expect(result.results.map((r) => [r.resourceType, r.resourceName, r.action])).toEqual([['USER', 'gina', 'ADDED'], ['GROUP', 'staff', 'ADDED']]);
+      expect((result as unknown as { notImported: string[] }).notImported).toEqual([]);
+      const [gina] = await kc.users.find({ username: 'gina', exact: true });
+      expect((await kc.users.listGroups({ id: gina.id! })).map((g) => g.path).sort()).toEqual(['/existing', '/staff/clerks']);
+      const [staff] = await kc.groups.find({ search: 'staff' });
+      expect((await kc.groups.findOne({ id: staff.id! }))?.attributes).toEqual({ floor: ['2'] });
+      // Through the parent group, gina holds auditor: her token says so.
+      const token = (await signIn('gina', 'Gina-pass-1')).body.access_token as string;
+      expect(JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).realm_access.roles).toContain('auditor');
+
+      // FAIL on an existing group: 409 naming it, nothing written (the new user of the same file neither).
+      await expect(kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'FAIL', groups: [{ name: 'staff' }], users: [{ username: 'hal', enabled: true }] } as never })).rejects.toMatchObject({
+        response: { status: 409 },
+        responseData: { errorMessage: "Group 'staff' already exists" },
+      });
+      expect(await kc.users.find({ username: 'hal', exact: true })).toEqual([]);
+      // SKIP leaves it; OVERWRITE makes it again from the file (its subgroups and members go with the old one).
+      const skipped = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', groups: [{ name: 'staff', attributes: { floor: ['9'] } }] } as never });
+      expect(skipped.results).toEqual([{ action: 'SKIPPED', resourceType: 'GROUP', resourceName: 'staff', id: staff.id }]);
+      const overwritten = await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'OVERWRITE', groups: [{ name: 'staff', attributes: { floor: ['9'] } }] } as never });
+      expect(overwritten.results.map((r) => [r.resourceType, r.resourceName, r.action])).toEqual([['GROUP', 'staff', 'OVERWRITTEN']]);
+      const [again] = await kc.groups.find({ search: 'staff' });
+      expect((await kc.groups.findOne({ id: again.id! }))?.attributes).toEqual({ floor: ['9'] });
+      expect((await kc.users.listGroups({ id: gina.id! })).map((g) => g.path)).toEqual(['/existing']);
+      // A user naming a group neither the file nor the realm has: 400 with its path, nothing written.
+      await expect(kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', users: [{ username: 'ivy', enabled: true, groups: ['/nowhere'] }] } as never })).rejects.toMatchObject({
+        response: { status: 400 },
+        responseData: { errorMessage: expect.stringContaining('groups[0]: group "/nowhere" does not exist') },
+      });
+      expect(await kc.users.find({ username: 'ivy', exact: true })).toEqual([]);
+      expect(existing).toBeTruthy();
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
+  it('a limited administrator cannot escalate through groups: a group carrying realm-admin, joining one that does, overwriting an administrators\' group', async () => {
+    kc.setConfig({ realmName: 'demo' });
+    const { management, roles } = await realmManagementOf(kc);
+    const { id: board } = await kc.groups.create({ name: 'board' });
+    await kc.groups.addClientRoleMappings({ id: board, clientUniqueId: management, roles: [roles.get('realm-admin')!] });
+    const { id } = await kc.users.create({ username: 'group-importer', enabled: true, credentials: [{ type: 'password', value: 'Importer-pass-1', temporary: false }] });
+    await kc.users.addClientRoleMappings({ id, clientUniqueId: management, roles: [roles.get('manage-realm')!, roles.get('manage-users')!] });
+    kc.setConfig({ realmName: 'master' });
+    const limited = new KcAdminClient({ baseUrl: t.url, realmName: 'demo' });
+    await limited.auth({ grantType: 'password', clientId: 'admin-cli', username: 'group-importer', password: 'Importer-pass-1' });
+    const attempts = [
+      { ifResourceExists: 'SKIP', groups: [{ name: 'backdoor', clientRoles: { 'realm-management': ['realm-admin'] } }], users: [{ username: 'mole', enabled: true, groups: ['/backdoor'] }] },
+      { ifResourceExists: 'SKIP', users: [{ username: 'mole', enabled: true, groups: ['/board'] }] },
+      { ifResourceExists: 'OVERWRITE', groups: [{ name: 'board' }] },
+    ];
+    for (const rep of attempts) {
+      await expect(limited.realms.partialImport({ realm: 'demo', rep: rep as never }), JSON.stringify(rep)).rejects.toMatchObject({ response: { status: 403 } });
+    }
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      expect(await kc.users.find({ username: 'mole', exact: true })).toEqual([]);
+      expect((await kc.groups.find({ search: 'backdoor' })).length).toBe(0);
+      expect((await kc.groups.listClientRoleMappings({ id: board, clientUniqueId: management })).map((r) => r.name)).toEqual(['realm-admin']);
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
   });
 
   it('identity providers and their mappers are kept as data: added, skipped, overwritten, reported as not used for sign-in', async () => {

@@ -73,7 +73,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const caller = callerOf(request);
     requireRole(caller, realm, 'manage-realm');
     const input = parsePartialImport(request.body, realm);
-    if (input.data.users.length) requireRole(caller, realm, 'manage-users');
+    if (input.data.users.length || input.data.groups.length) requireRole(caller, realm, 'manage-users');
     if (input.data.clients.length || Object.keys(input.data.clientRoles).length) requireRole(caller, realm, 'manage-clients');
     if (input.data.identityProviders.length) requireRole(caller, realm, 'manage-identity-providers');
     const results = await partialImport(ctx, realm, input, {

@@ -30,7 +30,7 @@ const rules: Rule[] = [
   [write, /^\/admin\/realms$/, { roles: ['create-realm'], note: 'master realm role; the creator gets every role of the new realm' }],
   [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}$`), { roles: ['manage-realm'] }],
-  [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users and groups also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}` }],
   [/^(GET|POST)$/, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
 
   [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],

@@ -3,11 +3,12 @@ import { newId } from '../../credentials/index.js';
 import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE, adminClientId } from '../../model/defaults.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { Client, Realm, Role } from '../../model/types.js';
+import { groupEffectiveRoles, GroupTree } from '../groups.js';
 import { parseRealmImport, type RealmImport } from './parse.js';
 import { importRealmContents } from './write.js';
 
 export type IfResourceExists = 'FAIL' | 'SKIP' | 'OVERWRITE';
-type ResourceType = 'USER' | 'CLIENT' | 'REALM_ROLE' | 'CLIENT_ROLE' | 'IDP';
+type ResourceType = 'USER' | 'CLIENT' | 'REALM_ROLE' | 'CLIENT_ROLE' | 'IDP' | 'GROUP';
 
 export interface PartialImportResult {
   action: 'ADDED' | 'SKIPPED' | 'OVERWRITTEN';
@@ -63,7 +64,8 @@ export function parsePartialImport(body: unknown, realm: Realm): { policy: IfRes
 }
 
 /**
- * Keycloak's partial import into an existing realm: realm and client roles, clients and users, each added or, when
+ * Keycloak's partial import into an existing realm: realm and client roles, clients, groups (top-level, with their
+ * subgroups), users (with their groups) and identity providers, each added or, when
  * it exists, refused (`FAIL`: 409 naming it, nothing written), left as it is (`SKIP`) or replaced (`OVERWRITE`: a
  * user or client is removed and added again, a role keeps its id and takes the file's description and
  * composites). The realm's provisioned clients and their roles are never replaced. Everything is decided and
@@ -78,18 +80,13 @@ export async function partialImport(
   const { storage } = ctx;
   const { policy, data } = input;
   const results: PartialImportResult[] = [];
-  // Groups are imported with a whole realm; a partial import names them as not imported (and a user's groups too).
-  if (data.groups.length) data.notImported.push('groups');
-  data.users.forEach((u, i) => {
-    if (u.groups?.length) data.notImported.push(`users[${i}].groups`);
-  });
   const masterClients = realm.name === 'master' ? new Set((await storage.realms.list()).map((r) => adminClientId(r.name))) : new Set<string>();
   // Master's {realm}-realm clients hold each realm's administration, as realm-management does inside it.
   const provisioned = (clientId: string) => PROVISIONED_CLIENTS.has(clientId) || masterClients.has(clientId);
   /** Whether to write the resource: true for a new one and one to overwrite; FAIL throws. */
   const decide = (type: ResourceType, name: string, existingId: string | null, keep = false): boolean => {
     if (existingId === null) return true;
-    if (policy === 'FAIL') throw conflict(`${type === 'USER' ? 'User' : type === 'CLIENT' ? 'Client' : type === 'IDP' ? 'Identity Provider' : 'Role'} '${name}' already exists`);
+    if (policy === 'FAIL') throw conflict(`${{ USER: 'User', CLIENT: 'Client', IDP: 'Identity Provider', GROUP: 'Group' }[type as string] ?? 'Role'} '${name}' already exists`);
     const overwrite = policy === 'OVERWRITE' && !keep;
     results.push({ action: overwrite ? 'OVERWRITTEN' : 'SKIPPED', resourceType: type, resourceName: name, id: existingId });
     return overwrite;
@@ -139,8 +136,19 @@ export async function partialImport(
       if (!decide('USER', username, existing?.id ?? null)) continue;
       if (existing) usersToRemove.push(existing.id);
     }
-    // Without its groups, which the report names as not imported (above).
-    users.push({ ...user, groups: [] });
+    users.push(user);
+  }
+
+  // Top-level groups by name, each with its subgroups (as Keycloak's partial import takes them): an overwritten
+  // group is removed with its subgroups and memberships and made again from the file.
+  const tree = await GroupTree.load(storage, realm.id);
+  const groupsToRemove: string[] = [];
+  const groups: RealmImport['groups'] = [];
+  for (const group of data.groups) {
+    const existing = tree.childrenOf(null).find((g) => g.name === group.name);
+    if (!decide('GROUP', group.name, existing?.id ?? null)) continue;
+    if (existing) groupsToRemove.push(existing.id, ...tree.descendants(existing.id).map((g) => g.id));
+    groups.push(group);
   }
 
   // Identity providers (kept as data); one overwritten goes with its mappers, the file's mappers come with it. The
@@ -178,6 +186,17 @@ export async function partialImport(
     await guard.compose(parent, children);
   }
   for (const user of users) await guard.grant(await existingRoles({ realm: user.realmRoles, client: user.clientRoles }));
+  // What the file's groups grant their members, and what users get by joining groups the realm has already.
+  const groupRoles = (group: RealmImport['groups'][number]): { realm: string[]; client: Record<string, string[]> }[] => [
+    { realm: group.realmRoles, client: group.clientRoles },
+    ...group.subGroups.flatMap(groupRoles),
+  ];
+  for (const group of groups) for (const names of groupRoles(group)) await guard.grant(await existingRoles(names));
+  const removed = new Set(groupsToRemove);
+  const joined = users.flatMap((u) => u.groups ?? []).map((path) => tree.byPath(path.startsWith('/') ? path : `/${path}`)).filter((g) => g !== null && !removed.has(g.id));
+  if (joined.length) await guard.grant(await groupEffectiveRoles(storage, tree, [...new Set(joined.map((g) => g!.id))]));
+  // An overwritten group takes from its members what it gave them: the admin API's rule for deleting such a group.
+  if (groupsToRemove.length) await guard.grant(await groupEffectiveRoles(storage, tree, groupsToRemove));
 
   await storage.transaction(async (trx) => {
     for (const client of clientsToRemove) {
@@ -189,6 +208,7 @@ export async function partialImport(
       await trx.deleteFrom('role_composite').where('parent_id', '=', role.id).execute();
     }
     for (const id of usersToRemove) await storage.users.delete(id, trx);
+    await storage.groups.deleteMany(groupsToRemove, trx);
     // After the users it replaces (whose links go with them): the links of the other users, made again below.
     const keptLinks: { alias: string; userId: string; link: { userId: string; userName: string | null } }[] = [];
     for (const { internalId, alias } of providersToRemove) {
@@ -196,7 +216,7 @@ export async function partialImport(
       await storage.federation.deleteProvider(internalId, trx);
     }
     const writes = {
-      ...data, clients, realmRoles, clientRoles, users, groups: [], defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [],
+      ...data, clients, realmRoles, clientRoles, users, groups, defaultGroups: [], authentication: { flows: [], configs: [] }, organizations: [], scopeMappings: [],
       identityProviders, identityProviderMappers, components: [],
     };
     await importRealmContents(ctx, realm, writes, trx);
@@ -214,6 +234,7 @@ export async function partialImport(
   for (const [clientId, roles] of Object.entries(clientRoles)) for (const role of roles) added('CLIENT_ROLE', `${clientId}/${role.name}`);
   for (const user of users) if (!user.serviceAccountOf) added('USER', (user.username ?? '').toLowerCase());
   for (const provider of identityProviders) added('IDP', provider.alias);
+  for (const group of groups) added('GROUP', group.name);
   const count = (action: PartialImportResult['action']) => results.filter((r) => r.action === action).length;
   return { overwritten: count('OVERWRITTEN'), added: count('ADDED'), skipped: count('SKIPPED'), results, notImported: data.notImported, keptAsData: data.keptAsData };
 }

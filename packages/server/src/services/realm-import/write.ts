@@ -178,7 +178,8 @@ async function importGroups(
     for (const sub of input.subGroups) await create(sub, group.id);
   };
   for (const input of data.groups) await create(input, null);
-  return new GroupTree(created);
+  // The realm's groups, so users may join one a partial import did not bring (a whole realm has only the file's).
+  return GroupTree.load(storage, realm.id, trx);
 }
 
 /**
