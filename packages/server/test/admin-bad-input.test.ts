@@ -104,6 +104,13 @@ const realmImportFields: unknown[] = [
   { realm: 'bad-2', roles: 'x' },
   { realm: 'bad-2', roles: { realm: [{ name: 5 }] } },
   { realm: 'bad-2', roles: { client: { ghost: [{ name: 'r' }] } } },
+  // One thing named twice (Keycloak's database refuses these too), and references to what does not exist.
+  { realm: 'bad-2', roles: { realm: [{ name: 'twice' }, { name: 'twice', description: 'other' }] } },
+  { realm: 'bad-2', clients: [{ id: 'same-id', clientId: 'a' }, { id: 'same-id', clientId: 'b' }] },
+  { realm: 'bad-2', users: [{ id: 'u1', username: 'a' }, { id: 'u1', username: 'b' }] },
+  { realm: 'bad-2', scopeMappings: [{ client: 'ghost-client', roles: ['offline_access'] }] },
+  { realm: 'bad-2', scopeMappings: [{ clientScope: 'ghost-scope', roles: ['offline_access'] }] },
+  { realm: 'bad-2', clients: [{ clientId: 'app' }], clientScopeMappings: { 'realm-management': [{ client: 'app', roles: ['god-mode'] }] } },
   { realm: 'bad-2', organizations: [{ name: 'o', domains: 'x' }] },
   { realm: 'bad-2', users: [{ username: 'u', realmRoles: ['\u0000'] }] },
   { realm: 'bad-2', users: [{ username: 'u', clientRoles: { account: ['x\u0000'] } }] },

@@ -281,6 +281,31 @@ describe('Keycloak hashed passwords in an import', () => {
     expect(stored?.passwordHash).toMatch(/^\$argon2id\$v=19\$m=7168,t=5,p=1\$/);
   });
 
+  it("a scope mapping naming a role its container lacks makes the role there, as Keycloak's import does; an unknown client is refused", async () => {
+    await kc.realms.create({
+      realm: 'scopes-made',
+      enabled: true,
+      clients: [{ clientId: 'api' }, { clientId: 'web', fullScopeAllowed: false }],
+      scopeMappings: [{ client: 'web', roles: ['reader'] }],
+      clientScopeMappings: { api: [{ client: 'web', roles: ['orders:read'] }] },
+    } as never);
+    kc.setConfig({ realmName: 'scopes-made' });
+    try {
+      const [web] = await kc.clients.find({ clientId: 'web' });
+      expect((await kc.clients.listRealmScopeMappings({ id: web.id! })).map((r) => r.name)).toEqual(['reader']);
+      const [api] = await kc.clients.find({ clientId: 'api' });
+      expect((await kc.clients.listClientScopeMappings({ id: web.id!, client: api.id! })).map((r) => r.name)).toEqual(['orders:read']);
+      expect((await kc.clients.listRoles({ id: api.id! })).map((r) => r.name)).toEqual(['orders:read']);
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+    await expect(kc.realms.create({ realm: 'scopes-ghost', scopeMappings: [{ client: 'ghost', roles: ['x'] }] } as never)).rejects.toMatchObject({
+      response: { status: 400 },
+      responseData: { errorMessage: 'realm.scopeMappings[0]: client "ghost" does not exist' },
+    });
+    expect(await kc.realms.findOne({ realm: 'scopes-ghost' })).toBeFalsy();
+  });
+
   it('refuses a hash it cannot use, naming the credential', async () => {
     const salt = randomBytes(16);
     const bad = { realm: 'bad-hash', users: [{ username: 'u', credentials: [credential(salt, salt, { hashIterations: 1, algorithm: 'md5' })] }] };

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
+import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
 import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
@@ -47,6 +48,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
     const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx, 'client', extras));
+    warnOpenRedirect(ctx.logger, realm.name, client, 'admin API');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
     return reply.code(201).header('location', locationOf(ctx, request, client.id)).send();
   });
@@ -91,6 +93,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       await syncServiceAccountScope(ctx.storage, updated, trx);
       if (protocolMappers) await replaceClientMappers(ctx.storage, updated, protocolMappers, trx);
     });
+    // Warned when given, not at every save of a client that already had it.
+    if (openRedirectPatterns(updated).some((p) => !openRedirectPatterns(client).includes(p))) warnOpenRedirect(ctx.logger, realm.name, updated, 'admin API');
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'CLIENT', `clients/${client.id}`, clientEventRep(updated));
     return reply.code(204).send();
   });
@@ -132,9 +136,9 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');
-    // An attribute prefix such as `jwt.credential`, `saml.signing`.
+    // The attribute prefixes Keycloak's console asks about: a client's JWT credential, its SAML signing and encryption keys.
     const attr = request.params.attr;
-    if (!/^[A-Za-z][A-Za-z0-9._-]{0,63}$/.test(attr)) throw badRequest('attr: must be an attribute prefix such as jwt.credential', 'attr');
+    if (!['jwt.credential', 'saml.signing', 'saml.encryption'].includes(attr)) throw notFound(`No certificate attribute ${attr.slice(0, 64)}`);
     const info: Record<string, string> = {};
     for (const [field, suffix] of Object.entries(CERTIFICATE_ATTRIBUTES)) {
       const value = client.attributes[`${attr}.${suffix}`];

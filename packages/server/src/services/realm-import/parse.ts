@@ -148,6 +148,32 @@ function parseScopeMappings(rep: Record<string, unknown>): ImportedScopeMapping[
  * Reads a Keycloak realm export (the subset this server keeps). With `onUnknown` (start-up import) unknown
  * fields are reported and skipped; without it (the admin API) they are refused. Every error names its JSON path.
  */
+/**
+ * A Keycloak file is refused when it names one thing twice, as Keycloak's import (its database) refuses it: an `id`
+ * given to two entries of one list, or a role name twice in one container. Nothing else would tell which one was
+ * meant (this server makes its own ids, so the file's are only compared here).
+ */
+function refuseRepeats(rep: Record<string, unknown>, realmRoles: ImportedRole[], clientRoles: Record<string, ImportedRole[]>): void {
+  const once = <T>(items: T[], key: (item: T) => unknown, pathOf: (i: number) => string, what: string) => {
+    const seen = new Map<unknown, number>();
+    items.forEach((item, i) => {
+      const value = key(item);
+      if (value === undefined || value === null || value === '') return;
+      const first = seen.get(value);
+      if (first !== undefined) throw badRequest(`${pathOf(i)}: ${what} ${JSON.stringify(value).slice(0, 80)} is also given to ${pathOf(first)}`);
+      seen.set(value, i);
+    });
+  };
+  const idOf = (item: unknown) => (typeof item === 'object' && item !== null ? (item as { id?: unknown }).id : undefined);
+  for (const list of ['clients', 'users', 'groups', 'clientScopes', 'authenticationFlows', 'authenticatorConfig'] as const) {
+    if (Array.isArray(rep[list])) once(rep[list] as unknown[], idOf, (i) => `realm.${list}[${i}].id`, 'the id');
+  }
+  const roles = rep.roles as { realm?: unknown } | undefined;
+  if (Array.isArray(roles?.realm)) once(roles.realm as unknown[], idOf, (i) => `realm.roles.realm[${i}].id`, 'the id');
+  once(realmRoles, (r) => r.name, (i) => `realm.roles.realm[${i}].name`, 'the role name');
+  for (const [clientId, list] of Object.entries(clientRoles)) once(list, (r) => r.name, (i) => `realm.roles.client.${clientId}[${i}].name`, 'the role name');
+}
+
 export function parseRealmImport(body: unknown, isListener: (id: string) => boolean, reportUnknown?: (path: string) => void): RealmImport {
   const notImported: string[] = [];
   const onUnknown = reportUnknown
@@ -221,6 +247,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');
   const authentication = parseAuthentication(rep, onUnknown);
   const scopeMappings = parseScopeMappings(rep);
+  refuseRepeats(rep, realmRoles, clientRoles);
   const requiredActions = parseRequiredActions(rep.requiredActions, notImported);
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);

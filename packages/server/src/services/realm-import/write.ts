@@ -9,6 +9,7 @@ import type { Storage } from '../../storage/index.js';
 import { insertClient, type ClientExtras } from '../clients.js';
 import { addScopesOlderExportsLack, attachClientScopes } from '../client-scopes.js';
 import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../../model/builtin-client-scopes.js';
+import { REALM_MANAGEMENT, adminClientRealmName } from '../../model/defaults.js';
 import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
@@ -71,20 +72,26 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   for (const [clientId, roles] of Object.entries(data.clientRoles)) {
     for (const [i, role] of roles.entries()) await linkComposites(clientContainer(clientId, ''), role, `realm.roles.client.${clientId}[${i}]`);
   }
-  // Role scope mappings of clients and of client scopes; an unknown holder or role is skipped with a warning.
+  // Role scope mappings of clients and of client scopes, as Keycloak's import takes them: an unknown client or client
+  // scope refuses the file (naming its path); a role its container lacks is made there, as Keycloak makes it —
+  // but never in an administration client, whose roles are fixed.
   const scopeIds = new Map((await storage.clientScopes.list(realm.id, trx)).map((sc) => [sc.name, sc.id]));
+  const fixedRoles = (clientId: string) => clientId === REALM_MANAGEMENT || (realm.name === 'master' && adminClientRealmName(clientId) !== null);
   for (const mapping of data.scopeMappings) {
     const holder = mapping.clientScope !== null ? scopeIds.get(mapping.clientScope) : clientUuid.get(mapping.client!);
-    const container = mapping.roleContainer === null ? realm.id : clientUuid.get(mapping.roleContainer);
-    if (!holder || !container) {
-      ctx.logger.warn({ realm: realm.name, path: mapping.path }, 'realm import: scope mapping of an unknown client or client scope, skipped');
-      continue;
-    }
+    if (!holder) throw badRequest(`${mapping.path}: ${mapping.clientScope !== null ? `client scope "${mapping.clientScope}"` : `client "${mapping.client}"`} does not exist`);
+    const container = mapping.roleContainer === null ? realm.id : clientContainer(mapping.roleContainer, mapping.path);
     const ids: string[] = [];
     for (const name of mapping.roles) {
       const row = await trx.selectFrom('role').select('id').where('container_id', '=', container).where('name', '=', name).executeTakeFirst();
-      if (row) ids.push(row.id);
-      else ctx.logger.warn({ realm: realm.name, path: mapping.path, role: name }, 'realm import: scope mapping of an unknown role, skipped');
+      if (row) {
+        ids.push(row.id);
+        continue;
+      }
+      if (mapping.roleContainer !== null && fixedRoles(mapping.roleContainer)) throw badRequest(`${mapping.path}.roles: role "${name}" does not exist (the roles of ${mapping.roleContainer} are fixed)`);
+      const id = newId();
+      await storage.roles.insert({ id, realmId: realm.id, containerId: container, clientRole: mapping.roleContainer !== null, name, description: null }, trx);
+      ids.push(id);
     }
     if (mapping.clientScope !== null) await storage.clientScopes.addRoles(holder, ids, trx);
     else await storage.roles.addScopeMappings(holder, ids, trx);
