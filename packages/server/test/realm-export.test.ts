@@ -1,7 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -144,6 +144,9 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     const sales = await kc.roles.findOneByName({ name: 'sales' });
     const { id } = await kc.users.create({ username: 'carla', email: 'carla@example.test', enabled: true, firstName: 'Carla', credentials: [{ type: 'password', value: 'Carla-secret-1', temporary: false }] });
     await kc.users.addRealmRoleMappings({ id, roles: [sales!] as never });
+    // The console labels a password it sets; an export keeps the label, as Keycloak's.
+    const [password] = await kc.users.getCredentials({ id });
+    await kc.users.updateCredentialLabel({ id, credentialId: password.id! }, 'My password');
     const team = await kc.groups.create({ name: 'team' });
     await kc.users.addToGroup({ id, groupId: team.id });
     await kc.users.create({ username: 'dora', enabled: true, requiredActions: ['UPDATE_PASSWORD'], credentials: [{ type: 'password', value: 'Dora-secret-12', temporary: false }] });
@@ -169,7 +172,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
     expect(cli.stderr).toContain('crm: 3 users');
     const exported = JSON.parse(readFileSync(file, 'utf8'));
     const carla = exported.users.find((u: { username: string }) => u.username === 'carla');
-    expect(carla.credentials[0]).toMatchObject({ type: 'password', secretData: expect.any(String), credentialData: expect.stringContaining('"algorithm":"argon2"') });
+    expect(carla.credentials[0]).toMatchObject({ type: 'password', userLabel: 'My password', createdDate: expect.any(Number), secretData: expect.any(String), credentialData: expect.stringContaining('"algorithm":"argon2"') });
     expect(JSON.stringify(exported)).not.toContain('Carla-secret-1');
     expect(carla.groups).toEqual(['/team']);
     expect(carla.federatedIdentities).toEqual([{ identityProvider: 'corp-oidc', userId: 'corp-4711', userName: 'carla@corp' }]);
@@ -211,6 +214,47 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
       await target.close();
     }
   }, 120_000);
+
+  it('round trip of the whole file: --dir exports every realm; imported into an empty server, its export is the same document (ids aside)', async () => {
+    const runCli = (server: TestServer, args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts', 'export', ...args, '--db-url', server.server.context.config.dbUrl, '--providers-dir', server.server.context.config.providersDir], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, REALMGATE_LOG_LEVEL: 'warn' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    const first = join(dir, `dir-first-${database}`);
+    mkdirSync(first);
+    const cli = runCli(source, ['--dir', first]);
+    expect(cli.status, cli.stderr).toBe(0);
+    // Every realm, one <realm>-realm.json each, as kc.sh export --dir writes them.
+    expect(readdirSync(first).sort()).toEqual(['crm-realm.json', 'master-realm.json']);
+
+    const importDir = join(dir, `dir-import-${database}`);
+    mkdirSync(importDir);
+    copyFileSync(join(first, 'crm-realm.json'), join(importDir, 'crm-realm.json'));
+    const target = await startServer({ database, config: { REALMGATE_IMPORT_REALM: importDir } });
+    try {
+      const second = join(dir, `dir-second-${database}`);
+      mkdirSync(second);
+      const again = runCli(target, ['--dir', second, '--realm', 'crm']);
+      expect(again.status, again.stderr).toBe(0);
+      // This server makes new ids at an import (Keycloak keeps the file's): everything else is the same, the users'
+      // and their passwords' creation times and the password's label included.
+      const withoutIds = (value: unknown): unknown => {
+        if (Array.isArray(value)) return value.map(withoutIds);
+        if (typeof value !== 'object' || value === null) return value;
+        return Object.fromEntries(Object.entries(value).filter(([k]) => !['id', 'containerId', 'internalId'].includes(k)).map(([k, v]) => [k, withoutIds(v)]));
+      };
+      const before = JSON.parse(readFileSync(join(first, 'crm-realm.json'), 'utf8'));
+      const after = JSON.parse(readFileSync(join(second, 'crm-realm.json'), 'utf8'));
+      expect(withoutIds(after)).toEqual(withoutIds(before));
+      // The password hashes are the file's, not new ones: carla signs in on the second server with her password.
+      expect((await tokenRequest(target.url, 'crm', { grant_type: 'password', client_id: 'crm-api', client_secret: 'crm-secret-value-1', username: 'carla', password: 'Carla-secret-1' })).status).toBe(200);
+    } finally {
+      await target.close();
+    }
+  }, 180_000);
 
   it('refuses an unknown realm and leaves no file', () => {
     const file = join(dir, 'none.json');

@@ -183,7 +183,8 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
     const reps = await Promise.all(
       page.map(async (user) => {
         const direct = byContainer(await storage.roles.userRoleIds(user.id));
-        const credential = user.passwordHash ? exportedPasswordCredential(user.passwordHash, user.passwordCreated) : null;
+        const hashed = user.passwordHash ? exportedPasswordCredential(user.passwordHash, user.passwordCreated) : null;
+        const credential = hashed && user.passwordLabel ? { ...hashed, userLabel: user.passwordLabel } : hashed;
         return {
           username: user.username,
           ...(user.firstName !== null ? { firstName: user.firstName } : {}),

@@ -19,6 +19,8 @@ export interface NewUser {
   enabled?: boolean;
   attributes?: Record<string, string[]>;
   serviceAccountClientId?: string | null;
+  /** A realm file's (Keycloak's import keeps it); otherwise now. */
+  createdTimestamp?: number;
 }
 
 /**
@@ -35,7 +37,7 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
     firstName: input.firstName ?? null,
     lastName: input.lastName ?? null,
     enabled: input.enabled ?? true,
-    createdTimestamp: Date.now(),
+    createdTimestamp: input.createdTimestamp ?? Date.now(),
     attributes: input.attributes ?? {},
     serviceAccountClientId: input.serviceAccountClientId ?? null,
     passwordHash: null,
@@ -76,7 +78,7 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
   if (input.password !== undefined) user = await setPassword(storage, realm, user, input.password, db);
   else if (input.passwordHash !== undefined) {
     // An exported hash cannot be checked against the policy; it is replaced at the user's next sign-in.
-    user = { ...user, passwordHash: input.passwordHash, passwordCreated: Date.now() };
+    user = { ...user, passwordHash: input.passwordHash, passwordCreated: input.passwordCreated ?? Date.now(), passwordLabel: input.passwordLabel ?? null };
     await storage.users.update(user, db);
   }
   if (input.requiredActions?.length) await storage.credentials.setRequiredActions(user.id, input.requiredActions, db);

@@ -39,6 +39,10 @@ export interface UserInput {
   temporaryPassword?: boolean;
   /** A password hash from a Keycloak export (credentials/keycloak-hash.ts), stored without a policy check. */
   passwordHash?: string;
+  /** From a realm file only (Keycloak's import keeps them): when the user and its password were made, the password's label. */
+  createdTimestamp?: number;
+  passwordCreated?: number;
+  passwordLabel?: string;
   requiredActions?: string[];
   /** Authenticator apps from a Keycloak export (credentials of type `otp`). */
   otpCredentials?: ImportedOtpCredential[];
@@ -51,6 +55,8 @@ export interface UserInput {
  * implemented: refused by name.
  */
 export const SUPPORTED_REQUIRED_ACTIONS = ['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL'] as const;
+
+const isTimestamp = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
   const rep = parseRepresentation(body, userSpec, userIgnored, path, onUnknown) as UserInput & { credentials?: unknown };
@@ -73,6 +79,11 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
         const imported = importedPasswordHash(c.secretData, c.credentialData);
         if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
         input.passwordHash = imported.hash;
+        if (onUnknown) {
+          const { createdDate, userLabel } = credential as { createdDate?: unknown; userLabel?: unknown };
+          if (isTimestamp(createdDate)) input.passwordCreated = createdDate;
+          if (typeof userLabel === 'string' && userLabel.trim()) input.passwordLabel = userLabel.trim().slice(0, 255);
+        }
       } else if (c?.type === 'otp' && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
         // A Keycloak export's authenticator app: the user's app goes on giving valid codes.
         const imported = importedOtpCredential(c.secretData, c.credentialData);
@@ -95,6 +106,9 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
       }
     }
   }
+  // A realm file keeps when its users were made, as Keycloak's import keeps it (the admin API stamps its own time).
+  const created = (body as { createdTimestamp?: unknown }).createdTimestamp;
+  if (onUnknown && isTimestamp(created)) input.createdTimestamp = created;
   const supported = (action: string) => (SUPPORTED_REQUIRED_ACTIONS as readonly string[]).includes(action);
   for (const [i, action] of (input.requiredActions ?? []).entries()) {
     if (supported(action)) continue;

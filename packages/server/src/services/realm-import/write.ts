@@ -103,7 +103,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   data.keptAsData.push(...flowReport.keptAsData);
   // The export lists each client's service-account user; the client's creation above made it already. The file's
   // attributes of it are its own, as in Keycloak (Catena-X's service accounts carry the bpn their mappers put in tokens).
-  const serviceAccountUser = async (clientId: string, path: string, attributes: Record<string, string[]> | undefined) => {
+  const serviceAccountUser = async (clientId: string, path: string, attributes: Record<string, string[]> | undefined, createdTimestamp: number | undefined) => {
     const row = await trx
       .selectFrom('user_entity')
       .selectAll()
@@ -112,7 +112,8 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
       .executeTakeFirst();
     if (!row) throw badRequest(`${path}.serviceAccountClientId: client "${clientId}" has no service account (serviceAccountsEnabled is false)`);
     const user = toUser(row);
-    if (attributes && Object.keys(attributes).length) await storage.users.update({ ...user, attributes: { ...user.attributes, ...attributes } }, trx);
+    const changes = { ...(attributes && Object.keys(attributes).length ? { attributes: { ...user.attributes, ...attributes } } : {}), ...(createdTimestamp !== undefined ? { createdTimestamp } : {}) };
+    if (Object.keys(changes).length) await storage.users.update({ ...user, ...changes }, trx);
     return user;
   };
   const groups = await importGroups(storage, realm, data, trx, roleId, clientContainer);
@@ -120,7 +121,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const links: { userId: string; link: ImportedFederatedIdentity }[] = [];
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
-    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes) : await insertUser(storage, realm, input, trx, path);
+    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path);
     userIds.set(user.username, user.id);
     for (const link of input.federatedIdentities ?? []) links.push({ userId: user.id, link });
     const grants: string[] = [];
