@@ -213,6 +213,7 @@ describe.each(databases)('the password policy on the server (%s)', (database) =>
     const imported = await importRealm('length(12) and specialChars(1)', 'too-short');
     expect(imported.status).toBe(400);
     expect(imported.body.error).toBe('invalidPasswordMinLengthMessage');
+    expect(imported.body.error_description).toMatch(/^realm\.users\[0\]\.credentials: /);
     expect((await api(t.url, 'GET', '/admin/realms/policy-import', admin)).status).toBe(404);
     const good = await importRealm('length(12) and specialChars(1) and notUsername(undefined)', 'long-enough-pass!');
     expect(good.status).toBe(201);

@@ -1,13 +1,14 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { hash } from '@node-rs/argon2';
 import { pbkdf2Sync, randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16: realm files exported by real Keycloak installations (fixtures/keycloak-exports, sources in its
@@ -314,7 +315,7 @@ describe('Keycloak hashed passwords in an import', () => {
   });
 });
 
-describe('--import-realm with a directory of real and broken files', () => {
+describe.each(databases)('--import-realm with a directory of real and broken files (%s)', (database) => {
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-import-'));
   beforeAll(() => {
     copyFileSync(join(FIXTURES, 'wirtshaus-demo.json'), join(dir, 'a-wirtshaus.json'));
@@ -330,7 +331,7 @@ describe('--import-realm with a directory of real and broken files', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('imports each file on its own, names the refused ones with the problem, and starts', async () => {
-    const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
+    const t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
     try {
       const kc = await adminClient(t);
       const names = (await kc.realms.find()).map((r) => r.realm);
@@ -339,7 +340,8 @@ describe('--import-realm with a directory of real and broken files', () => {
       const refused = Object.fromEntries(
         t.logs.filter((l) => l.msg === 'realm import: file refused, the others are imported').map((l) => [String(l.file).split('/').pop(), String(l.error)]),
       );
-      expect(refused['b-afyacheck.json']).toMatch(/digit/);
+      // The JSON path of the problem, then the problem.
+      expect(refused['b-afyacheck.json']).toMatch(/^realm\.users\[\d+\]\.credentials: .*digit/);
       expect(refused['d-broken.json']).toMatch(/not valid JSON/);
       expect(refused['e-deep.json']).toMatch(/nested deeper/);
       expect(refused['f-same-realm.json']).toMatch(/also defined by .*c-sesame\.json/);
@@ -351,7 +353,21 @@ describe('--import-realm with a directory of real and broken files', () => {
     }
   }, 60_000);
 
-  it('with --import-realm-strict a refused file stops start-up, naming it', async () => {
-    await expect(startServer({ config: { REALMGATE_IMPORT_REALM: dir, REALMGATE_IMPORT_REALM_STRICT: 'true' } })).rejects.toThrow(/b-afyacheck\.json/);
-  }, 60_000);
+  it('with --import-realm-strict a refused file stops start-up, naming it; the CLI exits with 1', async () => {
+    await expect(startServer({ database, config: { REALMGATE_IMPORT_REALM: dir, REALMGATE_IMPORT_REALM_STRICT: 'true' } })).rejects.toThrow(/b-afyacheck\.json/);
+    if (database !== 'sqlite') return;
+    const data = mkdtempSync(join(tmpdir(), 'realmgate-strict-'));
+    try {
+      const cli = spawnSync(process.execPath, ['--import', 'tsx', 'packages/server/src/main.ts', '--import-realm', dir, '--import-realm-strict', 'true', '--http-port', '0', '--db-url', `sqlite:${join(data, 'db.sqlite')}`, '--providers-dir', join(data, 'providers')], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? data, REALMGATE_LOG_LEVEL: 'error' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(cli.status, cli.stderr + cli.stdout).toBe(1);
+      expect(cli.stdout + cli.stderr).toContain('b-afyacheck.json');
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

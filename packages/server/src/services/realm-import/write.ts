@@ -1,6 +1,6 @@
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
-import { badRequest, conflict } from '../../model/errors.js';
+import { badRequest, conflict, PasswordPolicyError } from '../../model/errors.js';
 import type { Group, Realm } from '../../model/types.js';
 import { isUniqueViolation, type Db } from '../../storage/index.js';
 import type { ImportedGroup } from '../../admin/representations/group.js';
@@ -121,7 +121,10 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const links: { userId: string; link: ImportedFederatedIdentity }[] = [];
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
-    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path);
+    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path).catch((error: unknown) => {
+      // The realm's policy refuses the file's plain password: say which user's (the rule's key stays Keycloak's).
+      throw error instanceof PasswordPolicyError ? new PasswordPolicyError(error.key, error.params, `${path}.credentials: ${error.message}`) : error;
+    });
     userIds.set(user.username, user.id);
     for (const link of input.federatedIdentities ?? []) links.push({ userId: user.id, link });
     const grants: string[] = [];
