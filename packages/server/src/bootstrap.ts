@@ -4,6 +4,7 @@ import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
 import { AppError, PasswordPolicyError } from './model/errors.js';
+import { warnOpenRedirect } from './model/redirect-uri.js';
 import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel, upgradeClientScopes } from './services/index.js';
 import { createRealmFromImport, logImportReport, parseRealmImport } from './services/realm-import/index.js';
 import { isUniqueViolation } from './storage/index.js';
@@ -113,7 +114,8 @@ async function importRealmFile(ctx: ServerContext, path: string): Promise<RealmF
   if (size > REALM_FILE_LIMIT) return refuse(`file of ${size} bytes is over the ${REALM_FILE_LIMIT}-byte limit`);
   let body: unknown;
   try {
-    body = JSON.parse(await readFile(path, 'utf8'));
+    // One leading UTF-8 byte order mark is skipped, as Keycloak's reader (Jackson) skips it; anything else is the JSON's.
+    body = JSON.parse((await readFile(path, 'utf8')).replace(/^\uFEFF/, ''));
   } catch (error) {
     return refuse(`not valid JSON (${(error as Error).message})`);
   }
@@ -137,6 +139,7 @@ async function importRealmFile(ctx: ServerContext, path: string): Promise<RealmF
     if (!isFileProblem(error)) throw error;
     return refuse((error as Error).message);
   }
+  for (const client of parsed.clients) warnOpenRedirect(ctx.logger, result.realm, client, `--import-realm ${path}`);
   return Object.assign(result, { outcome: 'imported' as const });
 }
 

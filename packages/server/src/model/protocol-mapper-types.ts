@@ -106,7 +106,7 @@ export const PROTOCOL_MAPPER_TYPES: readonly ProtocolMapperType[] = [
       jsonType,
       ...ALL_TARGETS,
       multivalued(),
-      prop('aggregate.attrs', 'Aggregate attribute values', 'boolean', 'Keycloak also takes the values from the user\'s groups; kept as data, not applied by Realmgate.'),
+      prop('aggregate.attrs', 'Aggregate attribute values', 'boolean', 'Indicates if attribute values should be aggregated with the group attributes: the user\'s values and those of every group of the user and of their parent groups. Without it a user lacking the attribute gets the first group\'s (by name) that has it, up through its parents.'),
     ],
   },
   {

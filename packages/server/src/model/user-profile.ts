@@ -5,10 +5,24 @@
 export const usernamePattern = /^[^\s<>&"'$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]+$/u;
 export const personNamePattern = /^[^<>&"$%!#?§;*~/\\|^=[\]{}()\u0000-\u001f]*$/u;
 /**
- * local@label.label…: no empty domain labels (`a@b..c`), no spaces or characters that break headers;
- * a trailing dot (the DNS root) is allowed, as mail systems allow it.
+ * Keycloak's e-mail rule (org.keycloak.utils.EmailValidationUtil, the user profile's `email` validator), for the
+ * unquoted form:
+ * - local part: atoms of `a-z 0-9 ! # $ % & ' * + / = ? ^ _ \` { | } ~ -` and non-ASCII, joined by single dots
+ *   (no leading, trailing or double dot), at most 64 characters (Keycloak's default `max-email-local-part-length`);
+ * - domain: labels of the same characters without `_`, a `-` only inside a label, at most 63 characters each,
+ *   joined by single dots, at most 255 characters; one label is enough (`admin@localhost`); no trailing dot.
+ * Refused as Keycloak refuses them: spaces, a second `@`, `<>()[]\,;:"`, an empty label, over-long parts.
+ * Refused here though Keycloak takes them: any whitespace or control character (C0, DEL, C1, Unicode spaces),
+ * quoted local parts (`"a b"@x`) and address literals (`a@[127.0.0.1]`), which would need quoting in mail headers.
+ * Lengths count UTF-16 code units, as Java's; a non-ASCII label's 63 is counted before Punycode (Keycloak counts
+ * after). No flags: the admin API builds another pattern from `source`.
  */
-export const emailPattern = /^[^\s@<>()[\]\\,;:"]+@(?:[^\s@<>()[\]\\,;:".]+\.)+[^\s@<>()[\]\\,;:".]+\.?$/;
+const LOCAL_CHAR = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\u0080-\\uffff-]";
+const DOMAIN_CHAR = "[a-zA-Z0-9!#$%&'*+/=?^`{|}~\\u0080-\\uffff]";
+const DOMAIN_LABEL = `(?=[^.]{1,63}(?:\\.|$))${DOMAIN_CHAR}(?:-*${DOMAIN_CHAR})*`;
+export const emailPattern = new RegExp(
+  `^(?![\\s\\S]*[\\s\\u0000-\\u001f\\u007f-\\u009f])(?=[^@]{1,64}@)${LOCAL_CHAR}+(?:\\.${LOCAL_CHAR}+)*@(?=[^@]{1,255}$)${DOMAIN_LABEL}(?:\\.${DOMAIN_LABEL})*$`,
+);
 
 /** The longest value a profile attribute takes: Keycloak's default length validator (e-mail: what mail allows). */
 export const MAX_ATTRIBUTE_LENGTH = { username: 255, email: 254, firstName: 255, lastName: 255 } as const;

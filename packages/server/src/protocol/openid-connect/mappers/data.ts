@@ -1,7 +1,10 @@
+import { sql } from 'kysely';
 import type { Client, Organization, Realm, User } from '../../../model/types.js';
 import { effectiveRoles } from '../../../services/index.js';
 import type { Storage } from '../../../storage/index.js';
-import type { MapperData, MapperNeeds } from './types.js';
+import { fromJson } from '../../../storage/codec.js';
+import type { MapperData, MapperNeeds, UserGroupAttributes } from './types.js';
+import { userAttributeValues } from './user-attribute.js';
 
 const NO_ROLES = Object.freeze({ realmRoles: [], clientRoles: {} });
 
@@ -23,6 +26,68 @@ async function groupPaths(storage: Storage, realmId: string, userId: string): Pr
   return paths ?? [];
 }
 
+/**
+ * The user's groups and all their ancestors with their attributes, for the attribute mappers that read through
+ * groups: one query (a recursive walk up the tree, the same SQL on SQLite and PostgreSQL, as the role walk in
+ * storage/groups.ts; UNION stops on a repeated row, so a corrupted cyclic tree ends), cached per user and
+ * invalidated by any write to the group tables.
+ */
+async function groupAttributesOf(storage: Storage, realmId: string, userId: string): Promise<UserGroupAttributes> {
+  const loaded = await storage.cache.get(`mapper-group-attributes\0${realmId}\0${userId}`, ['realm_group', 'user_group'], async () => {
+    const { rows } = await sql<{ id: string; parent_id: string; name: string; attributes: string; member: number | string }>`
+      with recursive up(id) as (
+        select group_id from user_group where user_id = ${userId}
+        union
+        select g.parent_id from realm_group g join up u on g.id = u.id where g.parent_id <> ''
+      )
+      select g.id, g.parent_id, g.name, g.attributes, case when m.user_id is null then 0 else 1 end as member
+      from up u join realm_group g on g.id = u.id
+      left join user_group m on m.group_id = g.id and m.user_id = ${userId}
+      where g.realm_id = ${realmId}
+    `.execute(storage.db);
+    const groups: Record<string, UserGroupAttributes['groups'][string]> = Object.create(null);
+    for (const row of rows) groups[row.id] = { parentId: row.parent_id === '' ? null : row.parent_id, attributes: fromJson(row.attributes, {}) };
+    // Keycloak's user.getGroupsStream() order: by name (code-unit order, as the admin API lists groups).
+    const memberOf = rows
+      .filter((row) => Number(row.member) === 1)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1))
+      .map((row) => row.id);
+    return { memberOf, groups };
+  });
+  return loaded ?? NO_GROUP_ATTRIBUTES;
+}
+
+const NO_GROUP_ATTRIBUTES: UserGroupAttributes = Object.freeze({ memberOf: [], groups: {} });
+
+/**
+ * The attribute names any group of the realm has a value for: one query per realm, cached and invalidated by any
+ * write to the group table. Most realms' groups carry no attributes: then no user's groups are read at all, though
+ * the built-in scopes' attribute mappers (website, locale, phone_number…) ask for attributes most users lack.
+ */
+async function groupAttributeNames(storage: Storage, realmId: string): Promise<readonly string[]> {
+  const names = await storage.cache.get(`mapper-group-attribute-names\0${realmId}`, ['realm_group'], async () => {
+    const rows = await storage.db.selectFrom('realm_group').select('attributes').where('realm_id', '=', realmId).where('attributes', '<>', '{}').execute();
+    const found = new Set<string>();
+    for (const row of rows) {
+      for (const [name, values] of Object.entries(fromJson<Record<string, unknown>>(row.attributes, {}))) if (Array.isArray(values) && values.length > 0) found.add(name);
+    }
+    return [...found];
+  });
+  return names ?? [];
+}
+
+/**
+ * The user's groups' attributes when an attribute mapper of the request reads through them: for an attribute the
+ * user lacks (or one it aggregates) that some group of the realm has. Otherwise nothing is read.
+ */
+async function groupAttributesFor(storage: Storage, needs: MapperNeeds, realmId: string, user: User): Promise<UserGroupAttributes> {
+  const wanted = (needs.groupAttributes ?? []).filter(({ name, aggregate }) => aggregate || !userAttributeValues(user, name)?.length);
+  if (wanted.length === 0) return NO_GROUP_ATTRIBUTES;
+  const onGroups = await groupAttributeNames(storage, realmId);
+  if (!wanted.some(({ name }) => onGroups.includes(name))) return NO_GROUP_ATTRIBUTES;
+  return groupAttributesOf(storage, realmId, user.id);
+}
+
 async function organizationsOf(storage: Storage, userId: string): Promise<Organization[]> {
   return (await storage.cache.get(`mapper-orgs\0${userId}`, ['organization', 'organization_member', 'organization_domain'], () => storage.organizations.ofUser(userId))) ?? [];
 }
@@ -34,10 +99,11 @@ export async function loadMapperData(
   input: { realm: Realm; client: Client; user: User; scopeIds: readonly string[]; notes: Record<string, string>; base: string },
 ): Promise<MapperData> {
   const { realm, client, user } = input;
-  const [roles, groups, organizations] = await Promise.all([
+  const [roles, groups, organizations, groupAttributes] = await Promise.all([
     needs.roles ? effectiveRoles(storage, realm.id, user.id, client, input.scopeIds) : NO_ROLES,
     needs.groups ? groupPaths(storage, realm.id, user.id) : [],
     needs.organizations && realm.organizationsEnabled ? organizationsOf(storage, user.id) : [],
+    needs.groupAttributes ? groupAttributesFor(storage, needs, realm.id, user) : NO_GROUP_ATTRIBUTES,
   ]);
-  return { realm, client, user, roles, groups, organizations, notes: input.notes, base: input.base };
+  return { realm, client, user, roles, groups, organizations, groupAttributes, notes: input.notes, base: input.base };
 }

@@ -13,7 +13,7 @@ import { organizationMembershipMapper } from './organization-membership.js';
 import { realmRoleMapper } from './realm-role.js';
 import { sessionNoteMapper } from './session-note.js';
 import { subMapper } from './sub.js';
-import type { Claims, CompiledMapper, MapperData, MapperImplementation, MapperNeeds, TokenKind } from './types.js';
+import { mergeNeeds, type Claims, type CompiledMapper, type MapperData, type MapperImplementation, type MapperNeeds, type TokenKind } from './types.js';
 import { userAttributeMapper } from './user-attribute.js';
 import { userPropertyMapper } from './user-property.js';
 
@@ -97,7 +97,7 @@ export function scopePlan(set: ClientScopeSet, requested: string): ScopePlan {
     if (!entry) continue;
     for (const kind of entry.kinds) {
       mappers[kind].push(entry.mapper);
-      Object.assign(needs[kind], entry.mapper.needs);
+      mergeNeeds(needs[kind], entry.mapper.needs);
     }
   }
   const plan: ScopePlan = { scopeIds: applied.map((s) => s.id), scope: [...(openid ? ['openid'] : []), ...inScope].join(' '), openid, mappers, needs };
@@ -114,5 +114,5 @@ export function runMappers(mappers: readonly CompiledMapper[], data: MapperData,
 
 /** What several documents' mappers need together. */
 export function needsOf(plan: ScopePlan, kinds: readonly TokenKind[]): MapperNeeds {
-  return Object.assign({}, ...kinds.map((k) => plan.needs[k]));
+  return kinds.reduce((merged, k) => mergeNeeds(merged, plan.needs[k]), {} as MapperNeeds);
 }

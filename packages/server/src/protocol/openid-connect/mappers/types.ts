@@ -17,10 +17,27 @@ export interface MapperData {
   groups: string[][];
   /** The user's organizations; empty unless an organization mapper applies. */
   organizations: Organization[];
+  /**
+   * The user's groups and their ancestors with their attributes, for attribute mappers that read through groups
+   * (Keycloak's KeycloakModelUtils.resolveAttribute); empty unless one applies and the user lacks the attribute.
+   */
+  groupAttributes?: UserGroupAttributes;
   /** Keycloak's user session notes: AUTH_TIME; for service accounts client_id, clientHost, clientAddress. */
   notes: Record<string, string>;
   /** The server's base URL: relative redirect URIs (web origins `+`) resolve against it. */
   base: string;
+}
+
+/** A user's groups (ids, in Keycloak's order: by name) and every group on their way up, with its attributes. */
+export interface UserGroupAttributes {
+  memberOf: readonly string[];
+  groups: Readonly<Record<string, { parentId: string | null; attributes: Readonly<Record<string, readonly string[]>> }>>;
+}
+
+/** A user attribute a mapper may find on the user's groups: `aggregate` (`aggregate.attrs`) reads them always. */
+export interface GroupAttributeNeed {
+  name: string;
+  aggregate: boolean;
 }
 
 /** What a mapper reads beyond the user, the client and the notes. */
@@ -28,6 +45,17 @@ export interface MapperNeeds {
   roles?: boolean;
   groups?: boolean;
   organizations?: boolean;
+  /** User attributes that fall back to the user's groups (read only when the user lacks one, or to aggregate). */
+  groupAttributes?: readonly GroupAttributeNeed[];
+}
+
+/** Several mappers' needs together (the lists of attributes joined). */
+export function mergeNeeds(target: MapperNeeds, add: MapperNeeds | undefined): MapperNeeds {
+  if (!add) return target;
+  const { groupAttributes, ...flags } = add;
+  Object.assign(target, flags);
+  if (groupAttributes?.length) target.groupAttributes = [...(target.groupAttributes ?? []), ...groupAttributes];
+  return target;
 }
 
 /** A mapper with its configuration read once: claim path split, types looked up. */
