@@ -222,4 +222,19 @@ describe.each(databases)('redirect URIs through the admin API and the authorizat
     await kc.clients.create({ clientId: 'own-hosts', publicClient: true, redirectUris: ['http://127.0.0.1:*', 'https://app.example/*', 'dev.localhost.ionic:*'] });
     expect(warnings().filter((w) => w.clientId === 'own-hosts')).toEqual([]);
   });
+
+  it('a realm file given through the admin API (POST /admin/realms, partialImport) warns for its open clients too', async () => {
+    const before = warnings().length;
+    kc.setConfig({ realmName: 'master' });
+    try {
+      await kc.realms.create({ realm: 'open-file', enabled: true, clients: [{ clientId: 'wide', publicClient: true, redirectUris: ['*'] }] } as never);
+      await kc.realms.partialImport({ realm: REALM, rep: { ifResourceExists: 'SKIP', clients: [{ clientId: 'wide-too', publicClient: true, redirectUris: ['*'] }] } as never });
+    } finally {
+      kc.setConfig({ realmName: REALM });
+    }
+    expect(warnings().slice(before).map((w) => [w.realm, w.clientId, w.source])).toEqual([
+      ['open-file', 'wide', 'admin API realm import'],
+      [REALM, 'wide-too', 'admin API partial import'],
+    ]);
+  });
 });

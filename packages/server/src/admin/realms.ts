@@ -5,6 +5,7 @@ import { badRequest, conflict, forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { defaultRolesName, realmDefaultScopeNames, removeAdminClient, renameAdminClient, renameAdminConsolePaths } from '../services/index.js';
 import { exportRealm } from '../services/realm-export.js';
+import { warnOpenRedirect } from '../model/redirect-uri.js';
 import { createRealmFromImport, logImportReport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
 import { isUniqueViolation } from '../storage/index.js';
@@ -42,6 +43,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
       throw error;
     }
     logImportReport(ctx, realm.name, parsed);
+    for (const client of parsed.clients) warnOpenRedirect(ctx.logger, realm.name, client, 'admin API realm import');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', '', realmRep(realm));
     reply.code(201).header('location', locationOf(ctx, request, realm.name));
     // Keycloak answers an empty 201. What the file held that this server does not use is also answered (as the
@@ -83,6 +85,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
       grant: (roles) => requireMayMapRoles(ctx, caller, roles),
     });
     logImportReport(ctx, realm.name, results);
+    for (const client of input.data.clients) warnOpenRedirect(ctx.logger, realm.name, client, 'admin API partial import');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'REALM', 'partialImport', { overwritten: results.overwritten, added: results.added, skipped: results.skipped });
     return results;
   });
