@@ -37,7 +37,7 @@ describe.each(databases)('required actions (%s)', (database) => {
   });
   afterAll(() => t?.close());
 
-  it('lists the four actions with Keycloak’s names and priorities, all enabled, none default; none left to register', async () => {
+  it('lists the four actions with Keycloak’s names and priorities, all enabled, none default; none left to register (a realm made here has no other)', async () => {
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual([
       { alias: 'CONFIGURE_TOTP', name: 'Configure OTP', providerId: 'CONFIGURE_TOTP', enabled: true, defaultAction: false, priority: 10, config: {} },
       { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 30, config: {} },
@@ -97,9 +97,11 @@ describe.each(databases)('required actions (%s)', (database) => {
     ];
     const created = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'copy', enabled: true, requiredActions: [...exported.requiredActions, ...keycloakOnly], users: [{ username: 'imported', enabled: true, requiredActions: [] }] });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // Keycloak's own actions are kept as data, each named once by its JSON path; listed with the others by priority.
+    expect(created.body).toEqual({ notImported: [], keptAsData: [`realm.requiredActions[${settings.length}] ("TERMS_AND_CONDITIONS" is not carried out here)`, `realm.requiredActions[${settings.length + 1}] ("webauthn-register" is not carried out here)`] });
     kc.setConfig({ realmName: 'copy' });
     try {
-      expect(await kc.authenticationManagement.getRequiredActions()).toEqual(settings);
+      expect(await kc.authenticationManagement.getRequiredActions()).toEqual([...settings, ...keycloakOnly].sort((a, b) => a.priority! - b.priority!));
       const [imported] = await kc.users.find({ username: 'imported', exact: true });
       expect(imported.requiredActions).toEqual([]);
       const { id } = await kc.users.create({ username: 'made-after', enabled: true });
@@ -108,8 +110,10 @@ describe.each(databases)('required actions (%s)', (database) => {
       kc.setConfig({ realmName: 'demo' });
       await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_PROFILE' }, { ...profile, defaultAction: false });
     }
-    // Keycloak's own actions: an enabled one is reported as not imported, a disabled one asks for nothing.
-    expect(parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true).notImported).toEqual(['realm.requiredActions[1]']);
+    // Enabled or not, they are data: kept and named, never as not imported.
+    const parsed = parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true);
+    expect(parsed.notImported).toEqual([]);
+    expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("TERMS_AND_CONDITIONS" is not carried out here)', 'realm.requiredActions[1] ("webauthn-register" is not carried out here)']);
     const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
     expect(bad.status).toBe(400);
     expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');

@@ -6,6 +6,7 @@ import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { moveRequiredAction, realmRequiredAction, realmRequiredActions, updateRequiredAction } from '../services/index.js';
+import { carriedOut, NOT_CARRIED_OUT, type RequiredActionChange } from '../services/required-actions.js';
 import { requireRole } from './permissions.js';
 import {
   configDescriptionRep,
@@ -69,17 +70,25 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
   });
 
-  // Required actions: the ones this server carries out, registered in every realm. An administrator enables or
-  // disables each, makes it a default action (every new user gets it) and orders them; they have no settings.
+  // Required actions: the ones this server carries out, registered in every realm, and those a realm file listed
+  // that it does not carry out, kept as data (services/required-actions.ts). An administrator enables or disables
+  // each, makes it a default action (every new user gets it) and orders them; none has settings here. One kept as
+  // data is turned off or reordered like the others, but never turned on: that is refused (400), naming why.
 
   app.get(`${base}/required-actions`, async (request) => {
     const realm = await realmFor(request, false);
     return realmRequiredActions(ctx.storage, realm.id);
   });
-  // The console's Required actions tab: the same, with whether each has settings (none has here).
+  // The console's Required actions tab: the same list, with whether each has settings (none has here). The name of
+  // one kept as data says so, as the tab shows only the name and the switches: a Terms and Conditions switched on
+  // there must not read as terms users have to accept. (A PUT takes no name: what the console sends back is no change.)
   app.get('/realms/:realm/ui-ext/authentication-management/required-actions', async (request) => {
     const realm = await realmFor(request, false);
-    return (await realmRequiredActions(ctx.storage, realm.id)).map((action) => ({ ...action, configurable: false }));
+    return (await realmRequiredActions(ctx.storage, realm.id)).map((action) => ({
+      ...action,
+      ...(carriedOut(action.alias) ? {} : { name: `${action.name} (${NOT_CARRIED_OUT})` }),
+      configurable: false,
+    }));
   });
   // Every required-action provider of this server is registered in every realm: none is left to register.
   app.get(`${base}/unregistered-required-actions`, async (request) => {
@@ -93,8 +102,7 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   app.put(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
     const realm = await realmFor(request, true);
-    const input = parseBody<{ enabled?: boolean; defaultAction?: boolean; priority?: number; config?: Record<string, string> }>(request.body, requiredActionSpec, 'requiredAction', requiredActionIgnored);
-    if (input.config && Object.keys(input.config).length > 0) throw badRequest('requiredAction.config: the required actions of this server have no settings', 'config');
+    const input = parseBody<RequiredActionChange>(request.body, requiredActionSpec, 'requiredAction', requiredActionIgnored);
     const updated = await updateRequiredAction(ctx.storage, realm.id, request.params.alias, input);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'REQUIRED_ACTION', `authentication/required-actions/${updated.alias}`, updated);
     return reply.code(204).send();

@@ -172,6 +172,8 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       const { id: _configId, ...rep } = configRep(c);
       return rep;
     });
+    // Every required action of the realm, the server's own and those a realm file listed that it does not carry out
+    // (kept as data), as Keycloak writes them: by priority, then name, each with its name, providerId and config.
     out.requiredActions = await realmRequiredActions(storage, realm.id);
     return out;
     };

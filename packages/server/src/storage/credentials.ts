@@ -3,12 +3,18 @@ import type { Db } from './db.js';
 import type { CredentialTable } from './schema.js';
 import { bool, flag, fromJson, toJson } from './codec.js';
 
-/** A realm's setting of one required action (Keycloak's RequiredActionProviderRepresentation, without name and config). */
+/**
+ * A realm's setting of one required action (Keycloak's RequiredActionProviderRepresentation). `name`, `providerId`
+ * and `config` are what a realm file gave (kept as data); null or absent: the server's defaults for its own action.
+ */
 export interface RequiredActionSetting {
   alias: string;
   enabled: boolean;
   defaultAction: boolean;
   priority: number;
+  name?: string | null;
+  providerId?: string | null;
+  config?: Record<string, string> | null;
 }
 
 /** A stored credential other than the password (Keycloak's CredentialModel): OTP today. */
@@ -105,16 +111,34 @@ export class CredentialRepository {
     await db.deleteFrom('user_required_action').where('user_id', '=', userId).where('required_action', '=', action).execute();
   }
 
-  /** The realm's settings of the required actions an administrator changed (the others have their defaults). */
+  /**
+   * The realm's stored required actions: the server's own that an administrator changed or a realm file set (the
+   * others have their defaults), and those a realm file listed that this server does not carry out (kept as data).
+   */
   async realmRequiredActions(realmId: string, db: Db = this.db): Promise<RequiredActionSetting[]> {
     const rows = await db.selectFrom('realm_required_action').selectAll().where('realm_id', '=', realmId).execute();
-    return rows.map((r) => ({ alias: r.alias, enabled: bool(r.enabled), defaultAction: bool(r.default_action), priority: r.priority }));
+    return rows.map((r) => ({
+      alias: r.alias,
+      enabled: bool(r.enabled),
+      defaultAction: bool(r.default_action),
+      priority: r.priority,
+      name: r.name,
+      providerId: r.provider_id,
+      config: r.config === null ? null : fromJson<Record<string, string>>(r.config, {}),
+    }));
   }
 
   /** Stores the realm's settings of these required actions (each replaces what was stored for its alias). */
   async saveRealmRequiredActions(realmId: string, settings: readonly RequiredActionSetting[], db: Db = this.db): Promise<void> {
     for (const s of settings) {
-      const row = { enabled: flag(s.enabled), default_action: flag(s.defaultAction), priority: s.priority };
+      const row = {
+        enabled: flag(s.enabled),
+        default_action: flag(s.defaultAction),
+        priority: s.priority,
+        name: s.name ?? null,
+        provider_id: s.providerId ?? null,
+        config: s.config ? toJson(s.config) : null,
+      };
       await db
         .insertInto('realm_required_action')
         .values({ realm_id: realmId, alias: s.alias, ...row })

@@ -590,4 +590,15 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('federated_identity_provider').on('federated_identity').columns(['identity_provider_id', 'federated_user_id']).execute();
     },
   },
+  // Required actions kept as data (issue 16): a realm file's actions this server does not carry out (Keycloak's
+  // TERMS_AND_CONDITIONS, webauthn-register, …) get a row of realm_required_action like its own, with what
+  // Keycloak's RequiredActionProviderRepresentation has besides: name, providerId, config (JSON). Null on the rows
+  // of the server's own actions means "its own name, providerId = alias, no config". One table, so the realm's
+  // actions are one list, ordered by priority across all of them, an alias once whatever it names.
+  '0019-required-actions-kept-as-data': {
+    async up(db: Kysely<any>) {
+      // One column per statement: SQLite adds one at a time.
+      for (const column of ['name', 'provider_id', 'config']) await db.schema.alterTable('realm_required_action').addColumn(column, 'text').execute();
+    },
+  },
 };

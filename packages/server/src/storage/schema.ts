@@ -280,13 +280,22 @@ export interface UserRequiredActionTable {
   required_action: string;
 }
 
-/** A realm's settings of one required action, once changed from its defaults. */
+/**
+ * A realm's settings of one required action, once changed from its defaults or imported; an action this server does
+ * not carry out (kept as data) has a row with its name, provider id and config as the realm file had them.
+ */
 export interface RealmRequiredActionTable {
   realm_id: string;
   alias: string;
   enabled: Flag;
   default_action: Flag;
   priority: number;
+  /** Keycloak's display name; null: the server's own name of its action. */
+  name: string | null;
+  /** Keycloak's providerId; null: the alias. */
+  provider_id: string | null;
+  /** JSON Record<string,string>, Keycloak's config; null: none. */
+  config: string | null;
 }
 
 /** A group; `parent_id` is '' for a top-level group. */

@@ -59,7 +59,7 @@ export interface RealmImport {
   identityProviders: IdentityProviderInput[];
   identityProviderMappers: (IdentityProviderMapperInput & { path: string })[];
   components: ImportedComponent[];
-  /** Keycloak's `requiredActions`: the settings of the ones this server has (the others are not imported). */
+  /** Keycloak's `requiredActions`: every entry; those this server does not carry out are kept as data (named in `keptAsData`). */
   requiredActions: RequiredActionSetting[];
   /** JSON paths of what the export holds and this server does not import (reported, never dropped silently). */
   notImported: string[];
@@ -248,10 +248,10 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const authentication = parseAuthentication(rep, onUnknown);
   const scopeMappings = parseScopeMappings(rep);
   refuseRepeats(rep, realmRoles, clientRoles);
-  const requiredActions = parseRequiredActions(rep.requiredActions, notImported);
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);
   notImported.push(...federation.notImported);
+  const requiredActions = parseRequiredActions(rep.requiredActions, notImported, federation.keptAsData);
   // Named once for every user (a file may link thousands), after the identity providers and their mappers.
   if (users.some((u) => u.federatedIdentities.length)) {
     const after = federation.keptAsData.filter((path) => path.startsWith('realm.identityProvider')).length;
