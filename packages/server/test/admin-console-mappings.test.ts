@@ -180,6 +180,11 @@ describe.each(databases)('console role-mapping, consents and keys endpoints (%s)
     expect(them).toMatchObject({ createRealm: false, realm_access: { [REALM]: ['query-clients', 'view-clients'] } });
   });
 
+  it("the client wizard's Authorization switch: a client with authorization services is refused with 400 naming the field, nothing created", async () => {
+    await rejects(kc.clients.create({ clientId: 'with-authz', publicClient: false, serviceAccountsEnabled: true, authorizationServicesEnabled: true }), 400, /authorizationServicesEnabled: not supported/);
+    expect(await kc.clients.find({ clientId: 'with-authz' })).toEqual([]);
+  });
+
   it('Keys: the certificate attributes a client carries, and making keys is refused as unsupported', async () => {
     expect(await kc.clients.getKeyInfo({ id: ids.app, attr: 'jwt.credential' })).toEqual({});
     const certificate = 'MIIBszCCAVmgAwIBAgIUexample';

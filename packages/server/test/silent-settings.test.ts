@@ -64,7 +64,7 @@ const client: Representation = {
   use: clientFieldUse,
   refuses: refusedBy((body) => parseClient(body)),
   // The values Keycloak means by these, which Realmgate cannot honour (clientRefusedValues says why).
-  refusedValues: { consentRequired: true },
+  refusedValues: { consentRequired: true, authorizationServicesEnabled: true },
 };
 
 function refusesValue(rep: Representation, field: string): boolean {
@@ -125,8 +125,10 @@ describe('no silent settings (issue 17, point 4)', () => {
   it('the fields refused with some values say why in the code', () => {
     expect(Object.keys(clientRefusedValues)).toEqual(expect.arrayContaining(Object.keys(client.refusedValues)));
     // consentRequired: false (what every Keycloak export carries) is accepted.
-    expect(() => parseClient({ clientId: 'c', consentRequired: false })).not.toThrow();
-    expect(problems({ ...client, refusedValues: { consentRequired: false } }, table)).toEqual(['client.consentRequired: neither enforced, listed nor refused']);
+    expect(() => parseClient({ clientId: 'c', consentRequired: false, authorizationServicesEnabled: false })).not.toThrow();
+    expect(problems({ ...client, refusedValues: { ...client.refusedValues, consentRequired: false } }, table)).toEqual(['client.consentRequired: neither enforced, listed nor refused']);
+    // A realm file's client with authorization services on is imported without them (and the import names it).
+    expect(() => parseClient({ clientId: 'c', authorizationServicesEnabled: true }, 'realm.clients[0]', undefined, true)).not.toThrow();
   });
 
   it('would see a field accepted silently, a table row dropped, or an enforcement that names the wrong file', () => {

@@ -106,12 +106,18 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
  */
 export const clientRefusedValues: Record<string, string> = {
   consentRequired: 'true is refused: Realmgate has no consent screen',
+  authorizationServicesEnabled: 'true is refused by the admin API (a realm file names it as not imported): Realmgate has no authorization services',
   'pkce.code.challenge.method': 'only "S256" (or "" for none) is accepted: Realmgate supports no other PKCE method',
 };
 
-export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void): Partial<Client> {
+export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void, fromFile = false): Partial<Client> {
   const { consentRequired, ...input } = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client> & { consentRequired?: boolean };
   if (consentRequired) throw badRequest(`${path}.consentRequired: not supported, Realmgate has no consent screen`, 'consentRequired');
+  // The console's client wizard shows its Authorization switch whatever the server has: say so rather than drop it.
+  // A realm file's client is imported without it and the import names it (realm-import/parse.ts).
+  if (!fromFile && (body as { authorizationServicesEnabled?: unknown }).authorizationServicesEnabled === true) {
+    throw badRequest(`${path}.authorizationServicesEnabled: not supported, Realmgate has no authorization services`, 'authorizationServicesEnabled');
+  }
   const pkce = input.attributes?.['pkce.code.challenge.method'];
   if (pkce !== undefined && pkce !== '' && pkce !== 'S256') {
     throw badRequest(`${path}.attributes.pkce.code.challenge.method: must be "S256" or "" (no other PKCE method is supported)`, 'attributes');

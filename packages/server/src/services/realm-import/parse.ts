@@ -99,7 +99,12 @@ function notImportedParts(rep: Record<string, unknown>): string[] {
   // `requiredCredentials: ["password"]`, in every Keycloak export, asks for what every realm here asks for: not named.
   const onlyPassword = Array.isArray(rep.requiredCredentials) && rep.requiredCredentials.length === 1 && rep.requiredCredentials[0] === 'password';
   check(rep, NOT_IMPORTED.realm.filter((field) => !(field === 'requiredCredentials' && onlyPassword)), 'realm');
-  if (Array.isArray(rep.clients)) rep.clients.forEach((c, i) => check(c, NOT_IMPORTED.client, `realm.clients[${i}]`));
+  if (Array.isArray(rep.clients)) {
+    rep.clients.forEach((c, i) => {
+      check(c, NOT_IMPORTED.client, `realm.clients[${i}]`);
+      if ((c as { authorizationServicesEnabled?: unknown })?.authorizationServicesEnabled === true) paths.push(`realm.clients[${i}].authorizationServicesEnabled`);
+    });
+  }
   if (Array.isArray(rep.users)) rep.users.forEach((u, i) => check(u, NOT_IMPORTED.user, `realm.users[${i}]`));
   return paths;
 }
@@ -203,7 +208,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     }
   }
   const clients = asArray(rep.clients, 'realm.clients').map((c, i) => ({
-    ...parseClient(c, `realm.clients[${i}]`, onUnknown),
+    ...parseClient(c, `realm.clients[${i}]`, onUnknown, true),
     scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
   }));
   const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown, true));
