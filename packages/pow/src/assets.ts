@@ -19,8 +19,9 @@ const argon2idDir = dirname(require.resolve('argon2id/package.json'));
  * The argon2id package ships ES modules (lib/blake2b.js, imported by lib/argon2id.js) meant for a bundler.
  * A worker that must also run where module workers are missing loads a classic script, so the two modules are
  * wrapped here, each in its own function scope (both declare a top-level `G`), their one import and two
- * exports replaced: the result defines the global `argon2id(params, { instance, memory })`. The edits are
- * checked, so an upgrade that moves them fails at start-up rather than in browsers.
+ * exports replaced: the result defines the global `argon2id(params, { instance, memory })`, with the package's
+ * BLAKE2b as `argon2id.blake2b(outlen)`. The edits are checked, so an upgrade that moves them fails at start-up
+ * rather than in browsers.
  */
 export function classicArgon2idScript(blake2bSource: string, argon2idSource: string, version: string): string {
   const replaceOnce = (source: string, from: string, to: string, file: string): string => {
@@ -43,11 +44,16 @@ export function classicArgon2idScript(blake2bSource: string, argon2idSource: str
     'return createHash;',
     '})();',
     argon2id,
+    // pow-worker.js drives the package's WebAssembly with its own block loop and needs the package's BLAKE2b.
+    'argon2id.blake2b = blake2b;',
     'return argon2id;',
     '})();',
     '',
   ].join('\n');
 }
+
+/** What the served pow-worker.js starts with, before the library script and assets/pow-worker.js. */
+const WORKER_PROLOGUE = "'use strict';\n";
 
 /** The only files the asset route serves: each one's bytes, read or made once. */
 async function sources(): Promise<Record<string, Buffer>> {
@@ -60,7 +66,10 @@ async function sources(): Promise<Record<string, Buffer>> {
   );
   return {
     'pow-form.js': await own('pow-form.js'),
-    'pow-worker.js': await own('pow-worker.js'),
+    // The worker is served with the library in front of it: one request, no synchronous importScripts() on the
+    // way to the first hash (4–45 ms per worker on a page load here). The whole script is strict, as the
+    // worker's own file asks (its 'use strict' is no longer the script's first statement).
+    'pow-worker.js': Buffer.concat([Buffer.from(`${WORKER_PROLOGUE}${script}`, 'utf8'), await own('pow-worker.js')]),
     'pow.css': await own('pow.css'),
     [ARGON2ID_SCRIPT]: Buffer.from(script, 'utf8'),
     [ARGON2ID_SIMD_WASM]: await readFile(join(argon2idDir, 'dist/simd.wasm')),

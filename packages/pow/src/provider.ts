@@ -154,8 +154,9 @@ function assetResponse(bundle: AssetBundle, request: ResourceRequest): ResourceR
       ...headers,
       'content-type': contentType(request.params.file),
       'x-content-type-options': 'nosniff',
-      // A worker runs under the CSP of its own script's response, not the page's: it loads the Argon2id script,
-      // fetches and compiles its WebAssembly, and nothing else.
+      // A worker runs under the CSP of its own script's response, not the page's: it fetches and compiles the
+      // Argon2id WebAssembly (its JavaScript comes in the same response) or, without WebCrypto, loads
+      // hash-wasm's SHA-256 script, and nothing else.
       ...(request.params.file === 'pow-worker.js' ? { 'content-security-policy': WORKER_CSP } : {}),
     },
     body: asset.body,

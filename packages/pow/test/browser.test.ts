@@ -97,7 +97,7 @@ async function open(mode: string, host = origin, before?: (page: Page) => Promis
   await before?.(page);
   await page.addInitScript(() => {
     const tasks: { start: number; duration: number }[] = [];
-    const solving = { workers: 0, start: -1, found: -1 };
+    const solving = { workers: 0, start: -1, found: -1, urls: [] as string[] };
     const violations: string[] = [];
     Object.assign(window, { longTasks: tasks, solving, violations });
     document.addEventListener('securitypolicyviolation', (event) => violations.push(`${event.violatedDirective} ${event.blockedURI}`));
@@ -110,6 +110,7 @@ async function open(mode: string, host = origin, before?: (page: Page) => Promis
       constructor(url: string | URL, options?: WorkerOptions) {
         super(url, options);
         solving.workers++;
+        solving.urls.push(String(url));
         if (solving.start < 0) solving.start = performance.now();
         this.addEventListener('message', (event: MessageEvent) => {
           if (typeof event.data?.nonce === 'string' && solving.found < 0) solving.found = performance.now();
@@ -199,6 +200,15 @@ describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
     expect(await nonceOf(page)).toMatch(/^[0-9]+$/);
     await expect.poll(() => statusOf(page), { timeout: MIN_SOLVE_MS + 5000 }).toBe('Ready');
     expect(await longTasksWhileSolving(page)).toEqual([]);
+    // Each worker is told the algorithm (and for Argon2id the memory to map) by its URL, before any message.
+    const urls = await page.evaluate(() => (window as unknown as { solving: { urls: string[] } }).solving.urls);
+    for (const url of urls) expect(url).toMatch(mode === 'argon2' ? /pow-worker\.js\?v=[^#]+#argon2id:1024$/ : /#sha256$/);
+    // The marks the bench times a solve by: the challenge in the solver's hands, then the first answer.
+    const marks = await page.evaluate(() =>
+      ['rg-pow-challenge', 'rg-pow-solved'].map((name) => performance.getEntriesByName(name, 'mark').map((m) => m.startTime)),
+    );
+    expect(marks.map((m) => m.length)).toEqual([1, 1]);
+    expect(marks[1][0]).toBeGreaterThan(marks[0][0]);
 
     const before = outcomes.length;
     await page.click('button[type="submit"]');

@@ -68,16 +68,19 @@ export async function serveAsset(resource: RealmResource, url: URL, request: Inc
 
 /**
  * Hashes exactly `nonces` in the served solver (pow-worker.js's `nonces` message) on `page`, a page of the
- * test or bench host: the hashes in hex, each one's time in the worker, and the WebAssembly build it ran.
+ * test or bench host, in a new worker: the hashes in hex, each one's time in the worker, and the WebAssembly
+ * build it ran. `driver: 'package'` hashes with the argon2id package's own argon2id() instead of the solver's
+ * block loop (same WebAssembly, same memory).
  */
 export function hashInSolver(
   page: Page,
   version: string,
   challenge: { alg: 'argon2id'; id: string; m: number; t: number },
   nonces: string[],
+  driver: 'solver' | 'package' = 'solver',
 ): Promise<{ hashes: string[]; ms: number[]; wasm: string }> {
   return page.evaluate(
-    ({ url, challenge, nonces }) =>
+    ({ url, challenge, nonces, driver }) =>
       new Promise<{ hashes: string[]; ms: number[]; wasm: string }>((resolve, reject) => {
         const worker = new Worker(url);
         worker.onmessage = (event) => {
@@ -86,8 +89,8 @@ export function hashInSolver(
           else resolve(event.data);
         };
         worker.onerror = (event) => reject(new Error(event.message));
-        worker.postMessage({ challenge, nonces });
+        worker.postMessage({ challenge, nonces, driver });
       }),
-    { url: `/realms/demo/ext-pow/assets/pow-worker.js?v=${version}#argon2id`, challenge, nonces },
+    { url: `/realms/demo/ext-pow/assets/pow-worker.js?v=${version}#argon2id`, challenge, nonces, driver },
   );
 }

@@ -28,6 +28,41 @@ async function servedArgon2id(wasmFile: string) {
     );
 }
 
+interface SolverLib {
+  exports: WebAssembly.Exports;
+  instance: WebAssembly.Instance;
+  memory: WebAssembly.Memory;
+  blake2b: unknown;
+  wasm: string;
+}
+type ChallengeHasher = (lib: SolverLib, c: { id: string; m: number; t: number }, driver?: 'package') => (nonce: string) => Uint8Array;
+
+/**
+ * The served pow-worker.js (the library script, then the solver), run as a worker runs it, with a served build:
+ * its `challengeHasher`, the function the worker hashes with, with the solver's block loop or the package's
+ * driver, on one memory for all hashes as in a worker.
+ */
+async function servedSolver(wasmFile: string) {
+  const { files } = await loadAssets();
+  const scope: Record<string, unknown> = { WebAssembly, performance, location: { hash: '', search: '' } };
+  scope.self = scope;
+  runInNewContext(files.get('pow-worker.js')!.body.toString('utf8'), scope);
+  // The library checks `instanceof Uint8Array` against the context's own class.
+  const ContextUint8Array = runInNewContext('Uint8Array', scope) as Uint8ArrayConstructor;
+  scope.TextEncoder = class {
+    encode(text: string): Uint8Array {
+      return new ContextUint8Array(Buffer.from(text, 'utf8'));
+    }
+  };
+  const memory = new WebAssembly.Memory({ initial: 1040, maximum: 65536 });
+  const { instance } = await WebAssembly.instantiate(new Uint8Array(files.get(wasmFile)!.body), { env: { memory } });
+  const blake2b = (scope.argon2id as { blake2b: unknown }).blake2b;
+  const lib: SolverLib = { exports: instance.exports, instance, memory, blake2b, wasm: wasmFile };
+  const challengeHasher = scope.challengeHasher as ChallengeHasher;
+  return (params: { id: string; m: number; t: number }, nonce: string, driver?: 'package') =>
+    Buffer.from(challengeHasher(lib, params, driver)(nonce));
+}
+
 describe('leadingZeroBits', () => {
   it('counts from the most significant bit of the first byte', () => {
     const cases: [number[], number][] = [
@@ -78,6 +113,36 @@ describe('hashes', () => {
         expect(browser(params, nonce).toString('hex'), `${nonce} ${JSON.stringify(params)}`).toBe(
           (await argon2idHash(params, nonce)).toString('hex'),
         );
+    },
+  );
+
+  it.each([ARGON2ID_SIMD_WASM, ARGON2ID_BASELINE_WASM])(
+    "Argon2id on the server equals the solver's own block loop in the served pow-worker.js with %s, bit for bit",
+    async (wasmFile) => {
+      const solver = await servedSolver(wasmFile);
+      const id = 'AAECAwQFBgcICQoLDA0ODw';
+      const other = 'q0Kx9f-3Zr_mW1yTn2cBvA';
+      // m = 8 (the least), not a multiple of 4 (m' rounds down), one and several passes (data-independent and
+      // data-dependent addressing, XOR into old blocks), the README's worked example, and m beyond the memory's
+      // first 1040 pages (it grows).
+      const cases: [{ id: string; m: number; t: number }, string][] = [
+        [{ id, m: 8, t: 1 }, '0'],
+        [{ id, m: 64, t: 2 }, '7'],
+        [{ id, m: 1024, t: 1 }, '34'],
+        [{ id, m: 1030, t: 3 }, '123456789'],
+        [{ id: other, m: 4096, t: 3 }, '9007199254740991'],
+        [{ id: other, m: 16384, t: 1 }, '42'],
+        [{ id: other, m: 32768, t: 2 }, '1'],
+        [{ id: other, m: 70000, t: 1 }, '5'],
+      ];
+      for (const [params, nonce] of cases) {
+        const server = (await argon2idHash(params, nonce)).toString('hex');
+        expect(solver(params, nonce).toString('hex'), `${nonce} ${JSON.stringify(params)}`).toBe(server);
+        // The package's driver on the same memory (it replaces memory.buffer after each hash), then the solver's
+        // again: the solver makes its views again and reuses its blocks without clearing them.
+        expect(solver(params, nonce, 'package').toString('hex'), `package ${nonce}`).toBe(server);
+        expect(solver(params, nonce).toString('hex'), `again ${nonce}`).toBe(server);
+      }
     },
   );
 

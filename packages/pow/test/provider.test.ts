@@ -262,10 +262,12 @@ describe('limits on the per-flow config', () => {
 describe('asset resource', () => {
   const require = createRequire(import.meta.url);
   const argon2idDir = dirname(require.resolve('argon2id/package.json'));
-  /** Files served as they are, with their type; argon2id.js is made from the package (see hash.test.ts). */
+  /**
+   * Files served as they are, with their type; argon2id.js is made from the package (see hash.test.ts), and
+   * pow-worker.js is served with it in front.
+   */
   const files: Record<string, [string, string]> = {
     'pow-form.js': [new URL('../assets/pow-form.js', import.meta.url).pathname, 'text/javascript; charset=utf-8'],
-    'pow-worker.js': [new URL('../assets/pow-worker.js', import.meta.url).pathname, 'text/javascript; charset=utf-8'],
     'pow.css': [new URL('../assets/pow.css', import.meta.url).pathname, 'text/css; charset=utf-8'],
     'argon2id-simd.wasm': [join(argon2idDir, 'dist/simd.wasm'), 'application/wasm'],
     'argon2id-baseline.wasm': [join(argon2idDir, 'dist/no-simd.wasm'), 'application/wasm'],
@@ -302,7 +304,22 @@ describe('asset resource', () => {
     const library = await get(route, 'argon2id.js');
     expect(library.headers).toMatchObject({ 'content-type': 'text/javascript; charset=utf-8' });
     expect(String(library.body)).toMatch(/^\/\* argon2id 1\.0\.1 /);
-    // The worker loads its script and fetches and compiles the WebAssembly under its own CSP.
+    // The worker: strict mode, the library, then assets/pow-worker.js, so it needs no importScripts() before
+    // hashing.
+    const worker = await get(route, 'pow-worker.js');
+    expect(worker.headers).toMatchObject({ 'content-type': 'text/javascript; charset=utf-8', 'x-content-type-options': 'nosniff' });
+    expect(
+      Buffer.compare(
+        worker.body as Buffer,
+        Buffer.concat([
+          Buffer.from("'use strict';\n"),
+          library.body as Buffer,
+          await readFile(new URL('../assets/pow-worker.js', import.meta.url)),
+        ]),
+      ),
+    ).toBe(0);
+    // The worker fetches and compiles the WebAssembly (and, without WebCrypto, loads hash-wasm's SHA-256) under
+    // its own CSP.
     expect((await get(route, 'pow-worker.js')).headers!['content-security-policy']).toBe(
       "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'",
     );
@@ -313,6 +330,8 @@ describe('asset resource', () => {
     const argon2id = 'import blake2b from "./blake2b.js"\nfunction G() {}\nexport default function argon2id(params) { return blake2b(params); }\n';
     const script = classicArgon2idScript(blake2b, argon2id, 'x');
     expect(new Function(`${script}; return argon2id(32);`)()).toBe(32);
+    // The package's BLAKE2b, for the solver's own block loop.
+    expect(new Function(`${script}; return argon2id.blake2b(5);`)()).toBe(5);
     expect(() => classicArgon2idScript(blake2b.replace('export default ', 'export '), argon2id, 'x')).toThrow(/lib\/blake2b\.js/);
     expect(() => classicArgon2idScript(blake2b, argon2id.replace('import blake2b', 'import hash'), 'x')).toThrow(/lib\/argon2id\.js/);
     expect(() => classicArgon2idScript(`${blake2b}export const x = 1;\n`, argon2id, 'x')).toThrow(/another import or export/);
