@@ -97,7 +97,13 @@ async function register(username: string, email: string): Promise<Page> {
   await p.fill('#password', 'Long-enough-pass-1');
   await p.fill('#password-confirm', 'Long-enough-pass-1');
   // The proof-of-work script solves the page's challenge before the form is sent.
-  await Promise.all([p.waitForResponse((r) => r.request().method() === 'POST', { timeout: 60_000 }), p.click('button[type=submit]')]);
+  // The answer page must have replaced the form before the caller reads it: the POST's response alone can arrive
+  // while the old document is still shown.
+  await Promise.all([
+    p.waitForResponse((r) => r.request().method() === 'POST', { timeout: 60_000 }),
+    p.waitForEvent('framenavigated', { predicate: (frame) => frame === p.mainFrame(), timeout: 60_000 }),
+    p.click('button[type=submit]'),
+  ]);
   await p.waitForLoadState('load');
   return p;
 }
