@@ -206,6 +206,65 @@ describe('token verification refuses forged and foreign tokens', () => {
   });
 });
 
+describe('refresh tokens are MACed with the realm\'s HS512 key, as Keycloak\'s', () => {
+  const password = () => tokenRequest(t.url, 'proto', { grant_type: 'password', client_id: 'backend', client_secret: confidentialSecret, username: 'alice', password: 'wonderland-42' });
+  const refresh = (token: string) => tokenRequest(t.url, 'proto', { grant_type: 'refresh_token', client_id: 'backend', client_secret: confidentialSecret, refresh_token: token });
+  const realmKeys = async () => {
+    const realm = await t.server.context.storage.realms.byName('proto');
+    return { realm: realm!, keys: t.server.context.keys };
+  };
+
+  it('HS512 under a kid the JWKS does not publish; it refreshes (the checks below can fail)', async () => {
+    const r = await password();
+    const header = decodeProtectedHeader(r.body.refresh_token as string);
+    expect(header).toMatchObject({ alg: 'HS512', typ: 'JWT' });
+    const jwks = (await api(t.url, 'GET', '/realms/proto/protocol/openid-connect/certs', null)).body as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid)).not.toContain(header.kid);
+    expect(decodeJwt(r.body.refresh_token as string)).toMatchObject({ typ: 'Refresh', azp: 'backend', sub: userId });
+    expect((await refresh(r.body.refresh_token as string)).status).toBe(200);
+  });
+
+  it('refuses a refresh token MACed with another secret, or with the realm\'s public key as the secret', async () => {
+    const claims = decodeJwt((await password()).body.refresh_token as string);
+    const { kid } = decodeProtectedHeader((await password()).body.refresh_token as string);
+    const wrong = await new SignJWT(claims).setProtectedHeader({ alg: 'HS512', typ: 'JWT', kid }).sign(new TextEncoder().encode('y'.repeat(64)));
+    expect(await refresh(wrong)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    const jwks = (await api(t.url, 'GET', '/realms/proto/protocol/openid-connect/certs', null)).body as { keys: { kid: string; n: string }[] };
+    const confused = await new SignJWT(claims).setProtectedHeader({ alg: 'HS512', typ: 'JWT', kid: jwks.keys[0].kid }).sign(new TextEncoder().encode(jwks.keys[0].n));
+    expect(await refresh(confused)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+  });
+
+  it('an access token MACed with the real refresh-token key is refused: HS512 is for refresh tokens only', async () => {
+    const { realm, keys } = await realmKeys();
+    const key = (await keys.refreshTokenKey(realm.id))!;
+    const access = decodeJwt((await password()).body.access_token as string);
+    const forged = await new SignJWT(access).setProtectedHeader({ alg: 'HS512', typ: 'JWT', kid: key.kid }).sign(key.secret);
+    expect((await api(t.url, 'GET', '/realms/proto/protocol/openid-connect/userinfo', forged)).status).toBe(401);
+    expect((await api(t.url, 'GET', '/admin/realms/proto/users', forged)).status).toBe(401);
+  });
+
+  it('a refresh token signed RS256 by the realm key (as issued before) still refreshes', async () => {
+    const { realm, keys } = await realmKeys();
+    const claims = decodeJwt((await password()).body.refresh_token as string);
+    const key = await keys.signingKey(realm.id);
+    const legacy = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: key.kid }).sign(key.key);
+    expect((await refresh(legacy)).status).toBe(200);
+  });
+
+  it('after the realm key rotates, the refresh tokens MACed before still refresh, and new ones carry the new kid', async () => {
+    // Realm `elsewhere`: the later tests read proto's key list.
+    const realm = (await t.server.context.storage.realms.byName('elsewhere'))!;
+    const login = async () => (await tokenRequest(t.url, 'elsewhere', { grant_type: 'password', client_id: 'admin-cli', username: 'bob', password: 'bob-password-1' })).body.refresh_token as string;
+    const refreshed = async (token: string) => (await tokenRequest(t.url, 'elsewhere', { grant_type: 'refresh_token', client_id: 'admin-cli', refresh_token: token })).status;
+    const before = await login();
+    await t.server.context.keys.rotate(realm.id);
+    expect(await refreshed(before)).toBe(200);
+    const after = await login();
+    expect(decodeProtectedHeader(after).kid).not.toBe(decodeProtectedHeader(before).kid);
+    expect(await refreshed(after)).toBe(200);
+  });
+});
+
 describe('verifyEmail realms', () => {
   it('refuses the password grant while the e-mail is unverified, as Keycloak does', async () => {
     const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });

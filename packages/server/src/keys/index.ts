@@ -16,6 +16,18 @@ export interface SigningKey {
   keyObject: KeyObject;
 }
 
+/** What a secret derived from a realm's private key is for; the HKDF `info` keeps the purposes' secrets apart. */
+interface SecretPurpose {
+  info: string;
+  hash: 'sha256' | 'sha512';
+  bytes: number;
+  /** Prefixed to the RSA key's kid in what the secret MACs, so a token's kid never names a published key. */
+  kidPrefix: string;
+}
+const STATE_SECRET: SecretPurpose = { info: 'realmgate host state v1', hash: 'sha256', bytes: 32, kidPrefix: '' };
+// RFC 7518 3.2: an HS512 key at least as long as the hash's output.
+const REFRESH_TOKEN_KEY: SecretPurpose = { info: 'realmgate refresh token HS512 v1', hash: 'sha512', bytes: 64, kidPrefix: 'hs512-' };
+
 /** What the cached key reads depend on (storage/config-cache.ts): a write to realm_key invalidates them. */
 const KEY_TABLES = ['realm_key'];
 
@@ -23,7 +35,8 @@ const KEY_TABLES = ['realm_key'];
 export class RealmKeys {
   // A kid's key material never changes, so an imported key can be cached for the process's life.
   private readonly imported = new Map<string, Promise<CryptoKey>>();
-  private readonly stateSecrets = new Map<string, Buffer>();
+  /** HKDF outputs by purpose and kid: derived once per process, like the imported keys. */
+  private readonly derivedSecrets = new Map<string, Buffer>();
 
   constructor(private readonly storage: Storage) {}
 
@@ -99,22 +112,35 @@ export class RealmKeys {
    * verify what it signed), or null when the realm has no such key.
    */
   async stateSecret(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
-    return this.storage.cache.get(`state-secret\0${realmId}\0${kid ?? ''}`, KEY_TABLES, () => this.loadStateSecret(realmId, kid));
+    return this.storage.cache.get(`state-secret\0${realmId}\0${kid ?? ''}`, KEY_TABLES, () => this.derivedSecret(realmId, kid, STATE_SECRET));
   }
 
-  private async loadStateSecret(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
+  /**
+   * The realm's HS512 key for refresh and offline tokens (Keycloak's `hmac-generated-hs512`: tokens only the
+   * server reads are MACed, not signed, and the key is never published). It is derived like stateSecret, under
+   * a label of its own, from the RSA key whose kid it carries with a prefix: one HMAC instead of an RSA signature
+   * per grant, and rotating the realm's key rotates it too. `kid` as in a token's header; null when unknown.
+   */
+  async refreshTokenKey(realmId: string, kid?: string): Promise<{ kid: string; secret: Buffer } | null> {
+    if (kid !== undefined && !kid.startsWith(REFRESH_TOKEN_KEY.kidPrefix)) return null;
+    const rsaKid = kid?.slice(REFRESH_TOKEN_KEY.kidPrefix.length);
+    return this.storage.cache.get(`refresh-token-key\0${realmId}\0${kid ?? ''}`, KEY_TABLES, () => this.derivedSecret(realmId, rsaKid, REFRESH_TOKEN_KEY));
+  }
+
+  private async derivedSecret(realmId: string, kid: string | undefined, purpose: SecretPurpose): Promise<{ kid: string; secret: Buffer } | null> {
     let query = this.storage.db.selectFrom('realm_key').select(['kid', 'private_jwk']).where('realm_id', '=', realmId);
     query = kid === undefined ? query.where('active', '=', 1).orderBy('created_at', 'desc') : query.where('kid', '=', kid);
     const row = await query.executeTakeFirst();
     if (!row) return null;
-    let secret = this.stateSecrets.get(row.kid);
+    const cacheKey = `${purpose.info}\0${row.kid}`;
+    let secret = this.derivedSecrets.get(cacheKey);
     if (!secret) {
       const { d } = JSON.parse(row.private_jwk) as JWK;
       if (typeof d !== 'string') throw new Error(`realm key ${row.kid} has no private part`);
-      secret = Buffer.from(hkdfSync('sha256', Buffer.from(d, 'base64url'), `realm:${realmId}`, 'realmgate host state v1', 32));
-      this.stateSecrets.set(row.kid, secret);
+      secret = Buffer.from(hkdfSync(purpose.hash, Buffer.from(d, 'base64url'), `realm:${realmId}`, purpose.info, purpose.bytes));
+      this.derivedSecrets.set(cacheKey, secret);
     }
-    return { kid: row.kid, secret };
+    return { kid: purpose.kidPrefix + row.kid, secret };
   }
 
   /**

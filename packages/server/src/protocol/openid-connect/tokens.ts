@@ -1,4 +1,4 @@
-import { createHash, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
@@ -132,10 +132,25 @@ export class TokenService {
       const expires = !ctx.offline || realm.offlineSessionMaxLifespanEnabled;
       const refreshExp = expires ? Math.floor(sessionExpiresAt(realm, { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline }) / 1000) : undefined;
       result.refresh_expires_in = refreshExp === undefined ? 0 : Math.max(0, refreshExp - now);
-      result.refresh_token = await this.sign(
-        realm.id,
-        { jti: ctx.refreshTokenId, typ: ctx.offline ? 'Offline' : 'Refresh', azp: client.clientId, sid: ctx.sessionId, scope: plan.scope, reuse_id: ctx.reuseId ?? newId() },
-        { issuer, subject: user.id, audience: issuer, iat: now, exp: refreshExp },
+      // As Keycloak's: MACed with the realm's HS512 key, which only this server holds and reads.
+      const key = await this.keys.refreshTokenKey(realm.id);
+      if (!key) throw new Error(`realm ${realm.id} has no active key`);
+      result.refresh_token = macJws(
+        { alg: 'HS512', typ: 'JWT', kid: key.kid },
+        {
+          ...(refreshExp !== undefined ? { exp: refreshExp } : {}),
+          iat: now,
+          jti: ctx.refreshTokenId,
+          iss: issuer,
+          aud: issuer,
+          sub: user.id,
+          typ: ctx.offline ? 'Offline' : 'Refresh',
+          azp: client.clientId,
+          sid: ctx.sessionId,
+          scope: plan.scope,
+          reuse_id: ctx.reuseId ?? newId(),
+        },
+        key.secret,
       );
     }
 
@@ -165,23 +180,9 @@ export class TokenService {
     return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
   }
 
-  private async sign(
-    realmId: string,
-    claims: Record<string, unknown>,
-    std: { issuer: string; subject: string; audience?: string | string[]; iat: number; exp?: number },
-  ): Promise<string> {
-    const key = await this.keys.signingKey(realmId);
-    // The JWS jose's SignJWT made before, byte for byte (header and claim order): node:crypto's sign on libuv's
-    // pool is the faster path measured (`npm run bench token`), and keeps the event loop free while it runs.
-    const payload: Record<string, unknown> = { ...claims, iss: std.issuer, sub: std.subject, iat: std.iat };
-    if (std.exp !== undefined) payload.exp = std.exp;
-    if (std.audience) payload.aud = std.audience;
-    return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
-  }
-
   /**
-   * Verifies a token of this realm: RS256 only (never `none` or an HMAC), a key the realm published,
-   * the realm's issuer, not expired, the expected `typ`, not revoked, and its session still alive.
+   * Verifies a token of this realm: RS256 with a key the realm published (HS512 with the realm's refresh-token
+   * key for refresh and offline tokens; never `none`), the realm's issuer, not expired, the expected `typ`, not revoked, and its session still alive.
    */
   async verify(
     realm: Realm,
@@ -197,13 +198,18 @@ export class TokenService {
     } catch {
       throw new TokenVerificationError('malformed', 'malformed token');
     }
-    if (header.alg !== 'RS256') throw new TokenVerificationError('algorithm_not_accepted', `token algorithm ${String(header.alg)} is not accepted`);
+    // HS512 only for the tokens the server MACs for itself (refresh and offline); RS256 for every type (refresh
+    // tokens issued before they were MACed included); never `none` or another algorithm.
+    const macOnly = expectedType === 'Refresh' || expectedType === 'Offline';
+    if (header.alg !== 'RS256' && !(header.alg === 'HS512' && macOnly)) {
+      throw new TokenVerificationError('algorithm_not_accepted', `token algorithm ${String(header.alg)} is not accepted`);
+    }
     if (typeof header.kid !== 'string') throw new TokenVerificationError('missing_key_id', 'token has no key id');
-    const key = await this.keys.verificationKey(realm.id, header.kid);
+    const key = header.alg === 'HS512' ? (await this.keys.refreshTokenKey(realm.id, header.kid))?.secret : await this.keys.verificationKey(realm.id, header.kid);
     if (!key) throw new TokenVerificationError('unknown_key', 'token was not signed by a key of this realm');
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: ['RS256'], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
+      ({ payload } = await jwtVerify(token, key, { algorithms: [header.alg], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('expired', 'token expired');
       throw new TokenVerificationError('bad_signature_or_claims', 'invalid token signature or claims');
@@ -246,6 +252,12 @@ export class TokenService {
 }
 
 const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString('base64url');
+
+/** A compact JWS MACed with HMAC SHA-512 (HS512): microseconds, so on the event loop. */
+function macJws(header: { alg: 'HS512'; typ: string; kid: string }, payload: Record<string, unknown>, secret: Buffer): string {
+  const input = `${base64url(header)}.${base64url(payload)}`;
+  return `${input}.${createHmac('sha512', secret).update(input).digest('base64url')}`;
+}
 
 /** A compact JWS (RS256: RSASSA-PKCS1-v1_5 with SHA-256) signed on libuv's thread pool. */
 export function signJws(header: { alg: string; typ: string; kid: string }, payload: Record<string, unknown>, key: KeyObject): Promise<string> {
