@@ -1,4 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createNetServer } from 'node:net';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
 
 /**
  * Helpers the benches' scripts share.
@@ -34,4 +38,61 @@ export function stopper(proc: ChildProcess): () => Promise<void> {
       proc.on('exit', () => done());
       proc.kill('SIGTERM');
     });
+}
+
+/** A loopback port free at the time of asking. */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const s = createNetServer();
+    s.on('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => done(port));
+    });
+  });
+}
+
+/**
+ * A Realmgate server process as `npm start` runs it (production mode, log level warn, loopback), on `dbUrl`,
+ * its providers directory under `dir`; `env` adds to or overrides its settings; with `hostnameFromRequest` it has
+ * no hostname and takes its public URL from each request (hostname-strict false). Resolves once its discovery
+ * document answers (at most 120 s).
+ */
+export async function startRealmgate(options: { dbUrl: string; dir: string; adminUsername?: string; adminPassword: string; env?: Record<string, string>; hostnameFromRequest?: boolean }): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/server/src/main.ts')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      REALMGATE_MODE: 'production',
+      ...(options.hostnameFromRequest ? { REALMGATE_HOSTNAME_STRICT: 'false' } : { REALMGATE_HOSTNAME: url }),
+      REALMGATE_HTTP_HOST: '127.0.0.1',
+      REALMGATE_HTTP_PORT: String(port),
+      REALMGATE_DB_URL: options.dbUrl,
+      REALMGATE_BOOTSTRAP_ADMIN_USERNAME: options.adminUsername ?? 'admin',
+      REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: options.adminPassword,
+      REALMGATE_PROVIDERS_DIR: join(options.dir, 'providers'),
+      REALMGATE_LOG_LEVEL: 'warn',
+      ...options.env,
+    },
+  });
+  const stop = stopper(proc);
+  let exited = false;
+  proc.on('exit', () => (exited = true));
+  for (let i = 0; ; i++) {
+    if (exited) throw new Error('Realmgate exited at start');
+    try {
+      if ((await fetch(`${url}/realms/master/.well-known/openid-configuration`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 600) {
+      await stop();
+      throw new Error('Realmgate did not start in 120 s');
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, proc, stop };
 }

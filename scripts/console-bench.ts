@@ -41,12 +41,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, createServer as createHttpServer, get as httpGet, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Cookie, Page } from 'playwright-core';
-import { stopper } from './bench-support.js';
+import { freePort, startRealmgate, stopper } from './bench-support.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const LOADS = Math.max(1, Number(process.env.CONSOLE_BENCH_LOADS ?? 11));
@@ -132,17 +132,6 @@ const percentile = (values: number[], q: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 };
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const s = createNetServer();
-    s.on('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => done(port));
-    });
-  });
-}
 
 /** Starts this file with `args` in a new Node process, which prints one JSON line when ready and then serves. */
 function serveChild<T>(args: string[]): Promise<{ ready: T; proc: ChildProcess; stop(): Promise<void> }> {
@@ -285,43 +274,9 @@ async function serveFronts(realmgate: string, staticServer: string): Promise<{ r
 
 // ---------------------------------------------------------------- Realmgate
 
-async function startRealmgate(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/server/src/main.ts')], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      ...process.env,
-      REALMGATE_MODE: 'production',
-      // Its public URL from each request's Host: the fronts keep it, so each origin gets its own environment.
-      REALMGATE_HOSTNAME_STRICT: 'false',
-      REALMGATE_HTTP_HOST: '127.0.0.1',
-      REALMGATE_HTTP_PORT: String(port),
-      REALMGATE_DB_URL: `sqlite:${join(dir, 'console.db')}`,
-      REALMGATE_BOOTSTRAP_ADMIN_USERNAME: ADMIN_USERNAME,
-      REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
-      REALMGATE_PROVIDERS_DIR: join(dir, 'providers'),
-      REALMGATE_LOG_LEVEL: 'warn',
-    },
-  });
-  const stop = stopper(proc);
-  let exited = false;
-  proc.on('exit', () => (exited = true));
-  for (let i = 0; ; i++) {
-    if (exited) throw new Error('Realmgate exited at start');
-    try {
-      if ((await fetch(`${url}/realms/master/.well-known/openid-configuration`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (i > 600) {
-      await stop();
-      throw new Error('Realmgate did not start in 120 s');
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { url, stop };
+function startConsoleRealmgate(dir: string): ReturnType<typeof startRealmgate> {
+  // Its public URL from each request's Host: the fronts keep it, so each origin gets its own environment.
+  return startRealmgate({ dbUrl: `sqlite:${join(dir, 'console.db')}`, dir, adminUsername: ADMIN_USERNAME, adminPassword: ADMIN_PASSWORD, hostnameFromRequest: true });
 }
 
 /** The console page Realmgate serves when asked under `origin` (its Host header). */
@@ -498,7 +453,7 @@ export async function run(): Promise<ConsoleBench> {
     // The static server's root: the build as it is, and the page once Realmgate has made it for the static origin.
     const root = join(dir, 'static');
     cpSync(CONSOLE_DIST, join(root, RESOURCES), { recursive: true });
-    const realmgate = await startRealmgate(dir);
+    const realmgate = await startConsoleRealmgate(dir);
     stops.push(realmgate.stop);
     const staticServer = await serveChild<{ url: string }>(['--static', root, STATIC_MODE]);
     stops.push(staticServer.stop);

@@ -18,14 +18,13 @@
  * SCALE_BENCH_MAX_USERS caps the sizes (default 1,000,000), SCALE_BENCH_SECONDS is each load phase's length
  * (default 5), SCALE_BENCH_DATABASES picks `sqlite`, `postgres` or both (default both).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { concurrently, stopper } from './bench-support.js';
+import { concurrently, startRealmgate } from './bench-support.js';
 import { api, createPgDatabase, tokenRequest } from '../packages/server/test/support/server.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -113,49 +112,11 @@ function runLoad(url: string, users: number): Promise<LoadResult> {
 
 // ---------------------------------------------------------------- server process and setup
 
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const s = createNetServer();
-    s.on('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => done(port));
-    });
-  });
-}
+export { freePort } from './bench-support.js';
 
-export async function startServer(dbUrl: string, dir: string): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/server/src/main.ts')], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      ...process.env,
-      REALMGATE_MODE: 'production',
-      REALMGATE_HOSTNAME: url,
-      REALMGATE_HTTP_HOST: '127.0.0.1',
-      REALMGATE_HTTP_PORT: String(port),
-      REALMGATE_DB_URL: dbUrl,
-      REALMGATE_BOOTSTRAP_ADMIN_USERNAME: 'admin',
-      REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
-      REALMGATE_PROVIDERS_DIR: join(dir, 'providers'),
-      REALMGATE_LOG_LEVEL: 'warn',
-    },
-  });
-  let exited = false;
-  proc.on('exit', () => (exited = true));
-  for (let i = 0; ; i++) {
-    if (exited) throw new Error('server process exited at start');
-    try {
-      if ((await fetch(`${url}/realms/master/.well-known/openid-configuration`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (i > 300) throw new Error('server did not start in 60 s');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { url, proc, stop: stopper(proc) };
+/** A Realmgate process on `dbUrl` with the bench's administrator. */
+export function startServer(dbUrl: string, dir: string): ReturnType<typeof startRealmgate> {
+  return startRealmgate({ dbUrl, dir, adminPassword: ADMIN_PASSWORD });
 }
 
 /** Realm `scale`: a confidential client `bench` (service account, direct access grants) and the user `user-0`. */
