@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { newSecret } from './credentials/index.js';
+import { REALM_FILE_LIMIT } from './http/index.js';
 import { AppError, PasswordPolicyError } from './model/errors.js';
 import { warnOpenRedirect } from './model/redirect-uri.js';
 import { createUser, provisionRealm, setPassword, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel, upgradeClientScopes } from './services/index.js';
@@ -75,8 +76,6 @@ function substitute(value: unknown, placeholder: string, replacement: string): u
   return value;
 }
 
-/** A realm file larger than this is refused unread (Keycloak exports with users run to a few MB). */
-export const REALM_FILE_LIMIT = 32 * 1024 * 1024;
 /** Deeper JSON than any realm export is refused before it is walked (a hostile file, not a realm). */
 const REALM_FILE_MAX_DEPTH = 64;
 

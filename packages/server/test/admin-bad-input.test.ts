@@ -8,7 +8,7 @@ const REALM = 'bad';
 /** Routes that take a whole realm file, up to 10 MiB as Keycloak's default body limit. */
 const REALM_IMPORT_ROUTES = ['POST /admin/realms', 'POST /admin/realms/:realm/partialImport'];
 /** Routes whose body is text/plain, as Keycloak's. */
-const TEXT_BODY_ROUTES = ['PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel'];
+const TEXT_BODY_ROUTES = ['PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel', 'PUT /admin/realms/:realm/localization/:locale/:key'];
 const key = (r: Route) => `${r.method} ${r.url}`;
 
 /** Bodies that are not JSON at all (or not a JSON value the server can use). */
@@ -380,6 +380,12 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { null: null, object: {}, number: 5, array: ['x'], string: 'label' },
     fields: [],
   },
+  'PUT /admin/realms/:realm/localization/:locale/:key': {
+    // Sent as JSON: refused with 415, as Keycloak's text/plain route refuses them.
+    shapes: { null: null, object: {}, number: 5, array: ['x'], string: 'text' },
+    fields: [],
+  },
+  'POST /admin/realms/:realm/localization/:locale': objectBody([{ key: 5 }, { key: { nested: 'x' } }, { key: ['x'] }, { '': 'x' }, { key: 'x\u0000' }, { ['k'.repeat(300)]: 'x' }, { key: 'x'.repeat(20000) }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
@@ -482,6 +488,7 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/ui-ext/authentication-management/flows',
   'GET /admin/realms/:realm/localization',
   'GET /admin/realms/:realm/localization/:locale',
+  'GET /admin/realms/:realm/localization/:locale/:key',
   'GET /admin/realms',
   'GET /admin/realms/:realm',
   'GET /admin/realms/:realm/clients/:id',
@@ -727,6 +734,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'required-actions:alias': 'CONFIGURE_TOTP',
       'credentials:credentialId': password.id!,
       'federated-identity:provider': 'fixture-idp',
+      locale: 'en',
     };
     routes = adminRoutes(t.server.app);
     before = await snapshot();

@@ -120,7 +120,7 @@ describe.each(databases)('authentication flows through the official admin client
       '0:reset-password:REQUIRED',
     ]);
     const { flows } = t.server.context;
-    expect(ids((await flows.loginSteps(await realm())).protectors)).toEqual(['test-guard']);
+    expect(ids((await flows.loginSteps(await realm(), null)).protectors)).toEqual(['test-guard']);
     expect(ids((await flows.resetSteps(await realm())).protectors)).toEqual(['test-guard']);
     const registration = await flows.registrationSteps(await realm());
     expect(ids(registration.protectors)).toEqual(['test-guard']);
@@ -220,7 +220,7 @@ describe.each(databases)('authentication flows through the official admin client
     expect(ids(registration.formActions)).toEqual(['registration-user-creation', 'registration-password-action']);
 
     await kc.authenticationManagement.updateExecution({ flow: 'browser' }, { ...(await executionOf('browser', 'test-guard')), requirement: 'DISABLED' });
-    expect((await flows.loginSteps(await realm())).protectors).toEqual([]);
+    expect((await flows.loginSteps(await realm(), null)).protectors).toEqual([]);
     expect(ids((await flows.resetSteps(await realm())).protectors)).toEqual(['test-guard']);
   });
 
@@ -374,7 +374,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
     try {
       const old = (await t.server.context.storage.realms.byName('old'))!;
       // A REQUIRED step whose provider is gone: the flow cannot run, so nobody signs in past it without the step.
-      await expect(t.server.context.flows.loginSteps(old)).rejects.toMatchObject({ name: 'FlowCannotRunError' });
+      await expect(t.server.context.flows.loginSteps(old, null)).rejects.toMatchObject({ name: 'FlowCannotRunError' });
       const errors = t.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('bound authentication flow cannot run') && l.realm === 'old' && l.provider === 'test-guard');
       expect(errors.map((l) => l.binding).sort()).toEqual(['browserFlow', 'registrationFlow', 'resetCredentialsFlow']);
     } finally {

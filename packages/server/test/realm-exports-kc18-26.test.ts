@@ -180,9 +180,7 @@ function reallyUnsupported(file: Rep, path: string): boolean {
     const action = file.requiredActions[Number(m[1])];
     return action.enabled !== false && !SUPPORTED_ACTIONS.has(action.alias);
   }
-  if ((m = /^realm\.clients\[(\d+)\]\.(authorizationSettings|authenticationFlowBindingOverrides)$/.exec(path))) return holdsData(file.clients[Number(m[1])][m[2]]);
   if ((m = /^realm\.clients\[(\d+)\]\.authorizationServicesEnabled$/.exec(path))) return file.clients[Number(m[1])].authorizationServicesEnabled === true;
-  if (path === 'realm.localizationTexts') return holdsData(file.localizationTexts);
   if ((m = /^realm\.eventsListeners\[(\d+)\] \("(.+)" is not installed\)$/.exec(path))) return file.eventsListeners[Number(m[1])] === m[2];
   // The file's key providers: the realm gets this server's own signing keys.
   if (path === 'realm.components["org.keycloak.keys.KeyProvider"] (the realm gets its own signing keys)') return holdsData(file.components?.['org.keycloak.keys.KeyProvider']);

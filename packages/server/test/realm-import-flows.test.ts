@@ -258,8 +258,8 @@ describe.each(databases)('realm import of flows with providers Realmgate lacks (
     });
     // The direct grant no longer asks a user with an authenticator app for a code, as the file says.
     const realm = (await t.server.context.storage.realms.byName('fortress'))!;
-    expect(await t.server.context.flows.otpStep(realm, 'direct-grant', true)).toBeNull();
-    expect(await t.server.context.flows.otpStep(realm, 'browser', true)).toBe('otp');
+    expect(await t.server.context.flows.otpStep(realm, 'direct_grant', true, null)).toBeNull();
+    expect(await t.server.context.flows.otpStep(realm, 'browser', true, null)).toBe('otp');
   });
 
   it("maps a Keycloak 26 export's built-in flows onto the realm's own and names the rest", async () => {

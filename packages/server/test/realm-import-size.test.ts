@@ -46,7 +46,11 @@ describe('realm files of several MiB through the admin API', () => {
   it('refuses a file over 10 MiB with 413, creating nothing', async () => {
     const file = realmFile('too-large', 7_200);
     expect(JSON.stringify(file).length).toBeGreaterThan(REALM_IMPORT_BODY_LIMIT);
-    await rejects(kc.realms.create(file), 413);
+    // The answer says the limit and where a larger file goes.
+    const message = await rejects(kc.realms.create(file), 413);
+    expect(message).toContain('at most 10 MiB');
+    expect(message).toContain('--import-realm');
+    expect(message).toContain('32 MiB');
     expect((await kc.realms.find()).map((r) => r.realm)).not.toContain('too-large');
   }, 120_000);
 });

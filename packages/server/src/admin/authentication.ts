@@ -124,8 +124,15 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     const flows = await editor.load(realm.id);
     // A flow bound to the realm is used by DEFAULT, its alias the value (the console finds the binding by it).
     const bound = new Set([realm.browserFlow, realm.registrationFlow, realm.resetCredentialsFlow]);
+    // A flow clients override a binding with is used by SPECIFIC_CLIENTS, their clientIds the values.
+    const overriding = new Map<string, string[]>();
+    for (const client of await ctx.storage.clients.list(realm.id)) {
+      for (const flowId of new Set(Object.values(client.authenticationFlowBindingOverrides))) overriding.set(flowId, [...(overriding.get(flowId) ?? []), client.clientId]);
+    }
     return flows.topLevelFlows().map((flow) => {
       const { authenticationExecutions: _, ...rep } = flowRep(flows, flow);
+      const clients = overriding.get(flow.id);
+      if (clients) return { ...rep, usedBy: { type: 'SPECIFIC_CLIENTS', values: clients } };
       return bound.has(flow.alias) ? { ...rep, usedBy: { type: 'DEFAULT', values: [flow.alias] } } : rep;
     });
   });

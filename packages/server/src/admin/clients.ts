@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
+import type { Realm } from '../model/types.js';
 import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { isAdministrationClient, requireRole } from './permissions.js';
@@ -17,6 +18,15 @@ import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type Admin
 async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
   const problems = await ctx.providers.clientAttributeProblems(attributes);
   if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
+}
+
+/**
+ * A client's flow overrides name top-level flows of its realm that can run: 400 naming the binding otherwise
+ * (Keycloak answers an unknown flow id with an error too; a flow that cannot run is refused here as a realm binding is).
+ */
+async function checkFlowOverrides(ctx: ServerContext, realm: Realm, overrides: Record<string, string>, previous: Record<string, string>): Promise<void> {
+  const problem = await ctx.flows.validateOverrides(realm, overrides, previous);
+  if (problem) throw badRequest(problem, 'authenticationFlowBindingOverrides');
 }
 
 /** The realm in the path and its client `:id`, or 404. */
@@ -47,6 +57,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const input = parseClient(request.body);
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
+    await checkFlowOverrides(ctx, realm, input.authenticationFlowBindingOverrides ?? {}, {});
     const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx, 'client', extras));
     warnOpenRedirect(ctx.logger, realm.name, client, 'admin API');
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'CLIENT', `clients/${client.id}`, clientEventRep(client));
@@ -73,6 +84,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // become the client's mappers.
     const { protocolMappers } = parseClientExtras(request.body);
     await checkAttributes(ctx, updated.attributes);
+    await checkFlowOverrides(ctx, realm, updated.authenticationFlowBindingOverrides, client.authenticationFlowBindingOverrides);
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
     }

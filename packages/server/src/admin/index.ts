@@ -27,6 +27,7 @@ import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
 import { callerOf } from './routing.js';
 import { uiExtensionRoutes } from './ui-ext.js';
+import { localizationRoutes } from './localization.js';
 import { userRoutes } from './users.js';
 
 export { permissionTable } from './route-permissions.js';
@@ -99,6 +100,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         attackDetectionRoutes(realms, ctx);
         providerAdminRoutes(realms, ctx);
         uiExtensionRoutes(realms, ctx);
+        localizationRoutes(realms, ctx);
       };
       await admin.register(scoped);
     },

@@ -105,7 +105,8 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], note: 'any administrative role on the realm' }],
   [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], note: 'lists the realms the caller administers' }],
   [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], note: 'any administrative role on the realm' }],
-  [read, new RegExp(`${R}/localization(/:locale)?$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/localization(/:locale(/:key)?)?$`), { roles: [], note: 'any administrative role on the realm' }],
+  [write, new RegExp(`${R}/localization/:locale(/:key)?$`), { roles: ['manage-realm'] }],
 ];
 
 /** The permission of an admin route (Fastify's pattern, e.g. `/admin/realms/:realm/users`), or null if none is declared. */

@@ -5,6 +5,7 @@ import { baseUrl, requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { uuidPattern } from './representations/fields.js';
+import { localePattern } from './representations/localization.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
 declare module 'fastify' {
@@ -63,6 +64,6 @@ export function locationOf(ctx: ServerContext, request: FastifyRequest, id: stri
 
 /** A locale tag in a path (`en`, `pt-BR`, `zh_Hant`): letters, digits, `-` and `_`; anything else is 400. */
 export function localeOf(value: string): string {
-  if (!/^[a-zA-Z]{2,8}([-_][a-zA-Z0-9]{1,8}){0,3}$/.test(value)) throw badRequest('Invalid locale', 'locale');
+  if (!localePattern.test(value)) throw badRequest('Invalid locale', 'locale');
   return value;
 }

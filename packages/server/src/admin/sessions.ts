@@ -15,8 +15,8 @@ type Params = { realm: string; id: string; client: string };
  * Sessions at Keycloak's admin paths: a user's SSO sessions and signing the user out of all of them
  * (`POST …/users/{id}/logout`, offline sessions too, as Keycloak's not-before for the user ends those), a client's
  * sessions and their count, and the same for offline sessions (`offline_access`): a user's for one client, a
- * client's and their count, revoking a user's offline tokens for a client (`DELETE …/users/{id}/consents/{clientId}`, which in
- * Keycloak also revokes consent; there is no consent here), and ending one session by id
+ * client's and their count, a user's consents (kept from realm files) with the clients holding its offline tokens,
+ * revoking both for a client (`DELETE …/users/{id}/consents/{clientId}`), and ending one session by id
  * (`DELETE …/sessions/{id}`, `?isOffline=true` for an offline one).
  */
 export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -152,20 +152,28 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return reply.code(204).send();
   });
 
-  // A user's Consents tab: there is no consent screen here, so what it lists is Keycloak's other kind of grant, the
-  // clients holding an offline token of the user (revoked by the DELETE below).
+  // A user's Consents tab, as Keycloak's: the consents a realm file brought (there is no consent screen here), and
+  // the clients holding an offline token of the user (Keycloak's other kind of grant), one entry per client.
   app.get('/realms/:realm/users/:id/consents', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
     requireRole(callerOf(request), realm, 'view-users');
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     const offline = (await ctx.storage.sessions.forUser(realm.id, user.id, true)).filter((s) => sessionAlive(realm, s));
-    const clientIds = new Set((await ctx.storage.sessions.clientSessionsOf(offline.map((s) => s.id))).map((cs) => cs.clientId));
+    const offlineClients = new Set((await ctx.storage.sessions.clientSessionsOf(offline.map((s) => s.id))).map((cs) => cs.clientId));
+    const stored = new Map(((await ctx.storage.consents.ofUsers([user.id])).get(user.id) ?? []).map((c) => [c.clientId, c]));
     const consents = [];
-    for (const id of clientIds) {
+    for (const id of new Set([...stored.keys(), ...offlineClients])) {
       const client = await ctx.storage.clients.byId(realm.id, id);
       if (!client) continue;
-      consents.push({ clientId: client.clientId, grantedClientScopes: [], createdDate: null, lastUpdatedDate: null, additionalGrants: [{ client: client.id, key: 'Offline Token' }] });
+      const consent = stored.get(id);
+      consents.push({
+        clientId: client.clientId,
+        grantedClientScopes: consent?.grantedClientScopes ?? [],
+        createdDate: consent?.createdDate ?? null,
+        lastUpdatedDate: consent?.lastUpdatedDate ?? null,
+        additionalGrants: offlineClients.has(id) ? [{ client: client.id, key: 'Offline Token' }] : [],
+      });
     }
     return consents.sort((a, b) => a.clientId.localeCompare(b.clientId));
   });
@@ -177,7 +185,8 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!user) throw notFound('User not found');
     const client = await ctx.storage.clients.byClientId(realm.id, request.params.client.slice(0, 255));
     if (!client) throw notFound('Client not found');
-    let revoked = 0;
+    // As Keycloak's: the consent and the client's offline tokens go together; 404 only when there was neither.
+    let revoked = (await ctx.storage.consents.delete(user.id, client.id)) ? 1 : 0;
     for (const session of await ctx.storage.sessions.forUser(realm.id, user.id, true)) {
       const clientSessions = await ctx.storage.sessions.clientSessionsOf([session.id]);
       if (!clientSessions.some((cs) => cs.clientId === client.id)) continue;

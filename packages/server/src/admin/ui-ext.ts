@@ -4,11 +4,11 @@ import { forbidden } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { hasAnyRole, visibleRealms } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
+import { callerOf, targetRealm, type AdminRequest } from './routing.js';
 
 /**
  * Endpoints Keycloak's admin console calls that are not part of the documented admin API: `ui-ext/…` (answers
- * shaped for the console's pages) and the realm's localization overrides. Each answers only what the caller may
+ * shaped for the console's pages). Each answers only what the caller may
  * see of the realm; the ones here need any administrative role on it, as Keycloak's.
  */
 export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -44,16 +44,5 @@ export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): voi
   app.get('/realms/:realm/ui-ext/available-event-listeners', async (request: AdminRequest) => {
     await administered(request);
     return [...ctx.providers.eventListeners.keys()].sort().map((id) => ({ id }));
-  });
-
-  // The realm's own overrides of message texts, by locale: this server keeps none.
-  app.get('/realms/:realm/localization', async (request: AdminRequest) => {
-    await administered(request);
-    return [];
-  });
-  app.get('/realms/:realm/localization/:locale', async (request: AdminRequest<{ realm: string; locale: string }>) => {
-    await administered(request);
-    localeOf(request.params.locale);
-    return {};
   });
 }

@@ -61,7 +61,7 @@ export async function directGrantOtp(
   code: string | undefined,
   attempt: OtpAttempt,
 ): Promise<OtpResult> {
-  const step = await ctx.flows.otpStep(realm, 'direct-grant', await hasOtpCredential(ctx, user));
+  const step = await ctx.flows.otpStep(realm, 'direct_grant', await hasOtpCredential(ctx, user), attempt.clientId);
   if (step === null) return { ok: true };
   if (step === 'otp') return verifyOtp(ctx, realm, user, code ?? '', attempt);
   await ctx.events.user(realm, {

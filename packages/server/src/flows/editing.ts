@@ -5,6 +5,7 @@ import type { Realm } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { subflowRequirementChoices, type ProviderCatalog } from './catalog.js';
 import { aliasHint, aliasPattern, flowBindings, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType } from './model.js';
+import { clientsUsingFlow } from './overrides.js';
 import { RealmFlows } from './realm-flows.js';
 import type { FlowRepository } from './repository.js';
 import { describeBlocker, flowBlocker } from './runnable.js';
@@ -93,6 +94,9 @@ export class FlowEditor {
       if (flow.builtIn) throw badRequest("Can't delete built in flow");
       const binding = flowBindings.find((b) => realm[b] === flow.alias);
       if (binding) throw badRequest(`Cannot delete flow "${flow.alias}": it is bound as the realm's ${binding}`);
+      // Keycloak refuses it too (a flow in use); a client's sign-ins would have no flow left to run.
+      const clients = await clientsUsingFlow(this.storage, realm.id, flow.id, trx);
+      if (clients.length) throw badRequest(`Cannot delete flow "${flow.alias}": ${clients.join(', ')} override${clients.length > 1 ? '' : 's'} a binding with it`);
       await this.deleteTree(flows, flow.id, trx);
       return flow;
     });
@@ -298,19 +302,24 @@ export class FlowEditor {
   }
 
   /**
-   * Refuses (400, rolling the change back) an edit after which a flow the realm binds can no longer run
+   * Refuses (400, rolling the change back) an edit after which a flow the realm or a client's override binds can no longer run
    * (FlowBlocker): disabling the last alternative that runs, say, or switching on a subflow that holds a step
    * whose provider is not installed. A bound flow that could not run before the edit is left to be fixed.
    */
   private async keepBoundFlowsRunnable(realm: Realm, before: RealmFlows, trx: Db): Promise<void> {
     const after = await this.load(realm.id, trx);
     const installed = (id: string) => this.catalog.get(id) !== undefined;
-    for (const binding of flowBindings) {
-      const flow = after.flowByAlias(realm[binding]);
-      const previous = before.flowByAlias(realm[binding]);
+    const used = flowBindings.map((binding) => ({ what: `the realm's ${binding}`, flow: after.flowByAlias(realm[binding]), previous: before.flowByAlias(realm[binding]) }));
+    // The flows clients run instead of the realm's (their overrides) are bound flows too.
+    for (const client of await this.storage.clients.list(realm.id, {}, trx)) {
+      for (const [binding, flowId] of Object.entries(client.authenticationFlowBindingOverrides)) {
+        used.push({ what: `client "${client.clientId}"'s ${binding} override`, flow: after.flow(flowId), previous: before.flow(flowId) });
+      }
+    }
+    for (const { what, flow, previous } of used) {
       if (!flow || (previous && flowBlocker(before, previous.id, installed))) continue;
       const blocker = flowBlocker(after, flow.id, installed);
-      if (blocker) throw badRequest(`this change would leave the realm's ${binding} "${flow.alias}" unable to run: ${describeBlocker(blocker)}`);
+      if (blocker) throw badRequest(`this change would leave ${what} "${flow.alias}" unable to run: ${describeBlocker(blocker)}`);
     }
   }
 

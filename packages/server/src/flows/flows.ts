@@ -9,10 +9,12 @@ import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
 import { importFlows, type FlowImport, type FlowImportReport } from './import.js';
 import { flowBindings } from './model.js';
+import { importOverrides, overridesProblem, type ImportedOverrides } from './overrides.js';
 import { RealmFlows } from './realm-flows.js';
 import { FlowRepository } from './repository.js';
 import { flowBlocker } from './runnable.js';
-import { FlowRunner, type BindingProblem, type FormSteps, type RegistrationSteps } from './runner.js';
+import { FlowRunner, type BindingProblem, type FormSteps, type RegistrationSteps, type SigningClient } from './runner.js';
+import type { OverrideBinding } from './model.js';
 
 /** Authentication flows as data: built-in flows, the admin API's edits, and the runner the pages use. */
 export class Flows {
@@ -87,8 +89,9 @@ export class Flows {
     return importFlows(this.repository, this.catalog, realm, data, trx);
   }
 
-  loginSteps(realm: Realm): Promise<FormSteps> {
-    return this.runner.loginSteps(realm);
+  /** The login form's steps: of the client's browser flow override, else of the realm's browser flow. */
+  loginSteps(realm: Realm, client: SigningClient): Promise<FormSteps> {
+    return this.runner.loginSteps(realm, client);
   }
 
   registrationSteps(realm: Realm): Promise<RegistrationSteps> {
@@ -99,9 +102,19 @@ export class Flows {
     return this.runner.resetSteps(realm);
   }
 
-  /** Whether the browser flow or the direct grant asks this user for a one-time code (FlowRunner.otpStep). */
-  otpStep(realm: Realm, entry: 'browser' | 'direct-grant', hasOtp: boolean): Promise<'otp' | 'configure' | null> {
-    return this.runner.otpStep(realm, entry, hasOtp);
+  /** Whether the browser flow or the direct grant (the client's override, else the realm's) asks this user for a one-time code (FlowRunner.otpStep). */
+  otpStep(realm: Realm, entry: OverrideBinding, hasOtp: boolean, client: SigningClient): Promise<'otp' | 'configure' | null> {
+    return this.runner.otpStep(realm, entry, hasOtp, client);
+  }
+
+  /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */
+  validateOverrides(realm: Realm, overrides: Record<string, string>, previous: Record<string, string> = {}): Promise<string | null> {
+    return overridesProblem(this.repository, this.catalog, realm, overrides, previous);
+  }
+
+  /** A realm file's client overrides, after its flows (overrides.ts); returns what `notImported` names. */
+  importOverrides(realm: Realm, clients: ImportedOverrides[], fileFlows: FlowImport['flows'], trx: Db): Promise<string[]> {
+    return importOverrides(this.storage, this.repository, this.catalog, realm, clients, fileFlows, trx);
   }
 
   validateBindings(realm: Realm, db?: Db): Promise<BindingProblem | null> {

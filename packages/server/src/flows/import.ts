@@ -25,6 +25,8 @@ export interface ImportedExecution {
 
 export interface ImportedFlow {
   path: string;
+  /** The file's id of the flow: clients' `authenticationFlowBindingOverrides` name flows by it (the realm's flows get ids of their own). */
+  fileId: string | null;
   alias: string;
   description: string | null;
   providerId: FlowType;

@@ -11,7 +11,8 @@
  * returns its enabled steps, walking subflows depth-first in priority order and skipping DISABLED executions
  * and everything inside a DISABLED subflow:
  *
- * - `flows.loginSteps(realm)`        → `{ protectors }`
+ * - `flows.loginSteps(realm, client)` → `{ protectors }` (the client's `browser` override, if any, instead of the
+ *   realm's browser flow; `otpStep` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
  * - `flows.resetSteps(realm)`        → `{ protectors }`
  * - `flows.registrationSteps(realm)` → `{ protectors, formActions }`: form actions are the built-in
  *   `registration-user-creation` and `registration-password-action` and those of provider packages.
@@ -43,8 +44,9 @@
  */
 export { Flows } from './flows.js';
 export type { FlowImport, FlowImportReport, ImportedBinding, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
-export { aliasHint, aliasPattern, keycloakBindingDefaults, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
+export { aliasHint, aliasPattern, isOverrideBinding, keycloakBindingDefaults, overrideBindings, type OverrideBinding, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
 export { FlowCannotRunError, type FlowBlocker } from './runnable.js';
 export type { AuthProvider, ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';
-export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps } from './runner.js';
+export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps, SigningClient } from './runner.js';
+export type { ImportedOverrides } from './overrides.js';

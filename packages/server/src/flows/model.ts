@@ -56,3 +56,11 @@ export type KeycloakBinding = keyof typeof keycloakBindingDefaults;
 /** Flow and config aliases: Keycloak's reserved characters refused, and control characters (they reach logs and pages). */
 export const aliasPattern = /^[^<>&"\\\u0000-\u001f\u007f]{1,255}$/u;
 export const aliasHint = 'a name of 1 to 255 characters without <, >, &, ", \\ or control characters';
+
+/**
+ * Keycloak's per-client bindings (a client's `authenticationFlowBindingOverrides`), each with the sign-in it
+ * replaces the realm's flow for: the browser flow of the login pages, the direct grant flow of the password grant.
+ */
+export const overrideBindings = ['browser', 'direct_grant'] as const;
+export type OverrideBinding = (typeof overrideBindings)[number];
+export const isOverrideBinding = (key: string): key is OverrideBinding => (overrideBindings as readonly string[]).includes(key);

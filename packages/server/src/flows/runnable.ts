@@ -90,3 +90,17 @@ export class FlowCannotRunError extends AppError {
     this.name = 'FlowCannotRunError';
   }
 }
+
+/**
+ * A sign-in for a client whose flow override names a flow the realm does not have (damaged data: deleting a flow in
+ * use is refused): refused (500), never run through the realm's flow instead, which may ask for less.
+ */
+export class FlowOverrideMissingError extends AppError {
+  constructor(
+    readonly client: string,
+    readonly binding: string,
+  ) {
+    super('internal_error', "This application's sign-in is not set up correctly on the server. Please contact the administrator.");
+    this.name = 'FlowOverrideMissingError';
+  }
+}

@@ -5,10 +5,10 @@ import type { ProviderRegistry } from '../providers/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { defaultBindings } from './builtin-flows.js';
 import type { ProviderCatalog } from './catalog.js';
-import { flowBindings, type AuthExecution, type AuthFlow, type FlowBinding } from './model.js';
+import { flowBindings, isOverrideBinding, type AuthExecution, type AuthFlow, type FlowBinding, type OverrideBinding } from './model.js';
 import { RealmFlows } from './realm-flows.js';
 import { passwordAction, userCreationAction } from './registration-actions.js';
-import { describeBlocker, flowBlocker, FlowCannotRunError, isCondition } from './runnable.js';
+import { describeBlocker, flowBlocker, FlowCannotRunError, FlowOverrideMissingError, isCondition } from './runnable.js';
 import type { FlowRepository } from './repository.js';
 
 /** A form protector to run on the form, with its execution's config (`{}` when none is attached). */
@@ -43,6 +43,15 @@ export interface BindingProblem {
   message: string;
 }
 
+/** The client whose sign-in it is (its clientId), or null where no client is known yet. */
+export type SigningClient = string | null;
+
+/** A sign-in's flow and how it came to be chosen, for the log of a flow that cannot run. */
+interface ChosenFlow {
+  root: AuthFlow;
+  binding: string;
+}
+
 type BuiltInAction = (realm: Realm) => FormAction;
 
 /** Reads a realm's bound flows and turns their enabled executions into the steps a page runs. */
@@ -56,7 +65,7 @@ export class FlowRunner {
     private readonly repository: FlowRepository,
     private readonly catalog: ProviderCatalog,
     private readonly providers: ProviderRegistry,
-    storage: Storage,
+    private readonly storage: Storage,
     private readonly logger: ServerLogger,
   ) {
     this.builtInActions = new Map<string, BuiltInAction>([
@@ -66,16 +75,46 @@ export class FlowRunner {
   }
 
   /** Form actions belong to registration: in a login or reset flow they have no form to read. */
-  async loginSteps(realm: Realm): Promise<FormSteps> {
-    return { protectors: (await this.steps(realm, 'browserFlow')).protectors };
+  async loginSteps(realm: Realm, client: SigningClient): Promise<FormSteps> {
+    const flows = await this.cachedFlows(realm);
+    return { protectors: this.steps(realm, await this.signInFlow(realm, 'browser', client, flows), flows).protectors };
   }
 
-  registrationSteps(realm: Realm): Promise<RegistrationSteps> {
-    return this.steps(realm, 'registrationFlow');
+  async registrationSteps(realm: Realm): Promise<RegistrationSteps> {
+    const flows = await this.cachedFlows(realm);
+    return this.steps(realm, { root: this.boundFlow(realm, 'registrationFlow', flows), binding: 'registrationFlow' }, flows);
   }
 
   async resetSteps(realm: Realm): Promise<FormSteps> {
-    return { protectors: (await this.steps(realm, 'resetCredentialsFlow')).protectors };
+    const flows = await this.cachedFlows(realm);
+    return { protectors: this.steps(realm, { root: this.boundFlow(realm, 'resetCredentialsFlow', flows), binding: 'resetCredentialsFlow' }, flows).protectors };
+  }
+
+  /**
+   * The flow a sign-in runs, chosen here once for the login pages and the password grant: the client's override of
+   * that binding (Keycloak's `authenticationFlowBindingOverrides`, a flow id) when it has one, else the realm's (its
+   * bound browser flow; the built-in `direct grant`, which Realmgate does not let a realm rebind). An override whose
+   * flow is gone (damaged data: deleting a flow a client uses is refused) refuses the sign-in, as Keycloak refuses
+   * it, rather than run the realm's flow, which may ask for less.
+   */
+  private async signInFlow(realm: Realm, entry: OverrideBinding, clientId: SigningClient, flows: RealmFlows): Promise<ChosenFlow> {
+    const client = clientId === null ? null : await this.storage.clients.cachedByClientId(realm.id, clientId);
+    const override = client?.authenticationFlowBindingOverrides[entry];
+    if (client && override) {
+      const flow = flows.flow(override);
+      const binding = `client "${client.clientId}" ${entry} override`;
+      if (flow?.topLevel) return { root: flow, binding };
+      this.logOnce('error', `${realm.id}:missing-override:${client.id}:${entry}`, 'a client overrides a flow binding with a flow the realm does not have; its sign-ins are refused', { realm: realm.name, client: client.clientId, binding: entry, flow: override });
+      throw new FlowOverrideMissingError(client.clientId, entry);
+    }
+    if (entry === 'browser') return { root: this.boundFlow(realm, 'browserFlow', flows), binding: 'browserFlow' };
+    const directGrant = flows.flowByAlias('direct grant');
+    if (!directGrant) throw new Error(`realm ${realm.name} has no built-in "direct grant" flow`);
+    return { root: directGrant, binding: 'direct grant' };
+  }
+
+  private async cachedFlows(realm: Realm): Promise<RealmFlows> {
+    return new RealmFlows(await this.repository.cachedRealm(realm.id));
   }
 
   /**
@@ -87,11 +126,11 @@ export class FlowRunner {
    * authenticator is reached and the user has a credential, `'configure'` when it is reached and the user has
    * none (the browser then sets one up, CONFIGURE_TOTP), null when no OTP step runs.
    */
-  async otpStep(realm: Realm, entry: 'browser' | 'direct-grant', hasOtp: boolean): Promise<'otp' | 'configure' | null> {
-    const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
-    const root = entry === 'browser' ? this.boundFlow(realm, 'browserFlow', flows) : flows.flowByAlias('direct grant');
-    if (!root) return null;
-    this.requireRunnable(realm, entry === 'browser' ? 'browserFlow' : 'direct grant', root, flows);
+  async otpStep(realm: Realm, entry: OverrideBinding, hasOtp: boolean, client: SigningClient): Promise<'otp' | 'configure' | null> {
+    const flows = await this.cachedFlows(realm);
+    const chosen = await this.signInFlow(realm, entry, client, flows);
+    const { root } = chosen;
+    this.requireRunnable(realm, chosen, flows);
     const otpAuthenticator = entry === 'browser' ? 'auth-otp-form' : 'direct-grant-validate-otp';
     const configured = (id: string) => (id === 'auth-otp-form' || id === 'direct-grant-validate-otp' ? hasOtp : true);
     const conditionsMet = (flowId: string, parent: AuthFlow): boolean => {
@@ -154,7 +193,7 @@ export class FlowRunner {
    * Refuses a sign-in through a flow that cannot run (FlowBlocker), logged once per realm, flow and step: a missing
    * provider never lets a sign-in skip a step the flow requires.
    */
-  private requireRunnable(realm: Realm, binding: string, root: AuthFlow, flows: RealmFlows): void {
+  private requireRunnable(realm: Realm, { root, binding }: ChosenFlow, flows: RealmFlows): void {
     const blocker = flowBlocker(flows, root.id, this.installed);
     if (!blocker) return;
     this.logOnce('error', `${realm.id}:cannot-run:${root.id}:${blocker.execution.id}`, 'authentication flow cannot run: a step it requires is not installed; sign-ins through it are refused', {
@@ -169,10 +208,9 @@ export class FlowRunner {
     throw new FlowCannotRunError(root.alias, blocker);
   }
 
-  private async steps(realm: Realm, binding: FlowBinding): Promise<RegistrationSteps> {
-    const flows = new RealmFlows(await this.repository.cachedRealm(realm.id));
-    const root = this.boundFlow(realm, binding, flows);
-    this.requireRunnable(realm, binding, root, flows);
+  private steps(realm: Realm, chosen: ChosenFlow, flows: RealmFlows): RegistrationSteps {
+    this.requireRunnable(realm, chosen, flows);
+    const { root } = chosen;
     const steps: RegistrationSteps = { protectors: [], formActions: [] };
     for (const { execution, parent } of flows.walk(root.id, (e) => e.requirement !== 'DISABLED')) {
       if (execution.requirement === 'DISABLED' || execution.subFlowId || !execution.authenticator) continue;

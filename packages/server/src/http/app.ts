@@ -4,10 +4,9 @@ import type { ServerLogger } from '../observability/index.js';
 import { installCors } from './cors.js';
 import { installErrorHandling } from './errors.js';
 
-export const JSON_BODY_LIMIT = 1024 * 1024;
-export const FORM_BODY_LIMIT = 64 * 1024;
-/** A realm file sent to the admin API (`POST /admin/realms`, `partialImport`): Keycloak's default body limit, 10 MiB. */
-export const REALM_IMPORT_BODY_LIMIT = 10 * 1024 * 1024;
+import { FORM_BODY_LIMIT, JSON_BODY_LIMIT } from './limits.js';
+
+export { FORM_BODY_LIMIT, JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT } from './limits.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT, sizeInWords } from './limits.js';
 import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
 /** Fastify's own errors a request can cause, as the catalogue's codes. */
@@ -11,6 +12,17 @@ const fastifyErrors: Record<string, { code: AppErrorCode; message: string }> = {
   FST_ERR_BAD_URL: { code: 'invalid_input', message: 'Malformed URL' },
   FST_ERR_ASYNC_CONSTRAINT: { code: 'invalid_input', message: 'Malformed request' },
 };
+
+/**
+ * A body over the route's limit, saying the limit; a realm file over the admin API's also says where a larger one
+ * goes (the 413 of `POST /admin/realms` used to leave an operator guessing).
+ */
+function tooLarge(limit: number | undefined): string {
+  const bytes = limit ?? JSON_BODY_LIMIT;
+  const base = `Request body is too large: at most ${sizeInWords(bytes)} here`;
+  if (bytes !== REALM_IMPORT_BODY_LIMIT) return base;
+  return `${base}. A larger realm file is imported at start-up with --import-realm (REALMGATE_IMPORT_REALM), up to ${sizeInWords(REALM_FILE_LIMIT)} a file`;
+}
 
 /** A token that reaches this handler unverified is answered as RFC 6750 says: 401 `invalid_token`. */
 const TOKEN_REFUSED: OAuthErrorCode = 'invalid_token';
@@ -42,7 +54,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(error.status).send({ errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
     }
     const fastifyError = error.code ? fastifyErrors[error.code] : undefined;
-    const known = fastifyError && { status: APP_ERRORS[fastifyError.code], message: fastifyError.message };
+    const message = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? tooLarge(request.routeOptions.bodyLimit) : fastifyError?.message;
+    const known = fastifyError && { status: APP_ERRORS[fastifyError.code], message: message! };
     if (known && isBrowserForm(request.headers['content-type'], request.headers.accept)) {
       // A person submitted a page's form: answer with a page, not JSON.
       return reply.code(known.status).type('text/html; charset=utf-8').send(htmlPage('Request refused', `${known.message}. Please go back and try again with less text.`));

@@ -1,4 +1,4 @@
-export { createHttpApp, FORM_BODY_LIMIT, JSON_BODY_LIMIT, REALM_IMPORT_BODY_LIMIT } from './app.js';
+export { createHttpApp, FORM_BODY_LIMIT, JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT } from './app.js';
 export { baseUrl, requestInfo, secureCookies } from './request-info.js';
 export { httpsRequired, installSslRequired, isPrivateAddress } from './ssl-required.js';
 export { clearCookie, readCookie, setCookie, type CookieOptions } from './cookies.js';

@@ -126,5 +126,7 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     implicitFlowEnabled: false,
     fullScopeAllowed: true,
     attributes: {},
+    authenticationFlowBindingOverrides: {},
+    authorizationSettings: null,
   };
 }

@@ -84,6 +84,13 @@ export interface Client {
   implicitFlowEnabled: boolean;
   fullScopeAllowed: boolean;
   attributes: Record<string, string>;
+  /**
+   * Keycloak's `authenticationFlowBindingOverrides`: `browser` and `direct_grant`, each the id of a top-level flow of
+   * the realm that this client's sign-ins run instead of the realm's (flows/runner.ts, `signInFlow`).
+   */
+  authenticationFlowBindingOverrides: Record<string, string>;
+  /** Keycloak's `authorizationSettings` (a resource server's JSON), kept as data: Realmgate has no authorization services. */
+  authorizationSettings: Record<string, unknown> | null;
 }
 
 export interface User {
@@ -207,6 +214,19 @@ export interface IdentityProvider {
  * A user's link to an account at an identity provider (Keycloak's FederatedIdentityRepresentation): the provider's
  * alias, the account's id and username there. Kept as data: nobody signs in through it (Realmgate has no brokering).
  */
+/**
+ * A user's consent to a client (Keycloak's UserConsentRepresentation), kept from realm files: the client scopes it
+ * granted, by name. Nobody is asked for consent here (no consent screen); the admin API lists and revokes them.
+ */
+export interface UserConsent {
+  userId: string;
+  /** The client's internal id. */
+  clientId: string;
+  grantedClientScopes: string[];
+  createdDate: number | null;
+  lastUpdatedDate: number | null;
+}
+
 export interface FederatedIdentity {
   identityProvider: string;
   userId: string;

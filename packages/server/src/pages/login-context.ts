@@ -64,7 +64,7 @@ export async function protectedPost(
   if (rejected) return rejected;
   const info = requestInfo(request);
   const values = keepValues(form, ['username']);
-  const steps = post.form === 'login' ? await ctx.flows.loginSteps(realm) : await ctx.flows.resetSteps(realm);
+  const steps = post.form === 'login' ? await ctx.flows.loginSteps(realm, auth.clientId) : await ctx.flows.resetSteps(realm);
   const refusal = await runProtectors(realm, post.form, steps.protectors, info, form);
   if (!refusal) return { form, values, info };
   await ctx.events.user(realm, { type: post.errorEvent, clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, protector: refusal.protector, username: values.username }, request: info });

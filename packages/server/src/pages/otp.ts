@@ -117,7 +117,7 @@ export async function continueLogin(
   progress: LoginProgress,
   newPasswordPage: ShowNewPassword,
 ): Promise<FastifyReply> {
-  const step = await ctx.flows.otpStep(realm, 'browser', await hasOtpCredential(ctx, user));
+  const step = await ctx.flows.otpStep(realm, 'browser', await hasOtpCredential(ctx, user), auth.clientId);
   const state = stepState(ctx);
   if (!progress.otpDone && step === 'otp') {
     const key = await state.seal(realm, 'login-otp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: progress.pending });

@@ -50,7 +50,7 @@ export const showPage = {
   },
 
   async login(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) {
-    const steps = await ctx.flows.loginSteps(realm);
+    const steps = await ctx.flows.loginSteps(realm, auth.clientId);
     const fields = {
       action: actionUrl(realm, 'authenticate'),
       loginWithEmail: realm.loginWithEmailAllowed,

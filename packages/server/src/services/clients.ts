@@ -17,6 +17,8 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
   const client: Client = { ...fresh, ...input, id: base.id, realmId: base.realmId, clientId: input.clientId ?? base.clientId };
   // The secret is a credential, not configuration: kept unless the body sets one, as Keycloak keeps it.
   client.secret = client.publicClient || client.bearerOnly ? base.secret : (input.secret ?? base.secret ?? newSecret());
+  // Kept as data from a realm file; the admin API neither shows nor takes it (Keycloak's client PUT leaves it too).
+  client.authorizationSettings = input.authorizationSettings ?? base.authorizationSettings;
   return client;
 }
 

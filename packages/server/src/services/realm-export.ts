@@ -11,7 +11,7 @@ import { realmRep } from '../admin/representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
-import type { Client, Component, Group, Realm, Role } from '../model/types.js';
+import type { Client, Component, Group, Realm, Role, UserConsent } from '../model/types.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
 import { realmRequiredActions } from './required-actions.js';
@@ -123,12 +123,18 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       if (mapped.realm) scopeMappings.push({ clientScope: sc.name, roles: mapped.realm });
       for (const [container, roles] of Object.entries(mapped.client ?? {})) (clientScopeMappings[container] ??= []).push({ clientScope: sc.name, roles });
     }
+    const flows = await ctx.flows.editor.load(realm.id);
     if (options.clients) {
       const views = await clientScopeViews(storage, realm.id, clients.map((c) => c.id));
       out.clients = clients
         .map((c) => {
           const { access: _access, ...full } = clientRep(c, views.get(c.id));
-          const rep = withoutIds(full);
+          // Flows are exported without ids (the importing server makes its own), so overrides name them by alias;
+          // the import takes a flow's alias as well as the file's flow ids Keycloak's exports give.
+          const overrides = Object.fromEntries(Object.entries(full.authenticationFlowBindingOverrides).map(([binding, id]) => [binding, flows.flow(id)?.alias ?? id]));
+          // Kept as data (no authorization services here), written back as Keycloak's export writes it.
+          const authorization = c.authorizationSettings ? { authorizationSettings: c.authorizationSettings } : {};
+          const rep = withoutIds({ ...full, authenticationFlowBindingOverrides: overrides, ...authorization });
           return 'secret' in rep && !options.secrets ? { ...rep, secret: EXPORT_SECRET_MASK } : rep;
         })
         .sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
@@ -163,7 +169,6 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
       return byType;
     };
     out.components = exportComponents(realm.id);
-    const flows = await ctx.flows.editor.load(realm.id);
     out.authenticationFlows = flows.allFlows().map((f) => {
       const { id: _flowId, ...rep } = flowRep(flows, f);
       return rep;
@@ -175,6 +180,9 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
     // Every required action of the realm, the server's own and those a realm file listed that it does not carry out
     // (kept as data), as Keycloak writes them: by priority, then name, each with its name, providerId and config.
     out.requiredActions = await realmRequiredActions(storage, realm.id);
+    // The realm's own texts by locale, as Keycloak's export writes them (left out when there are none).
+    const localizationTexts = await storage.localization.all(realm.id);
+    if (Object.keys(localizationTexts).length) out.localizationTexts = localizationTexts;
     return out;
     };
 
@@ -182,6 +190,14 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
     const page = await storage.users.page(realm.id, afterUsername, limit);
     // Links to identity providers, kept as data: as Keycloak writes them, only on users that have some.
     const links = await storage.federation.linksOf(page.map((u) => u.id));
+    // Consents kept from realm files, as Keycloak writes them: by clientId, only on users that have some.
+    const consents = await storage.consents.ofUsers(page.map((u) => u.id));
+    const consentRep = (c: UserConsent) => ({
+      clientId: clientById.get(c.clientId)?.clientId,
+      grantedClientScopes: c.grantedClientScopes,
+      ...(c.createdDate !== null ? { createdDate: c.createdDate } : {}),
+      ...(c.lastUpdatedDate !== null ? { lastUpdatedDate: c.lastUpdatedDate } : {}),
+    });
     const reps = await Promise.all(
       page.map(async (user) => {
         const direct = byContainer(await storage.roles.userRoleIds(user.id));
@@ -201,6 +217,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),
+          ...(consents.has(user.id) ? { clientConsents: consents.get(user.id)!.map(consentRep).sort((a, b) => ((a.clientId ?? '') < (b.clientId ?? '') ? -1 : 1)) } : {}),
           ...(links.has(user.id) ? { federatedIdentities: links.get(user.id)!.map(({ userName, ...link }) => ({ ...link, ...(userName !== null ? { userName } : {}) })) } : {}),
           groups: (await storage.groups.userGroupIds(user.id)).map((id) => groups.path(id)).sort(),
         };

@@ -27,6 +27,8 @@ function toClient(row: Selectable<ClientTable>): Client {
     implicitFlowEnabled: bool(row.implicit_flow_enabled),
     fullScopeAllowed: bool(row.full_scope_allowed),
     attributes: fromJson(row.attributes, {}),
+    authenticationFlowBindingOverrides: fromJson(row.flow_binding_overrides, {}),
+    authorizationSettings: fromJson(row.authorization_settings, null),
   };
 }
 
@@ -52,6 +54,8 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
     implicit_flow_enabled: flag(client.implicitFlowEnabled),
     full_scope_allowed: flag(client.fullScopeAllowed),
     attributes: toJson(client.attributes),
+    flow_binding_overrides: Object.keys(client.authenticationFlowBindingOverrides).length ? toJson(client.authenticationFlowBindingOverrides) : null,
+    authorization_settings: client.authorizationSettings === null ? null : toJson(client.authorizationSettings),
   };
 }
 
@@ -112,6 +116,11 @@ export class ClientRepository {
   async update(client: Client, db: Db = this.db): Promise<void> {
     const { id, ...row } = toRow(client);
     await db.updateTable('client').set(row).where('id', '=', id).execute();
+  }
+
+  /** A realm import's overrides, set once the realm's flows exist (the file names them by the file's flow ids). */
+  async setFlowBindingOverrides(id: string, overrides: Record<string, string>, db: Db = this.db): Promise<void> {
+    await db.updateTable('client').set({ flow_binding_overrides: Object.keys(overrides).length ? toJson(overrides) : null }).where('id', '=', id).execute();
   }
 
   async delete(id: string, db: Db = this.db): Promise<void> {

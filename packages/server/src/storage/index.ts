@@ -5,7 +5,9 @@ import { ClientRepository } from './clients.js';
 import { ClientScopeRepository } from './client-scopes.js';
 import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
+import { ConsentRepository } from './consents.js';
 import { FederationRepository } from './federation.js';
+import { LocalizationRepository } from './localization.js';
 import { GroupRepository } from './groups.js';
 import { OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
@@ -37,6 +39,10 @@ export class Storage {
   readonly credentials: CredentialRepository;
   /** Identity providers, their mappers and components: kept as data, not acted on. */
   readonly federation: FederationRepository;
+  /** Users' consents to clients, kept from realm files (no consent screen here). */
+  readonly consents: ConsentRepository;
+  /** A realm's localization texts (stored and served; the pages do not read them). */
+  readonly localization: LocalizationRepository;
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
@@ -51,6 +57,8 @@ export class Storage {
     this.events = new EventRepository(db);
     this.credentials = new CredentialRepository(db);
     this.federation = new FederationRepository(db);
+    this.consents = new ConsentRepository(db);
+    this.localization = new LocalizationRepository(db);
   }
 
   static async open(url: string, options: OpenDatabaseOptions = {}): Promise<Storage> {

@@ -601,4 +601,35 @@ export const migrations: Record<string, Migration> = {
       for (const column of ['name', 'provider_id', 'config']) await db.schema.alterTable('realm_required_action').addColumn(column, 'text').execute();
     },
   },
+  // The last parts of a Keycloak realm file that were named in `notImported` (issue 16), now kept: a client's
+  // authenticationFlowBindingOverrides (JSON, flow ids; honoured by the sign-in) and authorizationSettings (JSON,
+  // kept as data). Null means none, so existing rows need no rewrite. Users' consents to clients (Keycloak's
+  // clientConsents: granted client scopes by name, dates), one per user and client, going with either. A realm's
+  // localization texts (Keycloak's localizationTexts and /localization API): a text per realm, locale and key.
+  '0020-kept-import-parts': {
+    async up(db: Kysely<any>) {
+      // One column per statement: SQLite adds one at a time.
+      for (const column of ['flow_binding_overrides', 'authorization_settings']) await db.schema.alterTable('client').addColumn(column, 'text').execute();
+      await db.schema
+        .createTable('user_consent')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('user_entity.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull().references('client.id').onDelete('cascade'))
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('granted_client_scopes', 'text', (c) => c.notNull())
+        .addColumn('created_date', 'bigint')
+        .addColumn('last_updated_date', 'bigint')
+        .addPrimaryKeyConstraint('user_consent_pk', ['user_id', 'client_id'])
+        .execute();
+      // A client's consents (its deletion cascades through them).
+      await db.schema.createIndex('user_consent_client').on('user_consent').column('client_id').execute();
+      await db.schema
+        .createTable('realm_localization')
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('locale', 'text', (c) => c.notNull())
+        .addColumn('message_key', 'text', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('realm_localization_pk', ['realm_id', 'locale', 'message_key'])
+        .execute();
+    },
+  },
 };

@@ -75,6 +75,10 @@ export interface ClientTable {
   direct_access_grants_enabled: Flag;
   implicit_flow_enabled: Flag;
   full_scope_allowed: Flag;
+  /** JSON Record<string,string>: Keycloak's authenticationFlowBindingOverrides (flow ids); null for none (migration 0020). */
+  flow_binding_overrides: string | null;
+  /** JSON: Keycloak's authorizationSettings, kept as data; null for none (migration 0020). */
+  authorization_settings: string | null;
   /** JSON Record<string,string> */
   attributes: string;
   created_at: number;
@@ -413,6 +417,24 @@ export interface FederatedIdentityTable {
   federated_username: string | null;
 }
 
+export interface UserConsentTable {
+  user_id: string;
+  /** The client's internal id: its deletion takes the consent along. */
+  client_id: string;
+  realm_id: string;
+  /** JSON string[]: client scope names. */
+  granted_client_scopes: string;
+  created_date: number | null;
+  last_updated_date: number | null;
+}
+
+export interface RealmLocalizationTable {
+  realm_id: string;
+  locale: string;
+  message_key: string;
+  text: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -451,4 +473,6 @@ export interface Database {
   identity_provider_mapper: IdentityProviderMapperTable;
   component: ComponentTable;
   federated_identity: FederatedIdentityTable;
+  user_consent: UserConsentTable;
+  realm_localization: RealmLocalizationTable;
 }

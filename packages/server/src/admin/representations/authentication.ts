@@ -229,8 +229,10 @@ function parseImportedFlow(value: unknown, path: string, onUnknown?: (path: stri
       return [];
     }
   });
+  const fileId = (value as { id?: unknown }).id;
   return {
     path,
+    fileId: typeof fileId === 'string' ? fileId : null,
     alias: flow.alias,
     description: (flow.description as string | undefined) ?? null,
     providerId: (flow.providerId as FlowType | undefined) ?? 'basic-flow',

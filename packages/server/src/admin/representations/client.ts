@@ -1,4 +1,5 @@
 import { badRequest } from '../../model/errors.js';
+import { isOverrideBinding } from '../../flows/index.js';
 import type { Client, ProtocolMapper } from '../../model/types.js';
 import { parseProtocolMappers, protocolMapperRep, type ProtocolMapperInput } from './client-scope.js';
 import { parseRepresentation, stringList, type Spec } from './fields.js';
@@ -24,9 +25,10 @@ export const clientSpec: Spec = {
   fullScopeAllowed: { type: 'boolean' },
   attributes: { type: 'stringMap', max: 4096 },
   consentRequired: { type: 'boolean' },
+  authenticationFlowBindingOverrides: { type: 'stringMap', max: 36 },
 };
 export const clientIgnored = [
-  'id', 'access', 'adminUrl', 'authenticationFlowBindingOverrides', 'authorizationServicesEnabled', 'authorizationSettings',
+  'id', 'access', 'adminUrl', 'authorizationServicesEnabled', 'authorizationSettings',
   'clientAuthenticatorType', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
   'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
@@ -55,6 +57,7 @@ export const clientFieldUse: Record<string, string> = {
   directAccessGrantsEnabled: 'protocol/openid-connect/token/password.ts',
   fullScopeAllowed: 'services/roles.ts',
   attributes: 'protocol/openid-connect/auth.ts',
+  authenticationFlowBindingOverrides: 'flows/runner.ts',
 };
 
 /** A client's scopes by name and its own mappers, as its representation shows them. */
@@ -90,7 +93,7 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     frontchannelLogout: true,
     protocol: client.protocol,
     attributes: client.attributes,
-    authenticationFlowBindingOverrides: {},
+    authenticationFlowBindingOverrides: client.authenticationFlowBindingOverrides,
     fullScopeAllowed: client.fullScopeAllowed,
     nodeReRegistrationTimeout: -1,
     ...(scopes.protocolMappers.length ? { protocolMappers: scopes.protocolMappers.map(protocolMapperRep) } : {}),
@@ -118,6 +121,8 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
   if (!fromFile && (body as { authorizationServicesEnabled?: unknown }).authorizationServicesEnabled === true) {
     throw badRequest(`${path}.authorizationServicesEnabled: not supported, Realmgate has no authorization services`, 'authorizationServicesEnabled');
   }
+  const overrides = input.authenticationFlowBindingOverrides;
+  if (overrides) input.authenticationFlowBindingOverrides = flowBindingOverrides(overrides, `${path}.authenticationFlowBindingOverrides`, fromFile);
   const pkce = input.attributes?.['pkce.code.challenge.method'];
   if (pkce !== undefined && pkce !== '' && pkce !== 'S256') {
     throw badRequest(`${path}.attributes.pkce.code.challenge.method: must be "S256" or "" (no other PKCE method is supported)`, 'attributes');
@@ -131,6 +136,23 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
     }
   }
   return input;
+}
+
+/**
+ * A client's flow overrides as the admin API takes them: an empty value means none (Keycloak removes that override),
+ * and a key other than Keycloak's two bindings (`browser`, `direct_grant`) is refused, since nothing would read it
+ * (Keycloak stores any key). A realm file's other keys are left for the import to name in `notImported`. Whether
+ * each id names a flow that can run is the flows' check (Flows.validateOverrides), which needs the realm.
+ */
+function flowBindingOverrides(given: Record<string, string>, path: string, fromFile: boolean): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [key, flowId] of Object.entries(given)) {
+    if (!fromFile && !isOverrideBinding(key)) {
+      throw badRequest(`${path}.${key}: not a flow binding Realmgate honours; use "browser" or "direct_grant"`, 'authenticationFlowBindingOverrides');
+    }
+    if (flowId.trim() !== '') kept[key] = flowId;
+  }
+  return kept;
 }
 
 /**

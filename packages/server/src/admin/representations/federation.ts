@@ -23,7 +23,7 @@ const isVaultReference = (value: string) => /^\$\{vault\.[^}]+\}$/.test(value);
 export const isSecretKey = (key: string) => SECRET_KEY.test(key);
 
 /** Longest config value: SAML certificates and metadata run to some kilobytes; a config is at most 500 entries. */
-const CONFIG_VALUE_MAX = 16384;
+export const CONFIG_VALUE_MAX = 16384;
 
 const aliasPattern = /^[^/\\?#%\s\u0000-\u001f]+$/;
 

@@ -12,6 +12,7 @@ import {
 } from '../../admin/representations/federation.js';
 import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
 import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
+import { parseRealmLocalizationTexts, type LocalizationTexts } from '../../admin/representations/localization.js';
 import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
 import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
@@ -22,7 +23,9 @@ import type { Client } from '../../model/types.js';
 import type { RequiredActionSetting } from '../../storage/index.js';
 import type { ClientExtras } from '../clients.js';
 import { parseRequiredActions } from '../required-actions.js';
+import { parseConsents, type ImportedConsent } from './consents.js';
 import { parseFederatedIdentities, type ImportedFederatedIdentity } from './federated-identities.js';
+import { parseLegacyUserFederation } from './legacy-user-federation.js';
 
 /** A client of a realm file with what its representation names besides: scopes by name, its own mappers. */
 export type ImportedClient = Partial<Client> & { scopes: ClientExtras };
@@ -47,6 +50,8 @@ export interface RealmImport {
     serviceAccountOf?: string | null;
     /** Keycloak's `federatedIdentities`: links to identity providers of the file or the realm, kept as data. */
     federatedIdentities?: ImportedFederatedIdentity[];
+    /** Keycloak's `clientConsents`: consents to clients of the file or the realm, kept (no consent screen here). */
+    clientConsents?: ImportedConsent[];
   })[];
   /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
   groups: ImportedGroup[];
@@ -61,6 +66,8 @@ export interface RealmImport {
   components: ImportedComponent[];
   /** Keycloak's `requiredActions`: every entry; those this server does not carry out are kept as data (named in `keptAsData`). */
   requiredActions: RequiredActionSetting[];
+  /** Keycloak's `localizationTexts`: the realm's texts by locale and key (stored and served, not used by the pages). */
+  localizationTexts: Record<string, LocalizationTexts>;
   /** JSON paths of what the export holds and this server does not import (reported, never dropped silently). */
   notImported: string[];
   /**
@@ -77,11 +84,8 @@ export interface RealmImport {
  */
 const NOT_IMPORTED = {
   realm: [
-    'userFederationProviders', 'userFederationMappers', 'federatedUsers',
-    'localizationTexts', 'requiredCredentials',
+    'federatedUsers', 'requiredCredentials',
   ],
-  client: ['authorizationSettings', 'authenticationFlowBindingOverrides'],
-  user: ['clientConsents'],
 } as const;
 
 function holdsData(value: unknown): boolean {
@@ -101,12 +105,22 @@ function notImportedParts(rep: Record<string, unknown>): string[] {
   check(rep, NOT_IMPORTED.realm.filter((field) => !(field === 'requiredCredentials' && onlyPassword)), 'realm');
   if (Array.isArray(rep.clients)) {
     rep.clients.forEach((c, i) => {
-      check(c, NOT_IMPORTED.client, `realm.clients[${i}]`);
       if ((c as { authorizationServicesEnabled?: unknown })?.authorizationServicesEnabled === true) paths.push(`realm.clients[${i}].authorizationServicesEnabled`);
     });
   }
-  if (Array.isArray(rep.users)) rep.users.forEach((u, i) => check(u, NOT_IMPORTED.user, `realm.users[${i}]`));
   return paths;
+}
+
+/**
+ * A client's `authorizationSettings` (Keycloak's ResourceServerRepresentation: resources, policies, permissions), kept
+ * as data: Realmgate has no authorization services, so it is stored and exported again, never evaluated. Any JSON
+ * object is taken as it is (its size is bounded by the file's).
+ */
+function parseAuthorizationSettings(client: unknown, path: string): Record<string, unknown> | null {
+  const value = (client as { authorizationSettings?: unknown } | null)?.authorizationSettings;
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw badRequest(`${path}.authorizationSettings: must be an object`, 'authorizationSettings');
+  return Object.keys(value).length ? (value as Record<string, unknown>) : null;
 }
 
 export interface ImportedScopeMapping {
@@ -207,10 +221,16 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       clientRoles[clientId] = asArray(list, `realm.roles.client.${clientId}`).map((r, i) => parseImportedRole(r, `realm.roles.client.${clientId}[${i}]`, onUnknown));
     }
   }
-  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => ({
-    ...parseClient(c, `realm.clients[${i}]`, onUnknown, true),
-    scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
-  }));
+  const authorizationKept: string[] = [];
+  const clients = asArray(rep.clients, 'realm.clients').map((c, i) => {
+    const authorizationSettings = parseAuthorizationSettings(c, `realm.clients[${i}]`);
+    if (authorizationSettings) authorizationKept.push(`realm.clients[${i}].authorizationSettings`);
+    return {
+      ...parseClient(c, `realm.clients[${i}]`, onUnknown, true),
+      ...(authorizationSettings ? { authorizationSettings } : {}),
+      scopes: { ...parseClientExtras(c, `realm.clients[${i}]`, onUnknown), fromFile: true },
+    };
+  });
   const clientScopes = rep.clientScopes === undefined || rep.clientScopes === null ? null : asArray(rep.clientScopes, 'realm.clientScopes').map((sc, i) => parseClientScope(sc, `realm.clientScopes[${i}]`, onUnknown, true));
   const scopeNames = new Set<string>();
   for (const [i, sc] of (clientScopes ?? []).entries()) {
@@ -237,6 +257,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       groups: stringList((u as { groups?: unknown })?.groups, `${path}.groups`),
       serviceAccountOf: serviceAccountOf ?? null,
       federatedIdentities: parseFederatedIdentities((u as { federatedIdentities?: unknown })?.federatedIdentities, `${path}.federatedIdentities`, onUnknown),
+      clientConsents: parseConsents((u as { clientConsents?: unknown })?.clientConsents, `${path}.clientConsents`, notImported, onUnknown),
     };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {
@@ -256,6 +277,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);
   notImported.push(...federation.notImported);
+  federation.keptAsData.push(...authorizationKept);
   const requiredActions = parseRequiredActions(rep.requiredActions, notImported, federation.keptAsData);
   // Named once for every user (a file may link thousands), after the identity providers and their mappers.
   if (users.some((u) => u.federatedIdentities.length)) {
@@ -265,6 +287,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   return {
     settings, realmRoles, clientRoles, clients, clientScopes, ...given('defaultDefaultClientScopes'), ...given('defaultOptionalClientScopes'),
     users, groups, defaultGroups, organizations, authentication, scopeMappings, ...federation, requiredActions, notImported,
+    localizationTexts: parseRealmLocalizationTexts(rep.localizationTexts, 'realm.localizationTexts'),
   };
 }
 
@@ -290,8 +313,14 @@ function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string
   const all = parseImportedComponents(rep.components, 'realm.components', onUnknown);
   const components = all.filter((c) => c.providerType !== KEY_PROVIDER_TYPE);
   if (all.length !== components.length) notImported.push(`realm.components["${KEY_PROVIDER_TYPE}"] (the realm gets its own signing keys)`);
+  // Keycloak 1–3's user federation, converted to components as Keycloak 26 converts it.
+  const legacy = parseLegacyUserFederation(rep, onUnknown);
+  notImported.push(...legacy.notImported);
+  components.push(...legacy.components);
   if (identityProviders.length) keptAsData.push('realm.identityProviders');
   if (identityProviderMappers.length) keptAsData.push('realm.identityProviderMappers');
-  for (const type of new Set(components.map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
+  for (const type of new Set(components.filter((c) => c.path.startsWith('realm.components')).map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
+  if (legacy.components.length) keptAsData.push('realm.userFederationProviders (as components of type org.keycloak.storage.UserStorageProvider)');
+  if (legacy.components.some((c) => c.subComponents.length)) keptAsData.push('realm.userFederationMappers (as their sub-components)');
   return { identityProviders, identityProviderMappers, components, keptAsData, notImported };
 }

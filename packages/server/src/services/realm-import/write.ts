@@ -6,6 +6,7 @@ import { isUniqueViolation, type Db } from '../../storage/index.js';
 import type { ImportedGroup } from '../../admin/representations/group.js';
 import type { ImportedRole } from '../../admin/representations/role.js';
 import type { Storage } from '../../storage/index.js';
+import type { ImportedOverrides } from '../../flows/index.js';
 import { insertClient, type ClientExtras } from '../clients.js';
 import { addScopesOlderExportsLack, attachClientScopes } from '../client-scopes.js';
 import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../../model/builtin-client-scopes.js';
@@ -14,6 +15,7 @@ import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
 import { toUser } from '../../storage/users.js';
+import { saveConsents, type ImportedConsent } from './consents.js';
 import { saveFederatedIdentities, type ImportedFederatedIdentity } from './federated-identities.js';
 import type { RealmImport } from './parse.js';
 
@@ -29,14 +31,17 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   // scopes and mappers the export gives them. A clientId the import itself lists twice is a conflict, as in Keycloak.
   const builtIn = new Set(clientUuid.keys());
   const listed = new Set<string>();
-  for (const [i, { scopes, ...input }] of data.clients.entries()) {
+  // Flow overrides name the file's flows, which do not exist yet: taken once they do (below).
+  const overrides: ImportedOverrides[] = [];
+  for (const [i, { scopes, authenticationFlowBindingOverrides, ...input }] of data.clients.entries()) {
     listed.add(input.clientId ?? '');
     if (builtIn.has(input.clientId ?? '')) {
-      await relinkBuiltInClient(storage, realm, clientUuid.get(input.clientId!)!, scopes, trx, `realm.clients[${i}]`);
-      continue;
+      await relinkBuiltInClient(storage, realm, clientUuid.get(input.clientId!)!, scopes, trx, `realm.clients[${i}]`, input.authorizationSettings);
+    } else {
+      const client = await insertClient(storage, realm, input, trx, `realm.clients[${i}]`, scopes);
+      clientUuid.set(client.clientId, client.id);
     }
-    const client = await insertClient(storage, realm, input, trx, `realm.clients[${i}]`, scopes);
-    clientUuid.set(client.clientId, client.id);
+    if (authenticationFlowBindingOverrides) overrides.push({ clientUuid: clientUuid.get(input.clientId!)!, path: `realm.clients[${i}]`, overrides: authenticationFlowBindingOverrides });
   }
   // The export's scopes replaced the built-in ones: the built-in clients it does not list get the realm's defaults.
   if (data.clientScopes !== null) {
@@ -101,6 +106,8 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const flowReport = await ctx.flows.importFlows(realm, data.authentication, trx);
   data.notImported.push(...flowReport.notImported);
   data.keptAsData.push(...flowReport.keptAsData);
+  const { flows, builtIns = [] } = data.authentication;
+  data.notImported.push(...(await ctx.flows.importOverrides(realm, overrides, [...flows, ...builtIns], trx)));
   // The export lists each client's service-account user; the client's creation above made it already. The file's
   // attributes of it are its own, as in Keycloak (Catena-X's service accounts carry the bpn their mappers put in tokens).
   const serviceAccountUser = async (clientId: string, path: string, attributes: Record<string, string[]> | undefined, createdTimestamp: number | undefined) => {
@@ -119,6 +126,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const groups = await importGroups(storage, realm, data, trx, roleId, clientContainer);
   const userIds = new Map<string, string>();
   const links: { userId: string; link: ImportedFederatedIdentity }[] = [];
+  const consents: { userId: string; consent: ImportedConsent }[] = [];
   for (const [i, input] of data.users.entries()) {
     const path = `realm.users[${i}]`;
     const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path).catch((error: unknown) => {
@@ -127,6 +135,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     });
     userIds.set(user.username, user.id);
     for (const link of input.federatedIdentities ?? []) links.push({ userId: user.id, link });
+    for (const consent of input.clientConsents ?? []) consents.push({ userId: user.id, consent });
     const grants: string[] = [];
     for (const name of input.realmRoles ?? []) grants.push(await roleId(realm.id, name, `${path}.realmRoles`));
     for (const [clientId, names] of Object.entries(input.clientRoles ?? {})) {
@@ -163,8 +172,11 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
     const added = await addScopesOlderExportsLack(storage, realm.id, trx);
     if (added.length) ctx.logger.info({ realm: realm.name, added }, 'realm import: client scopes of later Keycloak versions added, as Keycloak migrates an older realm');
   }
+  // After the clients and every client scope (those just added too): a consent names both.
+  await saveConsents(storage, realm, consents, clientContainer, trx);
   // After the users: an imported user has the required actions its entry lists, not the realm's default ones.
   await storage.credentials.saveRealmRequiredActions(realm.id, data.requiredActions, trx);
+  for (const [locale, texts] of Object.entries(data.localizationTexts)) await storage.localization.save(realm.id, locale, texts, trx);
 }
 
 /** The realm file's groups, subgroups and the roles mapped to them; the tree they make, for users' and default groups' paths. */
@@ -227,11 +239,13 @@ async function importClientScopes(storage: Storage, realm: Realm, data: RealmImp
 
 /**
  * A built-in client (admin-cli, account, …) the file lists or whose scopes the file replaced: linked to the scopes
- * the file names for it (else the realm's defaults), with the mappers the file gives it.
+ * the file names for it (else the realm's defaults), with the mappers and authorization settings (kept as data) the
+ * file gives it.
  */
-async function relinkBuiltInClient(storage: Storage, realm: Realm, clientUuid: string, scopes: ClientExtras, trx: Db, path: string): Promise<void> {
+async function relinkBuiltInClient(storage: Storage, realm: Realm, clientUuid: string, scopes: ClientExtras, trx: Db, path: string, authorizationSettings?: Record<string, unknown> | null): Promise<void> {
   const client = await storage.clients.byId(realm.id, clientUuid, trx);
   if (!client) return;
+  if (authorizationSettings) await storage.clients.update({ ...client, authorizationSettings }, trx);
   await trx.deleteFrom('client_client_scope').where('client_id', '=', client.id).execute();
   await attachClientScopes(storage, client, scopes, trx);
   if (scopes.protocolMappers?.length) {

@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { forbidden, notFound, unsupportedMediaType } from '../model/errors.js';
+import type { Realm } from '../model/types.js';
+import { hasAnyRole, requireRole } from './permissions.js';
+import { localizationKey, localizationText, parseLocalizationTexts } from './representations/localization.js';
+import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
+
+type Params = { realm: string; locale: string; key: string };
+
+/** A text's body is at most 16384 characters; in UTF-8 that is at most four times as many bytes. */
+const TEXT_BODY_LIMIT = 16384 * 4;
+
+/**
+ * Keycloak's realm localization texts (RealmLocalizationResource), the console's Realm settings → Localization →
+ * Realm overrides: the locales that have texts, a locale's texts, one text (text/plain), adding or replacing one
+ * (`PUT`, text/plain) or several (`POST`, a JSON object), deleting one or a whole locale (404 when there was
+ * nothing). Reading needs any administrative role on the realm, changing manage-realm, as in Keycloak. Stored and
+ * served; the login pages do not read them (README, "Stored, not enforced").
+ */
+export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const base = '/realms/:realm/localization';
+  const administered = async (request: AdminRequest<Partial<Params>>): Promise<Realm> => {
+    const realm = await targetRealm(ctx, request);
+    if (!hasAnyRole(callerOf(request), realm)) throw forbidden();
+    return realm;
+  };
+  const managed = async (request: AdminRequest<Partial<Params>>): Promise<Realm> => {
+    const realm = await targetRealm(ctx, request);
+    requireRole(callerOf(request), realm, 'manage-realm');
+    return realm;
+  };
+  const keyOf = (request: AdminRequest<Params>) => localizationKey(request.params.key, 'key');
+
+  app.get(base, async (request: AdminRequest) => ctx.storage.localization.locales((await administered(request)).id));
+
+  // `useRealmDefaultLocaleFallback` adds the realm's default locale's texts under the locale's own; a realm here has
+  // no default locale (`defaultLocale` is not kept), so there is nothing to add.
+  app.get(`${base}/:locale`, async (request: AdminRequest<Params>) => {
+    const realm = await administered(request);
+    return ctx.storage.localization.texts(realm.id, localeOf(request.params.locale));
+  });
+
+  app.get(`${base}/:locale/:key`, async (request: AdminRequest<Params>, reply) => {
+    const realm = await administered(request);
+    const texts = await ctx.storage.localization.texts(realm.id, localeOf(request.params.locale));
+    const key = keyOf(request);
+    if (!Object.hasOwn(texts, key)) throw notFound('Localization text not found');
+    return reply.type('text/plain; charset=utf-8').send(texts[key]);
+  });
+
+  app.post(`${base}/:locale`, async (request: AdminRequest<Params>, reply) => {
+    const realm = await managed(request);
+    const locale = localeOf(request.params.locale);
+    await ctx.storage.localization.save(realm.id, locale, parseLocalizationTexts(request.body, 'localization'));
+    return reply.code(204).send();
+  });
+
+  app.delete(`${base}/:locale`, async (request: AdminRequest<Params>, reply) => {
+    const realm = await managed(request);
+    const locale = localeOf(request.params.locale);
+    if (!(await ctx.storage.localization.deleteLocale(realm.id, locale))) throw notFound(`No localization texts for locale ${locale} found.`);
+    return reply.code(204).send();
+  });
+
+  app.delete(`${base}/:locale/:key`, async (request: AdminRequest<Params>, reply) => {
+    const realm = await managed(request);
+    if (!(await ctx.storage.localization.deleteText(realm.id, localeOf(request.params.locale), keyOf(request)))) throw notFound('Localization text not found');
+    return reply.code(204).send();
+  });
+
+  // One text, sent as a bare text/plain body (Keycloak's route consumes only that); its parser lives in this scope.
+  app.register(async (scoped) => {
+    scoped.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: TEXT_BODY_LIMIT }, (_request, body, done) => done(null, body));
+    scoped.put(`${base}/:locale/:key`, { config: { textPlainBody: true } }, async (request: AdminRequest<Params>, reply) => {
+      const realm = await managed(request);
+      const locale = localeOf(request.params.locale);
+      const key = keyOf(request);
+      if (!/^text\/plain\b/i.test(request.headers['content-type'] ?? '') || typeof request.body !== 'string') throw unsupportedMediaType('The text is sent as a text/plain body');
+      await ctx.storage.localization.save(realm.id, locale, { [key]: localizationText(request.body, 'text') });
+      return reply.code(204).send();
+    });
+  });
+}

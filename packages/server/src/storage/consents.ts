@@ -1,0 +1,51 @@
+import type { UserConsent } from '../model/types.js';
+import { fromJson, toJson } from './codec.js';
+import type { Db } from './db.js';
+
+/**
+ * Users' consents to clients (Keycloak's clientConsents), kept from realm files: listed and revoked through the admin
+ * API, exported again. A consent goes with its user, its client and its realm (foreign keys).
+ */
+export class ConsentRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(realmId: string, consent: UserConsent, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('user_consent')
+      .values({
+        user_id: consent.userId,
+        client_id: consent.clientId,
+        realm_id: realmId,
+        granted_client_scopes: toJson(consent.grantedClientScopes),
+        created_date: consent.createdDate,
+        last_updated_date: consent.lastUpdatedDate,
+      })
+      .execute();
+  }
+
+  /** The consents of these users, each user's list in client order; users without any are absent. */
+  async ofUsers(userIds: readonly string[], db: Db = this.db): Promise<Map<string, UserConsent[]>> {
+    const byUser = new Map<string, UserConsent[]>();
+    for (let i = 0; i < userIds.length; i += 500) {
+      const rows = await db.selectFrom('user_consent').selectAll().where('user_id', 'in', userIds.slice(i, i + 500)).orderBy('user_id').orderBy('client_id').execute();
+      for (const row of rows) {
+        const list = byUser.get(row.user_id) ?? [];
+        list.push({
+          userId: row.user_id,
+          clientId: row.client_id,
+          grantedClientScopes: fromJson(row.granted_client_scopes, []),
+          createdDate: row.created_date === null ? null : Number(row.created_date),
+          lastUpdatedDate: row.last_updated_date === null ? null : Number(row.last_updated_date),
+        });
+        byUser.set(row.user_id, list);
+      }
+    }
+    return byUser;
+  }
+
+  /** Whether a consent was there to delete. */
+  async delete(userId: string, clientId: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('user_consent').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}
