@@ -171,7 +171,6 @@ const CASES: Record<string, Case> = {
 
 /** Required actions this server carries out; an enabled other one of a file is rightly named as not imported. */
 const SUPPORTED_ACTIONS = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL']);
-const holdsData = (v: unknown) => (Array.isArray(v) ? v.length > 0 : typeof v === 'object' && v !== null && Object.keys(v).length > 0);
 
 /** Whether a path of the report names something of the file that this server really does not have. */
 function reallyUnsupported(file: Rep, path: string): boolean {
@@ -182,8 +181,11 @@ function reallyUnsupported(file: Rep, path: string): boolean {
   }
   if ((m = /^realm\.clients\[(\d+)\]\.authorizationServicesEnabled$/.exec(path))) return file.clients[Number(m[1])].authorizationServicesEnabled === true;
   if ((m = /^realm\.eventsListeners\[(\d+)\] \("(.+)" is not installed\)$/.exec(path))) return file.eventsListeners[Number(m[1])] === m[2];
-  // The file's key providers: the realm gets this server's own signing keys.
-  if (path === 'realm.components["org.keycloak.keys.KeyProvider"] (the realm gets its own signing keys)') return holdsData(file.components?.['org.keycloak.keys.KeyProvider']);
+  // The file's key providers: an RSA signing key (with its privateKey) is taken; the others are named one by one.
+  if ((m = /^realm\.components\["org\.keycloak\.keys\.KeyProvider"\]\[(\d+)\] \((\S+) /.exec(path))) {
+    const provider = file.components?.['org.keycloak.keys.KeyProvider']?.[Number(m[1])];
+    return provider?.providerId === m[2] && !(['rsa-generated', 'rsa'].includes(provider.providerId) && provider.config?.privateKey);
+  }
   // Flows and executions the flow engine does not have are named one by one (see test/flows.test.ts).
   if ((m = /^realm\.authenticationFlows\[(\d+)\][. ]/.exec(path))) return file.authenticationFlows[Number(m[1])] !== undefined;
   return false;

@@ -124,8 +124,10 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
     const paths = lines[0].notImported as string[];
     expect(paths).not.toContain('realm.clientScopes');
     expect(paths).not.toContain('realm.groups');
-    // Key providers are not taken (the realm gets its own signing keys); the other components are kept as data.
-    expect(paths).toContain('realm.components["org.keycloak.keys.KeyProvider"] (the realm gets its own signing keys)');
+    // The file's key providers hold no keys (a console export): each is named, the realm gets a generated key; the
+    // other components are kept as data.
+    expect(paths.filter((p) => p.startsWith('realm.components["org.keycloak.keys.KeyProvider"]'))).toHaveLength(fixture('wirtshaus-demo.json').components['org.keycloak.keys.KeyProvider'].length);
+    expect(paths).toContain('realm.components["org.keycloak.keys.KeyProvider"][2] (rsa-generated "rsa-generated": no privateKey (an export without keys): the realm gets a generated key, as Keycloak generates one)');
     expect(paths.some((p) => /protocolMappers|ClientScopes|clientScope/.test(p))).toBe(false);
     const kept = t.logs.filter((l) => l.msg === 'realm import: parts of the file are kept as data, not used for sign-in' && l.realm === 'demo');
     expect(kept.map((l) => l.keptAsData)).toEqual([['realm.components["org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"]', ...keptActions('wirtshaus-demo.json')]]);

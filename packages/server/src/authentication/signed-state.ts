@@ -23,7 +23,8 @@ export class SignedState {
     const parts = value.split('.');
     if (parts.length !== 3) return null;
     const [kid, body, tag] = parts;
-    if (!/^[A-Za-z0-9-]{1,64}$/.test(kid)) return null;
+    // A generated key's kid, or an imported one's (Keycloak's: base64url, so `_` too).
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(kid)) return null;
     const key = await this.keys.stateSecret(realmId, kid);
     if (!key || !secretsEqual(tag, mac(key.secret, purpose, kid, body))) return null;
     let payload: unknown;

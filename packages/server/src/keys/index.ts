@@ -3,6 +3,7 @@ import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
+import type { ImportedSigningKey } from './import.js';
 
 export { CERTIFICATE_VALIDITY_YEARS } from './certificate.js';
 
@@ -61,6 +62,47 @@ export class RealmKeys {
       })
       .execute();
     return kid;
+  }
+
+  /**
+   * A new realm's first keys from its realm file (keys/import.ts checked them): each stored with its certificate (a
+   * self-signed one when the file gave none), active or passive as the file says. The signing key is the newest
+   * active one (loadSigningKey), so they are stored in order of priority, the highest last: the active key of
+   * highest priority signs, as in Keycloak (of equal priorities, the later in the file). A realm left without an
+   * active key gets a generated one. A key another realm holds already (the same file imported under another
+   * name) is not taken: its path and reason are returned, for the import's report.
+   */
+  async importKeys(realmId: string, keys: ImportedSigningKey[], db: Db = this.storage.db): Promise<string[]> {
+    const notImported: string[] = [];
+    const taken = keys.length ? new Set((await db.selectFrom('realm_key').select('kid').where('kid', 'in', keys.map((k) => k.kid)).execute()).map((r) => r.kid)) : new Set<string>();
+    const fresh = keys.filter((k) => {
+      if (!taken.has(k.kid)) return true;
+      notImported.push(`${k.path} (the key is another realm's already: the realm gets a generated key instead)`);
+      return false;
+    });
+    const ordered = fresh.map((k, i) => ({ k, i })).sort((a, b) => a.k.priority - b.k.priority || a.i - b.i).map(({ k }) => k);
+    const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
+    // Before now, so a key generated below (or rotated in later) is newer than all of them.
+    const base = Date.now() - ordered.length - 1;
+    for (const [i, key] of ordered.entries()) {
+      const privateJwk = JSON.stringify(key.privateJwk);
+      const publicJwk = JSON.stringify(key.publicJwk);
+      await db
+        .insertInto('realm_key')
+        .values({
+          kid: key.kid,
+          realm_id: realmId,
+          algorithm: ALGORITHM,
+          private_jwk: privateJwk,
+          public_jwk: publicJwk,
+          certificate: key.certificate ?? certificateFor(privateJwk, publicJwk, realm?.name ?? realmId),
+          active: key.active ? 1 : 0,
+          created_at: base + i,
+        })
+        .execute();
+    }
+    if (!ordered.some((k) => k.active)) await this.generate(realmId, db);
+    return notImported;
   }
 
   /** A new active key; older keys stay published so tokens they signed still verify. */

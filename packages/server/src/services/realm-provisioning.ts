@@ -23,12 +23,14 @@ export async function provisionRealm(
   name: string,
   customize: (realm: Realm) => void = () => {},
   trx?: Db,
+  /** How the realm gets its first keys: a generated one, or (an import) the realm file's. */
+  firstKeys: (realm: Realm, db: Db) => Promise<unknown> = (r, db) => keys.generate(r.id, db),
 ): Promise<Realm> {
   const realm = defaultRealm(newId(), name, Date.now());
   customize(realm);
   const work = async (db: Db) => {
     await storage.realms.insert(realm, db);
-    await keys.generate(realm.id, db);
+    await firstKeys(realm, db);
     await flows.provisionBuiltInFlows(realm.id, db);
     const role = (containerId: string, roleName: string, clientRole: boolean, description: string | null = null): Role => ({
       id: newId(),

@@ -16,7 +16,9 @@ export { parseRealmImport, type RealmImport } from './parse.js';
 export async function createRealmFromImport(ctx: ServerContext, parsed: RealmImport, creatorUserId: string | null = null): Promise<Realm> {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
   return ctx.storage.transaction(async (trx) => {
-    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx);
+    // The file's RSA signing keys, as Keycloak imports them (tokens and the published key stay the same).
+    const firstKeys = async (r: Realm, db: typeof trx) => parsed.notImported.push(...(await ctx.keys.importKeys(r.id, parsed.signingKeys, db)));
+    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx, firstKeys);
     await importRealmContents(ctx, realm, parsed, trx);
     if (creatorUserId) await grantAdminClientRoles(creatorUserId, realm.name, trx);
     return realm;

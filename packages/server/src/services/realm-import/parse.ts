@@ -18,6 +18,7 @@ import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
 import { parseUser, type UserInput } from '../../admin/representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
+import { parseImportedKeyProviders, type ImportedSigningKey } from '../../keys/import.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
 import type { RequiredActionSetting } from '../../storage/index.js';
@@ -64,6 +65,8 @@ export interface RealmImport {
   identityProviders: IdentityProviderInput[];
   identityProviderMappers: (IdentityProviderMapperInput & { path: string })[];
   components: ImportedComponent[];
+  /** The RSA signing keys of the file's key providers (keys/import.ts): the realm's keys instead of a generated one. */
+  signingKeys: ImportedSigningKey[];
   /** Keycloak's `requiredActions`: every entry; those this server does not carry out are kept as data (named in `keptAsData`). */
   requiredActions: RequiredActionSetting[];
   /** Keycloak's `localizationTexts`: the realm's texts by locale and key (stored and served, not used by the pages). */
@@ -292,8 +295,8 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
 }
 
 /**
- * Identity providers, their mappers and components of a realm file, kept as data. Key providers are not: the realm
- * gets the server's own signing keys (a file's private keys are not taken), so they are named in `notImported`.
+ * Identity providers, their mappers and components of a realm file, kept as data. Key providers are not kept as
+ * data: their RSA signing keys become the realm's keys, and each provider not taken is named in `notImported`.
  */
 function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string) => void) {
   const keptAsData: string[] = [];
@@ -312,7 +315,8 @@ function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string
   });
   const all = parseImportedComponents(rep.components, 'realm.components', onUnknown);
   const components = all.filter((c) => c.providerType !== KEY_PROVIDER_TYPE);
-  if (all.length !== components.length) notImported.push(`realm.components["${KEY_PROVIDER_TYPE}"] (the realm gets its own signing keys)`);
+  const keyProviders = parseImportedKeyProviders(all.filter((c) => c.providerType === KEY_PROVIDER_TYPE));
+  notImported.push(...keyProviders.notImported);
   // Keycloak 1–3's user federation, converted to components as Keycloak 26 converts it.
   const legacy = parseLegacyUserFederation(rep, onUnknown);
   notImported.push(...legacy.notImported);
@@ -322,5 +326,5 @@ function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string
   for (const type of new Set(components.filter((c) => c.path.startsWith('realm.components')).map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
   if (legacy.components.length) keptAsData.push('realm.userFederationProviders (as components of type org.keycloak.storage.UserStorageProvider)');
   if (legacy.components.some((c) => c.subComponents.length)) keptAsData.push('realm.userFederationMappers (as their sub-components)');
-  return { identityProviders, identityProviderMappers, components, keptAsData, notImported };
+  return { identityProviders, identityProviderMappers, components, signingKeys: keyProviders.keys, keptAsData, notImported };
 }
