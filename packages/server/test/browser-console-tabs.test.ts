@@ -127,4 +127,29 @@ describe('client tabs', () => {
     }
     expect(problems).toEqual({});
   });
+
+  it('Advanced → Authentication flow overrides: a copy of "direct grant" chosen and saved is the client\'s, and is used', async () => {
+    const { page } = session;
+    await kc.authenticationManagement.copyFlow({ flow: 'direct grant', newName: 'strict grant' });
+    const strict = (await kc.authenticationManagement.getFlows()).find((f) => f.alias === 'strict grant')!;
+    // The copy asks every user for a code: its conditional OTP sub-flow made REQUIRED, its condition step disabled.
+    const steps = await kc.authenticationManagement.getExecutions({ flow: 'strict grant' });
+    const conditional = steps.find((e) => e.authenticationFlow && e.level === 0)!;
+    await kc.authenticationManagement.updateExecution({ flow: 'strict grant' }, { ...conditional, requirement: 'REQUIRED' });
+    const condition = steps.find((e) => e.providerId === 'conditional-user-configured')!;
+    await kc.authenticationManagement.updateExecution({ flow: 'strict grant' }, { ...condition, requirement: 'DISABLED' });
+    const password = { grant_type: 'password', client_id: 'tabs-app', client_secret: 'tabs-secret', username: 'bob', password: 'bob-pass-1' };
+    expect((await tokenRequest(t.url, REALM, password)).status).toBe(200);
+
+    expect(await open(`${REALM}/clients/${appId}/advanced`, 'client-flow-overrides', (p) => p.locator('[id="authenticationFlowBindingOverrides.direct_grant"]').waitFor(wait))).toEqual([]);
+    await page.locator('[id="authenticationFlowBindingOverrides.direct_grant"]').click();
+    await page.getByRole('option', { name: 'strict grant', exact: true }).click();
+    await clickFor('[data-testid="OIDCAuthFlowOverrideSave"]', 'PUT', new RegExp(`/admin/realms/${REALM}/clients/${appId}$`));
+    await session.ready('tabs-client-flow-overrides-saved', async () => {});
+    expect(session.problems).toEqual([]);
+    expect((await kc.clients.findOne({ id: appId }))?.authenticationFlowBindingOverrides).toEqual({ direct_grant: strict.id });
+    // bob has no code: the client's grant now refuses him; the realm's flow still lets him in through another client.
+    expect(await tokenRequest(t.url, REALM, password)).toMatchObject({ status: 401, body: { error: 'invalid_grant' } });
+    expect((await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'admin-cli', username: 'bob', password: 'bob-pass-1' })).status).toBe(200);
+  });
 });
