@@ -2,6 +2,8 @@
  * Deliveries per second to a local receiver answering 204: the outbox (a real server on SQLite, its worker
  * claiming, sending and recording every attempt) over the in-memory engine (WebhookDispatcher with the same undici
  * transport), same receiver, same run; the outbox again on PostgreSQL when one answers at 127.0.0.1:5432.
+ * Each is warmed alike before it is timed: WARM_UP deliveries through the same engine (JIT, the transport's
+ * connections, the outbox's statements), not counted.
  * `npx tsx packages/event-webhook/bench/outbox.ts [deliveries]`.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -25,6 +27,8 @@ export interface OutboxThroughput {
   postgresPerSecond: number | null;
   postgresRatio: number | null;
 }
+
+const WARM_UP = 500;
 
 export async function run(count = 3000): Promise<OutboxThroughput> {
   let received = 0;
@@ -63,7 +67,7 @@ export async function run(count = 3000): Promise<OutboxThroughput> {
       await storage.clients.update({ ...created!, attributes: { ...created!.attributes, 'api.url': hookUrl, 'api.key': 'bench-key' } });
       const client = (await storage.clients.byClientId(realm.id, 'admin-cli'))!;
       const store = new OutboxRepository(storage.db, storage.dialect, 'ext-event-webhook', 'bench-writer');
-      const items = Array.from({ length: count }, (_, i) => ({
+      const items = Array.from({ length: WARM_UP + count }, (_, i) => ({
         id: `o${i}`,
         realmId: realm.id,
         endpoint: client.id,
@@ -74,14 +78,14 @@ export async function run(count = 3000): Promise<OutboxThroughput> {
         payload: encodeStored({ realm: 'master', body }),
         maxAttempts: 3,
       }));
-      await store.enqueue(items.slice(0, 1)); // registers the endpoint; warms the worker
       received = 0;
-      await until(1);
+      await store.enqueue(items.slice(0, WARM_UP)); // registers the endpoint; warms the worker
+      await until(WARM_UP);
       received = 0;
       const started = performance.now();
-      await store.enqueue(items.slice(1));
-      await until(count - 1);
-      return (count - 1) / ((performance.now() - started) / 1000);
+      await store.enqueue(items.slice(WARM_UP));
+      await until(count);
+      return count / ((performance.now() - started) / 1000);
     } finally {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
@@ -91,11 +95,15 @@ export async function run(count = 3000): Promise<OutboxThroughput> {
   try {
     // In memory: the engine alone.
     const dispatcher = new WebhookDispatcher({ logger: { info() {}, warn() {} } });
+    const send = (from: number, to: number) => {
+      for (let i = from; i < to; i++) dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
+    };
+    received = 0;
+    send(0, WARM_UP);
+    await until(WARM_UP);
     received = 0;
     const started = performance.now();
-    for (let i = 0; i < count; i++) {
-      dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
-    }
+    send(WARM_UP, WARM_UP + count);
     await until(count);
     const memoryPerSecond = count / ((performance.now() - started) / 1000);
     await dispatcher.close(0);

@@ -40,9 +40,19 @@ export interface OutboxWorkerOptions {
 }
 
 const STATS_INTERVAL_MS = 5000;
+/**
+ * Items a node holds at most (claimed and not yet recorded), per attempt slot: it claims ahead of its free slots so
+ * that one claim and one record serve many deliveries, while memory and what other nodes cannot take stay bounded.
+ */
+const CLAIM_AHEAD = 16;
 const PURGE_BATCH = 1000;
 const DAY_MS = 86_400_000;
 const ERROR_LOG_INTERVAL_MS = 10_000;
+
+/** An endpoint's identity across realms, for the worker's per-endpoint bookkeeping. */
+function endpointKey(item: OutboxItem): string {
+  return `${item.realmId}\u0000${item.endpoint}`;
+}
 
 export function encodeStored(stored: StoredDelivery): string {
   return JSON.stringify(stored);
@@ -62,7 +72,14 @@ export function retryDelay(settings: Pick<WebhookSettings, 'backoffMs' | 'backof
 }
 
 export class OutboxWorker {
+  /** Attempts under way (HTTP), at most `concurrency`. */
   private readonly inFlight = new Map<string, AbortController>();
+  /** Claimed items waiting for a slot, in claim order. */
+  private ready: OutboxItem[] = [];
+  /** Every item this node holds: ready, being sent, or being recorded (at most concurrency × CLAIM_AHEAD). */
+  private readonly owned = new Set<string>();
+  /** Per endpoint (endpointKey), failed attempts whose record has not come back yet. */
+  private readonly failing = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private wakeUp: (() => void) | null = null;
   private woken = false;
@@ -136,6 +153,8 @@ export class OutboxWorker {
     this.wake();
     if (this.statsTimer) clearInterval(this.statsTimer);
     if (this.purgeTimer) clearInterval(this.purgeTimer);
+    // Claimed but not started: back to the outbox at once, for the other nodes.
+    await this.giveBack(() => true);
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       Promise.allSettled([this.loopDone, ...this.running]),
@@ -158,27 +177,35 @@ export class OutboxWorker {
 
   private async loop(): Promise<void> {
     const { concurrency, leaseMs, pollMs } = this.options.settings;
+    const capacity = concurrency * CLAIM_AHEAD;
+    // Claims in batches, when the ready items no longer fill the slots and a slot set's worth fits (or the node holds
+    // nothing): a claim is two or three statements, and one per few deliveries would double the database work.
+    const canClaim = () => this.ready.length < concurrency && (capacity - this.owned.size >= concurrency || this.owned.size === 0);
     while (!this.closing) {
       this.woken = false;
-      const free = concurrency - this.inFlight.size;
+      this.startReady();
       let claimed = 0;
-      // Claims in batches (half the slots at least, or whatever is free when idle): a claim is two queries, and
-      // one per finished attempt would double the database work of a busy worker.
-      if (free > 0 && (free >= Math.ceil(concurrency / 2) || this.inFlight.size === 0)) {
+      let room = 0;
+      if (canClaim()) {
+        room = capacity - this.owned.size;
         try {
-          const items = await this.options.store.claimDue(free, leaseMs);
+          const items = await this.options.store.claimDue(room, leaseMs);
           claimed = items.length;
-          // An item this node is still sending (its lease ran out meanwhile, or the clock jumped) is not sent twice
-          // from here: the attempt under way records it; the claim has only renewed the lease.
-          for (const item of items) if (!this.closing && !this.inFlight.has(item.id)) this.start1(item);
+          // An item this node still holds (its lease ran out meanwhile, or the clock jumped) is not taken twice: the
+          // attempt under way records it; the claim has only renewed the lease.
+          for (const item of items) {
+            if (this.owned.has(item.id)) continue;
+            this.owned.add(item.id);
+            this.ready.push(item);
+          }
         } catch (error) {
           this.logError('webhook outbox claim failed', error);
         }
+        if (this.closing) break;
+        this.startReady();
       }
-      if (this.closing) break;
-      // Claim again at once when the batch was full and a slot is free; else wait for a slot, a wake-up or the poll.
-      const canClaim = () => concurrency - this.inFlight.size >= Math.ceil(concurrency / 2) || this.inFlight.size === 0;
-      if (claimed > 0 && claimed === free && canClaim()) continue;
+      // Claim again at once when the batch was full and there is room; else wait for a slot, a wake-up or the poll.
+      if (claimed > 0 && claimed === room && canClaim()) continue;
       if (this.woken && canClaim()) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, pollMs);
@@ -192,20 +219,71 @@ export class OutboxWorker {
     }
   }
 
+  /**
+   * Fills the free slots from the ready items, in order, skipping an endpoint with a failed attempt not yet recorded
+   * (the record says whether the endpoint is now held or paused: until then it gets no more attempts, so that
+   * claiming ahead does not multiply the probes of a dead receiver). An item whose lease has used up half of what
+   * it allows beyond an attempt (settings: leaseMs ≥ responseTimeoutMs + 1000) is given back instead of sent.
+   */
+  private startReady(): void {
+    const { concurrency, responseTimeoutMs, leaseMs } = this.options.settings;
+    const minimumLease = responseTimeoutMs + (leaseMs - responseTimeoutMs) / 2;
+    const stale: OutboxItem[] = [];
+    const waiting: OutboxItem[] = [];
+    let next = 0;
+    for (; next < this.ready.length && this.inFlight.size < concurrency && !this.closing; next++) {
+      const item = this.ready[next];
+      if (this.failing.has(endpointKey(item))) waiting.push(item);
+      else if (item.dueAt - Date.now() < minimumLease) stale.push(item);
+      else this.start1(item);
+    }
+    if (next > 0) this.ready = [...waiting, ...this.ready.slice(next)];
+    if (stale.length > 0) void this.release(stale);
+  }
+
+  /** Gives back the ready items that match (an endpoint just held or paused; everything on close). */
+  private giveBack(matches: (item: OutboxItem) => boolean): Promise<void> {
+    const back = this.ready.filter(matches);
+    if (back.length === 0) return Promise.resolve();
+    this.ready = this.ready.filter((item) => !matches(item));
+    return this.release(back);
+  }
+
+  private async release(items: OutboxItem[]): Promise<void> {
+    try {
+      await this.options.store.release(items);
+    } catch (error) {
+      // Their lease brings them back all the same.
+      this.logError('webhook outbox release failed', error);
+    }
+    for (const item of items) this.owned.delete(item.id);
+    this.wake();
+  }
+
+  /**
+   * The attempt holds a slot; its record does not (the slot goes to the next item while the record waits for the
+   * group commit). The item stays this node's until recorded, and its order key's next item is not claimable before.
+   */
   private start1(item: OutboxItem): void {
     const controller = new AbortController();
     this.inFlight.set(item.id, controller);
-    const job = this.deliver(item, controller)
+    const job = this.deliver(item, controller, () => {
+      this.inFlight.delete(item.id);
+      // The freed slot is for a ready item; claiming waits for the record (the wake below), as one claim per
+      // attempt and another per record would double the claims of a quiet node.
+      if (this.ready.length > 0) this.wake();
+    })
       .catch((error: unknown) => this.logError('webhook outbox delivery failed to record', error))
       .finally(() => {
         this.inFlight.delete(item.id);
+        this.owned.delete(item.id);
         this.running.delete(job);
         this.wake();
       });
     this.running.add(job);
   }
 
-  private async deliver(item: OutboxItem, controller: AbortController): Promise<void> {
+  private async deliver(item: OutboxItem, controller: AbortController, attempted: () => void): Promise<void> {
     const { settings, logger, metrics } = this.options;
     const stored = decodeStored(item.payload);
     const who = `event ${item.type} for user ${item.label ?? '-'}`;
@@ -225,6 +303,9 @@ export class OutboxWorker {
       result = await attemptDelivery(this.options.transport, { ...target, body: stored.body }, settings.responseTimeoutMs, controller);
     }
     if (this.closing && controller.signal.aborted) return; // abandoned by close(): the lease brings it back
+    const key = endpointKey(item);
+    if (!result.ok) this.failing.set(key, (this.failing.get(key) ?? 0) + 1);
+    attempted();
 
     const attempts = item.attempts + 1;
     const next: OutboxNext = result.ok
@@ -243,7 +324,17 @@ export class OutboxWorker {
     // store applies it from the second failure in a row), so a dead endpoint costs one probe per retry, not one
     // attempt per queued delivery.
     const holdUntil = !result.ok && result.retryable ? (next.state === 'pending' ? next.dueAt : Date.now() + retryDelay(settings, 1, this.options.random)) : null;
-    const { recorded, endpoint } = await this.options.store.finishAttempt(item, attempt, next, { pauseAfterFailures: settings.pauseAfterFailures, holdUntil });
+    let recording: Awaited<ReturnType<OutboxStore['finishAttempt']>>;
+    try {
+      recording = await this.options.store.finishAttempt(item, attempt, next, { pauseAfterFailures: settings.pauseAfterFailures, holdUntil });
+    } finally {
+      if (!result.ok) {
+        const left = this.failing.get(key)! - 1;
+        if (left > 0) this.failing.set(key, left);
+        else this.failing.delete(key);
+      }
+    }
+    const { recorded, endpoint } = recording;
     if (!recorded) {
       logger.warn(`webhook delivery ${item.id}: the lease ran out during the attempt; another node owns it now`, fields);
       return;
@@ -261,6 +352,10 @@ export class OutboxWorker {
         logger.warn(`webhook delivery dead-lettered after ${attempts} attempt${attempts === 1 ? '' : 's'} (${why}): ${who}`, fields);
         metrics.outcome('failed', seconds);
       }
+    }
+    // Items of a held or paused endpoint claimed ahead are not sent: the hold's single probe stays single.
+    if (endpoint && (endpoint.paused || (endpoint.holdUntil !== null && endpoint.holdUntil > Date.now()))) {
+      await this.giveBack((other) => endpointKey(other) === key);
     }
     if (endpoint?.paused && endpoint.pausedAt !== null && endpoint.pausedAt >= startedAt) {
       logger.warn(

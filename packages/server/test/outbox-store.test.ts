@@ -40,15 +40,17 @@ const item = (realmId: string, id: string, orderKey: string | null, endpoint = '
   maxAttempts: 3,
 });
 
+/** Nodes a and b on one database, reading one clock. */
+const twoNodes = (storage: Storage, clock: () => number) =>
+  ['node-a', 'node-b'].map((node) => new OutboxRepository(storage.db, storage.dialect, 'ext-test', node, clock));
+
 const attempt = { startedAt: 0, durationMs: 1, status: 503, error: '503 Service Unavailable', responseExcerpt: 'down' };
 
 describe.each(databases)('OutboxRepository on %s', (kind) => {
   it('claims in order, one item per user at a time, leases, and lets another node take an expired lease', async () => {
     await withStorage(kind, async (storage, realmId) => {
       let now = 1_000_000;
-      const clock = () => now;
-      const a = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', clock);
-      const b = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-b', clock);
+      const [a, b] = twoNodes(storage, () => now);
       await a.enqueue([item(realmId, 'u1-1', 'u1'), item(realmId, 'u1-2', 'u1'), item(realmId, 'u2-1', 'u2'), item(realmId, 'x', null)]);
       await a.enqueue([item(realmId, 'u1-1', 'u1')]); // the same id again: ignored
 
@@ -83,6 +85,46 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
         [1, 'node-a', 503],
         [2, 'node-b', 204],
       ]);
+    });
+  });
+
+  it('a node that dies mid-batch: what it recorded stays recorded, the rest is claimable after its lease; release gives items back at once', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let now = 4_000_000;
+      const [a, b] = twoNodes(storage, () => now);
+      // Six users with two deliveries each: m0…m5 first, m6…m11 behind them.
+      await a.enqueue(Array.from({ length: 12 }, (_, i) => item(realmId, `m${i}`, `u${i % 6}`)));
+      const batch = (await a.claimDue(100, 5000)).sort((x, y) => x.id.localeCompare(y.id));
+      expect(batch.map((i) => i.id)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+      const ok = { ...attempt, status: 204, error: null };
+      const delivered = { state: 'delivered' } as const;
+      // Node a records three of them in one group commit, then dies holding the other three.
+      const results = await Promise.all(batch.slice(0, 3).map((i) => a.finishAttempt(i, ok, delivered, { pauseAfterFailures: 0 })));
+      expect(results.map((r) => r.recorded)).toEqual([true, true, true]);
+      // The recorded ones let their users' next deliveries go; the others' users wait for the lease.
+      const next = (await b.claimDue(100, 5000)).sort((x, y) => x.id.localeCompare(y.id));
+      expect(next.map((i) => i.id)).toEqual(['m6', 'm7', 'm8']);
+      for (const i of next) expect((await b.finishAttempt(i, ok, delivered, { pauseAfterFailures: 0 })).recorded).toBe(true);
+      now += 4999;
+      expect(await b.claimDue(100, 5000)).toEqual([]);
+      now += 1;
+      const taken = (await b.claimDue(100, 5000)).sort((x, y) => x.id.localeCompare(y.id));
+      expect(taken.map((i) => i.id)).toEqual(['m3', 'm4', 'm5']); // never m0…m2 again
+      expect(taken.every((i) => i.attempts === 0 && i.claimedBy === 'node-b')).toBe(true);
+      // Node a's late record of one of them is refused: node b holds it now.
+      expect((await a.finishAttempt(batch[3], ok, delivered, { pauseAfterFailures: 0 })).recorded).toBe(false);
+
+      // Node b gives m3 back unsent: due at once, for any node; only b's own items are given back.
+      expect(await a.release([taken[0]])).toBe(0);
+      expect(await b.release([taken[0]])).toBe(1);
+      expect(await b.release([taken[0]])).toBe(0);
+      expect((await b.finishAttempt(taken[0], ok, delivered, { pauseAfterFailures: 0 })).recorded).toBe(false);
+      const again = await a.claimDue(100, 5000);
+      expect(again.map((i) => i.id)).toEqual(['m3']);
+      expect(again[0]).toMatchObject({ attempts: 0, totalAttempts: 0, claimedBy: 'node-a' });
+      const log = await a.attempts(['m0', 'm3']);
+      expect(log.get('m0')!.map((x) => x.node)).toEqual(['node-a']);
+      expect(log.get('m3')).toEqual([]);
     });
   });
 
@@ -165,4 +207,47 @@ describe('OutboxRepository on postgres: concurrent claims', () => {
       expect(new Set(claimed).size).toBe(400);
     });
   });
+});
+
+describe('OutboxRepository on postgres: concurrent batch claims with order keys', () => {
+  it('four nodes claiming 128 at a time: no item twice, a user\'s next delivery only after the previous one is recorded, in order', async () => {
+    await withStorage('postgres', async (storage, realmId) => {
+      const nodes = Array.from({ length: 4 }, (_, n) => new OutboxRepository(storage.db, storage.dialect, 'ext-test', `node-${n}`));
+      // 50 users with 12 deliveries each, enqueued in order.
+      const items = Array.from({ length: 600 }, (_, i) => item(realmId, `k${String(i).padStart(3, '0')}`, `user-${i % 50}`));
+      await nodes[0].enqueue(items);
+      const claimedAt = new Map<string, number>();
+      const recordIssuedAt = new Map<string, number>();
+      const ok = { ...attempt, status: 204, error: null };
+      await Promise.all(
+        nodes.map(async (node) => {
+          for (let idle = 0; idle < 40; ) {
+            const batch = await node.claimDue(128, 60_000);
+            const at = performance.now();
+            expect(batch.length).toBeLessThanOrEqual(128);
+            if (batch.length === 0) {
+              idle++;
+              await new Promise((r) => setTimeout(r, 5));
+              continue;
+            }
+            idle = 0;
+            for (const i of batch) {
+              expect(claimedAt.has(i.id)).toBe(false);
+              claimedAt.set(i.id, at);
+            }
+            // The attempts take a while: a claim that ignored an unrecorded earlier delivery would come back meanwhile.
+            await new Promise((r) => setTimeout(r, 3));
+            for (const i of batch) recordIssuedAt.set(i.id, performance.now());
+            const results = await Promise.all(batch.map((i) => node.finishAttempt(i, ok, { state: 'delivered' }, { pauseAfterFailures: 0 })));
+            expect(results.every((r) => r.recorded)).toBe(true);
+          }
+        }),
+      );
+      expect(claimedAt.size).toBe(600);
+      for (let user = 0; user < 50; user++) {
+        const own = items.filter((_, i) => i % 50 === user).map((i) => i.id);
+        for (let k = 1; k < own.length; k++) expect(claimedAt.get(own[k])!).toBeGreaterThanOrEqual(recordIssuedAt.get(own[k - 1])!);
+      }
+    });
+  }, 60_000);
 });

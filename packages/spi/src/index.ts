@@ -268,6 +268,12 @@ export interface OutboxStore {
    */
   claimDue(limit: number, leaseMs: number): Promise<OutboxItem[]>;
   /**
+   * Gives back claimed items this node will not attempt (it claimed ahead, then the endpoint was held or paused,
+   * or it is closing): pending and due now for any node, rather than after the lease. Items no longer leased to
+   * this node are left alone. Returns how many were given back.
+   */
+  release(items: OutboxItem[]): Promise<number>;
+  /**
    * Records an attempt and the item's next state, only while this node still holds the lease (false when it
    * lost it: another node has the item). Updates the endpoint's consecutive-failure count (a delivery resets it
    * and lifts any hold) and pauses it when `pauseAfterFailures` (> 0) is reached. `holdUntil`, on a failure once

@@ -7,7 +7,7 @@
  * process, one connection). A claimed item's `due_at` becomes its lease end, so an item whose node died is due
  * again — for any node — when the lease expires.
  */
-import { sql, type Kysely, type QueryCreator } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type QueryCreator, type QueryResult } from 'kysely';
 import type {
   OutboxAttempt,
   OutboxEndpointState,
@@ -80,18 +80,43 @@ type FinishResult = { recorded: boolean; endpoint: OutboxEndpointState | null };
 
 const UNFINISHED: OutboxState[] = ['pending', 'sending'];
 
-/** Finished attempts recorded per transaction at most (8 parameters each, far below either database's limit). */
+/**
+ * How long a finished attempt waits for others before its group commit: at thousands of deliveries a second it
+ * gathers tens of them per transaction (the cost of a commit and of each statement is mostly per batch); for a lone
+ * delivery it is a few milliseconds more before its record, none before its HTTP request.
+ */
+const GROUP_COMMIT_WAIT_MS = 5;
+/** Finished attempts recorded per statement at most (15 parameters each at most, far below either database's limit). */
 const FINISH_BATCH = 500;
 /** The SQL types of finishMany's VALUES columns: explicit, so PostgreSQL does not read untyped parameters as text. */
 const RECORD_TYPES = ['text', 'text', 'integer', 'integer', 'bigint', 'integer', 'text', 'integer'];
+/** The columns of provider_outbox_attempt, in finishMany's INSERT order. */
+const ATTEMPT_TYPES = ['text', 'text', 'integer', 'text', 'bigint', 'integer', 'integer', 'text', 'text'];
+/** finishDelivered's attempt log columns (provider and node are the same for all). */
+const DELIVERED_ATTEMPT_TYPES = ['text', 'integer', 'bigint', 'integer', 'integer', 'text', 'text'];
+/** The (endpoint, order key, sequence number) of each finished item whose next item may go. */
+const RELEASE_TYPES = ['text', 'text', 'bigint'];
 /**
  * The partial indexes' predicate, as literal SQL: a planner uses a partial index only when the query carries its
  * condition, and SQLite cannot see that through bound parameters.
  */
-const unfinished = (alias: 'b' | 'c' | 'n') => sql<boolean>`${sql.ref(`${alias}.state`)} in ('pending', 'sending')`;
+const unfinished = (alias: 'c') => sql<boolean>`${sql.ref(`${alias}.state`)} in ('pending', 'sending')`;
 const FINISHED: OutboxState[] = ['delivered', 'dead'];
-/** Rows per INSERT: well under SQLite's 32,766 bound parameters (20 columns each). */
+/**
+ * A new item (`v`, a row of enqueue's VALUES; parameters: provider, now, now, now) is due no sooner than the
+ * unfinished items before it with the same order key (it could not be claimed before them anyway): a backlog behind
+ * a failing head is then not due, and the claim's scan over due rows never wades through it. finishAttempt keeps this
+ * true (pushes on retry, releases on finish). Items of one key in the same batch do not see each other (the claim
+ * still orders them). The last unfinished item of the key has the latest due time; ORDER BY seq DESC LIMIT 1 keeps the
+ * planner on provider_outbox_order (a max() over due_at made SQLite range-scan provider_outbox_due: quadratic in bulk).
+ */
+const DUE_BEHIND = `case when v.order_key is null then cast(? as bigint) else coalesce((select case when b.due_at > cast(? as bigint) then b.due_at end
+  from provider_outbox b where b.provider_id = cast(? as text) and b.endpoint = v.endpoint and b.order_key = v.order_key
+  and b.state in ('pending', 'sending') order by b.seq desc limit 1), cast(? as bigint)) end`;
+/** Rows per INSERT: well under SQLite's 32,766 bound parameters (10 each). */
 const INSERT_BATCH = 500;
+/** The SQL types of enqueue's VALUES columns (explicit for PostgreSQL, as RECORD_TYPES). */
+const ENQUEUE_TYPES = ['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer'];
 const MAX_LIST = 1000;
 
 /**
@@ -154,54 +179,52 @@ export class OutboxRepository implements OutboxStore {
 
   async enqueue(items: OutboxItemInput[]): Promise<void> {
     const now = this.clock();
+    const p = this.providerId;
     for (let start = 0; start < items.length; start += INSERT_BATCH) {
-      const rows = items.slice(start, start + INSERT_BATCH).map((item) => ({
-        provider_id: this.providerId,
-        id: item.id,
-        seq: nextSeq(now),
-        realm_id: item.realmId,
-        endpoint: item.endpoint,
-        endpoint_label: item.endpointLabel,
-        order_key: item.orderKey,
-        type: item.type,
-        label: item.label,
-        payload: item.payload,
-        state: 'pending',
-        attempts: 0,
-        total_attempts: 0,
-        max_attempts: item.maxAttempts,
-        due_at: item.orderKey === null ? now : this.dueBehind(item.endpoint, item.orderKey, now),
-        claimed_by: null,
-        created_at: now,
-        updated_at: now,
-        last_status: null,
-        last_error: null,
-      }));
-      const endpoints = new Map(rows.map((row) => [`${row.realm_id}\u0000${row.endpoint}`, row]));
+      const batch = items.slice(start, start + INSERT_BATCH);
+      const endpoints = new Map(batch.map((item) => [`${item.realmId}\u0000${item.endpoint}`, item]));
       await this.db
         .insertInto('provider_outbox_endpoint')
         .values(
-          [...endpoints.values()].map((row) => ({ provider_id: this.providerId, realm_id: row.realm_id, endpoint: row.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, hold_until: null, updated_at: now })),
+          [...endpoints.values()].map((item) => ({ provider_id: p, realm_id: item.realmId, endpoint: item.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, hold_until: null, updated_at: now })),
         )
         .onConflict((oc) => oc.columns(['provider_id', 'realm_id', 'endpoint']).doNothing())
         .execute();
-      await this.db
-        .insertInto('provider_outbox')
-        .values(rows)
-        .onConflict((oc) => oc.columns(['provider_id', 'id']).doNothing())
-        .execute();
+      // One INSERT … SELECT over a VALUES list, so the due time (DUE_BEHIND) is one correlated subquery planned once; as
+      // a subquery per VALUES row PostgreSQL planned 500 of them per statement (about 0.8 ms per row written).
+      const values: unknown[] = [];
+      for (const item of batch) {
+        values.push(item.id, nextSeq(now), item.realmId, item.endpoint, item.endpointLabel, item.orderKey, item.type, item.label, item.payload, item.maxAttempts);
+      }
+      await this.run(
+        this.db,
+        `with v(id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, max_attempts) as (values ${this.valuesList(ENQUEUE_TYPES, batch.length)})
+        insert into provider_outbox (provider_id, id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, state,
+          attempts, total_attempts, max_attempts, due_at, claimed_by, created_at, updated_at, last_status, last_error)
+        select cast(? as text), v.id, v.seq, v.realm_id, v.endpoint, v.endpoint_label, v.order_key, v.type, v.label, v.payload, 'pending',
+          0, 0, v.max_attempts, ${DUE_BEHIND}, null, cast(? as bigint), cast(? as bigint), null, null
+        from v
+        where true
+        on conflict (provider_id, id) do nothing`,
+        [...values, p, now, now, p, now, now, now],
+      );
     }
   }
 
   /**
-   * A new item is due no sooner than the unfinished items before it with the same order key (it could not be
-   * claimed before them anyway): a backlog behind a failing head is then not due, and the claim's scan over
-   * due rows never wades through it. finishAttempt keeps this true (pushes on retry, releases on finish).
+   * Hand-written SQL with `?` placeholders (numbered for PostgreSQL; the text has no other `?`), run without Kysely's
+   * builder and compiler: on the statements each delivery goes through, building them (a node per VALUES cell) cost
+   * more CPU than running them.
    */
-  private dueBehind(endpoint: string, orderKey: string, now: number) {
-    // The last unfinished item of the key has the latest due time; ORDER BY seq DESC LIMIT 1 keeps the planner on
-    // provider_outbox_order (a max() over due_at made SQLite range-scan provider_outbox_due: quadratic in bulk).
-    return sql<number>`coalesce((select case when b.due_at > ${now} then b.due_at end from provider_outbox b where b.provider_id = ${this.providerId} and b.endpoint = ${endpoint} and b.order_key = ${orderKey} and ${unfinished('b')} order by b.seq desc limit 1), ${now})`;
+  private run<R>(db: OutboxDb, text: string, parameters: unknown[]): Promise<QueryResult<R>> {
+    let n = 0;
+    return db.executeQuery<R>(CompiledQuery.raw(this.dialect === 'postgres' ? text.replace(/\?/g, () => `$${++n}`) : text, parameters));
+  }
+
+  /** `rows` VALUES rows of `types.length` placeholders; typed for PostgreSQL, which reads an untyped parameter as text. */
+  private valuesList(types: readonly string[], rows: number): string {
+    const row = this.dialect === 'postgres' ? `(${types.map((type) => `cast(? as ${type})`).join(', ')})` : `(${types.map(() => '?').join(', ')})`;
+    return Array.from({ length: rows }, () => row).join(', ');
   }
 
   /** The unfinished items after `item` (whose sequence number is `seq`) with the same order key. */
@@ -237,19 +260,42 @@ export class OutboxRepository implements OutboxStore {
     if (endpoints.length === 0) return [];
     // Start with a different endpoint each time, so a busy one does not take every slot first.
     const start = this.rotation++ % endpoints.length;
-    const claim = async (db: OutboxDb) => {
-      const claimed: OutboxItem[] = [];
-      for (let i = 0; i < endpoints.length && claimed.length < limit; i++) {
-        const { realm_id, endpoint } = endpoints[(start + i) % endpoints.length];
-        claimed.push(...(await this.claimFrom(db, realm_id, endpoint, limit - claimed.length, leaseMs, now)));
+    // Each endpoint's claim is one atomic statement (no transaction around them: nothing spans two).
+    const claimed: OutboxItem[] = [];
+    for (let i = 0; i < endpoints.length && claimed.length < limit; i++) {
+      const { realm_id, endpoint } = endpoints[(start + i) % endpoints.length];
+      claimed.push(...(await this.claimFrom(realm_id, endpoint, limit - claimed.length, leaseMs, now)));
+    }
+    return claimed.sort((a, b) => a.dueAt - b.dueAt || a.createdAt - b.createdAt);
+  }
+
+  /**
+   * PostgreSQL: a condition that is always true and sets `synchronous_commit = off` for the statement's own (implicit)
+   * transaction, so that a claim or a record sent as one statement does not wait for the disk flush at its commit. A
+   * claim or record lost in a database crash is only a delivery sent again after its lease, with its webhook-id, which
+   * at-least-once delivery allows. The enqueue, written with the event, keeps the server's setting.
+   */
+  private unflushedCommit(): string {
+    return this.dialect === 'postgres' ? ` and (select set_config('synchronous_commit', 'off', true)) is not null` : '';
+  }
+
+  /**
+   * A transaction whose commit does not wait for PostgreSQL's disk flush (see unflushedCommit), with BEGIN and the
+   * setting sent as one simple query. SQLite: a plain transaction (in WAL mode a commit does not flush to disk anyway).
+   */
+  private async unflushed<T>(work: (db: OutboxDb) => Promise<T>): Promise<T> {
+    if (this.dialect === 'sqlite') return this.db.transaction().execute(work);
+    return this.db.connection().execute(async (db) => {
+      await this.run(db, 'begin; set local synchronous_commit = off', []);
+      let result: T;
+      try {
+        result = await work(db);
+      } catch (error) {
+        await this.run(db, 'rollback', []).catch(() => undefined);
+        throw error;
       }
-      return claimed.sort((a, b) => a.dueAt - b.dueAt || a.createdAt - b.createdAt);
-    };
-    if (this.dialect === 'sqlite') return claim(this.db);
-    // A lease lost in a database crash is only a delivery claimed again: no need to wait for the disk flush.
-    return this.db.transaction().execute(async (trx) => {
-      await sql`set local synchronous_commit = off`.execute(trx);
-      return claim(trx);
+      await this.run(db, 'commit', []);
+      return result;
     });
   }
 
@@ -266,45 +312,54 @@ export class OutboxRepository implements OutboxStore {
       .where('c.realm_id', '=', realmId);
   }
 
-  private async claimFrom(db: OutboxDb, realmId: string, endpoint: string, limit: number, leaseMs: number, now: number): Promise<OutboxItem[]> {
+  private async claimFrom(realmId: string, endpoint: string, limit: number, leaseMs: number, now: number): Promise<OutboxItem[]> {
     const p = this.providerId;
-    const earlierUnfinished = db
-      .selectFrom('provider_outbox as b')
-      .select(sql`1`.as('one'))
-      .whereRef('b.provider_id', '=', 'c.provider_id' as never)
-      .whereRef('b.endpoint', '=', 'c.endpoint' as never)
-      .whereRef('b.order_key', '=', 'c.order_key' as never)
-      .whereRef('b.seq', '<', 'c.seq' as never)
-      .where(unfinished('b'));
-    const rows = await db
-      // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED
-      // subquery again per row and claim more than `limit` (seen: 3 of limit 2).
-      .with(
-        (cte) => cte('candidates').materialized(),
-        (db) =>
-          this.dueIn(db, realmId, endpoint, now)
-            .select('c.id')
-            .where(({ not, exists, or, eb }) => or([eb('c.order_key', 'is', null), not(exists(earlierUnfinished))]))
-            .orderBy('c.due_at')
-            .orderBy('c.seq')
-            .limit(limit)
-            .$if(this.dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
-      )
-      .updateTable('provider_outbox')
-      .set({ state: 'sending', claimed_by: this.nodeId, due_at: now + leaseMs, updated_at: now })
-      .where('provider_id', '=', p)
-      .where('id', 'in', (eb) => eb.selectFrom('candidates').select('candidates.id'))
-      .returningAll()
-      .execute();
+    // The endpoint's due items (provider_outbox_due's range) that have no earlier unfinished item of their order key.
+    // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED subquery again
+    // per row and claim more than `limit` (seen: 3 of limit 2).
+    const { rows } = await this.run<OutboxTable>(
+      this.db,
+      `with candidates as materialized (
+        select c.id from provider_outbox as c
+        where c.provider_id = ? and c.endpoint = ? and c.state in ('pending', 'sending') and c.due_at <= ? and c.realm_id = ?
+          and (c.order_key is null or not exists (select 1 from provider_outbox as b where b.provider_id = c.provider_id
+            and b.endpoint = c.endpoint and b.order_key = c.order_key and b.seq < c.seq and b.state in ('pending', 'sending')))
+        order by c.due_at, c.seq limit ?${this.dialect === 'postgres' ? ' for update skip locked' : ''})
+      update provider_outbox set state = 'sending', claimed_by = ?, due_at = ?, updated_at = ?
+      where provider_id = ? and id in (select candidates.id from candidates)${this.unflushedCommit()}
+      returning *`,
+      [p, endpoint, now, realmId, limit, this.nodeId, now + leaseMs, now, p],
+    );
     return rows.map(toItem);
+  }
+
+  /**
+   * Gives claimed items back unsent (this node will not attempt them): pending and due now, for any node, instead
+   * of after their lease. Only items still leased to this node change.
+   */
+  async release(items: OutboxItem[]): Promise<number> {
+    if (items.length === 0) return 0;
+    const now = this.clock();
+    const result = await this.db
+      .updateTable('provider_outbox')
+      .set({ state: 'pending', claimed_by: null, due_at: now, updated_at: now })
+      .where('provider_id', '=', this.providerId)
+      .where('id', 'in', items.map((item) => item.id))
+      .where('state', '=', 'sending')
+      .where('claimed_by', '=', this.nodeId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   /** Finished attempts waiting for the next group commit. */
   private finishing: { args: FinishArgs; resolve: (result: FinishResult) => void; reject: (error: unknown) => void }[] = [];
+  /** The group commit under way, if any: attempts finishing meanwhile wait for the next one. */
+  private flushing: Promise<void> | null = null;
 
   /**
-   * Group commit: the attempts that finish within one event-loop turn are recorded in one transaction (each as
-   * its own statements, in order), so a busy worker pays one BEGIN/COMMIT for several deliveries.
+   * Group commit: attempts are recorded together, one transaction at a time; those that finish while one commits
+   * go in the next. A busy worker's batches grow by themselves (one BEGIN/COMMIT and a fixed number of statements
+   * for many deliveries) while a lone attempt is recorded at the next event-loop turn.
    */
   finishAttempt(
     item: OutboxItem,
@@ -313,8 +368,15 @@ export class OutboxRepository implements OutboxStore {
     policy: { pauseAfterFailures: number; holdUntil?: number | null },
   ): Promise<FinishResult> {
     return new Promise((resolve, reject) => {
-      if (this.finishing.push({ args: [item, attempt, next, policy], resolve, reject }) === 1) setImmediate(() => void this.flushFinished());
+      this.finishing.push({ args: [item, attempt, next, policy], resolve, reject });
+      this.flushing ??= this.flushAll();
     });
+  }
+
+  private async flushAll(): Promise<void> {
+    await new Promise<void>((done) => setTimeout(done, GROUP_COMMIT_WAIT_MS));
+    while (this.finishing.length > 0) await this.flushFinished();
+    this.flushing = null;
   }
 
   private async flushFinished(): Promise<void> {
@@ -324,12 +386,60 @@ export class OutboxRepository implements OutboxStore {
       const results: FinishResult[] = [];
       for (let i = 0; i < batch.length; i += FINISH_BATCH) {
         const chunk = batch.slice(i, i + FINISH_BATCH).map(({ args }) => args);
-        results.push(...(await this.db.transaction().execute((trx) => this.finishMany(trx, chunk))));
+        const allDelivered = chunk.every(([, , next]) => next.state === 'delivered');
+        results.push(...(await (this.dialect === 'postgres' && allDelivered ? this.finishDelivered(chunk) : this.unflushed((trx) => this.finishMany(trx, chunk)))));
       }
       batch.forEach(({ resolve }, i) => resolve(results[i]));
     } catch (error) {
       for (const { reject } of batch) reject(error);
     }
+  }
+
+  /**
+   * PostgreSQL, a batch in which every attempt delivered (a busy worker's usual batch): finishMany's statements as
+   * one, through data-modifying CTEs, in one round trip and without BEGIN/COMMIT. The parts see the table as it was
+   * before the statement and change disjoint rows: `done` this node's items (claimed_by is set only with 'sending'),
+   * `released` the never-tried pending item behind each of them, found through provider_outbox_order and updated by
+   * primary key. Pending is said as `claimed_by is null` (the same, for an unfinished item): with `state = 'pending'`
+   * PostgreSQL's planner walked provider_outbox_due over every item due later instead, before statistics existed.
+   */
+  private async finishDelivered(batch: FinishArgs[]): Promise<FinishResult[]> {
+    const now = this.clock();
+    const p = this.providerId;
+    const states: unknown[] = [];
+    const attempts: unknown[] = [];
+    for (const [item, attempt, next] of batch) {
+      states.push(item.id, next.state, item.attempts + 1, item.totalAttempts + 1, now, attempt.status, attempt.error, item.totalAttempts);
+      attempts.push(item.id, item.totalAttempts + 1, attempt.startedAt, Math.round(attempt.durationMs), attempt.status, attempt.error, attempt.responseExcerpt);
+    }
+    const { rows } = await this.run<{ id: string }>(
+      this.db,
+      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (values ${this.valuesList(RECORD_TYPES, batch.length)}),
+      a(item_id, number, started_at, duration_ms, status, error, response_excerpt) as (values ${this.valuesList(DELIVERED_ATTEMPT_TYPES, batch.length)}),
+      done as (
+        update provider_outbox set state = v.state, attempts = v.attempts, total_attempts = v.total_attempts, due_at = v.due_at,
+          claimed_by = null, updated_at = ?, last_status = v.status, last_error = v.error
+        from v
+        where provider_outbox.provider_id = ? and provider_outbox.id = v.id
+          and provider_outbox.claimed_by = ? and provider_outbox.total_attempts = v.previous_total${this.unflushedCommit()}
+        returning provider_outbox.id, provider_outbox.seq, provider_outbox.realm_id, provider_outbox.endpoint, provider_outbox.order_key),
+      logged as (
+        insert into provider_outbox_attempt (provider_id, item_id, number, node, started_at, duration_ms, status, error, response_excerpt)
+        select ?, a.item_id, a.number, ?, a.started_at, a.duration_ms, a.status, a.error, a.response_excerpt from a join done on done.id = a.item_id),
+      released as (
+        update provider_outbox set due_at = ?
+        from (select (select n.id from provider_outbox as n where n.provider_id = ? and n.endpoint = done.endpoint and n.order_key = done.order_key
+            and n.state in ('pending', 'sending') and n.seq > done.seq order by n.seq limit 1) as id from done where done.order_key is not null) as f
+        where provider_outbox.provider_id = ? and provider_outbox.id = f.id and provider_outbox.claimed_by is null
+          and provider_outbox.attempts = 0 and provider_outbox.due_at > ?),
+      reset as (
+        update provider_outbox_endpoint set consecutive_failures = 0, hold_until = null, updated_at = ?
+        where provider_id = ? and consecutive_failures > 0 and (realm_id, endpoint) in (select done.realm_id, done.endpoint from done))
+      select done.id from done`,
+      [...states, ...attempts, now, p, this.nodeId, p, this.nodeId, now, p, p, now, now, p],
+    );
+    const recorded = new Set(rows.map((row) => row.id));
+    return batch.map(([item]) => ({ recorded: recorded.has(item.id), endpoint: null }));
   }
 
   /**
@@ -342,42 +452,38 @@ export class OutboxRepository implements OutboxStore {
   private async finishMany(trx: OutboxDb, batch: FinishArgs[]): Promise<FinishResult[]> {
     const now = this.clock();
     const p = this.providerId;
-    // The record of an attempt need not wait for PostgreSQL's disk flush: lost in a crash, the delivery is sent
-    // again after its lease with the same webhook-id, which at-least-once delivery allows. The enqueue, written
-    // with the event, keeps the server's setting.
-    if (this.dialect === 'postgres') await sql`set local synchronous_commit = off`.execute(trx);
-    const rows = batch.map(([item, attempt, next]) => {
-      const values = [item.id, next.state, item.attempts + 1, item.totalAttempts + 1, next.state === 'pending' ? next.dueAt : now, attempt.status, attempt.error, item.totalAttempts];
-      return sql`(${sql.join(values.map((value, i) => sql`cast(${value} as ${sql.raw(RECORD_TYPES[i])})`))})`;
-    });
-    const recorded = await sql<{ id: string; seq: number }>`
-      with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (values ${sql.join(rows)})
+    // Still this node's: `claimed_by` is set only with state 'sending' (claimDue) and cleared whenever the state
+    // changes (here, release, requeue). No condition on `state`: it would let PostgreSQL's planner pick a partial index
+    // by provider alone and scan every unfinished row per batch (it did, before statistics existed).
+    const values: unknown[] = [];
+    for (const [item, attempt, next] of batch) {
+      values.push(item.id, next.state, item.attempts + 1, item.totalAttempts + 1, next.state === 'pending' ? next.dueAt : now, attempt.status, attempt.error, item.totalAttempts);
+    }
+    const recorded = await this.run<{ id: string; seq: number }>(
+      trx,
+      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (values ${this.valuesList(RECORD_TYPES, batch.length)})
       update provider_outbox set state = v.state, attempts = v.attempts, total_attempts = v.total_attempts, due_at = v.due_at,
-        claimed_by = null, updated_at = ${now}, last_status = v.status, last_error = v.error
+        claimed_by = null, updated_at = ?, last_status = v.status, last_error = v.error
       from v
-      where provider_outbox.provider_id = ${p} and provider_outbox.id = v.id and provider_outbox.state = 'sending'
-        and provider_outbox.claimed_by = ${this.nodeId} and provider_outbox.total_attempts = v.previous_total
-      returning provider_outbox.id as id, provider_outbox.seq as seq`.execute(trx);
+      where provider_outbox.provider_id = ? and provider_outbox.id = v.id
+        and provider_outbox.claimed_by = ? and provider_outbox.total_attempts = v.previous_total
+      returning provider_outbox.id as id, provider_outbox.seq as seq`,
+      [...values, now, p, this.nodeId],
+    );
     const seqOf = new Map(recorded.rows.map((row) => [row.id, row.seq]));
     const done = batch.filter(([item]) => seqOf.has(item.id));
     if (done.length === 0) return batch.map(() => ({ recorded: false, endpoint: null }));
 
-    await trx
-      .insertInto('provider_outbox_attempt')
-      .values(
-        done.map(([item, attempt]) => ({
-          provider_id: p,
-          item_id: item.id,
-          number: item.totalAttempts + 1,
-          node: this.nodeId,
-          started_at: attempt.startedAt,
-          duration_ms: Math.round(attempt.durationMs),
-          status: attempt.status,
-          error: attempt.error,
-          response_excerpt: attempt.responseExcerpt,
-        })),
-      )
-      .execute();
+    const attempts: unknown[] = [];
+    for (const [item, attempt] of done) {
+      attempts.push(p, item.id, item.totalAttempts + 1, this.nodeId, attempt.startedAt, Math.round(attempt.durationMs), attempt.status, attempt.error, attempt.responseExcerpt);
+    }
+    await this.run(
+      trx,
+      `insert into provider_outbox_attempt (provider_id, item_id, number, node, started_at, duration_ms, status, error, response_excerpt)
+      values ${this.valuesList(ATTEMPT_TYPES, done.length)}`,
+      attempts,
+    );
 
     // Order keys: a retry holds the items behind it at least as long (see dueBehind); a finished item lets the next
     // one (never tried, held back behind it) go now.
@@ -389,14 +495,16 @@ export class OutboxRepository implements OutboxStore {
       else released.push({ endpoint: item.endpoint, orderKey: item.orderKey, seq });
     }
     if (released.length) {
-      const keys = released.map((r) => sql`(cast(${r.endpoint} as text), cast(${r.orderKey} as text), cast(${r.seq} as bigint))`);
       // The next item of each key through provider_outbox_order (a correlated lookup per key), then updated by key.
-      await sql`
-        with f(endpoint, order_key, seq) as (values ${sql.join(keys)})
-        update provider_outbox set due_at = ${now}
-        where provider_id = ${p} and state = 'pending' and attempts = 0 and due_at > ${now} and id in (
-          select (select n.id from provider_outbox as n where n.provider_id = ${p} and n.endpoint = f.endpoint and n.order_key = f.order_key
-            and ${unfinished('n')} and n.seq > f.seq order by n.seq limit 1) from f)`.execute(trx);
+      await this.run(
+        trx,
+        `with f(endpoint, order_key, seq) as (values ${this.valuesList(RELEASE_TYPES, released.length)})
+        update provider_outbox set due_at = ?
+        where provider_id = ? and state = 'pending' and attempts = 0 and due_at > ? and id in (
+          select (select n.id from provider_outbox as n where n.provider_id = ? and n.endpoint = f.endpoint and n.order_key = f.order_key
+            and n.state in ('pending', 'sending') and n.seq > f.seq order by n.seq limit 1) from f)`,
+        [...released.flatMap((r) => [r.endpoint, r.orderKey, r.seq]), now, p, now, p],
+      );
     }
 
     // Endpoint bookkeeping in the attempts' order: a delivery clears the failure count, a failure raises it (and
