@@ -320,6 +320,8 @@ describe('outbox mode', () => {
     const one = dead.find((d: { userName: string }) => d.userName === 'fay');
     expect((await api(t.url, 'POST', `${base}/deliveries/${one.id}/resend`, token)).body).toEqual({ requeued: 1 });
     await eventually(() => receiver.hits.some((hit) => hit.headers['webhook-id'] === one.id && JSON.parse(hit.body).user_name === 'fay') && receiver.hits.length === 5);
+    // The receiver has it; the attempt is recorded with the next group commit, and until then it is still sending.
+    await eventually(async () => (await api(t.url, 'GET', `${base}/deliveries/${one.id}`, token)).body.state === 'delivered');
     expect((await api(t.url, 'POST', `${base}/deliveries/${one.id}/resend`, token)).body).toEqual({ requeued: 1 });
     // resend the filtered set (the dead ones of client app): gus's
     await eventually(async () => (await api(t.url, 'GET', `${base}/deliveries/${one.id}`, token)).body.state === 'delivered');
