@@ -1250,9 +1250,11 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
 
   /**
    * On two shared cores the scheduler now and then starves the page for a few tens of ms while both workers
-   * hash; a retry absorbs that, whereas hashing on the main thread would fail every attempt.
+   * hash; a retry absorbs that, whereas hashing on the main thread would fail every attempt. Under the whole suite's
+   * load such starvation can last several seconds (a CI run saw three attempts in a row with a 132-249 ms task), so
+   * the retries are spread out.
    */
-  const STARVATION = { retry: 2, timeout: 60_000 };
+  const STARVATION = { retry: { count: 4, delay: 3000 }, timeout: 60_000 };
 
   it('solves the login challenge in Web Workers as soon as the page loads, with no long task, then signs in', STARVATION, async () => {
     const page = await person();
