@@ -1,7 +1,8 @@
-import KcAdminClient from '@keycloak/keycloak-admin-client';
+import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailPattern } from '../src/model/user-profile.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Keycloak's e-mail rule (org.keycloak.utils.EmailValidationUtil, the user profile's `email` validator): a domain
@@ -89,10 +90,8 @@ describe.each(databases)('e-mail addresses through the admin API (%s)', (databas
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url, 'mail');
     await kc.realms.create({ realm: 'mail', enabled: true });
-    kc.setConfig({ realmName: 'mail' });
   });
   afterAll(async () => {
     await t?.close();
