@@ -54,6 +54,7 @@ import type { TestServer } from '../../server/test/support/server.js';
 import { linkIn, startSmtp } from '../../server/test/support/smtp.js';
 import { decodeChallenge, encodeChallenge, leadingZeroBits, solutionHash, solve } from '../src/index.js';
 import type { Challenge } from '../src/index.js';
+import { blockMainThread, mainThreadTasks, traced } from './main-thread.js';
 
 const SECRET = 'e2e-proof-of-work-secret-0123456789abcdef';
 const GENERIC_LOGIN = 'We could not verify this sign-in. Please try again.';
@@ -1151,38 +1152,6 @@ interface Probe {
   violations: string[];
 }
 
-/** One event of a Chromium trace (Trace Event Format; times in µs). */
-interface TraceEvent {
-  name: string;
-  ph: string;
-  pid: number;
-  tid: number;
-  ts: number;
-  dur?: number;
-  tdur?: number;
-  args?: { name?: string };
-}
-
-/**
- * The main-thread tasks of the renderer that made the marks `from` and `to` (performance.mark) which overlap the
- * time between them, with their wall and CPU time in ms.
- */
-function mainThreadTasks(trace: TraceEvent[], from: string, to: string): { wallMs: number; cpuMs: number }[] {
-  const markOf = (name: string) => trace.find((event) => event.name === name && event.ph !== 'M');
-  const start = markOf(from);
-  const end = markOf(to);
-  if (!start || !end) throw new Error(`the trace holds no mark ${start ? to : from}`);
-  const main = trace.find((event) => event.ph === 'M' && event.name === 'thread_name' && event.pid === start.pid && event.args?.name === 'CrRendererMain');
-  if (!main) throw new Error('the trace names no main thread for the page');
-  return trace
-    .filter((event) => event.name === 'RunTask' && event.ph === 'X' && event.pid === main.pid && event.tid === main.tid)
-    .filter((task) => task.ts + (task.dur ?? 0) >= start.ts && task.ts <= end.ts)
-    .map((task) => {
-      if (task.dur === undefined || task.tdur === undefined) throw new Error('a main-thread task in the trace has no wall or CPU time');
-      return { wallMs: task.dur / 1000, cpuMs: task.tdur / 1000 };
-    });
-}
-
 /** Runs in the page before its scripts: watches workers, CSP violations and the status line. */
 function installProbe(): void {
   const probe = {
@@ -1256,27 +1225,9 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
   const probeOf = (page: Page) => page.evaluate(() => (window as unknown as { __pow: Probe }).__pow);
   const nonceOf = (page: Page) => page.inputValue('input[name="pow_nonce"]');
 
-  /**
-   * Runs `action` under a Chromium trace of the browser and returns the trace's events. A person notices a
-   * main thread that is busy: the trace gives each of its tasks the thread's own CPU time (`tdur`) beside the
-   * wall time (`dur`). The Long Tasks API gives wall time only, which on two cores shared with the whole suite
-   * stretched tasks of a few ms of the page's work past 50 ms (CI runs saw 64-249 ms), so it could not tell
-   * the page's doing from the machine's.
-   */
-  async function traced(page: Page, action: () => Promise<void>): Promise<TraceEvent[]> {
-    await browser.startTracing(page, { categories: ['__metadata', 'blink.user_timing', 'disabled-by-default-devtools.timeline'] });
-    let events: TraceEvent[] = [];
-    try {
-      await action();
-    } finally {
-      events = (JSON.parse((await browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] }).traceEvents;
-    }
-    return events;
-  }
-
   /** Waits for the page's own solution; asserts it came from workers and the main thread never blocked. */
   async function expectSolvedQuietly(page: Page, url: string): Promise<Challenge> {
-    const trace = await traced(page, async () => {
+    const trace = await traced(browser, async () => {
       await page.goto(url);
       await expect.poll(() => nonceOf(page), { timeout: 20_000 }).toMatch(/^[0-9]+$/);
     });
@@ -1323,22 +1274,7 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
   it('has a main-thread probe that does see a blocked main thread on the same page', async () => {
     const page = await person();
     await page.goto((await authorization('people')).url);
-    const trace = await traced(page, () =>
-      page.evaluate(
-        () =>
-          new Promise<void>((resolve) =>
-            setTimeout(() => {
-              // A fixed amount of work, as hashing would be (a loop on the clock would yield less CPU when starved).
-              performance.mark('busy-start');
-              let sum = 0;
-              for (let i = 0; i < 3e7; i++) sum = (sum + i * 2654435761) | 0;
-              (window as unknown as { sum: number }).sum = sum;
-              performance.mark('busy-end');
-              setTimeout(resolve, 0);
-            }, 0),
-          ),
-      ),
-    );
+    const trace = await traced(browser, () => page.evaluate(blockMainThread));
     const busy = mainThreadTasks(trace, 'busy-start', 'busy-end');
     expect(busy.filter((task) => task.cpuMs >= 50)).toHaveLength(1);
   });
