@@ -31,6 +31,7 @@ import {
   tokenRequest,
   type TestServer,
 } from '../../server/test/support/server.js';
+import { masterAdminClient } from '../../server/test/support/admin-client.js';
 
 const PACKAGE_DIR = join(REPO_ROOT, 'packages', 'disposable-email');
 const README = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
@@ -51,13 +52,6 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-async function masterClient(url: string, realmName = 'demo'): Promise<KcAdminClient> {
-  const kc = new KcAdminClient({ baseUrl: url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-  kc.setConfig({ realmName });
-  return kc;
-}
-
 function claimsOf(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
 }
@@ -76,7 +70,7 @@ describe('setup through the admin API, then registration in Chromium', () => {
     app = createServer((req, res) => res.end(`callback ${req.url}`));
     await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
     callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
-    kc = await masterClient(t.url, 'master');
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true, registrationAllowed: true, eventsEnabled: true });
     kc.setConfig({ realmName: 'demo' });
     await kc.clients.create({ clientId: 'web', publicClient: true, redirectUris: [callback] });
@@ -450,10 +444,10 @@ describe('refresh-domain-list and check-email on the real server, two processes 
       startServer({ providersDir, env, config: { REALMGATE_REDIS_URL: redisUrl } }),
       startChildServer('second', { ...env, REALMGATE_REDIS_URL: redisUrl }),
     ]);
-    kc = await masterClient(a.url, 'master');
+    kc = await masterAdminClient(a.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
     await kc.realms.create({ realm: 'other', enabled: true });
-    const kcB = await masterClient(b.url, 'master');
+    const kcB = await masterAdminClient(b.url);
     await kcB.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
   });

@@ -22,11 +22,12 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from '../../server/test/support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, eventually, startServer, tokenRequest, type TestServer } from '../../server/test/support/server.js';
+import { api, eventually, startServer, tokenRequest, type TestServer } from '../../server/test/support/server.js';
 import { linkIn, startSmtp } from '../../server/test/support/smtp.js';
 import type { WebhookPayload } from '../src/payload.js';
 import { formLogin, formRegister, type FormClient } from './form-login.js';
 import { startReceiver } from './receiver.js';
+import { masterAdminClient } from '../../server/test/support/admin-client.js';
 
 const PACKAGES = resolve(import.meta.dirname, '../..');
 const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) RealmgateWebhookE2E/1';
@@ -253,8 +254,7 @@ describe('the original setup, end to end (official admin client, real browser, r
     app = await callbackServer();
     for (const name of ['shop', 'account', 'partner', 'proxied', 'nokey', 'off', 'noauto', 'quiet']) await hooks.add(name);
 
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({
       realm: 'demo',
       enabled: true,
@@ -679,8 +679,7 @@ describe('a receiver that hangs or is unreachable: never on the request path; bo
     closedPort = Number(new URL(spare.url).port);
     await spare.close();
 
-    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    const kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'slow', enabled: true, registrationAllowed: true, eventsListeners: ['ext-event-webhook'] });
     kc.setConfig({ realmName: 'slow' });
     const create = (clientId: string, attributes: Record<string, string> = {}) =>

@@ -38,23 +38,13 @@ import pg from 'pg';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../../server/test/support/browser.js';
-import {
-  ADMIN_PASSWORD,
-  ADMIN_USERNAME,
-  adminToken,
-  api,
-  eventually,
-  pgUrl,
-  redisUrl,
-  REPO_ROOT,
-  startServer,
-  tokenRequest,
-} from '../../server/test/support/server.js';
+import { adminToken, api, eventually, pgUrl, redisUrl, REPO_ROOT, startServer, tokenRequest } from '../../server/test/support/server.js';
 import type { TestServer } from '../../server/test/support/server.js';
 import { linkIn, startSmtp } from '../../server/test/support/smtp.js';
 import { decodeChallenge, encodeChallenge, leadingZeroBits, solutionHash, solve } from '../src/index.js';
 import type { Challenge } from '../src/index.js';
 import { blockMainThread, mainThreadTasks, traced } from './main-thread.js';
+import { masterAdminClient } from '../../server/test/support/admin-client.js';
 
 const SECRET = 'e2e-proof-of-work-secret-0123456789abcdef';
 const GENERIC_LOGIN = 'We could not verify this sign-in. Please try again.';
@@ -223,13 +213,6 @@ function writeConfig(name: string, content: unknown): string {
   return path;
 }
 
-async function adminClient(base: string, realm: string): Promise<KcAdminClient> {
-  const kc = new KcAdminClient({ baseUrl: base, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-  kc.setConfig({ realmName: realm });
-  return kc;
-}
-
 /**
  * Clients here stand at other addresses through the trusted proxy 127.0.0.1 over plain HTTP (their own
  * X-Forwarded-For, no X-Forwarded-Proto), which a realm's default `sslRequired: external` refuses as Keycloak
@@ -285,7 +268,7 @@ beforeAll(async () => {
       POW_VERIFY_QUEUE_LIMIT: '1',
     },
   });
-  kc = await adminClient(main.url, 'master');
+  kc = await masterAdminClient(main.url);
   aliceId = await createRealm(kc, 'main', {
     smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'noreply@main.example' },
   });
@@ -439,7 +422,7 @@ describe('installed means on', () => {
     const db = `sqlite:${join(work, 'legacy.db')}`;
     const before = await startServer({ providersDir: join(work, 'no-providers'), config: { REALMGATE_DB_URL: db } });
     try {
-      await createRealm(await adminClient(before.url, 'master'), 'legacy');
+      await createRealm(await masterAdminClient(before.url), 'legacy');
       const page = await new Agent(before.url).send(authPath('legacy'));
       expect(page.status).toBe(200);
       expect(page.html).not.toContain('pow_challenge');
@@ -448,7 +431,7 @@ describe('installed means on', () => {
     }
     const after = await startServer({ providersDir, config: { REALMGATE_DB_URL: db }, env: { POW_ARGON2_MEMORY_KB: '1024' } });
     try {
-      const admin = await adminClient(after.url, 'legacy');
+      const admin = await masterAdminClient(after.url, 'legacy');
       for (const [which, flow] of FLOWS) {
         const flowExecutions = await admin.authenticationManagement.getExecutions({ flow });
         expect(flowExecutions.find((e) => e.providerId === 'ext-pow')).toMatchObject({ requirement: 'REQUIRED' });
@@ -632,7 +615,7 @@ const sharedServers = () =>
       env: { POW_ARGON2_MEMORY_KB: '1024', POW_ARGON2_RATE_THRESHOLD: '2', POW_ARGON2_MAX_DIFFICULTY: '3' },
     };
     const r1 = await startServer(options);
-    const kc1 = await adminClient(r1.url, 'master');
+    const kc1 = await masterAdminClient(r1.url);
     await createRealm(kc1, RATE_REALM);
     await createRealm(kc1, SPENT_REALM);
     await createRealm(kc1, CALM_REALM);
@@ -670,7 +653,7 @@ describe('several processes sharing Redis', () => {
   beforeAll(() => sharedServers().then(() => undefined), 60_000);
 
   const loginErrors = async (base: string, realm: string) => {
-    const admin = await adminClient(base, realm);
+    const admin = await masterAdminClient(base, realm);
     return admin.realms.findEvents({ realm, type: 'LOGIN_ERROR', max: 1000 });
   };
 

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upgradeAccountRoles } from '../src/services/index.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REJECTION = 'Disposable e-mail addresses are not accepted. Please use a permanent address.';
 const APP_ORIGIN = 'http://app.example';
@@ -37,9 +38,7 @@ beforeAll(async () => {
   // The demo realm's registration flow requires the proof of work too: without it the flow could not run.
   symlinkSync(join(REPO_ROOT, 'packages', 'pow'), join(providersDir, 'pow'));
   t = await startServer({ providersDir, config: { REALMGATE_IMPORT_REALM: join(REPO_ROOT, 'demo') } });
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-  kc.setConfig({ realmName: 'demo' });
+  kc = await masterAdminClient(t.url, 'demo');
   for (const [username, email] of [['alice', 'alice@example.com'], ['bob', 'bob@example.com'], ['viewer', 'viewer@example.com']]) {
     await kc.users.create({ username, email, emailVerified: true, firstName: username, enabled: true, credentials: [{ type: 'password', value: password(username) }] });
   }

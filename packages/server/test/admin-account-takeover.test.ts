@@ -7,7 +7,7 @@
  */
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement, rejects } from './support/admin-client.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'takeover';
@@ -40,8 +40,7 @@ describe.each(databases)('no limited administrator takes over a greater one (%s)
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true });
     chief = (await person(kc, REALM, 'chief', ['realm-admin'])).id;
     plain = (await person(kc, REALM, 'plain', [])).id;

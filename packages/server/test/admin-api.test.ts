@@ -3,7 +3,8 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminRoutes, fillPath, type PathValues } from './support/admin-routes.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'api';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -52,8 +53,7 @@ describe.each(databases)('admin REST API through the official admin client (%s)'
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     adminAccess = (await kc.getAccessToken())!;
     await kc.realms.create({ realm: REALM, enabled: true, organizationsEnabled: true });
     await kc.realms.create({ realm: 'short', enabled: true, accessTokenLifespan: 1 });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminRoutes, fillPath, paramCount, rawRequest, type PathValues, type Route } from './support/admin-routes.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'bad';
 /** Routes that take a whole realm file, up to 10 MiB as Keycloak's default body limit. */
@@ -668,8 +668,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
 
   beforeAll(async () => {
     t = await startServer({ database });
-    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    const kc = await masterAdminClient(t.url);
     token = (await kc.getAccessToken())!;
     await kc.realms.create({ realm: REALM, enabled: true, organizationsEnabled: true });
     kc.setConfig({ realmName: REALM });

@@ -1,6 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * The description's configuration sequence, driven by Keycloak's own admin client: a service account with
@@ -14,8 +15,7 @@ describe.each(databases)('original configuration sequence with the official admi
 
   beforeAll(async () => {
     t = await startServer({ database });
-    master = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await master.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    master = await masterAdminClient(t.url);
   });
   afterAll(() => t?.close());
 

@@ -5,8 +5,8 @@
  */
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient, rejects } from './support/admin-client.js';
+import { api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'mappings';
 
@@ -19,8 +19,7 @@ describe.each(databases)('console role-mapping, consents and keys endpoints (%s)
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     token = kc.accessToken!;
     await kc.realms.create({ realm: REALM, enabled: true });
     kc.setConfig({ realmName: REALM });

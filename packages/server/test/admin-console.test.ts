@@ -11,6 +11,7 @@ import { buildConsole } from '../../admin-console/build.js';
 import { scriptJson } from '../src/admin/console.js';
 import { upgradeAdminConsoleClient } from '../src/services/index.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, adminToken, api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let kc: KcAdminClient;
@@ -18,8 +19,7 @@ let kc: KcAdminClient;
 beforeAll(async () => {
   await buildConsole({ quiet: true });
   t = await startServer();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  kc = await masterAdminClient(t.url);
 }, 300_000);
 afterAll(() => t?.close());
 

@@ -10,6 +10,7 @@ import { permissionTable } from '../src/admin/index.js';
 import { routePermission } from '../src/admin/route-permissions.js';
 import { adminRoutes, fillPath, type PathValues } from './support/admin-routes.js';
 import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Keycloak's admin-role rule, tried as a limited administrator would: each caller holds exactly one role and
@@ -53,8 +54,7 @@ describe('admin permissions: nobody promotes themselves', () => {
 
   beforeAll(async () => {
     t = await startServer();
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
     await kc.realms.create({ realm: 'other', enabled: true });
     kc.setConfig({ realmName: 'demo' });
@@ -457,8 +457,7 @@ describe('a database made before the master admin model is upgraded at start-up'
     const dbUrl = `sqlite:${join(dir, 'old.db')}`;
     try {
       let t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
-      const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-      await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+      const kc = await masterAdminClient(t.url);
       await kc.realms.create({ realm: 'legacy', enabled: true });
       const { id: operator } = await kc.users.create({ username: 'operator', enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
       // Rewind the database to the earlier model: master's management client was realm-management with a
@@ -480,8 +479,7 @@ describe('a database made before the master admin model is upgraded at start-up'
 
       t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
       try {
-        const after = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-        await after.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+        const after = await masterAdminClient(t.url);
         const clientIds = (await after.clients.find()).map((c) => c.clientId);
         expect(clientIds).toEqual(expect.arrayContaining(['master-realm', 'legacy-realm']));
         expect(clientIds).not.toContain('realm-management');

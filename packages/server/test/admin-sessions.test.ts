@@ -1,6 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /** Issue 16, point 5: a user's sessions, signing a user out, a client's sessions and their count, with the official admin client. */
 describe.each(databases)('sessions in the admin API (%s)', (database) => {
@@ -13,8 +14,7 @@ describe.each(databases)('sessions in the admin API (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'sessions', enabled: true, adminEventsEnabled: true });
     kc.setConfig({ realmName: 'sessions' });
     appId = (await kc.clients.create({ clientId: 'app', publicClient: true, directAccessGrantsEnabled: true })).id;

@@ -1,8 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement, rejects } from './support/admin-client.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
 import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'temp';
 const R = `/realms/${REALM}`;
@@ -20,8 +20,7 @@ describe.each(databases)('temporary passwords and removing the password (%s)', (
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true });
     await kc.realms.updateConfigEvents({ realm: REALM }, { adminEventsEnabled: true });
     kc.setConfig({ realmName: REALM });

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstForm, textOf } from './support/forms.js';
 import { linkIn, startSmtp } from './support/smtp.js';
 import { CodeSource, fromBase32, totpCode } from './support/totp.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16, point 5: the e-mails an administrator sends with the official admin client — execute-actions-email
@@ -19,8 +20,7 @@ describe.each(databases)('execute-actions-email and send-verify-email (%s)', (da
   beforeAll(async () => {
     smtp = await startSmtp();
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'invite', enabled: true, eventsEnabled: true, sslRequired: 'none', smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'noreply@invite.example' } });
     kc.setConfig({ realmName: 'invite' });
     await kc.clients.create({ clientId: 'portal', publicClient: true, directAccessGrantsEnabled: true, redirectUris: ['https://portal.example/*'] });

@@ -1,6 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /** Issue 16, point 5: the realm's user profile (`users/profile`, `users/profile/metadata`) with the official admin client. */
 describe.each(databases)('the user profile in the admin API (%s)', (database) => {
@@ -8,8 +9,7 @@ describe.each(databases)('the user profile in the admin API (%s)', (database) =>
   let kc: KcAdminClient;
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'up', enabled: true });
     kc.setConfig({ realmName: 'up' });
   });

@@ -2,8 +2,9 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from './support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { linkIn, startSmtp } from './support/smtp.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let browser: Browser;
@@ -13,8 +14,7 @@ let kc: KcAdminClient;
 beforeAll(async () => {
   t = await startServer();
   smtp = await startSmtp();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({
     realm: 'acct',
     enabled: true,

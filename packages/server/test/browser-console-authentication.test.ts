@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeChallenge } from '../../pow/src/index.js';
 import { ConsoleSession } from './support/admin-console.js';
 import { screenshot } from './support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, startServer, type TestServer } from './support/server.js';
+import { REPO_ROOT, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'shop';
 const COPY = 'Copy of registration';
@@ -33,8 +34,7 @@ beforeAll(async () => {
   app = createServer((req, res) => res.end(`callback ${req.url}`));
   await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  kc = await masterAdminClient(t.url);
   // The realm and its client are the scene, not the subject: made through the admin API.
   await kc.realms.create({ realm: REALM, enabled: true, registrationAllowed: true });
   kc.setConfig({ realmName: REALM });

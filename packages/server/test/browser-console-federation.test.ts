@@ -5,12 +5,12 @@
  * imported identity provider is listed, an LDAP provider kept as data shows as a card, and a realm without any shows
  * the empty page, offering no provider Realmgate cannot run.
  */
-import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleSession } from './support/admin-console.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './support/server.js';
+import { startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let session: ConsoleSession;
@@ -18,8 +18,7 @@ let activeKid: string;
 
 beforeAll(async () => {
   t = await startServer();
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  const kc = await masterAdminClient(t.url);
   // A real Keycloak export with a GitHub identity provider (and its mapper), kept as data.
   await kc.realms.create(JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures/keycloak-exports/cqen-example.json'), 'utf8')));
   kc.setConfig({ realmName: 'example' });

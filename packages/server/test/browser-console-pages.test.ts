@@ -8,7 +8,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rejects } from './support/admin-client.js';
+import { masterAdminClient, rejects } from './support/admin-client.js';
 import { ConsoleSession, inputWithValue } from './support/admin-console.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, api, startServer, tokenRequest, type TestServer } from './support/server.js';
 
@@ -21,8 +21,7 @@ let bobId: string;
 
 beforeAll(async () => {
   t = await startServer();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: REALM, enabled: true });
   kc.setConfig({ realmName: REALM });
   appId = (await kc.clients.create({ clientId: 'acme-app', publicClient: false, serviceAccountsEnabled: true, redirectUris: ['http://127.0.0.1/cb'] })).id;

@@ -12,7 +12,8 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleSession } from './support/admin-console.js';
 import { screenshot } from './support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './support/server.js';
+import { startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'kept';
 const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.3-full-export.json');
@@ -26,8 +27,7 @@ let kc: KcAdminClient;
 
 beforeAll(async () => {
   t = await startServer();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: REALM, enabled: true, requiredActions: fileActions });
   kc.setConfig({ realmName: REALM });
   // The refusal below is the answer meant.

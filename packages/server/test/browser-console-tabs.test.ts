@@ -9,7 +9,8 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleSession } from './support/admin-console.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'tabs';
 let t: TestServer;
@@ -20,8 +21,7 @@ let bobId: string;
 
 beforeAll(async () => {
   t = await startServer();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: REALM, enabled: true });
   kc.setConfig({ realmName: REALM });
   appId = (await kc.clients.create({ clientId: 'tabs-app', publicClient: false, directAccessGrantsEnabled: true, secret: 'tabs-secret', redirectUris: ['http://127.0.0.1/cb'] })).id;

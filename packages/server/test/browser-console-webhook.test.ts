@@ -15,11 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement } from './support/admin-client.js';
+import { masterAdminClient, realmManagement } from './support/admin-client.js';
 import { ConsoleSession } from './support/admin-console.js';
 import { screenshot } from './support/browser.js';
 import { pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'shop';
 let t: TestServer;
@@ -34,8 +34,7 @@ beforeAll(async () => {
   providers = mkdtempSync(join(tmpdir(), 'realmgate-console-webhook-'));
   symlinkSync(join(REPO_ROOT, 'packages', 'event-webhook'), join(providers, 'event-webhook'), 'dir');
   t = await startServer({ providersDir: providers });
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: REALM, enabled: true, registrationAllowed: true });
   kc.setConfig({ realmName: REALM });
   receiver = createServer((req, res) => {

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import KcAdminClient from '@keycloak/keycloak-admin-client';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from './support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './support/server.js';
+import { startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let browser: Browser;
@@ -18,8 +18,7 @@ beforeAll(async () => {
   app = createServer((req, res) => res.end(`callback ${req.url}`));
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  const kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: 'shop', enabled: true, displayName: 'Shop', registrationAllowed: true, resetPasswordAllowed: true });
   kc.setConfig({ realmName: 'shop' });
   await kc.clients.create({

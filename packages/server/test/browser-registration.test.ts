@@ -5,8 +5,9 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from './support/browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { linkIn, startSmtp } from './support/smtp.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let browser: Browser;
@@ -21,8 +22,7 @@ beforeAll(async () => {
   app = createServer((req, res) => res.end(`callback ${req.url}`));
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({
     realm: 'club',
     enabled: true,

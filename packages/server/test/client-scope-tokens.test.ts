@@ -2,8 +2,9 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { startServer, tokenRequest, type TestServer } from './support/server.js';
 import { ALICE } from './support/alice.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * The scope parameter chooses the optional client scopes, and the built-in scopes' mappers write the claims, end to
@@ -19,8 +20,7 @@ let config: oidc.Configuration;
 
 beforeAll(async () => {
   t = await startServer();
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: 'scopes', enabled: true, organizationsEnabled: true });
   kc.setConfig({ realmName: 'scopes' });
   const { id } = await kc.clients.create({ clientId: 'app', publicClient: false, serviceAccountsEnabled: true, directAccessGrantsEnabled: true, redirectUris: ['https://app.example/cb'] });

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientScopeSet, effectiveRoles } from '../src/services/index.js';
-import { realmManagement, rejects } from './support/admin-client.js';
-import { api, databases, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
+import { api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Client scopes as Keycloak 26 has them, through the official admin client: the built-ins of a new realm, the
@@ -30,8 +30,7 @@ describe.each(databases)('client scopes through the official admin client (%s)',
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true });
     kc.setConfig({ realmName: REALM });
   });
@@ -321,8 +320,7 @@ describe('client scopes and who may change them', () => {
 
   beforeAll(async () => {
     t = await startServer();
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
     ({ management, roles: mgmt } = await realmManagement(kc));
@@ -394,8 +392,7 @@ describe('a database from before client scopes were stored', () => {
     const dbUrl = `sqlite:${join(dir, 'old.db')}`;
     try {
       let t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
-      let kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-      await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+      let kc = await masterAdminClient(t.url);
       await kc.realms.create({ realm: 'legacy', enabled: true });
       kc.setConfig({ realmName: 'legacy' });
       await kc.clients.create({ clientId: 'old-app' });
@@ -407,8 +404,7 @@ describe('a database from before client scopes were stored', () => {
 
       t = await startServer({ config: { REALMGATE_DB_URL: dbUrl } });
       try {
-        kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-        await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+        kc = await masterAdminClient(t.url);
         expect(t.logs.some((l) => l.msg === 'client scopes: the built-in ones added to existing realms and their clients')).toBe(true);
         for (const realm of ['master', 'legacy']) {
           kc.setConfig({ realmName: realm });

@@ -7,7 +7,8 @@ import { signJws } from '../src/protocol/openid-connect/tokens.js';
 import { openDatabase } from '../src/storage/db.js';
 import { ConfigCache } from '../src/storage/index.js';
 import { STATEMENT_CACHE_SIZE } from '../src/storage/sqlite-driver.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, redisUrl, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /** Polls `check` until it holds or `ms` passed; returns whether it held. */
 async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
@@ -20,8 +21,7 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<boolea
 }
 
 async function admin(url: string): Promise<KcAdminClient> {
-  const client = new KcAdminClient({ baseUrl: url, realmName: 'master' });
-  await client.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  const client = await masterAdminClient(url);
   return client;
 }
 

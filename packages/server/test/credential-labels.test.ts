@@ -1,7 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement, rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
+import { databases, startServer, type TestServer } from './support/server.js';
 
 /**
  * `PUT …/users/{id}/credentials/{credentialId}/userLabel` (a text/plain body, as Keycloak's): the admin console
@@ -15,8 +15,7 @@ describe.each(databases)('credential labels (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'labels', enabled: true });
     kc.setConfig({ realmName: 'labels' });
     ({ id: userId } = await kc.users.create({

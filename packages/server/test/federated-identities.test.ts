@@ -1,8 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realmExporter } from '../src/services/realm-export.js';
-import { realmManagement, rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
+import { api, databases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issues 16 and 18: users' links to identity providers (Keycloak's FederatedIdentityRepresentation, the console's
@@ -59,8 +59,7 @@ describe.each(databases)("users' links to identity providers (%s)", (database) =
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     token = async () => (await kc.getAccessToken())!;
     await kc.realms.create(realmFile('links'));
     await kc.realms.update({ realm: 'links' }, { adminEventsEnabled: true, adminEventsDetailsEnabled: true });

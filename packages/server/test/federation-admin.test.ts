@@ -1,7 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement, rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
+import { api, databases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issues 16 and 18: identity providers, their mappers and components through Keycloak's admin API (the admin client's
@@ -31,8 +31,7 @@ describe.each(databases)('identity providers and components through the admin AP
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'fed', enabled: true });
     realmId = (await kc.realms.findOne({ realm: 'fed' }))!.id!;
     kc.setConfig({ realmName: 'fed' });

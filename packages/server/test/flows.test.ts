@@ -5,7 +5,8 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { FormActionContext } from '@realmgate/spi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Realm } from '../src/model/types.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, adminToken, databases, startServer, type TestServer } from './support/server.js';
+import { api, adminToken, databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /** Provider packages written as an operator installs them: one directory each, with a package.json. */
 const packages = {
@@ -41,13 +42,6 @@ function providersDir(names: (keyof typeof packages)[]): string {
   return dir;
 }
 
-async function adminClient(url: string, realmName: string): Promise<KcAdminClient> {
-  const kc = new KcAdminClient({ baseUrl: url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-  kc.setConfig({ realmName });
-  return kc;
-}
-
 /** The executions of a flow as `level:provider-or-subflow:requirement`, which shows order and nesting at once. */
 async function layout(kc: KcAdminClient, flow: string): Promise<string[]> {
   const executions = await kc.authenticationManagement.getExecutions({ flow });
@@ -74,7 +68,7 @@ describe.each(databases)('authentication flows through the official admin client
   beforeAll(async () => {
     dir = providersDir(['flows-test-action', 'flows-test-guard']);
     t = await startServer({ database, providersDir: dir });
-    kc = await adminClient(t.url, 'acme');
+    kc = await masterAdminClient(t.url, 'acme');
     await kc.realms.create({ realm: 'acme', enabled: true, adminEventsEnabled: true });
   });
   afterAll(async () => {
@@ -349,7 +343,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
   it('adds them to the built-in flows of existing realms at start-up; once uninstalled, sign-ins through them are refused, never let past the step', async () => {
     let t = await startServer({ providersDir: withoutGuard, config: dbConfig });
     try {
-      const kc = await adminClient(t.url, 'old');
+      const kc = await masterAdminClient(t.url, 'old');
       await kc.realms.create({ realm: 'old', enabled: true });
       expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
     } finally {
@@ -358,7 +352,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
 
     t = await startServer({ providersDir: withGuard, config: dbConfig });
     try {
-      const kc = await adminClient(t.url, 'old');
+      const kc = await masterAdminClient(t.url, 'old');
       expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:test-guard:REQUIRED', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
       expect((await layout(kc, 'registration')).slice(0, 3)).toEqual(['0:registration form:REQUIRED', '1:test-guard:REQUIRED', '1:registration-user-creation:REQUIRED']);
       expect((await layout(kc, 'reset credentials')).slice(0, 2)).toEqual(['0:test-guard:REQUIRED', '0:reset-credentials-choose-user:REQUIRED']);

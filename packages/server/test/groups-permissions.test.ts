@@ -1,8 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement } from './support/admin-client.js';
-import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement } from './support/admin-client.js';
+import { api, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Groups as a way around the admin-role rule, tried by limited administrators: a manage-users holder may
@@ -30,8 +30,7 @@ describe('groups and the admin-role rule', () => {
 
   beforeAll(async () => {
     t = await startServer();
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
     ({ management, roles: mgmt } = await realmManagement(kc));

@@ -3,9 +3,9 @@ import type GroupRepresentation from '@keycloak/keycloak-admin-client/lib/defs/g
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rejects } from './support/admin-client.js';
+import { masterAdminClient, rejects } from './support/admin-client.js';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, type TestServer } from './support/server.js';
+import { api, databases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Groups as Keycloak 26 has them, through the official admin client: the tree, searches, role mappings,
@@ -28,8 +28,7 @@ describe.each(databases)('groups through the official admin client (%s)', (datab
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true, registrationAllowed: true });
     kc.setConfig({ realmName: REALM });
     ({ id: clientUuid } = await kc.clients.create({ clientId: 'api', publicClient: false, directAccessGrantsEnabled: true, serviceAccountsEnabled: true, redirectUris: ['http://127.0.0.1:9/cb'] }));

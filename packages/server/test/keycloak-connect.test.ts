@@ -1,7 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, type TestServer } from './support/server.js';
+import { databases, startServer, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16, point 5: the `keycloak.json` a client's "installation" download gives, read by keycloak-connect 26
@@ -22,8 +23,7 @@ describe.each(databases)('keycloak-connect with the installation keycloak.json (
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'node-app', enabled: true, sslRequired: 'none' });
     kc.setConfig({ realmName: 'node-app' });
     apiId = (await kc.clients.create({ clientId: 'node-api', serviceAccountsEnabled: true, directAccessGrantsEnabled: true, secret: 'node-api-secret-1' })).id;

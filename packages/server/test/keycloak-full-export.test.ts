@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * A whole `kc.sh export` of real Keycloak 26.7.3 (fixtures/keycloak-exports/keycloak-26.7.3-full-export.json; how
@@ -30,8 +31,7 @@ describe.each(databases)('a full Keycloak 26.7.3 export (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create(JSON.parse(readFileSync(FILE, 'utf8')));
   }, 120_000);
   afterAll(() => t?.close());

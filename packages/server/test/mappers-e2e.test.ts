@@ -4,8 +4,8 @@ import type ProtocolMapperRepresentation from '@keycloak/keycloak-admin-client/l
 import { decodeJwt, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, eventually, startServer, startServerPair, type TestServer } from './support/server.js';
-import { rejects } from './support/admin-client.js';
+import { databases, eventually, startServer, startServerPair, type TestServer } from './support/server.js';
+import { masterAdminClient, rejects } from './support/admin-client.js';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { ALICE } from './support/alice.js';
 
@@ -102,12 +102,6 @@ function where(issued: Issued, claim: string) {
   return { access: pick(issued.access), id: pick(issued.id), userinfo: pick(issued.userinfo), introspection: pick(issued.introspection) };
 }
 
-async function adminClient(url: string): Promise<KcAdminClient> {
-  const kc = new KcAdminClient({ baseUrl: url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-  return kc;
-}
-
 /** A client scope of the current realm, with the given attributes; its id. */
 async function createScope(kc: KcAdminClient, name: string, attributes: Record<string, string> = {}): Promise<string> {
   await kc.clientScopes.create({ name, protocol: 'openid-connect', attributes });
@@ -120,7 +114,7 @@ describe.each(databases)('mappers end to end (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = await adminClient(t.url);
+    kc = await masterAdminClient(t.url);
   });
   afterAll(() => t?.close());
 
@@ -576,7 +570,7 @@ describe('two nodes sharing one database and Redis', () => {
   afterAll(() => pair?.close());
 
   it('a mapper changed on one node changes the other node\'s next token within 1 s', async () => {
-    const kc = await adminClient(pair.a.url);
+    const kc = await masterAdminClient(pair.a.url);
     const r = await makeRealm(kc, pair.a.url, {}, pair.b.url);
     const scopeId = await createScope(kc, 'shared');
     await kc.clientScopes.addProtocolMapper({ id: scopeId }, mapper('tier', 'oidc-hardcoded-claim-mapper', { 'claim.name': 'tier', 'claim.value': 'silver', ...EVERYWHERE }));

@@ -6,8 +6,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from './support/browser.js';
 import { FormClient, inputValue, pkce, textOf, type FormResponse } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { linkIn, startSmtp, type ReceivedMail } from './support/smtp.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'abuse';
 const R = `/realms/${REALM}`;
@@ -28,8 +29,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   origin = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
   callback = `${origin}/cb`;
-  kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  kc = await masterAdminClient(t.url);
   await kc.realms.create({
     realm: REALM,
     enabled: true,

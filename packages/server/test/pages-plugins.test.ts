@@ -9,18 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_ID, SHIELD_ID } from './fixtures/page-providers/page-test-provider/index.js';
 import { launchBrowser, screenshot } from './support/browser.js';
 import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, eventually, startServer, type TestServer } from './support/server.js';
+import { eventually, startServer, type TestServer } from './support/server.js';
 import { startSmtp } from './support/smtp.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 const providersDir = resolve(import.meta.dirname, 'fixtures', 'page-providers');
 const serverSrc = resolve(import.meta.dirname, '..', 'src');
-
-async function adminClient(url: string, realmName: string): Promise<KcAdminClient> {
-  const kc = new KcAdminClient({ baseUrl: url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-  kc.setConfig({ realmName });
-  return kc;
-}
 
 describe('form actions and form protectors from a provider package, through the real pages', () => {
   let t: TestServer;
@@ -68,7 +62,7 @@ describe('form actions and form protectors from a provider package, through the 
     app = createServer((req, res) => res.end(`callback ${req.url}`));
     await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
     callback = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
-    kc = await adminClient(t.url, 'master');
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({
       realm: 'plug',
       enabled: true,
@@ -290,7 +284,7 @@ describe('a theme directory', () => {
     );
     writeFileSync(join(themeDir, 'style.css'), 'body { background: #fdf6e3; } /* themed-stylesheet */\n');
     t = await startServer({ config: { REALMGATE_THEME_DIR: themeDir } });
-    const kc = await adminClient(t.url, 'master');
+    const kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'themed', enabled: true, displayName: 'Themed <Shop>', registrationAllowed: true });
     kc.setConfig({ realmName: 'themed' });
     await kc.clients.create({ clientId: 'web', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'] });

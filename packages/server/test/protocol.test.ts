@@ -1,9 +1,9 @@
-import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { SignJWT, decodeJwt, generateKeyPair, decodeProtectedHeader } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { ALICE } from './support/alice.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 let t: TestServer;
 let confidentialSecret: string;
@@ -14,8 +14,7 @@ const insecure = { execute: [oidc.allowInsecureRequests] };
 
 beforeAll(async () => {
   t = await startServer();
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  const kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: 'proto', enabled: true });
   await kc.realms.create({ realm: 'elsewhere', enabled: true });
   kc.setConfig({ realmName: 'proto' });
@@ -267,8 +266,7 @@ describe('refresh tokens are MACed with the realm\'s HS512 key, as Keycloak\'s',
 
 describe('verifyEmail realms', () => {
   it('refuses the password grant while the e-mail is unverified, as Keycloak does', async () => {
-    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    const kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'verified-only', enabled: true, verifyEmail: true });
     kc.setConfig({ realmName: 'verified-only' });
     await kc.users.create({ username: 'unverified', email: 'u@example.com', emailVerified: false, enabled: true, credentials: [{ type: 'password', value: 'pass-word-1' }] });
@@ -293,8 +291,7 @@ describe('key rotation', () => {
     }
     const jwks = await (await fetch(`${t.url}/realms/proto/protocol/openid-connect/certs`)).json();
     expect(jwks.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, oldKid]);
-    const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    const kc = await masterAdminClient(t.url);
     const keys = await kc.realms.getKeys({ realm: 'proto' });
     expect(keys.active).toEqual({ RS256: newKid });
     expect(keys.keys?.map((k) => [k.kid, k.status])).toEqual([[newKid, 'ACTIVE'], [oldKid, 'PASSIVE']]);

@@ -5,18 +5,14 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16, point 4: Keycloak's partial export (`POST …/partial-export`, the admin client's `realms.export`), and
  * its round trip: exported, imported into an empty server, exported again, the same document.
  */
 
-async function adminClient(t: TestServer) {
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-  return kc;
-}
 
 
 /**
@@ -38,7 +34,7 @@ describe.each(databases)('realm partial export (%s)', (database) => {
 
   beforeAll(async () => {
     [source, target] = await Promise.all([startServer({ database }), startServer({ database })]);
-    kc = await adminClient(source);
+    kc = await masterAdminClient(source.url);
     await kc.realms.create({ realm: 'shop', enabled: true, displayName: 'Shop', passwordPolicy: 'length(10) and digits(1)', bruteForceProtected: true, failureFactor: 5 });
     kc.setConfig({ realmName: 'shop' });
     const api = await kc.clients.create({ clientId: 'orders-api', secret: 'orders-secret-1', serviceAccountsEnabled: true });
@@ -106,7 +102,7 @@ describe.each(databases)('realm partial export (%s)', (database) => {
     // The server's signing keys are not exported as key providers.
     expect(exported.components).not.toHaveProperty(['org.keycloak.keys.KeyProvider']);
 
-    const other = await adminClient(target);
+    const other = await masterAdminClient(target.url);
     await other.realms.create(exported);
     const again = (await other.realms.export({ realm: 'shop', exportClients: true, exportGroupsAndRoles: true })) as Record<string, unknown>;
     expect(again).toEqual(exported);
@@ -136,7 +132,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
   let kc: KcAdminClient;
   beforeAll(async () => {
     source = await startServer({ database });
-    kc = await adminClient(source);
+    kc = await masterAdminClient(source.url);
     await kc.realms.create({ realm: 'crm', enabled: true, passwordPolicy: 'length(10)' });
     kc.setConfig({ realmName: 'crm' });
     const api = await kc.clients.create({ clientId: 'crm-api', secret: 'crm-secret-value-1', serviceAccountsEnabled: true, directAccessGrantsEnabled: true });
@@ -193,7 +189,7 @@ describe.each(databases)('realmgate export, then --import-realm on an empty serv
       const service = await tokenRequest(target.url, 'crm', { grant_type: 'client_credentials', client_id: 'crm-api', client_secret: 'crm-secret-value-1' });
       expect(service.status).toBe(200);
       expect((decodeJwt(service.body.access_token as string) as { realm_access?: { roles: string[] } }).realm_access?.roles).toContain('sales');
-      const other = await adminClient(target);
+      const other = await masterAdminClient(target.url);
       const options = { realm: 'crm', exportClients: true, exportGroupsAndRoles: true };
       expect(await other.realms.export(options)).toEqual(await kc.realms.export(options));
       // The secrets were restored as they were.

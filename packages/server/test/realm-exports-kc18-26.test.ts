@@ -7,7 +7,8 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot } from './support/browser.js';
 import { FormClient, firstForm, pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16: every realm export of Keycloak 18–26 taken from public repositories (fixtures/keycloak-exports, each
@@ -195,12 +196,6 @@ const isSecretKnown = (secret: unknown): secret is string => typeof secret === '
 const serviceAccountClients = (file: Rep) => (file.clients as Rep[]).filter((c) => c.serviceAccountsEnabled && c.enabled !== false && !c.bearerOnly && !c.publicClient);
 const NEW_PASSWORD = 'Import-pass-1';
 
-async function adminClient(t: TestServer) {
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-  return kc;
-}
-
 /** Runs `work` with the admin client pointed at `realm` (its other calls stay on master). */
 async function inRealm<T>(kc: KcAdminClient, realm: string, work: () => Promise<T>): Promise<T> {
   kc.setConfig({ realmName: realm });
@@ -258,7 +253,7 @@ describe.each(databases)('Keycloak 18–26 exports from public repositories (%s)
     // The files as found, byte for byte, in one directory for --import-realm.
     for (const file of FILES) copyFileSync(join(FIXTURES, file), join(dir, file));
     t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
-    kc = await adminClient(t);
+    kc = await masterAdminClient(t.url);
   }, 240_000);
   afterAll(async () => {
     await t?.close();

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16: realm files exported by real Keycloak installations (fixtures/keycloak-exports, sources in its
@@ -37,12 +38,6 @@ const IMPORTABLE = readdirSync(FIXTURES)
   .sort();
 const insecure = { execute: [oidc.allowInsecureRequests] };
 
-async function adminClient(t: TestServer) {
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-  return kc;
-}
-
 /** The authorization endpoint's answer for a redirect URI: 200 with the sign-in page when it is accepted. */
 async function authorize(t: TestServer, realm: string, clientId: string, redirectUri: string) {
   const query = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid' });
@@ -58,7 +53,7 @@ describe.each(databases)('real Keycloak exports through the admin API (%s)', (da
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = await adminClient(t);
+    kc = await masterAdminClient(t.url);
     for (const file of files) await kc.realms.create(fixture(file));
   }, 120_000);
   afterAll(() => t?.close());
@@ -249,7 +244,7 @@ describe('Keycloak hashed passwords in an import', () => {
   let kc: KcAdminClient;
   beforeAll(async () => {
     t = await startServer();
-    kc = await adminClient(t);
+    kc = await masterAdminClient(t.url);
   });
   afterAll(() => t?.close());
 
@@ -341,7 +336,7 @@ describe.each(databases)('--import-realm with a directory of real and broken fil
   it('imports each file on its own, names the refused ones with the problem, and starts', async () => {
     const t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
     try {
-      const kc = await adminClient(t);
+      const kc = await masterAdminClient(t.url);
       const names = (await kc.realms.find()).map((r) => r.realm);
       expect(names).toEqual(expect.arrayContaining(['demo', 'sesame']));
       for (const absent of ['afyacheck', 'broken', 'deep']) expect(names).not.toContain(absent);

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * `--import-realm` reads a file that starts with a UTF-8 byte order mark, as Keycloak does (Jackson skips it;
@@ -44,8 +45,7 @@ describe.each(databases)('--import-realm and a UTF-8 byte order mark (%s)', (dat
   beforeAll(async () => {
     for (const [name, content] of Object.entries(FILES)) writeFileSync(join(dir, name), content);
     t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
   });
   afterAll(async () => {
     await t?.close();

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16: a realm file's flows are kept as the file defines them; a step whose provider this server lacks is
@@ -119,8 +120,7 @@ describe.each(databases)('realm import of flows with providers Realmgate lacks (
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create(realmFile('fortress', { browserFlow: 'mfa browser' }));
     await kc.realms.create(realmFile('meadow', { browserFlow: 'picker browser', directGrantFlow: 'picker browser' }));
   }, 60_000);
@@ -338,8 +338,7 @@ describe('a provider package removed while a bound flow requires its step (sqlit
   it('refuses sign-ins through it (never skips the step), says so at start-up, and runs again once the administrator disables the step', async () => {
     let t = await startServer({ providersDir: withGuard, config: dbConfig });
     try {
-      const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-      await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+      const kc = await masterAdminClient(t.url);
       await kc.realms.create({ realm: 'old', enabled: true, clients: [{ clientId: 'web', publicClient: true, redirectUris: [CALLBACK] }], users: [{ username: 'ursula', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }] });
     } finally {
       await t.close();
@@ -350,9 +349,7 @@ describe('a provider package removed while a bound flow requires its step (sqlit
       expect(lines.map((l) => `${l.realm} ${l.binding} ${l.flow} ${l.subflow} ${l.provider}`).sort()).toEqual(['master browserFlow browser forms gone-guard', 'old browserFlow browser forms gone-guard']);
       expect(await formLogin(t, 'old', 'ursula')).toMatchObject({ step: 'page', status: 500 });
       // The password grant runs its own flow: the administrator still gets in, and switches the step off.
-      const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-      await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
-      kc.setConfig({ realmName: 'old' });
+      const kc = await masterAdminClient(t.url, 'old');
       const guard = (await kc.authenticationManagement.getExecutions({ flow: 'browser' })).find((e) => e.providerId === 'gone-guard')!;
       expect(guard).toMatchObject({ displayName: 'gone-guard', requirement: 'REQUIRED', requirementChoices: ['REQUIRED', 'DISABLED'] });
       await kc.authenticationManagement.updateExecution({ flow: 'browser' }, { ...guard, requirement: 'DISABLED' });

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, firstForm, pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, adminToken, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue "Real Keycloak exports import whole": a realm file's RSA signing keys (`rsa-generated`/`rsa` key providers
@@ -41,8 +42,7 @@ describe.each(databases)('a realm file\'s RSA signing keys (%s)', (database) => 
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     token = await adminToken(t.url);
   });
   afterAll(() => t?.close());

@@ -1,8 +1,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REALM_IMPORT_BODY_LIMIT } from '../src/http/index.js';
-import { rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient, rejects } from './support/admin-client.js';
+import { startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * A realm file of several MiB (a realm with a few thousand users is one) goes through `POST /admin/realms` as it
@@ -14,8 +14,7 @@ describe('realm files of several MiB through the admin API', () => {
 
   beforeAll(async () => {
     t = await startServer();
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
   }, 60_000);
   afterAll(async () => {
     await t?.close();

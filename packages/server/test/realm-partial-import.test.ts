@@ -2,8 +2,8 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement as realmManagementOf } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement as realmManagementOf } from './support/admin-client.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /** Issue 16: Keycloak's partial import (`POST …/partialImport`, the admin client's `realms.partialImport`). */
 
@@ -14,8 +14,7 @@ describe.each(databases)('partial import (%s)', (database) => {
   let kc: KcAdminClient;
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
   }, 60_000);
   afterAll(() => t?.close());

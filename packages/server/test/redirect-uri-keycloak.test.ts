@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOpenRedirectPattern, postLogoutRedirectAllowed, redirectUriAllowed } from '../src/model/redirect-uri.js';
 import type { Client } from '../src/model/types.js';
 import { FormClient, firstForm, pkce } from './support/forms.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Keycloak 26's redirect-URI rule (RedirectUtils.verifyRedirectUri / matchesRedirects, with the 26.4+ reading of
@@ -142,8 +143,7 @@ describe.each(databases)('redirect URIs through the admin API and the authorizat
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true });
     kc.setConfig({ realmName: REALM });
     await kc.users.create({ username: 'nat', enabled: true, credentials: [{ type: 'password', value: 'Native-pass-1', temporary: false }] });

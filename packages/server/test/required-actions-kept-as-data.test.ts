@@ -14,8 +14,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { realmManagement, rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
+import { REPO_ROOT, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.3-full-export.json');
 const REALM = 'kc26-full';
@@ -42,8 +42,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     admin = (await kc.getAccessToken())!;
     created = await api(t.url, 'POST', '/admin/realms', admin, file());
     kc.setConfig({ realmName: REALM });
@@ -314,9 +313,7 @@ describe('required actions kept as data through --import-realm', () => {
     writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'TERMS_AND_CONDITIONS', config: 'not a map' }] }));
     const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
     try {
-      const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-      await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
-      kc.setConfig({ realmName: REALM });
+      const kc = await masterAdminClient(t.url, REALM);
       expect(await kc.authenticationManagement.getRequiredActions()).toEqual(fileActions);
       const kept = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
       expect(kept).toHaveLength(1);

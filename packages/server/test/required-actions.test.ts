@@ -7,8 +7,8 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRealmImport } from '../src/services/realm-import/index.js';
-import { realmManagement } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient, realmManagement } from './support/admin-client.js';
+import { api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const PASSWORD = 'Secret-pass-1';
 const R = '/admin/realms/demo/authentication';
@@ -25,8 +25,7 @@ describe.each(databases)('required actions (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+    kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'demo', enabled: true });
     kc.setConfig({ realmName: 'demo' });
     const { management, roles } = await realmManagement(kc);

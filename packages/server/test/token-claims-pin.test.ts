@@ -1,8 +1,8 @@
-import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { startServer, tokenRequest, type TestServer } from './support/server.js';
 import { ALICE } from './support/alice.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Pins the claims a default realm's tokens carry now that the built-in client scopes' protocol mappers produce them
@@ -33,8 +33,7 @@ function normalize(value: unknown): unknown {
 
 beforeAll(async () => {
   t = await startServer();
-  const kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-  await kc.auth({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD, grantType: 'password', clientId: 'admin-cli' });
+  const kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: 'pin', enabled: true });
   kc.setConfig({ realmName: 'pin' });
   const { id } = await kc.clients.create({

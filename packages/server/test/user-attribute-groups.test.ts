@@ -5,7 +5,8 @@ import type { ClientScopeSet, ProtocolMapper, User } from '../src/model/types.js
 import { needsOf, scopePlan } from '../src/protocol/openid-connect/mappers/index.js';
 import type { UserGroupAttributes } from '../src/protocol/openid-connect/mappers/types.js';
 import { resolveUserAttribute } from '../src/protocol/openid-connect/mappers/user-attribute.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * oidc-usermodel-attribute-mapper reads a user attribute through the user's groups, as Keycloak 26's
@@ -96,8 +97,7 @@ describe.each(databases)('group attributes in tokens (%s)', (database) => {
 
   beforeAll(async () => {
     t = await startServer({ database });
-    kc = new KcAdminClient({ baseUrl: t.url, realmName: 'master' });
-    await kc.auth({ grantType: 'password', clientId: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    kc = await masterAdminClient(t.url);
     const cache = t.server.context.storage.cache;
     const get = cache.get.bind(cache);
     cache.get = ((key: string, deps: readonly string[], load: () => Promise<unknown>) => {
