@@ -87,7 +87,6 @@ const realmFields: unknown[] = [
   { realm: 'bad-2', accessTokenLifespan: 3_000_000_000 },
   { realm: 'bad-2', accessTokenLifespan: -1 },
   { realm: 'bad-2', eventsExpiration: 1e20 },
-  { realm: 'bad-2', eventsListeners: ['no-such-listener'] },
   { realm: 'bad-2', smtpServer: { port: 'abc' } },
   { realm: 'bad-2', smtpServer: 'smtp.example' },
   { realm: 'bad-2', attributes: { a: { b: 1 } } },

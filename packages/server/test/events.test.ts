@@ -236,6 +236,23 @@ describe('user and admin events', () => {
     expect(JSON.stringify(response.body)).toContain('no-such-listener');
   });
 
+  it('keeps a listener that is not installed when the realm PUT names it, as Keycloak 26; the installed ones still get events', async () => {
+    const put = await api(t.url, 'PUT', '/admin/realms/ev', f.admin, { eventsListeners: ['metrics-listener', 'test-recorder'] });
+    expect(put.status).toBe(204);
+    const config = await api(t.url, 'GET', '/admin/realms/ev/events/config', f.admin);
+    expect(config.body.eventsListeners).toEqual(['metrics-listener', 'test-recorder']);
+    expect((await api(t.url, 'POST', '/admin/realms/ev/roles', f.admin, { name: 'despite-unknown' })).status).toBe(201);
+    expect((await api(t.url, 'POST', '/admin/realms/ev/roles', f.admin, { name: 'despite-unknown-2' })).status).toBe(201);
+    await eventually(() => adminDeliveries(f.deliveries, 'test-recorder', 'CREATE', 'roles/despite-unknown-2').length);
+    // Named once per realm and listener, however many events pass it by.
+    const warnings = t.logs.filter((l) => l.msg === 'realm names an event listener that is not installed' && l.listener === 'metrics-listener');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ realm: 'ev' });
+    // The events config itself still refuses it, as Keycloak's does.
+    expect((await api(t.url, 'PUT', '/admin/realms/ev/events/config', f.admin, { eventsListeners: ['metrics-listener'] })).status).toBe(400);
+    expect((await api(t.url, 'PUT', '/admin/realms/ev/events/config', f.admin, { eventsListeners: ['test-recorder'] })).status).toBe(204);
+  });
+
   it('puts no client secret, api.key or password in any event, representation, stored event or log line', async () => {
     // Writes that carry secrets: a realm SMTP password, a client secret rotation, a user update with credentials.
     expect((await api(t.url, 'PUT', '/admin/realms/ev', f.admin, { smtpServer: { host: 'smtp.example', port: '25', from: 'a@example.com', auth: 'true', user: 'u', password: SMTP_PASSWORD } })).status).toBe(204);

@@ -42,7 +42,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const noExpiration = typeof body === 'object' && body !== null && !Array.isArray(body) && (body.eventsExpiration === '' || body.eventsExpiration === null);
     const rep = parseRepresentation(noExpiration ? { ...body, eventsExpiration: null } : request.body, eventsConfigSpec, [], 'eventsConfig');
     const updated = structuredClone(realm);
-    applyRealmSettings(updated, rep, isListener, 'eventsConfig');
+    applyRealmSettings(updated, rep, 'eventsConfig', isListener);
     if (noExpiration) updated.eventsExpiration = null;
     await ctx.storage.realms.update(updated);
     await recordAdminEvent(ctx, request, updated, 'UPDATE', 'REALM', 'events/config', rep);

@@ -108,7 +108,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const rep = parseRepresentation(request.body, realmSpec, realmIgnored, 'realm');
     if (rep.realm !== undefined && rep.realm !== realm.name && realm.name === 'master') throw badRequest('realm.realm: the master realm cannot be renamed', 'realm');
     const updated = structuredClone(realm);
-    applyRealmSettings(updated, rep, isListener);
+    applyRealmSettings(updated, rep);
     const binding = await ctx.flows.validateBindings(updated);
     if (binding) throw badRequest(binding.message, binding.field);
     try {

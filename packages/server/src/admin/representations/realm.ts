@@ -205,11 +205,15 @@ const sameNamedSettings = [
   'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes', 'passwordPolicy',
 ] as const satisfies readonly (keyof Realm)[];
 
-/** Applies a (partial) realm representation: given fields change, absent ones stay, as Keycloak's realm PUT. */
-export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, knownListeners: (id: string) => boolean, path = 'realm'): void {
+/**
+ * Applies a (partial) realm representation: given fields change, absent ones stay, as Keycloak's realm PUT. With
+ * `knownListeners` (the events config) an event listener that is not installed is refused; without it (realm PUT,
+ * POST and import) it is stored as Keycloak 26 stores it, and the events service skips it with a warning.
+ */
+export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, path = 'realm', knownListeners?: (id: string) => boolean): void {
   const listeners = rep.eventsListeners as string[] | undefined;
   for (const [i, id] of (listeners ?? []).entries()) {
-    if (!knownListeners(id)) throw badRequest(`${path}.eventsListeners[${i}]: no event listener "${id}" is installed`, 'eventsListeners');
+    if (knownListeners && !knownListeners(id)) throw badRequest(`${path}.eventsListeners[${i}]: no event listener "${id}" is installed`, 'eventsListeners');
   }
   const smtp = rep.smtpServer as Realm['smtpServer'] | undefined;
   if (smtp?.password === SMTP_MASK) smtp.password = realm.smtpServer.password;

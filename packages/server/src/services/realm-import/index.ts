@@ -18,7 +18,7 @@ export async function createRealmFromImport(ctx: ServerContext, parsed: RealmImp
   return ctx.storage.transaction(async (trx) => {
     // The file's RSA signing keys, as Keycloak imports them (tokens and the published key stay the same).
     const firstKeys = async (r: Realm, db: typeof trx) => parsed.notImported.push(...(await ctx.keys.importKeys(r.id, parsed.signingKeys, db)));
-    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings, isListener), trx, firstKeys);
+    const realm = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, parsed.settings.realm as string, (r) => applyRealmSettings(r, parsed.settings), trx, firstKeys);
     await importRealmContents(ctx, realm, parsed, trx);
     if (creatorUserId) await grantAdminClientRoles(creatorUserId, realm.name, trx);
     return realm;

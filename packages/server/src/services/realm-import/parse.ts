@@ -207,13 +207,10 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   const settings = parseRepresentation(body, realmSpec, realmIgnored, 'realm', onUnknown);
   if (typeof settings.realm !== 'string') throw badRequest('realm.realm: is required', 'realm');
   const rep = body as Record<string, unknown>;
-  if (onUnknown && Array.isArray(settings.eventsListeners)) {
-    settings.eventsListeners = (settings.eventsListeners as string[]).filter((id, i) => {
-      if (isListener(id)) return true;
-      onUnknown(`realm.eventsListeners[${i}] ("${id}" is not installed)`);
-      return false;
-    });
-  }
+  // Kept as Keycloak 26 keeps them (a realm POST answers 201): events go to such a listener once it is installed.
+  const listenersKept = ((settings.eventsListeners ?? []) as string[]).flatMap((id, i) =>
+    isListener(id) ? [] : [`realm.eventsListeners[${i}] ("${id}" is not installed: kept, events go to it once it is)`],
+  );
   const roles = (rep.roles ?? {}) as { realm?: unknown; client?: unknown };
   if (typeof roles !== 'object') throw badRequest('realm.roles: must be an object');
   const realmRoles = asArray(roles.realm, 'realm.roles.realm').map((r, i) => parseImportedRole(r, `realm.roles.realm[${i}]`, onUnknown));
@@ -280,7 +277,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
   notImported.push(...notImportedParts(rep));
   const federation = parseFederation(rep, onUnknown);
   notImported.push(...federation.notImported);
-  federation.keptAsData.push(...authorizationKept);
+  federation.keptAsData.push(...listenersKept, ...authorizationKept);
   const requiredActions = parseRequiredActions(rep.requiredActions, notImported, federation.keptAsData);
   // Named once for every user (a file may link thousands), after the identity providers and their mappers.
   if (users.some((u) => u.federatedIdentities.length)) {
