@@ -8,7 +8,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'takeover';
 
@@ -106,5 +106,24 @@ describe.each(databases)('no limited administrator takes over a greater one (%s)
     await rejects(masterDesk.users.update({ id: admin.id! }, { email: 'attacker@evil.example' }), 403);
     expect(await signsIn('master', ADMIN_USERNAME, ADMIN_PASSWORD)).toBe(200);
     kc.setConfig({ realmName: REALM });
+  });
+
+  it("a user's id asked of another realm answers only the caller itself, as Keycloak 26 (the console's Email tab)", async () => {
+    kc.setConfig({ realmName: 'master' });
+    const [masterAdmin] = await kc.users.find({ username: ADMIN_USERNAME, exact: true });
+    // view-users of the master-realm client: over master only.
+    const viewer = await person(kc, 'master', 'master-viewer', ['view-users']);
+    kc.setConfig({ realmName: REALM });
+    const get = async (client: KcAdminClient, id: string) => api(t.url, 'GET', `/admin/realms/${REALM}/users/${id}`, (await client.getAccessToken())!);
+    // The master administrator reads itself through this realm's path…
+    const self = await get(kc, masterAdmin.id!);
+    expect(self.status).toBe(200);
+    expect(self.body).toMatchObject({ id: masterAdmin.id, username: ADMIN_USERNAME });
+    // …but no other master user.
+    expect((await get(kc, viewer.id)).status).toBe(404);
+    // A limited administrator of this realm asking for the master administrator's id gets 404, not the administrator.
+    expect((await get(attacker, masterAdmin.id!)).status).toBe(404);
+    // A master user without view-users over this realm gets 403, its own id included.
+    expect((await get(viewer.client, viewer.id)).status).toBe(403);
   });
 });

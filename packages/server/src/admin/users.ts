@@ -99,8 +99,19 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   };
 
   app.get('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const caller = callerOf(request);
+    // As Keycloak 26: the caller's own id, asked of a realm other than the caller's, answers the caller (the
+    // console's Realm settings → Email tab looks the signed-in administrator up in the realm it edits). Nobody
+    // else's: another realm's user stays 404.
+    if (request.params.id === caller.userId && caller.realm.name !== request.params.realm) {
+      const realm = await targetRealm(ctx, request);
+      requireRole(caller, realm, 'view-users');
+      const self = (await ctx.storage.users.byId(realm.id, caller.userId)) ?? (await ctx.storage.users.byId(caller.realm.id, caller.userId));
+      if (!self) throw notFound('User not found');
+      return fullRep(self);
+    }
     const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'view-users');
+    requireRole(caller, realm, 'view-users');
     return fullRep(user);
   });
 
