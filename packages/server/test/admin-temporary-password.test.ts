@@ -137,6 +137,13 @@ describe.each(databases)('temporary passwords and removing the password (%s)', (
     const id = await newUser('dora', { value: 'Dora-pass-1', temporary: false });
     const [password] = await kc.users.getCredentials({ id });
     expect(password).toMatchObject({ type: 'password' });
+    // Its data as Keycloak 26.7.3 answers it (the console's "Show data"): algorithm and parameters, never hash or salt.
+    expect(JSON.parse(password.credentialData!)).toEqual({
+      hashIterations: 5,
+      algorithm: 'argon2',
+      additionalParameters: { hashLength: ['32'], memory: ['7168'], type: ['id'], version: ['1.3'], parallelism: ['1'] },
+    });
+    expect(Object.keys(password)).not.toContain('secretData');
     await kc.users.deleteCredential({ id, credentialId: password.id! });
     expect(await kc.users.getCredentials({ id })).toEqual([]);
     await rejects(kc.users.deleteCredential({ id, credentialId: password.id! }), 404);

@@ -188,7 +188,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/users/:id/credentials', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, user } = await load(request);
     requireRole(callerOf(request), realm, 'view-users');
-    const password = passwordCredentialRep(user);
+    const password = passwordCredentialRep(user, { withData: true });
     const stored = await ctx.storage.credentials.ofUser(user.id);
     return [...(password ? [password] : []), ...stored.map(credentialRep)];
   });

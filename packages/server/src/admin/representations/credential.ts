@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { exportedPasswordCredential } from '../../credentials/keycloak-hash.js';
 import type { User } from '../../model/types.js';
 import type { StoredCredential } from '../../storage/index.js';
 
@@ -8,14 +9,20 @@ export function passwordCredentialId(user: User): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** Keycloak's CredentialRepresentation of the password (its hash lives on the user here); null without one. */
-export function passwordCredentialRep(user: User) {
+/**
+ * Keycloak's CredentialRepresentation of the password (its hash lives on the user here); null without one. With
+ * `withData` (the admin API), `credentialData` names the hash's algorithm and parameters as Keycloak 26.7's admin
+ * API does (the console's "Show data"); the hash and salt (Keycloak's `secretData`) are never part of it.
+ */
+export function passwordCredentialRep(user: User, { withData = false } = {}) {
   if (user.passwordHash === null) return null;
+  const credentialData = withData ? exportedPasswordCredential(user.passwordHash, null)?.credentialData : undefined;
   return {
     id: passwordCredentialId(user),
     type: 'password',
     ...(user.passwordLabel ? { userLabel: user.passwordLabel } : {}),
     createdDate: user.passwordCreated ?? user.createdTimestamp,
+    ...(credentialData !== undefined ? { credentialData } : {}),
   };
 }
 
