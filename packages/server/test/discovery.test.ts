@@ -75,6 +75,23 @@ describe('discovery advertises exactly what works', () => {
     expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
   });
 
+  it('advertises iss in authorization responses (RFC 9207) and sends it in every mode, errors included', async () => {
+    expect(meta.authorization_response_iss_parameter_supported).toBe(true);
+    // Success responses: codeGrant checks iss in each mode (below). Errors: prompt=none without a session.
+    for (const mode of meta.response_modes_supported as string[]) {
+      const { challenge } = pkce();
+      const query = new URLSearchParams({ client_id: 'spa', redirect_uri: CALLBACK, response_type: 'code', response_mode: mode, scope: 'openid', state: 'st-e', prompt: 'none', code_challenge: challenge, code_challenge_method: 'S256' });
+      const answer = await new FormClient(t.url).get(`${meta.authorization_endpoint}?${query}`);
+      const params =
+        mode === 'form_post'
+          ? new URLSearchParams(['error', 'state', 'iss'].map((n) => [n, inputValue(answer.text, n) ?? '']))
+          : mode === 'fragment'
+            ? new URLSearchParams(new URL(answer.location!).hash.slice(1))
+            : new URL(answer.location!).searchParams;
+      expect(Object.fromEntries(['error', 'state', 'iss'].map((n) => [n, params.get(n)])), mode).toEqual({ error: 'login_required', state: 'st-e', iss: meta.issuer });
+    }
+  });
+
   it('every endpoint answers as its specification says', async () => {
     const endpoints = Object.keys(meta).filter((k) => k.endsWith('_endpoint') || k === 'jwks_uri' || k === 'check_session_iframe');
     const tokens = await passwordGrant();

@@ -35,6 +35,9 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
+      // RFC 9207: every authorization response, an error included, carries `iss`, so a client can tell which server
+      // answered (openid-client then requires and checks it), as Keycloak advertises.
+      authorization_response_iss_parameter_supported: true,
       scopes_supported: ['openid', 'profile', 'email', 'roles', 'web-origins', 'basic', 'acr', 'offline_access', 'phone', 'address', 'microprofile-jwt', 'organization'],
       claims_supported: ['aud', 'sub', 'iss', 'auth_time', 'name', 'given_name', 'family_name', 'preferred_username', 'email', 'email_verified', 'acr', 'azp', 'sid'],
       claims_parameter_supported: false,
