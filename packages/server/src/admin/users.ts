@@ -106,7 +106,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (request.params.id === caller.userId && caller.realm.name !== request.params.realm) {
       const realm = await targetRealm(ctx, request);
       requireRole(caller, realm, 'view-users');
-      const self = (await ctx.storage.users.byId(realm.id, caller.userId)) ?? (await ctx.storage.users.byId(caller.realm.id, caller.userId));
+      const self = await ctx.storage.users.byId(caller.realm.id, caller.userId);
       if (!self) throw notFound('User not found');
       return fullRep(self);
     }
