@@ -161,6 +161,27 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
   });
 });
 
+describe.each(databases)('OutboxRepository on %s: the purge', (kind) => {
+  it('finds old finished deliveries through provider_outbox_finished, which holds finished rows only (migration 0021)', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => 5_000_000);
+      await store.enqueue(Array.from({ length: 200 }, (_, i) => item(realmId, `p${i}`, `u${i}`)));
+      if (kind === 'postgres') await sql`analyze provider_outbox`.execute(storage.db);
+      const plan = await storage.transaction(async (trx) => {
+        if (kind === 'postgres') await sql`set local enable_seqscan = off`.execute(trx);
+        const query = store.purgeQuery(4_000_000, 1000).compile();
+        let text = query.sql;
+        query.parameters.forEach((value, i) => {
+          text = text.replace(kind === 'sqlite' ? '?' : new RegExp(`\\$${i + 1}\\b`), typeof value === 'string' ? `'${value}'` : String(value));
+        });
+        const { rows } = await sql.raw(`${kind === 'sqlite' ? 'explain query plan' : 'explain'} ${text}`).execute(trx);
+        return JSON.stringify(rows);
+      });
+      expect(plan).toContain('provider_outbox_finished');
+    });
+  });
+});
+
 describe.each(databases)('OutboxRepository on %s: an endpoint that keeps failing', (kind) => {
   it('is held from its second failure in a row until the given time, and released by a delivery', async () => {
     await withStorage(kind, async (storage, realmId) => {

@@ -377,7 +377,7 @@ export const migrations: Record<string, Migration> = {
   },
   // Providers' durable outboxes (SPI OutboxStore; the webhook extension's outbox mode): the items, each attempt,
   // and the per-endpoint pause state. provider_outbox_due serves the claim (per endpoint, due_at order); provider_outbox_order
-  // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries; _updated the purge.
+  // the per-order-key check (no earlier unfinished item); provider_outbox_list the admin queries; _updated the purge (provider_outbox_finished since 0021).
   '0009-provider-outbox': {
     async up(db: Kysely<any>) {
       await db.schema
@@ -629,6 +629,19 @@ export const migrations: Record<string, Migration> = {
         .addColumn('message_key', 'text', (c) => c.notNull())
         .addColumn('text', 'text', (c) => c.notNull())
         .addPrimaryKeyConstraint('realm_localization_pk', ['realm_id', 'locale', 'message_key'])
+        .execute();
+    },
+  },
+  // The outbox's purge index holds finished rows only: a delivery's claim, retries and lease renewals (unfinished,
+  // updated_at changing each time) no longer rewrite an index entry the purge never reads.
+  '0021-outbox-finished-index': {
+    async up(db: Kysely<any>) {
+      await db.schema.dropIndex('provider_outbox_updated').execute();
+      await db.schema
+        .createIndex('provider_outbox_finished')
+        .on('provider_outbox')
+        .columns(['provider_id', 'updated_at'])
+        .where(sql<boolean>`state in ('delivered', 'dead')`)
         .execute();
     },
   },

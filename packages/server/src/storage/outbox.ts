@@ -118,6 +118,8 @@ const INSERT_BATCH = 500;
 /** The SQL types of enqueue's VALUES columns (explicit for PostgreSQL, as RECORD_TYPES). */
 const ENQUEUE_TYPES = ['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer'];
 const MAX_LIST = 1000;
+/** What a claim reads back: every column but those it sets (state, claimed_by, due_at, updated_at). */
+const CLAIM_RETURNS = 'id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, attempts, total_attempts, max_attempts, created_at, last_status, last_error';
 
 /**
  * Enqueue order across calls of this process: milliseconds × 1000 + a counter, so that items enqueued in the
@@ -129,7 +131,7 @@ function nextSeq(now: number): number {
   return lastSeq;
 }
 
-function toItem(row: OutboxTable): OutboxItem {
+function toItem(row: Omit<OutboxTable, 'provider_id'>): OutboxItem {
   return {
     id: row.id,
     realmId: row.realm_id,
@@ -317,7 +319,7 @@ export class OutboxRepository implements OutboxStore {
     // The endpoint's due items (provider_outbox_due's range) that have no earlier unfinished item of their order key.
     // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED subquery again
     // per row and claim more than `limit` (seen: 3 of limit 2).
-    const { rows } = await this.run<OutboxTable>(
+    const { rows } = await this.run<Omit<OutboxTable, 'provider_id' | 'state' | 'claimed_by' | 'due_at' | 'updated_at'>>(
       this.db,
       `with candidates as materialized (
         select c.id from provider_outbox as c
@@ -327,10 +329,11 @@ export class OutboxRepository implements OutboxStore {
         order by c.due_at, c.seq limit ?${this.dialect === 'postgres' ? ' for update skip locked' : ''})
       update provider_outbox set state = 'sending', claimed_by = ?, due_at = ?, updated_at = ?
       where provider_id = ? and id in (select candidates.id from candidates)${this.unflushedCommit()}
-      returning *`,
+      returning ${CLAIM_RETURNS}`,
       [p, endpoint, now, realmId, limit, this.nodeId, now + leaseMs, now, p],
     );
-    return rows.map(toItem);
+    // The columns the claim has just set are not read back: each returned column costs the driver a conversion per row.
+    return rows.map((row) => toItem({ ...row, state: 'sending', claimed_by: this.nodeId, due_at: now + leaseMs, updated_at: now }));
   }
 
   /**
@@ -679,20 +682,31 @@ export class OutboxRepository implements OutboxStore {
     return { depth: Number(depth.n), oldestDueAt };
   }
 
+  /**
+   * The purge's next batch: finished items last changed before `time`, from provider_outbox_finished (which holds
+   * finished rows only); its plan is checked by test/outbox-store.test.ts.
+   */
+  purgeQuery(time: number, limit: number) {
+    return (
+      this.db
+        .selectFrom('provider_outbox')
+        .select('id')
+        .where('provider_id', '=', this.providerId)
+        .where('updated_at', '<', time)
+        // Literal, so that SQLite's planner sees the index's condition (not through bound parameters).
+        .where(sql<boolean>`state in ('delivered', 'dead')`)
+        .limit(limit)
+    );
+  }
+
   async purgeFinishedBefore(time: number, limit: number): Promise<number> {
-    const ids = this.db
-      .selectFrom('provider_outbox')
-      .select('id')
-      .where('provider_id', '=', this.providerId)
-      .where('updated_at', '<', time)
-      .where('state', 'in', FINISHED)
-      .limit(limit);
     // The attempts go with their item (foreign key, ON DELETE CASCADE).
     const result = await this.db
       .deleteFrom('provider_outbox')
       .where('provider_id', '=', this.providerId)
-      .where('id', 'in', ids)
+      .where('id', 'in', this.purgeQuery(time, limit))
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
+
 }
