@@ -3,8 +3,9 @@
  * realm, on SQLite and on PostgreSQL, each figure beside the same one with 100 users in the same run.
  *
  * For each database, `run()`:
- *  1. starts a real server process (packages/server/src/main.ts, production mode, --hostname on 127.0.0.1) on a
- *     fresh database (a temporary SQLite file; a PostgreSQL database of its own on REALMGATE_TEST_PG_URL, dropped afterwards);
+ *  1. starts two real server processes (packages/server/src/main.ts, production mode, --hostname on 127.0.0.1),
+ *     each on a fresh database (a temporary SQLite file; a PostgreSQL database of its own on REALMGATE_TEST_PG_URL,
+ *     dropped afterwards): one stays at 100 users (the baseline), the other grows;
  *  2. creates through the admin API a realm `scale`, a confidential client with a service account and direct
  *     access grants, and one user with a password, whose Argon2id hash every seeded user then shares;
  *  3. grows the realm to each size through the bulk path, UserRepository.insertMany in transactions of 5,000
@@ -15,6 +16,8 @@
  *     (requests/s; a password grant verifies one Argon2id hash: that is its cost), and admin searches by exact
  *     username, by `search=` and by exact e-mail (p50/p99 ms).
  *
+ * Each figure at 10,000 and 1,000,000 users is the median of SCALE_BENCH_ROUNDS (default 3) load runs alternating
+ * with as many against a second server whose database stays at 100 users (see runDatabase).
  * SCALE_BENCH_MAX_USERS caps the sizes (default 1,000,000), SCALE_BENCH_SECONDS is each load phase's length
  * (default 5), SCALE_BENCH_DATABASES picks `sqlite`, `postgres` or both (default both).
  */
@@ -30,6 +33,7 @@ import { api, createPgDatabase, tokenRequest } from '../packages/server/test/sup
 const ROOT = resolve(import.meta.dirname, '..');
 const MAX_USERS = Number(process.env.SCALE_BENCH_MAX_USERS ?? 1_000_000);
 const SECONDS = Number(process.env.SCALE_BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.SCALE_BENCH_ROUNDS ?? 3);
 const DATABASES = (process.env.SCALE_BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
 const SIZES = [100, 10_000, 1_000_000].filter((n) => n <= MAX_USERS);
 const BATCH = 5_000;
@@ -52,6 +56,7 @@ export interface ScaleFigure {
 export interface ScaleBench {
   sizes: number[];
   seconds: number;
+  rounds: number;
   figures: ScaleFigure[];
   plans: Record<string, Record<string, string>>;
   loadAverages: number[][];
@@ -223,7 +228,8 @@ async function plans(storage: Storage, realmId: string, clientUuid: string): Pro
 
 // ---------------------------------------------------------------- one database
 
-async function runDatabase(kind: string, bench: ScaleBench): Promise<void> {
+/** One server on its own fresh database, with the bench's realm set up. */
+async function openSide(kind: string) {
   const { Storage } = await import('../packages/server/src/storage/index.js');
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-scale-bench-'));
   const pgDb = kind === 'postgres' ? await createPgDatabase() : null;
@@ -235,62 +241,119 @@ async function runDatabase(kind: string, bench: ScaleBench): Promise<void> {
     storage = await Storage.open(dbUrl);
     const realm = (await storage.realms.byName(REALM))!;
     const user0 = (await storage.users.byUsername(realm.id, 'user-0'))!;
-    const client = (await storage.db.selectFrom('client').select('id').where('realm_id', '=', realm.id).where('client_id', '=', 'bench').executeTakeFirstOrThrow());
-    const hash = user0.passwordHash!;
-
-    const single = await seedOneByOne(storage, realm.id, hash, 2_000);
-    let have = 1;
-    const baselines = new Map<string, number>();
-    const add = (metric: string, n: number, value: number, unit: string, lowerIsBetter: boolean, goal: string | null) => {
-      const base = baselines.get(metric);
-      if (n === SIZES[0]) baselines.set(metric, value);
-      const name = `${kind}: ${metric} with ${n.toLocaleString('en')} users`;
-      bench.figures.push(
-        base === undefined || n === SIZES[0]
-          ? { name, value, unit, baseline: null, ratio: null, goal }
-          : { name, value, unit, baseline: { name: `the same with ${SIZES[0]} users`, value: base }, ratio: lowerIsBetter ? base / value : value / base, goal },
-      );
+    const client = await storage.db.selectFrom('client').select('id').where('realm_id', '=', realm.id).where('client_id', '=', 'bench').executeTakeFirstOrThrow();
+    const opened = storage;
+    return {
+      server,
+      storage: opened,
+      realmId: realm.id,
+      clientUuid: client.id,
+      hash: user0.passwordHash!,
+      users: 1,
+      async close() {
+        await opened.close();
+        await server.stop();
+        await pgDb?.drop();
+        rmSync(dir, { recursive: true, force: true });
+      },
     };
-    for (const n of SIZES) {
-      const before = loadavg()[0];
-      const rate = await seed(storage, realm.id, hash, have, n);
-      if (n - have >= BATCH) {
-        bench.figures.push({
-          name: `${kind}: bulk insert (insertMany, ${BATCH.toLocaleString('en')} users a transaction), ${have.toLocaleString('en')} to ${n.toLocaleString('en')} users`,
-          value: rate,
-          unit: 'users/s',
-          baseline: { name: 'single-row inserts, one transaction each (2,000 users)', value: single },
-          ratio: rate / single,
-          goal: null,
-        });
-      }
-      console.error(`  ${kind}: ${n} users (seeded ${(n - have).toLocaleString('en')} at ${rate.toFixed(0)} users/s)`);
-      have = n;
-      if (kind === 'postgres') await (await import('kysely')).sql`analyze user_entity`.execute(storage.db);
-      bench.plans[`${kind} with ${n} users`] = await plans(storage, realm.id, client.id);
-      const result = await runLoad(server.url, n);
-      bench.loadAverages.push([n, before, loadavg()[0]]);
-      for (const [metric, r] of Object.entries(result)) {
-        if (r.errors) bench.notes.push(`${kind} ${n}: ${metric} had ${r.errors} non-200 answers of ${r.count}`);
-        if (metric === 'client_credentials' || metric === 'password') {
-          add(`${metric} grant`, n, r.rate, 'requests/s', false, '>= 0.9');
-          add(`${metric} grant p50`, n, r.p50, 'ms', true, null);
-        } else {
-          add(`admin ${metric} p50`, n, r.p50, 'ms', true, null);
-          add(`admin ${metric} p99`, n, r.p99, 'ms', true, null);
-        }
-      }
-    }
-  } finally {
+  } catch (error) {
     await storage?.close();
     await server.stop();
     await pgDb?.drop();
     rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Each metric's median over rounds (rate, p50 and p99 each on their own); errors and counts summed. */
+function medians(results: LoadResult[]): LoadResult {
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const out: LoadResult = {};
+  for (const metric of Object.keys(results[0])) {
+    const all = results.map((r) => r[metric]);
+    out[metric] = {
+      count: all.reduce((sum, r) => sum + r.count, 0),
+      errors: all.reduce((sum, r) => sum + r.errors, 0),
+      rate: median(all.map((r) => r.rate)),
+      p50: median(all.map((r) => r.p50)),
+      p99: median(all.map((r) => r.p99)),
+    };
+  }
+  return out;
+}
+
+/**
+ * Two servers, each on a database of its own: `small` stays at SIZES[0] users, `big` grows through SIZES. At each
+ * size their load phases alternate, ROUNDS each, and each figure is the median of its rounds beside the median of
+ * the small database's rounds in the same stretch of time: a figure and its baseline see the same machine (a
+ * baseline taken once at the start moved ratios by ±20 % and more as the machine's load changed). The small
+ * database is a fresh one, not a small realm in the big database, whose indexes would be as deep as the big realm's.
+ */
+async function runDatabase(kind: string, bench: ScaleBench): Promise<void> {
+  const small = await openSide(kind);
+  try {
+    const big = await openSide(kind);
+    try {
+      const single = await seedOneByOne(big.storage, big.realmId, big.hash, 2_000);
+      await seed(small.storage, small.realmId, small.hash, 1, SIZES[0]);
+      if (kind === 'postgres') await (await import('kysely')).sql`analyze user_entity`.execute(small.storage.db);
+      const add = (metric: string, n: number, value: number, base: number | null, unit: string, lowerIsBetter: boolean, goal: string | null) => {
+        const name = `${kind}: ${metric} with ${n.toLocaleString('en')} users`;
+        bench.figures.push(
+          base === null
+            ? { name, value, unit, baseline: null, ratio: null, goal }
+            : { name, value, unit, baseline: { name: `the same with ${SIZES[0]} users, alternating with it`, value: base }, ratio: lowerIsBetter ? base / value : value / base, goal },
+        );
+      };
+      for (const n of SIZES) {
+        const before = loadavg()[0];
+        const rate = await seed(big.storage, big.realmId, big.hash, big.users, n);
+        if (n - big.users >= BATCH) {
+          bench.figures.push({
+            name: `${kind}: bulk insert (insertMany, ${BATCH.toLocaleString('en')} users a transaction), ${big.users.toLocaleString('en')} to ${n.toLocaleString('en')} users`,
+            value: rate,
+            unit: 'users/s',
+            baseline: { name: 'single-row inserts, one transaction each (2,000 users)', value: single },
+            ratio: rate / single,
+            goal: null,
+          });
+        }
+        console.error(`  ${kind}: ${n} users (seeded ${(n - big.users).toLocaleString('en')} at ${rate.toFixed(0)} users/s)`);
+        big.users = n;
+        if (kind === 'postgres') await (await import('kysely')).sql`analyze user_entity`.execute(big.storage.db);
+        bench.plans[`${kind} with ${n} users`] = await plans(big.storage, big.realmId, big.clientUuid);
+        const smallRounds: LoadResult[] = [];
+        const bigRounds: LoadResult[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          smallRounds.push(await runLoad(small.server.url, SIZES[0]));
+          if (n !== SIZES[0]) bigRounds.push(await runLoad(big.server.url, n));
+        }
+        bench.loadAverages.push([n, before, loadavg()[0]]);
+        const baseline = medians(smallRounds);
+        const result = n === SIZES[0] ? baseline : medians(bigRounds);
+        for (const [metric, r] of Object.entries(result)) {
+          if (r.errors) bench.notes.push(`${kind} ${n}: ${metric} had ${r.errors} non-200 answers of ${r.count}`);
+          const base = n === SIZES[0] ? null : baseline[metric];
+          if (metric === 'client_credentials' || metric === 'password') {
+            add(`${metric} grant`, n, r.rate, base && base.rate, 'requests/s', false, '>= 0.9');
+            add(`${metric} grant p50`, n, r.p50, base && base.p50, 'ms', true, null);
+          } else {
+            add(`admin ${metric} p50`, n, r.p50, base && base.p50, 'ms', true, null);
+            add(`admin ${metric} p99`, n, r.p99, base && base.p99, 'ms', true, null);
+          }
+        }
+      }
+    } finally {
+      await big.close();
+    }
+  } finally {
+    await small.close();
   }
 }
 
 export async function run(): Promise<ScaleBench> {
-  const bench: ScaleBench = { sizes: SIZES, seconds: SECONDS, figures: [], plans: {}, loadAverages: [], notes: [] };
+  const bench: ScaleBench = { sizes: SIZES, seconds: SECONDS, rounds: ROUNDS, figures: [], plans: {}, loadAverages: [], notes: [] };
   for (const kind of DATABASES) await runDatabase(kind, bench);
   return bench;
 }

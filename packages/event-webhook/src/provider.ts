@@ -163,6 +163,8 @@ class ClientWebhooks {
   private readonly dispatcher: WebhookDispatcher | null = null;
   readonly outbox: OutboxWorker | null = null;
   private readonly targetCache = new Map<string, { at: number; client: Promise<ClientInfo | null> }>();
+  /** checkUrl's verdicts by URL (null: allowed), at most WARNED_LIMIT. */
+  private readonly urlVerdicts = new Map<string, string | null>();
   private readonly countOutcome: (outcome: ProviderOutcome) => void;
   /** Concurrent events for one client share one lookup. */
   private readonly lookups = new Map<string, Promise<ClientInfo | null>>();
@@ -196,7 +198,7 @@ class ClientWebhooks {
         logger: context.logger,
         metrics: outboxMetrics(context.metrics, metrics.hooks),
         target: (item, stored) => this.currentTarget(item, stored),
-        checkUrl: (url) => this.guard.checkUrl(url)?.message ?? null,
+        checkUrl: (url) => this.checkUrl(url),
       });
       this.outbox.start();
     } else {
@@ -257,6 +259,20 @@ class ClientWebhooks {
       payload: encodeStored(stored),
       maxAttempts: this.settings.maxAttempts,
     };
+  }
+
+  /**
+   * The target guard's verdict on a URL without DNS, per outbox attempt: remembered per URL (it depends on the URL and
+   * the server's settings only), since parsing it again for every delivery cost about 5 µs each.
+   */
+  private checkUrl(url: string): string | null {
+    let verdict = this.urlVerdicts.get(url);
+    if (verdict === undefined) {
+      if (this.urlVerdicts.size >= WARNED_LIMIT) this.urlVerdicts.clear();
+      verdict = this.guard.checkUrl(url)?.message ?? null;
+      this.urlVerdicts.set(url, verdict);
+    }
+    return verdict;
   }
 
   /** The client's webhook now (outbox attempts): a rotated key, a new URL or a removed webhook applies. */

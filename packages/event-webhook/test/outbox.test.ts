@@ -373,6 +373,40 @@ describe('outbox mode', () => {
     );
   }, 60_000);
 
+  it("a client's webhook moved to a denied host gets no request (the target guard, at each attempt); moved back, the next is delivered", async () => {
+    const receiver = new Receiver(await freePort());
+    await receiver.start();
+    const dir = providersDir();
+    // blocked.localhost would be loopback (RFC 6761), so nothing leaves the machine even if the rule failed.
+    const t = await startServer({ providersDir: dir, env: { ...OUTBOX, REALMGATE_WEBHOOK_POLL_MS: '20', REALMGATE_WEBHOOK_DENY: 'blocked.localhost' } });
+    cleanup.push(
+      () => t.close(),
+      () => receiver.stop(),
+      async () => rmSync(dir, { recursive: true, force: true }),
+    );
+    await setUpRealm(t.url, 'guarded', receiver.url, ['ann']);
+    const token = await adminToken(t.url);
+    const [client] = (await api(t.url, 'GET', '/admin/realms/guarded/clients?clientId=app', token)).body as { id: string; attributes: Record<string, string> }[];
+    const pointTo = async (hookUrl: string) => {
+      const update = await api(t.url, 'PUT', `/admin/realms/guarded/clients/${client.id}`, token, { ...client, attributes: { ...client.attributes, 'api.url': hookUrl } });
+      expect(update.status).toBe(204);
+      await realSleep(1100); // the worker's client lookups are reused for up to 1 s
+    };
+
+    await login(t.url, 'guarded', 'ann');
+    await eventually(() => receiver.hits.length === 1, 10_000);
+    await pointTo(`http://blocked.localhost:${receiver.port}/hook`);
+    await login(t.url, 'guarded', 'ann');
+    await eventually(async () => (await deliveries(t.url, 'guarded', '?state=dead')).length === 1, 10_000);
+    const [refused] = await deliveries(t.url, 'guarded', '?state=dead');
+    expect(refused.attemptLog).toHaveLength(1);
+    expect(refused.attemptLog[0]).toMatchObject({ status: null, error: expect.stringMatching(/blocked\.localhost is denied/) });
+    expect(receiver.hits).toHaveLength(1);
+    await pointTo(receiver.url);
+    await login(t.url, 'guarded', 'ann');
+    await eventually(() => receiver.hits.length === 2, 10_000);
+  });
+
   it('100,000 deliveries to a dead receiver: they wait in the database, the heap stays bounded, logins still answer', async () => {
     const port = await freePort(); // nothing listens: every attempt is refused
     const dir = providersDir();

@@ -21,6 +21,14 @@ describe('which client addresses sslRequired counts as external', () => {
     }
   });
 
+  it('gives the same verdicts when asked again, and after a flood of other addresses (the remembered verdicts are bounded)', () => {
+    for (let i = 0; i < 10_000; i++) expect(isPrivateAddress(`203.0.${i >> 8}.${i & 255}`)).toBe(false);
+    for (let round = 0; round < 2; round++) {
+      for (const address of ['127.0.0.1', '10.1.2.3', 'fd00::1']) expect(isPrivateAddress(address), address).toBe(true);
+      for (const address of [PUBLIC, '172.32.0.1', 'not an address']) expect(isPrivateAddress(address), address).toBe(false);
+    }
+  });
+
   it('external refuses external addresses only, all refuses every one, none refuses none', () => {
     expect([httpsRequired('external', '127.0.0.1'), httpsRequired('external', PUBLIC)]).toEqual([false, true]);
     expect([httpsRequired('all', '127.0.0.1'), httpsRequired('all', PUBLIC)]).toEqual([true, true]);

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
-import type { ServerLogger } from '../observability/index.js';
+import { requestLoggerFactory, type ServerLogger } from '../observability/index.js';
 import { installCors } from './cors.js';
 import { installErrorHandling } from './errors.js';
 
@@ -24,6 +24,7 @@ export async function createHttpApp(options: { logger: ServerLogger; trustedProx
     loggerInstance: options.logger as FastifyBaseLogger,
     // Per-request lines are noise at this volume; request metrics are at /metrics instead.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (logger, bindings, options) => requestLoggerFactory(logger as ServerLogger, bindings, options) as FastifyBaseLogger,
     bodyLimit: JSON_BODY_LIMIT,
     trustProxy: options.trustedProxies.length ? options.trustedProxies : false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },

@@ -19,7 +19,25 @@ privateAddresses.addAddress('::', 'ipv6');
 privateAddresses.addSubnet('fc00::', 7, 'ipv6');
 privateAddresses.addSubnet('fec0::', 10, 'ipv6');
 
+/**
+ * Verdicts by address, asked on every request to a realm: BlockList.check builds a SocketAddress each time (about
+ * 15 µs), and a server sees the same few client addresses again and again. Emptied when full, so a flood of
+ * addresses costs the check, not memory.
+ */
+const verdicts = new Map<string, boolean>();
+const MAX_VERDICTS = 4096;
+
 export function isPrivateAddress(address: string): boolean {
+  let verdict = verdicts.get(address);
+  if (verdict === undefined) {
+    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+    verdict = checkPrivate(address);
+    verdicts.set(address, verdict);
+  }
+  return verdict;
+}
+
+function checkPrivate(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
   const ip = mapped ?? address.replace(/%.*$/, '');
   const family = isIP(ip);

@@ -1,3 +1,3 @@
 export { operationsRoutes, type ReadinessChecks } from './health.js';
-export { createLogger, spiLogger, type ServerLogger } from './logger.js';
+export { createLogger, requestLoggerFactory, spiLogger, type ServerLogger } from './logger.js';
 export { MetricsRegistry } from './metrics.js';

@@ -70,3 +70,66 @@ export function spiLogger(logger: ServerLogger, bindings: Record<string, unknown
     error: (message, fields) => child.error(fields ?? {}, message),
   };
 }
+
+/**
+ * Fastify's per-request logger (`childLoggerFactory`), made on the request's first log line: pino's `child()` runs
+ * the redaction over its bindings, about 30 µs of every request's CPU, and almost no request logs anything (request
+ * logging is off; only errors and warnings write).
+ */
+export function requestLoggerFactory(logger: ServerLogger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): ServerLogger {
+  return new RequestLogger(logger, bindings, options) as unknown as ServerLogger;
+}
+
+type LogArgs = Parameters<pino.LogFn>;
+
+class RequestLogger {
+  private made: ServerLogger | null = null;
+
+  constructor(
+    private readonly parent: ServerLogger,
+    private readonly bindings: pino.Bindings,
+    private readonly options: pino.ChildLoggerOptions,
+  ) {}
+
+  private get logger(): ServerLogger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+
+  get level(): string {
+    return this.made?.level ?? this.options.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.logger.level = level;
+  }
+
+  fatal(...args: LogArgs): void {
+    this.logger.fatal(...args);
+  }
+
+  error(...args: LogArgs): void {
+    this.logger.error(...args);
+  }
+
+  warn(...args: LogArgs): void {
+    this.logger.warn(...args);
+  }
+
+  info(...args: LogArgs): void {
+    this.logger.info(...args);
+  }
+
+  debug(...args: LogArgs): void {
+    this.logger.debug(...args);
+  }
+
+  trace(...args: LogArgs): void {
+    this.logger.trace(...args);
+  }
+
+  silent(): void {}
+
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): ServerLogger {
+    return this.logger.child(bindings, options);
+  }
+}
