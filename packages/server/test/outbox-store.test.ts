@@ -161,6 +161,26 @@ describe.each(databases)('OutboxRepository on %s', (kind) => {
   });
 });
 
+describe.each(databases)('OutboxRepository on %s: an event\'s write', (kind) => {
+  it('is one statement once the endpoint is registered (the upsert of its row only the first time), and is claimed as before', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      const store = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a');
+      let before = storage.queryCount;
+      await store.enqueue([item(realmId, 'w1', 'u1')]);
+      expect(storage.queryCount - before).toBe(2);
+      before = storage.queryCount;
+      await store.enqueue([item(realmId, 'w2', 'u2')]);
+      await store.enqueue([item(realmId, 'w3', 'u3', 'client-b'), item(realmId, 'w4', 'u4')]);
+      expect(storage.queryCount - before).toBe(1 + 2); // client-b is new: its upsert, then the items
+      // Another repository (another process) upserts once for itself; pausing keeps working on a registered endpoint.
+      await new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-b').enqueue([item(realmId, 'w5', 'u5')]);
+      await store.setPaused(realmId, 'client-b', true, 'test');
+      await store.enqueue([item(realmId, 'w6', 'u6', 'client-b')]);
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id).sort()).toEqual(['w1', 'w2', 'w4', 'w5']);
+    });
+  });
+});
+
 describe.each(databases)('OutboxRepository on %s: the purge', (kind) => {
   it('finds old finished deliveries through provider_outbox_finished, which holds finished rows only (migration 0021)', async () => {
     await withStorage(kind, async (storage, realmId) => {
