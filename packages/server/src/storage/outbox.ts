@@ -121,7 +121,7 @@ const MAX_LIST = 1000;
 /** Endpoints remembered as registered at most (emptied when full: then they are upserted once more). */
 const MAX_REGISTERED = 10_000;
 /** What a claim reads back: every column but those it sets (state, claimed_by, due_at, updated_at). */
-const CLAIM_RETURNS = 'id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, attempts, total_attempts, max_attempts, created_at, last_status, last_error';
+const CLAIM_RETURNS = 'id, realm_id, endpoint, endpoint_label, order_key, type, label, payload, attempts, total_attempts, max_attempts, created_at, last_status, last_error';
 
 /**
  * Enqueue order across calls of this process: milliseconds × 1000 + a counter, so that items enqueued in the
@@ -133,7 +133,7 @@ function nextSeq(now: number): number {
   return lastSeq;
 }
 
-function toItem(row: Omit<OutboxTable, 'provider_id'>): OutboxItem {
+function toItem(row: Omit<OutboxTable, 'provider_id' | 'seq'>): OutboxItem {
   return {
     id: row.id,
     realmId: row.realm_id,
@@ -332,7 +332,7 @@ export class OutboxRepository implements OutboxStore {
     // The endpoint's due items (provider_outbox_due's range) that have no earlier unfinished item of their order key.
     // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED subquery again
     // per row and claim more than `limit` (seen: 3 of limit 2).
-    const { rows } = await this.run<Omit<OutboxTable, 'provider_id' | 'state' | 'claimed_by' | 'due_at' | 'updated_at'>>(
+    const { rows } = await this.run<Omit<OutboxTable, 'provider_id' | 'seq' | 'state' | 'claimed_by' | 'due_at' | 'updated_at'>>(
       this.db,
       `with candidates as materialized (
         select c.id from provider_outbox as c
