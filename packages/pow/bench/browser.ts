@@ -24,7 +24,13 @@
  * - one hash of the solver beside one of the argon2id package's own argon2id() driver (same WebAssembly, same
  *   worker code) and one of hash-wasm (the library the solver used before), same parameters, same browser;
  * - person to bot: the browser's median solve beside 2^d × one native hash (@node-rs/argon2, as the server
- *   verifies), what a bot with native code pays for the same work on this machine.
+ *   verifies), what a bot with native code pays for the same work on this machine;
+ * - the floor of a solve on this browser and machine, beside the same baseline: the median over the loads of an
+ *   empty worker's start (a page like the solve's that creates as many workers, each running a one-line script
+ *   served by the same host, loaded right after each solve; the fastest of its workers counts), plus the solve's
+ *   own median memory step (the pages of m KiB mapped once, which a first hash on fresh memory cannot skip) and
+ *   one warm hash (a solve is at least one round). No solver that starts its workers with the page can beat it:
+ *   where it exceeds the goal, the goal cannot be met that way here.
  *
  * Then all of it again with Chromium's CPU throttling at THROTTLE× (CDP Emulation.setCPUThrottlingRate),
  * which stands in for a mid-range phone. The rate is set on the page and asked of each of its workers; the
@@ -78,6 +84,8 @@ export interface SolveBreakdown {
   laterHash: number;
   /** From the answer computed in the worker to the page's solved mark (postMessage, the page's event loop). */
   answerToPage: number;
+  /** An empty worker (a one-line script) from its creation to its script running, on a page loaded like the solve's. */
+  emptyWorkerStart: number;
 }
 
 export interface ProfileRun {
@@ -135,6 +143,18 @@ const THROTTLE = 4;
 const GOALS: Record<ProfileName, number> = { basic: 1.0, strict: 1.2, 'high-traffic': 1.2 };
 const SALT = 'AAECAwQFBgcICQoLDA0ODw';
 const HASH_WASM_PATH = '/bench/hash-wasm-argon2.umd.min.js';
+const EMPTY_WORKER_PATH = '/bench/empty-worker.js';
+
+/** The /workers page's script: `n` empty workers created as pow-form.js creates its own; `__starts` their start times. */
+function emptyWorkersScript(n: number): string {
+  return `window.__starts = [];
+for (var i = 0; i < ${n}; i++) {
+  var created = performance.now();
+  new Worker('${EMPTY_WORKER_PATH}?' + i).onmessage = (function (created) {
+    return function (event) { window.__starts.push(event.data - performance.timeOrigin - created); };
+  })(created);
+}`;
+}
 
 const require = createRequire(import.meta.url);
 
@@ -242,6 +262,17 @@ export async function startHost(): Promise<{ origin: string; close(): Promise<vo
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (await serveAsset(resource, url, request, response)) return;
+    if (url.pathname === EMPTY_WORKER_PATH) {
+      response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
+      response.end('postMessage(performance.timeOrigin + performance.now());');
+      return;
+    }
+    if (url.pathname === '/workers') {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title></head>
+<body><form method="post"><script>${emptyWorkersScript(Number(url.searchParams.get('n')) || 1)}</script><button type="submit">Go</button></form></body></html>`);
+      return;
+    }
     if (url.pathname === HASH_WASM_PATH) {
       response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'max-age=3600' });
       response.end(hashWasm);
@@ -370,6 +401,7 @@ export async function solveTimes(browser: Browser, origin: string, profile: Prof
     firstHash: [],
     laterHash: [],
     answerToPage: [],
+    emptyWorkerStart: [],
   };
   const warm: number[] = [];
   let workers = 0;
@@ -418,6 +450,12 @@ export async function solveTimes(browser: Browser, origin: string, profile: Prof
       const version = await page.getAttribute('[data-rg-pow]', 'data-version');
       warm.push(...(await hashInSolver(page, version!, { alg: 'argon2id', id: SALT, m, t }, nonces)).ms.slice(1));
       await page.close();
+      // The floor's worker start, on a page loaded the same way with as many workers: the fastest of them.
+      const empty = await throttled(context, rate);
+      await empty.goto(`${origin}/workers?n=${workers}`);
+      await empty.waitForFunction((n) => (window as unknown as { __starts: number[] }).__starts.length === n, workers, { timeout: 60_000 });
+      steps.emptyWorkerStart.push(Math.min(...(await empty.evaluate(() => (window as unknown as { __starts: number[] }).__starts))));
+      await empty.close();
     }
   } finally {
     await context.close();
@@ -488,6 +526,7 @@ const STEPS: [keyof SolveBreakdown, string][] = [
   ['firstHash', 'first hash'],
   ['laterHash', 'later hashes, each'],
   ['answerToPage', 'answer to the page'],
+  ['emptyWorkerStart', 'an empty worker created to its script running (the fastest of as many, same page load)'],
 ];
 
 export function entriesOf(runs: ProfileRun[]): BenchEntry[] {
@@ -515,6 +554,8 @@ export function entriesOf(runs: ProfileRun[]): BenchEntry[] {
       `one argon2id hash, solver (${r.wasm}), ${r.memoryKb} KiB, t=${r.iterations}, beside the package's driver`);
     of(r.solveMs, `2^${r.d} x one native hash (@node-rs/argon2)`, work * r.nativeMs, null,
       'person to bot: browser median solve');
+    of(r.breakdown.emptyWorkerStart + r.breakdown.memory + r.warmHashMs, hashName, work * r.warmHashMs, null,
+      `floor of a solve: an empty worker's start (${r.breakdown.emptyWorkerStart.toFixed(1)} ms) + the memory step + one warm hash`);
   }
   return entries;
 }
@@ -577,7 +618,7 @@ export function format(bench: BrowserBench): string {
         `challenge to worker ${b.toWorkers.toFixed(1)}, worker to its script ${b.workerStart.toFixed(1)}, ` +
         `memory mapped +${b.memory.toFixed(1)}, WebAssembly ready +${b.wasm.toFixed(1)}, worker to first hash ` +
         `${b.toFirstHash.toFixed(1)}, first hash ${b.firstHash.toFixed(1)}, later hashes ${b.laterHash.toFixed(1)}, ` +
-        `answer to page ${b.answerToPage.toFixed(1)}`,
+        `answer to page ${b.answerToPage.toFixed(1)}; an empty worker's start on a page like it ${b.emptyWorkerStart.toFixed(1)}`,
     );
   }
   const t = bench.throttling;
