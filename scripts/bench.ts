@@ -85,9 +85,15 @@ const sections: [string, () => Promise<void>][] = [
     async () => {
       const login = await webhookLogin.run(150, { outbox: true });
       console.log(webhookLogin.format(login, { outbox: true }));
+      // The same on PostgreSQL, when one answers at 127.0.0.1:5432 (null otherwise, as the throughput's figure).
+      const loginPostgres = await webhookLogin.run(150, { outbox: true, postgres: true }).catch((error: unknown) => {
+        console.log(`  PostgreSQL login bench not run: ${error instanceof Error ? error.message : String(error)}`);
+        return null;
+      });
+      if (loginPostgres) console.log(`  on PostgreSQL:\n${webhookLogin.format(loginPostgres, { outbox: true })}`);
       const throughput = await webhookOutbox.run();
       console.log(webhookOutbox.format(throughput));
-      record('webhook-outbox', { login, throughput });
+      record('webhook-outbox', { login, loginPostgres, throughput });
     },
   ],
   [

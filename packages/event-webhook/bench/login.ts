@@ -22,6 +22,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createServer, loadConfig } from '@realmgate/server';
 import { sql } from 'kysely';
+import { createPgDatabase } from '../../server/test/support/server.js';
 import { formLogin } from '../test/form-login.js';
 
 export interface LoginBench {
@@ -54,6 +55,8 @@ export interface LoginBenchOptions {
    * it is answered, and the worker keeps failing in the background.
    */
   outbox?: boolean;
+  /** The server on PostgreSQL (a database of its own on REALMGATE_TEST_PG_URL, dropped afterwards) instead of SQLite. */
+  postgres?: boolean;
 }
 
 export async function run(samples = 150, options: LoginBenchOptions = {}): Promise<LoginBench> {
@@ -72,7 +75,8 @@ export async function run(samples = 150, options: LoginBenchOptions = {}): Promi
   const hookUrl = options.outbox ? `http://127.0.0.1:${deadPort}/hook` : `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
   const callback = 'http://127.0.0.1:9/cb'; // never followed: the login stops at the 302
 
-  const server = await benchServer(dir, providersDir, options.outbox ? { REALMGATE_WEBHOOK_MODE: 'outbox' } : {});
+  const pg = options.postgres ? await createPgDatabase() : null;
+  const server = await benchServer(dir, providersDir, options.outbox ? { REALMGATE_WEBHOOK_MODE: 'outbox' } : {}, pg?.url);
   const base = await server.listen();
   try {
     const token = await adminToken(base);
@@ -144,6 +148,7 @@ export async function run(samples = 150, options: LoginBenchOptions = {}): Promi
     };
   } finally {
     await server.close();
+    await pg?.drop();
     receiver.closeAllConnections();
     await new Promise<void>((done) => receiver.close(() => done()));
     rmSync(dir, { recursive: true, force: true });
@@ -221,7 +226,7 @@ async function adminCall(base: string, token: string, method: string, path: stri
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const options = { outbox: process.argv.includes('--outbox') };
+  const options = { outbox: process.argv.includes('--outbox'), postgres: process.argv.includes('--postgres') };
   const samples = process.argv.slice(2).find((arg) => /^\d+$/.test(arg));
   console.log(format(await run(samples ? Number(samples) : undefined, options), options));
 }

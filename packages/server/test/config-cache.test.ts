@@ -3,7 +3,9 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { SignJWT, importJWK } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProviderFactory } from '@realmgate/spi';
 import { signJws } from '../src/protocol/openid-connect/tokens.js';
+import { providerContext } from '../src/providers/context.js';
 import { openDatabase } from '../src/storage/db.js';
 import { ConfigCache } from '../src/storage/index.js';
 import { STATEMENT_CACHE_SIZE } from '../src/storage/sqlite-driver.js';
@@ -124,15 +126,17 @@ describe('configuration cache in one process', () => {
 describe.each(databases)('what a grant costs the database (%s)', (database) => {
   let t: TestServer;
   let secret: string;
+  let kc: KcAdminClient;
+  let clientUuid: string;
   const written: string[] = [];
 
   beforeAll(async () => {
     t = await startServer({ database });
-    const kc = await admin(t.url);
+    kc = await admin(t.url);
     await kc.realms.create({ realm: 'cost', enabled: true });
     kc.setConfig({ realmName: 'cost' });
-    const { id } = await kc.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
-    secret = (await kc.clients.getClientSecret({ id })).value!;
+    ({ id: clientUuid } = await kc.clients.create({ clientId: 'service', publicClient: false, serviceAccountsEnabled: true, directAccessGrantsEnabled: true, standardFlowEnabled: false }));
+    secret = (await kc.clients.getClientSecret({ id: clientUuid })).value!;
     await kc.users.create({ username: 'alice', email: 'alice@example.test', enabled: true, credentials: [{ type: 'password', value: 'alice-password-1', temporary: false }] });
     const cache = t.server.context.storage.cache;
     const tablesWritten = cache.tablesWritten.bind(cache);
@@ -168,6 +172,31 @@ describe.each(databases)('what a grant costs the database (%s)', (database) => {
     // Read: the user, its OTP credential and its required actions; written: the two sessions in one transaction.
     // The realm's flows come from the cache, and no listener of the realm reads the LOGIN event's user snapshot.
     expect(t.server.context.storage.queryCount - queries).toBe(QUERIES_PER_PASSWORD_GRANT);
+  });
+
+  it("a provider's realm and client lookups (the webhook's, on every event): no statement once cached, a change seen at once", async () => {
+    const storage = t.server.context.storage;
+    const provider = providerContext(t.server.context, { id: 'cost-probe' } as ProviderFactory, {});
+    expect((await provider.realms.get('cost'))?.name).toBe('cost');
+    expect((await provider.clients.getByClientId('cost', 'service'))?.id).toBe(clientUuid);
+    const queries = storage.queryCount;
+    for (let i = 0; i < 5; i++) {
+      expect((await provider.realms.get('cost'))?.enabled).toBe(true);
+      expect((await provider.clients.getByClientId('cost', 'service'))?.clientId).toBe('service');
+    }
+    expect(storage.queryCount - queries).toBe(0);
+
+    // What the provider gets is its own copy: changing it changes nothing cached.
+    const copy = await provider.clients.getByClientId('cost', 'service');
+    copy!.attributes['api.url'] = 'http://127.0.0.1:9/changed-in-memory';
+    expect((await provider.clients.getByClientId('cost', 'service'))!.attributes['api.url']).toBeUndefined();
+
+    // A change through the admin API is what the very next lookup sees.
+    await kc.clients.update({ id: clientUuid }, { clientId: 'service', attributes: { 'api.url': 'http://127.0.0.1:9/hook', 'api.key': 'k' } });
+    expect((await provider.clients.getByClientId('cost', 'service'))!.attributes['api.url']).toBe('http://127.0.0.1:9/hook');
+    await kc.clients.update({ id: clientUuid }, { clientId: 'service', enabled: false });
+    expect((await provider.clients.getByClientId('cost', 'service'))!.enabled).toBe(false);
+    await kc.clients.update({ id: clientUuid }, { clientId: 'service', enabled: true });
   });
 });
 

@@ -13,7 +13,10 @@ const clientInfo = (c: Client): ClientInfo => ({ id: c.id, clientId: c.clientId,
 /** The narrow API a provider gets: read models, token verification, its own log, store namespace and config. */
 export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: ProviderFactory, env: Readonly<Record<string, string | undefined>>): ProviderContext {
   const { storage } = ctx;
-  const realm = (name: string) => storage.realms.byName(name);
+  // Realms and clients through the configuration cache, as the host's own hot paths read them: a provider's lookups
+  // run on requests too (the webhook's, for every event), and each miss is a database round trip. Cached objects are
+  // frozen; what a provider gets is copied from them (realmInfo, clientInfo).
+  const realm = (name: string) => storage.realms.cachedByName(name);
   return {
     logger: spiLogger(ctx.logger, { provider: factory.id }),
     store: namespacedStore(ctx.store, `provider:${factory.id}`),
@@ -37,7 +40,7 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
     clients: {
       getByClientId: async (realmName, clientId) => {
         const r = await realm(realmName);
-        const client = r ? await storage.clients.byClientId(r.id, clientId) : null;
+        const client = r ? await storage.clients.cachedByClientId(r.id, clientId) : null;
         return client ? clientInfo(client) : null;
       },
       list: async (realmName) => {
