@@ -205,15 +205,16 @@ export class OutboxRepository implements OutboxStore {
         if (this.registered.size + endpoints.size > MAX_REGISTERED) this.registered.clear();
         for (const key of endpoints.keys()) this.registered.add(key);
       }
-      // One INSERT … SELECT over a VALUES list, so the due time (DUE_BEHIND) is one correlated subquery planned once; as
+      // One INSERT … SELECT over a row source, so the due time (DUE_BEHIND) is one correlated subquery planned once; as
       // a subquery per VALUES row PostgreSQL planned 500 of them per statement (about 0.8 ms per row written).
       const values: unknown[] = [];
       for (const item of batch) {
         values.push(item.id, nextSeq(now), item.realmId, item.endpoint, item.endpointLabel, item.orderKey, item.type, item.label, item.payload, item.maxAttempts);
       }
+      const source = this.rows(ENQUEUE_TYPES, values);
       await this.run(
         this.db,
-        `with v(id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, max_attempts) as (values ${this.valuesList(ENQUEUE_TYPES, batch.length)})
+        `with v(id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, max_attempts) as (${source.text})
         insert into provider_outbox (provider_id, id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, state,
           attempts, total_attempts, max_attempts, due_at, claimed_by, created_at, updated_at, last_status, last_error)
         select cast(? as text), v.id, v.seq, v.realm_id, v.endpoint, v.endpoint_label, v.order_key, v.type, v.label, v.payload, 'pending',
@@ -221,7 +222,7 @@ export class OutboxRepository implements OutboxStore {
         from v
         where true
         on conflict (provider_id, id) do nothing`,
-        [...values, p, now, now, p, now, now, now],
+        [...source.parameters, p, now, now, p, now, now, now],
       );
     }
   }
@@ -236,10 +237,25 @@ export class OutboxRepository implements OutboxStore {
     return db.executeQuery<R>(CompiledQuery.raw(this.dialect === 'postgres' ? text.replace(/\?/g, () => `$${++n}`) : text, parameters));
   }
 
-  /** `rows` VALUES rows of `types.length` placeholders; typed for PostgreSQL, which reads an untyped parameter as text. */
-  private valuesList(types: readonly string[], rows: number): string {
-    const row = this.dialect === 'postgres' ? `(${types.map((type) => `cast(? as ${type})`).join(', ')})` : `(${types.map(() => '?').join(', ')})`;
-    return Array.from({ length: rows }, () => row).join(', ');
+  /**
+   * A row source for `values` (row after row, `types.length` each): on SQLite a VALUES list of placeholders; on
+   * PostgreSQL `select * from unnest(…)` over one typed array per column, so that a statement has as many parameters
+   * and as short a text whatever its rows. With a VALUES list PostgreSQL planned 5,000 typed parameters for 500 rows
+   * in 6.4 ms, as long as running them, and the driver sent and the server parsed them one by one.
+   */
+  private rows(types: readonly string[], values: readonly unknown[]): { text: string; parameters: unknown[] } {
+    const width = types.length;
+    const count = values.length / width;
+    if (this.dialect === 'sqlite') {
+      const row = `(${types.map(() => '?').join(', ')})`;
+      return { text: `values ${Array.from({ length: count }, () => row).join(', ')}`, parameters: [...values] };
+    }
+    const columns = types.map((_, column) => {
+      const cells = new Array<unknown>(count);
+      for (let row = 0; row < count; row++) cells[row] = values[row * width + column];
+      return cells;
+    });
+    return { text: `select * from unnest(${types.map((type) => `cast(? as ${type}[])`).join(', ')})`, parameters: columns };
   }
 
   /** The unfinished items after `item` (whose sequence number is `seq`) with the same order key. */
@@ -428,10 +444,12 @@ export class OutboxRepository implements OutboxStore {
       states.push(item.id, next.state, item.attempts + 1, item.totalAttempts + 1, now, attempt.status, attempt.error, item.totalAttempts);
       attempts.push(item.id, item.totalAttempts + 1, attempt.startedAt, Math.round(attempt.durationMs), attempt.status, attempt.error, attempt.responseExcerpt);
     }
+    const v = this.rows(RECORD_TYPES, states);
+    const a = this.rows(DELIVERED_ATTEMPT_TYPES, attempts);
     const { rows } = await this.run<{ id: string }>(
       this.db,
-      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (values ${this.valuesList(RECORD_TYPES, batch.length)}),
-      a(item_id, number, started_at, duration_ms, status, error, response_excerpt) as (values ${this.valuesList(DELIVERED_ATTEMPT_TYPES, batch.length)}),
+      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (${v.text}),
+      a(item_id, number, started_at, duration_ms, status, error, response_excerpt) as (${a.text}),
       done as (
         update provider_outbox set state = v.state, attempts = v.attempts, total_attempts = v.total_attempts, due_at = v.due_at,
           claimed_by = null, updated_at = ?, last_status = v.status, last_error = v.error
@@ -452,7 +470,7 @@ export class OutboxRepository implements OutboxStore {
         update provider_outbox_endpoint set consecutive_failures = 0, hold_until = null, updated_at = ?
         where provider_id = ? and consecutive_failures > 0 and (realm_id, endpoint) in (select done.realm_id, done.endpoint from done))
       select done.id from done`,
-      [...states, ...attempts, now, p, this.nodeId, p, this.nodeId, now, p, p, now, now, p],
+      [...v.parameters, ...a.parameters, now, p, this.nodeId, p, this.nodeId, now, p, p, now, now, p],
     );
     const recorded = new Set(rows.map((row) => row.id));
     return batch.map(([item]) => ({ recorded: recorded.has(item.id), endpoint: null }));
@@ -475,16 +493,17 @@ export class OutboxRepository implements OutboxStore {
     for (const [item, attempt, next] of batch) {
       values.push(item.id, next.state, item.attempts + 1, item.totalAttempts + 1, next.state === 'pending' ? next.dueAt : now, attempt.status, attempt.error, item.totalAttempts);
     }
+    const v = this.rows(RECORD_TYPES, values);
     const recorded = await this.run<{ id: string; seq: number }>(
       trx,
-      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (values ${this.valuesList(RECORD_TYPES, batch.length)})
+      `with v(id, state, attempts, total_attempts, due_at, status, error, previous_total) as (${v.text})
       update provider_outbox set state = v.state, attempts = v.attempts, total_attempts = v.total_attempts, due_at = v.due_at,
         claimed_by = null, updated_at = ?, last_status = v.status, last_error = v.error
       from v
       where provider_outbox.provider_id = ? and provider_outbox.id = v.id
         and provider_outbox.claimed_by = ? and provider_outbox.total_attempts = v.previous_total
       returning provider_outbox.id as id, provider_outbox.seq as seq`,
-      [...values, now, p, this.nodeId],
+      [...v.parameters, now, p, this.nodeId],
     );
     const seqOf = new Map(recorded.rows.map((row) => [row.id, row.seq]));
     const done = batch.filter(([item]) => seqOf.has(item.id));
@@ -494,11 +513,12 @@ export class OutboxRepository implements OutboxStore {
     for (const [item, attempt] of done) {
       attempts.push(p, item.id, item.totalAttempts + 1, this.nodeId, attempt.startedAt, Math.round(attempt.durationMs), attempt.status, attempt.error, attempt.responseExcerpt);
     }
+    const logged = this.rows(ATTEMPT_TYPES, attempts);
     await this.run(
       trx,
       `insert into provider_outbox_attempt (provider_id, item_id, number, node, started_at, duration_ms, status, error, response_excerpt)
-      values ${this.valuesList(ATTEMPT_TYPES, done.length)}`,
-      attempts,
+      ${logged.text}`,
+      logged.parameters,
     );
 
     // Order keys: a retry holds the items behind it at least as long (see dueBehind); a finished item lets the next
@@ -512,14 +532,15 @@ export class OutboxRepository implements OutboxStore {
     }
     if (released.length) {
       // The next item of each key through provider_outbox_order (a correlated lookup per key), then updated by key.
+      const f = this.rows(RELEASE_TYPES, released.flatMap((r) => [r.endpoint, r.orderKey, r.seq]));
       await this.run(
         trx,
-        `with f(endpoint, order_key, seq) as (values ${this.valuesList(RELEASE_TYPES, released.length)})
+        `with f(endpoint, order_key, seq) as (${f.text})
         update provider_outbox set due_at = ?
         where provider_id = ? and state = 'pending' and attempts = 0 and due_at > ? and id in (
           select (select n.id from provider_outbox as n where n.provider_id = ? and n.endpoint = f.endpoint and n.order_key = f.order_key
             and n.state in ('pending', 'sending') and n.seq > f.seq order by n.seq limit 1) from f)`,
-        [...released.flatMap((r) => [r.endpoint, r.orderKey, r.seq]), now, p, now, p],
+        [...f.parameters, now, p, now, p],
       );
     }
 
