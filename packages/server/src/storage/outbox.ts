@@ -239,16 +239,16 @@ export class OutboxRepository implements OutboxStore {
 
   /**
    * A row source for `values` (row after row, `types.length` each): on SQLite a VALUES list of placeholders; on
-   * PostgreSQL `select * from unnest(…)` over one typed array per column, so that a statement has as many parameters
-   * and as short a text whatever its rows. With a VALUES list PostgreSQL planned 5,000 typed parameters for 500 rows
-   * in 6.4 ms, as long as running them, and the driver sent and the server parsed them one by one.
+   * PostgreSQL `select * from unnest(…)` over one typed array per column, so that neither the statement's text nor its
+   * parameters grow with its rows. With a VALUES list PostgreSQL spent 6.4 ms planning the 5,000 typed parameters of
+   * 500 rows, as long as running the statement.
    */
-  private rows(types: readonly string[], values: readonly unknown[]): { text: string; parameters: unknown[] } {
+  private rows(types: readonly string[], values: unknown[]): { text: string; parameters: unknown[] } {
     const width = types.length;
     const count = values.length / width;
     if (this.dialect === 'sqlite') {
       const row = `(${types.map(() => '?').join(', ')})`;
-      return { text: `values ${Array.from({ length: count }, () => row).join(', ')}`, parameters: [...values] };
+      return { text: `values ${Array.from({ length: count }, () => row).join(', ')}`, parameters: values };
     }
     const columns = types.map((_, column) => {
       const cells = new Array<unknown>(count);
