@@ -60,6 +60,8 @@ export interface LoginBenchOptions {
 }
 
 export async function run(samples = 150, options: LoginBenchOptions = {}): Promise<LoginBench> {
+  // First, so that a missing PostgreSQL fails the run before anything is listening.
+  const pg = options.postgres ? await createPgDatabase() : null;
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-webhook-bench-'));
   const providersDir = join(dir, 'providers');
   mkdirSync(providersDir);
@@ -75,7 +77,6 @@ export async function run(samples = 150, options: LoginBenchOptions = {}): Promi
   const hookUrl = options.outbox ? `http://127.0.0.1:${deadPort}/hook` : `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
   const callback = 'http://127.0.0.1:9/cb'; // never followed: the login stops at the 302
 
-  const pg = options.postgres ? await createPgDatabase() : null;
   const server = await benchServer(dir, providersDir, options.outbox ? { REALMGATE_WEBHOOK_MODE: 'outbox' } : {}, pg?.url);
   const base = await server.listen();
   try {
