@@ -38,6 +38,10 @@ describe('SQLite prepared statements finalised by the garbage collector', () => 
     expect(match![1]).toBe(defaultSqliteDriver());
     expect(Number(match![2])).toBe(14 * 800);
     expect(Number(match![3])).toBeGreaterThan(0);
+    // The worker's teardown ends, except for a hang of Node 24's own node:sqlite (see churn.ts), which is not an abort
+    // and not on a path of the server (it runs SQLite on the main thread only).
+    const exit = /^worker-exit (ok|hung)$/m.exec(result.stdout)?.[1];
+    expect(exit === 'ok' || (exit === 'hung' && major >= 24 && defaultSqliteDriver() === 'node:sqlite'), result.stdout).toBe(true);
   });
 
   it('never run on better-sqlite3 12 from Node 24 on', () => {
