@@ -8,6 +8,7 @@ import * as powBrowser from '../packages/pow/bench/browser.js';
 import * as powVerify from '../packages/pow/bench/verify.js';
 import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 import * as webhookOutbox from '../packages/event-webhook/bench/outbox.js';
+import * as pgRoundTrip from '../packages/event-webhook/bench/round-trip.js';
 import * as adminConsole from './console-bench.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
@@ -91,9 +92,12 @@ const sections: [string, () => Promise<void>][] = [
         return null;
       });
       if (loginPostgres) console.log(`  on PostgreSQL:\n${webhookLogin.format(loginPostgres, { outbox: true })}`);
+      // What one more statement costs such a login (the delivery's write is one): timed back to back and after a pause.
+      const roundTrip = loginPostgres ? await pgRoundTrip.run() : null;
+      if (roundTrip) console.log(pgRoundTrip.format(roundTrip));
       const throughput = await webhookOutbox.run();
       console.log(webhookOutbox.format(throughput));
-      record('webhook-outbox', { login, loginPostgres, throughput });
+      record('webhook-outbox', { login, loginPostgres, roundTrip, throughput });
     },
   ],
   [

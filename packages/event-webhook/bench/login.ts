@@ -201,7 +201,8 @@ export async function refusingPort(): Promise<number> {
   return port;
 }
 
-function quantile(values: number[], q: number): number {
+/** The q-quantile of `values` (an element of them: for an odd count, q = 0.5 is the middle one). */
+export function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((x, y) => x - y);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))];
 }

@@ -3,8 +3,11 @@
  * claiming, sending and recording every attempt) over the in-memory engine (WebhookDispatcher with the same undici
  * transport), same receiver, same run; the outbox again on PostgreSQL when one answers at 127.0.0.1:5432.
  * Each is warmed alike before it is timed: WARM_UP deliveries through the same engine (JIT, the transport's
- * connections, the outbox's statements), not counted.
- * `npx tsx packages/event-webhook/bench/outbox.ts [deliveries]`.
+ * connections, the outbox's statements), not counted. The three engines take turns, round after round (a fresh server
+ * and database each time), and each ratio is the median of the rounds' own ratios: on this shared machine one engine
+ * timed once could run at half the speed of the same engine a minute later, and a baseline taken minutes away from its
+ * figure moved the ratio by ±0.15.
+ * `npx tsx packages/event-webhook/bench/outbox.ts [deliveries] [rounds]`.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
@@ -16,16 +19,22 @@ import { OutboxRepository } from '../../server/src/storage/outbox.js';
 import { createPgDatabase } from '../../server/test/support/server.js';
 import { WebhookDispatcher } from '../src/delivery.js';
 import { encodeStored } from '../src/outbox.js';
-import { benchServer } from './login.js';
+import { benchServer, quantile } from './login.js';
 
 export interface OutboxThroughput {
+  /** Timed deliveries per engine and round. */
   deliveries: number;
+  rounds: number;
+  /** Medians over the rounds (deliveries/s). */
   outboxPerSecond: number;
   memoryPerSecond: number;
+  /** Median of the rounds' outbox / in-memory ratios. */
   ratio: number;
   /** The same outbox on PostgreSQL (127.0.0.1:5432), null when no database answered. */
   postgresPerSecond: number | null;
   postgresRatio: number | null;
+  /** Each round's rates, in the order they were taken (in-memory, SQLite, PostgreSQL). */
+  perRound: { memory: number; sqlite: number; postgres: number | null }[];
 }
 
 const WARM_UP = 500;
@@ -34,8 +43,9 @@ const WARM_UP = 500;
  * warm-up stays under the in-memory engine's default queue of 10,000, which it must not fill (it would drop).
  */
 const TIMED = 8000;
+const ROUNDS = 3;
 
-export async function run(count = TIMED): Promise<OutboxThroughput> {
+export async function run(count = TIMED, rounds = ROUNDS): Promise<OutboxThroughput> {
   let received = 0;
   let onReceived: (() => void) | null = null;
   const receiver = createHttpServer((req, res) => {
@@ -97,39 +107,54 @@ export async function run(count = TIMED): Promise<OutboxThroughput> {
     }
   };
 
-  try {
-    // In memory: the engine alone.
+  /** Deliveries/s of the in-memory engine alone, warmed first. */
+  const memoryRate = async (): Promise<number> => {
     const dispatcher = new WebhookDispatcher({ logger: { info() {}, warn() {} } });
     const send = (from: number, to: number) => {
       for (let i = from; i < to; i++) dispatcher.enqueue({ id: `m${i}`, url: hookUrl, headers: { 'content-type': 'application/json' }, body, eventType: 'LOGIN' });
     };
-    received = 0;
-    send(0, WARM_UP);
-    await until(WARM_UP);
-    received = 0;
-    const started = performance.now();
-    send(WARM_UP, WARM_UP + count);
-    await until(count);
-    const memoryPerSecond = count / ((performance.now() - started) / 1000);
-    await dispatcher.close(0);
-
-    const outboxPerSecond = await outboxRate();
-    let postgresPerSecond: number | null = null;
-    const pg = await createPgDatabase().catch(() => null);
-    if (pg) {
-      try {
-        postgresPerSecond = await outboxRate(pg.url);
-      } finally {
-        await pg.drop();
-      }
+    try {
+      received = 0;
+      send(0, WARM_UP);
+      await until(WARM_UP);
+      received = 0;
+      const started = performance.now();
+      send(WARM_UP, WARM_UP + count);
+      await until(count);
+      return count / ((performance.now() - started) / 1000);
+    } finally {
+      await dispatcher.close(0);
     }
+  };
+
+  /** The outbox on a PostgreSQL database of its own, null when none answers at 127.0.0.1:5432. */
+  const postgresRate = async (): Promise<number | null> => {
+    const pg = await createPgDatabase().catch(() => null);
+    if (!pg) return null;
+    try {
+      return await outboxRate(pg.url);
+    } finally {
+      await pg.drop();
+    }
+  };
+
+  try {
+    const perRound: OutboxThroughput['perRound'] = [];
+    for (let round = 0; round < rounds; round++) {
+      const memory = await memoryRate();
+      const sqlite = await outboxRate();
+      perRound.push({ memory, sqlite, postgres: await postgresRate() });
+    }
+    const postgres = perRound.every((r) => r.postgres !== null);
     return {
       deliveries: count,
-      outboxPerSecond,
-      memoryPerSecond,
-      ratio: outboxPerSecond / memoryPerSecond,
-      postgresPerSecond,
-      postgresRatio: postgresPerSecond === null ? null : postgresPerSecond / memoryPerSecond,
+      rounds,
+      outboxPerSecond: quantile(perRound.map((r) => r.sqlite), 0.5),
+      memoryPerSecond: quantile(perRound.map((r) => r.memory), 0.5),
+      ratio: quantile(perRound.map((r) => r.sqlite / r.memory), 0.5),
+      postgresPerSecond: postgres ? quantile(perRound.map((r) => r.postgres!), 0.5) : null,
+      postgresRatio: postgres ? quantile(perRound.map((r) => r.postgres! / r.memory), 0.5) : null,
+      perRound,
     };
   } finally {
     receiver.closeAllConnections();
@@ -139,16 +164,18 @@ export async function run(count = TIMED): Promise<OutboxThroughput> {
 
 export function format(result: OutboxThroughput): string {
   const met = (ratio: number) => `target >= 0.8; ${ratio >= 0.8 ? 'met' : 'NOT met'}`;
+  const rate = (value: number | null) => (value === null ? '-' : value.toFixed(0));
   return [
-    `  deliveries/s to a 204 receiver, outbox (SQLite, enqueue included): ${result.outboxPerSecond.toFixed(0)} /s`,
+    `  deliveries/s to a 204 receiver, outbox (SQLite, enqueue included): ${result.outboxPerSecond.toFixed(0)} /s (median of ${result.rounds} rounds)`,
     `  deliveries/s to the same receiver, in-memory engine:              ${result.memoryPerSecond.toFixed(0)} /s`,
-    `  ratio: ${result.ratio.toFixed(3)} (${met(result.ratio)}), ${result.deliveries} deliveries each`,
+    `  ratio: ${result.ratio.toFixed(3)} (${met(result.ratio)}; median of the rounds' ratios), ${result.deliveries} deliveries each`,
     result.postgresPerSecond === null || result.postgresRatio === null
       ? '  PostgreSQL: no database at 127.0.0.1:5432, not measured'
       : `  outbox on PostgreSQL: ${result.postgresPerSecond.toFixed(0)} /s, ratio to in-memory ${result.postgresRatio.toFixed(3)} (${met(result.postgresRatio)})`,
+    `  rounds (in-memory / SQLite / PostgreSQL, /s): ${result.perRound.map((r) => `${rate(r.memory)} / ${rate(r.sqlite)} / ${rate(r.postgres)}`).join('; ')}`,
   ].join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  console.log(format(await run(process.argv[2] ? Number(process.argv[2]) : undefined)));
+  console.log(format(await run(process.argv[2] ? Number(process.argv[2]) : undefined, process.argv[3] ? Number(process.argv[3]) : undefined)));
 }
