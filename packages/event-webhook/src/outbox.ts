@@ -44,7 +44,7 @@ const STATS_INTERVAL_MS = 5000;
  * Items a node holds at most (claimed and not yet recorded), per attempt slot: it claims ahead of its free slots so
  * that one claim and one record serve many deliveries, while memory and what other nodes cannot take stay bounded.
  */
-const CLAIM_AHEAD = 16;
+export const CLAIM_AHEAD = 16;
 const PURGE_BATCH = 1000;
 const DAY_MS = 86_400_000;
 const ERROR_LOG_INTERVAL_MS = 10_000;
