@@ -69,6 +69,26 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
     expect(Number(rows.rows[0].n)).toBe(id);
   });
 
+  it("never holds the server's write back while the server's own transaction still reads the log", async () => {
+    const { db } = await open();
+    const body = 'z'.repeat(4000);
+    // Past the limit, so that every tick of the thread tries to make the log start over.
+    for (let id = 0; id < 1.5 * WAL_LIMIT_FRAMES; id++) await sql`insert into probe (id, body) values (${id}, ${body})`.execute(db);
+    let waited = 0;
+    await db.transaction().execute(async (trx) => {
+      await sql`select count(*) from probe`.execute(trx); // a reader of the log, across an await
+      await new Promise((done) => setTimeout(done, 600)); // three ticks of the thread meanwhile
+      const started = performance.now();
+      await sql`insert into probe (body) values ('after')`.execute(trx);
+      waited = performance.now() - started;
+    });
+    // A thread that waited for readers while holding the write lock would keep this write waiting for the whole
+    // busy timeout (5 s), the server's thread asleep in it.
+    expect(waited).toBeLessThan(2500);
+    const setting = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db);
+    expect(setting.rows[0].wal_autocheckpoint).toBe(0); // the thread did not give up
+  });
+
   it('closes at once, and a directory removed right after leaves no error behind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
     const handle = await openDatabase(`sqlite:${join(dir, 'realmgate.db')}`);

@@ -27,15 +27,17 @@ async function open() {
 }
 
 const { database, passive } = await open();
-database.exec('PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000');
+// No busy timeout (SQLite's default): this connection never waits for the server's; a checkpoint that would have to
+// is simply tried again at the next tick.
+database.exec('PRAGMA synchronous = NORMAL');
 
 const checkpoint = () => {
   try {
     // PASSIVE copies what it can without waiting for the server's readers or writers, who never wait for it either.
     // But the log starts over only when a write begins with all of it copied, which under a steady stream of writes
-    // never happens. Past the limit, RESTART waits for the write under way and holds the next ones back while it
-    // copies what came in since (the server's thread waits that long, once per walLimitFrames pages written), so that the
-    // next write starts the log over.
+    // never happens. Past the limit, RESTART takes the write lock when no write is under way, copies what came in
+    // since the PASSIVE one (the server's writes wait that long, once per walLimitFrames pages) and, when no reader
+    // still needs the log, lets the next write start it over; else it gives up at once and the next tick tries again.
     if (passive() > walLimitFrames) database.exec('PRAGMA wal_checkpoint(RESTART)');
   } catch (error) {
     parentPort.postMessage({ failed: error instanceof Error ? error.message : String(error) });
@@ -50,4 +52,3 @@ parentPort.on('message', (message) => {
   database.close();
   parentPort.close();
 });
-parentPort.postMessage({ ready: true });
