@@ -96,3 +96,10 @@ export async function startRealmgate(options: { dbUrl: string; dir: string; admi
   }
   return { url, proc, stop };
 }
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}

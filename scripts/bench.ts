@@ -10,6 +10,7 @@ import * as webhookLogin from '../packages/event-webhook/bench/login.js';
 import * as webhookOutbox from '../packages/event-webhook/bench/outbox.js';
 import * as pgRoundTrip from '../packages/event-webhook/bench/round-trip.js';
 import * as adminConsole from './console-bench.js';
+import * as checkpoints from './checkpoint-bench.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
 import * as token from './token-bench.js';
@@ -37,6 +38,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await host.run();
       console.log(host.format(figures));
       record('host', figures);
+    },
+  ],
+  [
+    "SQLite checkpoints: the server's thread in slow commits, checkpoints on their own thread beside SQLite's automatic ones",
+    async () => {
+      const figures = await checkpoints.run();
+      console.log(checkpoints.format(figures));
+      record('sqlite-checkpoints', figures);
     },
   ],
   [

@@ -1,4 +1,5 @@
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /**
  * Which SQLite library backs Kysely's SqliteDialect, chosen when the database opens:
@@ -61,11 +62,27 @@ export function defaultSqliteDriver(): SqliteDriverName {
   return loadNodeSqlite() ? 'node:sqlite' : 'better-sqlite3';
 }
 
+/** SQLite's own `wal_autocheckpoint` (pages), what a connection goes back to when the checkpoint thread fails. */
+const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
+
 /** PRAGMAs both drivers run on open. */
 const PRAGMAS = ['journal_mode = WAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'synchronous = NORMAL'];
 
-/** Opens `location` (a file path or `:memory:`) with the given driver, shaped as Kysely's SqliteDatabase. */
-export async function openSqliteDriver(location: string, driver: SqliteDriverName): Promise<StatementCache> {
+/**
+ * Opens `location` (a file path or `:memory:`) with the given driver, shaped as Kysely's SqliteDatabase. A file's
+ * write-ahead log is checkpointed on a thread of its own (sqlite-checkpointer.ts); `checkpointThread: false` leaves
+ * it to SQLite's automatic checkpoints instead (the bench's baseline).
+ */
+export async function openSqliteDriver(location: string, driver: SqliteDriverName, { checkpointThread = true } = {}): Promise<StatementCache> {
+  const checkpointed = (pragma: (setting: string) => void, close: () => void) => {
+    if (location === ':memory:' || !checkpointThread) return close;
+    pragma('wal_autocheckpoint = 0');
+    const checkpointer = new SqliteCheckpointer(location, driver, () => pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT}`));
+    return () => {
+      checkpointer.close();
+      close();
+    };
+  };
   if (driver === 'node:sqlite') {
     const mod = loadNodeSqlite();
     if (!mod) throw new Error(`node:sqlite is not usable on Node ${process.versions.node}: use better-sqlite3`);
@@ -73,7 +90,7 @@ export async function openSqliteDriver(location: string, driver: SqliteDriverNam
     for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
     return new StatementCache({
       prepare: (sql) => new NodeSqliteStatement(translated(() => database.prepare(sql))),
-      close: () => database.close(),
+      close: checkpointed((setting) => database.exec(`PRAGMA ${setting}`), () => database.close()),
     });
   }
   let SQLite: typeof import('better-sqlite3');
@@ -85,7 +102,10 @@ export async function openSqliteDriver(location: string, driver: SqliteDriverNam
   }
   const database = new SQLite(location);
   for (const pragma of PRAGMAS) database.pragma(pragma);
-  return new StatementCache({ prepare: (sql) => database.prepare(sql) as unknown as SqliteStatement, close: () => database.close() });
+  return new StatementCache({
+    prepare: (sql) => database.prepare(sql) as unknown as SqliteStatement,
+    close: checkpointed((setting) => database.pragma(setting), () => database.close()),
+  });
 }
 
 /**
