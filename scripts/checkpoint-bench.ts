@@ -34,8 +34,13 @@ export interface CheckpointBench {
   /** Medians over the rounds. */
   thread: CommitFigures;
   sqlite: CommitFigures;
-  /** sqlite.slowMsPer10k / thread.slowMsPer10k: how many times less the thread's way holds the server up. */
-  ratio: number;
+  /**
+   * sqlite.slowMsPer10k / thread.slowMsPer10k: how many times less the thread's way holds the server up; null when the
+   * thread's runs had no slow commit at all (no finite ratio).
+   */
+  ratio: number | null;
+  /** sqlite.p999Ms / thread.p999Ms. */
+  p999Ratio: number;
 }
 
 async function commits(checkpointThread: boolean, writes: number): Promise<CommitFigures> {
@@ -87,7 +92,7 @@ export async function run(writes = WRITES, rounds = ROUNDS): Promise<CheckpointB
   }
   const t = medianFigures(thread);
   const s = medianFigures(sqlite);
-  return { driver: defaultSqliteDriver(), writes, rounds, thread: t, sqlite: s, ratio: s.slowMsPer10k / Math.max(t.slowMsPer10k, 0.001) };
+  return { driver: defaultSqliteDriver(), writes, rounds, thread: t, sqlite: s, ratio: t.slowMsPer10k > 0 ? s.slowMsPer10k / t.slowMsPer10k : null, p999Ratio: s.p999Ms / t.p999Ms };
 }
 
 export function format(result: CheckpointBench): string {
@@ -97,7 +102,8 @@ export function format(result: CheckpointBench): string {
     `  ${result.writes} commits of 1 KB on ${result.driver}, median of ${result.rounds} runs each, alternately`,
     line('checkpoints on their own thread (the server)', result.thread),
     line("SQLite's automatic checkpoint (baseline)   ", result.sqlite),
-    `  time the server's thread spent in slow commits, baseline / thread: ${result.ratio.toFixed(1)}`,
+    `  time the server's thread spent in slow commits, baseline / thread: ${result.ratio === null ? 'none with the thread' : result.ratio.toFixed(1)}`,
+    `  p99.9 of a commit, baseline / thread: ${result.p999Ratio.toFixed(1)}`,
   ].join('\n');
 }
 

@@ -89,6 +89,29 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
     expect(setting.rows[0].wal_autocheckpoint).toBe(0); // the thread did not give up
   });
 
+  it("a transaction that reads, waits, then writes never meets the thread's write lock (database is locked)", async () => {
+    const { db } = await open();
+    const body = 'w'.repeat(4000);
+    // Past the limit, so that the thread's RESTART (which holds the write lock while it copies) runs at every tick.
+    let id = 0;
+    while (id < 1.5 * WAL_LIMIT_FRAMES) await sql`insert into probe (id, body) values (${id++}, ${body})`.execute(db);
+    // Transactions as the server's own are: a read, an await, then writes; for about ten of the thread's ticks, with
+    // the log kept past the limit by their writes. A deferred BEGIN failed here with SQLITE_BUSY.
+    const until = performance.now() + 2000;
+    let transactions = 0;
+    while (performance.now() < until) {
+      await db.transaction().execute(async (trx) => {
+        await sql`select max(id) from probe`.execute(trx);
+        await new Promise((done) => setTimeout(done, transactions % 3));
+        for (let i = 0; i < 20; i++) await sql`insert into probe (id, body) values (${id++}, ${body})`.execute(trx);
+      });
+      transactions++;
+    }
+    const rows = await sql<{ n: number }>`select count(*) as n from probe`.execute(db);
+    expect(Number(rows.rows[0].n)).toBe(id);
+    expect(transactions).toBeGreaterThan(10);
+  });
+
   it('closes at once, and a directory removed right after leaves no error behind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
     const handle = await openDatabase(`sqlite:${join(dir, 'realmgate.db')}`);

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 import { migrations } from './migrations.js';
-import { defaultSqliteDriver, openSqliteDriver, type SqliteDriverName, type StatementCache } from './sqlite-driver.js';
+import { defaultSqliteDriver, ImmediateTransactionSqliteDialect, openSqliteDriver, type SqliteDriverName, type StatementCache } from './sqlite-driver.js';
 import { ConfigCache, type ConfigCacheOptions } from './config-cache.js';
 import { WriteTrackingDialect } from './write-tracking.js';
 
@@ -56,7 +56,7 @@ async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCa
   const inMemory = location === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(location)), { recursive: true });
   const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
-  const dialect = tracked(new SqliteDialect({ database }), cache);
+  const dialect = tracked(new ImmediateTransactionSqliteDialect(database), cache);
   const db = new Kysely<Database>({ dialect });
   return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close: () => db.destroy() };
 }
@@ -74,5 +74,5 @@ async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHa
   return { db, dialect: 'postgres', cache, counts: dialect.counts, close: () => db.destroy() };
 }
 
-const tracked = (dialect: SqliteDialect | PostgresDialect, cache: ConfigCache) =>
+const tracked = (dialect: ImmediateTransactionSqliteDialect | PostgresDialect, cache: ConfigCache) =>
   new WriteTrackingDialect(dialect, (tables) => cache.tablesWritten(tables));

@@ -1,4 +1,4 @@
-import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 
 /**
@@ -60,6 +60,29 @@ function loadNodeSqlite(): NodeSqliteModule | null {
 
 export function defaultSqliteDriver(): SqliteDriverName {
   return loadNodeSqlite() ? 'node:sqlite' : 'better-sqlite3';
+}
+
+/**
+ * Kysely's SQLite dialect with every transaction begun IMMEDIATE: it takes the write lock at BEGIN, waiting for it
+ * (busy_timeout) if the checkpoint thread holds it. A deferred transaction (Kysely's BEGIN) that read first and
+ * then wrote would instead fail at once with SQLITE_BUSY ("database is locked") while the thread's RESTART holds the
+ * lock: SQLite does not let a reader wait to become a writer. Nothing is lost by locking up front: the server has one
+ * connection, and Kysely runs one transaction at a time on it.
+ */
+export class ImmediateTransactionSqliteDialect extends SqliteDialect {
+  constructor(private readonly database: SqliteDatabase) {
+    super({ database });
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateTransactionSqliteDriver({ database: this.database });
+  }
+}
+
+class ImmediateTransactionSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
 }
 
 /** SQLite's own `wal_autocheckpoint` (pages), what a connection goes back to when the checkpoint thread fails. */
