@@ -70,6 +70,7 @@ async function commits(checkpointThread: boolean, writes: number): Promise<Commi
     };
   } finally {
     database.close();
+    await database.closed();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -112,6 +112,28 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
     expect(transactions).toBeGreaterThan(10);
   });
 
+  it("opens at once on a file whose last server is still closing (its thread's last checkpoint under way)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
+    const url = `sqlite:${join(dir, 'realmgate.db')}`;
+    try {
+      const body = 'r'.repeat(4000);
+      // As a restarted server does: the previous one closes (its thread checkpoints and closes its connection without
+      // being waited for) and the next one opens the same file straight away.
+      for (let round = 0; round < 30; round++) {
+        const handle = await openDatabase(url);
+        if (round === 0) await sql`create table probe (id integer primary key, body text)`.execute(handle.db);
+        for (let i = 0; i < 200; i++) await sql`insert into probe (body) values (${body})`.execute(handle.db);
+        await handle.close();
+      }
+      const handle = await openDatabase(url);
+      const rows = await sql<{ n: number }>`select count(*) as n from probe`.execute(handle.db);
+      await handle.close();
+      expect(Number(rows.rows[0].n)).toBe(30 * 200);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('closes at once, and a directory removed right after leaves no error behind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
     const handle = await openDatabase(`sqlite:${join(dir, 'realmgate.db')}`);

@@ -58,7 +58,11 @@ async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCa
   const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
   const dialect = tracked(new ImmediateTransactionSqliteDialect(database), cache);
   const db = new Kysely<Database>({ dialect });
-  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close: () => db.destroy() };
+  const close = async () => {
+    await db.destroy();
+    await database.closed();
+  };
+  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close };
 }
 
 async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHandle> {

@@ -50,5 +50,6 @@ parentPort.on('message', (message) => {
   clearInterval(timer);
   checkpoint();
   database.close();
+  parentPort.postMessage({ closed: true });
   parentPort.close();
 });

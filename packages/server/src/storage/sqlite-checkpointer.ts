@@ -8,6 +8,8 @@ export const CHECKPOINT_INTERVAL_MS = 200;
  * 16 MB at SQLite's 4 KB pages, where SQLite's own checkpoint runs at 1,000 pages.
  */
 export const WAL_LIMIT_FRAMES = 4096;
+/** The longest close() waits for the thread's connection to close. */
+const CLOSE_WAIT_MS = 2000;
 
 /**
  * By default SQLite copies its write-ahead log back into the database file (a checkpoint) inside the COMMIT that
@@ -22,6 +24,8 @@ export const WAL_LIMIT_FRAMES = 4096;
 export class SqliteCheckpointer {
   private readonly worker: Worker;
   private done = false;
+  /** Settles close()'s promise; set by close(). */
+  private connectionClosed: () => void = () => {};
 
   constructor(location: string, driver: SqliteDriverName, private readonly fallBack: () => void) {
     this.worker = new Worker(new URL('./sqlite-checkpoint-worker.mjs', import.meta.url), {
@@ -29,24 +33,37 @@ export class SqliteCheckpointer {
     });
     // Never what keeps a process alive; a closing server does not wait for it either (close()).
     this.worker.unref();
-    this.worker.on('message', (message: { failed?: string }) => {
-      if (message.failed !== undefined) this.fail();
+    this.worker.on('message', (message: { failed?: string; closed?: true }) => {
+      if (message.closed) this.connectionClosed();
+      else if (message.failed !== undefined) this.fail();
     });
     this.worker.on('error', () => this.fail());
     this.worker.on('exit', () => this.fail());
   }
 
   /**
-   * Asks the thread for a last checkpoint and to close its connection, without waiting: on Node 24 a worker that
-   * used node:sqlite can take a long time to end (see test/sqlite-gc.test.ts), and nothing here needs it to.
+   * Asks the thread for a last checkpoint and to close its connection; resolves once it says the connection is closed
+   * (at most CLOSE_WAIT_MS), so that a server started next on the same file does not meet the lock SQLite's last
+   * connection takes while it checkpoints and removes the log. It does not wait for the thread to end: on Node 24 a
+   * worker that used node:sqlite can take a long time to (see test/sqlite-gc.test.ts), and nothing here needs it to.
    */
-  close(): void {
-    if (this.done) return;
+  close(): Promise<void> {
+    if (this.done) return Promise.resolve();
     this.done = true;
+    const closed = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      timer.unref();
+      this.connectionClosed = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
     this.worker.postMessage('close');
+    return closed;
   }
 
   private fail(): void {
+    this.connectionClosed();
     if (this.done) return;
     this.done = true;
     void this.worker.terminate();

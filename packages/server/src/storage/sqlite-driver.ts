@@ -88,8 +88,12 @@ class ImmediateTransactionSqliteDriver extends SqliteDriver {
 /** SQLite's own `wal_autocheckpoint` (pages), what a connection goes back to when the checkpoint thread fails. */
 const SQLITE_DEFAULT_AUTOCHECKPOINT = 1000;
 
-/** PRAGMAs both drivers run on open. */
-const PRAGMAS = ['journal_mode = WAL', 'foreign_keys = ON', 'busy_timeout = 5000', 'synchronous = NORMAL'];
+/**
+ * PRAGMAs both drivers run on open. The busy timeout first: the others read the file, and another connection may hold
+ * it locked for a moment (a previous server's checkpoint thread closing as the last connection checkpoints and removes
+ * the log under an exclusive lock). node:sqlite opens with no timeout at all, so `journal_mode` failed at once then.
+ */
+const PRAGMAS = ['busy_timeout = 5000', 'journal_mode = WAL', 'foreign_keys = ON', 'synchronous = NORMAL'];
 
 /**
  * Opens `location` (a file path or `:memory:`) with the given driver, shaped as Kysely's SqliteDatabase. A file's
@@ -97,13 +101,16 @@ const PRAGMAS = ['journal_mode = WAL', 'foreign_keys = ON', 'busy_timeout = 5000
  * it to SQLite's automatic checkpoints instead (the bench's baseline).
  */
 export async function openSqliteDriver(location: string, driver: SqliteDriverName, { checkpointThread = true } = {}): Promise<StatementCache> {
-  const checkpointed = (pragma: (setting: string) => void, close: () => void) => {
-    if (location === ':memory:' || !checkpointThread) return close;
+  const checkpointed = (pragma: (setting: string) => void, close: () => void): (() => Promise<void>) => {
+    if (location === ':memory:' || !checkpointThread) {
+      return async () => close();
+    }
     pragma('wal_autocheckpoint = 0');
     const checkpointer = new SqliteCheckpointer(location, driver, () => pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT}`));
     return () => {
-      checkpointer.close();
+      const threadClosed = checkpointer.close();
       close();
+      return threadClosed;
     };
   };
   if (driver === 'node:sqlite') {
@@ -149,7 +156,9 @@ export class StatementCache implements SqliteDatabase {
   prepared = 0;
   hits = 0;
 
-  constructor(private readonly driver: { prepare(sql: string): SqliteStatement; close(): void }) {}
+  private closing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly driver: { prepare(sql: string): SqliteStatement; close(): Promise<void> }) {}
 
   get size(): number {
     return this.statements.size;
@@ -171,9 +180,15 @@ export class StatementCache implements SqliteDatabase {
     return statement;
   }
 
+  /** Kysely's close (synchronous): the connection closes now; `closed()` waits for the checkpoint thread's as well. */
   close(): void {
     this.statements.clear();
-    this.driver.close();
+    this.closing = this.driver.close();
+  }
+
+  /** Resolves once every connection to the file this opened is closed (see SqliteCheckpointer.close). */
+  closed(): Promise<void> {
+    return this.closing;
   }
 }
 
