@@ -31,7 +31,7 @@ export class SqliteCheckpointer {
     this.worker = new Worker(new URL('./sqlite-checkpoint-worker.mjs', import.meta.url), {
       workerData: { driver, location, intervalMs: CHECKPOINT_INTERVAL_MS, walLimitFrames: WAL_LIMIT_FRAMES },
     });
-    // Never what keeps a process alive; a closing server does not wait for it either (close()).
+    // Never what keeps a process alive; a closing server waits for its connection to close, not for it to end (close()).
     this.worker.unref();
     this.worker.on('message', (message: { failed?: string; closed?: true }) => {
       if (message.closed) this.connectionClosed();
