@@ -117,8 +117,9 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
     const url = `sqlite:${join(dir, 'realmgate.db')}`;
     try {
       const body = 'r'.repeat(4000);
-      // As a restarted server does: the previous one closes (its thread checkpoints and closes its connection without
-      // being waited for) and the next one opens the same file straight away.
+      // As a restarted server does: the previous one closes (its thread makes a last checkpoint and closes its
+      // connection, the file's last, which removes the log under an exclusive lock) and the next one opens the same
+      // file straight away.
       for (let round = 0; round < 30; round++) {
         const handle = await openDatabase(url);
         if (round === 0) await sql`create table probe (id integer primary key, body text)`.execute(handle.db);
