@@ -75,6 +75,25 @@ describe('configuration cache across two processes (one PostgreSQL database, one
     expect((await grant(b, secret)).body.error_description).toBe('Client disabled');
     expect((await grant(a, secret)).body.error_description).toBe('Client disabled');
   });
+
+  it("refuses a user's old password, then the user given a required action, on node B within a second of the change on A", async () => {
+    const { id: userId } = await kcA.users.create({ username: 'carol', enabled: true, credentials: [{ type: 'password', value: 'carol-password-1', temporary: false }] });
+    await kcA.clients.create({ clientId: 'app', publicClient: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
+    const login = (t: TestServer, password: string) => tokenRequest(t.url, 'cached', { grant_type: 'password', client_id: 'app', username: 'Carol', password });
+    expect((await login(b, 'carol-password-1')).status).toBe(200);
+    const before = b.server.context.storage.cache.snapshot().hits;
+    expect((await login(b, 'carol-password-1')).status).toBe(200);
+    // The user, its credentials' types and its required actions: read from B's memory.
+    expect(b.server.context.storage.cache.snapshot().hits - before).toBeGreaterThanOrEqual(3);
+
+    await kcA.users.resetPassword({ id: userId, credential: { type: 'password', value: 'carol-password-2', temporary: false } });
+    expect(await within(1000, async () => (await login(b, 'carol-password-1')).status === 401)).toBe(true);
+    expect((await login(b, 'carol-password-2')).status).toBe(200);
+
+    await kcA.users.update({ id: userId }, { requiredActions: ['UPDATE_PROFILE'] });
+    expect(await within(1000, async () => (await login(b, 'carol-password-2')).status === 400)).toBe(true);
+    expect((await login(b, 'carol-password-2')).body.error_description).toBe('Account is not fully set up');
+  });
 });
 
 describe('configuration cache in one process', () => {
@@ -107,6 +126,20 @@ describe('configuration cache in one process', () => {
     for (let i = 0; i < 50; i++) expect((await tokenRequest(t.url, `no-realm-${i}`, { grant_type: 'client_credentials' })).status).toBe(404);
     expect(cache.snapshot().entries).toBe(entries);
     expect((await tokenRequest(t.url, 'flood', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret })).status).toBe(200);
+  });
+
+  it('keeps no entry for unknown usernames, however many; the spellings of one username share one entry', async () => {
+    const kc = await admin(t.url);
+    kc.setConfig({ realmName: 'flood' });
+    await kc.users.create({ username: 'dave', enabled: true, credentials: [{ type: 'password', value: 'dave-password-1', temporary: false }] });
+    await kc.clients.create({ clientId: 'app', publicClient: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
+    const login = (username: string) => tokenRequest(t.url, 'flood', { grant_type: 'password', client_id: 'app', username, password: 'dave-password-1' });
+    expect((await login('dave')).status).toBe(200);
+    const cache = t.server.context.storage.cache;
+    const entries = cache.snapshot().entries;
+    for (const spelling of ['DAVE', 'Dave', 'dAvE']) expect((await login(spelling)).status).toBe(200);
+    for (let i = 0; i < 40; i++) expect((await login(`made-up-user-${i}`)).status).toBe(401);
+    expect(cache.snapshot().entries).toBe(entries);
   });
 
   it('reports its hit ratio, hits, misses and entries at /metrics', async () => {
@@ -149,8 +182,11 @@ describe.each(databases)('what a grant costs the database (%s)', (database) => {
     await t?.close();
   });
 
-  /** Three reads of the user's own rows, two inserts (it was ten before flows were cached and the snapshot lazy). */
-  const QUERIES_PER_PASSWORD_GRANT = 5;
+  /**
+   * The two inserts of the sessions: the user, its credentials' types and its required actions come from the cache
+   * once read (it was ten statements before flows were cached and the snapshot lazy, five before users were cached).
+   */
+  const QUERIES_PER_PASSWORD_GRANT = 2;
   it('client_credentials: no statement at all once the configuration is cached, and nothing written', async () => {
     const storage = t.server.context.storage;
     const grant = () => tokenRequest(t.url, 'cost', { grant_type: 'client_credentials', client_id: 'service', client_secret: secret });
@@ -169,8 +205,8 @@ describe.each(databases)('what a grant costs the database (%s)', (database) => {
     const queries = t.server.context.storage.queryCount;
     expect((await grant()).status).toBe(200);
     expect([...new Set(written)].sort()).toEqual(['client_session', 'user_session']);
-    // Read: the user, its OTP credential and its required actions; written: the two sessions in one transaction.
-    // The realm's flows come from the cache, and no listener of the realm reads the LOGIN event's user snapshot.
+    // Written: the two sessions in one transaction. The user's rows and the realm's flows come from the cache, and
+    // no listener of the realm reads the LOGIN event's user snapshot.
     expect(t.server.context.storage.queryCount - queries).toBe(QUERIES_PER_PASSWORD_GRANT);
   });
 

@@ -35,7 +35,7 @@ export type OtpError = Extract<EventError, 'invalid_user_credentials' | 'user_te
 export type OtpResult = { ok: true } | { ok: false; error: OtpError };
 
 export async function hasOtpCredential(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<boolean> {
-  return (await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).length > 0;
+  return (await ctx.storage.credentials.cachedTypes(user.id)).includes(OTP_CREDENTIAL_TYPE);
 }
 
 /** The parameters a stored OTP credential was made with (the realm's policy at the time). */

@@ -9,11 +9,14 @@ import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddres
 
 type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
-/** The user a login name stands for: the username, or the e-mail address where the realm allows it. */
+/**
+ * The user a login name stands for: the username, or the e-mail address where the realm allows it. Read through
+ * the configuration cache (frozen: copy before changing), which every write to the users' table empties.
+ */
 export async function findLoginUser(ctx: Pick<ServerContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
-  const byName = await ctx.storage.users.byUsername(realm.id, login);
+  const byName = await ctx.storage.users.cachedByLogin(realm.id, 'username', login);
   if (byName) return byName;
-  return realm.loginWithEmailAllowed && login.includes('@') ? ctx.storage.users.byEmail(realm.id, login) : null;
+  return realm.loginWithEmailAllowed && login.includes('@') ? ctx.storage.users.cachedByLogin(realm.id, 'email', login) : null;
 }
 
 export interface PasswordAttempt {

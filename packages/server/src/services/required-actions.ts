@@ -157,8 +157,8 @@ export async function defaultRequiredActions(storage: Storage, realmId: string, 
  * kept on the user but not asked for; one this server does not carry out is never asked for (nobody could do it,
  * so it must not stand between the user and signing in).
  */
-export async function pendingRequiredActions(storage: Storage, realmId: string, userId: string): Promise<string[]> {
-  const stored = await storage.credentials.requiredActions(userId);
+export async function pendingRequiredActions(storage: Storage, realmId: string, userId: string): Promise<readonly string[]> {
+  const stored = await storage.credentials.cachedRequiredActions(userId);
   if (stored.length === 0) return stored;
   const enabled = new Set((await realmRequiredActions(storage, realmId)).filter((a) => a.enabled && carriedOut(a.alias)).map((a) => a.alias));
   return stored.filter((action) => enabled.has(action));

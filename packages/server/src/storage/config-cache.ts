@@ -1,6 +1,7 @@
 /**
  * The in-process cache of configuration the hot paths read on every request (realms, clients, service-account
- * users, effective roles, signing keys), invalidated by what is written to the database.
+ * users, effective roles, signing keys) and of the users signing in (the row, the credentials' types, the pending
+ * required actions, as Keycloak's user cache), invalidated by what is written to the database.
  *
  * Invalidation is by table, written once: `db.ts` wraps Kysely's driver, reads the table every INSERT, UPDATE
  * and DELETE names (or a raw statement's), and calls `tablesWritten` when it is committed (at once outside a
@@ -28,9 +29,6 @@ const VOLATILE_TABLES = new Set([
   'refresh_token_family',
   'revoked_token',
   'password_history',
-  // A user's OTP credentials and pending required actions: read per sign-in, never through the cache.
-  'credential',
-  'user_required_action',
   // Webhook deliveries of the outbox (one per event): nothing cached is read from them.
   'provider_outbox',
   'provider_outbox_attempt',
@@ -44,6 +42,9 @@ const VOLATILE_TABLES = new Set([
 /** Tables cached values are read from, each invalidated alone; a write to any other table invalidates everything. */
 const CACHED_TABLES = new Set([
   'realm', 'realm_key', 'client', 'user_entity', 'role', 'role_composite', 'user_role', 'scope_mapping',
+  // What every sign-in reads of its user besides the row: the credentials' types (an OTP set up?) and the pending
+  // required actions (users.ts, credentials.ts). Written when a user changes them, not per sign-in.
+  'credential', 'user_required_action',
   // Effective roles come through groups too (services/roles.ts).
   'realm_group', 'user_group', 'group_role',
   // A client's scopes and mappers (services/client-scope-set.ts), and the scopes' role scope mappings (roles).

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import type { ConfigCache } from './config-cache.js';
 import type { Db } from './db.js';
 import type { CredentialTable } from './schema.js';
 import { bool, flag, fromJson, toJson } from './codec.js';
@@ -42,7 +43,23 @@ const toCredential = (row: Selectable<CredentialTable>): StoredCredential => ({
 
 /** A user's credentials besides the password, and the required actions set on the user. */
 export class CredentialRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
+
+  /**
+   * The types of the user's credentials besides the password (frozen), through the configuration cache: what every
+   * sign-in's flow asks ("has the user an OTP set up?"). Any write to the credential table empties it.
+   */
+  cachedTypes(userId: string): Promise<readonly string[]> {
+    return this.cache.get(`credential-types\0${userId}`, ['credential'], async () => [...new Set((await this.ofUser(userId)).map((c) => c.type))]) as Promise<readonly string[]>;
+  }
+
+  /** requiredActions through the configuration cache (frozen): every sign-in's last check. */
+  cachedRequiredActions(userId: string): Promise<readonly string[]> {
+    return this.cache.get(`required-actions\0${userId}`, ['user_required_action'], () => this.requiredActions(userId)) as Promise<readonly string[]>;
+  }
 
   async ofUser(userId: string, type?: string, db: Db = this.db): Promise<StoredCredential[]> {
     let query = db.selectFrom('credential').selectAll().where('user_id', '=', userId);

@@ -55,7 +55,7 @@ export class Storage {
     this.organizations = new OrganizationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
-    this.credentials = new CredentialRepository(db);
+    this.credentials = new CredentialRepository(db, handle.cache);
     this.federation = new FederationRepository(db);
     this.consents = new ConsentRepository(db);
     this.localization = new LocalizationRepository(db);

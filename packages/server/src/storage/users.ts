@@ -99,6 +99,17 @@ export class UserRepository {
     return this.cache.get(`service-account\0${clientUuid}`, ['user_entity', 'client'], () => this.serviceAccountOf(clientUuid));
   }
 
+  /**
+   * The user a login name stands for, through the configuration cache (frozen): every password sign-in's first
+   * read. Keyed by the name as stored (lower case), so spellings of one name share an entry; a name nobody has is
+   * looked up again every time (the cache keeps found values only), so made-up names cannot fill it.
+   */
+  cachedByLogin(realmId: string, field: 'username' | 'email', login: string): Promise<User | null> {
+    if (!storable(login)) return Promise.resolve(null);
+    const name = login.toLowerCase();
+    return this.cache.get(`user-${field}\0${realmId}\0${name}`, ['user_entity'], () => (field === 'username' ? this.byUsername(realmId, name) : this.byEmail(realmId, name)));
+  }
+
   /** byId through the configuration cache (frozen): token verification's "user still there and enabled". */
   cachedById(realmId: string, id: string): Promise<User | null> {
     return this.cache.get(`user\0${realmId}\0${id}`, ['user_entity'], () => this.byId(realmId, id));
