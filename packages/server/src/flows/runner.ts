@@ -9,7 +9,7 @@ import { flowBindings, isOverrideBinding, type AuthExecution, type AuthFlow, typ
 import { RealmFlows } from './realm-flows.js';
 import { passwordAction, userCreationAction } from './registration-actions.js';
 import { describeBlocker, flowBlocker, FlowCannotRunError, FlowOverrideMissingError, isCondition } from './runnable.js';
-import type { FlowRepository } from './repository.js';
+import type { FlowRepository, RealmFlowRows } from './repository.js';
 
 /** A form protector to run on the form, with its execution's config (`{}` when none is attached). */
 export interface ProtectorStep {
@@ -57,6 +57,8 @@ type BuiltInAction = (realm: Realm) => FormAction;
 /** Reads a realm's bound flows and turns their enabled executions into the steps a page runs. */
 export class FlowRunner {
   private readonly warned = new Set<string>();
+  /** The navigable form of each cached set of a realm's flow rows, built once per set (the rows are frozen). */
+  private readonly navigable = new WeakMap<RealmFlowRows, RealmFlows>();
   private readonly builtInActions: Map<string, BuiltInAction>;
   /** Whether a provider id names a provider of this server (built-in, or of an installed package). */
   readonly installed = (providerId: string): boolean => this.catalog.get(providerId) !== undefined;
@@ -114,7 +116,13 @@ export class FlowRunner {
   }
 
   private async cachedFlows(realm: Realm): Promise<RealmFlows> {
-    return new RealmFlows(await this.repository.cachedRealm(realm.id));
+    const rows = await this.repository.cachedRealm(realm.id);
+    let flows = this.navigable.get(rows);
+    if (!flows) {
+      flows = new RealmFlows(rows);
+      this.navigable.set(rows, flows);
+    }
+    return flows;
   }
 
   /**
