@@ -13,7 +13,7 @@ import { startSsoSession } from './sso-session.js';
  * session ended, LOGIN event, a single-use code; the login protocol then answers the client with it.
  */
 export async function completeLogin(
-  ctx: Pick<ServerContext, 'storage' | 'config' | 'events' | 'hostStore' | 'authSessions' | 'loginProtocol'>,
+  ctx: Pick<ServerContext, 'storage' | 'config' | 'keys' | 'events' | 'hostStore' | 'authSessions' | 'loginProtocol'>,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,

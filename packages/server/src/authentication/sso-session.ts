@@ -1,22 +1,44 @@
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { newId } from '../credentials/index.js';
+import { newId, newSecret, secretsEqual } from '../credentials/index.js';
 import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { pendingRequiredActions } from '../services/index.js';
 import { realmCookiePath } from './auth-session.js';
+import { SignedState } from './signed-state.js';
 
 const SSO_COOKIE = 'REALMGATE_SESSION';
+const PURPOSE = 'sso-session';
+/** A sealed `{sid, key}` is under 300 characters; anything much longer is not one of ours. */
+const MAX_COOKIE_VALUE = 1024;
 
-type SsoContext = Pick<ServerContext, 'storage' | 'config'>;
+type SsoContext = Pick<ServerContext, 'storage' | 'config' | 'keys'>;
 
-/** The browser's SSO session for the realm, when it is still alive and its user may log in. */
+/** What the cookie carries: the session, and the random value only the sign-in that started it knew. */
+interface SsoCookie {
+  sid: string;
+  key: string;
+}
+
+const keyHash = (key: string) => createHash('sha256').update(key).digest('base64url');
+
+/**
+ * The browser's SSO session for the realm, when it is still alive and its user may log in.
+ *
+ * The cookie is the one check of every entry point (authorization, account pages, logout, login-status frame): a
+ * SignedState token of this realm for this purpose, naming a session a browser signed in to and carrying the random
+ * value whose hash that session keeps. The session's id alone (a token's `sid`, `session_state`, an id the admin
+ * API lists, events) opens nothing, nor does a session started by the password grant (it has no hash).
+ */
 export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest, realm: Realm): Promise<{ session: UserSession; user: User } | null> {
-  const id = readCookie(request, SSO_COOKIE);
-  if (!id || id.length > 64) return null;
-  const session = await ctx.storage.sessions.byId(id);
-  if (!session || session.realmId !== realm.id || session.offline) return null;
+  const sealed = await new SignedState(ctx.keys).open<Partial<SsoCookie>>(realm.id, PURPOSE, readCookie(request, SSO_COOKIE), MAX_COOKIE_VALUE);
+  if (!sealed || typeof sealed.sid !== 'string' || typeof sealed.key !== 'string') return null;
+  const found = await ctx.storage.sessions.browserSession(sealed.sid);
+  if (!found || !secretsEqual(keyHash(sealed.key), found.ssoCookieHash)) return null;
+  const { session } = found;
+  if (session.realmId !== realm.id || session.offline) return null;
   if (!sessionAlive(realm, session)) {
     await ctx.storage.sessions.delete(session.id);
     return null;
@@ -29,11 +51,18 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
   return { session, user };
 }
 
+/**
+ * A new session for a browser sign-in, and its cookie: every sign-in (prompt=login over a live session included)
+ * starts a session with a fresh random value, so the cookie changes and a value planted earlier names nothing.
+ */
 export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User): Promise<UserSession> {
   const now = Date.now();
   const session: UserSession = { id: newId(), realmId: realm.id, userId: user.id, ipAddress: requestInfo(request).ipAddress, started: now, lastRefresh: now };
-  await ctx.storage.sessions.create(session);
-  setCookie(reply, SSO_COOKIE, session.id, { path: realmCookiePath(realm), secure: secureCookies(request, ctx.config.hostname) });
+  const cookie: SsoCookie = { sid: session.id, key: newSecret(32) };
+  // Sealed before anything is stored: a realm without an active key fails here, not with an orphan session.
+  const value = await new SignedState(ctx.keys).seal(realm.id, PURPOSE, cookie, realm.ssoSessionMaxLifespan * 1000);
+  await ctx.storage.sessions.createBrowserSession(session, keyHash(cookie.key));
+  setCookie(reply, SSO_COOKIE, value, { path: realmCookiePath(realm), secure: secureCookies(request, ctx.config.hostname) });
   return session;
 }
 

@@ -645,4 +645,11 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // The SSO cookie is a sealed token bound to its session by a random value only the browser sign-in knows (issue
+  // 33): the session keeps the value's hash. Sessions from before have none, so their bare-id cookies sign nobody in.
+  '0022-sso-cookie-hash': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_session').addColumn('sso_cookie_hash', 'text').execute();
+    },
+  },
 };

@@ -162,6 +162,11 @@ export interface UserSessionTable {
   last_refresh: number;
   /** 1 for an offline session (offline_access). */
   offline: Flag;
+  /**
+   * SHA-256 (base64url) of the random value sealed into the SSO cookie of the browser sign-in that started the
+   * session; null for a session no browser signed in to (password grant, offline), which no cookie can name.
+   */
+  sso_cookie_hash: string | null;
 }
 
 export interface ClientSessionTable {

@@ -26,7 +26,17 @@ const toClientSession = (row: Selectable<ClientSessionTable>): ClientSession => 
 export class SessionRepository {
   constructor(private readonly db: Db) {}
 
+  /** A session no browser cookie can name (password grant, offline): see createBrowserSession. */
   async create(session: UserSession, db: Db = this.db): Promise<void> {
+    await this.insert(session, null, db);
+  }
+
+  /** The session of a browser sign-in, with the hash of the value its SSO cookie carries. */
+  async createBrowserSession(session: UserSession, ssoCookieHash: string): Promise<void> {
+    await this.insert(session, ssoCookieHash, this.db);
+  }
+
+  private async insert(session: UserSession, ssoCookieHash: string | null, db: Db): Promise<void> {
     await db
       .insertInto('user_session')
       .values({
@@ -37,6 +47,7 @@ export class SessionRepository {
         started: session.started,
         last_refresh: session.lastRefresh,
         offline: flag(session.offline ?? false),
+        sso_cookie_hash: ssoCookieHash,
       })
       .execute();
   }
@@ -44,6 +55,12 @@ export class SessionRepository {
   async byId(id: string): Promise<UserSession | null> {
     const row = await this.db.selectFrom('user_session').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? toSession(row) : null;
+  }
+
+  /** A session a browser signed in to, with the hash its SSO cookie must match; null for any other session. */
+  async browserSession(id: string): Promise<{ session: UserSession; ssoCookieHash: string } | null> {
+    const row = await this.db.selectFrom('user_session').selectAll().where('id', '=', id).where('sso_cookie_hash', 'is not', null).executeTakeFirst();
+    return row?.sso_cookie_hash ? { session: toSession(row), ssoCookieHash: row.sso_cookie_hash } : null;
   }
 
   /** The user's sessions (SSO ones, or with `offline` the offline ones), newest first. */
