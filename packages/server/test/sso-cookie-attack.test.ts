@@ -85,7 +85,7 @@ describe.each(setups)('the SSO cookie ($name)', ({ start }) => {
     expect(tokens.status).toBe(200);
     const cookie = decodeURIComponent(browser.cookies.get(COOKIE)!);
     expect(cookie).toBeTruthy();
-    return { browser, cookie, sid: claimsOf(tokens.body.access_token as string).sid as string, sessionState: location.searchParams.get('session_state')!, idToken: tokens.body.id_token as string };
+    return { browser, cookie, sid: claimsOf(tokens.body.access_token as string).sid as string, sessionState: location.searchParams.get('session_state')!, refreshToken: tokens.body.refresh_token as string };
   }
 
   beforeAll(async () => {
@@ -205,5 +205,15 @@ describe.each(setups)('the SSO cookie ($name)', ({ start }) => {
     expect(again.cookie).not.toBe(again.sid);
     expectCode(await browserWith(a, again.cookie).get(authPath(REALM)));
     expectLoginPage(await browserWith(a, again.sid).get(authPath(REALM)));
+  });
+
+  it('of a session from before the upgrade (a bare id) ends cleanly: the login page, while its apps keep refreshing', async () => {
+    const old = await signIn(a, REALM, 'vera');
+    // What an upgraded database holds for it: the row without a cookie hash, and the bare id in the browser.
+    await a.server.context.storage.db.updateTable('user_session').set({ sso_cookie_hash: null }).where('id', '=', old.sid).execute();
+    for (const node of [a, b]) expectLoginPage(await browserWith(node, old.sid).get(authPath(REALM)));
+    const refreshed = await tokenRequest(b.url, REALM, { grant_type: 'refresh_token', client_id: 'web', refresh_token: old.refreshToken });
+    expect(refreshed.status).toBe(200);
+    expect(claimsOf(refreshed.body.access_token as string).sid).toBe(old.sid);
   });
 });
