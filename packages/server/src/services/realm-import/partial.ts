@@ -140,13 +140,13 @@ export async function partialImport(
       if (!decide('USER', username, existing?.id ?? null)) continue;
       if (existing) {
         usersToRemove.push(existing.id);
-        accountsChanged.push({ entry: `user "${username}"`, userId: existing.id });
+        accountsChanged.push({ entry: `${user.path} ("${username}")`, userId: existing.id });
       }
     } else {
       // The service account of a client the realm keeps: the import changes its attributes and roles.
       const client = existingClients.get(user.serviceAccountOf);
       const account = client && !clientsToRemove.includes(client) ? await storage.users.serviceAccountOf(client.id) : null;
-      if (account) accountsChanged.push({ entry: `user "${account.username}"`, userId: account.id });
+      if (account) accountsChanged.push({ entry: `${user.path} ("${account.username}")`, userId: account.id });
     }
     users.push(user);
   }
@@ -155,7 +155,7 @@ export async function partialImport(
   // group is removed with its subgroups and memberships and made again from the file.
   const tree = await GroupTree.load(storage, realm.id);
   const groupsToRemove: string[] = [];
-  const groupsReplaced: { name: string; ids: string[] }[] = [];
+  const groupsReplaced: { entry: string; ids: string[] }[] = [];
   const groups: RealmImport['groups'] = [];
   for (const group of data.groups) {
     const existing = tree.childrenOf(null).find((g) => g.name === group.name);
@@ -163,7 +163,7 @@ export async function partialImport(
     if (existing) {
       const ids = [existing.id, ...tree.descendants(existing.id).map((g) => g.id)];
       groupsToRemove.push(...ids);
-      groupsReplaced.push({ name: group.name, ids });
+      groupsReplaced.push({ entry: `${group.path} ("${group.name}")`, ids });
     }
     groups.push(group);
   }
@@ -214,20 +214,20 @@ export async function partialImport(
   }
   const removed = new Set(groupsToRemove);
   for (const user of users) {
-    const entry = `user "${user.serviceAccountOf ? `service account of ${user.serviceAccountOf}` : (user.username ?? '').toLowerCase()}"`;
+    const entry = `${user.path} ("${user.serviceAccountOf ? `service-account-${user.serviceAccountOf}` : (user.username ?? '').toLowerCase()}")`;
     await forEntry(entry, guard.grant(await existingRoles({ realm: user.realmRoles, client: user.clientRoles })));
     // The realm's groups it joins, with what their ancestors give (the file's own groups are checked below).
     const joined = (user.groups ?? []).map((path) => tree.byPath(path.startsWith('/') ? path : `/${path}`)).filter((g) => g !== null && !removed.has(g.id));
     if (joined.length) await forEntry(entry, guard.grant(await groupEffectiveRoles(storage, tree, [...new Set(joined.map((g) => g!.id))])));
   }
-  // What the file's groups grant their members, and what users get by joining groups the realm has already.
+  // What the file's groups grant their members (subgroups included).
   const groupRoles = (group: RealmImport['groups'][number]): { realm: string[]; client: Record<string, string[]> }[] => [
     { realm: group.realmRoles, client: group.clientRoles },
     ...group.subGroups.flatMap(groupRoles),
   ];
-  for (const group of groups) for (const names of groupRoles(group)) await forEntry(`group "${group.name}"`, guard.grant(await existingRoles(names)));
+  for (const group of groups) for (const names of groupRoles(group)) await forEntry(`${group.path} ("${group.name}")`, guard.grant(await existingRoles(names)));
   // An overwritten group takes from its members what it gave them: the admin API's rule for deleting such a group.
-  for (const { name, ids } of groupsReplaced) await forEntry(`group "${name}"`, guard.grant(await groupEffectiveRoles(storage, tree, ids)));
+  for (const { entry, ids } of groupsReplaced) await forEntry(entry, guard.grant(await groupEffectiveRoles(storage, tree, ids)));
 
   await storage.transaction(async (trx) => {
     for (const client of clientsToRemove) {
