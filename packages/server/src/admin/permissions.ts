@@ -163,16 +163,37 @@ function mayGrant(auth: AdminAuth, role: AdminRoleKind): boolean {
   return impliedBy(managementRolesFor(auth, role.realm), role.name);
 }
 
-const notHeld = (role: Role) => forbidden(`Not allowed to grant the administrative role ${role.name}: the caller does not hold it`);
+const notHeld = (role: Role, via: Role | null) =>
+  forbidden(`Not allowed to grant the administrative role ${role.name}${via ? ` (contained in ${via.name})` : ''}: the caller does not hold it`);
 
 /**
- * Keycloak's admin-role rule for every call that maps roles to a user or adds them as composites: an
- * administrative role passes only when the caller holds it or already has its power. Checked for all roles
- * before anything is written; the first that fails is named in the 403.
+ * Keycloak's admin-role rule, the one check for every way a role reaches (or leaves) someone: mapped to a user or a
+ * group, a group joined, left or moved, a composite added to a role (the default roles too), a client scope's role
+ * scope mappings, a partial import. The roles are taken with everything they contain, transitively, since whoever
+ * holds a composite holds its composites: an administrative role anywhere in that expansion passes only when the
+ * caller holds it or already has its power. Callers pass a group's roles as the membership gives them
+ * (groupEffectiveRoles: the group's and its ancestors'). Checked for all roles before anything is written; the 403
+ * names the first role that fails and, when it came inside another, the role given.
  */
 export async function requireMayMapRoles(ctx: ServerContext, auth: AdminAuth, roles: Role[]): Promise<void> {
-  const beyond = await firstRoleBeyond(ctx, auth, roles);
-  if (beyond) throw notHeld(beyond);
+  if (isSuperAdmin(auth) || roles.length === 0) return;
+  const { storage } = ctx;
+  // The roles given first, what they contain after (breadth first): a refusal names the nearest administrative role.
+  const order = [...(await storage.roles.expand(roles.map((r) => r.id)))];
+  const rank = new Map(order.map((id, i) => [id, i]));
+  const reached = (await storage.roles.byIds(order)).sort((a, b) => rank.get(a.id)! - rank.get(b.id)!);
+  const beyond = await firstRoleBeyond(ctx, auth, reached);
+  if (!beyond) return;
+  let via: Role | null = null;
+  if (!roles.some((r) => r.id === beyond.id)) {
+    for (const role of roles) {
+      if ((await storage.roles.expand([role.id])).has(beyond.id)) {
+        via = role;
+        break;
+      }
+    }
+  }
+  throw notHeld(beyond, via);
 }
 
 /** The first administrative role of `roles` whose power the caller lacks, or null. */

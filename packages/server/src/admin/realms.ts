@@ -9,7 +9,7 @@ import { warnOpenRedirect } from '../model/redirect-uri.js';
 import { createRealmFromImport, logImportReport, parseRealmImport } from '../services/realm-import/index.js';
 import { parsePartialImport, partialImport } from '../services/realm-import/partial.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { hasAnyRole, isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
+import { hasAnyRole, isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMayChangeAccount, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
 import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 import { parseRepresentation } from './representations/fields.js';
@@ -69,7 +69,8 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/partial-export', partialExport);
 
   // Keycloak's partial import: roles, clients and users of a file into this realm (FAIL, SKIP or OVERWRITE what
-  // exists). Each role written goes through the admin API's own rules, so a file cannot grant its caller more.
+  // exists). Each role written goes through the admin API's own rules, so a file cannot grant its caller more, and
+  // each account it replaces or changes through the single-user endpoints' rule (requireMayChangeAccount).
   app.post('/realms/:realm/partialImport', { bodyLimit: REALM_IMPORT_BODY_LIMIT }, async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     const caller = callerOf(request);
@@ -83,6 +84,8 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
       change: (role) => requireMayChangeRole(ctx, caller, role),
       compose: (parent, children) => requireMayCompose(ctx, caller, realm, parent, children),
       grant: (roles) => requireMayMapRoles(ctx, caller, roles),
+      // As the single-user endpoints: replacing an account needs every administrative role it holds.
+      changeAccount: (userId) => requireMayChangeAccount(ctx, caller, userId),
     });
     logImportReport(ctx, realm.name, results);
     for (const client of input.data.clients) warnOpenRedirect(ctx.logger, realm.name, client, 'admin API partial import');

@@ -17,7 +17,7 @@ type Rule = [methods: RegExp, path: RegExp, permission: RoutePermission];
 const read = /^GET$/;
 const write = /^(POST|PUT|DELETE)$/;
 const R = '^/admin/realms/:realm';
-const ADMIN_ROLE_RULE = 'each administrative role named must be held by the caller (or be within its power)';
+const ADMIN_ROLE_RULE = 'each administrative role named, or contained in a role named, must be held by the caller (or be within its power)';
 const GROUP_ROLES_RULE = "each administrative role the group's members hold through it must be held by the caller (or be within its power)";
 const FIXED = 'roles of realm-management and master {realm}-realm clients are fixed';
 const ACCOUNT_RULE = 'each administrative role the user holds must be held by the caller (or be within its power)';
@@ -30,7 +30,7 @@ const rules: Rule[] = [
   [write, /^\/admin\/realms$/, { roles: ['create-realm'], note: 'master realm role; the creator gets every role of the new realm' }],
   [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}$`), { roles: ['manage-realm'] }],
-  [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users and groups also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users and groups also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}; a user it replaces: ${ACCOUNT_RULE}` }],
   [/^(GET|POST)$/, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
 
   [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],

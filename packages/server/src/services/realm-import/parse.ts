@@ -53,6 +53,8 @@ export interface RealmImport {
     federatedIdentities?: ImportedFederatedIdentity[];
     /** Keycloak's `clientConsents`: consents to clients of the file or the realm, kept (no consent screen here). */
     clientConsents?: ImportedConsent[];
+    /** Where the entry is in the file (`realm.users[3]`): errors name it, also when a partial import skips others. */
+    path?: string;
   })[];
   /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
   groups: ImportedGroup[];
@@ -258,6 +260,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
       serviceAccountOf: serviceAccountOf ?? null,
       federatedIdentities: parseFederatedIdentities((u as { federatedIdentities?: unknown })?.federatedIdentities, `${path}.federatedIdentities`, onUnknown),
       clientConsents: parseConsents((u as { clientConsents?: unknown })?.clientConsents, `${path}.clientConsents`, notImported, onUnknown),
+      path,
     };
   });
   const organizations = asArray(rep.organizations, 'realm.organizations').map((o, i) => {

@@ -1,7 +1,7 @@
 import type { ServerContext } from '../../context.js';
 import { newId } from '../../credentials/index.js';
 import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE, adminClientId } from '../../model/defaults.js';
-import { badRequest, conflict } from '../../model/errors.js';
+import { AppError, badRequest, conflict, forbidden } from '../../model/errors.js';
 import type { Client, Realm, Role } from '../../model/types.js';
 import { groupEffectiveRoles, GroupTree } from '../groups.js';
 import { parseRealmImport, type RealmImport } from './parse.js';
@@ -39,8 +39,10 @@ export interface PartialImportGuard {
   change(role: Role): Promise<void>;
   /** These existing roles are to become composites of `parent` (a new role is described, not stored). */
   compose(parent: Role, children: Role[]): Promise<void>;
-  /** These existing roles are to be granted to a user. */
+  /** These existing roles are to be granted to (or, with a group replaced, taken from) users. */
   grant(roles: Role[]): Promise<void>;
+  /** This existing user's account is to be replaced (OVERWRITE) or changed (a service account's attributes, roles). */
+  changeAccount(userId: string): Promise<void>;
 }
 
 /** The clients every realm is given: an import never replaces them (their roles hold the realm's administration). */
@@ -129,12 +131,22 @@ export async function partialImport(
   }
   const usersToRemove: string[] = [];
   const users: RealmImport['users'] = [];
+  /** Existing accounts the import changes, by the entry that changes them: each passes the single-user endpoints' rule. */
+  const accountsChanged: { entry: string; userId: string }[] = [];
   for (const user of data.users) {
+    const username = (user.username ?? '').toLowerCase();
     if (!user.serviceAccountOf) {
-      const username = (user.username ?? '').toLowerCase();
       const existing = await storage.users.byUsername(realm.id, username);
       if (!decide('USER', username, existing?.id ?? null)) continue;
-      if (existing) usersToRemove.push(existing.id);
+      if (existing) {
+        usersToRemove.push(existing.id);
+        accountsChanged.push({ entry: `${user.path} ("${username}")`, userId: existing.id });
+      }
+    } else {
+      // The service account of a client the realm keeps: the import changes its attributes and roles.
+      const client = existingClients.get(user.serviceAccountOf);
+      const account = client && !clientsToRemove.includes(client) ? await storage.users.serviceAccountOf(client.id) : null;
+      if (account) accountsChanged.push({ entry: `${user.path} ("${account.username}")`, userId: account.id });
     }
     users.push(user);
   }
@@ -143,11 +155,16 @@ export async function partialImport(
   // group is removed with its subgroups and memberships and made again from the file.
   const tree = await GroupTree.load(storage, realm.id);
   const groupsToRemove: string[] = [];
+  const groupsReplaced: { entry: string; ids: string[] }[] = [];
   const groups: RealmImport['groups'] = [];
   for (const group of data.groups) {
     const existing = tree.childrenOf(null).find((g) => g.name === group.name);
     if (!decide('GROUP', group.name, existing?.id ?? null)) continue;
-    if (existing) groupsToRemove.push(existing.id, ...tree.descendants(existing.id).map((g) => g.id));
+    if (existing) {
+      const ids = [existing.id, ...tree.descendants(existing.id).map((g) => g.id)];
+      groupsToRemove.push(...ids);
+      groupsReplaced.push({ entry: `${group.path} ("${group.name}")`, ids });
+    }
     groups.push(group);
   }
 
@@ -176,27 +193,41 @@ export async function partialImport(
     }
     return found;
   };
-  for (const { role } of rolesToReplace) await guard.change(role);
+  /** A refusal names the entry of the file it is for; nothing is written (the checks run before the transaction). */
+  const forEntry = async (entry: string, check: Promise<void>) => {
+    try {
+      await check;
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'forbidden') throw forbidden(`${entry}: ${error.message}`);
+      throw error;
+    }
+  };
+  for (const { entry, userId } of accountsChanged) await forEntry(entry, guard.changeAccount(userId));
+  for (const { role } of rolesToReplace) await forEntry(`role "${role.name}"`, guard.change(role));
   const composed = [...realmRoles.map((r) => ({ r, clientId: null as string | null })), ...Object.entries(clientRoles).flatMap(([clientId, list]) => list.map((r) => ({ r, clientId })))];
   for (const { r, clientId } of composed) {
     const children = await existingRoles(r.composites ?? {});
     if (!children.length) continue;
     const containerId = clientId === null ? realm.id : (existingClients.get(clientId)?.id ?? `new:${clientId}`);
     const parent = (await existingRole(clientId, r.name)) ?? { id: `new:${newId()}`, realmId: realm.id, containerId, clientRole: clientId !== null, name: r.name, description: null };
-    await guard.compose(parent, children);
+    await forEntry(`role "${clientId === null ? '' : `${clientId}/`}${r.name}"`, guard.compose(parent, children));
   }
-  for (const user of users) await guard.grant(await existingRoles({ realm: user.realmRoles, client: user.clientRoles }));
-  // What the file's groups grant their members, and what users get by joining groups the realm has already.
+  const removed = new Set(groupsToRemove);
+  for (const user of users) {
+    const entry = `${user.path} ("${user.serviceAccountOf ? `service-account-${user.serviceAccountOf}` : (user.username ?? '').toLowerCase()}")`;
+    await forEntry(entry, guard.grant(await existingRoles({ realm: user.realmRoles, client: user.clientRoles })));
+    // The realm's groups it joins, with what their ancestors give (the file's own groups are checked below).
+    const joined = (user.groups ?? []).map((path) => tree.byPath(path.startsWith('/') ? path : `/${path}`)).filter((g) => g !== null && !removed.has(g.id));
+    if (joined.length) await forEntry(entry, guard.grant(await groupEffectiveRoles(storage, tree, [...new Set(joined.map((g) => g!.id))])));
+  }
+  // What the file's groups grant their members (subgroups included).
   const groupRoles = (group: RealmImport['groups'][number]): { realm: string[]; client: Record<string, string[]> }[] => [
     { realm: group.realmRoles, client: group.clientRoles },
     ...group.subGroups.flatMap(groupRoles),
   ];
-  for (const group of groups) for (const names of groupRoles(group)) await guard.grant(await existingRoles(names));
-  const removed = new Set(groupsToRemove);
-  const joined = users.flatMap((u) => u.groups ?? []).map((path) => tree.byPath(path.startsWith('/') ? path : `/${path}`)).filter((g) => g !== null && !removed.has(g.id));
-  if (joined.length) await guard.grant(await groupEffectiveRoles(storage, tree, [...new Set(joined.map((g) => g!.id))]));
+  for (const group of groups) for (const names of groupRoles(group)) await forEntry(`${group.path} ("${group.name}")`, guard.grant(await existingRoles(names)));
   // An overwritten group takes from its members what it gave them: the admin API's rule for deleting such a group.
-  if (groupsToRemove.length) await guard.grant(await groupEffectiveRoles(storage, tree, groupsToRemove));
+  for (const { entry, ids } of groupsReplaced) await forEntry(entry, guard.grant(await groupEffectiveRoles(storage, tree, ids)));
 
   await storage.transaction(async (trx) => {
     for (const client of clientsToRemove) {

@@ -128,7 +128,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const links: { userId: string; link: ImportedFederatedIdentity }[] = [];
   const consents: { userId: string; consent: ImportedConsent }[] = [];
   for (const [i, input] of data.users.entries()) {
-    const path = `realm.users[${i}]`;
+    const path = input.path ?? `realm.users[${i}]`;
     const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path).catch((error: unknown) => {
       // The realm's policy refuses the file's plain password: say which user's (the rule's key stays Keycloak's).
       throw error instanceof PasswordPolicyError ? new PasswordPolicyError(error.key, error.params, `${path}.credentials: ${error.message}`) : error;
