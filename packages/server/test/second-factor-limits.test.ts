@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FormClient, inputValue, textOf } from './support/forms.js';
 import { eventErrors, newOtpRealm, newOtpUser, ok, OTP_USER_PASSWORD, passwordGrant, passwordStep, withOtp, type Realmed } from './support/otp-users.js';
 import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
@@ -83,6 +83,26 @@ describe('one server (sqlite, memory store)', () => {
     }
     expect(await passwordGrant(r, user.username, { totp: app.codes.next() })).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     expect((await eventErrors(r, user.id)).filter((e) => e === 'invalid_user_credentials')).toHaveLength(USER_CAP);
+  });
+
+  it('a right code does not reset the cap; it slides: 12 hours after the tenth wrong code, the right one signs in (fake Date)', async () => {
+    const r = await newOtpRealm(t, token);
+    const user = await newOtpUser(r);
+    const app = await withOtp(r, user);
+    for (let i = 0; i < USER_CAP - 1; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
+    expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(200);
+    expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
+    expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(401);
+    try {
+      // Date only: the server's timers and the store's TTLs keep real time; the cap reads its window by Date.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.now() + 12 * 3600_000 - 60_000);
+      expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(401);
+      vi.setSystemTime(Date.now() + 61_000);
+      expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(200);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('concurrent wrong codes: exactly 10 are checked, whatever the burst', async () => {
