@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
+import { textOf } from './support/forms.js';
+import { eventErrors, newOtpRealm, newOtpUser, ok, OTP_CALLBACK, OTP_USER_PASSWORD, passwordGrant, passwordStep, withOtp as withOtpApp, type Realmed } from './support/otp-users.js';
 import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
-import { CodeSource, fromBase32, type TotpAlgorithm } from './support/totp.js';
+import { CodeSource, fromBase32 } from './support/totp.js';
 
 /**
  * Issue 17, point 3, without a browser: the realm's OTP policy, brute-force detection through the OTP step, bad
@@ -13,66 +14,15 @@ import { CodeSource, fromBase32, type TotpAlgorithm } from './support/totp.js';
  * server on the same Redis, and realms from before OTP getting the conditional subflows at start-up.
  */
 
-const PASSWORD = 'Otp-user-password-7';
-const callback = 'http://127.0.0.1:9/cb';
-
-interface Realmed {
-  t: TestServer;
-  token: string;
-  realm: string;
-}
-
-const ok = (response: { status: number; body: unknown }) => expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
-
-async function newRealm(t: TestServer, token: string, settings: Record<string, unknown> = {}): Promise<Realmed> {
-  const realm = `otp-${randomUUID().slice(0, 8)}`;
-  ok(await api(t.url, 'POST', '/admin/realms', token, { realm, enabled: true, eventsEnabled: true, otpPolicyLookAheadWindow: 3, ...settings }));
-  ok(await api(t.url, 'POST', `/admin/realms/${realm}/clients`, token, { clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [callback] }));
-  return { t, token, realm };
-}
-
-async function newUser({ t, token, realm }: Realmed, extra: Record<string, unknown> = {}): Promise<{ id: string; username: string }> {
-  const username = `u${randomUUID().slice(0, 8)}`;
-  const created = await api(t.url, 'POST', `/admin/realms/${realm}/users`, token, { username, enabled: true, credentials: [{ type: 'password', value: PASSWORD }], ...extra });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return { id: created.headers.get('location')!.split('/').pop()!, username };
-}
-
-/** A browser without JavaScript that has posted the right password: the page it got and how to post the next form. */
-async function passwordStep({ t, realm }: Realmed, username: string, password = PASSWORD) {
-  const client = new FormClient(t.url);
-  const query = new URLSearchParams({ client_id: 'web', redirect_uri: callback, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
-  const login = await client.get(`/realms/${realm}/protocol/openid-connect/auth?${query}`);
-  const csrf = inputValue(login.text, 'session_code')!;
-  const page = await client.post(`/realms/${realm}/login-actions/authenticate`, { username, password, session_code: csrf });
-  const post = (action: 'login-otp' | 'config-totp', form: Record<string, string>, from = page) =>
-    client.post(`/realms/${realm}/login-actions/${action}`, { key: inputValue(from.text, 'key') ?? '', session_code: csrf, ...form });
-  return { page, post, client, authPath: `/realms/${realm}/protocol/openid-connect/auth?${query}` };
-}
+const PASSWORD = OTP_USER_PASSWORD;
+const callback = OTP_CALLBACK;
+const newRealm = newOtpRealm;
+const newUser = newOtpUser;
+const grant = passwordGrant;
+const loginErrors = (r: Realmed, userId: string) => eventErrors(r, userId);
 
 /** Sets an authenticator app up for the user through CONFIGURE_TOTP (set by the admin API); the codes of its key. */
-async function withOtp(r: Realmed, user: { id: string; username: string }, algorithm: TotpAlgorithm = 'sha1', digits = 6, period = 30): Promise<CodeSource> {
-  ok(await api(r.t.url, 'PUT', `/admin/realms/${r.realm}/users/${user.id}`, r.token, { requiredActions: ['CONFIGURE_TOTP'] }));
-  const { page, post } = await passwordStep(r, user.username);
-  expect(page.status, page.text.slice(0, 300)).toBe(200);
-  const key = textOf(page.text, 'kc-totp-secret-key')!.replace(/\s/g, '');
-  const codes = new CodeSource(fromBase32(key), { window: 3, algorithm, digits, period });
-  const done = await post('config-totp', { totp: codes.next(), userLabel: 'phone' });
-  expect(done.status, done.text.slice(0, 500)).toBe(302);
-  expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/cb\?/);
-  return codes;
-}
-
-const grant = ({ t, realm }: Realmed, username: string, extra: Record<string, string> = {}, url = t.url) =>
-  tokenRequest(url, realm, { grant_type: 'password', client_id: 'web', username, password: PASSWORD, ...extra });
-
-const loginErrors = async ({ t, token, realm }: Realmed, userId: string): Promise<string[]> => {
-  const events = (await api(t.url, 'GET', `/admin/realms/${realm}/events?type=LOGIN_ERROR&max=1000`, token)).body as { userId?: string; error: string }[];
-  return events
-    .filter((e) => e.userId === userId)
-    .map((e) => e.error)
-    .sort();
-};
+const withOtp = async (r: Realmed, user: { id: string; username: string }): Promise<CodeSource> => (await withOtpApp(r, user)).codes;
 
 describe('TOTP (sqlite, memory store)', () => {
   let t: TestServer;
@@ -205,7 +155,8 @@ describe('TOTP (sqlite, memory store)', () => {
     const codes = await withOtp(r, user);
     const { post } = await passwordStep(r, user.username);
     for (const otp of ['', '1', '12345', '1234567', '123456789', 'abcdef', '12 345', '１２３４５６', '9'.repeat(10_000), '<script>']) {
-      const answer = await post('login-otp', { otp });
+      // Each on a page of its own: one page takes five codes (second-factor-limits.test.ts).
+      const answer = await (await passwordStep(r, user.username)).post('login-otp', { otp });
       expect(answer.status, otp.slice(0, 10)).toBe(401);
       expect(textOf(answer.text, 'input-error-otp')).toBe('Invalid one-time code.');
     }

@@ -6,11 +6,12 @@ import type { Realm, User } from '../model/types.js';
 /**
  * Brute-force detection as Keycloak 26 (the realm's bruteForceProtected … fields), written once for every way of
  * proving who one is: the password (authenticatePassword calls it for the form login and the password grant) and
- * any later step (an OTP form calls `loginLockout` before checking a code and `recordLoginFailure` after a wrong
- * one). Failures are counted per user in the shared store, so every process sees them; each update is a
- * compare-and-set loop, so concurrent failures are all counted. Apart from it, a per-address limit on failed
- * logins (server options `bruteForceIpMaxFailures`, `bruteForceIpWindowSeconds`) stops one address from spraying
- * guesses over many accounts.
+ * any later proof (checkSecondFactor, second-factor.ts, calls `loginLockout` before checking one and
+ * `recordLoginFailure` after a wrong one). Failures are counted per user in the shared store, so every process
+ * sees them; each update is a compare-and-set loop, so concurrent failures are all counted. Apart from it, a
+ * per-address limit on failed logins (server options `bruteForceIpMaxFailures`, `bruteForceIpWindowSeconds`) stops
+ * one address from spraying guesses over many accounts, and an always-on per-user cap limits wrong proofs after
+ * the password (second factors) even in a realm without brute-force detection.
  */
 
 type BruteForceContext = Pick<ServerContext, 'hostStore' | 'storage' | 'config'>;
@@ -44,9 +45,9 @@ const now = (): number => Date.now();
 /** Records of a realm live under a generation, so clearing every user's failures is one write. */
 const generationKey = (realmId: string): string => `brute-force:${realmId}:generation`;
 
-async function failuresKey(ctx: BruteForceContext, realmId: string, userId: string): Promise<string> {
+async function failuresKey(ctx: BruteForceContext, realmId: string, userId: string, kind: 'brute-force' | 'second-factor' = 'brute-force'): Promise<string> {
   const generation = (await ctx.hostStore.get(generationKey(realmId))) ?? '0';
-  return `brute-force:${realmId}:${generation}:${userId}`;
+  return `${kind}:${realmId}:${generation}:${userId}`;
 }
 
 function parse(raw: string | null): LoginFailures | null {
@@ -156,12 +157,13 @@ export async function bruteForceStatus(ctx: BruteForceContext, realm: Realm, use
   };
 }
 
-/** Forgets one user's failures (an administrator's unlock; enabling a permanently locked-out user). */
+/** Forgets one user's failures, the wrong proofs after the password included (an administrator's unlock; enabling a permanently locked-out user). */
 export async function clearLoginFailures(ctx: BruteForceContext, realmId: string, userId: string): Promise<void> {
   await ctx.hostStore.delete(await failuresKey(ctx, realmId, userId));
+  await ctx.hostStore.delete(await failuresKey(ctx, realmId, userId, 'second-factor'));
 }
 
-/** Forgets every user's failures in the realm: the records of the old generation are no longer read. */
+/** Forgets every user's failures in the realm (both kinds): the records of the old generation are no longer read. */
 export async function clearRealmLoginFailures(ctx: BruteForceContext, realmId: string): Promise<void> {
   await ctx.hostStore.set(generationKey(realmId), randomUUID());
 }
@@ -182,4 +184,59 @@ export async function addressBlocked(ctx: BruteForceContext, ip: string): Promis
 export async function recordAddressFailure(ctx: BruteForceContext, ip: string): Promise<void> {
   const { bruteForceIpMaxFailures: max, bruteForceIpWindowSeconds: window } = ctx.config;
   if (max > 0) await ctx.hostStore.recordHit(addressKey(ip), window * 1000);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The always-on cap on wrong proofs after the password
+
+/**
+ * Wrong proofs after the password (second-factor codes, the account page's current password) one user may make
+ * within SECOND_FACTOR_WINDOW_SECONDS, whether or not the realm's brute-force detection is on (README, "Second-factor
+ * limits"). Every process sees the same count (the shared store).
+ */
+export const SECOND_FACTOR_MAX_FAILURES = 10;
+export const SECOND_FACTOR_WINDOW_SECONDS = 12 * 3600;
+
+/** The user's proofs that count: [id, epoch milliseconds] of each wrong one, and of each one being checked. */
+type Proofs = [string, number][];
+
+function liveProofs(raw: string | null, at: number): Proofs {
+  if (raw === null) return [];
+  try {
+    const proofs = JSON.parse(raw) as Proofs;
+    return Array.isArray(proofs) ? proofs.filter((p) => Array.isArray(p) && at - p[1] < SECOND_FACTOR_WINDOW_SECONDS * 1000) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Reserves one of the user's wrong proofs before a proof is checked: its id, or null when the cap is reached. The
+ * reservation counts as a wrong proof unless `releaseProof` takes it back after a right one, so a burst of
+ * concurrent guesses gets no more checks than the cap (a compare-and-set loop, as recordLoginFailure).
+ */
+export async function reserveProof(ctx: BruteForceContext, realm: Realm, user: User): Promise<string | null> {
+  const key = await failuresKey(ctx, realm.id, user.id, 'second-factor');
+  for (;;) {
+    const raw = await ctx.hostStore.get(key);
+    const at = now();
+    const proofs = liveProofs(raw, at);
+    if (proofs.length >= SECOND_FACTOR_MAX_FAILURES) return null;
+    const id = randomUUID();
+    if (await ctx.hostStore.compareAndSet(key, raw, JSON.stringify([...proofs, [id, at]]), SECOND_FACTOR_WINDOW_SECONDS * 1000)) return id;
+  }
+}
+
+/** Takes back the reservation of a proof that was right. */
+export async function releaseProof(ctx: BruteForceContext, realm: Realm, user: User, id: string): Promise<void> {
+  const key = await failuresKey(ctx, realm.id, user.id, 'second-factor');
+  for (;;) {
+    const raw = await ctx.hostStore.get(key);
+    const proofs = liveProofs(raw, now());
+    const rest = proofs.filter((p) => p[0] !== id);
+    if (rest.length === proofs.length) return;
+    // Nothing left to count: kept a moment only.
+    const ttl = rest.length === 0 ? 1000 : SECOND_FACTOR_WINDOW_SECONDS * 1000;
+    if (await ctx.hostStore.compareAndSet(key, raw, JSON.stringify(rest), ttl)) return;
+  }
 }

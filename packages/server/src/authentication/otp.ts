@@ -2,18 +2,18 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_TYPE, otpCredentialData, storedOtpData, type OtpCredentialData } from '../credentials/otp.js';
-import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import type { StoredCredential } from '../storage/index.js';
-import { loginLockout, recordLoginFailure } from './brute-force.js';
+import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 
 /**
- * The OTP step, written once for the browser's OTP form and the password grant's `totp` parameter: the user's
- * lockout first (a locked user is answered as a wrong code, without checking it), then the code against each of
- * the user's OTP credentials within the realm's look-ahead window; a matched time step is claimed in the shared
- * store (set-if-absent, kept while the code could still match) unless `otpPolicyCodeReusable`, so a code works
- * once across every process. A wrong code counts as a login failure for brute-force detection and is recorded
- * as LOGIN_ERROR `invalid_user_credentials`. The failures are forgotten only when the whole login completes.
+ * The OTP step, written once for the browser's OTP form and the password grant's `totp` parameter, through the
+ * limits every second factor goes through (second-factor.ts: the address, the realm's lockout, the per-user cap;
+ * a refused user is answered as a wrong code, without checking it): the code against each of the user's OTP
+ * credentials within the realm's look-ahead window; a matched time step is claimed in the shared store
+ * (set-if-absent, kept while the code could still match) unless `otpPolicyCodeReusable`, so a code works once
+ * across every process. A wrong code counts for those limits and is recorded as LOGIN_ERROR
+ * `invalid_user_credentials`. The failures are forgotten only when the whole login completes.
  */
 
 type OtpContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
@@ -23,16 +23,11 @@ export { OTP_CREDENTIAL_TYPE };
 /** The required action that sets up an authenticator app. */
 export const CONFIGURE_TOTP = 'CONFIGURE_TOTP';
 
-export interface OtpAttempt {
-  clientId: string;
-  /** The entry point's event details (auth_method, grant_type …). */
-  details: Record<string, string>;
-  request: RequestInfo;
-}
+export type OtpAttempt = Pick<SecondFactorAttempt, 'clientId' | 'details' | 'request'>;
 
-export type OtpError = Extract<EventError, 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled'>;
+export type OtpError = SecondFactorError;
 
-export type OtpResult = { ok: true } | { ok: false; error: OtpError };
+export type OtpResult = SecondFactorResult;
 
 export async function hasOtpCredential(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<boolean> {
   return (await ctx.storage.credentials.cachedTypes(user.id)).includes(OTP_CREDENTIAL_TYPE);
@@ -57,28 +52,15 @@ function match(secret: unknown, code: string, data: OtpCredentialData, window: n
 
 /** Checks a one-time code of `user` (see above). */
 export async function verifyOtp(ctx: OtpContext, realm: Realm, user: User, code: string, attempt: OtpAttempt): Promise<OtpResult> {
-  const refuse = async (error: OtpError): Promise<OtpResult> => {
-    await ctx.events.user(realm, {
-      type: 'LOGIN_ERROR',
-      clientId: attempt.clientId,
-      userId: user.id,
-      error,
-      details: { ...attempt.details, username: user.username },
-      request: attempt.request,
-    });
-    return { ok: false, error };
-  };
-  const lockout = await loginLockout(ctx, realm, user);
-  if (lockout === 'temporary') return refuse('user_temporarily_disabled');
-  if (lockout === 'permanent') return refuse('user_disabled');
-  const window = realm.otpPolicy.otpPolicyLookAheadWindow;
-  for (const credential of await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)) {
-    const data = credentialData(credential);
-    const step = match(credential.secretData.value, code, data, window);
-    if (step !== null && (await claimStep(ctx, realm, credential.id, step, data.period))) return { ok: true };
-  }
-  await recordLoginFailure(ctx, realm, user, attempt.request.ipAddress);
-  return refuse('invalid_user_credentials');
+  return checkSecondFactor(ctx, realm, user, attempt, async () => {
+    const window = realm.otpPolicy.otpPolicyLookAheadWindow;
+    for (const credential of await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)) {
+      const data = credentialData(credential);
+      const step = match(credential.secretData.value, code, data, window);
+      if (step !== null && (await claimStep(ctx, realm, credential.id, step, data.period))) return true;
+    }
+    return false;
+  });
 }
 
 /** A new secret for the CONFIGURE_TOTP page, with the parameters the credential will get (the realm's policy now). */

@@ -6,6 +6,7 @@ import { pendingRequiredActions, upgradePasswordHash } from '../services/index.j
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
+import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorResult } from './second-factor.js';
 
 type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
@@ -14,9 +15,13 @@ type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 
  * the configuration cache (frozen: copy before changing), which every write to the users' table empties.
  */
 export async function findLoginUser(ctx: Pick<ServerContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
-  const byName = await ctx.storage.users.cachedByLogin(realm.id, 'username', login);
-  if (byName) return byName;
-  return realm.loginWithEmailAllowed && login.includes('@') ? ctx.storage.users.cachedByLogin(realm.id, 'email', login) : null;
+  // Keycloak's order (findUserByNameOrEmail): a name with '@' is an e-mail address first, so a user whose username
+  // is someone else's address cannot take that person's sign-in by e-mail.
+  if (realm.loginWithEmailAllowed && login.includes('@')) {
+    const byEmail = await ctx.storage.users.cachedByLogin(realm.id, 'email', login);
+    if (byEmail) return byEmail;
+  }
+  return ctx.storage.users.cachedByLogin(realm.id, 'username', login);
 }
 
 export interface PasswordAttempt {
@@ -40,7 +45,7 @@ export interface PasswordAttempt {
    * password grant's `totp`): it records its own refusal (event, brute-force count); its error is answered as the
    * password's. The browser asks for its second factor on a page of its own instead.
    */
-  secondFactor?: (user: User) => Promise<{ ok: true } | { ok: false; error: 'invalid_user_credentials' | 'user_temporarily_disabled' | 'user_disabled' }>;
+  secondFactor?: (user: User) => Promise<SecondFactorResult>;
 }
 
 /** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
@@ -114,7 +119,10 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
   if (attempt.secondFactor) {
     const second = await attempt.secondFactor(user);
-    if (!second.ok) return { ok: false, error: second.error, user, lockedOut: second.error !== 'invalid_user_credentials' };
+    if (!second.ok) {
+      const { error } = second;
+      return error === 'ip_temporarily_blocked' ? { ok: false, error, user: null } : { ok: false, error, user, lockedOut: error !== 'invalid_user_credentials' };
+    }
   }
   const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
   const unverified = user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'));
@@ -132,4 +140,16 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
   // Brute-force failures are forgotten only when the whole login completes (after any OTP step): see completeLogin.
   return { ok: true, user };
+}
+
+/**
+ * The current password a signed-in user gives to change it (the account page): limited as a second factor is
+ * (checkSecondFactor: the address, the realm's lockout, the per-user cap; a wrong one counts for all three), so a
+ * session left open does not let anyone guess the password at the speed of the hash.
+ */
+export async function verifyCurrentPassword(ctx: PasswordContext, realm: Realm, user: User, password: string, attempt: SecondFactorAttempt): Promise<SecondFactorResult> {
+  return checkSecondFactor(ctx, realm, user, attempt, async () => {
+    const iterations = hashIterations(realmPasswordPolicy(realm.passwordPolicy));
+    return (await verifyPassword(password.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash, iterations)) && password.length <= MAX_PASSWORD_LENGTH;
+  });
 }

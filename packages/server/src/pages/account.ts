@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { secretsEqual, verifyPassword } from '../credentials/index.js';
+import { secretsEqual } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User, UserSession } from '../model/types.js';
@@ -9,7 +9,7 @@ import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
-import { clearSsoCookie, currentSsoSession } from '../authentication/index.js';
+import { clearSsoCookie, currentSsoSession, verifyCurrentPassword } from '../authentication/index.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
@@ -112,7 +112,13 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if ('done' in p) return p.done;
     const { realm, user, session, form } = p;
     const errors: Record<string, string> = {};
-    if (!(await verifyPassword(form.password.slice(0, 1024), user.passwordHash))) errors.password = 'Invalid existing password.';
+    // The current password is limited as a sign-in's is (the address, the realm's lockout, the per-user cap).
+    const current = await verifyCurrentPassword(ctx, realm, user, form.password, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' }, request: requestInfo(request), errorEvent: 'UPDATE_PASSWORD_ERROR' });
+    if (!current.ok && current.error !== 'invalid_user_credentials') {
+      const text = current.error === 'ip_temporarily_blocked' ? 'Too many failed sign-ins from your network. Please try again later.' : 'Too many failed attempts. Please try again later.';
+      return render(reply, realm, user, session, 'password', { message: { type: 'error', text }, status: 429 });
+    }
+    if (!current.ok) errors.password = 'Invalid existing password.';
     if (!form['password-new']) errors['password-new'] = 'Please specify password.';
     else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
     else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";

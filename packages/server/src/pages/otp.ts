@@ -8,6 +8,7 @@ import {
   hasOtpCredential,
   newOtpSetup,
   SignedState,
+  takeStepAttempt,
   verifyOtp,
   type AuthSession,
   type PendingAction,
@@ -171,8 +172,8 @@ const signInStep = (realm: Realm, auth: AuthSession, step: string): StepForm => 
 export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
   ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
 
-const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number) =>
-  ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors }, status);
+const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
+  ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors, message }, status);
 
 export function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
   const { data } = newOtpSetup(realm);
@@ -210,8 +211,18 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       if (rejected) return rejected;
       const step = await state.open(realm, 'login-otp', auth, form.key);
       if (!step) return expired(request, reply, realm, auth);
+      // The key takes a few codes (STEP_ATTEMPTS), then the sign-in starts again from the password.
+      const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
+      if (left === null) return expired(request, reply, realm, auth);
       const code = form.otp.trim();
       const result = await verifyOtp(ctx, realm, step.user, code, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: requestInfo(request) });
+      if (!result.ok && result.error === 'ip_temporarily_blocked') {
+        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+        return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
+      }
+      if (!result.ok && left === 0) {
+        return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
+      }
       // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
       if (!result.ok) return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
       return continueLogin(ctx, request, reply, realm, auth, step.user, { otpDone: true, pending: step.claims.pending }, newPasswordPage);
