@@ -69,7 +69,8 @@ describe('production mode', () => {
   });
 
   it('does not warn with a token or a port of its own', async () => {
-    for (const config of [{ REALMGATE_METRICS_TOKEN: TOKEN }, { REALMGATE_METRICS_PORT: '0' }]) {
+    const configs: Record<string, string>[] = [{ REALMGATE_METRICS_TOKEN: TOKEN }, { REALMGATE_METRICS_PORT: '0' }];
+    for (const config of configs) {
       const t = await startServer({ config: { ...production, ...config } });
       try {
         expect(warning(t)).toEqual([]);
