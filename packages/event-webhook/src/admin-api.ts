@@ -1,7 +1,7 @@
 /**
  * The outbox's admin REST API, mounted by the host under `/admin/realms/{realm}/ext-event-webhook/…` behind its
  * admin authentication (role manage-clients; realm-admin holds it); the host records each successful POST as
- * an admin event. Clients are named by their `clientId`.
+ * an admin event. Clients are named by their `clientId`. Users' data in deliveries needs view-users too (README).
  */
 import type { AdminResourceRequest, AdminResourceRoute, OutboxItem, OutboxQuery, OutboxState, ProviderContext, ResourceResponse } from '@realmgate/spi';
 import { decodeStored } from './outbox.js';
@@ -70,12 +70,27 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
     };
   }
 
-  async function present(items: OutboxItem[]): Promise<unknown[]> {
+  /**
+   * A delivery carries a user's personal data (username, e-mail, names, address, roles): shown only to callers
+   * who may view users, as the admin API shows it nowhere else to manage-clients alone. Others get the delivery
+   * with `payload` and `userName` null and `payloadWithheld` true.
+   */
+  const mayReadUsers = (request: AdminResourceRequest) => request.admin.hasRole('view-users');
+
+  /**
+   * Resending sends a past payload again, to the client's webhook URL as it is now, which manage-clients may have
+   * just changed: the same rule as reading it.
+   */
+  const requireMayReadUsers = (request: AdminResourceRequest) => {
+    if (!mayReadUsers(request)) throw new BadRequest('Resending a delivery sends its user data again: it needs view-users as well', 403);
+  };
+
+  async function present(items: OutboxItem[], withUserData: boolean): Promise<unknown[]> {
     const attempts = await store.attempts(items.map((item) => item.id));
     return items.map((item) => {
       let payload: unknown = null;
       try {
-        payload = JSON.parse(decodeStored(item.payload).body);
+        if (withUserData) payload = JSON.parse(decodeStored(item.payload).body);
       } catch {
         // an unreadable row: shown without its payload
       }
@@ -83,7 +98,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
         id: item.id,
         clientId: item.endpointLabel,
         eventType: item.type,
-        userName: item.label,
+        userName: withUserData ? item.label : null,
         state: item.state,
         attempts: item.attempts,
         maxAttempts: item.maxAttempts,
@@ -95,6 +110,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
         lastStatus: item.lastStatus,
         lastError: item.lastError,
         payload,
+        ...(withUserData ? {} : { payloadWithheld: true }),
         attemptLog: (attempts.get(item.id) ?? []).map((attempt) => ({
           number: attempt.number,
           node: attempt.node,
@@ -155,7 +171,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
         const query = await filterOf(request, request.query);
         const first = integer(request.query.first, 'first', 0, 1_000_000_000, 0);
         const max = integer(request.query.max, 'max', 1, MAX_PAGE, 100);
-        return { status: 200, body: await present(await store.list({ ...query, first, max })) };
+        return { status: 200, body: await present(await store.list({ ...query, first, max }), mayReadUsers(request)) };
       }),
     },
     {
@@ -165,7 +181,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
       handler: handle(async (request) => {
         const [item] = await store.list({ realmId: request.realm.id, ids: [request.params.id], max: 1 });
         if (!item) return error(404, 'Delivery not found');
-        return { status: 200, body: (await present([item]))[0] };
+        return { status: 200, body: (await present([item], mayReadUsers(request)))[0] };
       }),
     },
     {
@@ -173,6 +189,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
       path: '/deliveries/:id/resend',
       role: 'manage-clients',
       handler: handle(async (request) => {
+        requireMayReadUsers(request);
         const [item] = await store.list({ realmId: request.realm.id, ids: [request.params.id], max: 1 });
         if (!item) return error(404, 'Delivery not found');
         if (item.state === 'pending' || item.state === 'sending') return error(409, `The delivery is ${item.state}: it will be sent anyway`);
@@ -186,6 +203,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
       path: '/deliveries/resend',
       role: 'manage-clients',
       handler: handle(async (request) => {
+        requireMayReadUsers(request);
         const body = bodyOf(request);
         const unknown = Object.keys(body).filter((key) => !['clientId', 'state', 'type', 'from', 'to'].includes(key));
         if (unknown.length > 0) throw new BadRequest(`unknown field ${unknown[0]}; known: clientId, state, type, from, to`);

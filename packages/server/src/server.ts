@@ -10,7 +10,8 @@ import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp, installSslRequired } from './http/index.js';
 import { RealmKeys } from './keys/index.js';
-import { createLogger, MetricsRegistry, operationsRoutes, spiLogger, type ServerLogger } from './observability/index.js';
+import { secretsEqual } from './credentials/index.js';
+import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
@@ -29,7 +30,18 @@ export interface RealmgateServer {
   /** Development mode only: the demo's links. */
   dev: DevTools | null;
   listen(): Promise<string>;
+  /** Where /metrics is served once listening, when it has a port of its own (metricsPort); else null. */
+  metricsUrl: string | null;
   close(): Promise<void>;
+}
+
+/** The metricsPort and metricsToken options as the metrics routes take them. */
+function metricsAccessOf(config: ServerConfig): MetricsAccess {
+  const token = config.metricsToken;
+  return {
+    onMainPort: config.metricsPort === null,
+    authorized: (authorization) => token === null || (authorization !== undefined && /^bearer /i.test(authorization) && secretsEqual(authorization.slice(7).trim(), token)),
+  };
 }
 
 export interface ServerOptions {
@@ -148,7 +160,10 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
     closeKeepAliveOnShutdown(app);
     installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.cachedByName(name))?.sslRequired ?? null });
-    operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() });
+    operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() }, metricsAccessOf(config));
+    if (config.mode === 'production' && config.metricsPort === null && config.metricsToken === null) {
+      logger.warn('/metrics is served to anyone on the main port: set metricsPort (a private port) or metricsToken (a bearer token)');
+    }
     openIdConnectRoutes(app, context);
     pageRoutes(app, context);
     accountApi(app, context);
@@ -170,18 +185,26 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const http = app;
 
   let closed = false;
-  return {
+  let metricsListener: { url: string; close(): Promise<void> } | null = null;
+  const server: RealmgateServer = {
     app: http,
     context,
     bootstrapAdmin,
     dev,
+    metricsUrl: null,
     async listen() {
-      return http.listen({ host: config.httpHost, port: config.httpPort });
+      const url = await http.listen({ host: config.httpHost, port: config.httpPort });
+      if (config.metricsPort !== null) {
+        metricsListener = await listenForMetrics(metrics, metricsAccessOf(config), config.metricsHost, config.metricsPort);
+        server.metricsUrl = metricsListener.url;
+      }
+      return url;
     },
     /** Stops accepting, lets requests in flight finish, then closes providers (bounded), the store and the database. */
     async close() {
       if (closed) return;
       closed = true;
+      await metricsListener?.close();
       await http.close();
       await closeProviders();
       await storage.cache.disconnect().catch(() => {});
@@ -189,4 +212,5 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
       await storage.close();
     },
   };
+  return server;
 }

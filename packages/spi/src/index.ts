@@ -509,7 +509,16 @@ export type AdminRoleName = 'view-clients' | 'manage-clients' | 'view-users' | '
 
 export interface AdminResourceRequest extends ResourceRequest {
   /** The authenticated administrator. */
-  admin: { realmId: string; clientId: string | null; userId: string | null };
+  admin: {
+    realmId: string;
+    clientId: string | null;
+    userId: string | null;
+    /**
+     * Whether the administrator has `role`'s power over the realm in the path, as the host's own admin API decides
+     * (realm-admin holds every role, manage-X implies view-X): for what a route shows beyond its declared role.
+     */
+    hasRole(role: AdminRoleName): boolean;
+  };
 }
 
 export interface AdminResourceRoute {

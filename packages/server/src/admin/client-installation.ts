@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { baseUrl } from '../http/index.js';
 import { notFound } from '../model/errors.js';
+import { mayHoldSecret } from './clients.js';
 import { requireRole } from './permissions.js';
 import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
 
@@ -17,6 +18,8 @@ export function clientInstallationRoutes(app: FastifyInstance, ctx: ServerContex
     const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
     if (!client) throw notFound('Could not find client');
     if (request.params.provider !== 'keycloak-oidc-keycloak-json') throw notFound('Unknown Provider');
+    // Without the secret where the caller may not hold it (clients.ts, mayHoldSecret): the rest still configures an adapter.
+    const secretShown = await mayHoldSecret(ctx, callerOf(request), client);
     const hasClientRoles = (await ctx.storage.roles.list(client.id, { max: 1 })).length > 0;
     return {
       realm: realm.name,
@@ -25,7 +28,7 @@ export function clientInstallationRoutes(app: FastifyInstance, ctx: ServerContex
       resource: client.clientId,
       ...(client.publicClient ? { 'public-client': true } : {}),
       ...(client.bearerOnly ? { 'bearer-only': true } : {}),
-      ...(!client.publicClient && client.secret !== null ? { credentials: { secret: client.secret } } : {}),
+      ...(!client.publicClient && client.secret !== null && secretShown ? { credentials: { secret: client.secret } } : {}),
       ...(hasClientRoles ? { 'use-resource-role-mappings': true } : {}),
       'confidential-port': 0,
     };

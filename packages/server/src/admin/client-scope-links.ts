@@ -4,7 +4,7 @@ import { badRequest } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import type { ScopeLink } from '../storage/index.js';
 import { loadClientScope } from './client-scopes.js';
-import { loadClient } from './clients.js';
+import { loadClient, requireMayChangeAdministrationClient } from './clients.js';
 import { requireRole } from './permissions.js';
 import { protocolMapperRoutes } from './protocol-mappers.js';
 import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
@@ -63,6 +63,7 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
         handler: async (request: AdminRequest<Params>, reply) => {
           const { realm, client } = await loadClient(ctx, request);
           requireRole(callerOf(request), realm, 'manage-clients');
+          requireMayChangeAdministrationClient(callerOf(request), realm, client);
           const scope = await loadClientScope(ctx, realm, request.params.scopeId);
           if (method === 'PUT') {
             if (scope.protocol !== client.protocol) throw badRequest(`Client scope ${scope.name} has protocol ${scope.protocol}, the client ${client.protocol}`, 'protocol');
@@ -80,6 +81,7 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
   protocolMapperRoutes(app, ctx, '/realms/:realm/clients/:id', async (request, role) => {
     const { realm, client } = await loadClient(ctx, request);
     requireRole(callerOf(request), realm, role);
+    if (role === 'manage-clients') requireMayChangeAdministrationClient(callerOf(request), realm, client);
     return { realm, owner: { clientId: client.id }, eventPath: `clients/${client.id}` };
   });
 }

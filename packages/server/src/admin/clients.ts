@@ -3,13 +3,16 @@ import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
-import type { Realm } from '../model/types.js';
+import { ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE } from '../model/defaults.js';
+import type { Client, ProtocolMapper, Realm } from '../model/types.js';
 import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { isAdministrationClient, requireRole } from './permissions.js';
+import type { AdminAuth } from './authenticate-admin.js';
+import { isAdministrationClient, isRealmAdministrator, mayChangeAccount, requireRole } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
+import type { ProtocolMapperInput } from './representations/client-scope.js';
 import { clientEventRep, clientRep, parseClient, parseClientExtras } from './representations/client.js';
 import { userRep } from './representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
@@ -37,6 +40,72 @@ export async function loadClient(ctx: ServerContext, request: AdminRequest<{ rea
   return { realm, client };
 }
 
+/**
+ * The clients whose tokens are administrators' tokens, or whose roles make administrators: the admin console,
+ * admin-cli, the account console, broker, a realm's realm-management and master's `{realm}-realm` clients.
+ */
+const SIGN_IN_ADMINISTRATORS = new Set([SECURITY_ADMIN_CONSOLE, ADMIN_CLI, 'account-console', 'broker', REALM_MANAGEMENT]);
+
+export function isAdministrationSignInClient(realm: Realm, client: Client): boolean {
+  return SIGN_IN_ADMINISTRATORS.has(client.clientId) || isAdministrationClient(realm, client);
+}
+
+/**
+ * Every change to where an administration client's tokens and codes go or what they carry — the client itself,
+ * its secret, its protocol mappers, client scopes and scope mappings, its deletion — needs a realm administrator
+ * (isRealmAdministrator): manage-clients alone could add an attacker's redirect URI to the admin console and
+ * collect an administrator's code with one click (issue 33). Keycloak lets manage-clients do it; Realmgate is
+ * stricter on purpose.
+ */
+export function requireMayChangeAdministrationClient(auth: AdminAuth, realm: Realm, client: Client): void {
+  if (isAdministrationSignInClient(realm, client) && !isRealmAdministrator(auth, realm)) {
+    throw forbidden(`${client.clientId} signs administrators in: only a realm administrator (realm-admin) may change it, its secret, protocol mappers, client scopes or scope mappings`);
+  }
+}
+
+/** Client fields any manage-clients holder may change on an administration client: what people read, nothing a token depends on. */
+const DISPLAY_FIELDS: ReadonlySet<keyof Client> = new Set(['name', 'description']);
+
+/** JSON with object keys sorted, so that two equal values compare equal whatever order their keys came in. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+
+/** The fields (and `protocolMappers`, when the PUT gives them) that a PUT changes beyond the display fields. */
+function changedBeyondDisplay(before: Client, after: Client, mappersBefore: ProtocolMapper[], mappersGiven: ProtocolMapperInput[] | undefined): string[] {
+  const changed: string[] = (Object.keys(after) as (keyof Client)[]).filter((key) => !DISPLAY_FIELDS.has(key) && canonical(before[key]) !== canonical(after[key]));
+  const mapperKey = (m: ProtocolMapperInput) => canonical({ name: m.name, protocol: m.protocol, protocolMapper: m.protocolMapper, config: m.config });
+  const sorted = (list: ProtocolMapperInput[]) => list.map(mapperKey).sort();
+  if (mappersGiven && canonical(sorted(mappersGiven)) !== canonical(sorted(mappersBefore))) changed.push('protocolMappers');
+  return changed;
+}
+
+/**
+ * Whether the caller may hold `client`'s secret: whoever has it signs in as the client's service account (enabled
+ * now, or again later by manage-clients), so it goes only to callers who could change that account — who hold every
+ * administrative role it holds (mayChangeAccount). A view-clients reader cannot become realm administrator by
+ * reading the secret of a client whose service account is one. Keycloak gives it to view-clients; Realmgate keeps
+ * its promise that a limited administrator cannot take over a greater one.
+ */
+export async function mayHoldSecret(ctx: ServerContext, auth: AdminAuth, client: Client): Promise<boolean> {
+  if (client.publicClient || client.secret === null) return true;
+  const serviceAccount = await ctx.storage.users.serviceAccountOf(client.id);
+  return !serviceAccount || mayChangeAccount(ctx, auth, serviceAccount.id);
+}
+
+async function requireMayHoldSecret(ctx: ServerContext, auth: AdminAuth, client: Client): Promise<void> {
+  if (!(await mayHoldSecret(ctx, auth, client))) {
+    throw forbidden(`The secret of ${client.clientId} signs in as its service account, which holds administrative roles the caller does not hold`);
+  }
+}
+
+/** A client's representation for `auth`: without `secret` where the caller may not hold it. */
+async function clientRepFor(ctx: ServerContext, auth: AdminAuth, client: Client, scopes: Parameters<typeof clientRep>[1]) {
+  const rep = clientRep(client, scopes);
+  if (await mayHoldSecret(ctx, auth, client)) return rep;
+  const { secret: _secret, ...withoutSecret } = rep as typeof rep & { secret?: string };
+  return withoutSecret;
+}
+
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
@@ -48,7 +117,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       max: queryInt(request.query, 'max', undefined),
     });
     const views = await clientScopeViews(ctx.storage, realm.id, clients.map((c) => c.id));
-    return clients.map((c) => clientRep(c, views.get(c.id)));
+    return Promise.all(clients.map((c) => clientRepFor(ctx, callerOf(request), c, views.get(c.id))));
   });
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
@@ -69,7 +138,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');
-    return clientRep(client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
+    return clientRepFor(ctx, callerOf(request), client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
   });
 
   app.put('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
@@ -88,6 +157,11 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');
     }
+    const caller = callerOf(request);
+    const mappersBefore = protocolMappers ? await ctx.storage.clientScopes.mappers(client.id) : [];
+    if (changedBeyondDisplay(client, updated, mappersBefore, protocolMappers).length > 0) requireMayChangeAdministrationClient(caller, realm, client);
+    // A secret the caller sets is one it knows.
+    if (updated.secret !== client.secret) await requireMayHoldSecret(ctx, caller, client);
     // Read before the transaction: SQLite's one connection is held by it.
     const serviceAccount = updated.clientId !== client.clientId ? await ctx.storage.users.serviceAccountOf(client.id) : null;
     await ctx.storage.transaction(async (trx) => {
@@ -116,6 +190,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     requireRole(callerOf(request), realm, 'manage-clients');
     // It would take its roles from every administrator of the realm; Keycloak refuses it to everyone too.
     if (isAdministrationClient(realm, client)) throw forbidden(`${client.clientId} holds the administration roles of a realm and cannot be deleted`);
+    // Deleted, it could be made again under its name with other redirect URIs.
+    requireMayChangeAdministrationClient(callerOf(request), realm, client);
     await ctx.storage.transaction(async (trx) => {
       await trx.deleteFrom('role').where('container_id', '=', client.id).execute();
       await ctx.storage.clients.delete(client.id, trx);
@@ -127,12 +203,15 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'view-clients');
+    await requireMayHoldSecret(ctx, callerOf(request), client);
     return { type: 'secret', value: client.publicClient ? undefined : client.secret };
   });
 
   app.post('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
     requireRole(callerOf(request), realm, 'manage-clients');
+    requireMayChangeAdministrationClient(callerOf(request), realm, client);
+    await requireMayHoldSecret(ctx, callerOf(request), client);
     if (client.publicClient) throw badRequest('A public client has no secret');
     const updated = { ...client, secret: newSecret() };
     await ctx.storage.clients.update(updated);
@@ -178,6 +257,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     segment: 'scope-mappings',
     holder: async (request) => {
       const { realm, client } = await load(request as AdminRequest<{ realm: string; id: string }>);
+      // What an administration client's tokens carry is changed only by a realm administrator.
+      if (request.method !== 'GET') requireMayChangeAdministrationClient(callerOf(request), realm, client);
       return { realm, id: client.id, eventPath: `clients/${client.id}` };
     },
     view: 'view-clients',

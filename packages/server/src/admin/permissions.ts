@@ -252,3 +252,23 @@ export async function requireMayCompose(ctx: ServerContext, auth: AdminAuth, rea
   for (const child of children) requireRole(auth, realm, child.clientRole ? 'manage-clients' : 'manage-realm');
   await requireMayMapRoles(ctx, auth, children);
 }
+
+/**
+ * A realm administrator of `target`: the master super admin, or a caller with the power of every management role
+ * over it (realm-admin, or every role of master's `{target}-realm` client). The clients that sign administrators in
+ * are changed only by them (admin/clients.ts).
+ */
+export function isRealmAdministrator(auth: AdminAuth, target: Realm): boolean {
+  if (isSuperAdmin(auth)) return true;
+  const held = managementRolesFor(auth, target);
+  return realmManagementRoles.every((role) => impliedBy(held, role));
+}
+
+/**
+ * requireMayChangeAccount's rule as a yes or no: a client's secret signs in as its service account, so it is shown
+ * only to callers who could change that account (admin/clients.ts).
+ */
+export async function mayChangeAccount(ctx: ServerContext, auth: AdminAuth, userId: string): Promise<boolean> {
+  if (isSuperAdmin(auth)) return true;
+  return (await firstRoleBeyond(ctx, auth, await ctx.storage.roles.byIds([...(await heldRoleIds(ctx.storage, userId))]))) === null;
+}

@@ -3,7 +3,7 @@ import type { AdminResourceRoute } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { ProviderLoadError } from '../model/errors.js';
 import { resourceRequest, sendResourceResponse } from '../providers/index.js';
-import { requireRole } from './permissions.js';
+import { hasRole, requireRole } from './permissions.js';
 import { callerOf, recordAdminEvent, targetRealm } from './routing.js';
 
 declare module 'fastify' {
@@ -43,7 +43,7 @@ function mount(app: FastifyInstance, ctx: ServerContext, url: string, route: Adm
       requireRole(caller, realm, route.role);
       const response = await route.handler({
         ...resourceRequest(request, realm),
-        admin: { realmId: caller.realm.id, clientId: caller.clientId, userId: caller.userId },
+        admin: { realmId: caller.realm.id, clientId: caller.clientId, userId: caller.userId, hasRole: (role) => hasRole(caller, realm, role) },
       });
       if ((route.audited ?? route.method !== 'GET') && response.status >= 200 && response.status < 300) {
         const path = request.url.split('?')[0].replace(/^\/admin\/realms\/[^/]+\//, '');

@@ -21,6 +21,8 @@ const ADMIN_ROLE_RULE = 'each administrative role named, or contained in a role 
 const GROUP_ROLES_RULE = "each administrative role the group's members hold through it must be held by the caller (or be within its power)";
 const FIXED = 'roles of realm-management and master {realm}-realm clients are fixed';
 const ACCOUNT_RULE = 'each administrative role the user holds must be held by the caller (or be within its power)';
+const ADMIN_CLIENT_RULE = 'security-admin-console, admin-cli, account-console, broker, realm-management and master {realm}-realm clients: only a realm administrator (realm-admin), beyond their name and description';
+const SECRET_RULE = "each administrative role of the client's service account must be within the caller's power, else no secret (403, or `secret` left out)";
 
 const rules: Rule[] = [
   [read, /^\/admin\/serverinfo$/, { roles: [], note: 'any administrative role on any realm' }],
@@ -41,12 +43,16 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/default-(default|optional)-client-scopes$`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/default-(default|optional)-client-scopes/:scopeId$`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/clients/:id/scope-mappings`), { roles: ['view-clients'] }],
-  [write, new RegExp(`${R}/clients/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'] }],
-  [write, new RegExp(`${R}/clients/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'] }],
+  [write, new RegExp(`${R}/clients/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'], note: ADMIN_CLIENT_RULE }],
+  [write, new RegExp(`${R}/clients/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'], note: ADMIN_CLIENT_RULE }],
   [read, new RegExp(`${R}/clients/:id/roles/:roleName/(users|groups)$`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/clients/:id/roles/:roleName/composites$`), { roles: ['manage-clients'], note: `${FIXED}; a realm-role child also needs manage-realm; ${ADMIN_ROLE_RULE}` }],
   [write, new RegExp(`${R}/clients/:id/roles`), { roles: ['manage-clients'], note: FIXED }],
-  [write, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: 'administration clients are neither renamed nor deleted' }],
+  [/^DELETE$/, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: `administration clients are not deleted; ${ADMIN_CLIENT_RULE}` }],
+  [write, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: `administration clients are not renamed; ${ADMIN_CLIENT_RULE}; a secret set: ${SECRET_RULE}` }],
+  [read, new RegExp(`${R}/clients(/:id|/:id/client-secret|/:id/installation/providers/:provider)?$`), { roles: ['view-clients'], note: `the secret: ${SECRET_RULE}` }],
+  [write, new RegExp(`${R}/clients/:id/client-secret$`), { roles: ['manage-clients'], note: `${ADMIN_CLIENT_RULE}; ${SECRET_RULE}` }],
+  [write, new RegExp(`${R}/clients/:id/(protocol-mappers|default-client-scopes|optional-client-scopes)/`), { roles: ['manage-clients'], note: ADMIN_CLIENT_RULE }],
   [read, new RegExp(`${R}/clients`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/clients`), { roles: ['manage-clients'] }],
 

@@ -24,6 +24,9 @@ export const options = [
   { key: 'mode', env: 'REALMGATE_MODE', flag: '--mode', type: 'enum', values: ['development', 'production'], default: 'development', description: 'development: readable logs, generated admin password, mails to the log. production: JSON logs; the bootstrap admin password must be given.' },
   { key: 'httpHost', env: 'REALMGATE_HTTP_HOST', flag: '--http-host', type: 'string', default: '0.0.0.0', description: 'Address to listen on.' },
   { key: 'httpPort', env: 'REALMGATE_HTTP_PORT', flag: '--http-port', type: 'integer', min: 0, max: 65535, default: 8080, description: 'Port to listen on (0 picks a free one).' },
+  { key: 'metricsPort', env: 'REALMGATE_METRICS_PORT', flag: '--metrics-port', type: 'integer', min: 0, max: 65535, default: null, description: 'When set, /metrics is served on this port of metricsHost only, and the main port answers it with 404 (0 picks a free one). When unset, /metrics is on the main port (behind metricsToken when that is set).' },
+  { key: 'metricsHost', env: 'REALMGATE_METRICS_HOST', flag: '--metrics-host', type: 'string', default: '127.0.0.1', description: 'Address the metrics port listens on (loopback by default: a scraper on the same host or in the same pod). Used only with metricsPort.' },
+  { key: 'metricsToken', env: 'REALMGATE_METRICS_TOKEN', flag: '--metrics-token', type: 'string', default: null, description: 'When set, /metrics (on whichever port) answers only requests with Authorization: Bearer <token>, others 401. Production mode warns at start when /metrics is on the main port without it.', secret: true },
   { key: 'hostname', env: 'REALMGATE_HOSTNAME', flag: '--hostname', type: 'url', default: null, description: "Public base URL (as Keycloak's hostname option); issuers are <hostname>/realms/<realm>. When unset, taken from each request (development mode, or production with hostname-strict=false)." },
   { key: 'hostnameStrict', env: 'REALMGATE_HOSTNAME_STRICT', flag: '--hostname-strict', type: 'boolean', default: true, description: "As Keycloak's hostname-strict: production mode refuses to start without hostname unless this is false. false takes the public URL from each request (Host, or X-Forwarded-Host and -Proto from a trusted proxy), so it is only safe behind a proxy that sets them. Development mode never requires hostname." },
   { key: 'proxyTrustedAddresses', env: 'REALMGATE_PROXY_TRUSTED_ADDRESSES', flag: '--proxy-trusted-addresses', type: 'list', default: [], description: 'Comma-separated IPs or CIDRs of reverse proxies whose X-Forwarded-* headers are believed.' },
@@ -42,7 +45,9 @@ export const options = [
 ] as const satisfies readonly OptionSpec[];
 
 type ValueOf<T extends OptionSpec> = T['type'] extends 'integer'
-  ? number
+  ? T['default'] extends null
+    ? number | null
+    : number
   : T['type'] extends 'boolean'
     ? boolean
     : T['type'] extends 'list'

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { metricsAnswer, type MetricsAccess } from './metrics-endpoint.js';
 import type { MetricsRegistry } from './metrics.js';
 
 /** Named checks behind /health/ready; each throws when its dependency cannot serve. */
 export type ReadinessChecks = Record<string, () => Promise<unknown>>;
 
 /** Liveness, readiness and Prometheus metrics: what an orchestrator and a scraper call. */
-export function operationsRoutes(app: FastifyInstance, metrics: MetricsRegistry, readiness: ReadinessChecks): void {
+export function operationsRoutes(app: FastifyInstance, metrics: MetricsRegistry, readiness: ReadinessChecks, metricsAccess: MetricsAccess = { onMainPort: true, authorized: () => true }): void {
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: a scanner must not be able to grow the label set.
     metrics.httpRequests.observe(
@@ -28,8 +29,12 @@ export function operationsRoutes(app: FastifyInstance, metrics: MetricsRegistry,
     const up = checks.every((c) => c.status === 'UP');
     return reply.code(up ? 200 : 503).send({ status: up ? 'UP' : 'DOWN', checks });
   });
-  app.get('/metrics', async (_request, reply) => {
-    const { contentType, body } = await metrics.render();
-    return reply.type(contentType).send(body);
-  });
+  // Not routed at all when metrics have a port of their own: the public port answers 404.
+  if (metricsAccess.onMainPort) {
+    app.get('/metrics', async (request, reply) => {
+      const { status, contentType, body } = await metricsAnswer(metrics, metricsAccess, request.headers.authorization);
+      if (status === 401) reply.header('www-authenticate', 'Bearer');
+      return reply.code(status).type(contentType).send(body);
+    });
+  }
 }

@@ -49,7 +49,10 @@ export interface ProtectedPost {
 
 /**
  * The start of the sign-in and reset form posts: the fields, the CSRF token, then the flow's protectors before
- * anything looks at an account. A refusal is recorded and answered on the form's page (503 with Retry-After).
+ * anything looks at an account. A refusal is recorded and answered on the form's page (503 with Retry-After), and
+ * null tells the caller the answer is sent. Not the reply itself: a Fastify reply is a thenable, so an async
+ * function returning it resolves to undefined once it is sent, which the caller took for a form (a TypeError
+ * logged as an error after every refused post).
  */
 export async function protectedPost(
   ctx: ServerContext,
@@ -58,10 +61,13 @@ export async function protectedPost(
   realm: Realm,
   auth: AuthSession,
   post: ProtectedPost,
-): Promise<{ form: Record<string, string>; values: Record<string, string>; info: RequestInfo } | FastifyReply> {
+): Promise<{ form: Record<string, string>; values: Record<string, string>; info: RequestInfo } | null> {
   const form = formValues(request.body, [...post.fields, 'session_code']);
   const rejected = csrfRejected(ctx, reply, realm, auth, form);
-  if (rejected) return rejected;
+  if (rejected) {
+    await rejected;
+    return null;
+  }
   const info = requestInfo(request);
   const values = keepValues(form, ['username']);
   const steps = post.form === 'login' ? await ctx.flows.loginSteps(realm, auth.clientId) : await ctx.flows.resetSteps(realm);
@@ -69,7 +75,8 @@ export async function protectedPost(
   if (!refusal) return { form, values, info };
   await ctx.events.user(realm, { type: post.errorEvent, clientId: auth.clientId, error: refusal.error, details: { reason: refusal.reason, protector: refusal.protector, username: values.username }, request: info });
   if (refusal.status === 503) reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
-  return post.show({ values, message: { type: 'error', text: post.refusedText }, status: refusal.status ?? 400 });
+  await post.show({ values, message: { type: 'error', text: post.refusedText }, status: refusal.status ?? 400 });
+  return null;
 }
 
 type ShowForm = (ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => Promise<FastifyReply>;

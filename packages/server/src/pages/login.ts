@@ -26,7 +26,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         refusedText: 'We could not verify this sign-in. Please try again.',
         show: (state) => showPage.login(ctx, request, reply, realm, auth, state),
       });
-      if (!('form' in posted)) return posted;
+      if (!posted) return reply;
       const { form, values, info } = posted;
       if (!form.username || !form.password || form.username.length > MAX_USERNAME || form.password.length > MAX_PASSWORD) {
         const errors: FieldErrors = {};

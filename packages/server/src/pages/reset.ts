@@ -29,7 +29,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         refusedText: 'We could not verify this request. Please try again.',
         show: (state) => showPage.resetRequest(ctx, request, reply, realm, auth, state),
       });
-      if (!('form' in posted)) return posted;
+      if (!posted) return reply;
       const { form, values, info } = posted;
       if (!form.username || form.username.length > 255) {
         const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
