@@ -162,7 +162,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     bootstrapAdmin = await ensureMasterRealm(context);
     if (config.importRealm) await importRealmDirectory(context, config.importRealm, config.importRealmStrict);
 
-    app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
+    app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses, requestTimeoutMs: config.requestTimeoutMs });
     closeKeepAliveOnShutdown(app);
     installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.cachedByName(name))?.sslRequired ?? null });
     operationsRoutes(app, metrics, {

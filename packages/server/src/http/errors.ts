@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { DependencyUnavailableError } from '../store/index.js';
+import { DependencyUnavailableError, RequestAbandonedError } from '../store/index.js';
 import { JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT, sizeInWords } from './limits.js';
 import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
@@ -32,6 +32,8 @@ const TOKEN_REFUSED: OAuthErrorCode = 'invalid_token';
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof DependencyUnavailableError) return unavailable(error, request.headers.accept, reply);
+    // The client is gone or was answered 503 already (http/request-timeout.ts): nothing to say, nothing to log.
+    if (error instanceof RequestAbandonedError) return reply.sent ? undefined : unavailable(new DependencyUnavailableError('database', error.message), request.headers.accept, reply);
     if (error instanceof OAuthError) {
       return reply
         .code(error.status)

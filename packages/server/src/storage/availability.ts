@@ -10,7 +10,7 @@ import type {
   QueryResult,
   TransactionSettings,
 } from 'kysely';
-import { DependencyUnavailableError, type DependencyState } from '../store/index.js';
+import { DependencyUnavailableError, throwIfAbandoned, type DependencyState } from '../store/index.js';
 
 /**
  * PostgreSQL's SQLSTATEs that say the database cannot serve now rather than that the statement is wrong:
@@ -102,6 +102,8 @@ class AvailabilityDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    // A request whose client is gone (or whose time is up) starts no new database work.
+    throwIfAbandoned();
     const connection = await guarded(this.state, () => this.inner.acquireConnection());
     let guardedConnection = this.wrapped.get(connection);
     if (!guardedConnection) {
@@ -115,7 +117,9 @@ class AvailabilityDriver implements Driver {
     return guarded(this.state, () => this.inner.beginTransaction((connection as GuardedConnection).inner, settings));
   }
 
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    // Nor commits what it started: Kysely rolls the transaction back when this throws.
+    throwIfAbandoned();
     return guarded(this.state, () => this.inner.commitTransaction((connection as GuardedConnection).inner));
   }
 

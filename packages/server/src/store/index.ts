@@ -64,3 +64,4 @@ export function namespacedStore(store: HostStore, namespace: string): HostStore 
     onAvailabilityChange: (listener) => store.onAvailabilityChange(listener),
   };
 }
+export { RequestAbandonedError, requestScope, throwIfAbandoned, type RequestScope } from './request-scope.js';
