@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Storage } from '../src/storage/index.js';
-import { DependencyUnavailableError, RequestAbandonedError, requestScope } from '../src/store/index.js';
+import { ConfigCache } from '../src/storage/config-cache.js';
+import { DependencyUnavailableError, RequestAbandonedError, requestScope, throwIfAbandoned } from '../src/store/index.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { adminToken, api, createPgDatabase, pgUrl, startServer, type TestServer } from './support/server.js';
 
@@ -75,6 +76,27 @@ describe.each(['sqlite', 'postgres'] as const)('a request whose client is gone (
     await expect(transaction).rejects.toBeInstanceOf(RequestAbandonedError);
     await expect(requestScope.run({ signal: controller.signal }, () => storage.db.selectFrom('realm').select('id').execute())).rejects.toBeInstanceOf(RequestAbandonedError);
     expect((await sql`select name from abandon_probe`.execute(storage.db)).rows).toEqual([]);
+  });
+});
+
+describe('a configuration-cache load started by a request whose client is gone', () => {
+  it('still serves the other requests that share it', async () => {
+    const cache = new ConfigCache();
+    const gone = new AbortController();
+    gone.abort('client gone');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // What a load does: the database driver refuses an abandoned request's statement (availability.ts).
+    const load = async () => {
+      await gate;
+      throwIfAbandoned();
+      return { name: 'realm' };
+    };
+    const abandoned = requestScope.run({ signal: gone.signal }, () => cache.get('realm:x', ['realm'], load));
+    const other = cache.get('realm:x', ['realm'], load);
+    release();
+    expect(await other).toEqual({ name: 'realm' });
+    expect(await abandoned).toEqual({ name: 'realm' });
   });
 });
 

@@ -22,6 +22,8 @@
  * object and must copy before changing it.
  */
 
+import { requestScope } from '../store/index.js';
+
 /** Tables written per request that no cached value is read from. */
 const VOLATILE_TABLES = new Set([
   'user_session',
@@ -134,7 +136,9 @@ export class ConfigCache {
     const pending = this.loading.get(key);
     if (pending && pending.stamp === stamp) return (await pending.promise) as T | null;
     const loadedAt = Date.now();
-    const promise = load().then((value) => {
+    // Outside the request's scope (store/request-scope.ts): other requests share this load, and must not fail
+    // because the request that started it was abandoned by its client.
+    const promise = requestScope.exit(load).then((value) => {
       if (this.loading.get(key)?.promise === promise) this.loading.delete(key);
       if (value === null || value === undefined) return null;
       const frozen = deepFreeze(value);
