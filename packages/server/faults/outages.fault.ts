@@ -254,6 +254,15 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     figures.requests = load.outcomes.length;
     figures.answered503 = load.outcomes.filter((o) => o.status === 503).length;
     expect(acknowledged.filter((u) => !present.has(u))).toEqual([]);
+    // An outage is a line when it starts and one when it ends, never a stack per request.
+    for (const [name, node] of [['A', a], ['B', b]] as const) {
+      expect(node.logs.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+      figures[`databaseOutagesLogged${name}`] = node.logs.filter((l) => l.msg === 'database unavailable: requests that need it answer 503 until it is back').length;
+      figures[`sharedStoreOutagesLogged${name}`] = node.logs.filter((l) => l.msg === 'shared-store unavailable: requests that need it answer 503 until it is back').length;
+      // Two database outages (terminate, restart; a lock is timeouts, not an outage), two of Redis (kill, hang).
+      expect(figures[`databaseOutagesLogged${name}`]).toBeLessThanOrEqual(2);
+      expect(figures[`sharedStoreOutagesLogged${name}`]).toBeLessThanOrEqual(2);
+    }
     for (const node of [a, b]) expect((await api(node.url, 'GET', '/health/live', null)).status).toBe(200);
   });
 });

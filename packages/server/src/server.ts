@@ -95,6 +95,8 @@ function shareConfigCache(storage: Storage, store: HostStore, metrics: MetricsRe
 function dependencyMetrics(metrics: MetricsRegistry, storage: Storage, store: OwnedSharedStore): void {
   metrics.readAtScrape('realmgate_database_up', '1 while the database answers, 0 during an outage (as the last statement found it)', 'gauge', () => (storage.state.up ? 1 : 0));
   metrics.readAtScrape('realmgate_database_outages_total', 'Database outages (lost, refused or timed-out connections) since start', 'counter', () => storage.state.outages);
+  metrics.readAtScrape('realmgate_database_connections_lost_total', 'Pooled database connections found broken (a restart, pg_terminate_backend); the pool connects anew', 'counter', () => storage.state.connectionsLost);
+  metrics.readAtScrape('realmgate_database_timeouts_total', 'Statements ended by the statement timeout, and waits for a pooled connection ended by the acquisition timeout (a lock, a slow query); each answered 503', 'counter', () => storage.state.timeouts);
   metrics.readAtScrape('realmgate_shared_store_up', '1 while the shared store (Redis) answers, 0 during an outage: counters are per node, single-use claims answer 503', 'gauge', () => (store.state?.up ?? true ? 1 : 0));
   metrics.readAtScrape('realmgate_shared_store_outages_total', 'Shared store outages since start', 'counter', () => store.state?.outages ?? 0);
   metrics.readAtScrape('realmgate_shared_store_counter_fallbacks_total', 'Counter operations (rate limits, brute force per address) counted in this node\'s memory because the shared store was down', 'counter', () => store.counterFallbacks ?? 0);

@@ -50,7 +50,7 @@ describe('PostgreSQL connections lost under a checked-out client', () => {
       // The connection dies between two statements, while the client is checked out: pg emits 'error' on it,
       // which nobody listened to before (an uncaught exception, the process gone).
       await proxy.cut();
-      await eventually(() => !storage.state.up);
+      await eventually(() => storage.state.connectionsLost > 0);
       await trx.selectFrom('realm').select('id').execute();
     });
     await expect(transaction).rejects.toBeInstanceOf(DependencyUnavailableError);

@@ -23,6 +23,9 @@ describe('PostgreSQL timeouts', () => {
 
   it('ends a statement that runs past the statement timeout (a lock wait, a slow query) as unavailable', async () => {
     await expect(sql`select pg_sleep(30)`.execute(storage.db)).rejects.toBeInstanceOf(DependencyUnavailableError);
+    // Counted, but the database is not down: a locked table must not read as an outage.
+    expect(storage.state.timeouts).toBe(1);
+    expect(storage.state.up).toBe(true);
     expect(await storage.db.selectFrom('realm').select('id').execute()).toEqual(expect.any(Array));
   });
 
@@ -44,6 +47,7 @@ describe('PostgreSQL timeouts', () => {
         return error instanceof DependencyUnavailableError ? 'unavailable' : String(error);
       }
     }).toBe('unavailable');
+    expect(storage.state.up).toBe(true);
     release();
     await Promise.all(holders);
     expect(await storage.db.selectFrom('realm').select('id').execute()).toEqual(expect.any(Array));

@@ -18,9 +18,16 @@ import { DependencyUnavailableError, throwIfAbandoned, type DependencyState } fr
  * 53300 (too many connections), 57014 (statement timeout), 55P03 (lock not available).
  */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300|57014|55P03)$/;
+/** A statement that ran out of time (statement_timeout, lock_timeout): the database is up, only busy or locked. */
+const TIMED_OUT_SQLSTATE = new Set(['57014', '55P03']);
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /** node-postgres's own words for a lost connection or an acquisition that timed out (no code on these). */
 const UNAVAILABLE_MESSAGE = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable|SQLITE_BUSY|database is locked/i;
+
+/** A statement past its time, or a wait for a pooled connection past the acquisition timeout (all of them busy). */
+function timedOut(error: unknown): boolean {
+  return TIMED_OUT_SQLSTATE.has(String((error as { code?: unknown }).code)) || /timeout exceeded when trying to connect/.test(String((error as Error).message));
+}
 
 /** Whether `error` says the database cannot serve now (lost, refused, timed out, busy) rather than a bug or bad input. */
 export function isUnavailable(error: unknown): boolean {
@@ -67,7 +74,10 @@ async function guarded<T>(state: DependencyState, work: () => Promise<T>): Promi
   } catch (error) {
     if (!isUnavailable(error)) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    state.failed(reason);
+    // A timeout fails its request (503) but is no outage: counted (realmgate_database_timeouts_total), not logged
+    // as the database going down and up again with every statement a lock holds up.
+    if (timedOut(error)) state.timeouts++;
+    else state.failed(reason);
     throw error instanceof DependencyUnavailableError ? error : new DependencyUnavailableError('database', `database unavailable: ${reason}`, 1, { cause: error });
   }
   state.succeeded();

@@ -93,7 +93,9 @@ async function openPostgres(url: string, cache: ConfigCache, state: DependencySt
     connectionTimeoutMillis: options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
     statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
   });
-  const lost = (error: Error) => state.failed(error.message);
+  // Counted, not an outage by itself: the statements decide (availability.ts), so that idle connections dropping
+  // one by one while new ones already work do not log the database going down and up again.
+  const lost = () => void state.connectionsLost++;
   // An idle client's connection dropped: the pool removes it and connects a new one on next use.
   pool.on('error', lost);
   // A checked-out client's connection dropped between statements (a restart, pg_terminate_backend): the pool's

@@ -30,6 +30,10 @@ export class DependencyState {
   private down: { since: number; failures: number; reason: string } | null = null;
   /** Outages seen since start. */
   outages = 0;
+  /** Operations that ran out of time while the dependency was up (a locked table, a statement timeout). */
+  timeouts = 0;
+  /** Connections found broken (PostgreSQL: a pooled client's connection dropped, idle or in use). */
+  connectionsLost = 0;
 
   constructor(
     readonly name: Dependency,
