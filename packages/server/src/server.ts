@@ -15,7 +15,7 @@ import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiL
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
-import { createSharedStore, namespacedStore, type HostStore } from './store/index.js';
+import { createSharedStore, namespacedStore, type HostStore, type OwnedSharedStore } from './store/index.js';
 import { Mailer } from './mail/index.js';
 import { ActionTokens, AuthSessions } from './authentication/index.js';
 import { PageRenderer, pageForms, pageRoutes } from './pages/index.js';
@@ -92,12 +92,26 @@ function shareConfigCache(storage: Storage, store: HostStore, metrics: MetricsRe
         cache.bypass = false;
       })
       .catch((error: unknown) => {
-        logger.warn({ err: error }, 'configuration cache: no subscription to invalidations yet; reading configuration from the database');
-        const retry = setTimeout(subscribe, 5000);
+        if (!warned) logger.warn({ error: (error as Error).message }, 'configuration cache: no subscription to invalidations yet; reading configuration from the database');
+        warned = true;
+        // Soon: until subscribed every configuration read goes to the database.
+        const retry = setTimeout(subscribe, 250);
         retry.unref();
       });
   };
+  let warned = false;
   subscribe();
+}
+
+/** Whether the database and the shared store are up, and what an outage of the shared store cost: at /metrics. */
+function dependencyMetrics(metrics: MetricsRegistry, storage: Storage, store: OwnedSharedStore): void {
+  metrics.readAtScrape('realmgate_database_up', '1 while the database answers, 0 during an outage (as the last statement found it)', 'gauge', () => (storage.state.up ? 1 : 0));
+  metrics.readAtScrape('realmgate_database_outages_total', 'Database outages (lost, refused or timed-out connections) since start', 'counter', () => storage.state.outages);
+  metrics.readAtScrape('realmgate_database_connections_lost_total', 'Pooled database connections found broken (a restart, pg_terminate_backend); the pool connects anew', 'counter', () => storage.state.connectionsLost);
+  metrics.readAtScrape('realmgate_database_timeouts_total', 'Statements ended by the statement timeout, and waits for a pooled connection ended by the acquisition timeout (a lock, a slow query); each answered 503', 'counter', () => storage.state.timeouts);
+  metrics.readAtScrape('realmgate_shared_store_up', '1 while the shared store (Redis) answers, 0 during an outage: counters are per node, single-use claims answer 503', 'gauge', () => (store.state?.up ?? true ? 1 : 0));
+  metrics.readAtScrape('realmgate_shared_store_outages_total', 'Shared store outages since start', 'counter', () => store.state?.outages ?? 0);
+  metrics.readAtScrape('realmgate_shared_store_counter_fallbacks_total', 'Counter operations (rate limits, brute force per address) counted in this node\'s memory because the shared store was down', 'counter', () => store.counterFallbacks ?? 0);
 }
 
 /** The composition root: builds every service once, loads providers, mounts routes. Nothing listens yet. */
@@ -107,8 +121,13 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
   const metrics = new MetricsRegistry();
-  const storage = await Storage.open(config.dbUrl);
+  const storage = await Storage.open(config.dbUrl, {
+    logger: spiLogger(logger, { component: 'database' }),
+    acquireTimeoutMs: config.dbAcquireTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+  });
   const store = createSharedStore({ redisUrl: config.redisUrl ?? undefined, logger: spiLogger(logger, { component: 'shared-store' }) });
+  dependencyMetrics(metrics, storage, store);
   const keys = new RealmKeys(storage);
   const tokens = new TokenService(storage, keys);
   const events = new EventBus(storage, logger, metrics);
@@ -157,10 +176,13 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     bootstrapAdmin = await ensureMasterRealm(context);
     if (config.importRealm) await importRealmDirectory(context, config.importRealm, config.importRealmStrict);
 
-    app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses });
+    app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses, requestTimeoutMs: config.requestTimeoutMs });
     closeKeepAliveOnShutdown(app);
     installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.cachedByName(name))?.sslRequired ?? null });
-    operationsRoutes(app, metrics, { database: () => storage.db.selectFrom('realm').select('id').limit(1).execute() }, metricsAccessOf(config));
+    operationsRoutes(app, metrics, {
+      database: () => storage.db.selectFrom('realm').select('id').limit(1).execute(),
+      ...(config.redisUrl ? { sharedStore: () => store.ping() } : {}),
+    }, metricsAccessOf(config));
     if (config.mode === 'production' && config.metricsPort === null && config.metricsToken === null) {
       logger.warn('/metrics is served to anyone on the main port: set metricsPort (a private port) or metricsToken (a bearer token)');
     }

@@ -292,3 +292,56 @@ describe('OutboxRepository on postgres: concurrent batch claims with order keys'
     });
   }, 60_000);
 });
+
+describe('OutboxRepository: a delivery enqueued while its predecessor is being delivered (issue 34, part 5)', () => {
+  it('is due at once when the predecessor finishes, even if the finish did not see it (PostgreSQL, concurrent commit)', async () => {
+    await withStorage('postgres', async (storage, realmId) => {
+      const now = 1_000_000;
+      const lease = 60_000;
+      const a = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
+      await a.enqueue([item(realmId, 'first', 'u1')]);
+      const [first] = await a.claimDue(10, lease);
+      expect(first.id).toBe('first');
+      // The second is written by a transaction that saw the first still being delivered, and commits only after the
+      // first's finish: the finish's release could not see it.
+      await storage.transaction(async (trx) => {
+        await new OutboxRepository(trx, storage.dialect, 'ext-test', 'node-a', () => now).enqueue([item(realmId, 'second', 'u1')]);
+        expect((await a.finishAttempt(first, { ...attempt, status: 204, error: null }, { state: 'delivered' }, { pauseAfterFailures: 0 })).recorded).toBe(true);
+      });
+      // Not held until the first's lease would have ended: claimable now, in order.
+      expect((await a.claimDue(10, lease)).map((i) => i.id)).toEqual(['second']);
+    });
+  });
+
+  it('reports how long each claimed item waited past its due time', async () => {
+    for (const kind of databases) {
+      await withStorage(kind, async (storage, realmId) => {
+        let now = 1_000_000;
+        const late: number[] = [];
+        const a = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now, (ms) => late.push(ms));
+        await a.enqueue([item(realmId, 'one', 'u1'), item(realmId, 'two', null)]);
+        now += 1500;
+        expect(await a.claimDue(10, 60_000)).toHaveLength(2);
+        expect(late).toEqual([1500, 1500]);
+      });
+    }
+  });
+
+  it('still waits for a predecessor that is being delivered, and for one waiting to be retried (per-user order)', async () => {
+    for (const kind of databases) {
+      await withStorage(kind, async (storage, realmId) => {
+        let now = 1_000_000;
+        const a = new OutboxRepository(storage.db, storage.dialect, 'ext-test', 'node-a', () => now);
+        await a.enqueue([item(realmId, 'first', 'u1')]);
+        const [first] = await a.claimDue(10, 60_000);
+        await a.enqueue([item(realmId, 'second', 'u1')]);
+        expect(await a.claimDue(10, 60_000)).toEqual([]);
+        await a.finishAttempt(first, attempt, { state: 'pending', dueAt: now + 5000 }, { pauseAfterFailures: 0 });
+        await a.enqueue([item(realmId, 'third', 'u1')]);
+        expect(await a.claimDue(10, 60_000)).toEqual([]);
+        now += 5000;
+        expect((await a.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['first']);
+      });
+    }
+  });
+});

@@ -4,6 +4,7 @@ import type { RecordedEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger, MetricsRegistry } from '../observability/index.js';
 import type { Storage } from '../storage/index.js';
+import { requestScope } from '../store/index.js';
 
 export interface UserEventInput {
   type: string;
@@ -169,7 +170,9 @@ export class EventBus {
         }
         continue;
       }
-      setImmediate(() => {
+      // Outside the request's scope: the event is of work already committed, and a listener's own work (an outbox
+      // worker it wakes) must not stop when this request's client goes (store/request-scope.ts).
+      setImmediate(() => requestScope.exit(() => {
         const fail = (error: unknown) => {
           this.failures.inc({ listener: id });
           this.logger.error({ err: error, listener: id, event: what, realm: realm.name }, 'event listener failed');
@@ -180,7 +183,7 @@ export class EventBus {
         } catch (error) {
           fail(error);
         }
-      });
+      }));
     }
   }
 }

@@ -3,6 +3,7 @@ import formbody from '@fastify/formbody';
 import { requestLoggerFactory, type ServerLogger } from '../observability/index.js';
 import { installCors } from './cors.js';
 import { installErrorHandling } from './errors.js';
+import { installRequestTimeout } from './request-timeout.js';
 
 import { FORM_BODY_LIMIT, JSON_BODY_LIMIT } from './limits.js';
 
@@ -18,7 +19,7 @@ declare module 'fastify' {
 }
 
 /** The Fastify instance with the server's limits, parsers and error mapping; routes are added by the caller. */
-export async function createHttpApp(options: { logger: ServerLogger; trustedProxies: string[] }): Promise<FastifyInstance> {
+export async function createHttpApp(options: { logger: ServerLogger; trustedProxies: string[]; requestTimeoutMs?: number }): Promise<FastifyInstance> {
   // Fastify's instance type carries the logger's type; routes only need the base logger interface.
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
@@ -45,6 +46,7 @@ export async function createHttpApp(options: { logger: ServerLogger; trustedProx
   });
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
   installErrorHandling(app);
+  installRequestTimeout(app, options.requestTimeoutMs ?? 0);
   installCors(app);
   return app;
 }

@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { DependencyUnavailableError, RequestAbandonedError } from '../store/index.js';
 import { JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT, sizeInWords } from './limits.js';
 import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
@@ -30,6 +31,9 @@ const TOKEN_REFUSED: OAuthErrorCode = 'invalid_token';
 /** One place turns every thrown error into HTTP; nothing unexpected leaks a stack or message. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof DependencyUnavailableError) return unavailable(error, request.headers.accept, reply);
+    // The client is gone or was answered 503 already (http/request-timeout.ts): nothing to say, nothing to log.
+    if (error instanceof RequestAbandonedError) return reply.sent ? undefined : unavailable(new DependencyUnavailableError('database', error.message), request.headers.accept, reply);
     if (error instanceof OAuthError) {
       return reply
         .code(error.status)
@@ -73,6 +77,18 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     reply.code(APP_ERRORS.not_found).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
   });
+}
+
+/**
+ * The database or the shared store cannot answer now: 503 with Retry-After, in both error shapes (OAuth's
+ * `error`/`error_description` for the protocol endpoints, the admin API's `errorMessage`), or a page for a person.
+ * Not logged here: the dependency logs its outage once, not once per request.
+ */
+function unavailable(error: DependencyUnavailableError, accept: string | undefined, reply: FastifyReply) {
+  const description = error.dependency === 'database' ? 'The database is unavailable; try again shortly' : 'The shared store is unavailable; try again shortly';
+  reply.code(503).headers({ 'retry-after': String(error.retryAfterSeconds), 'cache-control': 'no-store' });
+  if (prefersHtml(accept)) return reply.type('text/html; charset=utf-8').send(htmlPage('Temporarily unavailable', description));
+  return reply.send({ error: 'temporarily_unavailable', error_description: description, errorMessage: description });
 }
 
 const isBrowserForm = (contentType: string | undefined, accept: string | undefined) =>

@@ -6,7 +6,7 @@ import type { Client } from '../model/types.js';
 import { spiLogger } from '../observability/index.js';
 import { userSnapshot } from '../services/index.js';
 import { namespacedStore } from '../store/index.js';
-import { providerOutbox } from './outbox.js';
+import { OUTBOX_LATENESS, providerOutbox } from './outbox.js';
 
 const clientInfo = (c: Client): ClientInfo => ({ id: c.id, clientId: c.clientId, enabled: c.enabled, attributes: { ...c.attributes } });
 
@@ -48,7 +48,7 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
         return r ? (await storage.clients.list(r.id)).map(clientInfo) : [];
       },
     },
-    outbox: providerOutbox(storage, factory.id),
+    outbox: providerOutbox(storage, factory.id, ctx.metrics.histogram(OUTBOX_LATENESS.name, OUTBOX_LATENESS.help, OUTBOX_LATENESS.labels, OUTBOX_LATENESS.buckets)),
     tokens: {
       verifyAccessToken: async (realmName, token) => {
         const r = await realm(realmName);

@@ -22,6 +22,8 @@
  * object and must copy before changing it.
  */
 
+import { requestScope } from '../store/index.js';
+
 /** Tables written per request that no cached value is read from. */
 const VOLATILE_TABLES = new Set([
   'user_session',
@@ -83,6 +85,8 @@ interface Entry {
 export interface InvalidationChannel {
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  /** Told when the channel goes down and comes back (messages published meanwhile are lost). */
+  onAvailabilityChange?(listener: (up: boolean) => void): () => void;
 }
 
 export class ConfigCache {
@@ -97,6 +101,9 @@ export class ConfigCache {
   private readonly loading = new Map<string, { stamp: number; promise: Promise<unknown> }>();
   private channel: InvalidationChannel | null = null;
   private unsubscribe: (() => Promise<void>) | null = null;
+  private stopWatching: (() => void) | null = null;
+  /** A publish failed: the other processes may have missed a change, so everything is invalidated once it is back. */
+  private publishOwed = false;
   private onPublishError: (error: unknown) => void = () => {};
   private readonly stats: ConfigCacheStats = { hits: 0, misses: 0, entries: 0, invalidations: 0 };
 
@@ -129,7 +136,9 @@ export class ConfigCache {
     const pending = this.loading.get(key);
     if (pending && pending.stamp === stamp) return (await pending.promise) as T | null;
     const loadedAt = Date.now();
-    const promise = load().then((value) => {
+    // Outside the request's scope (store/request-scope.ts): other requests share this load, and must not fail
+    // because the request that started it was abandoned by its client.
+    const promise = requestScope.exit(load).then((value) => {
       if (this.loading.get(key)?.promise === promise) this.loading.delete(key);
       if (value === null || value === undefined) return null;
       const frozen = deepFreeze(value);
@@ -151,7 +160,7 @@ export class ConfigCache {
   tablesWritten(tables: Iterable<string>): void {
     const relevant = this.bump(tables);
     if (relevant.length && this.channel) {
-      this.channel.publish(CHANNEL, relevant.join(',')).catch((error: unknown) => this.onPublishError(error));
+      this.publish(relevant.join(','));
     }
   }
 
@@ -169,13 +178,43 @@ export class ConfigCache {
     this.onPublishError = onPublishError;
     this.unsubscribe = await channel.subscribe(CHANNEL, (message) => this.bump(message.split(',')));
     this.channel = channel;
+    this.stopWatching = channel.onAvailabilityChange?.((up) => this.availabilityChanged(up)) ?? null;
     // Whatever was read before the subscription may have missed a message.
     this.bump(['*']);
+  }
+
+  /**
+   * While the channel is down nothing is served from memory (another process's change would not be heard);
+   * when it is back everything read before is dropped, since messages published meanwhile were lost, and this
+   * process tells the others to do the same if one of its own messages failed.
+   */
+  private availabilityChanged(up: boolean): void {
+    if (this.closed) return;
+    if (!up) {
+      this.bypass = true;
+      return;
+    }
+    this.bump(['*']);
+    this.bypass = false;
+    if (this.publishOwed) {
+      this.publishOwed = false;
+      this.publish('*');
+    }
+  }
+
+  private publish(tables: string): void {
+    this.channel?.publish(CHANNEL, tables).catch((error: unknown) => {
+      // Said once per outage, not once per write.
+      if (!this.publishOwed) this.onPublishError(error);
+      this.publishOwed = true;
+    });
   }
 
   async disconnect(): Promise<void> {
     this.closed = true;
     this.channel = null;
+    this.stopWatching?.();
+    this.stopWatching = null;
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = null;
     await unsubscribe?.();

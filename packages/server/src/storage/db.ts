@@ -6,6 +6,9 @@ import { migrations } from './migrations.js';
 import { defaultSqliteDriver, ImmediateTransactionSqliteDialect, openSqliteDriver, type SqliteDriverName, type StatementCache } from './sqlite-driver.js';
 import { ConfigCache, type ConfigCacheOptions } from './config-cache.js';
 import { WriteTrackingDialect } from './write-tracking.js';
+import type { Logger } from '@realmgate/spi';
+import { DependencyState } from '../store/index.js';
+import { AvailabilityDialect } from './availability.js';
 
 export type { SqliteDriverName } from './sqlite-driver.js';
 
@@ -22,8 +25,14 @@ export interface DatabaseHandle {
   cache: ConfigCache;
   /** Statements sent to the database since open (transaction control excluded). */
   counts: { queries: number };
+  /** Up or down as the last statement found it; a lost connection is logged once per outage, here. */
+  state: DependencyState;
   close(): Promise<void>;
 }
+
+/** How long a request may wait on PostgreSQL; see the options dbAcquireTimeoutMs and dbStatementTimeoutMs. */
+export const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
@@ -31,14 +40,23 @@ export interface OpenDatabaseOptions {
   /** Defaults to node:sqlite where this Node has it, else better-sqlite3; tests and the bench pick one. */
   sqliteDriver?: SqliteDriverName;
   cache?: ConfigCacheOptions;
+  /** Where an outage is said (once when it starts, once when it ends); silent when not given. */
+  logger?: Logger;
+  /** PostgreSQL: longest wait for a pooled connection (all busy, or the database not answering); 0 waits for ever. */
+  acquireTimeoutMs?: number;
+  /** PostgreSQL: longest a statement may run, lock waits included (its statement_timeout); 0 for none. */
+  statementTimeoutMs?: number;
 }
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** Opens `sqlite:<path>` (or `sqlite::memory:`) or `postgres://…` and brings the schema up to date. */
 export async function openDatabase(url: string, options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
+  const state = new DependencyState('database', options.logger ?? silent);
   const handle =
     url.startsWith('postgres://') || url.startsWith('postgresql://')
-      ? await openPostgres(url, new ConfigCache(options.cache))
-      : await openSqlite(url, options.sqliteDriver ?? defaultSqliteDriver(), new ConfigCache(options.cache));
+      ? await openPostgres(url, new ConfigCache(options.cache), state, options)
+      : await openSqlite(url, options.sqliteDriver ?? defaultSqliteDriver(), new ConfigCache(options.cache), state);
   const { error, results } = await new Migrator({ db: handle.db, provider }).migrateToLatest();
   if (error) {
     await handle.close();
@@ -48,7 +66,7 @@ export async function openDatabase(url: string, options: OpenDatabaseOptions = {
   return handle;
 }
 
-async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCache): Promise<DatabaseHandle> {
+async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCache, state: DependencyState): Promise<DatabaseHandle> {
   if (!url.startsWith('sqlite:')) {
     throw new Error(`unsupported database URL "${url}": use sqlite:<path> or postgres://…`);
   }
@@ -56,27 +74,38 @@ async function openSqlite(url: string, driver: SqliteDriverName, cache: ConfigCa
   const inMemory = location === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(location)), { recursive: true });
   const database = await openSqliteDriver(inMemory ? ':memory:' : resolve(location), driver);
-  const dialect = tracked(new ImmediateTransactionSqliteDialect(database), cache);
+  const dialect = tracked(new ImmediateTransactionSqliteDialect(database), cache, state);
   const db = new Kysely<Database>({ dialect });
   const close = async () => {
     await db.destroy();
     await database.closed();
   };
-  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, close };
+  return { db, dialect: 'sqlite', sqliteDriver: driver, statements: database, cache, counts: dialect.counts, state, close };
 }
 
-async function openPostgres(url: string, cache: ConfigCache): Promise<DatabaseHandle> {
+async function openPostgres(url: string, cache: ConfigCache, state: DependencyState, options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   const pg = await import('pg');
   // int8 columns hold epoch milliseconds, well inside Number's exact range.
   pg.default.types.setTypeParser(20, (value: string) => Number(value));
-  const pool = new pg.default.Pool({ connectionString: url, max: 10 });
-  pool.on('error', () => {
-    // An idle client's connection dropped; the pool replaces it on next use.
+  const pool = new pg.default.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
+    statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
   });
-  const dialect = tracked(new PostgresDialect({ pool }), cache);
+  // Counted, not an outage by itself: the statements decide (availability.ts), so that idle connections dropping
+  // one by one while new ones already work do not log the database going down and up again.
+  const lost = () => void state.connectionsLost++;
+  // An idle client's connection dropped: the pool removes it and connects a new one on next use.
+  pool.on('error', lost);
+  // A checked-out client's connection dropped between statements (a restart, pg_terminate_backend): the pool's
+  // listener covers idle clients only, and an 'error' nobody listens to ends the process. The statement that uses
+  // the client next fails (503), and the pool drops the client when it is released.
+  pool.on('connect', (client) => client.on('error', lost));
+  const dialect = tracked(new PostgresDialect({ pool }), cache, state);
   const db = new Kysely<Database>({ dialect });
-  return { db, dialect: 'postgres', cache, counts: dialect.counts, close: () => db.destroy() };
+  return { db, dialect: 'postgres', cache, counts: dialect.counts, state, close: () => db.destroy() };
 }
 
-const tracked = (dialect: ImmediateTransactionSqliteDialect | PostgresDialect, cache: ConfigCache) =>
-  new WriteTrackingDialect(dialect, (tables) => cache.tablesWritten(tables));
+const tracked = (dialect: ImmediateTransactionSqliteDialect | PostgresDialect, cache: ConfigCache, state: DependencyState) =>
+  new WriteTrackingDialect(new AvailabilityDialect(dialect, state), (tables) => cache.tablesWritten(tables));

@@ -1,3 +1,4 @@
+import type { DependencyState } from '../store/index.js';
 import { openDatabase, type Db, type DatabaseHandle, type OpenDatabaseOptions } from './db.js';
 import type { ConfigCache } from './config-cache.js';
 import type { StatementCache } from './sqlite-driver.js';
@@ -78,6 +79,11 @@ export class Storage {
   /** SQLite: the driver's prepared-statement cache (how many were prepared, reused); absent for PostgreSQL. */
   get statements(): StatementCache | undefined {
     return this.handle.statements;
+  }
+
+  /** The database up or down, as the last statement found it (health, metrics). */
+  get state(): DependencyState {
+    return this.handle.state;
   }
 
   get db(): Db {

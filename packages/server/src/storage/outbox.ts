@@ -109,8 +109,12 @@ const FINISHED: OutboxState[] = ['delivered', 'dead'];
  * true (pushes on retry, releases on finish). Items of one key in the same batch do not see each other (the claim
  * still orders them). The last unfinished item of the key has the latest due time; ORDER BY seq DESC LIMIT 1 keeps the
  * planner on provider_outbox_order (a max() over due_at made SQLite range-scan provider_outbox_due: quadratic in bulk).
+ * Only a predecessor waiting to be retried ('pending') passes its due time on: one being delivered ('sending') has its
+ * lease end there, and its finish may not see an item whose INSERT commits after it (issue 34: deliveries held up to
+ * a lease, 60 s, behind a predecessor long finished). Such an item is due now; the claim's NOT EXISTS keeps it
+ * behind the predecessor until that one finishes.
  */
-const DUE_BEHIND = `case when v.order_key is null then cast(? as bigint) else coalesce((select case when b.due_at > cast(? as bigint) then b.due_at end
+const DUE_BEHIND = `case when v.order_key is null then cast(? as bigint) else coalesce((select case when b.state = 'pending' and b.due_at > cast(? as bigint) then b.due_at end
   from provider_outbox b where b.provider_id = cast(? as text) and b.endpoint = v.endpoint and b.order_key = v.order_key
   and b.state in ('pending', 'sending') order by b.seq desc limit 1), cast(? as bigint)) end`;
 /** Rows per INSERT: well under SQLite's 32,766 bound parameters (10 each). */
@@ -183,6 +187,8 @@ export class OutboxRepository implements OutboxStore {
     private readonly providerId: string,
     readonly nodeId: string,
     private readonly clock: () => number = () => Date.now(),
+    /** Told, for each claimed item, how long it waited past its due time (ms): a metric (providers/outbox.ts). */
+    private readonly observeLateness: (lateMs: number) => void = () => {},
   ) {
     this.db = db.withTables<OutboxTables>() as unknown as OutboxDb;
   }
@@ -348,19 +354,20 @@ export class OutboxRepository implements OutboxStore {
     // The endpoint's due items (provider_outbox_due's range) that have no earlier unfinished item of their order key.
     // Materialized: evaluated once. Inlined into the UPDATE, PostgreSQL may run a LIMIT … SKIP LOCKED subquery again
     // per row and claim more than `limit` (seen: 3 of limit 2).
-    const { rows } = await this.run<Omit<OutboxTable, 'provider_id' | 'seq' | 'state' | 'claimed_by' | 'due_at' | 'updated_at'>>(
+    const { rows } = await this.run<Omit<OutboxTable, 'provider_id' | 'seq' | 'state' | 'claimed_by' | 'due_at' | 'updated_at'> & { previous_due: number }>(
       this.db,
       `with candidates as materialized (
-        select c.id from provider_outbox as c
+        select c.id, c.due_at from provider_outbox as c
         where c.provider_id = ? and c.endpoint = ? and c.state in ('pending', 'sending') and c.due_at <= ? and c.realm_id = ?
           and (c.order_key is null or not exists (select 1 from provider_outbox as b where b.provider_id = c.provider_id
             and b.endpoint = c.endpoint and b.order_key = c.order_key and b.seq < c.seq and b.state in ('pending', 'sending')))
         order by c.due_at, c.seq limit ?${this.dialect === 'postgres' ? ' for update skip locked' : ''})
       update provider_outbox set state = 'sending', claimed_by = ?, due_at = ?, updated_at = ?
       where provider_id = ? and id in (select candidates.id from candidates)${this.unflushedCommit()}
-      returning ${CLAIM_RETURNS}`,
+      returning ${CLAIM_RETURNS}, (select candidates.due_at from candidates where candidates.id = provider_outbox.id) as previous_due`,
       [p, endpoint, now, realmId, limit, this.nodeId, now + leaseMs, now, p],
     );
+    for (const row of rows) this.observeLateness(Math.max(0, now - Number(row.previous_due)));
     // The columns the claim has just set are not read back: each returned column costs the driver a conversion per row.
     return rows.map((row) => toItem({ ...row, state: 'sending', claimed_by: this.nodeId, due_at: now + leaseMs, updated_at: now }));
   }

@@ -170,6 +170,14 @@ export class MemoryStore implements HostStore {
     };
   }
 
+  /** Memory is always there. */
+  async ping(): Promise<void> {}
+
+  /** Memory never goes away: the listener is never called. */
+  onAvailabilityChange(_listener: (up: boolean) => void): () => void {
+    return () => {};
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const subscriptions of this.channels.values()) {

@@ -1,8 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import type { Logger } from '@realmgate/spi';
 import type { HostStore } from './index.js';
 import { errorText, wholeMs } from './internal.js';
+import { MemoryStore } from './memory-store.js';
+import { DependencyState, DependencyUnavailableError } from './unavailable.js';
 
 export interface RedisStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -14,6 +16,8 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** Hits kept per sliding-window key; counts stop rising there. */
   maxHitsPerKey?: number;
+  /** While Redis is down, how often it is asked (PING) whether it is back. */
+  probeIntervalMs?: number;
 }
 
 interface Script {
@@ -76,8 +80,16 @@ interface Channel {
 }
 
 /**
- * The shared store of several processes. Operations reject (never crash, never hang past the command
- * timeout) while Redis is unreachable; callers decide how to degrade.
+ * The shared store of several processes. While Redis is unreachable (refused, lost, or not answering within the
+ * command timeout) the store is down, decided per kind of operation, so callers need not:
+ * - counters (increment, recordHit, countHits: rate limits, brute force per address, proof-of-work scaling)
+ *   count in this process's memory instead, with one warning per outage: sign-in keeps working, each node
+ *   counting its own share;
+ * - everything else (claims that guard a single use, values read back) throws DependencyUnavailableError,
+ *   which the HTTP layer answers 503 with Retry-After: fail closed, never a 500.
+ * While down, operations answer at once (no request waits for a dead Redis) and a PING every
+ * `probeIntervalMs` finds it back; then subscriptions are renewed before the store counts as up again, and
+ * `onAvailabilityChange` listeners hear it (the configuration cache drops what it may have missed).
  */
 export class RedisStore implements HostStore {
   private readonly url: string;
@@ -90,6 +102,18 @@ export class RedisStore implements HostStore {
   private subscriber: Connection | undefined;
   /** By prefixed channel name. */
   private readonly channels = new Map<string, Channel>();
+  /** Up or down; logs one line when an outage starts and one when it ends. */
+  readonly state: DependencyState;
+  /** Counters while Redis is down: this process's own. */
+  private readonly fallback: MemoryStore;
+  /** Counter operations answered from this process's memory. */
+  counterFallbacks = 0;
+  private fallbackWarned = false;
+  private readonly probeIntervalMs: number;
+  private probe: NodeJS.Timeout | undefined;
+  private recovering: Promise<void> | undefined;
+  private readonly availabilityListeners = new Set<(up: boolean) => void>();
+  private closing = false;
 
   constructor({
     url,
@@ -97,12 +121,16 @@ export class RedisStore implements HostStore {
     keyPrefix = 'realmgate:',
     commandTimeoutMs = 1000,
     maxHitsPerKey = 10_000,
+    probeIntervalMs = 200,
   }: RedisStoreOptions) {
     this.url = url;
     this.logger = logger;
     this.prefix = keyPrefix;
     this.commandTimeoutMs = commandTimeoutMs;
     this.maxHitsPerKey = maxHitsPerKey;
+    this.probeIntervalMs = probeIntervalMs;
+    this.state = new DependencyState('shared-store', logger);
+    this.fallback = new MemoryStore({ logger, maxHitsPerKey });
     this.commands = this.open('commands');
   }
 
@@ -136,7 +164,10 @@ export class RedisStore implements HostStore {
 
   async increment(key: string, ttlMs: number): Promise<number> {
     const ttl = wholeMs('ttlMs', ttlMs);
-    return Number(await this.evaluate('increment', INCREMENT, key, [ttl]));
+    return this.counter(
+      async () => Number(await this.evaluate('increment', INCREMENT, key, [ttl])),
+      () => this.fallback.increment(key, ttl),
+    );
   }
 
   async delete(key: string): Promise<void> {
@@ -145,12 +176,18 @@ export class RedisStore implements HostStore {
 
   async recordHit(key: string, windowMs: number): Promise<number> {
     const window = wholeMs('windowMs', windowMs);
-    return Number(await this.evaluate('recordHit', RECORD_HIT, key, [window, randomUUID(), this.maxHitsPerKey]));
+    return this.counter(
+      async () => Number(await this.evaluate('recordHit', RECORD_HIT, key, [window, randomUUID(), this.maxHitsPerKey])),
+      () => this.fallback.recordHit(key, window),
+    );
   }
 
   async countHits(key: string, windowMs: number): Promise<number> {
     const window = wholeMs('windowMs', windowMs);
-    return Number(await this.evaluate('countHits', COUNT_HITS, key, [window]));
+    return this.counter(
+      async () => Number(await this.evaluate('countHits', COUNT_HITS, key, [window])),
+      () => this.fallback.countHits(key, window),
+    );
   }
 
   async publish(channel: string, message: string): Promise<void> {
@@ -191,8 +228,22 @@ export class RedisStore implements HostStore {
     };
   }
 
+  /** Throws DependencyUnavailableError unless Redis answers now (within the command timeout). */
+  async ping(): Promise<void> {
+    await this.run('ping', this.commands, (client) => client.ping());
+  }
+
+  /** `listener(false)` when an outage starts, `listener(true)` when Redis is back and subscriptions renewed. */
+  onAvailabilityChange(listener: (up: boolean) => void): () => void {
+    this.availabilityListeners.add(listener);
+    return () => this.availabilityListeners.delete(listener);
+  }
+
   async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.probe);
     this.channels.clear();
+    await this.fallback.close();
     await Promise.all([this.commands, this.subscriber].map((connection) => connection && quit(connection.client)));
   }
 
@@ -202,27 +253,26 @@ export class RedisStore implements HostStore {
       // Fail commands at the first failed (re)connection attempt rather than queueing them through many.
       maxRetriesPerRequest: 0,
       commandTimeout: this.commandTimeoutMs,
-      retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+      // Reconnect soon after Redis is back (it is local or near): a node serves again within a second of its return.
+      retryStrategy: (attempt) => Math.min(attempt * 50, 200),
     });
     const connection: Connection = { client, failure: undefined };
     client.on('error', (error: Error) => {
       const first = connection.failure === undefined;
       connection.failure = error.message;
-      // Once per outage: the reconnect loop repeats the same error every couple of seconds.
-      if (first) {
-        this.logger.error('Redis connection failed; shared-store operations fail until it is back', {
-          connection: role,
-          error: error.message,
-        });
-      } else {
-        this.logger.debug('Redis connection still failing', { connection: role, error: error.message });
-      }
+      // The outage is logged once (markDown); the reconnect loop repeats the same error several times a second.
+      if (first) this.markDown(error.message);
+      this.logger.debug('Redis connection failing', { connection: role, error: error.message });
     });
     client.on('ready', () => {
       if (connection.failure !== undefined) this.logger.info('Redis connection restored', { connection: role });
       connection.failure = undefined;
       if (role === 'commands') void this.checkEvictionPolicy(client);
+      this.recover();
     });
+    // A subscriber that lost its connection missed what was published meanwhile: the store is down until it is
+    // back and subscribed again (the configuration cache must not trust what it holds).
+    if (role === 'subscriber') client.on('close', () => !this.closing && this.markDown('subscriber connection lost'));
     if (role === 'subscriber') {
       client.on('message', (name: string, message: string) => this.dispatch(name, message));
     }
@@ -259,16 +309,77 @@ export class RedisStore implements HostStore {
   }
 
   private async run<T>(operation: string, connection: Connection, command: (client: Redis) => Promise<T>): Promise<T> {
-    const unreachable = (): string => `Redis is unreachable (${connection.failure ?? 'connection lost'})`;
-    // Between reconnection attempts Redis is known to be down: answer now instead of at the next attempt.
-    if (connection.client.status === 'reconnecting') throw new Error(`Redis ${operation} failed: ${unreachable()}`);
+    const unreachable = (): string => `Redis is unreachable (${connection.failure ?? this.state.reason ?? 'connection lost'})`;
+    // Known to be down (between reconnection attempts, or until the probe finds it back): answer now.
+    if (connection.client.status === 'reconnecting' || !this.state.up) {
+      throw new DependencyUnavailableError('shared-store', `Redis ${operation} failed: ${unreachable()}`);
+    }
     try {
       return await command(connection.client);
     } catch (error) {
+      // A reply of Redis's own (a wrong type, a script error) is a fault of the caller's, not an outage.
+      if (error instanceof ReplyError) throw new Error(`Redis ${operation} failed: ${errorText(error)}`, { cause: error });
       // ioredis words a failed connection as a retry limit; the connection's own error says what happened.
       const lost = error instanceof Error && error.name === 'MaxRetriesPerRequestError';
-      throw new Error(`Redis ${operation} failed: ${lost ? unreachable() : errorText(error)}`, { cause: error });
+      const reason = lost ? unreachable() : errorText(error);
+      this.markDown(reason);
+      throw new DependencyUnavailableError('shared-store', `Redis ${operation} failed: ${reason}`, 1, { cause: error });
     }
+  }
+
+  /** A counter: Redis's while it answers, this process's memory while it does not. */
+  private async counter(shared: () => Promise<number>, local: () => Promise<number>): Promise<number> {
+    try {
+      return await shared();
+    } catch (error) {
+      if (!(error instanceof DependencyUnavailableError)) throw error;
+      this.counterFallbacks++;
+      if (!this.fallbackWarned) {
+        this.fallbackWarned = true;
+        this.logger.warn('Redis unavailable: rate limits and brute-force counts per address are kept in this process only until it is back', { error: error.message });
+      }
+      return local();
+    }
+  }
+
+  private markDown(reason: string): void {
+    if (this.closing) return;
+    const wasUp = this.state.up;
+    this.state.failed(reason);
+    if (!wasUp) return;
+    for (const listener of this.availabilityListeners) listener(false);
+    this.probe ??= setInterval(() => this.recover(), this.probeIntervalMs);
+    this.probe.unref();
+  }
+
+  /**
+   * Up again once Redis answers a PING on the commands connection and, if subscriptions were made, the
+   * subscriber is connected and subscribed again (ioredis resubscribes on its own, but without telling when).
+   */
+  private recover(): void {
+    if (this.state.up || this.recovering || this.closing) return;
+    this.recovering = (async () => {
+      const { client } = this.commands;
+      if (client.status !== 'ready') return;
+      await client.ping();
+      if (this.subscriber) {
+        const names = [...this.channels.keys()];
+        if (this.subscriber.client.status !== 'ready') return;
+        if (names.length) await this.subscriber.client.subscribe(...names);
+      }
+      if (this.closing || this.state.up) return;
+      clearInterval(this.probe);
+      this.probe = undefined;
+      this.fallbackWarned = false;
+      this.state.succeeded();
+      for (const listener of this.availabilityListeners) listener(true);
+    })()
+      .catch(() => {
+        // Still down: the next probe asks again.
+      })
+      .finally(() => {
+        this.recovering = undefined;
+      });
   }
 
   private evaluate(operation: string, { lua, sha }: Script, key: string, args: (string | number)[]): Promise<unknown> {

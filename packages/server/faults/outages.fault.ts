@@ -1,0 +1,327 @@
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, api, startServer, tokenRequest, type TestServer } from '../test/support/server.js';
+import { missingBinaries, OwnPostgres, OwnRedis } from './services.js';
+
+/**
+ * Issue 34's fault suite (`npm run test:faults`): two nodes on one PostgreSQL and one Redis, both the suite's own
+ * (services.ts), under a paced mixed load (password and client-credentials grants, admin user creation), while
+ * PostgreSQL is restarted, its connections terminated, a table locked, Redis killed and hung. Asserted: no crash
+ * (an uncaught error fails the run), no 500, recovery within a second of the dependency's return (measured and
+ * printed), no acknowledged user lost, no permission stale after Redis is back.
+ */
+
+const missing = missingBinaries();
+if (missing) {
+  console.error(`\n${'!'.repeat(100)}\n!! FAULT SUITE SKIPPED: ${missing} not installed; .ci/run installs them.\n${'!'.repeat(100)}\n`);
+}
+
+/** The issue's goal: a node serves again within a second of its dependency's return. */
+const RECOVERY_GOAL_MS = 1000;
+const STATEMENT_TIMEOUT_MS = 1500;
+/** How long the table stays locked: well past the statement timeout. */
+const LOCK_MS = 6000;
+const figures: Record<string, number> = {};
+
+/** The webhook provider in outbox mode, polling often: deliveries of LOGIN events to a healthy receiver. */
+const WEBHOOK_ENV = { REALMGATE_WEBHOOK_MODE: 'outbox', REALMGATE_WEBHOOK_BACKOFF_JITTER_PERCENT: '0', REALMGATE_WEBHOOK_POLL_MS: '50' };
+const WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** Claimed deliveries on `url`'s node, and how many of them waited more than a second past their due time. */
+async function lateness(url: string): Promise<{ claimed: number; overOneSecond: number }> {
+  const text = (await api(url, 'GET', '/metrics', null)).body as string;
+  const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? 0);
+  const claimed = value(/^realmgate_outbox_claim_lateness_seconds_count\{provider="ext-event-webhook"\} (\d+)/m);
+  const withinOne = value(/^realmgate_outbox_claim_lateness_seconds_bucket\{le="1",provider="ext-event-webhook"\} (\d+)/m);
+  return { claimed, overOneSecond: claimed - withinOne };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `ok` every 10 ms from now; the time it took to be true. */
+async function timeUntil(ok: () => Promise<boolean>, limitMs = 15_000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await ok().catch(() => false)) return Math.round(performance.now() - started);
+    if (performance.now() - started > limitMs) throw new Error(`not recovered within ${limitMs} ms`);
+    await sleep(10);
+  }
+}
+
+interface Outcome {
+  op: string;
+  node: number;
+  status: number;
+  ms: number;
+}
+
+/** The paced mixed load: a few workers, each sending one request at a time to the nodes in turn. */
+class Load {
+  readonly outcomes: Outcome[] = [];
+  readonly acknowledgedUsers: string[] = [];
+  private running = false;
+  private workers: Promise<void>[] = [];
+  private created = 0;
+
+  constructor(
+    private readonly nodes: TestServer[],
+    private readonly token: () => string,
+  ) {}
+
+  start(workers = 3): void {
+    this.running = true;
+    this.workers = Array.from({ length: workers }, (_, w) => this.work(w));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.workers);
+  }
+
+  /** Statuses seen since `from` (an index into outcomes). */
+  statuses(from = 0): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const o of this.outcomes.slice(from)) counts[`${o.op} ${o.status}`] = (counts[`${o.op} ${o.status}`] ?? 0) + 1;
+    return counts;
+  }
+
+  private async work(worker: number): Promise<void> {
+    for (let i = worker; this.running; i++) {
+      const node = i % this.nodes.length;
+      const url = this.nodes[node].url;
+      const op = (['password', 'client_credentials', 'create_user', 'hooked_login'] as const)[i % 4];
+      const started = performance.now();
+      let status: number;
+      try {
+        if (op === 'password') {
+          status = (await tokenRequest(url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'load-user', password: 'load-password-1' })).status;
+        } else if (op === 'hooked_login') {
+          status = (await tokenRequest(url, 'hooks', { grant_type: 'password', client_id: 'app', username: `hook-user-${i % 5}`, password: 'hook-password-1' })).status;
+        } else if (op === 'client_credentials') {
+          status = (await tokenRequest(url, 'master', { grant_type: 'client_credentials', client_id: 'load-service', client_secret: 'load-service-secret' })).status;
+        } else {
+          const username = `load-${worker}-${++this.created}`;
+          status = (await api(url, 'POST', '/admin/realms/master/users', this.token(), { username, enabled: true })).status;
+          if (status === 201) this.acknowledgedUsers.push(username);
+        }
+      } catch {
+        status = 0; // connection reset or refused: a node that is gone
+      }
+      this.outcomes.push({ op, node, status, ms: Math.round(performance.now() - started) });
+      await sleep(20);
+    }
+  }
+}
+
+describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Redis', () => {
+  let postgres: OwnPostgres;
+  let redis: OwnRedis;
+  let dbUrl: string;
+  let a: TestServer;
+  let b: TestServer;
+  let load: Load;
+  let adminAccess = '';
+  let refresher: NodeJS.Timeout;
+  let providers: string;
+  let receiver: Server;
+  let received = 0;
+
+  const superuser = async <T>(work: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  };
+  const refreshAdmin = async () => {
+    const response = await tokenRequest(a.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: ADMIN_USERNAME, password: ADMIN_PASSWORD }).catch(() => null);
+    if (response?.status === 200) adminAccess = response.body.access_token as string;
+  };
+  const writesOnBoth = async () => {
+    for (const node of [a, b]) {
+      const response = await api(node.url, 'POST', '/admin/realms/master/users', adminAccess, { username: `probe-${Math.random().toString(36).slice(2)}`, enabled: true });
+      if (response.status !== 201) return false;
+      load.acknowledgedUsers.push(response.body?.username ?? '');
+    }
+    return true;
+  };
+  const readyOnBoth = async () => (await Promise.all([a, b].map((node) => api(node.url, 'GET', '/health/ready', null)))).every((r) => r.status === 200);
+
+  beforeAll(async () => {
+    const base = 20_000 + (process.pid % 10_000);
+    postgres = await OwnPostgres.start(35_000 + (base % 5000));
+    redis = await OwnRedis.start(40_000 + (base % 5000));
+    await superuser((client) => client.query('create database realmgate'));
+    dbUrl = postgres.url.replace(/\/postgres$/, '/realmgate');
+    providers = mkdtempSync(join(tmpdir(), 'realmgate-faults-providers-'));
+    symlinkSync(resolve(import.meta.dirname, '../../event-webhook'), join(providers, 'event-webhook'), 'dir');
+    receiver = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received++;
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+    const config = {
+      REALMGATE_DB_URL: dbUrl,
+      REALMGATE_REDIS_URL: redis.url,
+      REALMGATE_BRUTE_FORCE_IP_MAX_FAILURES: '100000',
+      REALMGATE_DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+      REALMGATE_DB_ACQUIRE_TIMEOUT_MS: '2000',
+      REALMGATE_LOG_LEVEL: 'info',
+    };
+    a = await startServer({ config, providersDir: providers, env: WEBHOOK_ENV });
+    b = await startServer({ config, providersDir: providers, env: WEBHOOK_ENV });
+    await refreshAdmin();
+    refresher = setInterval(() => void refreshAdmin(), 20_000);
+    expect((await api(a.url, 'POST', '/admin/realms/master/users', adminAccess, { username: 'load-user', enabled: true, credentials: [{ type: 'password', value: 'load-password-1', temporary: false }] })).status).toBe(201);
+    expect((await api(a.url, 'POST', '/admin/realms/master/users', adminAccess, { username: 'stale-user', enabled: true, credentials: [{ type: 'password', value: 'stale-password-1', temporary: false }] })).status).toBe(201);
+    expect((await api(a.url, 'POST', '/admin/realms/master/clients', adminAccess, { clientId: 'load-service', publicClient: false, secret: 'load-service-secret', serviceAccountsEnabled: true, standardFlowEnabled: false })).status).toBe(201);
+    expect((await api(a.url, 'POST', '/admin/realms', adminAccess, { realm: 'hooks', enabled: true, eventsListeners: ['ext-event-webhook'] })).status).toBe(201);
+    expect((await api(a.url, 'POST', '/admin/realms/hooks/clients', adminAccess, { clientId: 'app', publicClient: true, directAccessGrantsEnabled: true, attributes: { 'api.url': hookUrl, 'api.key': 'k-1', 'api.secret': WEBHOOK_SECRET } })).status).toBe(201);
+    for (let i = 0; i < 5; i++) {
+      const user = { username: `hook-user-${i}`, enabled: true, email: `hook-user-${i}@example.test`, firstName: 'Hook', lastName: 'User', emailVerified: true, credentials: [{ type: 'password', value: 'hook-password-1', temporary: false }] };
+      expect((await api(a.url, 'POST', '/admin/realms/hooks/users', adminAccess, user)).status).toBe(201);
+    }
+    load = new Load([a, b], () => adminAccess);
+    load.start();
+    await sleep(500);
+  }, 120_000);
+
+  afterAll(async () => {
+    clearInterval(refresher);
+    await load?.stop();
+    console.log('\nfault suite figures (ms):', JSON.stringify(figures, null, 2));
+    await b?.close().catch(() => {});
+    await a?.close().catch(() => {});
+    await redis?.close();
+    postgres?.close();
+    receiver?.close();
+    if (providers) rmSync(providers, { recursive: true, force: true });
+  }, 120_000);
+
+  it('with no fault, no webhook delivery to a healthy receiver waits more than a second past its due time', async () => {
+    await sleep(4000);
+    const [la, lb] = await Promise.all([lateness(a.url), lateness(b.url)]);
+    figures.controlDeliveriesClaimed = la.claimed + lb.claimed;
+    figures.controlDeliveriesLateOverOneSecond = la.overOneSecond + lb.overOneSecond;
+    expect(figures.controlDeliveriesClaimed).toBeGreaterThan(0);
+    expect(figures.controlDeliveriesLateOverOneSecond).toBe(0);
+  });
+
+  it('PostgreSQL connections terminated (pg_terminate_backend) under load: no crash, no 500, serving again at once', async () => {
+    const from = load.outcomes.length;
+    await sleep(300);
+    await superuser((client) => client.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = 'realmgate' and pid <> pg_backend_pid()`));
+    figures.terminateRecoveryMs = await timeUntil(writesOnBoth);
+    await sleep(300);
+    expect(load.statuses(from)).not.toHaveProperty(['create_user 500']);
+    expect(load.outcomes.slice(from).filter((o) => o.status === 500 || o.status === 0)).toEqual([]);
+    expect(figures.terminateRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
+  });
+
+  it('PostgreSQL restarted under load: no crash, no 500, serving again within a second of its return', async () => {
+    const from = load.outcomes.length;
+    await sleep(300);
+    postgres.stop();
+    await sleep(1500);
+    postgres.start();
+    figures.restartRecoveryMs = await timeUntil(writesOnBoth);
+    await sleep(300);
+    expect(load.outcomes.slice(from).filter((o) => o.status === 500 || o.status === 0)).toEqual([]);
+    expect(load.outcomes.slice(from).some((o) => o.status === 503)).toBe(true);
+    expect(figures.restartRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
+  });
+
+  it('a table locked longer than the statement timeout: answered 503 (not hung, not 500), serving again once it is released', async () => {
+    const from = load.outcomes.length;
+    const locker = new pg.Client({ connectionString: dbUrl });
+    await locker.connect();
+    await locker.query('begin');
+    await locker.query('lock table user_entity in access exclusive mode');
+    await sleep(LOCK_MS);
+    await locker.query('rollback');
+    await locker.end();
+    figures.lockRecoveryMs = await timeUntil(writesOnBoth);
+    const during = load.outcomes.slice(from);
+    figures.lockSlowestRequestMs = Math.max(...during.map((o) => o.ms));
+    expect(during.filter((o) => o.status === 500 || o.status === 0)).toEqual([]);
+    // Nothing waited for the whole lock: a statement waits at most the statement timeout (the pool's wait and the
+    // request's own work besides), and is answered 503.
+    expect(figures.lockSlowestRequestMs).toBeLessThan(LOCK_MS);
+    expect(during.filter((o) => o.op === 'create_user' && o.status === 503).length).toBeGreaterThan(0);
+    expect(figures.lockRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
+  });
+
+  it('Redis killed under load: sign-in keeps working, no 500, and a user disabled during the outage is refused everywhere within a second of its return', async () => {
+    const from = load.outcomes.length;
+    expect((await tokenRequest(b.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'stale-user', password: 'stale-password-1' })).status).toBe(200);
+    await redis.kill();
+    await sleep(500);
+    const users = await api(a.url, 'GET', '/admin/realms/master/users?username=stale-user&exact=true', adminAccess);
+    expect((await api(a.url, 'PUT', `/admin/realms/master/users/${users.body[0].id}`, adminAccess, { enabled: false })).status).toBe(204);
+    await sleep(500);
+    const during = load.outcomes.slice(from);
+    expect(during.filter((o) => o.op === 'password' && o.status === 200).length).toBeGreaterThan(0);
+    await redis.start();
+    const refused = async () => (await tokenRequest(b.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'stale-user', password: 'stale-password-1' })).status === 400;
+    // Both measured from Redis's return.
+    [figures.redisKillStalePermissionMs, figures.redisKillRecoveryMs] = await Promise.all([timeUntil(refused), timeUntil(readyOnBoth)]);
+    await sleep(300);
+    expect(load.outcomes.slice(from).filter((o) => o.status === 500 || o.status === 0)).toEqual([]);
+    expect(figures.redisKillStalePermissionMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
+  });
+
+  it('Redis hung (SIGSTOP) under load: sign-in keeps working, no 500, ready again within a second of its return', async () => {
+    const from = load.outcomes.length;
+    redis.hang();
+    await sleep(2500);
+    const during = load.outcomes.slice(from);
+    expect(during.filter((o) => o.op === 'password' && o.status === 200).length).toBeGreaterThan(0);
+    expect((await api(a.url, 'GET', '/health/ready', null)).status).toBe(503);
+    redis.resume();
+    figures.redisHangRecoveryMs = await timeUntil(readyOnBoth);
+    await sleep(300);
+    expect(load.outcomes.slice(from).filter((o) => o.status === 500 || o.status === 0)).toEqual([]);
+    expect(figures.redisHangRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
+  });
+
+  it('lost no acknowledged user, and both nodes are alive', async () => {
+    await load.stop();
+    await refreshAdmin();
+    const listed = await api(a.url, 'GET', '/admin/realms/master/users?max=100000&briefRepresentation=true', adminAccess);
+    const present = new Set((listed.body as { username: string }[]).map((u) => u.username));
+    const acknowledged = load.acknowledgedUsers.filter(Boolean);
+    figures.acknowledgedUsers = acknowledged.length;
+    // Every sign-in that was answered 200 wrote its LOGIN event's delivery with it: each arrives (at least once).
+    const acknowledgedLogins = load.outcomes.filter((o) => o.op === 'hooked_login' && o.status === 200).length;
+    figures.acknowledgedHookedLogins = acknowledgedLogins;
+    figures.webhooksAllReceivedAfterMs = await timeUntil(async () => received >= acknowledgedLogins, 30_000);
+    figures.webhooksReceived = received;
+    const [la, lb] = await Promise.all([lateness(a.url), lateness(b.url)]);
+    // Reported, not asserted: a delivery due while the database was down waits for it, as it must.
+    figures.deliveriesClaimed = la.claimed + lb.claimed;
+    figures.deliveriesLateOverOneSecond = la.overOneSecond + lb.overOneSecond;
+    figures.requests = load.outcomes.length;
+    figures.answered503 = load.outcomes.filter((o) => o.status === 503).length;
+    expect(acknowledged.filter((u) => !present.has(u))).toEqual([]);
+    // An outage is a line when it starts and one when it ends, never a stack per request.
+    for (const [name, node] of [['A', a], ['B', b]] as const) {
+      expect(node.logs.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+      figures[`databaseOutagesLogged${name}`] = node.logs.filter((l) => l.msg === 'database unavailable: requests that need it answer 503 until it is back').length;
+      figures[`sharedStoreOutagesLogged${name}`] = node.logs.filter((l) => l.msg === 'shared-store unavailable: requests that need it answer 503 until it is back').length;
+      // Two database outages (terminate, restart; a lock is timeouts, not an outage), two of Redis (kill, hang).
+      expect(figures[`databaseOutagesLogged${name}`]).toBeLessThanOrEqual(2);
+      expect(figures[`sharedStoreOutagesLogged${name}`]).toBeLessThanOrEqual(2);
+    }
+    for (const node of [a, b]) expect((await api(node.url, 'GET', '/health/live', null)).status).toBe(200);
+  });
+});
