@@ -114,6 +114,8 @@ export function createEventWebhookProvider(options: EventWebhookProviderOptions 
     init(context) {
       webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options);
     },
+    // The webhook's own settings: a manage-clients holder sets them on account-console too (the original setup).
+    ownedClientAttributes: ['api.url', 'api.key'],
     // In production mode the admin API refuses an api.url the guard would refuse without DNS (scheme,
     // literal addresses, localhost names, host rules); the delivery checks the resolved address anyway.
     validateClientAttributes(attributes) {

@@ -556,6 +556,13 @@ interface FactoryBase {
    */
   validateClientAttributes?(attributes: Readonly<Record<string, string>>): Awaitable<string[]>;
   /**
+   * The client attributes this provider owns (e.g. `api.url`, `api.key`), which no sign-in depends on. A
+   * `manage-clients` holder may change these on the clients that sign administrators in (`account-console`, …),
+   * whose other settings only a realm administrator may change; name only attributes that cannot redirect a
+   * token, a code or a sign-in.
+   */
+  ownedClientAttributes?: readonly string[];
+  /**
    * Optional, any kind: routes mounted under `/admin/realms/{realm}/{providerId}/…`, behind the admin API's
    * authentication, each requiring its declared role. Called once after `init`.
    */

@@ -70,9 +70,17 @@ const DISPLAY_FIELDS: ReadonlySet<keyof Client> = new Set(['name', 'description'
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
 
-/** The fields (and `protocolMappers`, when the PUT gives them) that a PUT changes beyond the display fields. */
-function changedBeyondDisplay(before: Client, after: Client, mappersBefore: ProtocolMapper[], mappersGiven: ProtocolMapperInput[] | undefined): string[] {
-  const changed: string[] = (Object.keys(after) as (keyof Client)[]).filter((key) => !DISPLAY_FIELDS.has(key) && canonical(before[key]) !== canonical(after[key]));
+/** A client's attributes without those a provider owns (`ownedClientAttributes`: a webhook's URL and key …). */
+const signInAttributes = (client: Client, owned: ReadonlySet<string>) => Object.fromEntries(Object.entries(client.attributes).filter(([name]) => !owned.has(name)));
+
+/**
+ * The fields (and `protocolMappers`, when the PUT gives them) that a PUT changes beyond the display fields and the
+ * attributes providers own.
+ */
+function changedBeyondDisplay(before: Client, after: Client, mappersBefore: ProtocolMapper[], mappersGiven: ProtocolMapperInput[] | undefined, owned: ReadonlySet<string>): string[] {
+  const differs = (key: keyof Client) =>
+    key === 'attributes' ? canonical(signInAttributes(before, owned)) !== canonical(signInAttributes(after, owned)) : canonical(before[key]) !== canonical(after[key]);
+  const changed: string[] = (Object.keys(after) as (keyof Client)[]).filter((key) => !DISPLAY_FIELDS.has(key) && differs(key));
   const mapperKey = (m: ProtocolMapperInput) => canonical({ name: m.name, protocol: m.protocol, protocolMapper: m.protocolMapper, config: m.config });
   const sorted = (list: ProtocolMapperInput[]) => list.map(mapperKey).sort();
   if (mappersGiven && canonical(sorted(mappersGiven)) !== canonical(sorted(mappersBefore))) changed.push('protocolMappers');
@@ -159,7 +167,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     const caller = callerOf(request);
     const mappersBefore = protocolMappers ? await ctx.storage.clientScopes.mappers(client.id) : [];
-    if (changedBeyondDisplay(client, updated, mappersBefore, protocolMappers).length > 0) requireMayChangeAdministrationClient(caller, realm, client);
+    if (changedBeyondDisplay(client, updated, mappersBefore, protocolMappers, ctx.providers.ownedClientAttributes()).length > 0) requireMayChangeAdministrationClient(caller, realm, client);
     // A secret the caller sets is one it knows.
     if (updated.secret !== client.secret) await requireMayHoldSecret(ctx, caller, client);
     // Read before the transaction: SQLite's one connection is held by it.

@@ -64,6 +64,11 @@ export class ProviderRegistry {
     return problems;
   }
 
+  /** Every client attribute a provider owns (SPI `ownedClientAttributes`). */
+  ownedClientAttributes(): ReadonlySet<string> {
+    return new Set([...this.entries.values()].flatMap(({ factory }) => factory.ownedClientAttributes ?? []));
+  }
+
   /** Initializes each factory in load order and creates its instance; a failure stops start-up. */
   async init(contextFor: (factory: ProviderFactory) => ProviderContext): Promise<void> {
     for (const { factory, packageName } of this.entries.values()) {
