@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import { ConfigError, loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/index.js';
+import { createServer } from '../src/index.js';
 import { REPO_ROOT, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const fixtureProviders = join(import.meta.dirname, 'fixtures', 'providers');
@@ -171,6 +172,18 @@ describe('configuration', () => {
     expect(failure({ argv: ['--config', join(scratch, 'missing.json')] })).toContain('missing.json');
     expect(failure({ argv: ['--config', file('broken.json', '{"httpPort": ')] })).toMatch(/broken\.json.*not valid JSON/);
     expect(failure({ argv: ['--http-port'] })).toContain('--http-port');
+  });
+
+  it('the test-only password hashing cost is off by default and refused in production mode, by loadConfig and createServer', async () => {
+    expect(loadConfig({}).passwordHashingTestCost).toBe(false);
+    expect(loadConfig({ env: { REALMGATE_PASSWORD_HASHING_TEST_COST: 'true' } }).passwordHashingTestCost).toBe(true);
+    const production = { REALMGATE_MODE: 'production', REALMGATE_HOSTNAME: 'https://auth.example.test' };
+    expect(loadConfig({ env: production }).passwordHashingTestCost).toBe(false);
+    const refused = failure({ argv: ['--password-hashing-test-cost', 'true'], env: production });
+    expect(refused).toMatch(/passwordHashingTestCost is for test suites only.*Production mode refuses it/);
+    // A configuration built in code is checked by createServer before it opens anything.
+    const config = { ...loadConfig({ env: production }), passwordHashingTestCost: true };
+    await expect(createServer(config)).rejects.toThrow(/passwordHashingTestCost is for test suites only/);
   });
 });
 
