@@ -298,15 +298,15 @@ describe('the CLI', () => {
 
     const inFlight = fetch(`${url}/realms/acme/test-recorder/slow?ms=800`);
     await new Promise((r) => setTimeout(r, 200));
-    const stopAt = Date.now();
     cli.kill('SIGTERM');
     const slow = await inFlight;
     expect(slow.status).toBe(200);
     expect(await slow.json()).toEqual({ waited: 800 });
     expect(await cli.exited).toBe(0);
-    expect(Date.now() - stopAt).toBeLessThan(5000);
     const tail = cli.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(tail.map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+    // It stopped when the request was done, not when a grace period ran out (for a provider or for the whole server).
+    expect(tail.map((l) => l.msg)).not.toEqual(expect.arrayContaining([expect.stringMatching(/^(provider failed to close|shutdown took longer than the grace period)/)]));
     expect(cli.stderr).toBe('');
   });
 

@@ -216,11 +216,9 @@ describe.each(databases)('the password policy on the server (%s)', (database) =>
     const long = 'A1-'.repeat(3334);
     expect((await reset(userId, long)).status).toBe(400);
     expect((await reset(userId, 'x'.repeat(65))).body).toMatchObject({ error: 'invalidPasswordMaxLengthMessage', params: ['64'] });
-    const started = Date.now();
     expect((await grant('rita', long)).status).toBe(401);
     // Its first 1024 characters are not the password either: a long guess with the right start is wrong.
     expect((await grant('rita', 'Third-pass-3' + 'x'.repeat(9_988))).status).toBe(401);
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect((await grant('rita', 'Third-pass-3')).status).toBe(200);
   });
 
