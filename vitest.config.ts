@@ -10,6 +10,8 @@ export default defineConfig({
     pool: 'forks',
     // Two cores on CI machines: more parallel files only adds contention (Argon2, Chromium).
     maxWorkers: 2,
+    // A test in which no expect() ran fails: none passes by luck (issue 36).
+    expect: { requireAssertions: true },
     // The default output, then the ten slowest files (issue 36: the next slow file is seen).
     reporters: ['default', new SlowestFilesReporter()],
   },
