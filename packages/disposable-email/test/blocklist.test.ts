@@ -154,10 +154,9 @@ describe('matching', () => {
     expect(isDisposableEmail(`a@${longest}.`)).toBe(true);
     expect(isDisposableEmail(`a@y${longest}`)).toBe(true);
     expect(isDisposableEmail(`a@y.${longest}`)).toBe(false);
-    const started = performance.now();
+    // Linear work takes milliseconds, quadratic minutes: the test's timeout catches that (the time itself is a
+    // benchmark's business, not an assertion's).
     for (let i = 0; i < 10; i++) expect(isDisposableEmail(`a@${'x.'.repeat(100_000)}mailinator.com`)).toBe(false);
-    // Linear work would take milliseconds, quadratic minutes; the margin absorbs a busy shared machine.
-    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('catches padding that IDN mapping removes, however long', () => {
@@ -261,27 +260,31 @@ describe('refresh', () => {
       const { list } = await smallList('hammer', ['base.example'], { extraSources: sources });
       await list.refresh();
       const known = ['a@base.example', 'a@sub.base.example', 'a@extra0.example', 'a@x.extra1999.example'];
-      let lookups = 0;
       let misses = 0;
       let refreshing = true;
+      // Which refresh was in flight at each round of lookups: each one must have had lookups while it ran.
+      let inFlight = -1;
+      const lookedUpDuring = new Set<number>();
       const lookupLoop = (async () => {
         while (refreshing) {
           for (const address of known) {
-            lookups++;
             if (!list.isDisposable(address)) misses++;
           }
+          if (inFlight >= 0) lookedUpDuring.add(inFlight);
           await new Promise((resolve) => setImmediate(resolve));
         }
       })();
       let refreshes = 0;
       for (let i = 0; i < 40; i++) {
+        inFlight = i;
         await list.refresh();
+        inFlight = -1;
         refreshes++;
       }
       refreshing = false;
       await lookupLoop;
       expect(refreshes).toBe(40);
-      expect(lookups).toBeGreaterThan(40 * known.length);
+      expect([...lookedUpDuring].sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
       expect(misses).toBe(0);
       expect(list.size).toBe(2_001);
     } finally {

@@ -1078,21 +1078,19 @@ describe('bounded verification cost', () => {
     expect(opens[0].challenge).toMatchObject({ d: 0, m: 65536, t: 2 });
     await sleep(Math.max(...opens.map((o) => o.challenge.iat)) + 550 - Date.now());
 
-    const started = performance.now();
+    // The order in which the answers came: submissions by outcome, and the health checks.
+    const answered: ('accepted' | 'refused' | 'other' | 'health')[] = [];
     const pending = opens.map((open) =>
-      submit(open, { username: 'alice', password: 'wonderland-42', pow_nonce: '0' }).then((reply) => ({
-        open,
-        reply,
-        ms: performance.now() - started,
-      })),
+      submit(open, { username: 'alice', password: 'wonderland-42', pow_nonce: '0' }).then((reply) => {
+        answered.push(reply.status === 302 ? 'accepted' : reply.status === 503 ? 'refused' : 'other');
+        return { open, reply };
+      }),
     );
     await sleep(20);
-    const health: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const t0 = performance.now();
       const response = await fetch(`${main.url}/health/live`);
       expect(response.status).toBe(200);
-      health.push(performance.now() - t0);
+      answered.push('health');
     }
     const results = await Promise.all(pending);
 
@@ -1106,11 +1104,11 @@ describe('bounded verification cost', () => {
       expect(reply.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
       expect(pageMessage(reply.html)).toBe(GENERIC_LOGIN);
     }
-    const slowest = Math.max(...accepted.map((r) => r.ms));
-    expect(Math.max(...refused.map((r) => r.ms))).toBeLessThan(slowest);
-    // The health checks ran while verifications were busy, and were not held up by them.
-    expect(Math.max(...health)).toBeLessThan(250);
-    expect(health.reduce((a, b) => a + b, 0)).toBeLessThan(slowest);
+    // Refused at once: every refusal was answered before the last admitted verification ended.
+    expect(answered.lastIndexOf('refused')).toBeLessThan(answered.lastIndexOf('accepted'));
+    // The health checks ran while verifications were busy, and were not held up by them: all five were answered
+    // before the last admitted verification ended.
+    expect(answered.lastIndexOf('health')).toBeLessThan(answered.lastIndexOf('accepted'));
     const errors = await eventsFrom('heavy', 'LOGIN_ERROR', ip, refused.length);
     expect(errors.every((e) => e.error === 'pow_failed' && e.details?.reason === 'overloaded')).toBe(true);
 

@@ -29,7 +29,7 @@ export async function ensureMasterRealm(ctx: ServerContext): Promise<{ username:
   await ctx.storage.transaction(async (trx) => {
     const master = await provisionRealm(ctx.storage, ctx.keys, ctx.flows, 'master', (r) => (r.displayName = 'Realmgate'), trx);
     const admin = await createUser(ctx.storage, master, { username, enabled: true, emailVerified: true }, trx);
-    await setPassword(ctx.storage, master, admin, password!, trx);
+    await setPassword(ctx, master, admin, password!, trx);
     const adminRole = await trx.selectFrom('role').select('id').where('container_id', '=', master.id).where('name', '=', 'admin').executeTakeFirstOrThrow();
     await ctx.storage.roles.grant(admin.id, [adminRole.id], trx);
   });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { checkHostname, type ServerConfig } from './config/index.js';
+import { checkHostname, checkTestOnlyOptions, type ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { accountApi } from './account-api/index.js';
 import { adminApi, adminConsoleRoutes } from './admin/index.js';
@@ -116,8 +116,9 @@ function dependencyMetrics(metrics: MetricsRegistry, storage: Storage, store: Ow
 
 /** The composition root: builds every service once, loads providers, mounts routes. Nothing listens yet. */
 export async function createServer(config: ServerConfig, options: ServerOptions = {}): Promise<RealmgateServer> {
-  // loadConfig checks this too; a configuration built in code must not skip it.
+  // loadConfig checks these too; a configuration built in code must not skip them.
   checkHostname(config);
+  checkTestOnlyOptions(config);
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
   const metrics = new MetricsRegistry();

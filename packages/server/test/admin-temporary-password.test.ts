@@ -19,7 +19,8 @@ describe.each(databases)('temporary passwords and removing the password (%s)', (
   let kc: KcAdminClient;
 
   beforeAll(async () => {
-    t = await startServer({ database });
+    // The password credential's data names Keycloak's Argon2id parameters: hashed at production cost.
+    t = await startServer({ database, passwordHashing: 'production' });
     kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: REALM, enabled: true });
     await kc.realms.updateConfigEvents({ realm: REALM }, { adminEventsEnabled: true });

@@ -78,9 +78,11 @@ describe("Keycloak's e-mail rule", () => {
   });
 
   it('answers in linear time on hostile input', () => {
-    const started = performance.now();
-    for (const input of [`${'a'.repeat(200_000)}@x!`, `a@${'b-'.repeat(100_000)}!`, `a@${'b'.repeat(300_000)}.`, `${'a.'.repeat(100_000)}@x`]) emailPattern.test(input);
-    expect(performance.now() - started).toBeLessThan(1000);
+    // Linear matching takes milliseconds, backtracking ages: the test's timeout catches that (the time itself is a
+    // benchmark's business, not an assertion's).
+    for (const input of [`${'a'.repeat(200_000)}@x!`, `a@${'b-'.repeat(100_000)}!`, `a@${'b'.repeat(300_000)}.`, `${'a.'.repeat(100_000)}@x`]) {
+      expect(emailPattern.test(input), input.slice(0, 12)).toBe(false);
+    }
   });
 });
 

@@ -275,9 +275,8 @@ describe('closing providers', () => {
       env: { TEST_RECORDER_ID: 'hang-on-close', TEST_PROVIDER_HANG_ON_CLOSE: '1' },
       config: { REALMGATE_SHUTDOWN_GRACE_MS: '300' },
     });
-    const started = Date.now();
+    // The resource's close() never settles: close() returning at all is the grace period giving up on it.
     await t.close();
-    expect(Date.now() - started).toBeLessThan(2000);
     // Reverse load order: the resource (which hangs) first, then each listener all the same.
     expect(recording('hang-on-close').closed).toEqual([
       'realm-resource:test-recorder',
@@ -286,6 +285,6 @@ describe('closing providers', () => {
       'event-listener:test-bystander',
       'event-listener:test-recorder',
     ]);
-    expect(t.logs.find((l) => l.msg === 'provider failed to close')).toMatchObject({ provider: 'test-recorder', err: { message: 'did not close within 300 ms' } });
+    expect(t.logs.filter((l) => l.msg === 'provider failed to close')).toEqual([expect.objectContaining({ provider: 'test-recorder', err: expect.objectContaining({ message: 'did not close within 300 ms' }) })]);
   });
 });

@@ -244,7 +244,8 @@ describe.each(databases)('Keycloak 18–26 exports from public repositories (%s)
   beforeAll(async () => {
     // The files as found, byte for byte, in one directory for --import-realm.
     for (const file of FILES) copyFileSync(join(FIXTURES, file), join(dir, file));
-    t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
+    // Keycloak's hashes imported and signed in with, at production cost.
+    t = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir }, passwordHashing: 'production' });
     kc = await masterAdminClient(t.url);
   }, 240_000);
   afterAll(async () => {

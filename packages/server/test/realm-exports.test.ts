@@ -243,7 +243,8 @@ describe('Keycloak hashed passwords in an import', () => {
   let t: TestServer;
   let kc: KcAdminClient;
   beforeAll(async () => {
-    t = await startServer();
+    // About hashing: imported hashes are replaced at Keycloak's production cost.
+    t = await startServer({ passwordHashing: 'production' });
     kc = await masterAdminClient(t.url);
   });
   afterAll(() => t?.close());

@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -136,12 +136,23 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
   });
 
   it('closes at once, and a directory removed right after leaves no error behind', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
-    const handle = await openDatabase(`sqlite:${join(dir, 'realmgate.db')}`);
-    await sql`create table probe (id integer primary key)`.execute(handle.db);
-    await handle.close();
-    rmSync(dir, { recursive: true, force: true });
-    // The thread may still be opening or closing its connection: whatever it meets must not surface here.
-    await new Promise((done) => setTimeout(done, 500));
+    const surfaced: unknown[] = [];
+    const record = (error: unknown) => void surfaced.push(error);
+    process.on('uncaughtException', record);
+    process.on('unhandledRejection', record);
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'realmgate-checkpoint-'));
+      const handle = await openDatabase(`sqlite:${join(dir, 'realmgate.db')}`);
+      await sql`create table probe (id integer primary key)`.execute(handle.db);
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
+      expect(existsSync(dir)).toBe(false);
+      // The thread may still be opening or closing its connection: whatever it meets must not surface here.
+      await new Promise((done) => setTimeout(done, 500));
+    } finally {
+      process.off('uncaughtException', record);
+      process.off('unhandledRejection', record);
+    }
+    expect(surfaced).toEqual([]);
   });
 });

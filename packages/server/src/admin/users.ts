@@ -80,7 +80,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // `federatedIdentities`: links to accounts at the realm's identity providers, kept as data (no brokering here).
     const links = parseFederatedIdentities((request.body as { federatedIdentities?: unknown }).federatedIdentities ?? [], 'user.federatedIdentities');
     const user = await ctx.storage.transaction(async (trx) => {
-      const created = await insertUser(ctx.storage, realm, input, trx);
+      const created = await insertUser(ctx, realm, input, trx);
       // A temporary password (`credentials: [{type:"password", value, temporary:true}]`) asks for a new one at the next sign-in.
       if (input.temporaryPassword) await markPasswordTemporary(ctx.storage, created.id, true, trx);
       await ctx.storage.groups.join(created.id, groupIds, trx);
@@ -146,7 +146,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       attributes: input.attributes ?? user.attributes,
     };
     // One write with the password, so a password the policy refuses leaves the other fields unchanged too.
-    if (input.password !== undefined) updated = await setPassword(ctx.storage, realm, updated, input.password);
+    if (input.password !== undefined) updated = await setPassword(ctx, realm, updated, input.password);
     else await ctx.storage.users.update(updated);
     if (input.requiredActions !== undefined) await ctx.storage.credentials.setRequiredActions(user.id, input.requiredActions);
     // Keycloak's updateUserFromRep: a temporary password credential adds UPDATE_PASSWORD (after the list above).
@@ -176,7 +176,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const credential = parsePasswordCredential(request.body);
     // As Keycloak: temporary adds UPDATE_PASSWORD (a new password at the next sign-in), otherwise it is removed.
     await ctx.storage.transaction(async (trx) => {
-      await setPassword(ctx.storage, realm, user, credential.value, trx);
+      await setPassword(ctx, realm, user, credential.value, trx);
       await markPasswordTemporary(ctx.storage, user.id, credential.temporary, trx);
     });
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/reset-password`);

@@ -1,7 +1,7 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
-import { hashIterations, MAX_PASSWORD_LENGTH, passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { MAX_PASSWORD_LENGTH, passwordExpired, policyHashCost, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { pendingRequiredActions, upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
@@ -103,8 +103,8 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
   // No password is set longer than the cap, so a longer one is wrong: it still costs one hash of its first part.
   const tooLong = attempt.password.length > MAX_PASSWORD_LENGTH;
   const policy = realmPasswordPolicy(realm.passwordPolicy);
-  const iterations = hashIterations(policy);
-  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null, iterations)) && !tooLong;
+  const cost = policyHashCost(policy, ctx.config.passwordHashingTestCost);
+  const valid = (await verifyPassword(attempt.password.slice(0, MAX_PASSWORD_LENGTH), user?.passwordHash ?? null, cost)) && !tooLong;
   if (!user) {
     await loginFailureWorkWithoutUser(ctx, realm);
     return fail({ ok: false, error: 'user_not_found', user: null });
@@ -137,7 +137,7 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
   }
-  await upgradePasswordHash(ctx.storage, user, attempt.password, iterations);
+  await upgradePasswordHash(ctx.storage, user, attempt.password, cost);
   // Brute-force failures are forgotten only when the whole login completes (after any OTP step): see completeLogin.
   return { ok: true, user };
 }
@@ -149,7 +149,7 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
  */
 export async function verifyCurrentPassword(ctx: PasswordContext, realm: Realm, user: User, password: string, attempt: SecondFactorAttempt): Promise<SecondFactorResult> {
   return checkSecondFactor(ctx, realm, user, attempt, async () => {
-    const iterations = hashIterations(realmPasswordPolicy(realm.passwordPolicy));
-    return (await verifyPassword(password.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash, iterations)) && password.length <= MAX_PASSWORD_LENGTH;
+    const cost = policyHashCost(realmPasswordPolicy(realm.passwordPolicy), ctx.config.passwordHashingTestCost);
+    return (await verifyPassword(password.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash, cost)) && password.length <= MAX_PASSWORD_LENGTH;
   });
 }

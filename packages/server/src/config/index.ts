@@ -39,6 +39,7 @@ export function loadConfig({ argv = [], env = {} }: ConfigSources = {}): ServerC
   }
   config.providers = providers;
   checkHostname(config as ServerConfig);
+  checkTestOnlyOptions(config as ServerConfig);
   const flagNames = new Set<string>(['--config', ...options.map((o) => o.flag)]);
   for (const name of flags.keys()) {
     if (!flagNames.has(name)) throw new ConfigError(`unknown option ${name}; known: ${[...flagNames].join(', ')}`);
@@ -64,6 +65,17 @@ export function checkHostname(config: Pick<ServerConfig, 'mode' | 'hostname' | '
         'REALMGATE_HOSTNAME), so that links in e-mails and token issuers do not come from the Host header of a request. ' +
         'To take it from each request instead (only behind a proxy that sets Host and X-Forwarded-*), set hostname-strict ' +
         'to false (--hostname-strict false or REALMGATE_HOSTNAME_STRICT=false).',
+    );
+  }
+}
+
+/** Options that make a server cheaper to test and weaker to attack: production mode refuses them. */
+export function checkTestOnlyOptions(config: Pick<ServerConfig, 'mode' | 'passwordHashingTestCost'>): void {
+  if (config.mode === 'production' && config.passwordHashingTestCost) {
+    throw new ConfigError(
+      'passwordHashingTestCost is for test suites only: it hashes passwords with 8 KiB of memory, which makes a stolen ' +
+        'database cheap to crack. Production mode refuses it; remove --password-hashing-test-cost / ' +
+        'REALMGATE_PASSWORD_HASHING_TEST_COST (or use development mode for tests).',
     );
   }
 }

@@ -8,27 +8,47 @@ const ARGON2ID = 2;
 // Keycloak 26's Argon2id defaults; @node-rs/argon2 hashes on libuv's thread pool, off the event loop.
 const argon2Options = { algorithm: ARGON2ID, memoryCost: 7168, timeCost: 5, parallelism: 1, outputLen: 32 } as const;
 
-/** An Argon2id hash at Keycloak 26's parameters; `timeCost` is a password policy's hashIterations. */
-export function hashPassword(password: string, timeCost: number = argon2Options.timeCost): Promise<string> {
-  return hash(password, { ...argon2Options, timeCost });
+/**
+ * The cost of the hashes this server makes: `iterations` is a password policy's hashIterations, `memoryKib` Keycloak
+ * 26's 7 MiB, or for test suites only (the passwordHashingTestCost option) the least Argon2 allows. Each hash
+ * carries its own parameters, so either kind verifies whatever the server's cost is now.
+ */
+export interface PasswordHashCost {
+  iterations: number;
+  memoryKib: number;
+}
+
+/** The least memory Argon2 accepts at parallelism 1 (8 KiB per lane): a hash in well under a millisecond. */
+const TEST_MEMORY_KIB = 8;
+
+export const PRODUCTION_HASH_COST: PasswordHashCost = { iterations: argon2Options.timeCost, memoryKib: argon2Options.memoryCost };
+
+/** The cost of a new hash at `iterations` (the realm's hashIterations) on a server with or without the test-only cost. */
+export function passwordHashCost(iterations: number, testCost: boolean): PasswordHashCost {
+  return { iterations, memoryKib: testCost ? TEST_MEMORY_KIB : argon2Options.memoryCost };
+}
+
+/** An Argon2id hash at Keycloak 26's parameters, or at `cost`. */
+export function hashPassword(password: string, cost: PasswordHashCost = PRODUCTION_HASH_COST): Promise<string> {
+  return hash(password, { ...argon2Options, timeCost: cost.iterations, memoryCost: cost.memoryKib });
 }
 
 /**
- * Whether a stored hash was made otherwise than hashPassword(…, timeCost) would make it now (another algorithm,
+ * Whether a stored hash was made otherwise than hashPassword(…, cost) would make it now (another algorithm,
  * memory, iterations or parallelism), so that the next successful login should hash the password again.
  */
-export function hashNeedsUpgrade(passwordHash: string, timeCost: number = argon2Options.timeCost): boolean {
+export function hashNeedsUpgrade(passwordHash: string, cost: PasswordHashCost = PRODUCTION_HASH_COST): boolean {
   const params = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/.exec(passwordHash);
   if (!params) return true;
   const [, m, t, p] = params.map(Number);
-  return m !== argon2Options.memoryCost || t !== timeCost || p !== argon2Options.parallelism;
+  return m !== cost.memoryKib || t !== cost.iterations || p !== argon2Options.parallelism;
 }
 
-/** `timeCost` is what a missing hash costs: the realm's hashIterations, as its users' hashes have. */
-export async function verifyPassword(password: string, passwordHash: string | null, timeCost: number = argon2Options.timeCost): Promise<boolean> {
+/** `cost` is what a missing hash costs: the realm's, as its users' hashes have. */
+export async function verifyPassword(password: string, passwordHash: string | null, cost: PasswordHashCost = PRODUCTION_HASH_COST): Promise<boolean> {
   if (!passwordHash) {
     // Spend the same time as a real check so a missing user or password is not told apart by timing.
-    await hash(password, { ...argon2Options, timeCost });
+    await hashPassword(password, cost);
     return false;
   }
   try {

@@ -1,4 +1,5 @@
 import type { PasswordPolicyErrorKey as PolicyMessageKey } from '../model/errors.js';
+import { passwordHashCost, type PasswordHashCost } from './index.js';
 
 /**
  * A realm's password policy in Keycloak's syntax (`length(12) and upperCase(1) and notUsername`), parsed and
@@ -189,3 +190,6 @@ export function passwordExpired(policy: PasswordPolicy, passwordCreated: number 
 
 /** The Argon2id iterations new hashes get under this policy. */
 export const hashIterations = (policy: PasswordPolicy) => policy.hashIterations ?? DEFAULT_HASH_ITERATIONS;
+
+/** The Argon2id cost of new hashes under this policy; `testCost`: the server's test-only passwordHashingTestCost. */
+export const policyHashCost = (policy: PasswordPolicy, testCost: boolean): PasswordHashCost => passwordHashCost(hashIterations(policy), testCost);

@@ -125,7 +125,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (Object.keys(errors).length) return render(reply, realm, user, session, 'password', { errors, status: 400 });
     let updated: User;
     try {
-      updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+      updated = await setPassword(ctx, realm, user, form['password-new']);
     } catch (error) {
       if (!(error instanceof PasswordPolicyError)) throw error;
       return render(reply, realm, user, session, 'password', { errors: { 'password-new': error.message }, status: 400 });

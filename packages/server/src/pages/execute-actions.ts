@@ -104,7 +104,7 @@ export function executeActionsRoutes(app: FastifyInstance, ctx: ServerContext, s
         if (!(error instanceof PasswordPolicyError)) throw error;
         return refused({ 'password-new': error.message });
       }
-      const updated = await setPassword(ctx.storage, realm, user, password);
+      const updated = await setPassword(ctx, realm, user, password);
       await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
       // The old password may be known to someone else: end every session it opened.
       await ctx.storage.sessions.deleteForUser(user.id);

@@ -83,7 +83,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         return page({ 'password-new': error.message });
       }
       if (!(await ctx.actionTokens.consume(claims))) return expired();
-      const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+      const updated = await setPassword(ctx, realm, user, form['password-new']);
       await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
       // This page is shown only after the OTP step; CONFIGURE_TOTP may still be pending.

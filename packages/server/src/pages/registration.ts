@@ -72,7 +72,7 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
       try {
         user = await ctx.storage.transaction(async (trx) => {
           const created = await createUser(ctx.storage, realm, { username: values.username, email: values.email || null, firstName: values.firstName || null, lastName: values.lastName || null }, trx);
-          return setPassword(ctx.storage, realm, created, form.password, trx);
+          return setPassword(ctx, realm, created, form.password, trx);
         });
       } catch (error) {
         if (error instanceof PasswordPolicyError) {

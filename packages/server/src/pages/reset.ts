@@ -149,7 +149,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       return refused({ 'password-new': error.message });
     }
     if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
-    const updated = await setPassword(ctx.storage, realm, user, form['password-new']);
+    const updated = await setPassword(ctx, realm, user, form['password-new']);
     await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);

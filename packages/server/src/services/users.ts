@@ -1,9 +1,10 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../admin/representations/user.js';
-import { hashNeedsUpgrade, hashPassword, newId, verifyPassword } from '../credentials/index.js';
+import { hashNeedsUpgrade, hashPassword, newId, verifyPassword, type PasswordHashCost } from '../credentials/index.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
-import { checkPassword, hashIterations, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
+import { checkPassword, policyHashCost, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
+import type { ServerContext } from '../context.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { joinDefaultGroups } from './groups.js';
@@ -63,7 +64,8 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
  * Creates a user from an admin representation (e-mail and username must be free, password set when given);
  * used by the users API and by realm import.
  */
-export async function insertUser(storage: Storage, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
+export async function insertUser(ctx: Pick<ServerContext, 'storage' | 'config'>, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
+  const { storage } = ctx;
   if (!input.username) throw badRequest(`${path}.username: is required`, 'username');
   if (input.email && !realm.duplicateEmailsAllowed && (await db.selectFrom('user_entity').select('id').where('realm_id', '=', realm.id).where('email', '=', input.email.toLowerCase()).executeTakeFirst())) {
     throw conflict('User exists with same email', 'email');
@@ -75,7 +77,7 @@ export async function insertUser(storage: Storage, realm: Realm, input: UserInpu
     if (isUniqueViolation(error)) throw conflict('User exists with same username', 'username');
     throw error;
   }
-  if (input.password !== undefined) user = await setPassword(storage, realm, user, input.password, db);
+  if (input.password !== undefined) user = await setPassword(ctx, realm, user, input.password, db);
   else if (input.passwordHash !== undefined) {
     // An exported hash cannot be checked against the policy; it is replaced at the user's next sign-in.
     user = { ...user, passwordHash: input.passwordHash, passwordCreated: input.passwordCreated ?? Date.now(), passwordLabel: input.passwordLabel ?? null };
@@ -104,11 +106,12 @@ export async function ensureServiceAccount(storage: Storage, realm: Realm, clien
  * policy refuses throws PasswordPolicyError and changes nothing; with passwordHistory(n) the new password may
  * equal neither the current one nor the n-1 before it, and the replaced hash is remembered.
  */
-export async function setPassword(storage: Storage, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
+export async function setPassword(ctx: Pick<ServerContext, 'storage' | 'config'>, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
+  const { storage } = ctx;
   const policy = await checkNewPassword(storage, realm, user, password, db);
   const now = Date.now();
   // A new password is a new credential: the old one's label does not carry over (Keycloak's console labels it anew).
-  const updated = { ...user, passwordHash: await hashPassword(password, hashIterations(policy)), passwordCreated: now, passwordLabel: null };
+  const updated = { ...user, passwordHash: await hashPassword(password, policyHashCost(policy, ctx.config.passwordHashingTestCost)), passwordCreated: now, passwordLabel: null };
   await storage.users.update(updated, db);
   if (user.passwordHash) await storage.users.rememberPassword(user.id, user.passwordHash, now, Math.max((policy.passwordHistory ?? 0) - 1, 0), db);
   return updated;
@@ -162,12 +165,12 @@ export async function checkNewPassword(storage: Storage, realm: Realm, user: Use
 
 /**
  * After a successful login: hashes the password again when the stored hash was made with other parameters than
- * the realm's policy asks for now (`iterations`: its hashIterations), as Keycloak upgrades a hash at login. A
- * password changed meanwhile is left alone.
+ * the realm's policy asks for now (`cost`: its hashIterations, at this server's memory cost), as Keycloak upgrades
+ * a hash at login. A password changed meanwhile is left alone.
  */
-export async function upgradePasswordHash(storage: Storage, user: User, password: string, iterations: number): Promise<void> {
-  if (!user.passwordHash || !hashNeedsUpgrade(user.passwordHash, iterations)) return;
-  await storage.users.replacePasswordHash(user.id, user.passwordHash, await hashPassword(password, iterations));
+export async function upgradePasswordHash(storage: Storage, user: User, password: string, cost: PasswordHashCost): Promise<void> {
+  if (!user.passwordHash || !hashNeedsUpgrade(user.passwordHash, cost)) return;
+  await storage.users.replacePasswordHash(user.id, user.passwordHash, await hashPassword(password, cost));
 }
 
 /** The user as listeners see it; taken before a deletion so a DELETE event still names who went. */

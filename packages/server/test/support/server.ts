@@ -28,6 +28,17 @@ export interface TestServerOptions {
   providersDir?: string;
   env?: Record<string, string>;
   config?: Record<string, string>;
+  /**
+   * The Argon2id cost of the passwords the server hashes: 'test' (passwordHashingTestCost, the default outside
+   * production mode, which refuses it) or 'production' (Keycloak's), for the tests that are about hashing.
+   */
+  passwordHashing?: 'test' | 'production';
+}
+
+/** The environment that gives a test server the test-only password hashing cost, unless asked for production's. */
+export function passwordHashingEnv(config: Record<string, string> = {}, passwordHashing?: 'test' | 'production'): Record<string, string> {
+  const cost = passwordHashing ?? (config.REALMGATE_MODE === 'production' ? 'production' : 'test');
+  return { REALMGATE_PASSWORD_HASHING_TEST_COST: String(cost === 'test') };
 }
 
 /** A throw-away PostgreSQL database, so each server starts from an empty schema. */
@@ -64,6 +75,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
       REALMGATE_PROVIDERS_DIR: providersDir,
       REALMGATE_LOG_LEVEL: 'debug',
+      ...passwordHashingEnv(options.config, options.passwordHashing),
       ...options.config,
     },
   });

@@ -74,7 +74,7 @@ export function parsePartialImport(body: unknown, realm: Realm): { policy: IfRes
  * checked first, then written in one transaction: all or nothing.
  */
 export async function partialImport(
-  ctx: Pick<ServerContext, 'storage' | 'flows' | 'logger'>,
+  ctx: Pick<ServerContext, 'storage' | 'config' | 'flows' | 'logger'>,
   realm: Realm,
   input: { policy: IfResourceExists; data: RealmImport },
   guard: PartialImportGuard,

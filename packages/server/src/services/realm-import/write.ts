@@ -20,7 +20,7 @@ import { saveFederatedIdentities, type ImportedFederatedIdentity } from './feder
 import type { RealmImport } from './parse.js';
 
 /** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
-export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | 'flows' | 'logger'>, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
+export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | 'config' | 'flows' | 'logger'>, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
   const { storage } = ctx;
   const clientUuid = new Map<string, string>();
   for (const row of await trx.selectFrom('client').select(['id', 'client_id']).where('realm_id', '=', realm.id).execute()) {
@@ -129,7 +129,7 @@ export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | '
   const consents: { userId: string; consent: ImportedConsent }[] = [];
   for (const [i, input] of data.users.entries()) {
     const path = input.path ?? `realm.users[${i}]`;
-    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(storage, realm, input, trx, path).catch((error: unknown) => {
+    const user = input.serviceAccountOf ? await serviceAccountUser(input.serviceAccountOf, path, input.attributes, input.createdTimestamp) : await insertUser(ctx, realm, input, trx, path).catch((error: unknown) => {
       // The realm's policy refuses the file's plain password: say which user's (the rule's key stays Keycloak's).
       throw error instanceof PasswordPolicyError ? new PasswordPolicyError(error.key, error.params, `${path}.credentials: ${error.message}`) : error;
     });
