@@ -35,6 +35,23 @@ describe.each(databases)('partial import (%s)', (database) => {
     expect((await signIn('admin', 'admin')).status).toBe(200);
   });
 
+  it('OVERWRITE never replaces a client that signs administrators in, broker from a realm file included', async () => {
+    await kc.realms.partialImport({ realm: 'demo', rep: { ifResourceExists: 'SKIP', clients: [{ clientId: 'broker', redirectUris: ['https://app.example/*'] }] } as never });
+    const attacker = ['https://attacker.example/*'];
+    const rep = { ifResourceExists: 'OVERWRITE', clients: ['broker', 'security-admin-console', 'account-console'].map((clientId) => ({ clientId, redirectUris: attacker })) };
+    const result = await kc.realms.partialImport({ realm: 'demo', rep: rep as never });
+    expect(result.results.map((r) => `${r.resourceName} ${r.action}`).sort()).toEqual(['account-console SKIPPED', 'broker SKIPPED', 'security-admin-console SKIPPED']);
+    kc.setConfig({ realmName: 'demo' });
+    try {
+      for (const clientId of ['broker', 'security-admin-console', 'account-console']) {
+        const [client] = await kc.clients.find({ clientId });
+        expect(client.redirectUris).not.toContain(attacker[0]);
+      }
+    } finally {
+      kc.setConfig({ realmName: 'master' });
+    }
+  });
+
   it('FAIL refuses an existing resource with 409 naming it, and writes nothing of the file', async () => {
     const rep = { ifResourceExists: 'FAIL', roles: { realm: [{ name: 'brand-new-role' }, { name: 'user-is-manager' }] } };
     await expect(kc.realms.partialImport({ realm: 'demo', rep: rep as never })).rejects.toMatchObject({

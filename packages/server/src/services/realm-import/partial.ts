@@ -45,8 +45,11 @@ export interface PartialImportGuard {
   changeAccount(userId: string): Promise<void>;
 }
 
-/** The clients every realm is given: an import never replaces them (their roles hold the realm's administration). */
-const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', SECURITY_ADMIN_CONSOLE, REALM_MANAGEMENT]);
+/**
+ * The clients every realm is given, and `broker` (Keycloak's, from realm files): an import never replaces them (their
+ * roles hold the realm's administration; they sign administrators in, which only a realm administrator may change).
+ */
+const PROVISIONED_CLIENTS = new Set([ADMIN_CLI, ACCOUNT, 'account-console', 'broker', SECURITY_ADMIN_CONSOLE, REALM_MANAGEMENT]);
 
 const PARTIAL_IMPORT_FIELDS = new Set(['ifResourceExists', 'policy', 'users', 'clients', 'roles', 'groups', 'identityProviders', 'identityProviderMappers']);
 
