@@ -1,15 +1,13 @@
 import type {
   CompiledQuery,
   DatabaseConnection,
-  DatabaseIntrospector,
   Dialect,
-  DialectAdapter,
   Driver,
-  Kysely,
   QueryCompiler,
   QueryResult,
   TransactionSettings,
 } from 'kysely';
+import { WrappedDialect } from './wrapped-dialect.js';
 import { DependencyUnavailableError, throwIfAbandoned, type DependencyState } from '../store/index.js';
 
 /**
@@ -43,27 +41,16 @@ export function isUnavailable(error: unknown): boolean {
  * DependencyUnavailableError (503 with Retry-After, no stack logged) and marks the database down in `state`
  * (one log line per outage); the next statement that succeeds marks it up again.
  */
-export class AvailabilityDialect implements Dialect {
+export class AvailabilityDialect extends WrappedDialect {
   constructor(
-    private readonly inner: Dialect,
+    inner: Dialect,
     private readonly state: DependencyState,
-  ) {}
+  ) {
+    super(inner);
+  }
 
   createDriver(): Driver {
     return new AvailabilityDriver(this.inner.createDriver(), this.state);
-  }
-
-  createQueryCompiler(): QueryCompiler {
-    return this.inner.createQueryCompiler();
-  }
-
-  createAdapter(): DialectAdapter {
-    return this.inner.createAdapter();
-  }
-
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
-    return this.inner.createIntrospector(db);
   }
 }
 

@@ -1,46 +1,33 @@
 import type {
   CompiledQuery,
   DatabaseConnection,
-  DatabaseIntrospector,
   Dialect,
-  DialectAdapter,
   Driver,
-  Kysely,
   OperationNode,
   QueryCompiler,
   QueryResult,
   TransactionSettings,
 } from 'kysely';
+import { WrappedDialect } from './wrapped-dialect.js';
 
 /**
  * A Kysely dialect around another that reports which tables every committed write touched: at once for a
  * statement outside a transaction, at COMMIT for those inside one (nothing on ROLLBACK). The one place where
  * the configuration cache (config-cache.ts) learns of changes, whichever repository or module wrote them.
  */
-export class WriteTrackingDialect implements Dialect {
+export class WriteTrackingDialect extends WrappedDialect {
   /** Statements run through this dialect (transaction control excluded): what a request costs the database. */
   readonly counts = { queries: 0 };
 
   constructor(
-    private readonly inner: Dialect,
+    inner: Dialect,
     private readonly onCommitted: (tables: Set<string>) => void,
-  ) {}
+  ) {
+    super(inner);
+  }
 
   createDriver(): Driver {
     return new WriteTrackingDriver(this.inner.createDriver(), this.onCommitted, this.counts);
-  }
-
-  createQueryCompiler(): QueryCompiler {
-    return this.inner.createQueryCompiler();
-  }
-
-  createAdapter(): DialectAdapter {
-    return this.inner.createAdapter();
-  }
-
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
-    return this.inner.createIntrospector(db);
   }
 }
 
