@@ -4,6 +4,7 @@ import { encodeChallenge, newChallengeId, verifyChallenge } from './challenge.js
 import type { Challenge } from './challenge.js';
 import { currentAttempts, difficultyFor, difficultyRange, recordAttempt } from './difficulty.js';
 import { leadingZeroBits, solutionHash } from './hash.js';
+import { LocalSpentSet } from './local-spent-set.js';
 import { VerificationPool } from './pool.js';
 import type { Lease } from './pool.js';
 import type { PowSettings } from './settings.js';
@@ -61,6 +62,8 @@ export interface ProofOfWorkOptions {
 const NONCE = /^[0-9]{1,16}$/;
 
 const spentKey = (id: string): string => `spent:${id}`;
+/** Spends one process keeps while the store is down: about 10 MB at most, far above a node's rate of solved forms. */
+const LOCAL_SPENT_LIMIT = 100_000;
 
 const noop = { inc() {}, set() {}, dec() {} } satisfies Counter & Gauge;
 
@@ -76,6 +79,9 @@ export class ProofOfWork {
   private readonly rejected: Counter;
   private readonly storeErrors: Counter;
   private readonly queue: Gauge;
+  private readonly locallySpent: LocalSpentSet;
+  /** Whether the last spend the store was asked for failed: the outage is logged once, at its start and end. */
+  private storeDown = false;
   private hashes = 0;
 
   constructor(options: ProofOfWorkOptions) {
@@ -84,6 +90,7 @@ export class ProofOfWork {
     this.pool = options.pool ?? new VerificationPool({ concurrency: availableParallelism(), queueLimit: 64 });
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
+    this.locallySpent = new LocalSpentSet(LOCAL_SPENT_LIMIT, this.now);
     const m = options.metrics;
     this.issued =
       m?.counter('realmgate_pow_challenges_issued_total', 'Proof-of-work challenges issued', ['alg']) ?? noop;
@@ -217,20 +224,29 @@ export class ProofOfWork {
   }
 
   /**
-   * SPEC 7: a store outage must not fail the user's request, so the spent-set fails open (logged and
-   * counted) rather than locking every user out.
+   * SPEC 7: a store outage must not fail the user's request, so while the store cannot record a spend, this
+   * process's own spent-set does (a replay to the same process is still refused), rather than locking every
+   * user out with a 503 (README, "Store failures").
    */
   private async markSpent(id: string, ttlMs: number): Promise<boolean> {
     try {
-      return await this.store.setIfAbsent(spentKey(id), '1', ttlMs);
+      const fresh = await this.store.setIfAbsent(spentKey(id), '1', ttlMs);
+      if (this.storeDown) {
+        this.storeDown = false;
+        this.logger?.info('proof-of-work shared store records spends again');
+      }
+      return fresh;
     } catch (error) {
       this.storeFailed('spend', error);
-      return true;
+      return this.locallySpent.spend(id, ttlMs);
     }
   }
 
+  /** Counted every time; logged once an outage (until a spend is recorded again), not once a request. */
   private storeFailed(op: string, error: unknown): void {
     this.storeErrors.inc({ op });
-    this.logger?.error('proof-of-work shared store failed', { op, error: String(error) });
+    if (this.storeDown) return;
+    this.storeDown = true;
+    this.logger?.warn('proof-of-work shared store failed: challenges are marked spent on this process only until it answers', { op, error: String(error) });
   }
 }

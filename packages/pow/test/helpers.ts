@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ProofOfWork, VerificationPool, resolveSettings } from '../src/index.js';
+import type { Logger } from '@realmgate/spi';
 import type { PowSettings } from '../src/index.js';
 import { MemoryStore, RecordingMetrics } from './memory-store.js';
 
@@ -21,11 +22,11 @@ export function smallSettings(overrides: Record<string, string> = {}): PowSettin
 }
 
 /** A ProofOfWork on a memory store with a clock the test moves. */
-export function harness(options: { pool?: VerificationPool } = {}) {
+export function harness(options: { pool?: VerificationPool; logger?: Logger } = {}) {
   const clock = { now: 1_700_000_000_000 };
   const store = new MemoryStore(() => clock.now);
   const metrics = new RecordingMetrics();
   const key = randomBytes(32);
-  const pow = new ProofOfWork({ store, key, metrics, now: () => clock.now, pool: options.pool });
+  const pow = new ProofOfWork({ store, key, metrics, now: () => clock.now, pool: options.pool, logger: options.logger });
   return { clock, store, metrics, key, pow };
 }

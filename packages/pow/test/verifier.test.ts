@@ -172,7 +172,7 @@ describe('verifySolution', () => {
     expect(await difficulty()).toBe(1);
   });
 
-  it('fails open, logged and counted, when the store is down', async () => {
+  it('keeps serving when the store is down, counted, and refuses a replay to the same process', async () => {
     const h = harness();
     const good = await solvedSubmission(h);
     const broken = new Error('connection refused');
@@ -181,6 +181,22 @@ describe('verifySolution', () => {
     expect(await h.pow.verifySolution(good, settings)).toMatchObject({ ok: true });
     expect(h.metrics.value('realmgate_pow_store_errors_total', { op: 'spend' })).toBe(1);
     expect(h.metrics.value('realmgate_pow_store_errors_total', { op: 'record_hit' })).toBe(1);
+    // The same solution again while the store is still down: this process remembers it.
+    expect(await h.pow.verifySolution(good, settings)).toMatchObject({ ok: false, reason: 'replayed' });
+    expect(h.metrics.value('realmgate_pow_store_errors_total', { op: 'spend' })).toBe(2);
+  });
+
+  it('logs a store outage once, not once a request, and says when spends are recorded again', async () => {
+    const lines: { level: string; message: string }[] = [];
+    const logger = { debug() {}, info: (message: string) => lines.push({ level: 'info', message }), warn: (message: string) => lines.push({ level: 'warn', message }), error: (message: string) => lines.push({ level: 'error', message }) };
+    const h = harness({ logger });
+    const working = h.store.setIfAbsent.bind(h.store);
+    h.store.setIfAbsent = () => Promise.reject(new Error('connection refused'));
+    for (let i = 0; i < 5; i++) await h.pow.verifySolution(await solvedSubmission(h), settings);
+    expect(lines.map((l) => l.level)).toEqual(['warn']);
+    h.store.setIfAbsent = working;
+    expect(await h.pow.verifySolution(await solvedSubmission(h), settings)).toMatchObject({ ok: true });
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
   });
 });
 
