@@ -48,6 +48,9 @@ export const CLAIM_AHEAD = 16;
 const PURGE_BATCH = 1000;
 const DAY_MS = 86_400_000;
 const ERROR_LOG_INTERVAL_MS = 10_000;
+/** The waits between tries of an attempt's record that failed: doubled from the first to the last, which repeats. */
+const RECORD_RETRY_FIRST_MS = 50;
+const RECORD_RETRY_MAX_MS = 500;
 
 /** An endpoint's identity across realms, for the worker's per-endpoint bookkeeping. */
 function endpointKey(item: OutboxItem): string {
@@ -326,7 +329,7 @@ export class OutboxWorker {
     const holdUntil = !result.ok && result.retryable ? (next.state === 'pending' ? next.dueAt : Date.now() + retryDelay(settings, 1, this.options.random)) : null;
     let recording: Awaited<ReturnType<OutboxStore['finishAttempt']>>;
     try {
-      recording = await this.options.store.finishAttempt(item, attempt, next, { pauseAfterFailures: settings.pauseAfterFailures, holdUntil });
+      recording = await this.record(item, attempt, next, { pauseAfterFailures: settings.pauseAfterFailures, holdUntil });
     } finally {
       if (!result.ok) {
         const left = this.failing.get(key)! - 1;
@@ -362,6 +365,26 @@ export class OutboxWorker {
         `webhook endpoint of client ${item.endpointLabel ?? item.endpoint} paused after ${endpoint.consecutiveFailures} consecutive failed attempts; its deliveries wait until an administrator resumes it`,
         { clientId: item.endpointLabel, consecutiveFailures: endpoint.consecutiveFailures },
       );
+    }
+  }
+
+  /**
+   * Records a finished attempt, trying again while the store cannot take it (the database restarting, its connections
+   * terminated): the attempt has happened, and an item left leased to this node would wait out its whole lease, and
+   * every later item of its order key behind it, before any node sent it again. Gives up when the lease has run out
+   * (another node may own the item now; the record's guard would refuse it anyway) or the worker is closing: then
+   * the lease brings the item back, and its receiver may get it twice (same webhook-id), as at-least-once allows.
+   */
+  private async record(...args: Parameters<OutboxStore['finishAttempt']>): ReturnType<OutboxStore['finishAttempt']> {
+    const leaseEnd = args[0].dueAt;
+    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      try {
+        return await this.options.store.finishAttempt(...args);
+      } catch (error) {
+        if (this.closing || Date.now() + wait >= leaseEnd) throw error;
+        this.logError('webhook outbox could not record an attempt; trying again', error);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
   }
 

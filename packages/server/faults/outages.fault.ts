@@ -26,6 +26,8 @@ const STATEMENT_TIMEOUT_MS = 1500;
 /** How long the table stays locked: well past the statement timeout. */
 const LOCK_MS = 6000;
 const figures: Record<string, number> = {};
+/** The webhook outbox's lease (its default): how long a delivery whose node lost track of it waits to be sent again. */
+const OUTBOX_LEASE_MS = 60_000;
 
 /** The webhook provider in outbox mode, polling often: deliveries of LOGIN events to a healthy receiver. */
 const WEBHOOK_ENV = { REALMGATE_WEBHOOK_MODE: 'outbox', REALMGATE_WEBHOOK_BACKOFF_JITTER_PERCENT: '0', REALMGATE_WEBHOOK_POLL_MS: '50' };
@@ -128,6 +130,8 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
   let refresher: NodeJS.Timeout;
   let providers: string;
   let receiver: Server;
+  /** The webhook-id of each LOGIN delivery received (at least once: a delivery sent again has the same one). */
+  const receivedLogins = new Set<string>();
   let received = 0;
 
   const superuser = async <T>(work: (client: pg.Client) => Promise<T>): Promise<T> => {
@@ -162,9 +166,11 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     providers = mkdtempSync(join(tmpdir(), 'realmgate-faults-providers-'));
     symlinkSync(resolve(import.meta.dirname, '../../event-webhook'), join(providers, 'event-webhook'), 'dir');
     receiver = createHttpServer((req, res) => {
-      req.resume();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         received++;
+        if ((JSON.parse(Buffer.concat(chunks).toString()) as { type?: string }).type === 'LOGIN') receivedLogins.add(String(req.headers['webhook-id']));
         res.writeHead(204).end();
       });
     });
@@ -257,7 +263,7 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     // Nothing waited for the whole lock: a statement waits at most the statement timeout (the pool's wait and the
     // request's own work besides), and is answered 503.
     expect(figures.lockSlowestRequestMs).toBeLessThan(LOCK_MS);
-    expect(during.filter((o) => o.op === 'create_user' && o.status === 503).length).toBeGreaterThan(0);
+    expect(load.statuses(from)).toHaveProperty(['create_user 503']);
     expect(figures.lockRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
   });
 
@@ -294,18 +300,33 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     expect(figures.redisHangRecoveryMs).toBeLessThanOrEqual(RECOVERY_GOAL_MS);
   });
 
-  it('lost no acknowledged user, and both nodes are alive', async () => {
+  it('lost no acknowledged user or event, and both nodes are alive', { timeout: OUTBOX_LEASE_MS + 60_000 }, async () => {
     await load.stop();
     await refreshAdmin();
     const listed = await api(a.url, 'GET', '/admin/realms/master/users?max=100000&briefRepresentation=true', adminAccess);
     const present = new Set((listed.body as { username: string }[]).map((u) => u.username));
     const acknowledged = load.acknowledgedUsers.filter(Boolean);
     figures.acknowledgedUsers = acknowledged.length;
-    // Every sign-in that was answered 200 wrote its LOGIN event's delivery with it: each arrives (at least once).
+    // Every sign-in that was answered 200 wrote its LOGIN event's delivery before the answer: each arrives, at least
+    // once. Waited for past a lease: a delivery whose claim a lost connection hid from its node is sent again after
+    // its lease, as documented (and the figure says how long it took).
     const acknowledgedLogins = load.outcomes.filter((o) => o.op === 'hooked_login' && o.status === 200).length;
     figures.acknowledgedHookedLogins = acknowledgedLogins;
-    figures.webhooksAllReceivedAfterMs = await timeUntil(async () => received >= acknowledgedLogins, 30_000);
-    figures.webhooksReceived = received;
+    try {
+      figures.webhooksAllReceivedAfterMs = await timeUntil(async () => receivedLogins.size >= acknowledgedLogins, OUTBOX_LEASE_MS + 30_000);
+    } catch (error) {
+      // What is missing, and whether it is in the outbox at all (a sign-in answered 200 whose event was never written).
+      const client = new pg.Client({ connectionString: dbUrl });
+      await client.connect();
+      const { rows } = await client
+        .query(`select id, state, attempts, due_at - $1::bigint as due_in_ms, claimed_by, order_key, last_error from provider_outbox where type = 'LOGIN'`, [Date.now()])
+        .finally(() => client.end());
+      const missing = rows.filter((row) => !receivedLogins.has(row.id));
+      throw new Error(`${(error as Error).message}: ${acknowledgedLogins} sign-ins answered 200, ${rows.length} LOGIN deliveries in the outbox, ${receivedLogins.size} received; not received: ${JSON.stringify(missing)}`);
+    } finally {
+      figures.webhookLoginsReceived = receivedLogins.size;
+      figures.webhooksReceivedWithRepeats = received;
+    }
     const [la, lb] = await Promise.all([lateness(a.url), lateness(b.url)]);
     // Reported, not asserted: a delivery due while the database was down waits for it, as it must.
     figures.deliveriesClaimed = la.claimed + lb.claimed;

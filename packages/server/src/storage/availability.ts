@@ -1,11 +1,11 @@
-import type {
+import {
   CompiledQuery,
-  DatabaseConnection,
-  Dialect,
-  Driver,
-  QueryCompiler,
-  QueryResult,
-  TransactionSettings,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryCompiler,
+  type QueryResult,
+  type TransactionSettings,
 } from 'kysely';
 import { WrappedDialect } from './wrapped-dialect.js';
 import { DependencyUnavailableError, throwIfAbandoned, type DependencyState } from '../store/index.js';
@@ -40,6 +40,12 @@ export function isUnavailable(error: unknown): boolean {
  * A Kysely dialect around another whose every failure that means "the database cannot serve now" becomes a
  * DependencyUnavailableError (503 with Retry-After, no stack logged) and marks the database down in `state`
  * (one log line per outage); the next statement that succeeds marks it up again.
+ *
+ * One outage is one outage however its broken connections are found. A pooled connection open when an outage began
+ * and not heard from since may be broken by it without knowing yet (PostgreSQL ends its backends one by one; the
+ * pool hears of a dropped socket only when it next reads it): it is checked with a trivial statement before it
+ * serves a request again, and one found broken, then or in the middle of a request that held it through the outage,
+ * counts with that outage, not as a new one after the database has come back.
  */
 export class AvailabilityDialect extends WrappedDialect {
   constructor(
@@ -54,7 +60,7 @@ export class AvailabilityDialect extends WrappedDialect {
   }
 }
 
-async function guarded<T>(state: DependencyState, work: () => Promise<T>): Promise<T> {
+async function guarded<T>(state: DependencyState, work: () => Promise<T>, connection?: GuardedConnection): Promise<T> {
   let result: T;
   try {
     result = await work();
@@ -64,27 +70,40 @@ async function guarded<T>(state: DependencyState, work: () => Promise<T>): Promi
     // A timeout fails its request (503) but is no outage: counted (realmgate_database_timeouts_total), not logged
     // as the database going down and up again with every statement a lock holds up.
     if (timedOut(error)) state.timeouts++;
+    else if (connection && state.predatesOutage(connection.heardAt)) state.failedLate();
     else state.failed(reason);
     throw error instanceof DependencyUnavailableError ? error : new DependencyUnavailableError('database', `database unavailable: ${reason}`, 1, { cause: error });
   }
+  if (connection) connection.heardAt = performance.now();
   state.succeeded();
   return result;
 }
 
 class GuardedConnection implements DatabaseConnection {
+  /** When the database last answered on this connection (performance.now()), or when it was first handed out. */
+  heardAt = performance.now();
+
   constructor(
     readonly inner: DatabaseConnection,
     private readonly state: DependencyState,
   ) {}
 
   executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    return guarded(this.state, () => this.inner.executeQuery<R>(compiledQuery));
+    return guarded(this.state, () => this.inner.executeQuery<R>(compiledQuery), this);
   }
 
   streamQuery<R>(compiledQuery: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
     return this.inner.streamQuery<R>(compiledQuery, chunkSize);
   }
 }
+
+/** The statement that checks a pooled connection open through an outage, before it serves again. */
+const CHECK = CompiledQuery.raw('select 1');
+/**
+ * Connections checked per acquisition at most: more than a pool holds (storage/db.ts: 10), so every broken one is
+ * found; past it the connection is handed out unchecked, as before an outage.
+ */
+const MAX_CHECKS = 32;
 
 class AvailabilityDriver implements Driver {
   private readonly wrapped = new WeakMap<DatabaseConnection, GuardedConnection>();
@@ -101,39 +120,51 @@ class AvailabilityDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     // A request whose client is gone (or whose time is up) starts no new database work.
     throwIfAbandoned();
-    const connection = await guarded(this.state, () => this.inner.acquireConnection());
-    let guardedConnection = this.wrapped.get(connection);
-    if (!guardedConnection) {
-      guardedConnection = new GuardedConnection(connection, this.state);
-      this.wrapped.set(connection, guardedConnection);
+    for (let checks = 0; ; checks++) {
+      const connection = await guarded(this.state, () => this.inner.acquireConnection());
+      let guardedConnection = this.wrapped.get(connection);
+      if (!guardedConnection) {
+        guardedConnection = new GuardedConnection(connection, this.state);
+        this.wrapped.set(connection, guardedConnection);
+      }
+      if (checks >= MAX_CHECKS || !this.state.predatesOutage(guardedConnection.heardAt)) return guardedConnection;
+      try {
+        await guardedConnection.executeQuery(CHECK);
+        return guardedConnection;
+      } catch (error) {
+        // Broken by the outage (counted with it): the pool drops a client whose connection ended when it is
+        // released, and the next one is checked in turn. Anything else is the caller's to hear.
+        await this.inner.releaseConnection(connection);
+        const cause = error instanceof DependencyUnavailableError && error.cause !== undefined ? error.cause : error;
+        if (!isUnavailable(cause) || timedOut(cause)) throw error;
+      }
     }
-    return guardedConnection;
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return guarded(this.state, () => this.inner.beginTransaction((connection as GuardedConnection).inner, settings));
+    return guarded(this.state, () => this.inner.beginTransaction((connection as GuardedConnection).inner, settings), connection as GuardedConnection);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     // Nor commits what it started: Kysely rolls the transaction back when this throws.
     throwIfAbandoned();
-    return guarded(this.state, () => this.inner.commitTransaction((connection as GuardedConnection).inner));
+    return guarded(this.state, () => this.inner.commitTransaction((connection as GuardedConnection).inner), connection as GuardedConnection);
   }
 
   rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return guarded(this.state, () => this.inner.rollbackTransaction((connection as GuardedConnection).inner));
+    return guarded(this.state, () => this.inner.rollbackTransaction((connection as GuardedConnection).inner), connection as GuardedConnection);
   }
 
   savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
-    return guarded(this.state, () => this.inner.savepoint!((connection as GuardedConnection).inner, name, compile));
+    return guarded(this.state, () => this.inner.savepoint!((connection as GuardedConnection).inner, name, compile), connection as GuardedConnection);
   }
 
   rollbackToSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
-    return guarded(this.state, () => this.inner.rollbackToSavepoint!((connection as GuardedConnection).inner, name, compile));
+    return guarded(this.state, () => this.inner.rollbackToSavepoint!((connection as GuardedConnection).inner, name, compile), connection as GuardedConnection);
   }
 
   releaseSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
-    return guarded(this.state, () => this.inner.releaseSavepoint!((connection as GuardedConnection).inner, name, compile));
+    return guarded(this.state, () => this.inner.releaseSavepoint!((connection as GuardedConnection).inner, name, compile), connection as GuardedConnection);
   }
 
   releaseConnection(connection: DatabaseConnection): Promise<void> {

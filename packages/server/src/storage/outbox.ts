@@ -20,6 +20,7 @@ import type {
   OutboxStore,
 } from '@realmgate/spi';
 import type { Db } from './db.js';
+import { DependencyUnavailableError } from '../store/index.js';
 
 export interface OutboxTable {
   provider_id: string;
@@ -117,6 +118,9 @@ const FINISHED: OutboxState[] = ['delivered', 'dead'];
 const DUE_BEHIND = `case when v.order_key is null then cast(? as bigint) else coalesce((select case when b.state = 'pending' and b.due_at > cast(? as bigint) then b.due_at end
   from provider_outbox b where b.provider_id = cast(? as text) and b.endpoint = v.endpoint and b.order_key = v.order_key
   and b.state in ('pending', 'sending') order by b.seq desc limit 1), cast(? as bigint)) end`;
+/** How long, and how often, enqueue tries again a write the database cannot take now (DependencyUnavailableError). */
+const ENQUEUE_RETRY_FOR_MS = 30_000;
+const ENQUEUE_RETRY_EVERY_MS = 100;
 /** Rows per INSERT: well under SQLite's 32,766 bound parameters (10 each). */
 const INSERT_BATCH = 500;
 /** The SQL types of enqueue's VALUES columns (explicit for PostgreSQL, as RECORD_TYPES). */
@@ -193,7 +197,27 @@ export class OutboxRepository implements OutboxStore {
     this.db = db.withTables<OutboxTables>() as unknown as OutboxDb;
   }
 
+  /**
+   * Writes an event's deliveries; resolves once committed. The request that caused the event waits for this (SPI
+   * `persistEvent`), and its own change has already committed: a write the database cannot take now (a connection
+   * lost to a restart or pg_terminate_backend, the database not accepting connections yet) is tried again every
+   * ENQUEUE_RETRY_EVERY_MS, so an outage shorter than ENQUEUE_RETRY_FOR_MS loses no event that its request says
+   * happened. A request whose client has gone, or whose time has run out, stops waiting at once (request-scope.ts:
+   * it gets no new connection): nobody saw it answered.
+   */
   async enqueue(items: OutboxItemInput[]): Promise<void> {
+    const deadline = performance.now() + ENQUEUE_RETRY_FOR_MS;
+    for (;;) {
+      try {
+        return await this.write(items);
+      } catch (error) {
+        if (!(error instanceof DependencyUnavailableError) || performance.now() + ENQUEUE_RETRY_EVERY_MS > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, ENQUEUE_RETRY_EVERY_MS));
+      }
+    }
+  }
+
+  private async write(items: OutboxItemInput[]): Promise<void> {
     const now = this.clock();
     const p = this.providerId;
     for (let start = 0; start < items.length; start += INSERT_BATCH) {

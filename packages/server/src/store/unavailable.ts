@@ -28,6 +28,8 @@ export class DependencyUnavailableError extends Error {
  */
 export class DependencyState {
   private down: { since: number; failures: number; reason: string } | null = null;
+  /** When the latest outage began (performance.now(); -Infinity before the first), current or over. */
+  private latestOutageAt = Number.NEGATIVE_INFINITY;
   /** Outages seen since start. */
   outages = 0;
   /** Operations that ran out of time while the dependency was up (a locked table, a statement timeout). */
@@ -49,14 +51,32 @@ export class DependencyState {
     return this.down?.reason;
   }
 
+  /**
+   * Whether a connection last heard from at `heardAt` (performance.now()) was open when the latest outage began
+   * and has not answered since: the outage may have broken it without it having noticed yet.
+   */
+  predatesOutage(heardAt: number): boolean {
+    return heardAt < this.latestOutageAt;
+  }
+
   failed(reason: string): void {
     if (this.down) {
       this.down.failures++;
       return;
     }
+    this.latestOutageAt = performance.now();
     this.down = { since: Date.now(), failures: 1, reason };
     this.outages++;
     this.logger.error(`${this.name} unavailable: requests that need it answer 503 until it is back`, { dependency: this.name, error: reason });
+  }
+
+  /**
+   * A connection the latest outage broke, found broken only now (see predatesOutage): a pooled connection that was
+   * open through the outage fails its next statement, even after the dependency is back. That outage's doing, not a
+   * new one: counted with it while it lasts, never logged as another.
+   */
+  failedLate(): void {
+    if (this.down) this.down.failures++;
   }
 
   succeeded(): void {
