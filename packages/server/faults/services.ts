@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 /**
  * The fault suite's own PostgreSQL and Redis: started here, in a temporary directory, on ports of their own, so
@@ -69,38 +70,39 @@ export class OwnPostgres {
     mkdirSync(join(dir, 'socket'));
     if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
     const pg = new OwnPostgres(dir, port, bin);
-    pg.run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-    pg.pgCtl('start');
+    await pg.run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await pg.pgCtl('start');
     return pg;
   }
 
-  private run(tool: string, args: string[]): void {
+  /**
+   * Never synchronously: the servers under test run in this process, and an event loop blocked while pg_ctl waits
+   * for the database fires every timer late at once (a Redis command "timed out" though its answer had come).
+   */
+  private async run(tool: string, args: string[]): Promise<void> {
     const [command, argv] = asDatabaseUser(join(this.bin, tool), args);
-    execFileSync(command, argv, { stdio: 'pipe', cwd: this.dir });
+    await promisify(execFile)(command, argv, { cwd: this.dir });
   }
 
-  private pgCtl(action: 'start' | 'stop' | 'restart', mode = 'fast'): void {
+  private pgCtl(action: 'start' | 'stop', mode = 'fast'): Promise<void> {
     const options = `-p ${this.port} -k ${join(this.dir, 'socket')} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=100`;
     const args = ['-D', join(this.dir, 'data'), '-l', join(this.dir, 'postgres.log'), '-w', '-t', '30'];
-    this.run('pg_ctl', action === 'stop' ? [...args, '-m', mode, 'stop'] : [...args, '-m', mode, '-o', options, action]);
+    return this.run('pg_ctl', action === 'stop' ? [...args, '-m', mode, 'stop'] : [...args, '-m', mode, '-o', options, action]);
   }
 
-  /** Stops (fast: connections are terminated) and starts again; resolves when it accepts connections again. */
-  restart(): void {
-    this.pgCtl('restart');
+  /** Stops at once (immediate: every connection is cut, no shutdown checkpoint). */
+  stop(): Promise<void> {
+    return this.pgCtl('stop', 'immediate');
   }
 
-  stop(): void {
-    this.pgCtl('stop', 'immediate');
+  /** Starts; resolves when it accepts connections. */
+  start(): Promise<void> {
+    return this.pgCtl('start');
   }
 
-  start(): void {
-    this.pgCtl('start');
-  }
-
-  close(): void {
+  async close(): Promise<void> {
     try {
-      this.stop();
+      await this.stop();
     } catch {
       // Already stopped.
     }

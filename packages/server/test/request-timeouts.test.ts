@@ -1,4 +1,8 @@
+import { once } from 'node:events';
+import { request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Storage } from '../src/storage/index.js';
 import { ConfigCache } from '../src/storage/config-cache.js';
@@ -14,6 +18,8 @@ describe('PostgreSQL timeouts', () => {
 
   beforeAll(async () => {
     database = await createPgDatabase();
+    // The schema first, without the short timeouts: a migration is no request (one ran past 200 ms on a busy machine).
+    await (await Storage.open(database.url)).close();
     storage = await Storage.open(database.url, { statementTimeoutMs: 200, acquireTimeoutMs: 200 });
   });
   afterAll(async () => {
@@ -129,5 +135,59 @@ describe('a request past REALMGATE_REQUEST_TIMEOUT_MS', () => {
     expect(response.headers.get('retry-after')).toBe('1');
     expect(response.body).toMatchObject({ error: 'temporarily_unavailable' });
     proxy.restore();
+  });
+});
+
+describe('an HTTP request whose client goes while it waits on the database (PostgreSQL)', () => {
+  let database: Awaited<ReturnType<typeof createPgDatabase>>;
+  let t: TestServer;
+
+  beforeAll(async () => {
+    database = await createPgDatabase();
+    t = await startServer({ config: { REALMGATE_DB_URL: database.url } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+
+  it('commits nothing it would have written after that: the user it was creating is not created', async () => {
+    const token = await adminToken(t.url);
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    try {
+      // The user table locked: the creation waits inside the database, where the client cannot see it.
+      await locker.query('begin');
+      await locker.query('lock table user_entity in access exclusive mode');
+      const serverSide = new Promise<Socket>((resolve) => t.server.app.server.once('connection', resolve));
+      const request = httpRequest(`${t.url}/admin/realms/master/users`, {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      });
+      request.on('error', () => {}); // the reset this test causes
+      request.end(JSON.stringify({ username: 'left-behind', enabled: true }));
+      const socket = await serverSide;
+      const waiting = async () =>
+        (await locker.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`)).rows[0]?.pid;
+      await expect.poll(waiting).toEqual(expect.any(Number));
+      const pid = (await waiting())!;
+      // The client gives up; the server has seen it go once its side of the connection has closed.
+      const closed = once(socket, 'close');
+      request.destroy();
+      await closed;
+      await locker.query('rollback');
+      // The waiting statement runs now; whatever the request does next is refused (no new connection, no COMMIT), and
+      // once the backend it held is out of any transaction nothing of it can commit any more.
+      await expect
+        .poll(async () => (await locker.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid])).rows[0]?.state ?? 'gone')
+        .toMatch(/^(idle|gone)$/);
+    } finally {
+      await locker.end();
+    }
+    const found = await api(t.url, 'GET', '/admin/realms/master/users?username=left-behind&exact=true', token);
+    expect(found.body).toEqual([]);
+    // And nothing half-done stands in the way of the user being created by a request that is answered.
+    expect((await api(t.url, 'POST', '/admin/realms/master/users', token, { username: 'left-behind', enabled: true })).status).toBe(201);
   });
 });

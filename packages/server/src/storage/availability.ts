@@ -1,11 +1,11 @@
-import {
+import type {
   CompiledQuery,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-  type QueryCompiler,
-  type QueryResult,
-  type TransactionSettings,
+  DatabaseConnection,
+  Dialect,
+  Driver,
+  QueryCompiler,
+  QueryResult,
+  TransactionSettings,
 } from 'kysely';
 import { WrappedDialect } from './wrapped-dialect.js';
 import { DependencyUnavailableError, throwIfAbandoned, type DependencyState } from '../store/index.js';
@@ -41,11 +41,10 @@ export function isUnavailable(error: unknown): boolean {
  * DependencyUnavailableError (503 with Retry-After, no stack logged) and marks the database down in `state`
  * (one log line per outage); the next statement that succeeds marks it up again.
  *
- * One outage is one outage however its broken connections are found. A pooled connection open when an outage began
- * and not heard from since may be broken by it without knowing yet (PostgreSQL ends its backends one by one; the
- * pool hears of a dropped socket only when it next reads it): it is checked with a trivial statement before it
- * serves a request again, and one found broken, then or in the middle of a request that held it through the outage,
- * counts with that outage, not as a new one after the database has come back.
+ * One outage is one outage however its broken connections are found: a connection checked out before an outage
+ * began and held through it (a transaction under way) may fail only after the database has come back, and that
+ * failure counts with the outage that broke it, not as a new one. (Idle pooled connections open when it began are
+ * not handed out again: storage/db.ts.)
  */
 export class AvailabilityDialect extends WrappedDialect {
   constructor(
@@ -70,18 +69,17 @@ async function guarded<T>(state: DependencyState, work: () => Promise<T>, connec
     // A timeout fails its request (503) but is no outage: counted (realmgate_database_timeouts_total), not logged
     // as the database going down and up again with every statement a lock holds up.
     if (timedOut(error)) state.timeouts++;
-    else if (connection && state.predatesOutage(connection.heardAt)) state.failedLate();
+    else if (connection && state.predatesOutage(connection.checkedOutAt)) state.failedLate();
     else state.failed(reason);
     throw error instanceof DependencyUnavailableError ? error : new DependencyUnavailableError('database', `database unavailable: ${reason}`, 1, { cause: error });
   }
-  if (connection) connection.heardAt = performance.now();
   state.succeeded();
   return result;
 }
 
 class GuardedConnection implements DatabaseConnection {
-  /** When the database last answered on this connection (performance.now()), or when it was first handed out. */
-  heardAt = performance.now();
+  /** When it was last handed out (performance.now()). */
+  checkedOutAt = performance.now();
 
   constructor(
     readonly inner: DatabaseConnection,
@@ -96,14 +94,6 @@ class GuardedConnection implements DatabaseConnection {
     return this.inner.streamQuery<R>(compiledQuery, chunkSize);
   }
 }
-
-/** The statement that checks a pooled connection open through an outage, before it serves again. */
-const CHECK = CompiledQuery.raw('select 1');
-/**
- * Connections checked per acquisition at most: more than a pool holds (storage/db.ts: 10), so every broken one is
- * found; past it the connection is handed out unchecked, as before an outage.
- */
-const MAX_CHECKS = 32;
 
 class AvailabilityDriver implements Driver {
   private readonly wrapped = new WeakMap<DatabaseConnection, GuardedConnection>();
@@ -120,25 +110,14 @@ class AvailabilityDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     // A request whose client is gone (or whose time is up) starts no new database work.
     throwIfAbandoned();
-    for (let checks = 0; ; checks++) {
-      const connection = await guarded(this.state, () => this.inner.acquireConnection());
-      let guardedConnection = this.wrapped.get(connection);
-      if (!guardedConnection) {
-        guardedConnection = new GuardedConnection(connection, this.state);
-        this.wrapped.set(connection, guardedConnection);
-      }
-      if (checks >= MAX_CHECKS || !this.state.predatesOutage(guardedConnection.heardAt)) return guardedConnection;
-      try {
-        await guardedConnection.executeQuery(CHECK);
-        return guardedConnection;
-      } catch (error) {
-        // Broken by the outage (counted with it): the pool drops a client whose connection ended when it is
-        // released, and the next one is checked in turn. Anything else is the caller's to hear.
-        await this.inner.releaseConnection(connection);
-        const cause = error instanceof DependencyUnavailableError && error.cause !== undefined ? error.cause : error;
-        if (!isUnavailable(cause) || timedOut(cause)) throw error;
-      }
+    const connection = await guarded(this.state, () => this.inner.acquireConnection());
+    let guardedConnection = this.wrapped.get(connection);
+    if (!guardedConnection) {
+      guardedConnection = new GuardedConnection(connection, this.state);
+      this.wrapped.set(connection, guardedConnection);
     }
+    guardedConnection.checkedOutAt = performance.now();
+    return guardedConnection;
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {

@@ -7,6 +7,7 @@ import { defaultSqliteDriver, ImmediateTransactionSqliteDialect, openSqliteDrive
 import { ConfigCache, type ConfigCacheOptions } from './config-cache.js';
 import { WriteTrackingDialect } from './write-tracking.js';
 import type { Logger } from '@realmgate/spi';
+import type { Pool } from 'pg';
 import { DependencyState } from '../store/index.js';
 import { AvailabilityDialect } from './availability.js';
 
@@ -98,13 +99,38 @@ async function openPostgres(url: string, cache: ConfigCache, state: DependencySt
   const lost = () => void state.connectionsLost++;
   // An idle client's connection dropped: the pool removes it and connects a new one on next use.
   pool.on('error', lost);
-  // A checked-out client's connection dropped between statements (a restart, pg_terminate_backend): the pool's
-  // listener covers idle clients only, and an 'error' nobody listens to ends the process. The statement that uses
-  // the client next fails (503), and the pool drops the client when it is released.
-  pool.on('connect', (client) => client.on('error', lost));
-  const dialect = tracked(new PostgresDialect({ pool }), cache, state);
+  const opened = new WeakMap<object, number>();
+  pool.on('connect', (client) => {
+    opened.set(client, performance.now());
+    // A checked-out client's connection dropped between statements (a restart, pg_terminate_backend): the pool's
+    // listener covers idle clients only, and an 'error' nobody listens to ends the process. The statement that uses
+    // the client next fails (503), and the pool drops the client when it is released.
+    client.on('error', lost);
+  });
+  const dialect = tracked(new PostgresDialect({ pool: withoutClientsBefore(pool, opened, state) }), cache, state);
   const db = new Kysely<Database>({ dialect });
   return { db, dialect: 'postgres', cache, counts: dialect.counts, state, close: () => db.destroy() };
+}
+
+/**
+ * `pool`, never handing out a client opened before the latest outage began: PostgreSQL ends the backends of a restart
+ * or pg_terminate_backend one by one, and the pool hears that a client's connection dropped only when it next reads
+ * it, so such a client may be broken without knowing yet (and may work a few statements more first). It is closed
+ * instead, and another taken, so that a request after the database's return does not fail on the outage's leftovers,
+ * nor have them logged as an outage of their own.
+ */
+function withoutClientsBefore(pool: Pool, opened: WeakMap<object, number>, state: DependencyState) {
+  return {
+    async connect() {
+      for (;;) {
+        const client = await pool.connect();
+        if (!state.predatesOutage(opened.get(client) ?? Number.POSITIVE_INFINITY)) return client;
+        // An error given back removes the client from the pool and closes it.
+        client.release(new Error('opened before the latest database outage'));
+      }
+    },
+    end: () => pool.end(),
+  };
 }
 
 const tracked = (dialect: ImmediateTransactionSqliteDialect | PostgresDialect, cache: ConfigCache, state: DependencyState) =>

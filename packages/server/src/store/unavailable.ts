@@ -51,12 +51,9 @@ export class DependencyState {
     return this.down?.reason;
   }
 
-  /**
-   * Whether a connection last heard from at `heardAt` (performance.now()) was open when the latest outage began
-   * and has not answered since: the outage may have broken it without it having noticed yet.
-   */
-  predatesOutage(heardAt: number): boolean {
-    return heardAt < this.latestOutageAt;
+  /** Whether `time` (performance.now()) is before the latest outage began: a connection opened or checked out then may be broken by it. */
+  predatesOutage(time: number): boolean {
+    return time < this.latestOutageAt;
   }
 
   failed(reason: string): void {
@@ -71,9 +68,9 @@ export class DependencyState {
   }
 
   /**
-   * A connection the latest outage broke, found broken only now (see predatesOutage): a pooled connection that was
-   * open through the outage fails its next statement, even after the dependency is back. That outage's doing, not a
-   * new one: counted with it while it lasts, never logged as another.
+   * A connection the latest outage broke, found broken only now (see predatesOutage): one held through the outage
+   * fails its next statement, even after the dependency is back. That outage's doing, not a new one: counted with it
+   * while it lasts, never logged as another.
    */
   failedLate(): void {
     if (this.down) this.down.failures++;
