@@ -154,11 +154,13 @@ describe('an HTTP request whose client goes while it waits on the database (Post
   it('commits nothing it would have written after that: the user it was creating is not created', async () => {
     const token = await adminToken(t.url);
     const locker = new pg.Client({ connectionString: database.url });
-    await locker.connect();
+    // Another client watches: inside the locker's transaction pg_stat_activity would be read once and kept.
+    const watcher = new pg.Client({ connectionString: database.url });
+    await Promise.all([locker.connect(), watcher.connect()]);
     try {
-      // The user table locked: the creation waits inside the database, where the client cannot see it.
+      // The user table locked against writes (reads go on): the creation's INSERT waits inside its transaction.
       await locker.query('begin');
-      await locker.query('lock table user_entity in access exclusive mode');
+      await locker.query('lock table user_entity in share mode');
       const serverSide = new Promise<Socket>((resolve) => t.server.app.server.once('connection', resolve));
       const request = httpRequest(`${t.url}/admin/realms/master/users`, {
         method: 'POST',
@@ -169,21 +171,25 @@ describe('an HTTP request whose client goes while it waits on the database (Post
       request.end(JSON.stringify({ username: 'left-behind', enabled: true }));
       const socket = await serverSide;
       const waiting = async () =>
-        (await locker.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`)).rows[0]?.pid;
-      await expect.poll(waiting).toEqual(expect.any(Number));
-      const pid = (await waiting())!;
+        (
+          await watcher.query<{ pid: number; inTransaction: boolean }>(
+            `select pid, xact_start < query_start as "inTransaction" from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rows[0];
+      await expect.poll(waiting).toEqual({ pid: expect.any(Number), inTransaction: true });
+      const { pid } = (await waiting())!;
       // The client gives up; the server has seen it go once its side of the connection has closed.
       const closed = once(socket, 'close');
       request.destroy();
       await closed;
       await locker.query('rollback');
-      // The waiting statement runs now; whatever the request does next is refused (no new connection, no COMMIT), and
-      // once the backend it held is out of any transaction nothing of it can commit any more.
+      // The INSERT runs now; the COMMIT after it is refused (rolled back), and so would any new connection be: once the
+      // backend is out of the transaction, it has ended one way or the other.
       await expect
-        .poll(async () => (await locker.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid])).rows[0]?.state ?? 'gone')
+        .poll(async () => (await watcher.query<{ state: string }>('select state from pg_stat_activity where pid = $1', [pid])).rows[0]?.state ?? 'gone')
         .toMatch(/^(idle|gone)$/);
     } finally {
-      await locker.end();
+      await Promise.all([locker.end(), watcher.end()]);
     }
     const found = await api(t.url, 'GET', '/admin/realms/master/users?username=left-behind&exact=true', token);
     expect(found.body).toEqual([]);
