@@ -259,7 +259,10 @@ export interface OutboxStats {
 export interface OutboxStore {
   /** This server process's name in `claimedBy` and attempt records. */
   readonly nodeId: string;
-  /** Writes the items (one statement per batch); returns when they are committed. */
+  /**
+   * Writes the items (one statement per batch); returns when they are committed. While the database cannot take the
+   * write the host tries it again (up to 30 s, no longer than the current request's client waits) before rejecting.
+   */
   enqueue(items: OutboxItemInput[]): Promise<void>;
   /**
    * Takes up to `limit` items that are due (pending and due, or sending with an expired lease), whose endpoint
