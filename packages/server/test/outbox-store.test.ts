@@ -2,12 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import type { OutboxItemInput } from '@realmgate/spi';
 import { describe, expect, it } from 'vitest';
 import { defaultRealm } from '../src/model/defaults.js';
 import { Storage } from '../src/storage/index.js';
 import { OutboxRepository } from '../src/storage/outbox.js';
+import { DependencyUnavailableError } from '../src/store/index.js';
 import { createPgDatabase, databases } from './support/server.js';
 
 /** A fresh database of each kind with one realm, dropped afterwards. */
@@ -177,6 +178,35 @@ describe.each(databases)('OutboxRepository on %s: an event\'s write', (kind) => 
       await store.setPaused(realmId, 'client-b', true, 'test');
       await store.enqueue([item(realmId, 'w6', 'u6', 'client-b')]);
       expect((await store.claimDue(10, 60_000)).map((i) => i.id).sort()).toEqual(['w1', 'w2', 'w4', 'w5']);
+    });
+  });
+
+  it('is tried again while the database cannot take it (here: committed, but the answer lost with the connection), and written once', async () => {
+    await withStorage(kind, async (storage, realmId) => {
+      let lost = 0;
+      // The connection drops after the INSERT committed and before its answer comes back: twice.
+      const losing: KyselyPlugin = {
+        transformQuery: (args) => args.node,
+        transformResult: async (args) => {
+          if (lost < 2 && (args.result.numAffectedRows ?? 0n) > 0n) {
+            lost++;
+            throw new DependencyUnavailableError('database', 'database unavailable: Connection terminated unexpectedly');
+          }
+          return args.result;
+        },
+      };
+      const store = new OutboxRepository(storage.db.withPlugin(losing), storage.dialect, 'ext-test', 'node-a');
+      await store.enqueue([item(realmId, 'kept', 'u1')]);
+      expect(lost).toBe(2);
+      expect((await store.claimDue(10, 60_000)).map((i) => i.id)).toEqual(['kept']);
+      // Anything else is no outage: not tried again.
+      const broken = new OutboxRepository(
+        storage.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async () => { throw new Error('a bug'); } }),
+        storage.dialect,
+        'ext-test',
+        'node-a',
+      );
+      await expect(broken.enqueue([item(realmId, 'not-kept', 'u2')])).rejects.toThrow('a bug');
     });
   });
 });
