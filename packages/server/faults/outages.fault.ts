@@ -229,16 +229,17 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     if (providers) rmSync(providers, { recursive: true, force: true });
   }, 120_000);
 
-  it('with no fault, no webhook delivery to a healthy receiver is put off behind another (how late they are claimed is a figure)', async () => {
+  it('with no fault, no webhook delivery to a healthy receiver is put off until a lease ends (how late they are claimed is a figure)', async () => {
     // A delivery never attempted is due when written, unless a predecessor of its user waits for a retry (none does:
-    // the receiver answers 204). Issue 34 saw them due at a predecessor's lease end, a minute later.
+    // the receiver answers 204) or was written a moment later by the clock of the other node's write (then it is due
+    // when that one is: milliseconds). Issue 34 saw them due at a predecessor's lease end, a whole lease later.
     const client = new pg.Client({ connectionString: dbUrl });
     await client.connect();
-    const putOff: unknown[] = [];
+    let putOffMs = 0;
     try {
       for (const started = performance.now(); performance.now() - started < 4000; await sleep(100)) {
-        const { rows } = await client.query(`select id, due_at - created_at as put_off_ms from provider_outbox where state = 'pending' and attempts = 0 and due_at > created_at`);
-        putOff.push(...rows);
+        const { rows } = await client.query<{ ms: string | null }>(`select max(due_at - created_at) as ms from provider_outbox where state = 'pending' and attempts = 0`);
+        putOffMs = Math.max(putOffMs, Number(rows[0].ms ?? 0));
       }
     } finally {
       await client.end();
@@ -246,8 +247,9 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
     const [la, lb] = await Promise.all([lateness(a.url), lateness(b.url)]);
     figures.controlDeliveriesClaimed = la.claimed + lb.claimed;
     figures.controlDeliveriesLateOverOneSecond = la.overOneSecond + lb.overOneSecond;
+    figures.controlLongestPutOffMs = putOffMs;
     expect(figures.controlDeliveriesClaimed).toBeGreaterThan(0);
-    expect(putOff).toEqual([]);
+    expect(putOffMs).toBeLessThan(OUTBOX_LEASE_MS / 2);
   });
 
   it('PostgreSQL connections terminated (pg_terminate_backend) under load: no crash, no 500, serving again at once', async () => {
