@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ['model', 'config', 'credentials', 'observability', 'store'],
   ['storage', 'keys', 'mail', 'events', 'http'],
   ['flows'],
-  ['admin/representations'],
+  ['representations'],
   ['services'],
   ['providers'],
   ['authentication'],
@@ -165,7 +165,6 @@ describe('the layer check itself', () => {
   });
 
   it('places a nested unit before its folder', () => {
-    expect(unitOf('admin/representations/user.ts')).toBe('admin/representations');
     expect(unitOf('admin/users.ts')).toBe('admin');
     expect(unitOf('server.ts')).toBe('server.ts');
   });

@@ -26,7 +26,7 @@ import {
   requiredActionIgnored,
   requiredActionSpec,
   requiredField,
-} from './representations/authentication.js';
+} from '../representations/authentication.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's authentication management resource: flows, executions, authenticator configs, provider lists. */

@@ -6,7 +6,7 @@ import type { ClientScope, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayMapRoles } from './permissions.js';
 import { protocolMapperRoutes } from './protocol-mappers.js';
-import { clientScopeRep, parseClientScope } from './representations/client-scope.js';
+import { clientScopeRep, parseClientScope } from '../representations/client-scope.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 

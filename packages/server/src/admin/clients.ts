@@ -12,9 +12,9 @@ import { isAdministrationClient, isRealmAdministrator, mayChangeAccount } from '
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import type { ProtocolMapperInput } from './representations/client-scope.js';
-import { clientEventRep, clientRep, parseClient, parseClientExtras } from './representations/client.js';
-import { userRep } from './representations/user.js';
+import type { ProtocolMapperInput } from '../representations/client-scope.js';
+import { clientEventRep, clientRep, parseClient, parseClientExtras } from '../representations/client.js';
+import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */

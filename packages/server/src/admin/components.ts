@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../model/errors.js';
 import type { Component, Realm } from '../model/types.js';
 import { keyProviderComponents } from './keys.js';
 import { queryString } from './query.js';
-import { KEY_PROVIDER_TYPE, componentRep, parseComponent, unmaskConfig } from './representations/federation.js';
+import { KEY_PROVIDER_TYPE, componentRep, parseComponent, unmaskConfig } from '../representations/federation.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type IdParams = { realm: string; id: string };

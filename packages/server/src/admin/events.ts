@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest } from '../model/errors.js';
 import { queryInt, queryString } from './query.js';
-import { adminEventRep, eventRep } from './representations/event.js';
-import { parseRepresentation } from './representations/fields.js';
-import { applyRealmSettings, eventsConfigRep, eventsConfigSpec } from './representations/realm.js';
+import { adminEventRep, eventRep } from '../representations/event.js';
+import { parseRepresentation } from '../representations/fields.js';
+import { applyRealmSettings, eventsConfigRep, eventsConfigSpec } from '../representations/realm.js';
 import { recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** A date query parameter: `yyyy-MM-dd` (Keycloak's form) or epoch milliseconds. */

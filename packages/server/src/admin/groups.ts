@@ -6,8 +6,8 @@ import { byName, createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, 
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireMayMapRoles } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { groupRep, parseGroup } from './representations/group.js';
-import { userRep } from './representations/user.js';
+import { groupRep, parseGroup } from '../representations/group.js';
+import { userRep } from '../representations/user.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 

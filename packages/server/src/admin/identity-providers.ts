@@ -11,7 +11,7 @@ import {
   parseIdentityProvider,
   parseIdentityProviderMapper,
   unmaskConfig,
-} from './representations/federation.js';
+} from '../representations/federation.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type AliasParams = { realm: string; alias: string };

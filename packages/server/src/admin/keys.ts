@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import type { Component, Realm } from '../model/types.js';
-import { KEY_PROVIDER_TYPE } from './representations/federation.js';
+import { KEY_PROVIDER_TYPE } from '../representations/federation.js';
 import { targetRealm, type AdminRequest } from './routing.js';
 
 const KEY_PRIORITY = 100;

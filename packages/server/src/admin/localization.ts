@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { notFound, unsupportedMediaType } from '../model/errors.js';
-import { localizationKey, localizationText, parseLocalizationTexts } from './representations/localization.js';
+import { localizationKey, localizationText, parseLocalizationTexts } from '../representations/localization.js';
 import { localeOf, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; locale: string; key: string };

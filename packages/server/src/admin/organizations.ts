@@ -3,8 +3,8 @@ import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import { saveOrganization, userSnapshot } from '../services/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { organizationRep, parseOrganization } from './representations/organization.js';
-import { userRep } from './representations/user.js';
+import { organizationRep, parseOrganization } from '../representations/organization.js';
+import { userRep } from '../representations/user.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): void {

@@ -12,9 +12,9 @@ import { isUniqueViolation } from '../storage/index.js';
 import { isSuperAdmin, visibleRealms, requireMayAddRoleTo, requireMayChangeAccount, requireMayChangeRole, requireMayCompose, requireMayMapRoles, requireRole } from './permissions.js';
 import { queryBool } from './query.js';
 import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
-import { parseRepresentation } from './representations/fields.js';
-import { roleRep } from './representations/role.js';
-import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from './representations/realm.js';
+import { parseRepresentation } from '../representations/fields.js';
+import { roleRep } from '../representations/role.js';
+import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from '../representations/realm.js';
 
 export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;

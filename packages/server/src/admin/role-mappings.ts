@@ -5,7 +5,7 @@ import type { Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { roleReps, rolesFromBody } from './representations/role.js';
+import { roleReps, rolesFromBody } from '../representations/role.js';
 import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */

@@ -6,9 +6,9 @@ import type { Realm, Role } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { parseRole, roleRep, roleReps, rolesFromBody } from './representations/role.js';
+import { parseRole, roleRep, roleReps, rolesFromBody } from '../representations/role.js';
 import { effectiveRoleRows, mappingsRep, rolesOfDeleteRequest } from './role-mappings.js';
-import { userRep } from './representations/user.js';
+import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** A role PUT: Keycloak changes name and description; a taken name is a 409. */

@@ -4,8 +4,8 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { uuidPattern } from './representations/fields.js';
-import { localePattern } from './representations/localization.js';
+import { uuidPattern } from '../representations/fields.js';
+import { localePattern } from '../representations/localization.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
 declare module 'fastify' {

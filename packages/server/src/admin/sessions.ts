@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { uuidPattern } from './representations/fields.js';
+import { uuidPattern } from '../representations/fields.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string; client: string };

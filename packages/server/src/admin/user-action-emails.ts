@@ -6,7 +6,7 @@ import { redirectUriAllowed } from '../model/redirect-uri.js';
 import { executeActionsMail, sendInBackground } from '../pages/emails.js';
 import { actionTokenUrl, sendVerification } from '../pages/verify-email.js';
 import { queryInt, queryString } from './query.js';
-import { SUPPORTED_REQUIRED_ACTIONS } from './representations/user.js';
+import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string };

@@ -12,9 +12,9 @@ import { parseFederatedIdentities, saveFederatedIdentities } from '../services/r
 import { requireMayChangeAccount, requireMayMapRoles } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { credentialRep, passwordCredentialRep } from './representations/credential.js';
-import { stringList } from './representations/fields.js';
-import { parsePasswordCredential, parseUser, userRep, type UserExtras } from './representations/user.js';
+import { credentialRep, passwordCredentialRep } from '../representations/credential.js';
+import { stringList } from '../representations/fields.js';
+import { parsePasswordCredential, parseUser, userRep, type UserExtras } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
