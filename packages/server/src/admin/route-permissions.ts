@@ -152,7 +152,7 @@ export async function requireRoutePermission(ctx: ServerContext, request: Fastif
   const providerRole = request.routeOptions.config.providerAdminRole;
   const permission: RoutePermission | null = providerRole ? { roles: [providerRole as AdminRole] } : routePermission(method, request.routeOptions.url ?? '');
   if (!permission) throw forbidden('This admin route declares no permission');
-  const realm = (request.params as { realm?: string } | undefined)?.realm !== undefined ? await targetRealm(ctx, request) : null;
+  const realm = (request.params as { realm?: string } | undefined)?.realm !== undefined ? await targetRealm(ctx, request, true) : null;
   if (permission.roles.length === 0) {
     if (permission.caller === 'signed-in') return;
     if (permission.caller === 'administrator' && (realm ? hasAnyRole(caller, realm) : isAnyAdministrator(caller))) return;
