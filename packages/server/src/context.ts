@@ -1,15 +1,17 @@
 import type { ServerConfig } from './config/index.js';
 import type { EventBus } from './events/index.js';
-import type { Flows } from './flows/index.js';
+import type { Flows } from './flows/flows.js';
 import type { RealmKeys } from './keys/index.js';
 import type { MetricsRegistry, ServerLogger } from './observability/index.js';
 import type { TokenService } from './protocol/openid-connect/tokens.js';
-import type { ProviderRegistry } from './providers/index.js';
+import type { ProviderRegistry } from './providers/registry.js';
 import type { Storage } from './storage/index.js';
 import type { Counter } from '@realmgate/spi';
 import type { Mailer } from './mail/index.js';
-import type { ActionTokens, AuthSessions, LoginForms, LoginProtocol } from './authentication/index.js';
-import type { PageRenderer } from './pages/index.js';
+import type { ActionTokens } from './authentication/action-tokens.js';
+import type { AuthSessions } from './authentication/auth-session.js';
+import type { LoginForms, LoginProtocol } from './authentication/ports.js';
+import type { PageRenderer } from './pages/render.js';
 import type { HostStore, OwnedSharedStore } from './store/index.js';
 
 /** The services the composition root builds once and hands to every route module. */

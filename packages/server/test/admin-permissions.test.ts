@@ -7,7 +7,8 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { permissionsPath } from '../../../scripts/admin-permissions.js';
 import { permissionTable } from '../src/admin/index.js';
-import { routePermission } from '../src/admin/route-permissions.js';
+import { requireRoutePermission, routePermission } from '../src/admin/route-permissions.js';
+import type { ServerContext } from '../src/context.js';
 import { adminRoutes, fillPath, type PathValues } from './support/admin-routes.js';
 import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
@@ -438,6 +439,73 @@ describe('admin permissions: nobody promotes themselves', () => {
       kc.setConfig({ realmName: 'demo' });
       expect((await kc.users.findOne({ id: values['users:id'] }))?.username).toBe('fixture-user');
       expect((await kc.clients.findOne({ id: values['clients:id'] }))?.clientId).toBe('fixture-app');
+    });
+
+    it('lets a covering role through every write: with unknown ids the answer is the handler\'s (404, 400), never 403', async () => {
+      // A realm of its own, since these writes run: a DELETE of the realm itself is sent last.
+      kc.setConfig({ realmName: 'master' });
+      await kc.realms.create({ realm: 'sweep', enabled: true });
+      kc.setConfig({ realmName: 'sweep' });
+      const [rm] = await kc.clients.find({ clientId: 'realm-management' });
+      const roles = new Map((await kc.clients.listRoles({ id: rm.id! })).map((r) => [r.name!, r]));
+      const sweepTokens = new Map<string, string>();
+      for (const role of Object.keys(single)) {
+        const { id } = await kc.users.create({ username: `sweep-${role}`, enabled: true, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
+        await kc.users.addClientRoleMappings({ id, clientUniqueId: rm.id!, roles: [{ id: roles.get(role)!.id!, name: role }] });
+        sweepTokens.set(role, await token('sweep', `sweep-${role}`));
+      }
+      // Every path parameter but the realm names nothing that exists (an id, a name, an alias alike).
+      // (Looked up as `<previous segment>:<name>:<next segment>` first: see fillPath.)
+      const unknown = new Proxy({} as PathValues, { get: (_, key) => (String(key).split(':').includes('realm') || key === 'realm' ? 'sweep' : randomUUID()) });
+      const writes = adminRoutes(t.server.app)
+        .filter((r) => r.method !== 'GET' && r.url.startsWith('/admin/realms/:realm'))
+        .sort((a, b) => Number(a.url === '/admin/realms/:realm' && a.method === 'DELETE') - Number(b.url === '/admin/realms/:realm' && b.method === 'DELETE'));
+      let checked = 0;
+      for (const route of writes) {
+        const needed = routePermission(route.method, route.url)!.roles;
+        const holder = [...sweepTokens.keys()].find((held) => needed.length > 0 && needed.every((n) => covers(held, n)));
+        if (!holder) continue;
+        const response = await api(t.url, route.method, fillPath(route.url, unknown), sweepTokens.get(holder)!, []);
+        expect(response.status, `${route.method} ${route.url} with ${holder}: ${JSON.stringify(response.body)}`).not.toBe(403);
+        expect(response.status, `${route.method} ${route.url} with ${holder}`).toBeLessThan(500);
+        checked += 1;
+      }
+      expect(checked).toBeGreaterThan(80);
+    });
+
+    it('refuses a caller without any administrative role on every route but the signed-in ones', async () => {
+      const nobody = await token('demo', 'nobody');
+      let checked = 0;
+      for (const route of adminRoutes(t.server.app)) {
+        const permission = routePermission(route.method, route.url)!;
+        if (permission.caller === 'signed-in' || permission.caller === 'public') continue;
+        const response = await api(t.url, route.method, fillPath(route.url, values), nobody);
+        expect(response.status, `${route.method} ${route.url}: ${JSON.stringify(response.body)}`).toBe(403);
+        checked += 1;
+      }
+      expect(checked).toBeGreaterThan(200);
+      kc.setConfig({ realmName: 'demo' });
+      expect((await kc.users.findOne({ id: values['users:id'] }))?.username).toBe('fixture-user');
+    });
+
+    it('has an entry for every admin route the server registers, each naming its roles or who passes', () => {
+      const routes = adminRoutes(t.server.app);
+      expect(routes.length).toBeGreaterThan(200);
+      for (const route of routes) {
+        const permission = routePermission(route.method, route.url);
+        expect(permission, `${route.method} ${route.url}`).not.toBeNull();
+        expect(permission!.roles.length > 0, `${route.method} ${route.url}: roles, or caller alone`).toBe(permission!.caller === undefined);
+      }
+    });
+
+    it('refuses at the door a route the table does not list (deny by default), before looking at the realm', async () => {
+      const request = {
+        adminAuth: { realm: { id: 'x', name: 'master' }, claims: { realm_access: { roles: ['admin'] } } },
+        method: 'GET',
+        params: { realm: 'demo' },
+        routeOptions: { url: '/admin/realms/:realm/not-in-the-table', config: {} },
+      };
+      await expect(requireRoutePermission({} as ServerContext, request as never)).rejects.toMatchObject({ status: 403 });
     });
 
     it('lists every route in docs/admin-permissions.md, as npm run docs:permissions writes it', () => {

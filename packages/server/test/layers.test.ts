@@ -11,12 +11,12 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(import.meta.dirname, '../src');
 
-/** Bottom to top. A unit is a folder below src/ (or a deeper one named here, or a file at the top). */
+/** Bottom to top. A unit is a folder below src/, or a file at the top. */
 const LAYERS: string[][] = [
   ['model', 'config', 'credentials', 'observability', 'store'],
   ['storage', 'keys', 'mail', 'events', 'http'],
   ['flows'],
-  ['admin/representations'],
+  ['representations'],
   ['services'],
   ['providers'],
   ['authentication'],
@@ -28,11 +28,9 @@ const LAYERS: string[][] = [
   ['main.ts', 'index.ts'],
 ];
 
-const nestedUnits = LAYERS.flat().filter((unit) => unit.includes('/'));
-
-/** The unit a path below src/ belongs to: the deepest named unit that holds it, else its first segment. */
+/** The unit a path below src/ belongs to: its first segment (a folder, or a file at the top). */
 function unitOf(path: string): string {
-  return nestedUnits.find((unit) => path.startsWith(`${unit}/`)) ?? (path.includes('/') ? path.split('/')[0] : path);
+  return path.split('/')[0];
 }
 
 const rank = new Map(LAYERS.flatMap((units, layer) => units.map((unit) => [unit, layer] as const)));
@@ -52,16 +50,18 @@ function typeOnly(clause: string): boolean {
   return names !== undefined && names.length > 0 && names.every((name) => name.startsWith('type '));
 }
 
-/** The modules (paths below src/) that a source text imports at run time; relative specifiers only. */
-function valueImports(file: string, text: string): string[] {
+/** The modules (paths below src/) that a source text imports, at run time only unless `types`; relative specifiers only. */
+function imports(file: string, text: string, types = false): string[] {
   const statements = text.matchAll(/^\s*(?:import|export)\s+(?:([^'";]*?)\s+from\s+)?'([^']+)'/gm);
   return [...statements]
-    .filter(([, clause, specifier]) => specifier.startsWith('.') && !(clause && typeOnly(clause)))
+    .filter(([, clause, specifier]) => specifier.startsWith('.') && (types || !(clause && typeOnly(clause))))
     .map(([, , specifier]) => relative(SRC, resolve(file, '..', specifier)).replace(/\.js$/, '.ts'));
 }
 
-function importGraph(): Map<string, string[]> {
-  return new Map(sources(SRC).map((file) => [relative(SRC, file), valueImports(file, readFileSync(file, 'utf8'))]));
+const valueImports = (file: string, text: string): string[] => imports(file, text);
+
+function importGraph(types = false): Map<string, string[]> {
+  return new Map(sources(SRC).map((file) => [relative(SRC, file), imports(file, readFileSync(file, 'utf8'), types)]));
 }
 
 /** Imports that run to a higher layer, to a peer of the same layer, or to a unit the layer table does not know. */
@@ -112,6 +112,13 @@ function importCircles(graph: Map<string, string[]>): string[][] {
   return circles;
 }
 
+/** The circles whose modules lie in two units or more, each as `<n> files across <units>: <files>`. */
+function circlesAcrossUnits(graph: Map<string, string[]>): string[] {
+  return importCircles(graph)
+    .filter((circle) => new Set(circle.map(unitOf)).size > 1)
+    .map((circle) => `${circle.length} files across ${[...new Set(circle.map(unitOf))].join(', ')}: ${circle.join(' ')}`);
+}
+
 describe('the server layers', () => {
   const graph = importGraph();
 
@@ -126,6 +133,12 @@ describe('the server layers', () => {
 
   it('no modules import each other, directly or around a circle', () => {
     expect(importCircles(graph)).toEqual([]);
+  });
+
+  it('no circle of imports spans two units, type-only imports included', () => {
+    // Types cost nothing at run time but a circle of them still ties the units' meaning together: a unit's types are
+    // read without the units above it. A circle inside one unit (two files of storage/) is that unit's business.
+    expect(circlesAcrossUnits(importGraph(true))).toEqual([]);
   });
 
   it('pages/ and protocol/ meet only through the authentication ports', () => {
@@ -151,6 +164,23 @@ describe('the layer check itself', () => {
     expect(valueImports(file, text)).toEqual(['model/errors.ts', 'storage/index.ts', 'http/cookies.ts', 'http/side-effect.ts']);
   });
 
+  it('reads type-only imports too when asked', () => {
+    const text = ["import type { B } from '../protocol/x.js';", "import { type C } from '../pages/y.js';"].join('\n');
+    expect(imports(file, text)).toEqual([]);
+    expect(imports(file, text, true)).toEqual(['protocol/x.ts', 'pages/y.ts']);
+  });
+
+  it('tells a circle across two units from one inside a unit', () => {
+    const graph = new Map([
+      ['context.ts', ['pages/index.ts']],
+      ['pages/index.ts', ['pages/login.ts']],
+      ['pages/login.ts', ['context.ts']],
+      ['store/index.ts', ['store/memory-store.ts']],
+      ['store/memory-store.ts', ['store/index.ts']],
+    ]);
+    expect(circlesAcrossUnits(graph)).toEqual(['3 files across context.ts, pages: context.ts pages/index.ts pages/login.ts']);
+  });
+
   it('finds an upward import, a peer import and an unknown unit', () => {
     const graph = new Map([
       ['http/errors.ts', ['protocol/openid-connect/tokens.ts', 'model/errors.ts']],
@@ -164,8 +194,8 @@ describe('the layer check itself', () => {
     ]);
   });
 
-  it('places a nested unit before its folder', () => {
-    expect(unitOf('admin/representations/user.ts')).toBe('admin/representations');
+  it('names a unit by its first folder below src/, or by the file at the top', () => {
+    expect(unitOf('services/realm-import/parse.ts')).toBe('services');
     expect(unitOf('admin/users.ts')).toBe('admin');
     expect(unitOf('server.ts')).toBe('server.ts');
   });

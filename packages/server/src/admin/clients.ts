@@ -8,13 +8,13 @@ import type { Client, ProtocolMapper, Realm } from '../model/types.js';
 import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import type { AdminAuth } from './authenticate-admin.js';
-import { isAdministrationClient, isRealmAdministrator, mayChangeAccount, requireRole } from './permissions.js';
+import { isAdministrationClient, isRealmAdministrator, mayChangeAccount } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import type { ProtocolMapperInput } from './representations/client-scope.js';
-import { clientEventRep, clientRep, parseClient, parseClientExtras } from './representations/client.js';
-import { userRep } from './representations/user.js';
+import type { ProtocolMapperInput } from '../representations/client-scope.js';
+import { clientEventRep, clientRep, parseClient, parseClientExtras } from '../representations/client.js';
+import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */
@@ -117,7 +117,6 @@ async function clientRepFor(ctx: ServerContext, auth: AdminAuth, client: Client,
 export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/clients', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-clients');
     const clients = await ctx.storage.clients.list(realm.id, {
       clientId: queryString(request.query, 'clientId'),
       search: queryBool(request.query, 'search'),
@@ -130,7 +129,6 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-clients');
     const input = parseClient(request.body);
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
@@ -145,13 +143,11 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'view-clients');
     return clientRepFor(ctx, callerOf(request), client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
   });
 
   app.put('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-clients');
     const body = request.body as { id?: unknown } | null;
     if (body && typeof body === 'object' && body.id !== undefined && body.id !== null && body.id !== client.id) {
       throw badRequest('client.id: does not match the client in the path', 'id');
@@ -195,7 +191,6 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.delete('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-clients');
     // It would take its roles from every administrator of the realm; Keycloak refuses it to everyone too.
     if (isAdministrationClient(realm, client)) throw forbidden(`${client.clientId} holds the administration roles of a realm and cannot be deleted`);
     // Deleted, it could be made again under its name with other redirect URIs.
@@ -209,15 +204,13 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'view-clients');
+    const { client } = await load(request);
     await requireMayHoldSecret(ctx, callerOf(request), client);
     return { type: 'secret', value: client.publicClient ? undefined : client.secret };
   });
 
   app.post('/realms/:realm/clients/:id/client-secret', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-clients');
     requireMayChangeAdministrationClient(callerOf(request), realm, client);
     await requireMayHoldSecret(ctx, callerOf(request), client);
     if (client.publicClient) throw badRequest('A public client has no secret');
@@ -233,8 +226,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // stored without effect.
   const CERTIFICATE_ATTRIBUTES = { certificate: 'certificate', publicKey: 'public.key', kid: 'kid' } as const;
   app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
-    const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'view-clients');
+    const { client } = await load(request);
     // The attribute prefixes Keycloak's console asks about: a client's JWT credential, its SAML signing and encryption keys.
     const attr = request.params.attr;
     if (!['jwt.credential', 'saml.signing', 'saml.encryption'].includes(attr)) throw notFound(`No certificate attribute ${attr.slice(0, 64)}`);
@@ -246,14 +238,12 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return info;
   });
   app.post('/realms/:realm/clients/:id/certificates/:attr/:operation', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-clients');
+    await load(request);
     throw badRequest('Client keys are not supported: Realmgate authenticates clients by secret only (no private_key_jwt), so a generated or uploaded key would have no use');
   });
 
   app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, client } = await load(request);
-    requireRole(callerOf(request), realm, 'view-clients');
+    const { client } = await load(request);
     const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;
     if (!user) throw badRequest('Service account not enabled for the client');
     return userRep(user);
@@ -269,8 +259,6 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (request.method !== 'GET') requireMayChangeAdministrationClient(callerOf(request), realm, client);
       return { realm, id: client.id, eventPath: `clients/${client.id}` };
     },
-    view: 'view-clients',
-    manage: 'manage-clients',
     resourceTypes: { realm: 'REALM_SCOPE_MAPPING', client: 'CLIENT_SCOPE_MAPPING' },
     // A scope only narrows what tokens carry, so no admin-role rule (as Keycloak); realm roles are the realm's.
     manageRealmRoles: 'manage-realm',
@@ -283,10 +271,9 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     app,
     ctx,
     '/realms/:realm/clients/:id/roles',
-    async (c, request) => {
+    async (_, request) => {
       const { realm, client } = await load(request as AdminRequest<{ realm: string; id: string }>);
       return { realm, containerId: client.id, clientRole: true, eventPath: `clients/${client.id}/roles` };
     },
-    { view: 'view-clients', manage: 'manage-clients' },
   );
 }

@@ -4,10 +4,10 @@ import { badRequest, notFound } from '../model/errors.js';
 import type { Group, Realm } from '../model/types.js';
 import { byName, createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, moveGroup, updateGroup } from '../services/index.js';
 import type { AdminAuth } from './authenticate-admin.js';
-import { requireMayMapRoles, requireRole, type AdminRole } from './permissions.js';
+import { requireMayMapRoles } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { groupRep, parseGroup } from './representations/group.js';
-import { userRep } from './representations/user.js';
+import { groupRep, parseGroup } from '../representations/group.js';
+import { userRep } from '../representations/user.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -23,12 +23,6 @@ type GroupParams = { realm: string; id: string };
 export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const { storage } = ctx;
 
-  /** The realm, after the caller's role is checked (before any id is looked at: a missing role is always 403). */
-  const realmFor = async (request: AdminRequest<any>, role: AdminRole): Promise<Realm> => {
-    const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, role);
-    return realm;
-  };
   const groupIn = (tree: GroupTree, raw: string): Group => {
     const group = tree.get(pathId(raw, 'Group'));
     if (!group) throw notFound('Group not found');
@@ -92,7 +86,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const page = <T>(items: T[], first: number | undefined, max: number | undefined): T[] => items.slice(first ?? 0, max === undefined ? undefined : (first ?? 0) + max);
 
   app.get('/realms/:realm/groups', async (request: AdminRequest) => {
-    const realm = await realmFor(request, 'query-groups');
+    const realm = await targetRealm(ctx, request);
     const q = request.query;
     const search = queryString(q, 'search');
     const attributes = queryString(q, 'q', 2048);
@@ -112,7 +106,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/groups/count', async (request: AdminRequest) => {
-    const realm = await realmFor(request, 'query-groups');
+    const realm = await targetRealm(ctx, request);
     const search = queryString(request.query, 'search');
     const top = queryBool(request.query, 'top');
     const tree = await GroupTree.load(storage, realm.id);
@@ -137,7 +131,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
    * (realm, parent, name) refuses a duplicate sibling that a concurrent request created meanwhile.
    */
   const createOrMove = async (request: AdminRequest<GroupParams>, reply: FastifyReply, parentRaw: string | null) => {
-    const realm = await realmFor(request, 'manage-users');
+    const realm = await targetRealm(ctx, request);
     const body = parseGroup(request.body);
     const tree = await GroupTree.load(storage, realm.id);
     const parent = parentRaw === null ? null : groupIn(tree, parentRaw);
@@ -176,19 +170,19 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/realms/:realm/groups', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, null));
   app.post('/realms/:realm/groups/:id/children', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, request.params.id));
 
-  const load = async (request: AdminRequest<GroupParams>, role: AdminRole) => {
-    const realm = await realmFor(request, role);
+  const load = async (request: AdminRequest<GroupParams>) => {
+    const realm = await targetRealm(ctx, request);
     const tree = await GroupTree.load(storage, realm.id);
     return { realm, tree, group: groupIn(tree, request.params.id) };
   };
 
   app.get('/realms/:realm/groups/:id', async (request: AdminRequest<GroupParams>) => {
-    const { realm, tree, group } = await load(request, 'view-users');
+    const { realm, tree, group } = await load(request);
     return (await reps(realm, tree, [group], true))[0];
   });
 
   app.put('/realms/:realm/groups/:id', async (request: AdminRequest<GroupParams>, reply) => {
-    const { realm, tree, group } = await load(request, 'manage-users');
+    const { realm, tree, group } = await load(request);
     const body = parseGroup(request.body);
     if (body.id !== undefined && body.id.toLowerCase() !== group.id) throw badRequest('group.id: does not match the group of the path', 'id');
     await updateGroup(storage, tree, group, body);
@@ -197,7 +191,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.delete('/realms/:realm/groups/:id', async (request: AdminRequest<GroupParams>, reply) => {
-    const { realm, tree, group } = await load(request, 'manage-users');
+    const { realm, tree, group } = await load(request);
     // Members of the group and its subgroups lose its roles: taking away admin roles follows the admin-role rule too.
     const subtree = [group.id, ...tree.descendants(group.id).map((g) => g.id)];
     await requireMayHandOut(callerOf(request), tree, subtree, await hasMembers(tree, group));
@@ -207,7 +201,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/groups/:id/children', async (request: AdminRequest<GroupParams>) => {
-    const { realm, tree, group } = await load(request, 'view-users');
+    const { realm, tree, group } = await load(request);
     const search = queryString(request.query, 'search');
     const exact = queryBool(request.query, 'exact');
     let children = tree.childrenOf(group.id);
@@ -218,7 +212,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/groups/:id/members', async (request: AdminRequest<GroupParams>) => {
-    const { group } = await load(request, 'view-users');
+    const { group } = await load(request);
     const users = await storage.groups.members(group.id, queryInt(request.query, 'first', 0)!, queryInt(request.query, 'max', 100)!);
     const brief = queryBool(request.query, 'briefRepresentation') ?? false;
     return users.map((u) => {
@@ -234,11 +228,9 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     consoleType: 'groups',
     segment: 'role-mappings',
     holder: async (request) => {
-      const { realm, group } = await load(request as AdminRequest<GroupParams>, request.method === 'GET' ? 'view-users' : 'manage-users');
+      const { realm, group } = await load(request as AdminRequest<GroupParams>);
       return { realm, id: group.id, eventPath: `groups/${group.id}` };
     },
-    view: 'view-users',
-    manage: 'manage-users',
     resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
     mayMap: (caller, roles) => requireMayMapRoles(ctx, caller, roles),
     mappedIds: (groupId) => storage.groups.roleIds([groupId]),
@@ -249,7 +241,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   // One path segment: the slashes of the group's path arrive percent-encoded, as the admin client sends them.
   app.get('/realms/:realm/group-by-path/:path', async (request: AdminRequest<{ realm: string; path: string }>) => {
-    const realm = await realmFor(request, 'view-users');
+    const realm = await targetRealm(ctx, request);
     const tree = await GroupTree.load(storage, realm.id);
     const path = request.params.path;
     const group = tree.byPath(path.startsWith('/') ? path : `/${path}`);
@@ -266,7 +258,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return user;
   };
   const userGroups = async (request: AdminRequest<UserGroupParams>) => {
-    const realm = await realmFor(request, 'view-users');
+    const realm = await targetRealm(ctx, request);
     const user = await loadUser(realm, request.params.id);
     const tree = await GroupTree.load(storage, realm.id);
     const search = queryString(request.query, 'search');
@@ -288,7 +280,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
       method,
       url: '/realms/:realm/users/:id/groups/:groupId',
       handler: async (request: AdminRequest<UserGroupParams>, reply) => {
-        const realm = await realmFor(request, 'manage-users');
+        const realm = await targetRealm(ctx, request);
         const user = await loadUser(realm, request.params.id);
         const tree = await GroupTree.load(storage, realm.id);
         const group = groupIn(tree, request.params.groupId);
@@ -307,7 +299,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // Default groups ----------------------------------------------------------------------------------------
 
   app.get('/realms/:realm/default-groups', async (request: AdminRequest) => {
-    const realm = await realmFor(request, 'view-realm');
+    const realm = await targetRealm(ctx, request);
     const tree = await GroupTree.load(storage, realm.id);
     const groups = (await storage.groups.defaultGroupIds(realm.id)).map((id) => tree.get(id)).filter((g) => g !== undefined);
     return reps(realm, tree, tree.sortByPath(groups), false, undefined, true);
@@ -318,7 +310,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
       method,
       url: '/realms/:realm/default-groups/:groupId',
       handler: async (request: AdminRequest<{ realm: string; groupId: string }>, reply) => {
-        const realm = await realmFor(request, 'manage-realm');
+        const realm = await targetRealm(ctx, request);
         const tree = await GroupTree.load(storage, realm.id);
         const group = groupIn(tree, request.params.groupId);
         // Every user created later (self-registered too) would hold the group's roles.
@@ -335,7 +327,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // Groups of a role ----------------------------------------------------------------------------------------
 
   const groupsOfRole = async (request: AdminRequest<{ realm: string; id?: string; roleName: string }>) => {
-    const realm = await realmFor(request, 'view-users');
+    const realm = await targetRealm(ctx, request);
     let containerId = realm.id;
     if (request.params.id !== undefined) {
       const client = await storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));

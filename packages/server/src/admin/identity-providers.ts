@@ -4,7 +4,6 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { requireRole, requireViewIdentityProviders } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
   identityProviderMapperRep,
@@ -12,8 +11,8 @@ import {
   parseIdentityProvider,
   parseIdentityProviderMapper,
   unmaskConfig,
-} from './representations/federation.js';
-import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+} from '../representations/federation.js';
+import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type AliasParams = { realm: string; alias: string };
 type MapperParams = AliasParams & { id: string };
@@ -27,11 +26,9 @@ const taken = (alias: string) => conflict(`Identity Provider ${alias} already ex
  * (`clientSecret`) are answered as `**********`; a PUT that sends the mask back keeps the stored secret.
  */
 export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  // The caller's role is checked before the provider is looked up: who may not read providers learns nothing of their aliases.
-  const load = async (request: AdminRequest<AliasParams>, write: boolean) => {
+  // The caller's role is checked at the door, before the provider is looked up: who may not read providers learns nothing of their aliases.
+  const load = async (request: AdminRequest<AliasParams>) => {
     const realm = await targetRealm(ctx, request);
-    if (write) requireRole(callerOf(request), realm, 'manage-identity-providers');
-    else requireViewIdentityProviders(callerOf(request), realm);
     const alias = request.params.alias;
     const provider = alias.length <= 255 && !alias.includes('\u0000') ? await ctx.storage.federation.providerByAlias(realm.id, alias) : null;
     if (!provider) throw notFound('Could not find identity provider');
@@ -42,7 +39,6 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
 
   app.get('/realms/:realm/identity-provider/instances', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireViewIdentityProviders(callerOf(request), realm);
     const q = request.query;
     const brief = queryBool(q, 'briefRepresentation') ?? false;
     const providers = await ctx.storage.federation.providers(realm.id, {
@@ -60,7 +56,6 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
 
   app.post('/realms/:realm/identity-provider/instances', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-identity-providers');
     const provider: IdentityProvider = { ...parseIdentityProvider(request.body), internalId: newId(), realmId: realm.id };
     try {
       await ctx.storage.federation.insertProvider(provider);
@@ -74,12 +69,12 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
   });
 
   app.get('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>) => {
-    const { provider } = await load(request, false);
+    const { provider } = await load(request);
     return identityProviderRep(provider);
   });
 
   app.put('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>, reply) => {
-    const { realm, provider } = await load(request, true);
+    const { realm, provider } = await load(request);
     const body = request.body as { internalId?: unknown } | null;
     if (body && typeof body === 'object' && body.internalId !== undefined && body.internalId !== null && body.internalId !== provider.internalId) {
       throw badRequest('identityProvider.internalId: does not match the identity provider in the path', 'internalId');
@@ -97,7 +92,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
   });
 
   app.delete('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>, reply) => {
-    const { realm, provider } = await load(request, true);
+    const { realm, provider } = await load(request);
     await ctx.storage.federation.deleteProvider(provider.internalId);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'IDENTITY_PROVIDER', `identity-provider/instances/${provider.alias}`);
     return reply.code(204).send();
@@ -105,17 +100,17 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
 
   // No mapper types: Realmgate runs no identity-provider mapper (the console's "Add mapper" offers none).
   app.get('/realms/:realm/identity-provider/instances/:alias/mapper-types', async (request: AdminRequest<AliasParams>) => {
-    await load(request, false);
+    await load(request);
     return {};
   });
 
   app.get('/realms/:realm/identity-provider/instances/:alias/mappers', async (request: AdminRequest<AliasParams>) => {
-    const { realm, provider } = await load(request, false);
+    const { realm, provider } = await load(request);
     return (await ctx.storage.federation.mappers(realm.id, provider.internalId)).map((m) => identityProviderMapperRep(m));
   });
 
-  const loadMapper = async (request: AdminRequest<MapperParams>, write: boolean) => {
-    const { realm, provider } = await load(request, write);
+  const loadMapper = async (request: AdminRequest<MapperParams>) => {
+    const { realm, provider } = await load(request);
     const id = pathId(request.params.id, 'Mapper');
     const mapper = (await ctx.storage.federation.mappers(realm.id, provider.internalId)).find((m) => m.id === id);
     if (!mapper) throw notFound('Model not found');
@@ -124,7 +119,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
   const mapperTaken = (name: string) => conflict(`Identity provider mapper ${name} already exists`, 'name');
 
   app.post('/realms/:realm/identity-provider/instances/:alias/mappers', async (request: AdminRequest<AliasParams>, reply) => {
-    const { realm, provider } = await load(request, true);
+    const { realm, provider } = await load(request);
     const input = parseIdentityProviderMapper(request.body);
     if (input.identityProviderAlias && input.identityProviderAlias !== provider.alias) {
       throw badRequest('identityProviderMapper.identityProviderAlias: does not match the identity provider in the path', 'identityProviderAlias');
@@ -141,12 +136,12 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
   });
 
   app.get('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>) => {
-    const { mapper } = await loadMapper(request, false);
+    const { mapper } = await loadMapper(request);
     return identityProviderMapperRep(mapper);
   });
 
   app.put('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>, reply) => {
-    const { realm, provider, mapper } = await loadMapper(request, true);
+    const { realm, provider, mapper } = await loadMapper(request);
     const input = parseIdentityProviderMapper(request.body);
     if (input.identityProviderAlias && input.identityProviderAlias !== provider.alias) {
       throw badRequest('identityProviderMapper.identityProviderAlias: does not match the identity provider in the path', 'identityProviderAlias');
@@ -163,7 +158,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
   });
 
   app.delete('/realms/:realm/identity-provider/instances/:alias/mappers/:id', async (request: AdminRequest<MapperParams>, reply) => {
-    const { realm, provider, mapper } = await loadMapper(request, true);
+    const { realm, provider, mapper } = await loadMapper(request);
     await ctx.storage.federation.deleteMapper(provider.internalId, mapper.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'IDENTITY_PROVIDER_MAPPER', `identity-provider/instances/${provider.alias}/mappers/${mapper.id}`);
     return reply.code(204).send();

@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { forbidden, notFound, unsupportedMediaType } from '../model/errors.js';
-import type { Realm } from '../model/types.js';
-import { hasAnyRole, requireRole } from './permissions.js';
-import { localizationKey, localizationText, parseLocalizationTexts } from './representations/localization.js';
-import { callerOf, localeOf, targetRealm, type AdminRequest } from './routing.js';
+import { notFound, unsupportedMediaType } from '../model/errors.js';
+import { localizationKey, localizationText, parseLocalizationTexts } from '../representations/localization.js';
+import { localeOf, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; locale: string; key: string };
 
@@ -20,29 +18,19 @@ const TEXT_BODY_LIMIT = 16384 * 4;
  */
 export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const base = '/realms/:realm/localization';
-  const administered = async (request: AdminRequest<Partial<Params>>): Promise<Realm> => {
-    const realm = await targetRealm(ctx, request);
-    if (!hasAnyRole(callerOf(request), realm)) throw forbidden();
-    return realm;
-  };
-  const managed = async (request: AdminRequest<Partial<Params>>): Promise<Realm> => {
-    const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-realm');
-    return realm;
-  };
   const keyOf = (request: AdminRequest<Params>) => localizationKey(request.params.key, 'key');
 
-  app.get(base, async (request: AdminRequest) => ctx.storage.localization.locales((await administered(request)).id));
+  app.get(base, async (request: AdminRequest) => ctx.storage.localization.locales((await targetRealm(ctx, request)).id));
 
   // `useRealmDefaultLocaleFallback` adds the realm's default locale's texts under the locale's own; a realm here has
   // no default locale (`defaultLocale` is not kept), so there is nothing to add.
   app.get(`${base}/:locale`, async (request: AdminRequest<Params>) => {
-    const realm = await administered(request);
+    const realm = await targetRealm(ctx, request);
     return ctx.storage.localization.texts(realm.id, localeOf(request.params.locale));
   });
 
   app.get(`${base}/:locale/:key`, async (request: AdminRequest<Params>, reply) => {
-    const realm = await administered(request);
+    const realm = await targetRealm(ctx, request);
     const texts = await ctx.storage.localization.texts(realm.id, localeOf(request.params.locale));
     const key = keyOf(request);
     if (!Object.hasOwn(texts, key)) throw notFound('Localization text not found');
@@ -50,21 +38,21 @@ export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   });
 
   app.post(`${base}/:locale`, async (request: AdminRequest<Params>, reply) => {
-    const realm = await managed(request);
+    const realm = await targetRealm(ctx, request);
     const locale = localeOf(request.params.locale);
     await ctx.storage.localization.save(realm.id, locale, parseLocalizationTexts(request.body, 'localization'));
     return reply.code(204).send();
   });
 
   app.delete(`${base}/:locale`, async (request: AdminRequest<Params>, reply) => {
-    const realm = await managed(request);
+    const realm = await targetRealm(ctx, request);
     const locale = localeOf(request.params.locale);
     if (!(await ctx.storage.localization.deleteLocale(realm.id, locale))) throw notFound(`No localization texts for locale ${locale} found.`);
     return reply.code(204).send();
   });
 
   app.delete(`${base}/:locale/:key`, async (request: AdminRequest<Params>, reply) => {
-    const realm = await managed(request);
+    const realm = await targetRealm(ctx, request);
     if (!(await ctx.storage.localization.deleteText(realm.id, localeOf(request.params.locale), keyOf(request)))) throw notFound('Localization text not found');
     return reply.code(204).send();
   });
@@ -73,7 +61,7 @@ export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   app.register(async (scoped) => {
     scoped.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: TEXT_BODY_LIMIT }, (_request, body, done) => done(null, body));
     scoped.put(`${base}/:locale/:key`, { config: { textPlainBody: true } }, async (request: AdminRequest<Params>, reply) => {
-      const realm = await managed(request);
+      const realm = await targetRealm(ctx, request);
       const locale = localeOf(request.params.locale);
       const key = keyOf(request);
       if (!/^text\/plain\b/i.test(request.headers['content-type'] ?? '') || typeof request.body !== 'string') throw unsupportedMediaType('The text is sent as a text/plain body');

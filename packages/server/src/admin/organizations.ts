@@ -2,21 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import { saveOrganization, userSnapshot } from '../services/index.js';
-import { requireRole } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { organizationRep, parseOrganization } from './representations/organization.js';
-import { userRep } from './representations/user.js';
-import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { organizationRep, parseOrganization } from '../representations/organization.js';
+import { userRep } from '../representations/user.js';
+import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const enabledRealm = async (request: AdminRequest, write: boolean) => {
+  const enabledRealm = async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, write ? 'manage-realm' : 'view-realm');
     if (!realm.organizationsEnabled) throw badRequest('Organizations not enabled for this realm.');
     return realm;
   };
-  const load = async (request: AdminRequest<{ realm: string; id: string }>, write: boolean) => {
-    const realm = await enabledRealm(request, write);
+  const load = async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const realm = await enabledRealm(request);
     const org = await ctx.storage.organizations.byId(realm.id, pathId(request.params.id, 'Organization'));
     if (!org) throw notFound('Organization not found');
     return { realm, org };
@@ -28,7 +26,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   };
 
   app.get('/realms/:realm/organizations', async (request: AdminRequest) => {
-    const realm = await enabledRealm(request, false);
+    const realm = await enabledRealm(request);
     const orgs = await ctx.storage.organizations.list(realm.id, {
       search: queryString(request.query, 'search') ?? queryString(request.query, 'q'),
       exact: queryBool(request.query, 'exact'),
@@ -39,49 +37,49 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   });
 
   app.get('/realms/:realm/organizations/count', async (request: AdminRequest) => {
-    const realm = await enabledRealm(request, false);
+    const realm = await enabledRealm(request);
     return ctx.storage.organizations.count(realm.id);
   });
 
   app.post('/realms/:realm/organizations', async (request: AdminRequest, reply) => {
-    const realm = await enabledRealm(request, true);
+    const realm = await enabledRealm(request);
     const org = await ctx.storage.transaction((trx) => saveOrganization(ctx.storage, realm, parseOrganization(request.body), null, trx));
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(org));
     return reply.code(201).header('location', locationOf(ctx, request, org.id)).send();
   });
 
   app.get('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    return organizationRep((await load(request, false)).org);
+    return organizationRep((await load(request)).org);
   });
 
   app.put('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
-    const { realm, org } = await load(request, true);
+    const { realm, org } = await load(request);
     const updated = await ctx.storage.transaction((trx) => saveOrganization(ctx.storage, realm, parseOrganization(request.body), org, trx));
     await recordAdminEvent(ctx, request, realm, 'UPDATE', 'ORGANIZATION', `organizations/${org.id}`, organizationRep(updated));
     return reply.code(204).send();
   });
 
   app.delete('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
-    const { realm, org } = await load(request, true);
+    const { realm, org } = await load(request);
     await ctx.storage.organizations.delete(org.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION', `organizations/${org.id}`);
     return reply.code(204).send();
   });
 
   app.get('/realms/:realm/organizations/:id/members', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, org } = await load(request, false);
+    const { realm, org } = await load(request);
     const ids = await ctx.storage.organizations.memberIds(org.id, queryInt(request.query, 'first', 0), queryInt(request.query, 'max', 100));
     const users = await Promise.all(ids.map((id) => ctx.storage.users.byId(realm.id, id)));
     return users.filter((u) => u !== null).map((u) => ({ ...userRep(u!), membershipType: 'UNMANAGED' }));
   });
 
   app.get('/realms/:realm/organizations/:id/members/count', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { org } = await load(request, false);
+    const { org } = await load(request);
     return (await ctx.storage.organizations.memberIds(org.id, 0, 1_000_000)).length;
   });
 
   app.post('/realms/:realm/organizations/:id/members', { config: { rawJsonString: true } }, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
-    const { realm, org } = await load(request, true);
+    const { realm, org } = await load(request);
     const userId = memberUserId(request.body);
     const user = await ctx.storage.users.byId(realm.id, pathId(userId, 'User'));
     if (!user) throw notFound('User does not exist');
@@ -92,7 +90,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   });
 
   app.get('/realms/:realm/organizations/:id/members/:userId', async (request: AdminRequest<{ realm: string; id: string; userId: string }>) => {
-    const { realm, org } = await load(request, false);
+    const { realm, org } = await load(request);
     const userId = pathId(request.params.userId, 'User');
     const user = (await ctx.storage.organizations.isMember(org.id, userId)) ? await ctx.storage.users.byId(realm.id, userId) : null;
     if (!user) throw notFound('User is not a member of the organization');
@@ -100,7 +98,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   });
 
   app.delete('/realms/:realm/organizations/:id/members/:userId', async (request: AdminRequest<{ realm: string; id: string; userId: string }>, reply) => {
-    const { realm, org } = await load(request, true);
+    const { realm, org } = await load(request);
     const userId = pathId(request.params.userId, 'User');
     if (!(await ctx.storage.organizations.isMember(org.id, userId))) throw notFound('User is not a member of the organization');
     await ctx.storage.organizations.removeMember(org.id, userId);
@@ -109,7 +107,7 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
   });
 
   app.get('/realms/:realm/organizations/members/:userId/organizations', async (request: AdminRequest<{ realm: string; userId: string }>) => {
-    const realm = await enabledRealm(request, false);
+    const realm = await enabledRealm(request);
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.userId, 'User'));
     if (!user) throw notFound('User not found');
     return (await ctx.storage.organizations.ofUser(user.id)).map(organizationRep);

@@ -73,11 +73,6 @@ export function requireRole(auth: AdminAuth, target: Realm | null, role: AdminRo
   if (!hasRole(auth, target, role)) throw forbidden(`Missing the ${role} role for this realm`);
 }
 
-/** Reading identity providers: view-identity-providers, or view-realm, as Keycloak's RealmPermissions. */
-export function requireViewIdentityProviders(auth: AdminAuth, target: Realm): void {
-  if (!hasRole(auth, target, 'view-identity-providers') && !hasRole(auth, target, 'view-realm')) throw forbidden('Missing the view-identity-providers role for this realm');
-}
-
 /**
  * Every realm-management role whose power the caller holds over `target`, by name (what the admin console's
  * `whoami` lists for a realm to decide which pages to show).

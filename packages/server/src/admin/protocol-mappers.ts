@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { ProtocolMapper, Realm } from '../model/types.js';
 import { isUniqueViolation, type MapperOwner } from '../storage/index.js';
 import type { AdminRole } from './permissions.js';
-import { parseProtocolMapper, protocolMapperRep } from './representations/client-scope.js';
+import { parseProtocolMapper, protocolMapperRep } from '../representations/client-scope.js';
 import { locationOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /**

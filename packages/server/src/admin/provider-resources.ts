@@ -3,7 +3,7 @@ import type { AdminResourceRoute } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { ProviderLoadError } from '../model/errors.js';
 import { resourceRequest, sendResourceResponse } from '../providers/index.js';
-import { hasRole, requireRole } from './permissions.js';
+import { hasRole } from './permissions.js';
 import { callerOf, recordAdminEvent, targetRealm } from './routing.js';
 
 declare module 'fastify' {
@@ -40,7 +40,6 @@ function mount(app: FastifyInstance, ctx: ServerContext, url: string, route: Adm
     handler: async (request, reply) => {
       const realm = await targetRealm(ctx, request);
       const caller = callerOf(request);
-      requireRole(caller, realm, route.role);
       const response = await route.handler({
         ...resourceRequest(request, realm),
         admin: { realmId: caller.realm.id, clientId: caller.clientId, userId: caller.userId, hasRole: (role) => hasRole(caller, realm, role) },

@@ -5,8 +5,8 @@ import type { Realm, Role } from '../model/types.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { requireRole, type AdminRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { roleReps, rolesFromBody } from './representations/role.js';
-import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { roleReps, rolesFromBody } from '../representations/role.js';
+import { callerOf, pathId, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /** Something roles are mapped to: a user (role mappings) or a client (scope mappings). */
 export interface MappingHolder {
@@ -24,11 +24,12 @@ export interface RoleMappingResource {
   /** The last segment of admin events' resource path: `role-mappings` or `scope-mappings`. */
   segment: string;
   holder(request: AdminRequest): Promise<MappingHolder>;
-  view: AdminRole;
-  manage: AdminRole;
   /** Admin event resource types for realm-role and client-role mappings. */
   resourceTypes: { realm: string; client: string };
-  /** A role needed besides `manage` to change mappings of realm roles. */
+  /**
+   * A role needed besides the table's to change mappings of realm roles where the body decides (the console's
+   * Unassign sends realm and client roles together); the `/realm` routes' entries name it themselves.
+   */
   manageRealmRoles?: AdminRole;
   /** The check of the roles one call names, before anything is written. */
   mayMap?(caller: AdminAuth, roles: Role[]): Promise<void>;
@@ -103,7 +104,6 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
 
   app.get(prefix, async (request: AdminRequest) => {
     const holder = await resource.holder(request);
-    requireRole(callerOf(request), holder.realm, resource.view);
     return mappingsRep(ctx, holder.realm, await mappedRoles(holder.id));
   });
 
@@ -121,8 +121,6 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
   // directly, as Keycloak's {id, role, description, client (its clientId), clientId (its id)}, filtered by `search`
   // (role name or clientId), ordered by clientId and role name, a page of `first`/`max`.
   app.get(`/realms/:realm/ui-ext/available-roles/${resource.consoleType}/:id`, async (request: AdminRequest) => {
-    // The permission first: a caller without it learns nothing, not even whether the holder exists.
-    requireRole(callerOf(request), await targetRealm(ctx, request), resource.view);
     const holder = await resource.holder(request);
     const first = queryInt(request.query, 'first', 0) ?? 0;
     const max = queryInt(request.query, 'max', 100) ?? 100;
@@ -141,16 +139,14 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
 
   // "Hide inherited roles" unticked: every role the holder has, mapped directly, through groups or as a composite.
   app.get(`/realms/:realm/ui-ext/effective-roles-all/${resource.consoleType}/:id`, async (request: AdminRequest) => {
-    requireRole(callerOf(request), await targetRealm(ctx, request), resource.view);
     const holder = await resource.holder(request);
     const ids = resource.effectiveIds ? await resource.effectiveIds(holder) : await ctx.storage.roles.expand(await resource.mappedIds(holder.id));
     return effectiveRoleRows(ctx, holder.realm, await ctx.storage.roles.byIds([...ids]));
   });
 
   // Unassign: the selected rows, realm and client roles together, removed at once under the same checks as the
-  // DELETE routes below (the manage role, the realm-role role where one is needed, the admin-role rule).
+  // DELETE routes below (the realm-role role where one is needed, the admin-role rule).
   app.post(`/realms/:realm/ui-ext/role-mapping-delete/${resource.consoleType}/:id`, async (request: AdminRequest, reply) => {
-    requireRole(callerOf(request), await targetRealm(ctx, request), resource.manage);
     const holder = await resource.holder(request);
     const roles = await rolesOfDeleteRequest(ctx, holder.realm, request.body);
     if (resource.manageRealmRoles && roles.some((r) => !r.clientRole)) requireRole(callerOf(request), holder.realm, resource.manageRealmRoles);
@@ -164,18 +160,15 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
   for (const base of [`${prefix}/realm`, `${prefix}/clients/:client`]) {
     app.get(base, async (request: AdminRequest<Params>) => {
       const c = await container(request);
-      requireRole(callerOf(request), c.holder.realm, resource.view);
       return roleReps(ctx.storage, (await mappedRoles(c.holder.id)).filter((r) => r.containerId === c.containerId));
     });
     app.get(`${base}/available`, async (request: AdminRequest<Params>) => {
       const c = await container(request);
-      requireRole(callerOf(request), c.holder.realm, resource.view);
       const mapped = new Set(await resource.mappedIds(c.holder.id));
       return roleReps(ctx.storage, (await ctx.storage.roles.list(c.containerId)).filter((r) => !mapped.has(r.id)));
     });
     app.get(`${base}/composite`, async (request: AdminRequest<Params>) => {
       const c = await container(request);
-      requireRole(callerOf(request), c.holder.realm, resource.view);
       const ids = resource.effectiveIds ? await resource.effectiveIds(c.holder) : await ctx.storage.roles.expand(await resource.mappedIds(c.holder.id));
       return roleReps(ctx.storage, (await ctx.storage.roles.byIds([...ids])).filter((r) => r.containerId === c.containerId).sort((a, b) => a.name.localeCompare(b.name)));
     });
@@ -185,8 +178,6 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
         url: base,
         handler: async (request: AdminRequest<Params>, reply) => {
           const c = await container(request);
-          requireRole(callerOf(request), c.holder.realm, resource.manage);
-          if (resource.manageRealmRoles && c.containerId === c.holder.realm.id) requireRole(callerOf(request), c.holder.realm, resource.manageRealmRoles);
           const roles = await rolesFromBody(ctx.storage, c.holder.realm, request.body, c.containerId);
           await resource.mayMap?.(callerOf(request), roles);
           const ids = roles.map((r) => r.id);

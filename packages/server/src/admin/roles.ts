@@ -6,9 +6,9 @@ import type { Realm, Role } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { parseRole, roleRep, roleReps, rolesFromBody } from './representations/role.js';
+import { parseRole, roleRep, roleReps, rolesFromBody } from '../representations/role.js';
 import { effectiveRoleRows, mappingsRep, rolesOfDeleteRequest } from './role-mappings.js';
-import { userRep } from './representations/user.js';
+import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** A role PUT: Keycloak changes name and description; a taken name is a 409. */
@@ -30,13 +30,11 @@ export function containerRoleRoutes(
   ctx: ServerContext,
   prefix: string,
   resolve: (ctx: ServerContext, request: AdminRequest) => Promise<{ realm: Realm; containerId: string; clientRole: boolean; eventPath: string }>,
-  permission: { view: 'view-realm' | 'view-clients'; manage: 'manage-realm' | 'manage-clients' },
 ): void {
   const resourceType = (clientRole: boolean) => (clientRole ? 'CLIENT_ROLE' : 'REALM_ROLE');
 
   app.get(prefix, async (request: AdminRequest) => {
     const c = await resolve(ctx, request);
-    requireRole(callerOf(request), c.realm, permission.view);
     const roles = await ctx.storage.roles.list(c.containerId, {
       search: queryString(request.query, 'search'),
       first: queryInt(request.query, 'first', 0),
@@ -47,7 +45,6 @@ export function containerRoleRoutes(
 
   app.post(prefix, async (request: AdminRequest, reply) => {
     const c = await resolve(ctx, request);
-    requireRole(callerOf(request), c.realm, permission.manage);
     await requireMayAddRoleTo(ctx, c.realm, c.containerId);
     const input = parseRole(request.body);
     if (!input.name) throw badRequest('role.name: is required', 'name');
@@ -70,14 +67,12 @@ export function containerRoleRoutes(
   };
 
   app.get(`${prefix}/:roleName`, async (request: AdminRequest) => {
-    const { realm, role } = await byName(request);
-    requireRole(callerOf(request), realm, permission.view);
+    const { role } = await byName(request);
     return (await roleReps(ctx.storage, [role]))[0];
   });
 
   app.put(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
-    requireRole(callerOf(request), realm, permission.manage);
     await requireMayChangeRole(ctx, callerOf(request), role);
     const updated = await updateRole(ctx, role, request.body);
     await recordAdminEvent(ctx, request, realm, 'UPDATE', resourceType(clientRole), `${eventPath}/${updated.name}`, roleRep(updated, false));
@@ -86,7 +81,6 @@ export function containerRoleRoutes(
 
   app.delete(`${prefix}/:roleName`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
-    requireRole(callerOf(request), realm, permission.manage);
     await requireMayChangeRole(ctx, callerOf(request), role);
     if (!clientRole && role.name === `default-roles-${realm.name.toLowerCase()}`) throw badRequest('The default role of a realm cannot be deleted');
     await ctx.storage.roles.delete(role.id);
@@ -95,14 +89,12 @@ export function containerRoleRoutes(
   });
 
   app.get(`${prefix}/:roleName/composites`, async (request: AdminRequest) => {
-    const { realm, role } = await byName(request);
-    requireRole(callerOf(request), realm, permission.view);
+    const { role } = await byName(request);
     return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
   });
 
   app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
-    requireRole(callerOf(request), realm, permission.manage);
     await ctx.storage.roles.addComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'CREATE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
@@ -110,7 +102,6 @@ export function containerRoleRoutes(
 
   app.delete(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
-    requireRole(callerOf(request), realm, permission.manage);
     await ctx.storage.roles.removeComposites(role.id, await compositeChange(ctx, request, role));
     await recordAdminEvent(ctx, request, realm, 'DELETE', resourceType(clientRole), `${eventPath}/${role.name}/composites`, request.body);
     return reply.code(204).send();
@@ -118,7 +109,6 @@ export function containerRoleRoutes(
 
   app.get(`${prefix}/:roleName/users`, async (request: AdminRequest) => {
     const { realm, role } = await byName(request);
-    requireRole(callerOf(request), realm, 'view-users');
     const rows = await ctx.storage.db
       .selectFrom('user_role')
       .select('user_id')
@@ -148,7 +138,6 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
       const realm = await targetRealm(c, request);
       return { realm, containerId: realm.id, clientRole: false, eventPath: 'roles' };
     },
-    { view: 'view-realm', manage: 'manage-realm' },
   );
 
   const byId = async (request: AdminRequest<{ realm: string; id: string }>) => {

@@ -1,14 +1,30 @@
-import type { AdminRole } from './permissions.js';
+import type { FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { forbidden } from '../model/errors.js';
+import { hasAnyRole, hasRole, isAnyAdministrator, type AdminRole } from './permissions.js';
+import { callerOf, targetRealm } from './routing.js';
 
 /**
- * The permission every admin route requires, in one table. The admin plugin refuses to start with a route
- * this table does not cover, `docs/admin-permissions.md` is generated from it with the route list, and a test
- * sends every route a token of each single role that lacks the requirement and expects 403. Where the routes
- * check more (the admin-role rule, the role's container), `note` says so.
+ * The permission every admin route requires, in one table, and what enforces it: `requireRoutePermission` runs
+ * before every admin handler. The admin plugin refuses to start with a route this table does not cover (and the
+ * door refuses such a route at request time), `docs/admin-permissions.md` is generated from it with the route
+ * list, and a test sends every route a token of each single role and expects 403 exactly where the table says.
+ * Where the handlers check more (the admin-role rule, the role's container), `note` says so.
  */
 export interface RoutePermission {
-  /** The role(s) the caller needs over the realm in the path; empty for the routes described by `note` alone. */
+  /** The role(s) the caller needs over the realm in the path (all of them); empty when `caller` says who passes. */
   roles: AdminRole[];
+  /**
+   * Roles that pass the door instead of `roles`: the handler then decides by the resource which of the two it
+   * needs (a client role needs the clients' role, a realm role the realm's), which the path alone cannot say.
+   */
+  instead?: AdminRole[];
+  /**
+   * Who passes a route without roles: `administrator` holds any administrative role over the realm in the path (over
+   * any realm where the path names none); `signed-in` is any caller the admin API authenticated, the handler
+   * answering only what the caller administers; `public` is anyone (the console's page, outside the API's door).
+   */
+  caller?: 'administrator' | 'signed-in' | 'public';
   note?: string;
 }
 
@@ -25,12 +41,12 @@ const ADMIN_CLIENT_RULE = 'security-admin-console, admin-cli, account-console, b
 const SECRET_RULE = "each administrative role of the client's service account must be within the caller's power, else no secret (403, or `secret` left out)";
 
 const rules: Rule[] = [
-  [read, /^\/admin\/serverinfo$/, { roles: [], note: 'any administrative role on any realm' }],
-  [read, /^\/admin\/:realm\/console$/, { roles: [], note: "public: the admin console's page (it signs in with keycloak-js)" }],
-  [read, /^\/admin\/:realm\/console\/whoami$/, { roles: [], note: "a token of that realm; answers the caller's own administrative roles over currentRealm" }],
-  [read, /^\/admin\/realms$/, { roles: [], note: 'any administrative role; lists the realms the caller administers' }],
+  [read, /^\/admin\/serverinfo$/, { roles: [], caller: 'administrator', note: 'any administrative role on any realm' }],
+  [read, /^\/admin\/:realm\/console$/, { roles: [], caller: 'public', note: "public: the admin console's page (it signs in with keycloak-js)" }],
+  [read, /^\/admin\/:realm\/console\/whoami$/, { roles: [], caller: 'signed-in', note: "a token of that realm; answers the caller's own administrative roles over currentRealm" }],
+  [read, /^\/admin\/realms$/, { roles: [], caller: 'signed-in', note: 'any administrative role; lists the realms the caller administers' }],
   [write, /^\/admin\/realms$/, { roles: ['create-realm'], note: 'master realm role; the creator gets every role of the new realm' }],
-  [read, new RegExp(`${R}$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}$`), { roles: ['manage-realm'] }],
   [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users and groups also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}; a user it replaces: ${ACCOUNT_RULE}` }],
   [/^(GET|POST)$/, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
@@ -80,9 +96,9 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/roles/:roleName/composites$`), { roles: ['manage-realm'], note: `a client-role child also needs manage-clients; ${ADMIN_ROLE_RULE}` }],
   [read, new RegExp(`${R}/roles(/|$)`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/roles(/|$)`), { roles: ['manage-realm'], note: 'master admin and create-realm only by their holders' }],
-  [read, new RegExp(`${R}/roles-by-id/`), { roles: ['view-realm'], note: 'view-clients instead for a client role' }],
-  [write, new RegExp(`${R}/roles-by-id/:id/composites$`), { roles: ['manage-realm'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
-  [write, new RegExp(`${R}/roles-by-id/`), { roles: ['manage-realm'], note: `manage-clients instead for a client role; ${FIXED}` }],
+  [read, new RegExp(`${R}/roles-by-id/`), { roles: ['view-realm'], instead: ['view-clients'], note: 'view-clients instead for a client role' }],
+  [write, new RegExp(`${R}/roles-by-id/:id/composites$`), { roles: ['manage-realm'], instead: ['manage-clients'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/roles-by-id/`), { roles: ['manage-realm'], instead: ['manage-clients'], note: `manage-clients instead for a client role; ${FIXED}` }],
 
   [read, new RegExp(`${R}/organizations`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/organizations`), { roles: ['manage-realm'] }],
@@ -93,25 +109,25 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/keys$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/components`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/components`), { roles: ['manage-realm'], note: 'key providers (the server\'s signing keys) are read-only: 400' }],
-  [read, new RegExp(`${R}/identity-provider/`), { roles: ['view-identity-providers'], note: 'or view-realm, as Keycloak' }],
+  [read, new RegExp(`${R}/identity-provider/`), { roles: ['view-identity-providers'], instead: ['view-realm'], note: 'either, as Keycloak' }],
   [write, new RegExp(`${R}/identity-provider/`), { roles: ['manage-identity-providers'] }],
   [read, new RegExp(`${R}/ui-ext/brute-force-user$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/ui-ext/available-roles/(users|groups)/:id$`), { roles: ['view-users'] }],
-  [read, new RegExp(`${R}/ui-ext/role-mappings/roles/:id$`), { roles: ['view-realm'], note: 'view-clients instead for a client role' }],
+  [read, new RegExp(`${R}/ui-ext/role-mappings/roles/:id$`), { roles: ['view-realm'], instead: ['view-clients'], note: 'view-clients instead for a client role' }],
   [read, new RegExp(`${R}/ui-ext/available-roles/(clients|clientScopes)/:id$`), { roles: ['view-clients'] }],
   [read, new RegExp(`${R}/ui-ext/effective-roles-all/(users|groups)/:id$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/ui-ext/effective-roles-all/(clients|clientScopes)/:id$`), { roles: ['view-clients'] }],
-  [read, new RegExp(`${R}/ui-ext/effective-roles-all/roles/:id$`), { roles: ['view-realm'], note: 'view-clients instead for a client role' }],
+  [read, new RegExp(`${R}/ui-ext/effective-roles-all/roles/:id$`), { roles: ['view-realm'], instead: ['view-clients'], note: 'view-clients instead for a client role' }],
   [write, new RegExp(`${R}/ui-ext/role-mapping-delete/(users|groups)/:id$`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
   [write, new RegExp(`${R}/ui-ext/role-mapping-delete/(clients|clientScopes)/:id$`), { roles: ['manage-clients'], note: `a realm role also needs manage-realm; ${ADMIN_ROLE_RULE}` }],
-  [write, new RegExp(`${R}/ui-ext/role-mapping-delete/roles/:id$`), { roles: ['manage-realm'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
+  [write, new RegExp(`${R}/ui-ext/role-mapping-delete/roles/:id$`), { roles: ['manage-realm'], instead: ['manage-clients'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
   [read, new RegExp(`${R}/ui-ext/sessions$`), { roles: ['view-users'] }],
   [read, new RegExp(`${R}/ui-ext/sessions/client$`), { roles: ['view-clients'] }],
   [read, new RegExp(`${R}/ui-ext/authentication-management/(flows|required-actions)$`), { roles: ['view-realm'] }],
-  [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], note: 'any administrative role on the realm' }],
-  [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], note: 'lists the realms the caller administers' }],
-  [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], note: 'any administrative role on the realm' }],
-  [read, new RegExp(`${R}/localization(/:locale(/:key)?)?$`), { roles: [], note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], caller: 'signed-in', note: 'lists the realms the caller administers' }],
+  [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
+  [read, new RegExp(`${R}/localization(/:locale(/:key)?)?$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}/localization/:locale(/:key)?$`), { roles: ['manage-realm'] }],
 ];
 
@@ -123,11 +139,37 @@ export function routePermission(method: string, url: string): RoutePermission | 
   return null;
 }
 
+/**
+ * The admin API's door: every admin route passes here after its body is read and before its handler runs, and is
+ * let in only as its entry in the table says (a provider's route as the role it declares). A route without an entry
+ * is refused, whatever its handler would do. The realm in the path is looked up first (404 `Realm not found.`, as
+ * Keycloak answers before any permission), then the caller's roles over it (403). Handlers check only what the
+ * table cannot say: whether this caller may map this role, change this account, touch this client.
+ */
+export async function requireRoutePermission(ctx: ServerContext, request: FastifyRequest): Promise<void> {
+  const caller = callerOf(request);
+  const method = request.method === 'HEAD' ? 'GET' : request.method;
+  const providerRole = request.routeOptions.config.providerAdminRole;
+  const permission: RoutePermission | null = providerRole ? { roles: [providerRole as AdminRole] } : routePermission(method, request.routeOptions.url ?? '');
+  if (!permission) throw forbidden('This admin route declares no permission');
+  const realm = (request.params as { realm?: string } | undefined)?.realm !== undefined ? await targetRealm(ctx, request, true) : null;
+  if (permission.roles.length === 0) {
+    if (permission.caller === 'signed-in') return;
+    if (permission.caller === 'administrator' && (realm ? hasAnyRole(caller, realm) : isAnyAdministrator(caller))) return;
+    throw forbidden(realm ? 'Forbidden' : 'Server information is for administrators');
+  }
+  if (permission.instead?.every((role) => hasRole(caller, realm, role))) return;
+  const missing = permission.roles.find((role) => !hasRole(caller, realm, role));
+  if (missing) throw forbidden(`Missing the ${missing} role for this realm`);
+}
+
+const callerText: Record<NonNullable<RoutePermission['caller']>, string> = { administrator: 'any administrative role', 'signed-in': 'signed in', public: 'nobody' };
+
 /** The table of docs/admin-permissions.md for the given routes. */
 export function permissionTable(routes: { method: string; url: string }[]): string {
   const rows = routes.map(({ method, url }) => {
     const p = routePermission(method, url);
-    const roles = p?.roles.length ? p.roles.map((r) => `\`${r}\``).join(' and ') : '—';
+    const roles = p?.roles.length ? [p.roles, p.instead ?? []].filter((set) => set.length).map((set) => set.map((r) => `\`${r}\``).join(' and ')).join(' or ') : p?.caller ? callerText[p.caller] : '—';
     return `| ${method} | \`${url}\` | ${roles} | ${p?.note ?? ''} |`;
   });
   return [
@@ -136,7 +178,9 @@ export function permissionTable(routes: { method: string; url: string }[]): stri
     'Generated from `packages/server/src/admin/route-permissions.ts` and the routes the server registers',
     '(`npm run docs:permissions`; a test fails when this file is stale). A role is held over the realm in the path:',
     "through that realm's `realm-management` client, or the master realm's `{realm}-realm` client; master `admin`",
-    'holds every role over every realm. `manage-X` includes `view-X`, `view-X` includes `query-X`.',
+    'holds every role over every realm. `manage-X` includes `view-X`, `view-X` includes `query-X`. The server enforces',
+    'this table before every admin handler runs and refuses a route it does not list; where two sets are given (`or`),',
+    'either passes and the handler decides by the resource which it needs.',
     '',
     '| method | route | needs | and |',
     '|---|---|---|---|',

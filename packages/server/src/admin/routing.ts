@@ -4,8 +4,8 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { uuidPattern } from './representations/fields.js';
-import { localePattern } from './representations/localization.js';
+import { uuidPattern } from '../representations/fields.js';
+import { localePattern } from '../representations/localization.js';
 import type { AdminAuth } from './authenticate-admin.js';
 
 declare module 'fastify' {
@@ -21,9 +21,10 @@ export function callerOf(request: FastifyRequest): AdminAuth {
   return request.adminAuth;
 }
 
-export async function targetRealm(ctx: ServerContext, request: FastifyRequest): Promise<Realm> {
+/** The realm in the path, or 404. `cached`: through the configuration cache (frozen), for a check that only reads it. */
+export async function targetRealm(ctx: ServerContext, request: FastifyRequest, cached = false): Promise<Realm> {
   const name = (request.params as { realm: string }).realm;
-  const realm = name.length <= 255 ? await ctx.storage.realms.byName(name) : null;
+  const realm = name.length > 255 ? null : cached ? await ctx.storage.realms.cachedByName(name) : await ctx.storage.realms.byName(name);
   if (!realm) throw notFound('Realm not found.');
   return realm;
 }

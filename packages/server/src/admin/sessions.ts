@@ -4,10 +4,9 @@ import { requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
-import { requireRole } from './permissions.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { uuidPattern } from './representations/fields.js';
-import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { uuidPattern } from '../representations/fields.js';
+import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string; client: string };
 
@@ -44,7 +43,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms/:realm/users/:id/offline-sessions/:client', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-users');
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.client, 'Client'));
@@ -60,7 +58,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   const clientOf = async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-clients');
     const client = await ctx.storage.clients.byId(realm.id, pathId(request.params.id, 'Client'));
     if (!client) throw notFound('Could not find client');
     return { realm, client };
@@ -85,9 +82,8 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     });
   }
 
-  const userOf = async (request: AdminRequest<Params>, role: 'view-users' | 'manage-users') => {
+  const userOf = async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, role);
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     return { realm, user };
@@ -102,7 +98,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // The admin console's session list: the realm's sessions (`type` ALL, REGULAR or OFFLINE), by username.
   app.get('/realms/:realm/ui-ext/sessions', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-users');
     const type = sessionType(request);
     const { first, max } = page(request);
     const sessions = await ctx.storage.sessions.forRealm(realm.id, { offline: type === 'ALL' ? undefined : type === 'OFFLINE', username: queryString(request.query, 'search') || undefined, first, max });
@@ -112,7 +107,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // The admin console's sessions tab of a client: its SSO and offline sessions (`type`), by username.
   app.get('/realms/:realm/ui-ext/sessions/client', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-clients');
     const type = sessionType(request);
     const clientId = queryString(request.query, 'clientId');
     if (!clientId || !uuidPattern.test(clientId)) throw badRequest('Query parameter "clientId" must be the id of a client', 'clientId');
@@ -127,12 +121,12 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.get('/realms/:realm/users/:id/sessions', async (request: AdminRequest<Params>) => {
-    const { realm, user } = await userOf(request, 'view-users');
+    const { realm, user } = await userOf(request);
     return Promise.all(live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)).map((s) => sessionRep(realm, s)));
   });
 
   app.post('/realms/:realm/users/:id/logout', async (request: AdminRequest<Params>, reply) => {
-    const { realm, user } = await userOf(request, 'manage-users');
+    const { realm, user } = await userOf(request);
     await ctx.storage.sessions.deleteForUser(user.id);
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/logout`);
     return reply.code(204).send();
@@ -140,7 +134,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.delete('/realms/:realm/sessions/:id', async (request: AdminRequest<Params>, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-users');
     const offline = queryBool(request.query, 'isOffline') ?? false;
     const session = await ctx.storage.sessions.byId(pathId(request.params.id, 'Session'));
     if (!session || session.realmId !== realm.id || (session.offline ?? false) !== offline) throw notFound('Session not found');
@@ -156,7 +149,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // the clients holding an offline token of the user (Keycloak's other kind of grant), one entry per client.
   app.get('/realms/:realm/users/:id/consents', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-users');
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     const offline = (await ctx.storage.sessions.forUser(realm.id, user.id, true)).filter((s) => sessionAlive(realm, s));
@@ -180,7 +172,6 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.delete('/realms/:realm/users/:id/consents/:client', async (request: AdminRequest<Params>, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-users');
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     const client = await ctx.storage.clients.byClientId(realm.id, request.params.client.slice(0, 255));

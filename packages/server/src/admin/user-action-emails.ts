@@ -5,10 +5,9 @@ import { badRequest, notFound } from '../model/errors.js';
 import { redirectUriAllowed } from '../model/redirect-uri.js';
 import { executeActionsMail, sendInBackground } from '../pages/emails.js';
 import { actionTokenUrl, sendVerification } from '../pages/verify-email.js';
-import { requireRole } from './permissions.js';
 import { queryInt, queryString } from './query.js';
-import { SUPPORTED_REQUIRED_ACTIONS } from './representations/user.js';
-import { callerOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
+import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string };
 
@@ -23,7 +22,6 @@ const ADMIN_LINK_LIFETIME_S = 12 * 60 * 60;
 export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const target = async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-users');
     const user = await ctx.storage.users.byId(realm.id, pathId(request.params.id, 'User'));
     if (!user) throw notFound('User not found');
     if (!user.email) throw badRequest('User email missing');

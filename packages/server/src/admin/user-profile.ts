@@ -1,29 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../context.js';
 import { badRequest } from '../model/errors.js';
 import { profileMetadata, userProfileConfig } from '../model/user-profile.js';
-import { requireRole } from './permissions.js';
-import { callerOf, targetRealm, type AdminRequest } from './routing.js';
+import { type AdminRequest } from './routing.js';
 
 /**
  * The realm's user profile at Keycloak's admin paths: its configuration (UPConfig) and the metadata forms are
  * built from. Realmgate's profile is fixed (username, email, first and last name with the rules every entry point
  * enforces), so a PUT of another configuration is refused rather than stored without effect.
  */
-export function userProfileRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get('/realms/:realm/users/profile', async (request: AdminRequest) => {
-    requireRole(callerOf(request), await targetRealm(ctx, request), 'view-realm');
+export function userProfileRoutes(app: FastifyInstance): void {
+  app.get('/realms/:realm/users/profile', async () => {
     return userProfileConfig();
   });
 
-  app.get('/realms/:realm/users/profile/metadata', async (request: AdminRequest) => {
-    requireRole(callerOf(request), await targetRealm(ctx, request), 'view-users');
+  app.get('/realms/:realm/users/profile/metadata', async () => {
     // As Keycloak's: the form of a user being created (the console's Create user page is built from it).
     return profileMetadata({ newUser: true });
   });
 
   app.put('/realms/:realm/users/profile', async (request: AdminRequest) => {
-    requireRole(callerOf(request), await targetRealm(ctx, request), 'manage-realm');
     // The configuration as it is (what GET answered) is accepted unchanged, so a tool that PUTs back what it read works.
     if (JSON.stringify(request.body) === JSON.stringify(userProfileConfig())) return userProfileConfig();
     throw badRequest('The user profile cannot be changed in Realmgate: username, email, firstName and lastName are fixed');

@@ -9,12 +9,12 @@ const CREDENTIAL_LABEL_LIMIT = 255;
 import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { markPasswordTemporary, removePassword } from '../services/users.js';
 import { parseFederatedIdentities, saveFederatedIdentities } from '../services/realm-import/federated-identities.js';
-import { requireMayChangeAccount, requireMayMapRoles, requireRole } from './permissions.js';
+import { requireMayChangeAccount, requireMayMapRoles } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
-import { credentialRep, passwordCredentialRep } from './representations/credential.js';
-import { stringList } from './representations/fields.js';
-import { parsePasswordCredential, parseUser, userRep, type UserExtras } from './representations/user.js';
+import { credentialRep, passwordCredentialRep } from '../representations/credential.js';
+import { stringList } from '../representations/fields.js';
+import { parsePasswordCredential, parseUser, userRep, type UserExtras } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -40,7 +40,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   /** A page of the realm's users matching the query, with their representations. */
   const searchUsers = async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-users');
     const users = await ctx.storage.users.search(realm.id, {
       ...searchQuery(request.query),
       first: queryInt(request.query, 'first', 0),
@@ -60,13 +59,11 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms/:realm/users/count', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'view-users');
     return ctx.storage.users.count(realm.id, searchQuery(request.query));
   });
 
   app.post('/realms/:realm/users', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    requireRole(callerOf(request), realm, 'manage-users');
     const input = parseUser(request.body);
     // `groups`: paths of groups the new user joins, as Keycloak's; their roles pass the admin-role rule.
     const paths = stringList((request.body as { groups?: unknown }).groups, 'user.groups');
@@ -104,28 +101,23 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // console's Realm settings → Email tab looks the signed-in administrator up in the realm it edits). Nobody
     // else's: another realm's user stays 404.
     if (request.params.id === caller.userId && caller.realm.name !== request.params.realm) {
-      const realm = await targetRealm(ctx, request);
-      requireRole(caller, realm, 'view-users');
       const self = await ctx.storage.users.byId(caller.realm.id, caller.userId);
       if (!self) throw notFound('User not found');
       return fullRep(self);
     }
-    const { realm, user } = await load(request);
-    requireRole(caller, realm, 'view-users');
+    const { user } = await load(request);
     return fullRep(user);
   });
 
   // The attributes the user profile does not declare (its policy is ADMIN_EDIT): every stored attribute here.
   app.get('/realms/:realm/users/:id/unmanagedAttributes', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'view-users');
+    const { user } = await load(request);
     return user.attributes;
   });
 
   // Keycloak updates the fields given and leaves the others (unlike clients, whose PUT replaces).
   app.put('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-users');
     await requireMayChangeAccount(ctx, callerOf(request), user.id);
     const input = parseUser(request.body);
     if (input.username !== undefined && input.username.toLowerCase() !== user.username) {
@@ -160,7 +152,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.delete('/realms/:realm/users/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-users');
     await requireMayChangeAccount(ctx, callerOf(request), user.id);
     if (user.serviceAccountClientId) throw badRequest('A service-account user is removed with its client');
     const snapshot = await userSnapshot(ctx.storage, user);
@@ -171,7 +162,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.put('/realms/:realm/users/:id/reset-password', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-users');
     await requireMayChangeAccount(ctx, callerOf(request), user.id);
     const credential = parsePasswordCredential(request.body);
     // As Keycloak: temporary adds UPDATE_PASSWORD (a new password at the next sign-in), otherwise it is removed.
@@ -186,8 +176,7 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // Credentials: the password and the OTP credentials; the secrets are never answered -----------------------
 
   app.get('/realms/:realm/users/:id/credentials', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'view-users');
+    const { user } = await load(request);
     const password = passwordCredentialRep(user, { withData: true });
     const stored = await ctx.storage.credentials.ofUser(user.id);
     return [...(password ? [password] : []), ...stored.map(credentialRep)];
@@ -199,7 +188,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     scoped.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: CREDENTIAL_LABEL_LIMIT * 4 }, (_request, body, done) => done(null, body));
     scoped.put('/realms/:realm/users/:id/credentials/:credentialId/userLabel', { config: { textPlainBody: true } }, async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
       const { realm, user } = await load(request);
-      requireRole(callerOf(request), realm, 'manage-users');
       const credentialId = pathId(request.params.credentialId, 'Credential');
       // Keycloak's route consumes text/plain only.
       if (!/^text\/plain\b/i.test(request.headers['content-type'] ?? '') || typeof request.body !== 'string') throw unsupportedMediaType('The label is sent as a text/plain body');
@@ -218,7 +206,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   // read before a reset no longer names it (404).
   app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
     const { realm, user } = await load(request);
-    requireRole(callerOf(request), realm, 'manage-users');
     await requireMayChangeAccount(ctx, callerOf(request), user.id);
     const credentialId = pathId(request.params.credentialId, 'Credential');
     const removed = passwordCredentialRep(user)?.id === credentialId ? await removePassword(ctx.storage, user) : await ctx.storage.credentials.delete(user.id, credentialId);
@@ -237,8 +224,6 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const { realm, user } = await load(request as AdminRequest<{ realm: string; id: string }>);
       return { realm, id: user.id, eventPath: `users/${user.id}` };
     },
-    view: 'view-users',
-    manage: 'manage-users',
     resourceTypes: { realm: 'REALM_ROLE_MAPPING', client: 'CLIENT_ROLE_MAPPING' },
     mayMap: (caller, roles) => requireMayMapRoles(ctx, caller, roles),
     mappedIds: (userId) => ctx.storage.roles.userRoleIds(userId),

@@ -1,5 +1,5 @@
 import type { ConfigProperty, FormActionFactory, FormProtectorFactory, Requirement } from '@realmgate/spi';
-import type { ProviderRegistry } from '../providers/index.js';
+import type { ProviderRegistry } from '../providers/registry.js';
 import type { FlowType } from './model.js';
 
 /** What a provider does in a flow, which decides where it may be added and which admin list shows it. */

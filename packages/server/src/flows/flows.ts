@@ -2,7 +2,7 @@ import type { FormProtectorFactory } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
 import { ProviderLoadError } from '../model/errors.js';
-import type { ProviderRegistry } from '../providers/index.js';
+import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';

@@ -1,7 +1,7 @@
 import type { FormAction, FormProtector } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
-import type { ProviderRegistry } from '../providers/index.js';
+import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { defaultBindings } from './builtin-flows.js';
 import type { ProviderCatalog } from './catalog.js';

@@ -1,5 +1,5 @@
-// Realm import has its own entry, services/realm-import/index.ts: it reads admin representations and, through
-// them, flows/, which the modules importing this index (protocol/, http/) must not load in a cycle.
+// Realm import has its own entry, services/realm-import/index.ts: it reads representations/ and, through them,
+// flows/, which the modules importing this index (protocol/, http/) must not load in a cycle.
 export { effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from './roles.js';
 export { clientScopeSet } from './client-scope-set.js';
 export { attachClientScopes, clientScopeViews, provisionClientScopes, realmDefaultScopeNames, syncServiceAccountScope, upgradeClientScopes, type RequestedScopes } from './client-scopes.js';

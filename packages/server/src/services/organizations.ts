@@ -1,4 +1,4 @@
-import type { OrganizationInput } from '../admin/representations/organization.js';
+import type { OrganizationInput } from '../representations/organization.js';
 import { newId } from '../credentials/index.js';
 import { badRequest, conflict } from '../model/errors.js';
 import type { Organization, Realm } from '../model/types.js';

@@ -3,11 +3,11 @@
  * realm import (services/realm-import) reads back, so an export imported into an empty server exports the same
  * document again (ids aside: the new realm gets its own, as Keycloak regenerates them).
  */
-import { configRep, flowRep } from '../admin/representations/authentication.js';
-import { clientRep } from '../admin/representations/client.js';
-import { clientScopeRep } from '../admin/representations/client-scope.js';
-import { componentRep, identityProviderMapperRep, identityProviderRep } from '../admin/representations/federation.js';
-import { realmRep } from '../admin/representations/realm.js';
+import { configRep, flowRep } from '../representations/authentication.js';
+import { clientRep } from '../representations/client.js';
+import { clientScopeRep } from '../representations/client-scope.js';
+import { componentRep, identityProviderMapperRep, identityProviderRep } from '../representations/federation.js';
+import { realmRep } from '../representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';

@@ -1,5 +1,5 @@
-import { asArray, parseRepresentation, type Spec } from '../admin/representations/fields.js';
-import { SUPPORTED_REQUIRED_ACTIONS } from '../admin/representations/user.js';
+import { asArray, parseRepresentation, type Spec } from '../representations/fields.js';
+import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Db, RequiredActionSetting, Storage } from '../storage/index.js';
 

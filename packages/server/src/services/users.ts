@@ -1,5 +1,5 @@
 import type { UserSnapshot } from '@realmgate/spi';
-import type { UserInput } from '../admin/representations/user.js';
+import type { UserInput } from '../representations/user.js';
 import { hashNeedsUpgrade, hashPassword, newId, verifyPassword, type PasswordHashCost } from '../credentials/index.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { checkPassword, policyHashCost, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';

@@ -6,7 +6,7 @@ import type { RealmKeys } from '../../keys/index.js';
 import { TokenVerificationError } from '../../model/errors.js';
 import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
-import { clientScopeSet } from '../../services/index.js';
+import { clientScopeSet } from '../../services/client-scope-set.js';
 import type { Storage } from '../../storage/index.js';
 import { loadMapperData, needsOf, runMappers, scopePlan, type Claims, type ScopePlan } from './mappers/index.js';
 

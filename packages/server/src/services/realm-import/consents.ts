@@ -3,7 +3,7 @@
  * clientId, with the client scopes it granted by name and its dates. Kept and shown by the admin API; there is no
  * consent screen here, so nobody is asked for one.
  */
-import { asArray, parseRepresentation, stringList, type Spec } from '../../admin/representations/fields.js';
+import { asArray, parseRepresentation, stringList, type Spec } from '../../representations/fields.js';
 import { badRequest } from '../../model/errors.js';
 import type { Realm } from '../../model/types.js';
 import type { Db, Storage } from '../../storage/index.js';

@@ -3,7 +3,7 @@
  * alias, the account's id and username there), read the same way by the admin API (`POST …/federated-identity/{alias}`)
  * and by realm import (`users[i].federatedIdentities`). Links are kept as data: nobody signs in through them.
  */
-import { asArray, parseRepresentation, type Spec } from '../../admin/representations/fields.js';
+import { asArray, parseRepresentation, type Spec } from '../../representations/fields.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { FederatedIdentity, Realm } from '../../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../../storage/index.js';

@@ -3,7 +3,7 @@
  * realm): `parseRealmImport` reads a Keycloak realm export (the subset this server keeps), `createRealmFromImport`
  * provisions the realm and writes what the export holds in one transaction, all or nothing.
  */
-import { applyRealmSettings } from '../../admin/representations/realm.js';
+import { applyRealmSettings } from '../../representations/realm.js';
 import type { ServerContext } from '../../context.js';
 import type { Realm } from '../../model/types.js';
 import { grantAdminClientRoles, provisionRealm } from '../realm-provisioning.js';

@@ -6,8 +6,8 @@
  * They are then kept as data like any component (no user federation here). What Keycloak drops (another provider, a
  * mapper of none of those providers) is named in `notImported`.
  */
-import { CONFIG_VALUE_MAX, type ImportedComponent } from '../../admin/representations/federation.js';
-import { asArray, parseRepresentation, type Spec } from '../../admin/representations/fields.js';
+import { CONFIG_VALUE_MAX, type ImportedComponent } from '../../representations/federation.js';
+import { asArray, parseRepresentation, type Spec } from '../../representations/fields.js';
 import { badRequest } from '../../model/errors.js';
 
 const USER_STORAGE = 'org.keycloak.storage.UserStorageProvider';

@@ -1,6 +1,6 @@
-import { parseAuthentication } from '../../admin/representations/authentication.js';
-import { parseClient, parseClientExtras } from '../../admin/representations/client.js';
-import { parseClientScope, type ClientScopeInput } from '../../admin/representations/client-scope.js';
+import { parseAuthentication } from '../../representations/authentication.js';
+import { parseClient, parseClientExtras } from '../../representations/client.js';
+import { parseClientScope, type ClientScopeInput } from '../../representations/client-scope.js';
 import {
   parseIdentityProvider,
   parseIdentityProviderMapper,
@@ -9,14 +9,14 @@ import {
   type IdentityProviderMapperInput,
   KEY_PROVIDER_TYPE,
   type ImportedComponent,
-} from '../../admin/representations/federation.js';
-import { asArray, parseRepresentation, stringList } from '../../admin/representations/fields.js';
-import { parseImportedGroup, type ImportedGroup } from '../../admin/representations/group.js';
-import { parseRealmLocalizationTexts, type LocalizationTexts } from '../../admin/representations/localization.js';
-import { parseOrganization, type OrganizationInput } from '../../admin/representations/organization.js';
-import { realmIgnored, realmSpec } from '../../admin/representations/realm.js';
-import { parseImportedRole, type ImportedRole } from '../../admin/representations/role.js';
-import { parseUser, type UserInput } from '../../admin/representations/user.js';
+} from '../../representations/federation.js';
+import { asArray, parseRepresentation, stringList } from '../../representations/fields.js';
+import { parseImportedGroup, type ImportedGroup } from '../../representations/group.js';
+import { parseRealmLocalizationTexts, type LocalizationTexts } from '../../representations/localization.js';
+import { parseOrganization, type OrganizationInput } from '../../representations/organization.js';
+import { realmIgnored, realmSpec } from '../../representations/realm.js';
+import { parseImportedRole, type ImportedRole } from '../../representations/role.js';
+import { parseUser, type UserInput } from '../../representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
 import { parseImportedKeyProviders, type ImportedSigningKey } from '../../keys/import.js';
 import { badRequest, conflict } from '../../model/errors.js';

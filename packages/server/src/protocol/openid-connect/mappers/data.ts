@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Client, Organization, Realm, User } from '../../../model/types.js';
-import { effectiveRoles } from '../../../services/index.js';
+import { effectiveRoles } from '../../../services/roles.js';
 import type { Storage } from '../../../storage/index.js';
 import { fromJson } from '../../../storage/codec.js';
 import type { MapperData, MapperNeeds, UserGroupAttributes } from './types.js';

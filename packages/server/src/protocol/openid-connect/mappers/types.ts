@@ -1,5 +1,5 @@
 import type { Client, Organization, Realm, User } from '../../../model/types.js';
-import type { EffectiveRoles } from '../../../services/index.js';
+import type { EffectiveRoles } from '../../../services/roles.js';
 
 /** The documents mappers write to: the access token, the ID token, the userinfo answer, the introspection answer. */
 export type TokenKind = 'access' | 'id' | 'userinfo' | 'introspection';

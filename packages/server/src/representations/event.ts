@@ -1,4 +1,4 @@
-import type { AdminEventTable, EventTable } from '../../storage/index.js';
+import type { AdminEventTable, EventTable } from '../storage/index.js';
 
 export const eventRep = (e: EventTable) => ({
   id: e.id,

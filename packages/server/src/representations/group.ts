@@ -1,5 +1,5 @@
-import { badRequest } from '../../model/errors.js';
-import type { Group } from '../../model/types.js';
+import { badRequest } from '../model/errors.js';
+import type { Group } from '../model/types.js';
 import { asArray, parseRepresentation, stringList, type Spec } from './fields.js';
 
 const groupSpec: Spec = {

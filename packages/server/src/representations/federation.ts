@@ -3,8 +3,8 @@
  * the ComponentExportRepresentation of realm files): read with the admin API's field rules, answered with secrets
  * masked as Keycloak masks them. Realmgate keeps these as data and acts on none of them (README).
  */
-import { badRequest } from '../../model/errors.js';
-import type { Component, IdentityProvider, IdentityProviderMapper } from '../../model/types.js';
+import { badRequest } from '../model/errors.js';
+import type { Component, IdentityProvider, IdentityProviderMapper } from '../model/types.js';
 import { parseRepresentation, type Spec } from './fields.js';
 
 /** Keycloak's provider type of key providers (the console's Realm settings → Keys). */

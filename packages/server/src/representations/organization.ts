@@ -1,5 +1,5 @@
-import { badRequest } from '../../model/errors.js';
-import type { Organization } from '../../model/types.js';
+import { badRequest } from '../model/errors.js';
+import type { Organization } from '../model/types.js';
 import { parseRepresentation, type Spec } from './fields.js';
 
 const domainPattern = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;

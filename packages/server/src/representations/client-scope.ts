@@ -1,6 +1,6 @@
-import { badRequest } from '../../model/errors.js';
-import { validateProtocolMapper } from '../../model/protocol-mapper-types.js';
-import type { ClientScope, ProtocolMapper } from '../../model/types.js';
+import { badRequest } from '../model/errors.js';
+import { validateProtocolMapper } from '../model/protocol-mapper-types.js';
+import type { ClientScope, ProtocolMapper } from '../model/types.js';
 import { asArray, parseRepresentation, type Spec } from './fields.js';
 
 /** The protocols a client scope or mapper may have: OpenID Connect, and SAML kept as data (Keycloak exports carry it). */

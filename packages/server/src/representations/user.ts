@@ -1,8 +1,8 @@
-import { importedPasswordHash } from '../../credentials/keycloak-hash.js';
-import { importedOtpCredential, type ImportedOtpCredential } from '../../credentials/otp.js';
-import { badRequest } from '../../model/errors.js';
-import type { User } from '../../model/types.js';
-import { emailPattern, personNamePattern, usernamePattern } from '../../model/user-profile.js';
+import { importedPasswordHash } from '../credentials/keycloak-hash.js';
+import { importedOtpCredential, type ImportedOtpCredential } from '../credentials/otp.js';
+import { badRequest } from '../model/errors.js';
+import type { User } from '../model/types.js';
+import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
 import { parseRepresentation, type Spec } from './fields.js';
 
 const userSpec: Spec = {

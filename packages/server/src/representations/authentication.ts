@@ -1,4 +1,4 @@
-import { AppError, badRequest } from '../../model/errors.js';
+import { AppError, badRequest } from '../model/errors.js';
 import {
   aliasHint,
   aliasPattern,
@@ -15,7 +15,7 @@ import {
   type KeycloakBinding,
   type RealmFlows,
   type WalkedExecution,
-} from '../../flows/index.js';
+} from '../flows/index.js';
 import { asArray, parseRepresentation, type FieldSpec, type Spec } from './fields.js';
 
 // The authentication management API's bodies ------------------------------------------------------------

@@ -1,6 +1,6 @@
-import { badRequest } from '../../model/errors.js';
-import { isOverrideBinding } from '../../flows/index.js';
-import type { Client, ProtocolMapper } from '../../model/types.js';
+import { badRequest } from '../model/errors.js';
+import { isOverrideBinding } from '../flows/index.js';
+import type { Client, ProtocolMapper } from '../model/types.js';
 import { parseProtocolMappers, protocolMapperRep, type ProtocolMapperInput } from './client-scope.js';
 import { parseRepresentation, stringList, type Spec } from './fields.js';
 
@@ -47,7 +47,7 @@ export const clientFieldUse: Record<string, string> = {
   publicClient: 'protocol/openid-connect/client-auth.ts',
   bearerOnly: 'protocol/openid-connect/client-auth.ts',
   enabled: 'protocol/openid-connect/client-auth.ts',
-  protocol: 'admin/representations/client.ts',
+  protocol: 'representations/client.ts',
   rootUrl: 'model/redirect-uri.ts',
   baseUrl: 'account-api/applications.ts',
   redirectUris: 'model/redirect-uri.ts',

@@ -1,8 +1,8 @@
-import { parsePasswordPolicy } from '../../credentials/password-policy.js';
-import { badRequest } from '../../model/errors.js';
-import { BRUTE_FORCE_FIELDS } from '../../model/brute-force.js';
-import { OTP_POLICY_FIELDS } from '../../model/otp-policy.js';
-import type { Realm } from '../../model/types.js';
+import { parsePasswordPolicy } from '../credentials/password-policy.js';
+import { badRequest } from '../model/errors.js';
+import { BRUTE_FORCE_FIELDS } from '../model/brute-force.js';
+import { OTP_POLICY_FIELDS } from '../model/otp-policy.js';
+import type { Realm } from '../model/types.js';
 import type { Spec } from './fields.js';
 
 const SMTP_MASK = '**********';
@@ -130,7 +130,7 @@ export const realmFieldUse: Record<string, string> = {
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
   ...Object.fromEntries(BRUTE_FORCE_FIELDS.map((f) => [f, 'model/brute-force.ts'])),
-  otpPolicyType: 'admin/representations/realm.ts',
+  otpPolicyType: 'representations/realm.ts',
   otpPolicyAlgorithm: 'credentials/otp.ts',
   otpPolicyDigits: 'credentials/otp.ts',
   otpPolicyPeriod: 'credentials/otp.ts',

@@ -1,4 +1,4 @@
-import { badRequest } from '../../model/errors.js';
+import { badRequest } from '../model/errors.js';
 
 /** A realm's localization texts of one locale: key → text. */
 export type LocalizationTexts = Record<string, string>;

@@ -2,7 +2,7 @@
  * Field specs and the parser every admin representation goes through (Keycloak's JSON mapper rules). No routes
  * here: the admin API and realm import (services/realm-import) both read representations with these.
  */
-import { badRequest } from '../../model/errors.js';
+import { badRequest } from '../model/errors.js';
 
 const JAVA_INT_MAX = 2_147_483_647;
 

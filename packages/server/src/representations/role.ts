@@ -1,6 +1,6 @@
-import { badRequest, notFound } from '../../model/errors.js';
-import type { Realm, Role } from '../../model/types.js';
-import type { Storage } from '../../storage/index.js';
+import { badRequest, notFound } from '../model/errors.js';
+import type { Realm, Role } from '../model/types.js';
+import type { Storage } from '../storage/index.js';
 import { parseRepresentation, stringList, uuidPattern, type Spec } from './fields.js';
 
 const roleSpec: Spec = {

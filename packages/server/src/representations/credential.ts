@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { exportedPasswordCredential } from '../../credentials/keycloak-hash.js';
-import type { User } from '../../model/types.js';
-import type { StoredCredential } from '../../storage/index.js';
+import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
+import type { User } from '../model/types.js';
+import type { StoredCredential } from '../storage/index.js';
 
 /** A stable id for the user's password credential: it changes when the password does, as a new Keycloak credential's. */
 export function passwordCredentialId(user: User): string {
