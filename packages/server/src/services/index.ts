@@ -18,6 +18,7 @@ export {
   registerRequiredAction,
   requiredActionConfig,
   requiredActionConfigDescription,
+  requiredActionMaxAuthAge,
   setRequiredActionConfig,
   unregisteredRequiredActions,
   unregisterRequiredAction,

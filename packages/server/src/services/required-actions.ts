@@ -5,6 +5,8 @@ import type { Realm, User } from '../model/types.js';
 import {
   carriedOut,
   checkRequiredActionConfig,
+  DEFAULT_MAX_AUTH_AGE_SECONDS,
+  MAX_AUTH_AGE,
   REQUIRED_ACTION_PROVIDERS,
   requiredActionProvider,
   UPDATE_PASSWORD,
@@ -263,6 +265,16 @@ export async function dueRequiredActions(storage: Storage, realm: Realm, user: U
   if (passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now())) due.add(UPDATE_PASSWORD);
   if (due.size === 0) return [];
   return (await askable(storage, realm.id)).filter((alias) => due.has(alias));
+}
+
+/**
+ * How many seconds after the last sign-in an application may start `alias` (kc_action) without the user signing in
+ * again: the action's max_auth_age setting, Keycloak's 300 when unset (or for an action without it).
+ */
+export async function requiredActionMaxAuthAge(storage: Storage, realmId: string, alias: string): Promise<number> {
+  const action = (await realmRequiredActions(storage, realmId)).find((a) => a.alias === alias);
+  const value = Number(action?.config[MAX_AUTH_AGE]);
+  return action?.config[MAX_AUTH_AGE] !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_MAX_AUTH_AGE_SECONDS;
 }
 
 /** `aliases` in the realm's priority order, those not askable there left out (an e-mailed execute-actions link). */
