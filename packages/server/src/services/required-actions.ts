@@ -327,7 +327,8 @@ export function parseRequiredActions(value: unknown, notImported: string[], kept
     const config = rep.config ?? {};
     const provider = requiredActionProvider(alias);
     if (!provider || !provider.carriedOut) {
-      keptAsData.push(`${path} ("${alias}" is not carried out here)`);
+      // The registry's own (delete_account, UPDATE_EMAIL) are named only when the file turns them on.
+      if (!provider || rep.enabled === true) keptAsData.push(`${path} ("${alias}" is not carried out here)`);
       // As Keycloak reads the representation (primitive fields): what the entry does not give is false, or 0.
       const enabled = rep.enabled === true;
       return { alias, name: rep.name ?? null, providerId: rep.providerId ?? null, enabled, defaultAction: enabled && rep.defaultAction === true, priority: rep.priority ?? provider?.defaults.priority ?? 0, config };
