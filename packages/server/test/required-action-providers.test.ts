@@ -213,7 +213,6 @@ describe('required actions as providers', () => {
         [{ config: { max_auth_age: '-5' } }, 400, 'max_auth_age'],
         [{ config: { foo: '1' } }, 400, 'foo'],
         [{ bogus: 1 }, 400, 'bogus'],
-        [{ config: { max_auth_age: 5 } }, 400, 'config'],
       ] as const) {
         const answer = await api(t.url, 'PUT', `${R()}/required-actions/UPDATE_PASSWORD/config`, token, body);
         expect(answer.status, JSON.stringify(body)).toBe(status);
