@@ -45,9 +45,10 @@ export async function nextRequiredAction(
     let alias: string | undefined = due[0];
     let aia = false;
     if (alias === undefined && session.kcAction && !session.kcActionStatus) {
-      // Keycloak: an action the realm does not have enabled (or that nobody could carry out) is not run, and the
-      // application is told so (kc_action_status=error), the sign-in completing as usual.
-      if ((await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length === 0) {
+      // Keycloak: an action the realm does not have enabled (or that nobody could carry out, or an address to verify
+      // the user lacks) is not run, and the application is told so (kc_action_status=error); the sign-in completes.
+      const runnable = (await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length > 0 && (session.kcAction !== VERIFY_EMAIL || user.email);
+      if (!runnable) {
         session = await aiaOutcome(ctx, request, reply, realm, session, session.kcAction, 'error');
         break;
       }
