@@ -112,8 +112,8 @@ export type ShowNewPassword = (
 ) => Promise<FastifyReply>;
 
 /**
- * Where a browser login goes once its password is right (and again after each later step): the OTP page, the
- * pending required action's page, the CONFIGURE_TOTP page, or the end of the login.
+ * Where a browser login goes once its password is right (and again after each later step): the OTP page, then
+ * the next required action's page in the realm's order (nextRequiredAction), or the end of the login.
  */
 export async function continueLogin(
   ctx: ServerContext,
