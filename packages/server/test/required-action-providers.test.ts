@@ -265,3 +265,39 @@ describe('required actions as providers', () => {
     });
   });
 });
+
+describe('migration 0023: Keycloak 26’s default priorities for realms made before', () => {
+  let t: TestServer;
+  let token: string;
+  afterAll(() => t?.close());
+
+  it('moves the old defaults a realm still has, keeps an order an administrator set', async () => {
+    t = await startServer({ database: 'sqlite' });
+    token = await adminToken(t.url);
+    for (const realm of ['untouched', 'switched', 'ordered']) expect((await api(t.url, 'POST', '/admin/realms', token, { realm, enabled: true })).status).toBe(201);
+    const { openDatabase } = await import('../src/storage/db.js');
+    const { migrations } = await import('../src/storage/migrations.js');
+    const handle = await openDatabase(t.server.context.config.dbUrl);
+    try {
+      const db = handle.db;
+      const realmId = async (name: string) => (await db.selectFrom('realm').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id;
+      // As the server before this change stored them: "switched" had CONFIGURE_TOTP turned off (the row carries the
+      // old default priority of every field), "ordered" had UPDATE_PASSWORD raised above CONFIGURE_TOTP.
+      const rows = (realm: string, priorities: Record<string, number>, off: string[] = []) =>
+        Object.entries(priorities).map(([alias, priority]) => ({ realm_id: realm, alias, enabled: off.includes(alias) ? 0 : 1, default_action: 0, priority, name: null, provider_id: null, config: null }));
+      await db.schema.alterTable('realm_required_action').dropColumn('registered').execute();
+      const switched = await realmId('switched');
+      const ordered = await realmId('ordered');
+      await db.insertInto('realm_required_action').values(rows(switched, { CONFIGURE_TOTP: 10 }, ['CONFIGURE_TOTP']) as never).execute();
+      await db.insertInto('realm_required_action').values(rows(ordered, { UPDATE_PASSWORD: 10, CONFIGURE_TOTP: 30 }) as never).execute();
+      await migrations['0023-required-action-registry'].up(db as never);
+    } finally {
+      await handle.close();
+    }
+    const priorities = async (realm: string) =>
+      Object.fromEntries(((await api(t.url, 'GET', `/admin/realms/${realm}/authentication/required-actions`, token)).body as { alias: string; priority: number; enabled: boolean }[]).map((a) => [a.alias, [a.priority, a.enabled]]));
+    expect(await priorities('untouched')).toMatchObject({ CONFIGURE_TOTP: [54, true], UPDATE_PASSWORD: [57, true], UPDATE_PROFILE: [40, true] });
+    expect(await priorities('switched')).toMatchObject({ CONFIGURE_TOTP: [54, false], UPDATE_PASSWORD: [57, true] });
+    expect(await priorities('ordered')).toMatchObject({ UPDATE_PASSWORD: [10, true], CONFIGURE_TOTP: [30, true], UPDATE_PROFILE: [40, true] });
+  });
+});
