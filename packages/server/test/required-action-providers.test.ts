@@ -128,6 +128,21 @@ describe('required actions as providers', () => {
     expect((await api(t.url, 'GET', `/admin/realms/${realm}/users/${id}`, token)).body.requiredActions).toEqual(['TERMS_AND_CONDITIONS']);
   });
 
+  it('a flow step that requires OTP still asks a user without one to set it up when CONFIGURE_TOTP is switched off', async () => {
+    const executions = (await api(t.url, 'GET', `${R()}/flows/browser/executions`, token)).body as { id: string; displayName: string; requirement: string }[];
+    const otp = executions.find((e) => e.displayName === 'Browser - Conditional OTP')!;
+    const { username } = await user([]);
+    expect(pageOf((await signIn(username)).page)).toMatch(/^redirect /);
+    expect((await api(t.url, 'PUT', `${R()}/flows/browser/executions`, token, { ...otp, requirement: 'REQUIRED' })).status).toBe(204);
+    await setAction('CONFIGURE_TOTP', { enabled: false });
+    try {
+      expect(pageOf((await signIn(username)).page)).toBe('totp');
+    } finally {
+      await setAction('CONFIGURE_TOTP', { enabled: true });
+      expect((await api(t.url, 'PUT', `${R()}/flows/browser/executions`, token, { ...otp, requirement: 'CONDITIONAL' })).status).toBe(204);
+    }
+  });
+
   describe('application-initiated actions (kc_action)', () => {
     it('a signed-in SPA asks for UPDATE_PASSWORD: the page, then back with kc_action_status=success and a code', async () => {
       const { username } = await user([]);
