@@ -372,6 +372,9 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'POST /admin/realms/:realm/authentication/flows/:flow/executions/flow': objectBody([{}, { alias: 5 }, { alias: 'sub', type: 'client-flow' }, { alias: 'sub', priority: 1.5 }, { alias: 'x\u0000' }]),
   'POST /admin/realms/:realm/authentication/executions/:id/config': objectBody([{}, { alias: 5 }, { alias: 'cfg', config: [] }, { alias: 'cfg', config: { a: { b: 1 } } }, { alias: 'cfg', config: { a: 'x\u0000' } }]),
   'PUT /admin/realms/:realm/authentication/config/:id': objectBody([{ alias: 5 }, { config: 'x' }, { config: { a: ['b'] } }]),
+  'PUT /admin/realms/:realm/authentication/required-actions/:alias/config': objectBody([{ config: { max_auth_age: 'soon' } }, { config: { max_auth_age: '-1' } }, { config: { unknown: '1' } }, { config: [] }, { unknownField: true }]),
+  // CONFIGURE_TOTP is registered already: 409.
+  'POST /admin/realms/:realm/authentication/register-required-action': objectBody([{ providerId: 5 }, { providerId: 'NO_SUCH_PROVIDER' }, {}, { providerId: 'CONFIGURE_TOTP' }, { providerId: 'update_user_locale', unknownField: true }]),
   'PUT /admin/realms/:realm/authentication/required-actions/:alias': objectBody([{ enabled: 'yes' }, { defaultAction: 1 }, { priority: 1.5 }, { priority: 2147483648 }, { config: { a: 'b' } }, { config: [] }, { unknownField: true }]),
   'PUT /admin/realms/:realm/users/profile': objectBody([{ attributes: [] }, { attributes: 'x' }, { attributes: [{ name: 'phone' }] }, { unmanagedAttributePolicy: 'ENABLED' }]),
   'PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel': {
@@ -386,7 +389,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   },
   'POST /admin/realms/:realm/localization/:locale': objectBody([{ key: 5 }, { key: { nested: 'x' } }, { key: ['x'] }, { '': 'x' }, { key: 'x\u0000' }, { ['k'.repeat(300)]: 'x' }, { key: 'x'.repeat(20000) }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
-    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['TERMS_AND_CONDITIONS'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
+    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['webauthn-register'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
   'POST /admin/realms/:realm/identity-provider/instances': objectBody([...idpFields, { alias: 'fixture-idp', providerId: 'oidc' }]),
@@ -476,6 +479,8 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/authentication/required-actions',
   'GET /admin/realms/:realm/authentication/required-actions/:alias',
   'GET /admin/realms/:realm/authentication/unregistered-required-actions',
+  'GET /admin/realms/:realm/authentication/required-actions/:alias/config',
+  'GET /admin/realms/:realm/authentication/required-actions/:alias/config-description',
   'GET /admin/realms/:realm/ui-ext/authentication-management/required-actions',
   'GET /admin/realms/:realm/ui-ext/available-event-listeners',
   'GET /admin/realms/:realm/ui-ext/role-mappings/roles/:id',

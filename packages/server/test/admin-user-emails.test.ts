@@ -58,9 +58,9 @@ describe.each(databases)('execute-actions-email and send-verify-email (%s)', (da
     expect((await fetch(linkIn(mail))).status).toBe(400);
   });
 
-  it('carries out CONFIGURE_TOTP, UPDATE_PASSWORD and UPDATE_PROFILE from the link, in Keycloak\'s order, without signing in', async () => {
+  it('carries out UPDATE_PROFILE, CONFIGURE_TOTP and UPDATE_PASSWORD from the link, in the realm\'s priority order (Keycloak 26: 40, 54, 57), without signing in', async () => {
     const { id } = await kc.users.create({ username: 'all-three', email: 'all-three@invite.example', enabled: true, credentials: [{ type: 'password', value: 'Old-pass-1', temporary: false }] });
-    await kc.users.executeActionsEmail({ id, actions: ['UPDATE_PROFILE', 'UPDATE_PASSWORD', 'CONFIGURE_TOTP'], clientId: 'portal', redirectUri: 'https://portal.example/done' });
+    await kc.users.executeActionsEmail({ id, actions: ['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'UPDATE_PROFILE'], clientId: 'portal', redirectUri: 'https://portal.example/done' });
     const mail = await mailTo('all-three@invite.example');
     let page = await fetch(linkIn(mail));
     expect(page.status).toBe(200);
@@ -68,35 +68,35 @@ describe.each(databases)('execute-actions-email and send-verify-email (%s)', (da
     // Opening the link leaves what is not yet done on the user, for the next sign-in should the person stop here.
     expect((await kc.users.findOne({ id }))?.requiredActions?.sort()).toEqual(['CONFIGURE_TOTP', 'UPDATE_PROFILE']);
 
-    // 1. The authenticator app: a wrong code is refused on a fresh page; the code of the key shown is taken.
-    const secret = textOf(html, 'kc-totp-secret-key');
+    // 1. The profile, under the account page's rules.
+    const badName = await submit(html, { email: 'all-three@invite.example', firstName: '<script>', lastName: 'Three' });
+    expect(badName.status).toBe(400);
+    const profileDone = await submit(badName.html, { email: 'all-three@invite.example', firstName: 'All', lastName: 'Three' });
+    expect(profileDone.status, profileDone.html).toBe(200);
+
+    // 2. The authenticator app: a wrong code is refused on a fresh page; the code of the key shown is taken.
+    const secret = textOf(profileDone.html, 'kc-totp-secret-key');
     expect(secret).toBeTruthy();
     const codes = new CodeSource(fromBase32(secret!), { window: 1 });
     // A code of an hour ago: outside any look-ahead window.
     const stale = totpCode(fromBase32(secret!), Date.now() - 3_600_000);
-    const wrong = await submit(html, { totp: stale, userLabel: 'phone' });
+    const wrong = await submit(profileDone.html, { totp: stale, userLabel: 'phone' });
     expect(wrong.status).toBe(400);
     expect(textOf(wrong.html, 'kc-totp-secret-key')).toBe(secret);
     // The page that was refused cannot be posted again; the new page can.
-    expect((await submit(html, { totp: stale, userLabel: 'phone' })).status).toBe(400);
+    expect((await submit(profileDone.html, { totp: stale, userLabel: 'phone' })).status).toBe(400);
     const totpDone = await submit(wrong.html, { totp: codes.next(), userLabel: 'phone' });
     expect(totpDone.status, totpDone.html).toBe(200);
 
-    // 2. The new password, under the realm's policy.
+    // 3. The new password, under the realm's policy.
     const mismatch = await submit(totpDone.html, { 'password-new': 'New-pass-1', 'password-confirm': 'other' });
     expect(mismatch.status).toBe(400);
     const passwordDone = await submit(mismatch.html, { 'password-new': 'New-pass-1', 'password-confirm': 'New-pass-1' });
     expect(passwordDone.status, passwordDone.html).toBe(200);
     // Posting the password page again (a replay) is refused: the page's token is spent.
     expect((await submit(mismatch.html, { 'password-new': 'Evil-pass-1', 'password-confirm': 'Evil-pass-1' })).status).toBe(400);
-
-    // 3. The profile, under the account page's rules.
-    const badName = await submit(passwordDone.html, { email: 'all-three@invite.example', firstName: '<script>', lastName: 'Three' });
-    expect(badName.status).toBe(400);
-    const profileDone = await submit(badName.html, { email: 'all-three@invite.example', firstName: 'All', lastName: 'Three' });
-    expect(profileDone.status).toBe(200);
-    expect(profileDone.html).toContain('href="https://portal.example/done"');
-    expect(profileDone.html).not.toMatch(/<form\b[^>]*action=/);
+    expect(passwordDone.html).toContain('href="https://portal.example/done"');
+    expect(passwordDone.html).not.toMatch(/<form\b[^>]*action=/);
     // No sign-in happened: the link set no session cookie at any step.
     expect(page.headers.getSetCookie().filter((c) => /KEYCLOAK_SESSION|KEYCLOAK_IDENTITY/.test(c))).toEqual([]);
 
@@ -177,7 +177,7 @@ describe.each(databases)('execute-actions-email and send-verify-email (%s)', (da
     const refused = (call: Promise<unknown>, message: string) => expect(call).rejects.toMatchObject({ response: { status: 400 }, responseData: { errorMessage: expect.stringContaining(message) } });
     await refused(kc.users.executeActionsEmail({ id: noMail, actions: ['UPDATE_PASSWORD'] }), 'User email missing');
     await refused(kc.users.sendVerifyEmail({ id: off }), 'User is disabled');
-    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['TERMS_AND_CONDITIONS'] }), 'TERMS_AND_CONDITIONS');
+    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['webauthn-register'] }), 'webauthn-register');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'portal', redirectUri: 'https://evil.example/' }), 'Invalid redirect uri');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], redirectUri: 'https://portal.example/x' }), 'Client id missing');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'nobody' }), "Client doesn't exist");

@@ -14,7 +14,7 @@ const SRC = resolve(import.meta.dirname, '../src');
 /** Bottom to top. A unit is a folder below src/, or a file at the top. */
 const LAYERS: string[][] = [
   ['model', 'config', 'credentials', 'observability', 'store'],
-  ['storage', 'keys', 'mail', 'events', 'http'],
+  ['storage', 'keys', 'mail', 'events', 'http', 'required-actions'],
   ['flows'],
   ['representations'],
   ['services'],

@@ -1,6 +1,6 @@
 /**
  * Issue 16, point 2: the required actions of a realm file that this server does not carry out (Keycloak's
- * TERMS_AND_CONDITIONS, webauthn-register, delete_account, …) are kept as data, as Keycloak keeps every
+ * webauthn-register, VERIFY_PROFILE, delete_account, …) are kept as data, as Keycloak keeps every
  * RequiredActionProviderRepresentation of a realm: stored by the realm import and named once each by JSON path in
  * `keptAsData` (the answer and the log), listed by the admin API and the console's Required actions tab, exported
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
@@ -21,15 +21,20 @@ const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.
 const REALM = 'kc26-full';
 const R = `/admin/realms/${REALM}/authentication`;
 const PASSWORD = 'Kept-as-data-1';
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL']);
+/** What this server carries out (required-actions/ of issue 35). */
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale']);
+/** The registry's providers this server does not carry out: named in keptAsData only when a file turns them on. */
+const REGISTERED_OFF = new Set(['delete_account', 'UPDATE_EMAIL']);
+/** The registry's providers that have settings (config-description). */
+const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL']);
 const KEPT = 'realm import: parts of the file are kept as data, not used for sign-in';
 const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 
 type Action = Awaited<ReturnType<KcAdminClient['authenticationManagement']['getRequiredActions']>>[number];
 const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>;
-/** Keycloak 26.7.3's list: the four this server carries out and ten it does not. */
+/** Keycloak 26.7.3's list: the six this server carries out, two of its registry it does not (off), six more. */
 const fileActions = file().requiredActions as Action[];
-const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
+const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) || (REGISTERED_OFF.has(a.alias!) && !a.enabled) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
 describe.each(databases)('required actions kept as data (%s)', (database) => {
   let t: TestServer;
@@ -56,7 +61,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the import stores every entry; each one not carried out is named once by JSON path in keptAsData, in the answer and the log', async () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(keptPaths).toHaveLength(10);
+    expect(keptPaths).toHaveLength(6);
     expect(created.body.keptAsData.filter((p: string) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
     expect(created.body.notImported.filter((p: string) => p.includes('requiredActions'))).toEqual([]);
     const logged = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
@@ -67,7 +72,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the admin API lists all of them as the file had them, in priority order; each is found by alias; none is left to register', async () => {
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(fileActions);
-    expect(await byAlias('TERMS_AND_CONDITIONS')).toEqual(fileActions.find((a) => a.alias === 'TERMS_AND_CONDITIONS'));
+    expect(await byAlias('delete_account')).toEqual(fileActions.find((a) => a.alias === 'delete_account'));
     expect(await byAlias('webauthn-register')).toMatchObject({ name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} });
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect((await api(t.url, 'GET', `${R}/required-actions/NO_SUCH_ACTION`, admin)).status).toBe(404);
@@ -78,7 +83,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     expect(listed.map((a) => a.alias)).toEqual(fileActions.map((a) => a.alias));
     for (const [i, action] of listed.entries()) {
       const own = OWN.has(action.alias!);
-      expect(action).toEqual({ ...fileActions[i], name: own ? fileActions[i].name : `${fileActions[i].name} (not carried out by this server)`, configurable: false });
+      expect(action).toEqual({ ...fileActions[i], name: own ? fileActions[i].name : `${fileActions[i].name} (not carried out by this server)`, configurable: CONFIGURABLE.has(action.alias!) });
     }
   });
 
@@ -107,9 +112,9 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('one kept as data is never turned on: enabling it or making it a default action is refused (400, naming why); nothing changes', async () => {
     const before = await kc.authenticationManagement.getRequiredActions();
-    const terms = await byAlias('TERMS_AND_CONDITIONS');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'TERMS_AND_CONDITIONS' }, { ...terms, enabled: true }), 400, /requiredAction\.enabled: "TERMS_AND_CONDITIONS" is not carried out by this server/);
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'TERMS_AND_CONDITIONS' }, { ...terms, enabled: true, defaultAction: true }), 400, /not carried out by this server/);
+    const terms = await byAlias('delete_account');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true }), 400, /requiredAction\.enabled: "delete_account" is not carried out by this server/);
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true, defaultAction: true }), 400, /not carried out by this server/);
     const webauthn = await byAlias('webauthn-register');
     await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "webauthn-register" is not carried out by this server/);
     const config = await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, admin, { ...webauthn, config: { max_auth_age: '60' } });
@@ -139,15 +144,15 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
   it('raise and lower priority work over the whole list, across the actions kept as data, swapping neighbours as Keycloak', async () => {
     const aliases = fileActions.map((a) => a.alias!);
     const swap = (list: string[], i: number) => [...list.slice(0, i), list[i + 1], list[i], ...list.slice(i + 2)];
-    // update_user_locale (kept, last) up past CONFIGURE_RECOVERY_AUTHN_CODES (kept).
+    // update_user_locale (last) up past CONFIGURE_RECOVERY_AUTHN_CODES (kept).
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'update_user_locale' });
     let expected = swap(aliases, aliases.length - 2);
     expect(await order()).toEqual(expected);
-    // UPDATE_PROFILE (own) up past TERMS_AND_CONDITIONS (kept, first): now at the top.
+    // UPDATE_PROFILE up past TERMS_AND_CONDITIONS (first): now at the top.
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'UPDATE_PROFILE' });
     expected = swap(expected, 0);
     expect(await order()).toEqual(expected);
-    // TERMS_AND_CONDITIONS down past VERIFY_EMAIL (own).
+    // TERMS_AND_CONDITIONS down past VERIFY_EMAIL.
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'TERMS_AND_CONDITIONS' });
     expected = swap(expected, 1);
     expect(await order()).toEqual(expected);
@@ -170,20 +175,20 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
   });
 
   it('never carried out: one enabled and a default action in the file asks nothing of new or imported users; a user is never locked out by one', async () => {
-    const actions = fileActions.map((a) => (a.alias === 'TERMS_AND_CONDITIONS' ? { ...a, enabled: true, defaultAction: true } : a));
+    const actions = fileActions.map((a) => (a.alias === 'delete_account' ? { ...a, enabled: true, defaultAction: true } : a));
     const user = (username: string, requiredActions: string[]) => ({ username, enabled: true, requiredActions, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
     // A user's pending action this server does not carry out is refused by the admin API, naming it (as before; the
     // --import-realm test below: imported without it, named in notImported); nothing of the file is imported.
-    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['TERMS_AND_CONDITIONS'])] });
+    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['delete_account'])] });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "TERMS_AND_CONDITIONS" is not supported');
+    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "delete_account" is not supported');
     expect((await api(t.url, 'GET', '/admin/realms/terms', admin)).status).toBe(404);
     const made = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', []), user('must-update', ['UPDATE_PASSWORD'])] });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     kc.setConfig({ realmName: 'terms' });
     try {
       // Stored as the file had it, enabled and a default action: data, never asked of anyone.
-      expect(await byAlias('TERMS_AND_CONDITIONS')).toMatchObject({ enabled: true, defaultAction: true });
+      expect(await byAlias('delete_account')).toMatchObject({ enabled: true, defaultAction: true });
       expect((await grant('agreed-in-keycloak', 'terms')).status).toBe(200);
       expect((await grant('must-update', 'terms')).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
       // A new user gets the default actions this server carries out, and not this one.
@@ -191,62 +196,63 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
       expect((await kc.users.findOne({ id }))?.requiredActions).toEqual([]);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // Even if a user held it (a row written by other means), nothing is asked: no one could carry it out.
-      await t.server.context.storage.credentials.setRequiredActions(id, ['TERMS_AND_CONDITIONS', 'webauthn-register']);
+      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_account', 'webauthn-register']);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // The admin API does not give a user one either (it names the action).
-      await rejects(kc.users.update({ id }, { requiredActions: ['TERMS_AND_CONDITIONS'] }), 400, /TERMS_AND_CONDITIONS/);
+      await rejects(kc.users.update({ id }, { requiredActions: ['delete_account'] }), 400, /delete_account/);
       // Turned off, it is stored off; turned on again, refused.
-      const terms = await byAlias('TERMS_AND_CONDITIONS');
-      await kc.authenticationManagement.updateRequiredAction({ alias: 'TERMS_AND_CONDITIONS' }, { ...terms, enabled: false });
-      expect(await byAlias('TERMS_AND_CONDITIONS')).toMatchObject({ enabled: false, defaultAction: false });
-      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'TERMS_AND_CONDITIONS' }, terms), 400, /not carried out by this server/);
+      const terms = await byAlias('delete_account');
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: false });
+      expect(await byAlias('delete_account')).toMatchObject({ enabled: false, defaultAction: false });
+      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, terms), 400, /not carried out by this server/);
     } finally {
       kc.setConfig({ realmName: REALM });
     }
   });
 
-  it('settings of the server’s own action in a file (Keycloak’s max_auth_age) are kept as data and named; a providerId that is not its own is named as not imported', async () => {
+  it('settings of the server’s own action in a file (Keycloak’s max_auth_age) are its settings; one it does not have is kept as data and named; a providerId that is not its own is named as not imported', async () => {
     const made = await api(t.url, 'POST', '/admin/realms', admin, {
       realm: 'own-config',
       requiredActions: [
-        { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 30, config: { max_auth_age: '300' } },
+        { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 30, config: { max_auth_age: '300', 'keycloak.future': 'x' } },
         { alias: 'VERIFY_EMAIL', name: 'Verify Email', providerId: 'custom-verify', enabled: true, defaultAction: false, priority: 50, config: {} },
         { alias: 'custom-minimal' },
       ],
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
-    expect(made.body.keptAsData).toEqual(['realm.requiredActions[0].config ("UPDATE_PASSWORD" has no settings here)', 'realm.requiredActions[2] ("custom-minimal" is not carried out here)']);
+    expect(made.body.keptAsData).toEqual(['realm.requiredActions[0].config ("UPDATE_PASSWORD" has no setting "keycloak.future" here)', 'realm.requiredActions[2] ("custom-minimal" is not carried out here)']);
     // An entry giving only its alias reads as Keycloak reads it (false, 0); its name and providerId are its alias.
     const minimal = (await api(t.url, 'GET', '/admin/realms/own-config/authentication/required-actions/custom-minimal', admin)).body;
     expect(minimal).toEqual({ alias: 'custom-minimal', name: 'custom-minimal', providerId: 'custom-minimal', enabled: false, defaultAction: false, priority: 0, config: {} });
     expect(made.body.notImported).toEqual(['realm.requiredActions[1].providerId ("custom-verify" is not installed; "VERIFY_EMAIL" is this server\'s own action)']);
     const exported = (await api(t.url, 'POST', '/admin/realms/own-config/partial-export', admin)).body;
-    expect(exported.requiredActions.find((a: Action) => a.alias === 'UPDATE_PASSWORD')).toMatchObject({ config: { max_auth_age: '300' } });
-    // Sent back as read, accepted; changed, refused.
+    expect(exported.requiredActions.find((a: Action) => a.alias === 'UPDATE_PASSWORD')).toMatchObject({ config: { max_auth_age: '300', 'keycloak.future': 'x' } });
+    // Sent back as read, accepted; max_auth_age changed, accepted; a setting it does not have, refused.
     const path = '/admin/realms/own-config/authentication/required-actions/UPDATE_PASSWORD';
     const read = (await api(t.url, 'GET', path, admin)).body;
     expect((await api(t.url, 'PUT', path, admin, { ...read, priority: 31 })).status).toBe(204);
-    expect((await api(t.url, 'PUT', path, admin, { ...read, config: { max_auth_age: '60' } })).status).toBe(400);
+    expect((await api(t.url, 'PUT', path, admin, { ...read, config: { max_auth_age: '60' } })).status).toBe(204);
+    expect((await api(t.url, 'PUT', path, admin, { ...read, config: { max_auth_age: '60', 'keycloak.future': 'y' } })).status).toBe(400);
   });
 
   it('a hostile realm file is refused with 400 naming the path, and nothing of it is imported', async () => {
     const cases: [label: string, requiredActions: unknown, path: string][] = [
       ['an alias of 10,000 characters', [{ alias: 'x'.repeat(10_000), enabled: false }], 'realm.requiredActions[0].alias: must be at most 255 characters'],
-      ['config a string', [{ alias: 'TERMS_AND_CONDITIONS', config: 'not a map' }], 'realm.requiredActions[0].config'],
-      ['config an array', [{ alias: 'TERMS_AND_CONDITIONS', config: [['a', 'b']] }], 'realm.requiredActions[0].config'],
-      ['config with nested objects', [{ alias: 'TERMS_AND_CONDITIONS', config: { a: { b: 'c' } } }], 'realm.requiredActions[0].config'],
-      ['a __proto__ key in config', JSON.parse('[{"alias":"TERMS_AND_CONDITIONS","config":{"__proto__":{"polluted":"yes"}}}]'), 'realm.requiredActions[0].config'],
-      ['a __proto__ key in the entry', JSON.parse('[{"alias":"TERMS_AND_CONDITIONS","__proto__":{"enabled":true}}]'), 'realm.requiredActions[0].__proto__'],
+      ['config a string', [{ alias: 'delete_account', config: 'not a map' }], 'realm.requiredActions[0].config'],
+      ['config an array', [{ alias: 'delete_account', config: [['a', 'b']] }], 'realm.requiredActions[0].config'],
+      ['config with nested objects', [{ alias: 'delete_account', config: { a: { b: 'c' } } }], 'realm.requiredActions[0].config'],
+      ['a __proto__ key in config', JSON.parse('[{"alias":"delete_account","config":{"__proto__":{"polluted":"yes"}}}]'), 'realm.requiredActions[0].config'],
+      ['a __proto__ key in the entry', JSON.parse('[{"alias":"delete_account","__proto__":{"enabled":true}}]'), 'realm.requiredActions[0].__proto__'],
       ['a priority with a fraction', [{ alias: 'VERIFY_EMAIL', priority: 1.5 }], 'realm.requiredActions[0].priority: must be an integer'],
-      ['a priority as text', [{ alias: 'TERMS_AND_CONDITIONS', priority: '20' }], 'realm.requiredActions[0].priority: must be an integer'],
-      ['a priority past a Java int', [{ alias: 'TERMS_AND_CONDITIONS', priority: 2 ** 40 }], 'realm.requiredActions[0].priority'],
-      ['enabled as text', [{ alias: 'TERMS_AND_CONDITIONS', enabled: 'true' }], 'realm.requiredActions[0].enabled'],
+      ['a priority as text', [{ alias: 'delete_account', priority: '20' }], 'realm.requiredActions[0].priority: must be an integer'],
+      ['a priority past a Java int', [{ alias: 'delete_account', priority: 2 ** 40 }], 'realm.requiredActions[0].priority'],
+      ['enabled as text', [{ alias: 'delete_account', enabled: 'true' }], 'realm.requiredActions[0].enabled'],
       ['no alias', [{ name: 'Terms and Conditions' }], 'realm.requiredActions[0].alias: is required'],
       ['an alias twice', [{ alias: 'idp_link' }, { alias: 'idp_link' }], 'realm.requiredActions[1].alias: "idp_link" is listed twice'],
-      ['an entry not an object', ['TERMS_AND_CONDITIONS'], 'realm.requiredActions[0]: must be a JSON object'],
-      ['not a list', { TERMS_AND_CONDITIONS: {} }, 'realm.requiredActions: must be an array'],
+      ['an entry not an object', ['delete_account'], 'realm.requiredActions[0]: must be a JSON object'],
+      ['not a list', { delete_account: {} }, 'realm.requiredActions: must be an array'],
       ['too many entries', Array.from({ length: 1001 }, (_, i) => ({ alias: `action-${i}` })), 'realm.requiredActions: must have at most 1000 entries'],
-      ['a NUL in the name', [{ alias: 'TERMS_AND_CONDITIONS', name: 'Terms\u0000' }], 'realm.requiredActions[0].name'],
+      ['a NUL in the name', [{ alias: 'delete_account', name: 'Terms\u0000' }], 'realm.requiredActions[0].name'],
     ];
     for (const [label, requiredActions, path] of cases) {
       const response = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'hostile', enabled: true, requiredActions, users: [{ username: 'someone', enabled: true }] });
@@ -267,7 +273,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
       [{ config: 'x' }, 'config'],
       [{ surprise: true }, 'surprise'],
     ] as const) {
-      const response = await api(t.url, 'PUT', `${R}/required-actions/TERMS_AND_CONDITIONS`, admin, body);
+      const response = await api(t.url, 'PUT', `${R}/required-actions/delete_account`, admin, body);
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.field, JSON.stringify(body)).toBe(field);
     }
@@ -283,14 +289,14 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const token = async (username: string) => (await grant(username)).body.access_token as string;
     const viewer = await token('viewer');
     expect((await api(t.url, 'GET', `${R}/required-actions`, viewer)).body).toEqual(before);
-    expect((await api(t.url, 'GET', `${R}/required-actions/TERMS_AND_CONDITIONS`, viewer)).status).toBe(200);
+    expect((await api(t.url, 'GET', `${R}/required-actions/delete_account`, viewer)).status).toBe(200);
     const webauthn = before.find((a) => a.alias === 'webauthn-register')!;
     for (const [method, path, body] of [
       ['PUT', `${R}/required-actions/webauthn-register`, { ...webauthn, enabled: false }],
-      ['PUT', `${R}/required-actions/TERMS_AND_CONDITIONS`, { enabled: true, defaultAction: true }],
+      ['PUT', `${R}/required-actions/delete_account`, { enabled: true, defaultAction: true }],
       ['PUT', `${R}/required-actions/update_user_locale`, { priority: 1 }],
       ['POST', `${R}/required-actions/update_user_locale/raise-priority`, undefined],
-      ['POST', `${R}/required-actions/TERMS_AND_CONDITIONS/lower-priority`, undefined],
+      ['POST', `${R}/required-actions/delete_account/lower-priority`, undefined],
     ] as const) {
       expect((await api(t.url, method, path, viewer, body)).status, `${method} ${path}`).toBe(403);
     }
@@ -308,9 +314,9 @@ describe('required actions kept as data through --import-realm', () => {
     // Keycloak's user `alice` with a pending action this server does not carry out.
     const kc26 = file();
     const alice = (kc26.users as { username: string; requiredActions?: string[] }[]).findIndex((u) => u.username === 'alice');
-    kc26.users[alice].requiredActions = ['TERMS_AND_CONDITIONS'];
+    kc26.users[alice].requiredActions = ['delete_account'];
     writeFileSync(join(dir, 'kc26.json'), JSON.stringify(kc26));
-    writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'TERMS_AND_CONDITIONS', config: 'not a map' }] }));
+    writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'delete_account', config: 'not a map' }] }));
     const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
     try {
       const kc = await masterAdminClient(t.url, REALM);
@@ -318,9 +324,9 @@ describe('required actions kept as data through --import-realm', () => {
       const kept = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
       expect(kept).toHaveLength(1);
       expect((kept[0].keptAsData as string[]).filter((p) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
-      // alice's pending TERMS_AND_CONDITIONS is not imported, and named; she signs in with her Keycloak password.
+      // alice's pending delete_account is not imported, and named; she signs in with her Keycloak password.
       const notImported = t.logs.find((l) => l.msg === NOT_IMPORTED && l.realm === REALM)?.notImported as string[];
-      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("TERMS_AND_CONDITIONS" is not supported)`);
+      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("delete_account" is not supported)`);
       expect(notImported.filter((p) => p.startsWith('realm.requiredActions'))).toEqual([]);
       const [stored] = await kc.users.find({ username: 'alice', exact: true });
       expect(stored.requiredActions).toEqual([]);

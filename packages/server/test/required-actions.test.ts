@@ -36,16 +36,21 @@ describe.each(databases)('required actions (%s)', (database) => {
   });
   afterAll(() => t?.close());
 
-  it('lists the four actions with Keycloak’s names and priorities, all enabled, none default; none left to register (a realm made here has no other)', async () => {
+  it('lists the registry’s actions with Keycloak 26.7.3’s names, priorities and switches; none left to register', async () => {
+    // As a new realm of a Keycloak 26.7.3 lists them (less the providers this server has not: WebAuthn, recovery codes, …).
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual([
-      { alias: 'CONFIGURE_TOTP', name: 'Configure OTP', providerId: 'CONFIGURE_TOTP', enabled: true, defaultAction: false, priority: 10, config: {} },
-      { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 30, config: {} },
+      { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
       { alias: 'UPDATE_PROFILE', name: 'Update Profile', providerId: 'UPDATE_PROFILE', enabled: true, defaultAction: false, priority: 40, config: {} },
       { alias: 'VERIFY_EMAIL', name: 'Verify Email', providerId: 'VERIFY_EMAIL', enabled: true, defaultAction: false, priority: 50, config: {} },
+      { alias: 'CONFIGURE_TOTP', name: 'Configure OTP', providerId: 'CONFIGURE_TOTP', enabled: true, defaultAction: false, priority: 54, config: {} },
+      { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 57, config: {} },
+      { alias: 'delete_account', name: 'Delete Account', providerId: 'delete_account', enabled: false, defaultAction: false, priority: 60, config: {} },
+      { alias: 'UPDATE_EMAIL', name: 'Update Email', providerId: 'UPDATE_EMAIL', enabled: false, defaultAction: false, priority: 70, config: {} },
+      { alias: 'update_user_locale', name: 'Update User Locale', providerId: 'update_user_locale', enabled: true, defaultAction: false, priority: 1000, config: {} },
     ]);
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' })).toMatchObject({ name: 'Update Profile' });
-    expect((await api(t.url, 'GET', `${R}/required-actions/TERMS_AND_CONDITIONS`, (await kc.getAccessToken())!)).status).toBe(404);
+    expect((await api(t.url, 'GET', `${R}/required-actions/webauthn-register`, (await kc.getAccessToken())!)).status).toBe(404);
   });
 
   it('a default action is given to every new user; turned off, new users get none', async () => {
@@ -74,13 +79,18 @@ describe.each(databases)('required actions (%s)', (database) => {
   });
 
   it('raise and lower priority swap neighbours; at either end they change nothing', async () => {
+    const tail = ['delete_account', 'UPDATE_EMAIL', 'update_user_locale'];
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'VERIFY_EMAIL' });
-    expect(await order()).toEqual(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
+    expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'VERIFY_EMAIL', 'UPDATE_PROFILE', 'CONFIGURE_TOTP', 'UPDATE_PASSWORD', ...tail]);
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'CONFIGURE_TOTP' });
-    expect(await order()).toEqual(['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
-    await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'UPDATE_PASSWORD' });
-    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'UPDATE_PROFILE' });
-    expect(await order()).toEqual(['UPDATE_PASSWORD', 'CONFIGURE_TOTP', 'VERIFY_EMAIL', 'UPDATE_PROFILE']);
+    expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'VERIFY_EMAIL', 'UPDATE_PROFILE', 'UPDATE_PASSWORD', 'CONFIGURE_TOTP', ...tail]);
+    await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'TERMS_AND_CONDITIONS' });
+    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'update_user_locale' });
+    expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'VERIFY_EMAIL', 'UPDATE_PROFILE', 'UPDATE_PASSWORD', 'CONFIGURE_TOTP', ...tail]);
+    // Back to Keycloak's order for the tests that follow.
+    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'UPDATE_PASSWORD' });
+    await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'VERIFY_EMAIL' });
+    expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'CONFIGURE_TOTP', 'UPDATE_PASSWORD', ...tail]);
   });
 
   it('a realm export carries the settings and a realm import restores them; imported users keep their own list', async () => {
@@ -91,13 +101,13 @@ describe.each(databases)('required actions (%s)', (database) => {
     const settings = await kc.authenticationManagement.getRequiredActions();
     expect(exported.requiredActions).toEqual(settings);
     const keycloakOnly = [
-      { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
-      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 70, config: {} },
+      { alias: 'VERIFY_PROFILE', name: 'Verify Profile', providerId: 'VERIFY_PROFILE', enabled: false, defaultAction: false, priority: 100, config: {} },
+      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} },
     ];
     const created = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'copy', enabled: true, requiredActions: [...exported.requiredActions, ...keycloakOnly], users: [{ username: 'imported', enabled: true, requiredActions: [] }] });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     // Keycloak's own actions are kept as data, each named once by its JSON path; listed with the others by priority.
-    expect(created.body).toEqual({ notImported: [], keptAsData: [`realm.requiredActions[${settings.length}] ("TERMS_AND_CONDITIONS" is not carried out here)`, `realm.requiredActions[${settings.length + 1}] ("webauthn-register" is not carried out here)`] });
+    expect(created.body).toEqual({ notImported: [], keptAsData: [`realm.requiredActions[${settings.length}] ("VERIFY_PROFILE" is not carried out here)`, `realm.requiredActions[${settings.length + 1}] ("webauthn-register" is not carried out here)`] });
     kc.setConfig({ realmName: 'copy' });
     try {
       expect(await kc.authenticationManagement.getRequiredActions()).toEqual([...settings, ...keycloakOnly].sort((a, b) => a.priority! - b.priority!));
@@ -112,7 +122,7 @@ describe.each(databases)('required actions (%s)', (database) => {
     // Enabled or not, they are data: kept and named, never as not imported.
     const parsed = parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true);
     expect(parsed.notImported).toEqual([]);
-    expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("TERMS_AND_CONDITIONS" is not carried out here)', 'realm.requiredActions[1] ("webauthn-register" is not carried out here)']);
+    expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("VERIFY_PROFILE" is not carried out here)', 'realm.requiredActions[1] ("webauthn-register" is not carried out here)']);
     const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
     expect(bad.status).toBe(400);
     expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');
@@ -121,9 +131,11 @@ describe.each(databases)('required actions (%s)', (database) => {
   it('settings, unknown fields and unknown actions are refused, naming the field; nothing is written', async () => {
     const admin = (await kc.getAccessToken())!;
     const before = await kc.authenticationManagement.getRequiredActions();
-    const withConfig = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: '60' } });
+    const withConfig = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: '60', foo: '1' } });
     expect(withConfig.status).toBe(400);
-    expect(withConfig.body.field).toBe('config');
+    expect(withConfig.body.field).toBe('foo');
+    const badAge = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: 'soon' } });
+    expect([badAge.status, badAge.body.field]).toEqual([400, 'max_auth_age']);
     expect((await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: 'no' })).status).toBe(400);
     expect((await api(t.url, 'PUT', `${R}/required-actions/NO_SUCH_ACTION`, admin, { enabled: false })).status).toBe(404);
     expect((await api(t.url, 'POST', `${R}/required-actions/NO_SUCH_ACTION/raise-priority`, admin)).status).toBe(404);

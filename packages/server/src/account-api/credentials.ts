@@ -6,6 +6,7 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
+import { CONFIGURE_TOTP, UPDATE_PASSWORD } from '../required-actions/index.js';
 
 /**
  * GET /realms/{realm}/account/credentials: the credential types the user can have, as Keycloak's account console
@@ -26,7 +27,7 @@ export function credentialsRoute(app: FastifyInstance, ctx: ServerContext): void
         displayName: 'password-display-name',
         helptext: 'password-help-text',
         iconCssClass: 'kcAuthenticatorPasswordClass',
-        ...(password ? { updateAction: 'UPDATE_PASSWORD' } : { createAction: 'UPDATE_PASSWORD' }),
+        ...(password ? { updateAction: UPDATE_PASSWORD } : { createAction: UPDATE_PASSWORD }),
         removeable: false,
         ...(withOwn ? { userCredentialMetadatas: password ? [{ credential: password }] : [] } : {}),
       },
@@ -36,7 +37,7 @@ export function credentialsRoute(app: FastifyInstance, ctx: ServerContext): void
         displayName: 'otp-display-name',
         helptext: 'otp-help-text',
         iconCssClass: 'kcAuthenticatorOTPClass',
-        createAction: 'CONFIGURE_TOTP',
+        createAction: CONFIGURE_TOTP,
         removeable: true,
         ...(withOwn ? { userCredentialMetadatas: otp.map((c) => ({ credential: credentialRep(c) })) } : {}),
       },

@@ -5,8 +5,20 @@ import type { FlowType, ProviderRole } from '../flows/index.js';
 import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
-import { moveRequiredAction, realmRequiredAction, realmRequiredActions, updateRequiredAction } from '../services/index.js';
+import {
+  moveRequiredAction,
+  realmRequiredAction,
+  realmRequiredActions,
+  registerRequiredAction,
+  requiredActionConfig,
+  requiredActionConfigDescription,
+  setRequiredActionConfig,
+  unregisteredRequiredActions,
+  unregisterRequiredAction,
+  updateRequiredAction,
+} from '../services/index.js';
 import { carriedOut, NOT_CARRIED_OUT, type RequiredActionChange } from '../services/required-actions.js';
+import { requiredActionProvider } from '../required-actions/index.js';
 import {
   configDescriptionRep,
   configRep,
@@ -23,7 +35,9 @@ import {
   newSubflowSpec,
   parseBody,
   providerRep,
+  requiredActionConfigSpec,
   requiredActionIgnored,
+  requiredActionRegistrationSpec,
   requiredActionSpec,
   requiredField,
 } from '../representations/authentication.js';
@@ -68,30 +82,64 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
     return flows.topLevelFlows().map((f) => flowRep(flows, f));
   });
 
-  // Required actions: the ones this server carries out, registered in every realm, and those a realm file listed
-  // that it does not carry out, kept as data (services/required-actions.ts). An administrator enables or disables
-  // each, makes it a default action (every new user gets it) and orders them; none has settings here. One kept as
-  // data is turned off or reordered like the others, but never turned on: that is refused (400), naming why.
+  // Required actions: the registry's providers (required-actions/), registered in every realm with Keycloak's
+  // settings, and those a realm file listed that this server has no provider for, kept as data
+  // (services/required-actions.ts). An administrator enables or disables each, makes it a default action (every new
+  // user gets it), orders them, sets their settings, unregisters and registers them again. One not carried out is
+  // turned off or reordered like the others, but never turned on: that is refused (400), naming why.
 
   app.get(`${base}/required-actions`, async (request) => {
     const realm = await realmFor(request, false);
     return realmRequiredActions(ctx.storage, realm.id);
   });
-  // The console's Required actions tab: the same list, with whether each has settings (none has here). The name of
-  // one kept as data says so, as the tab shows only the name and the switches: a Terms and Conditions switched on
-  // there must not read as terms users have to accept. (A PUT takes no name: what the console sends back is no change.)
+  // The console's Required actions tab: the same list, with whether each has settings. The name of one not carried
+  // out says so, as the tab shows only the name and the switches: a Delete Account switched on there must not read
+  // as something users can now do. (A PUT takes no name: what the console sends back is no change.)
   app.get('/realms/:realm/ui-ext/authentication-management/required-actions', async (request) => {
     const realm = await realmFor(request, false);
     return (await realmRequiredActions(ctx.storage, realm.id)).map((action) => ({
       ...action,
       ...(carriedOut(action.alias) ? {} : { name: `${action.name} (${NOT_CARRIED_OUT})` }),
-      configurable: false,
+      configurable: (requiredActionProvider(action.alias)?.config.length ?? 0) > 0,
     }));
   });
-  // Every required-action provider of this server is registered in every realm: none is left to register.
   app.get(`${base}/unregistered-required-actions`, async (request) => {
+    const realm = await realmFor(request, false);
+    return unregisteredRequiredActions(ctx.storage, realm.id);
+  });
+  app.post(`${base}/register-required-action`, async (request, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parseBody<{ providerId?: string; name?: string }>(request.body, requiredActionRegistrationSpec, 'requiredAction');
+    const action = await registerRequiredAction(ctx.storage, realm.id, input.providerId, input.name);
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'REQUIRED_ACTION', `authentication/register-required-action`, { providerId: action.providerId, name: action.name });
+    return reply.code(204).send();
+  });
+  app.delete(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    await unregisterRequiredAction(ctx.storage, realm.id, request.params.alias);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'REQUIRED_ACTION', `authentication/required-actions/${request.params.alias}`);
+    return reply.code(204).send();
+  });
+  app.get(`${base}/required-actions/:alias/config-description`, async (request: AdminRequest<{ realm: string; alias: string }>) => {
     await realmFor(request, false);
-    return [];
+    return requiredActionConfigDescription(request.params.alias);
+  });
+  app.get(`${base}/required-actions/:alias/config`, async (request: AdminRequest<{ realm: string; alias: string }>) => {
+    const realm = await realmFor(request, false);
+    return requiredActionConfig(ctx.storage, realm.id, request.params.alias);
+  });
+  app.put(`${base}/required-actions/:alias/config`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const input = parseBody<{ config?: Record<string, string> }>(request.body, requiredActionConfigSpec, 'requiredActionConfig');
+    const updated = await setRequiredActionConfig(ctx.storage, realm.id, request.params.alias, input.config ?? {});
+    await recordAdminEvent(ctx, request, realm, 'UPDATE', 'REQUIRED_ACTION_CONFIG', `authentication/required-actions/${updated.alias}/config`, { config: updated.config });
+    return reply.code(204).send();
+  });
+  app.delete(`${base}/required-actions/:alias/config`, async (request: AdminRequest<{ realm: string; alias: string }>, reply) => {
+    const realm = await realmFor(request, true);
+    const updated = await setRequiredActionConfig(ctx.storage, realm.id, request.params.alias, null);
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'REQUIRED_ACTION_CONFIG', `authentication/required-actions/${updated.alias}/config`);
+    return reply.code(204).send();
   });
   app.get(`${base}/required-actions/:alias`, async (request: AdminRequest<{ realm: string; alias: string }>) => {
     const realm = await realmFor(request, false);

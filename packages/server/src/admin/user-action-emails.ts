@@ -43,7 +43,7 @@ export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext):
     if (!Array.isArray(body) || !body.every((a) => typeof a === 'string')) throw badRequest('The body must be a list of required actions');
     const actions = [...new Set(body as string[])];
     for (const action of actions) {
-      if (!(SUPPORTED_REQUIRED_ACTIONS as readonly string[]).includes(action)) {
+      if (!SUPPORTED_REQUIRED_ACTIONS.includes(action)) {
         throw badRequest(`Provided invalid required actions: "${action.slice(0, 64)}" is not supported (${SUPPORTED_REQUIRED_ACTIONS.join(', ')})`);
       }
     }

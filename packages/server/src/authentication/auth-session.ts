@@ -16,10 +16,17 @@ export interface AuthSession {
   state: string | null;
   nonce: string | null;
   codeChallenge: string | null;
+  /** Keycloak's `kc_action`: the required action the application asked the user to carry out (AIA). */
+  kcAction?: string;
+  /** What became of `kcAction` (sent back to the client as `kc_action_status`); absent while it is still to be run. */
+  kcActionStatus?: KcActionStatus;
   /** Synchronizer token every form on these pages must echo back. */
   csrf: string;
   createdAt: number;
 }
+
+/** Keycloak's kc_action_status. */
+export type KcActionStatus = 'success' | 'cancelled' | 'error';
 
 /** The parameters of an authorization request the auth endpoint accepted. */
 export type AuthRequest = Omit<AuthSession, 'csrf' | 'createdAt' | 'realmId'>;
@@ -61,6 +68,13 @@ export class AuthSessions {
     const session = this.create(realm, fields);
     const value = await this.signed.seal(realm.id, PURPOSE, session, LIFETIME_MS);
     if (value.length > MAX_COOKIE_VALUE) return null;
+    setCookie(reply, AUTH_SESSION_COOKIE, value, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname), maxAgeSeconds: LIFETIME_MS / 1000 });
+    return session;
+  }
+
+  /** The same auth session with changed fields (its CSRF token kept), sealed again into this browser's cookie. */
+  async save(reply: FastifyReply, request: FastifyRequest, realm: Realm, session: AuthSession): Promise<AuthSession> {
+    const value = await this.signed.seal(realm.id, PURPOSE, session, LIFETIME_MS);
     setCookie(reply, AUTH_SESSION_COOKIE, value, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname), maxAgeSeconds: LIFETIME_MS / 1000 });
     return session;
   }

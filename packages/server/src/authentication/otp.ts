@@ -5,6 +5,7 @@ import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_T
 import type { Realm, User } from '../model/types.js';
 import type { StoredCredential } from '../storage/index.js';
 import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
+import { CONFIGURE_TOTP } from '../required-actions/index.js';
 
 /**
  * The OTP step, written once for the browser's OTP form and the password grant's `totp` parameter, through the
@@ -21,7 +22,6 @@ type OtpContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'conf
 export { OTP_CREDENTIAL_TYPE };
 
 /** The required action that sets up an authenticator app. */
-export const CONFIGURE_TOTP = 'CONFIGURE_TOTP';
 
 export type OtpAttempt = Pick<SecondFactorAttempt, 'clientId' | 'details' | 'request'>;
 

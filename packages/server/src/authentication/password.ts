@@ -1,8 +1,8 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
-import { MAX_PASSWORD_LENGTH, passwordExpired, policyHashCost, realmPasswordPolicy } from '../credentials/password-policy.js';
-import { pendingRequiredActions, upgradePasswordHash } from '../services/index.js';
+import { MAX_PASSWORD_LENGTH, policyHashCost, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { dueRequiredActions, upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
@@ -48,8 +48,8 @@ export interface PasswordAttempt {
   secondFactor?: (user: User) => Promise<SecondFactorResult>;
 }
 
-/** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
-export type PendingAction = 'VERIFY_EMAIL' | 'UPDATE_PASSWORD' | 'CONFIGURE_TOTP' | 'UPDATE_PROFILE';
+/** The first required action still due after a right password (an alias of required-actions/): the browser carries it out. */
+export type PendingAction = string;
 
 /** Keycloak's event error names for a refused password login. */
 export type PasswordError = Extract<
@@ -124,15 +124,9 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
       return error === 'ip_temporarily_blocked' ? { ok: false, error, user: null } : { ok: false, error, user, lockedOut: error !== 'invalid_user_credentials' };
     }
   }
-  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
-  const unverified = user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'));
-  const requiredAction: PendingAction | null = unverified
-    ? 'VERIFY_EMAIL'
-    : passwordExpired(policy, user.passwordCreated, Date.now()) || stored.includes('UPDATE_PASSWORD')
-      ? 'UPDATE_PASSWORD'
-      : attempt.requiredActions === 'refuse'
-        ? (stored.find((action): action is PendingAction => action === 'CONFIGURE_TOTP' || action === 'UPDATE_PROFILE') ?? null)
-        : null;
+  // Any required action still due (services/required-actions.ts: pending, or triggered by the account) stops the
+  // password grant, as in Keycloak; the browser carries them out in the realm's order.
+  const [requiredAction] = await dueRequiredActions(ctx.storage, realm, user);
   if (requiredAction) {
     const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
     return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;

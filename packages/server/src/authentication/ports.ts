@@ -31,4 +31,6 @@ export interface LoginForms {
  */
 export interface LoginProtocol {
   authenticated(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, session: UserSession, code: string): Promise<FastifyReply> | FastifyReply;
+  /** The sign-in ended without signing in (the user declined the terms): an error back to the client. */
+  refused(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, error: 'access_denied', description: string): Promise<FastifyReply> | FastifyReply;
 }

@@ -194,6 +194,7 @@ export const EVENT_ERRORS = [
   'email_in_use',
   'username_in_use',
   'invalid_registration',
+  'rejected_by_user',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

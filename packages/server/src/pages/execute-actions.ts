@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { CONFIGURE_TOTP, configureOtp, newOtpSetup, type ActionClaims } from '../authentication/index.js';
+import { configureOtp, newOtpSetup, type ActionClaims } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { checkNewPassword, setPassword, userSnapshot } from '../services/index.js';
+import { CONFIGURE_TOTP, UPDATE_PASSWORD, UPDATE_PROFILE } from '../required-actions/index.js';
+import { checkNewPassword, inPriorityOrder, setPassword, userSnapshot } from '../services/index.js';
 import { configPage, INVALID_CODE, MAX_LABEL, profileValues, updateProfilePage, type StepForm } from './otp.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
@@ -12,16 +13,17 @@ import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 
 /**
- * The pages of an administrator's `execute-actions-email` link, carried out from the link as Keycloak does, in
- * Keycloak's default order of required actions: the authenticator app (CONFIGURE_TOTP), a new password
- * (UPDATE_PASSWORD), the profile (UPDATE_PROFILE); VERIFY_EMAIL is done by opening the link. No sign-in happens:
+ * The pages of an administrator's `execute-actions-email` link, carried out from the link as Keycloak does, in the
+ * realm's priority order of required actions (as a sign-in asks them): the authenticator app (CONFIGURE_TOTP), a new
+ * password (UPDATE_PASSWORD), the profile (UPDATE_PROFILE); VERIFY_EMAIL is done by opening the link, and the others
+ * (TERMS_AND_CONDITIONS, …) are set on the user for the next sign-in. No sign-in happens:
  * the last page says the account is up to date and leads to the link's `redirect_uri` or to the sign-in.
  *
  * Between pages each form carries a fresh single-use execute-actions token naming what is left (and, for the
  * app, the secret the page shows), so a page posted twice, or a token of another user, is refused as expired.
  * An action left undone stays on the user as a required action for the next sign-in (set when the link opened).
  */
-export const LINK_ACTIONS = [CONFIGURE_TOTP, 'UPDATE_PASSWORD', 'UPDATE_PROFILE'] as const;
+export const LINK_ACTIONS: readonly string[] = [CONFIGURE_TOTP, UPDATE_PASSWORD, UPDATE_PROFILE];
 
 /** The client an event names when the link names none (Keycloak's execute-actions default: the account client). */
 const DEFAULT_CLIENT = 'account';
@@ -36,7 +38,7 @@ interface LinkState {
   redirect?: string;
 }
 
-/** The page of the first action of `actions` (in LINK_ACTIONS' order), or the end when none is left. */
+/** The page of the first of `actions` a link carries out (in the realm's priority order), or the end when none is left. */
 export async function showLinkStep(
   ctx: ServerContext,
   request: FastifyRequest,
@@ -47,7 +49,7 @@ export async function showLinkStep(
   actions: readonly string[],
   signInLink: SignInLink,
 ): Promise<FastifyReply> {
-  const left = LINK_ACTIONS.filter((action) => actions.includes(action));
+  const left = (await inPriorityOrder(ctx.storage, realm.id, actions)).filter((action) => LINK_ACTIONS.includes(action));
   if (left.length === 0) {
     const back = link.redirect ? { href: link.redirect, label: 'Back to application' } : await signInLink(request, realm, 'Continue');
     return showPage.info(ctx, reply, realm, 'Your account has been updated', 'Thank you: your account is up to date.', back);
@@ -58,7 +60,7 @@ export async function showLinkStep(
     const { secret } = newOtpSetup(realm);
     return configPage(ctx, reply, realm, form, user, await issue({ totpSecret: secret }), secret, {}, {}, 200);
   }
-  if (left[0] === 'UPDATE_PASSWORD') return ctx.pages.send(reply, realm, 'update-password', { ...form, key: await issue(), errors: {} });
+  if (left[0] === UPDATE_PASSWORD) return ctx.pages.send(reply, realm, 'update-password', { ...form, key: await issue(), errors: {} });
   return updateProfilePage(ctx, reply, realm, form, user, await issue(), profileValues(user), {}, 200);
 }
 
@@ -69,7 +71,7 @@ export function executeActionsRoutes(app: FastifyInstance, ctx: ServerContext, s
     const form = formValues(request.body, ['key', 'totp', 'userLabel', 'password-new', 'password-confirm', ...PROFILE_FORM_FIELDS]);
     const claims = await ctx.actionTokens.read(realm, form.key, 'execute-actions');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
-    const [action] = LINK_ACTIONS.filter((a) => claims?.act?.includes(a));
+    const action = claims?.act?.find((a) => LINK_ACTIONS.includes(a));
     if (!claims || !user || !user.enabled || !action) return expired(request, reply, realm);
     const link = linkState(claims);
     const left = claims.act!;
@@ -92,7 +94,7 @@ export function executeActionsRoutes(app: FastifyInstance, ctx: ServerContext, s
       return saved ? next(user) : refused({ totp: INVALID_CODE });
     }
 
-    if (action === 'UPDATE_PASSWORD') {
+    if (action === UPDATE_PASSWORD) {
       const password = form['password-new'];
       const refused = async (errors: FieldErrors) => ctx.pages.send(reply, realm, 'update-password', { ...formAt, key: await again(), errors }, 400);
       if (!password) return refused({ 'password-new': 'Please specify password.' });
@@ -105,16 +107,16 @@ export function executeActionsRoutes(app: FastifyInstance, ctx: ServerContext, s
         return refused({ 'password-new': error.message });
       }
       const updated = await setPassword(ctx, realm, user, password);
-      await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
+      await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
       // The old password may be known to someone else: end every session it opened.
       await ctx.storage.sessions.deleteForUser(user.id);
-      await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: claims.azp ?? DEFAULT_CLIENT, userId: user.id, details: { username: user.username, custom_required_action: 'UPDATE_PASSWORD' }, request: info, user: () => userSnapshot(ctx.storage, updated) });
+      await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: claims.azp ?? DEFAULT_CLIENT, userId: user.id, details: { username: user.username, custom_required_action: UPDATE_PASSWORD }, request: info, user: () => userSnapshot(ctx.storage, updated) });
       return next(updated);
     }
 
-    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: claims.azp ?? DEFAULT_CLIENT, sessionId: null, details: { custom_required_action: 'UPDATE_PROFILE' } });
+    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: claims.azp ?? DEFAULT_CLIENT, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
     if (!saved.ok) return updateProfilePage(ctx, reply, realm, formAt, user, await again(), saved.values, saved.errors, 400);
-    await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PROFILE');
+    await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PROFILE);
     return next(saved.user);
   });
 }

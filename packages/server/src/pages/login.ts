@@ -11,6 +11,8 @@ import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 import { continueLogin, otpRoutes, type ShowNewPassword } from './otp.js';
+import { aiaOutcome, requiredActionRoutes } from './required-actions.js';
+import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 const MAX_USERNAME = 255;
 const MAX_PASSWORD = 1024;
@@ -66,14 +68,15 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
   loginActionForm(app, ctx, 'update-password', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['password-new', 'password-confirm', 'session_code', 'key']);
+      const form = formValues(request.body, ['password-new', 'password-confirm', 'session_code', 'key', 'cancel-aia']);
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const claims = await ctx.actionTokens.read(realm, form.key, 'update-password');
       const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
       const expired = () => showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
       if (!claims || !user || !user.enabled) return expired();
-      const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors);
+      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, { otpDone: true, pending: null }, newPasswordPage);
+      const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors, 400, undefined, auth.kcAction === UPDATE_PASSWORD && !auth.kcActionStatus);
       if (!form['password-new']) return page({ 'password-new': 'Please specify password.' });
       if (form['password-new'] !== form['password-confirm']) return page({ 'password-confirm': "Passwords don't match." });
       try {
@@ -84,14 +87,15 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       }
       if (!(await ctx.actionTokens.consume(claims))) return expired();
       const updated = await setPassword(ctx, realm, user, form['password-new']);
-      await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
+      await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
-      // This page is shown only after the OTP step; CONFIGURE_TOTP may still be pending.
-      return continueLogin(ctx, request, reply, realm, auth, updated, { otpDone: true, pending: null }, newPasswordPage);
+      // This page is shown only after the OTP step; other required actions may still be pending.
+      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'success'), updated, { otpDone: true, pending: null }, newPasswordPage);
     },
   });
 
   otpRoutes(app, ctx, newPasswordPage);
+  requiredActionRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());
@@ -101,5 +105,5 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
 /** The new-password page of a signed-in user (an expired password, an UPDATE_PASSWORD required action). */
 export const showNewPassword =
   (ctx: ServerContext): ShowNewPassword =>
-  (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }) =>
-    ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message }, status);
+  (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }, cancelAia = false) =>
+    ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message, cancelAia }, status);

@@ -2,8 +2,6 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import qrcode from 'qrcode-generator';
 import {
-  CONFIGURE_TOTP,
-  completeLogin,
   configureOtp,
   hasOtpCredential,
   newOtpSetup,
@@ -15,21 +13,20 @@ import {
 } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { otpauthUri } from '../credentials/otp.js';
-import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
-import { pendingRequiredActions } from '../services/index.js';
+import { CONFIGURE_TOTP, UPDATE_PROFILE } from '../required-actions/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
-import { sendVerification } from './verify-email.js';
+import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 
 /**
  * The browser login after the password: Keycloak's order, the flow's authenticators first (the OTP form of the
- * conditional OTP subflow), then the required actions (UPDATE_PASSWORD, VERIFY_EMAIL, CONFIGURE_TOTP, UPDATE_PROFILE), then the
- * login completes. Between pages the server keeps nothing: each page carries a `key` sealed with the realm's state
+ * conditional OTP subflow), then the required actions in the realm's priority order (pages/required-actions.ts),
+ * then the login completes. Between pages the server keeps nothing: each page carries a `key` sealed with the realm's state
  * secret (authentication/signed-state.ts) naming the user, the auth session (a hash of its CSRF token) and what is
  * still pending; the CONFIGURE_TOTP page's key also carries the new secret until a code proves the app has it.
  */
@@ -48,11 +45,11 @@ interface StepClaims {
   secret?: string;
 }
 
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile';
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms';
 
-const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
+export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 
-function stepState(ctx: ServerContext) {
+export function stepState(ctx: ServerContext) {
   const signed = new SignedState(ctx.keys);
   return {
     seal: (realm: Realm, purpose: StepPurpose, claims: StepClaims) => signed.seal(realm.id, purpose, claims, STEP_LIFETIME_MS),
@@ -102,11 +99,21 @@ export interface LoginProgress {
   pending: PendingAction | null;
 }
 
-export type ShowNewPassword = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status?: number, message?: { type: string; text: string }) => Promise<FastifyReply>;
+export type ShowNewPassword = (
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  key: string,
+  errors: FieldErrors,
+  status?: number,
+  message?: { type: string; text: string },
+  /** The page is an application-initiated action (kc_action): it has a Cancel button. */
+  cancelAia?: boolean,
+) => Promise<FastifyReply>;
 
 /**
- * Where a browser login goes once its password is right (and again after each later step): the OTP page, the
- * pending required action's page, the CONFIGURE_TOTP page, or the end of the login.
+ * Where a browser login goes once its password is right (and again after each later step): the OTP page, then
+ * the next required action's page in the realm's order (nextRequiredAction), or the end of the login.
  */
 export async function continueLogin(
   ctx: ServerContext,
@@ -124,39 +131,9 @@ export async function continueLogin(
     const key = await state.seal(realm, 'login-otp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: progress.pending });
     return otpPage(ctx, reply, realm, auth, key, {}, 200);
   }
-  if (progress.pending === 'UPDATE_PASSWORD') {
-    const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
-    const expired = passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now());
-    const text = expired ? 'Your password has expired. Choose a new one to continue.' : 'You need to choose a new password to continue.';
-    return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text });
-  }
-  // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
-  // session stays, so signing in again after opening the link goes back to the application.
-  if (progress.pending === 'VERIFY_EMAIL') {
-    await sendVerification(ctx, request, realm, user, user.email!, auth.clientId);
-    return showPage.info(
-      ctx,
-      reply,
-      realm,
-      'Verify your e-mail address',
-      `You need to verify your e-mail address to activate your account. We sent a link to ${user.email}: open it, then sign in again.`,
-      { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
-    );
-  }
-  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
-  if (step === 'configure' || stored.includes(CONFIGURE_TOTP)) {
-    const { secret } = newOtpSetup(realm);
-    const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });
-    return configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp'), user, key, secret, {}, {}, 200);
-  }
-  if (stored.includes(UPDATE_PROFILE)) {
-    const key = await state.seal(realm, 'update-profile', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null });
-    return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile'), user, key, profileValues(user), {}, 200);
-  }
-  return completeLogin(ctx, request, reply, realm, auth, user);
+  // CONFIGURE_TOTP is what the flow's OTP step sets on a user who has no OTP yet (Keycloak's setRequiredActions).
+  return nextRequiredAction(ctx, request, reply, realm, auth, user, step === 'configure' ? [CONFIGURE_TOTP] : [], newPasswordPage);
 }
-
-const UPDATE_PROFILE = 'UPDATE_PROFILE';
 
 /** The profile form's first values: what the user has. */
 export const profileValues = (user: User): Record<string, string> => ({ firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' });
@@ -165,9 +142,11 @@ export const profileValues = (user: User): Record<string, string> => ({ firstNam
 export interface StepForm {
   action: string;
   csrf: string;
+  /** An application-initiated action (kc_action): the page has a Cancel button. */
+  cancelAia?: boolean;
 }
 
-const signInStep = (realm: Realm, auth: AuthSession, step: string): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf });
+export const signInStep = (realm: Realm, auth: AuthSession, step: string, cancelAia = false): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf, cancelAia });
 
 export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
   ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
@@ -233,21 +212,22 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
   loginActionForm(app, ctx, 'config-totp', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['totp', 'userLabel', 'key', 'session_code']);
+      const form = formValues(request.body, ['totp', 'userLabel', 'key', 'session_code', 'cancel-aia']);
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'config-totp', auth, form.key);
       if (!step || typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
       const { user, claims } = step;
+      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled'), user, { otpDone: true, pending: null }, newPasswordPage);
       const label = form.userLabel.trim();
-      const again = (errors: FieldErrors) => configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp'), user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
+      const again = (errors: FieldErrors) => configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp', auth.kcAction === CONFIGURE_TOTP && !auth.kcActionStatus), user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
       if (label.length > MAX_LABEL) return again({ userLabel: `Must be at most ${MAX_LABEL} characters.` });
       const code = form.totp.trim();
       if (!code) return again({ totp: 'Please enter the code from your app.' });
       const info = requestInfo(request);
       const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
       if (!saved) return again({ totp: INVALID_CODE });
-      return continueLogin(ctx, request, reply, realm, auth, user, { otpDone: true, pending: null }, newPasswordPage);
+      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'success'), user, { otpDone: true, pending: null }, newPasswordPage);
     },
   });
 
@@ -255,15 +235,16 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
   loginActionForm(app, ctx, 'update-profile', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, [...PROFILE_FORM_FIELDS, 'key', 'session_code']);
+      const form = formValues(request.body, [...PROFILE_FORM_FIELDS, 'key', 'session_code', 'cancel-aia']);
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'update-profile', auth, form.key);
       if (!step) return expired(request, reply, realm, auth);
+      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled'), step.user, { otpDone: true, pending: null }, newPasswordPage);
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
-      if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile'), step.user, form.key, saved.values, saved.errors, 400);
+      if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile', auth.kcAction === UPDATE_PROFILE && !auth.kcActionStatus), step.user, form.key, saved.values, saved.errors, 400);
       await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
-      return continueLogin(ctx, request, reply, realm, auth, saved.user, { otpDone: true, pending: null }, newPasswordPage);
+      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'success'), saved.user, { otpDone: true, pending: null }, newPasswordPage);
     },
   });
 }

@@ -12,6 +12,7 @@ import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { actionTokenUrl } from './verify-email.js';
+import { UPDATE_PASSWORD, VERIFY_EMAIL } from '../required-actions/index.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'Resetting passwords is not allowed in this realm.' };
@@ -91,7 +92,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const previous = user.email;
       const updated = { ...user, email, emailVerified: true };
       await ctx.storage.users.update(updated);
-      await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
+      await ctx.storage.credentials.removeRequiredAction(user.id, VERIFY_EMAIL);
       const info = requestInfo(request);
       const snapshot = await userSnapshot(ctx.storage, updated);
       if (changed) {
@@ -107,15 +108,15 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (!claims || !user || !user.enabled || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const actions = claims.act ?? [];
       const info = requestInfo(request);
-      if (actions.includes('VERIFY_EMAIL') && user.email) {
+      if (actions.includes(VERIFY_EMAIL) && user.email) {
         // The link came to this address: following it confirms the address, as Keycloak's action token does.
         const updated = { ...user, emailVerified: true };
         await ctx.storage.users.update(updated);
-        await ctx.storage.credentials.removeRequiredAction(user.id, 'VERIFY_EMAIL');
+        await ctx.storage.credentials.removeRequiredAction(user.id, VERIFY_EMAIL);
         await ctx.events.user(realm, { type: 'VERIFY_EMAIL', clientId: claims.azp ?? null, userId: user.id, details: { email: user.email }, request: info, user: () => userSnapshot(ctx.storage, updated) });
       }
       // Set on the user before the pages ask for them, so an action left undone waits for the next sign-in.
-      const later = actions.filter((a) => a !== 'VERIFY_EMAIL' && a !== 'UPDATE_PASSWORD');
+      const later = actions.filter((a) => a !== VERIFY_EMAIL && a !== UPDATE_PASSWORD);
       if (later.length) {
         const pending = await ctx.storage.credentials.requiredActions(user.id);
         await ctx.storage.credentials.setRequiredActions(user.id, [...new Set([...pending, ...later])]);
@@ -150,7 +151,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
     const updated = await setPassword(ctx, realm, user, form['password-new']);
-    await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
+    await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
     // The old password may be known to someone else: end every session it opened.
     await ctx.storage.sessions.deleteForUser(user.id);
     await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });

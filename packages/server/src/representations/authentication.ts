@@ -56,6 +56,10 @@ export const executionChangeIgnored = ['level', 'index', 'requirementChoices', '
 export const requiredActionSpec: Spec = { enabled: { type: 'boolean' }, defaultAction: { type: 'boolean' }, priority: prioritySpec, config: { type: 'stringMap', max: 4096 } };
 /** What the console sends back as it read it: the action's identity, which a PUT does not change. */
 export const requiredActionIgnored = ['alias', 'name', 'providerId', 'configurable'];
+/** Keycloak's `register-required-action` body: the provider and, optionally, its name in the realm. */
+export const requiredActionRegistrationSpec: Spec = { providerId: { type: 'string', min: 1, max: 255 }, name: { type: 'string', max: 255 } };
+/** Keycloak's RequiredActionConfigRepresentation. */
+export const requiredActionConfigSpec: Spec = { config: { type: 'stringMap', max: 4096 } };
 export const configSpec: Spec = { alias: aliasSpec, config: { type: 'stringMap', max: 4096 } };
 
 /** An authentication API body: its spec, and priorities within a Java int as Keycloak stores them. */

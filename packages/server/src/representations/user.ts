@@ -4,6 +4,7 @@ import { badRequest } from '../model/errors.js';
 import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
 import { parseRepresentation, type Spec } from './fields.js';
+import { CARRIED_OUT_ACTIONS } from '../required-actions/index.js';
 
 const userSpec: Spec = {
   username: { type: 'string', min: 1, pattern: usernamePattern, patternHint: 'a username without spaces or special characters' },
@@ -49,12 +50,11 @@ export interface UserInput {
 }
 
 /**
- * The required actions an administrator (or a realm import) may set on a user, each carried out at the next browser
- * login (and refused by the password grant until then): CONFIGURE_TOTP, UPDATE_PASSWORD, UPDATE_PROFILE,
- * VERIFY_EMAIL (for a user with an address). Keycloak's others (TERMS_AND_CONDITIONS, delete_credential …) are not
- * implemented: refused by name.
+ * The required actions an administrator (or a realm import) may set on a user: those this server carries out
+ * (required-actions/), each asked at the next browser login (and refused by the password grant until then). Keycloak's
+ * others (delete_account, webauthn-register, delete_credential …) are refused by name.
  */
-export const SUPPORTED_REQUIRED_ACTIONS = ['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL'] as const;
+export const SUPPORTED_REQUIRED_ACTIONS = CARRIED_OUT_ACTIONS;
 
 const isTimestamp = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
@@ -109,7 +109,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
   // A realm file keeps when its users were made, as Keycloak's import keeps it (the admin API stamps its own time).
   const created = (body as { createdTimestamp?: unknown }).createdTimestamp;
   if (onUnknown && isTimestamp(created)) input.createdTimestamp = created;
-  const supported = (action: string) => (SUPPORTED_REQUIRED_ACTIONS as readonly string[]).includes(action);
+  const supported = (action: string) => SUPPORTED_REQUIRED_ACTIONS.includes(action);
   for (const [i, action] of (input.requiredActions ?? []).entries()) {
     if (supported(action)) continue;
     const problem = `${path}.requiredActions[${i}]: "${action.slice(0, 64)}" is not supported (${SUPPORTED_REQUIRED_ACTIONS.join(', ')})`;

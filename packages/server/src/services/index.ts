@@ -8,4 +8,20 @@ export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminCli
 export { clientFrom, insertClient, replaceClientMappers, serviceAccountNamed, type ClientExtras } from './clients.js';
 export { saveOrganization } from './organizations.js';
 export { checkNewPassword, createUser, ensureServiceAccount, insertUser, setPassword, upgradePasswordHash, userSnapshot, type NewUser } from './users.js';
-export { moveRequiredAction, pendingRequiredActions, realmRequiredAction, realmRequiredActions, updateRequiredAction, type RequiredAction } from './required-actions.js';
+export {
+  dueRequiredActions,
+  inPriorityOrder,
+  moveRequiredAction,
+  pendingRequiredActions,
+  realmRequiredAction,
+  realmRequiredActions,
+  registerRequiredAction,
+  requiredActionConfig,
+  requiredActionConfigDescription,
+  requiredActionMaxAuthAge,
+  setRequiredActionConfig,
+  unregisteredRequiredActions,
+  unregisterRequiredAction,
+  updateRequiredAction,
+  type RequiredAction,
+} from './required-actions.js';

@@ -10,6 +10,7 @@ import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { joinDefaultGroups } from './groups.js';
 import { defaultRolesName } from './realm-provisioning.js';
 import { defaultRequiredActions } from './required-actions.js';
+import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 export interface NewUser {
   username: string;
@@ -123,8 +124,8 @@ export async function setPassword(ctx: Pick<ServerContext, 'storage' | 'config'>
  * it away (reset-password only: Keycloak removes it when a password is set that is not temporary).
  */
 export async function markPasswordTemporary(storage: Storage, userId: string, temporary: boolean, db: Db = storage.db): Promise<void> {
-  await storage.credentials.removeRequiredAction(userId, 'UPDATE_PASSWORD', db);
-  if (temporary) await db.insertInto('user_required_action').values({ user_id: userId, required_action: 'UPDATE_PASSWORD' }).execute();
+  await storage.credentials.removeRequiredAction(userId, UPDATE_PASSWORD, db);
+  if (temporary) await db.insertInto('user_required_action').values({ user_id: userId, required_action: UPDATE_PASSWORD }).execute();
 }
 
 /**

@@ -16,6 +16,8 @@ export interface RequiredActionSetting {
   name?: string | null;
   providerId?: string | null;
   config?: Record<string, string> | null;
+  /** False: a provider of the server's registry the realm unregistered; absent or true: registered. */
+  registered?: boolean;
 }
 
 /** A stored credential other than the password (Keycloak's CredentialModel): OTP today. */
@@ -142,7 +144,13 @@ export class CredentialRepository {
       name: r.name,
       providerId: r.provider_id,
       config: r.config === null ? null : fromJson<Record<string, string>>(r.config, {}),
+      registered: r.registered === null || r.registered === undefined ? true : bool(r.registered),
     }));
+  }
+
+  /** Removes the realm's row of a required action (one kept as data, unregistered). */
+  async deleteRealmRequiredAction(realmId: string, alias: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('realm_required_action').where('realm_id', '=', realmId).where('alias', '=', alias).execute();
   }
 
   /** Stores the realm's settings of these required actions (each replaces what was stored for its alias). */
@@ -155,6 +163,7 @@ export class CredentialRepository {
         name: s.name ?? null,
         provider_id: s.providerId ?? null,
         config: s.config ? toJson(s.config) : null,
+        registered: s.registered === false ? flag(false) : null,
       };
       await db
         .insertInto('realm_required_action')

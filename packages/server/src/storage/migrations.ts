@@ -652,4 +652,31 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('user_session').addColumn('sso_cookie_hash', 'text').execute();
     },
   },
+  // Required actions as providers (issue 35). A registry provider an administrator unregisters keeps a row marked
+  // `registered` 0 (the other rows, and providers without a row, are registered). Keycloak 26's default priorities
+  // differ from the ones this server had (CONFIGURE_TOTP 54, was 10; UPDATE_PASSWORD 57, was 30): a provider
+  // without a row takes the new default by itself. A row of these two is rewritten only when every stored row of
+  // the four original actions still holds its old default (the row was written when something else of it changed),
+  // so a realm whose order an administrator or a realm file set keeps every priority it has.
+  '0023-required-action-registry': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('realm_required_action').addColumn('registered', 'integer').execute();
+      const old: Record<string, number> = { CONFIGURE_TOTP: 10, UPDATE_PASSWORD: 30, UPDATE_PROFILE: 40, VERIFY_EMAIL: 50 };
+      const renewed: Record<string, number> = { CONFIGURE_TOTP: 54, UPDATE_PASSWORD: 57 };
+      const rows: { realm_id: string; alias: string; priority: number }[] = await db
+        .selectFrom('realm_required_action')
+        .select(['realm_id', 'alias', 'priority'])
+        .where('alias', 'in', Object.keys(old))
+        .execute();
+      const realms = new Map<string, { alias: string; priority: number }[]>();
+      for (const row of rows) realms.set(row.realm_id, [...(realms.get(row.realm_id) ?? []), row]);
+      for (const [realmId, own] of realms) {
+        if (!own.every((row) => old[row.alias] === Number(row.priority))) continue;
+        for (const row of own) {
+          if (renewed[row.alias] === undefined) continue;
+          await db.updateTable('realm_required_action').set({ priority: renewed[row.alias] }).where('realm_id', '=', realmId).where('alias', '=', row.alias).execute();
+        }
+      }
+    },
+  },
 };

@@ -305,6 +305,8 @@ export interface RealmRequiredActionTable {
   provider_id: string | null;
   /** JSON Record<string,string>, Keycloak's config; null: none. */
   config: string | null;
+  /** 0: a provider of the server's registry an administrator unregistered; null or 1: registered. */
+  registered: Flag | null;
 }
 
 /** A group; `parent_id` is '' for a top-level group. */

@@ -7,7 +7,7 @@ import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } 
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
-import { clientScopeSet } from '../../services/index.js';
+import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
 
 const MAX_PARAM = 2048;
 
@@ -72,7 +72,19 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       nonce: param(request, 'nonce') ?? null,
       codeChallenge: challenge ?? null,
     };
-    const sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
+    // Keycloak's application-initiated action: the user carries out this required action, then goes back to the
+    // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
+    const kcAction = param(request, 'kc_action')?.slice(0, 255);
+    if (kcAction) auth.kcAction = kcAction;
+    let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
+    // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
+    // re-authentication for an AIA), so a session left open does not let anyone change the password.
+    if (sso && kcAction && Date.now() - sso.session.started > (await requiredActionMaxAuthAge(ctx.storage, realm.id, kcAction)) * 1000) sso = null;
+    if (sso && kcAction) {
+      const session = await ctx.authSessions.start(reply, request, realm, auth);
+      if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
+      return reply.code(302).header('location', `/realms/${encodeURIComponent(realm.name)}/login-actions/required-action`).header('cache-control', 'no-store').send();
+    }
     // Signed in already: the login completes in this request, and nothing about it is kept anywhere.
     if (sso) return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session);
     if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');

@@ -29,6 +29,18 @@ export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'
     authenticated(request: FastifyRequest, reply, realm, auth, session, code) {
       const params: Record<string, string> = { code, session_state: session.id, iss: issuerOf(baseUrl(request, config.hostname), realm.name) };
       if (auth.state !== null) params.state = auth.state;
+      // Keycloak's answer to an application-initiated action: the action and its outcome; an action that could not
+      // run (unknown, disabled) only the outcome.
+      if (auth.kcAction && auth.kcActionStatus) {
+        if (auth.kcActionStatus !== 'error') params.kc_action = auth.kcAction;
+        params.kc_action_status = auth.kcActionStatus;
+      }
+      return redirectToClient(reply, auth.redirectUri, auth.responseMode, params);
+    },
+    refused(request: FastifyRequest, reply, realm, auth, error, description) {
+      const params: Record<string, string> = { error, error_description: description };
+      if (auth.state !== null) params.state = auth.state;
+      params.iss = issuerOf(baseUrl(request, config.hostname), realm.name);
       return redirectToClient(reply, auth.redirectUri, auth.responseMode, params);
     },
   };

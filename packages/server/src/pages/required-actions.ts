@@ -1,0 +1,173 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { completeLogin, currentSsoSession, newOtpSetup, type AuthSession, type KcActionStatus } from '../authentication/index.js';
+import type { ServerContext } from '../context.js';
+import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
+import { requestInfo } from '../http/index.js';
+import type { Realm, User } from '../model/types.js';
+import {
+  CONFIGURE_TOTP,
+  TERMS_ACCEPTED_ATTRIBUTE,
+  TERMS_AND_CONDITIONS,
+  UPDATE_PASSWORD,
+  UPDATE_PROFILE,
+  UPDATE_USER_LOCALE,
+  VERIFY_EMAIL,
+} from '../required-actions/index.js';
+import { dueRequiredActions, inPriorityOrder, userSnapshot } from '../services/index.js';
+import { csrfRejected, loginActionForm } from './login-context.js';
+import { authBinding, configPage, continueLogin, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword } from './otp.js';
+import { actionUrl, showPage } from './pages.js';
+import { formValues } from './protection.js';
+import { sendVerification } from './verify-email.js';
+
+/**
+ * The required actions of a browser sign-in, after the flow's steps: the one function that says what the user is
+ * asked next. The user's pending actions and those their account triggers (an unverified address, an expired
+ * password) come first, in the realm's priority order, each only while enabled and registered; then the action the
+ * application asked for (`kc_action`, Keycloak's application-initiated action), once; then the login completes and
+ * the application learns what became of its action (`kc_action_status`). Nothing is kept on the server between
+ * pages: each page's key names the user and this sign-in, and the auth session's cookie carries the AIA's outcome.
+ */
+export async function nextRequiredAction(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  user: User,
+  added: readonly string[],
+  newPasswordPage: ShowNewPassword,
+): Promise<FastifyReply> {
+  const done = new Set<string>();
+  let session = auth;
+  for (;;) {
+    const due = (await dueRequiredActions(ctx.storage, realm, user, added)).filter((alias) => !done.has(alias));
+    let alias: string | undefined = due[0];
+    let aia = false;
+    if (alias === undefined && session.kcAction && !session.kcActionStatus) {
+      // Keycloak: an action the realm does not have enabled (or that nobody could carry out, or an address to verify
+      // the user lacks) is not run, and the application is told so (kc_action_status=error); the sign-in completes.
+      const runnable = (await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length > 0 && (session.kcAction !== VERIFY_EMAIL || user.email);
+      if (!runnable) {
+        session = await aiaOutcome(ctx, request, reply, realm, session, session.kcAction, 'error');
+        break;
+      }
+      alias = session.kcAction;
+      aia = true;
+    }
+    if (alias === undefined) break;
+    if (alias === UPDATE_USER_LOCALE) {
+      // No page: these pages have one language, so there is no choice of locale to store on the user.
+      await ctx.storage.credentials.removeRequiredAction(user.id, alias);
+      done.add(alias);
+      if (aia) session = await aiaOutcome(ctx, request, reply, realm, session, alias, 'success');
+      continue;
+    }
+    return showRequiredAction(ctx, request, reply, realm, session, user, alias, aia, newPasswordPage);
+  }
+  // An application-initiated action of a signed-in user completes in the session it was started from.
+  const sso = session.kcAction ? await currentSsoSession(ctx, request, realm) : null;
+  return completeLogin(ctx, request, reply, realm, session, user, sso && sso.user.id === user.id ? sso.session : undefined);
+}
+
+/** The page of one required action (`aia`: asked by the application, so it can be cancelled). */
+async function showRequiredAction(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  user: User,
+  alias: string,
+  aia: boolean,
+  newPasswordPage: ShowNewPassword,
+): Promise<FastifyReply> {
+  const state = stepState(ctx);
+  const claims = { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null };
+  switch (alias) {
+    case UPDATE_PASSWORD: {
+      const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
+      const expired = passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now());
+      const text = aia ? 'Choose a new password.' : expired ? 'Your password has expired. Choose a new one to continue.' : 'You need to choose a new password to continue.';
+      return newPasswordPage(reply, realm, auth, key, {}, 200, { type: 'info', text }, aia);
+    }
+    // Keycloak's VERIFY_EMAIL required action: no session and no code until the address is confirmed. The auth
+    // session stays, so signing in again after opening the link goes back to the application.
+    case VERIFY_EMAIL:
+      await sendVerification(ctx, request, realm, user, user.email!, auth.clientId);
+      return showPage.info(
+        ctx,
+        reply,
+        realm,
+        'Verify your e-mail address',
+        `You need to verify your e-mail address to activate your account. We sent a link to ${user.email}: open it, then sign in again.`,
+        { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' },
+      );
+    case CONFIGURE_TOTP: {
+      const { secret } = newOtpSetup(realm);
+      const key = await state.seal(realm, 'config-totp', { ...claims, secret });
+      return configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp', aia), user, key, secret, {}, {}, 200);
+    }
+    case UPDATE_PROFILE: {
+      const key = await state.seal(realm, 'update-profile', claims);
+      return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile', aia), user, key, profileValues(user), {}, 200);
+    }
+    case TERMS_AND_CONDITIONS: {
+      const key = await state.seal(realm, 'terms', claims);
+      return ctx.pages.send(reply, realm, 'terms', { ...signInStep(realm, auth, 'terms'), key }, 200);
+    }
+    default:
+      // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
+      throw new Error(`required action ${alias} has no page`);
+  }
+}
+
+/**
+ * Records what became of the application-initiated action `alias` (when it is this sign-in's kc_action and had no
+ * outcome yet) in the auth session's cookie, and answers the session as it now is.
+ */
+export async function aiaOutcome(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, alias: string, status: KcActionStatus): Promise<AuthSession> {
+  if (auth.kcAction !== alias || auth.kcActionStatus) return auth;
+  return ctx.authSessions.save(reply, request, realm, { ...auth, kcActionStatus: status });
+}
+
+export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+  const state = stepState(ctx);
+
+  // An application-initiated action of a signed-in user (the authorization endpoint sends the browser here with
+  // the action in its auth session): the SSO session's user is asked for it.
+  app.get('/realms/:realm/login-actions/required-action', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
+    const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    const auth = await ctx.authSessions.current(request, realm);
+    if (!auth) return showPage.error(ctx, reply, realm, 'Your login attempt timed out or this page is no longer valid. Please start again from the application.', 400);
+    const sso = await currentSsoSession(ctx, request, realm);
+    if (!sso) return showPage.login(ctx, request, reply, realm, auth, {});
+    return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, [], newPasswordPage);
+  });
+
+  // TERMS_AND_CONDITIONS: accepting records when, on the user (Keycloak's terms_and_conditions attribute, seconds);
+  // declining ends the sign-in, and the application gets access_denied, as Keycloak answers.
+  loginActionForm(app, ctx, 'terms', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['key', 'session_code', 'accept', 'cancel']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'terms', auth, form.key);
+      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      const { user } = step;
+      const info = requestInfo(request);
+      if (form.cancel || !form.accept) {
+        ctx.authSessions.end(reply, request, realm);
+        await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION_ERROR', clientId: auth.clientId, userId: user.id, error: 'rejected_by_user', details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info });
+        return ctx.loginProtocol.refused(request, reply, realm, auth, 'access_denied', 'termsAndConditionsDeclined');
+      }
+      const accepted = { ...user, attributes: { ...user.attributes, [TERMS_ACCEPTED_ATTRIBUTE]: [String(Math.floor(Date.now() / 1000))] } };
+      await ctx.storage.users.update(accepted);
+      await ctx.storage.credentials.removeRequiredAction(user.id, TERMS_AND_CONDITIONS);
+      await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION', clientId: auth.clientId, userId: user.id, details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info, user: () => userSnapshot(ctx.storage, accepted) });
+      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, { otpDone: true, pending: null }, newPasswordPage);
+    },
+  });
+}
