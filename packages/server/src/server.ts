@@ -47,6 +47,11 @@ function metricsAccessOf(config: ServerConfig): MetricsAccess {
 export interface ServerOptions {
   logger?: ServerLogger;
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Tests only: the clock of the in-memory shared store (monotonic ms; no effect with Redis), so a test moves rate
+   * windows and TTLs on instead of sleeping through them.
+   */
+  sharedStoreClock?: () => number;
 }
 
 /**
@@ -127,7 +132,11 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     acquireTimeoutMs: config.dbAcquireTimeoutMs,
     statementTimeoutMs: config.dbStatementTimeoutMs,
   });
-  const store = createSharedStore({ redisUrl: config.redisUrl ?? undefined, logger: spiLogger(logger, { component: 'shared-store' }) });
+  const store = createSharedStore({
+    redisUrl: config.redisUrl ?? undefined,
+    logger: spiLogger(logger, { component: 'shared-store' }),
+    now: options.sharedStoreClock,
+  });
   dependencyMetrics(metrics, storage, store);
   const keys = new RealmKeys(storage);
   const tokens = new TokenService(storage, keys);

@@ -33,6 +33,8 @@ export interface TestServerOptions {
    * production mode, which refuses it) or 'production' (Keycloak's), for the tests that are about hashing.
    */
   passwordHashing?: 'test' | 'production';
+  /** The in-memory shared store's clock (monotonic ms), for tests that move rate windows and TTLs on. */
+  sharedStoreClock?: () => number;
 }
 
 /** The environment that gives a test server the test-only password hashing cost, unless asked for production's. */
@@ -83,7 +85,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   let server: RealmgateServer;
   try {
-    server = await createServer(config, { logger, env: options.env ?? {} });
+    server = await createServer(config, { logger, env: options.env ?? {}, sharedStoreClock: options.sharedStoreClock });
   } catch (error) {
     await pgDb?.drop();
     rmSync(dir, { recursive: true, force: true });
