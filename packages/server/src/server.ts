@@ -9,7 +9,7 @@ import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp, installSslRequired } from './http/index.js';
-import { RealmKeys } from './keys/index.js';
+import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
@@ -52,6 +52,11 @@ export interface ServerOptions {
    * windows and TTLs on instead of sleeping through them.
    */
   sharedStoreClock?: () => number;
+  /**
+   * Tests only: where realms' RSA signing keys come from instead of being generated (a 2048-bit key costs 0.2-1 s of
+   * CPU, and a test suite creates thousands of realms). Code only, never configuration: no deployment can set it.
+   */
+  rsaKeyPairs?: RsaKeyPairSource;
 }
 
 /**
@@ -138,7 +143,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     now: options.sharedStoreClock,
   });
   dependencyMetrics(metrics, storage, store);
-  const keys = new RealmKeys(storage);
+  const keys = new RealmKeys(storage, options.rsaKeyPairs);
   const tokens = new TokenService(storage, keys);
   const events = new EventBus(storage, logger, metrics);
   const providers = new ProviderRegistry();

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import pino from 'pino';
 import { createServer, loadConfig, type RealmgateServer } from '../../src/index.js';
+import { testRsaKeyPairs } from './rsa-keys.js';
 
 export const ADMIN_USERNAME = 'admin';
 export const ADMIN_PASSWORD = 'admin-test-password';
@@ -85,7 +86,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   let server: RealmgateServer;
   try {
-    server = await createServer(config, { logger, env: options.env ?? {}, sharedStoreClock: options.sharedStoreClock });
+    server = await createServer(config, { logger, env: options.env ?? {}, sharedStoreClock: options.sharedStoreClock, rsaKeyPairs: testRsaKeyPairs });
   } catch (error) {
     await pgDb?.drop();
     rmSync(dir, { recursive: true, force: true });
