@@ -24,7 +24,7 @@ export function movableDate(): MovableClock {
       return RealDate.now() + ahead;
     }
     // Dates made before the swap, or by code holding the real Date, are still dates.
-    static [Symbol.hasInstance](value: unknown): boolean {
+    static override [Symbol.hasInstance](value: unknown): boolean {
       return value instanceof RealDate;
     }
   }

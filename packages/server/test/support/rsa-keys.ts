@@ -1,7 +1,6 @@
 import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateKeyPair } from 'jose';
 import type { RsaKeyPairSource } from '../../src/keys/index.js';
 
 /**
@@ -12,13 +11,12 @@ import type { RsaKeyPairSource } from '../../src/keys/index.js';
 const POOL: string[] = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'rsa-2048-test-keys.json'), 'utf8'));
 
 const RS256 = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
-/** Pairs handed out in this process: each at most once, so no two realms of a test file share a key. */
-let used = 0;
+/** Pairs handed out in this process; the pool goes round, so no two of any 128 realms in a row share a key. */
+let taken = 0;
 
-/** The next unused pair of the pool, as jose's generateKeyPair('RS256') makes them; a generated one when all are used. */
+/** The next pair of the pool, as jose's generateKeyPair('RS256') makes them (kids are the server's own, always new). */
 export const testRsaKeyPairs: RsaKeyPairSource = async () => {
-  if (used >= POOL.length) return generateKeyPair('RS256', { extractable: true, modulusLength: 2048 });
-  const der = Buffer.from(POOL[used++], 'base64');
+  const der = Buffer.from(POOL[taken++ % POOL.length], 'base64');
   const spki = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).export({ format: 'der', type: 'spki' });
   const [privateKey, publicKey] = await Promise.all([
     webcrypto.subtle.importKey('pkcs8', der, RS256, true, ['sign']),
