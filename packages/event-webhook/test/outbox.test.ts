@@ -28,6 +28,7 @@ import {
   tokenRequest,
   type TestServer,
 } from '../../server/test/support/server.js';
+import { movableDate } from '../../server/test/support/clock.js';
 import { encodeStored } from '../src/outbox.js';
 
 const PACKAGES = resolve(import.meta.dirname, '../..');
@@ -226,7 +227,8 @@ describe('outbox mode', () => {
       REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
       REALMGATE_PROVIDERS_DIR: dir,
       ...OUTBOX,
-      REALMGATE_WEBHOOK_LEASE_MS: '3000',
+      // Long enough that node B cannot take it over before its clock is moved past the lease, however slow the machine.
+      REALMGATE_WEBHOOK_LEASE_MS: '60000',
       REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '2000',
       REALMGATE_WEBHOOK_POLL_MS: '100',
     };
@@ -255,8 +257,10 @@ describe('outbox mode', () => {
     await setUpRealm(aUrl, 'pair', receiver.url, ['dana']);
     await login(aUrl, 'pair', 'dana');
     await eventually(() => receiver.hits.length === 1, 10_000); // node A is sending; the receiver never answers
-    const claimedAt = Date.now();
 
+    // Node B runs in this process, on a clock the test moves on past A's lease instead of waiting for it.
+    const clock = movableDate();
+    cleanup.push(async () => clock.restore());
     const config = loadConfig({ env });
     const b = await createServer(config, { logger: pino({ level: 'silent' }), env });
     const bUrl = await b.listen();
@@ -265,9 +269,12 @@ describe('outbox mode', () => {
     child.kill('SIGKILL'); // kill -9: no shutdown code runs in node A
     await exited;
 
+    // While A's lease runs, B (polling every 100 ms) leaves the delivery alone.
+    await realSleep(500);
+    expect(receiver.hits).toHaveLength(1);
+    clock.pass(61_000);
     await eventually(() => receiver.hits.length === 2, 10_000);
     const [first, second] = receiver.hits;
-    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(2500); // not before A's lease ran out
     expect(second.headers['webhook-id']).toBe(first.headers['webhook-id']);
     expect(second.body).toBe(first.body);
     verifier.verify(second.body, second.headers as Record<string, string>);
@@ -466,6 +473,7 @@ describe('outbox mode', () => {
     console.log(
       `100k outbox: login median ${median(before).toFixed(1)} ms before, ${median(during).toFixed(1)} ms with the backlog; retained heap growth ${((heapAfter - heapBefore) / 1048576).toFixed(1)} MiB; enqueue ${enqueueMs.toFixed(0)} ms; attempts ${attempts}`,
     );
-    expect(median(during)).toBeLessThan(Math.max(3 * median(before), median(before) + 150));
+    // How much slower a login is with the backlog is printed, not asserted: a wall-clock ratio fails on a loaded
+    // machine for no fault of the code (issue 36); what a login costs with the outbox on is `npm run bench`'s.
   }, 180_000);
 });

@@ -54,7 +54,7 @@ export interface ProofOfWorkOptions {
   pool?: VerificationPool;
   metrics?: Metrics;
   logger?: Logger;
-  /** Clock in epoch ms. */
+  /** Clock in epoch ms; by default Date.now, read at each call so that a test's fake Date moves it. */
   now?: () => number;
 }
 
@@ -89,7 +89,7 @@ export class ProofOfWork {
     this.key = options.key;
     this.pool = options.pool ?? new VerificationPool({ concurrency: availableParallelism(), queueLimit: 64 });
     this.logger = options.logger;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => Date.now());
     this.locallySpent = new LocalSpentSet(LOCAL_SPENT_LIMIT, this.now);
     const m = options.metrics;
     this.issued =

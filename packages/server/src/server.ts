@@ -9,7 +9,7 @@ import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp, installSslRequired } from './http/index.js';
-import { RealmKeys } from './keys/index.js';
+import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
@@ -47,6 +47,16 @@ function metricsAccessOf(config: ServerConfig): MetricsAccess {
 export interface ServerOptions {
   logger?: ServerLogger;
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Tests only: the clock of the in-memory shared store (monotonic ms; no effect with Redis), so a test moves rate
+   * windows and TTLs on instead of sleeping through them.
+   */
+  sharedStoreClock?: () => number;
+  /**
+   * Tests only: where realms' RSA signing keys come from instead of being generated (a 2048-bit key costs 0.2-1 s of
+   * CPU, and a test suite creates thousands of realms). Code only, never configuration: no deployment can set it.
+   */
+  rsaKeyPairs?: RsaKeyPairSource;
 }
 
 /**
@@ -127,9 +137,13 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     acquireTimeoutMs: config.dbAcquireTimeoutMs,
     statementTimeoutMs: config.dbStatementTimeoutMs,
   });
-  const store = createSharedStore({ redisUrl: config.redisUrl ?? undefined, logger: spiLogger(logger, { component: 'shared-store' }) });
+  const store = createSharedStore({
+    redisUrl: config.redisUrl ?? undefined,
+    logger: spiLogger(logger, { component: 'shared-store' }),
+    now: options.sharedStoreClock,
+  });
   dependencyMetrics(metrics, storage, store);
-  const keys = new RealmKeys(storage);
+  const keys = new RealmKeys(storage, options.rsaKeyPairs);
   const tokens = new TokenService(storage, keys);
   const events = new EventBus(storage, logger, metrics);
   const providers = new ProviderRegistry();

@@ -1,13 +1,13 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, startServer, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * The description's configuration sequence, driven by Keycloak's own admin client: a service account with
  * manage-clients reads a client and writes its attributes back with a merged PUT.
  */
-describe.each(databases)('original configuration sequence with the official admin client (%s)', (database) => {
+describe.each(httpDatabases)('original configuration sequence with the official admin client (%s)', (database) => {
   let t: TestServer;
   let master: KcAdminClient;
   let appId: string;

@@ -1,16 +1,16 @@
 /**
  * The console-only endpoints behind the role-mapping tabs (ui-ext/effective-roles-all, ui-ext/role-mapping-delete),
  * a user's Consents tab (offline tokens), a client's Keys tab (certificates/{attr}) and whoami, over HTTP with the
- * official admin client, on SQLite and PostgreSQL: Keycloak's shapes, and what an administrator holding less may not do.
+ * official admin client, on SQLite (HTTP behaviour, issue 36): Keycloak's shapes, and what an administrator holding less may not do.
  */
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, rejects } from './support/admin-client.js';
-import { api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'mappings';
 
-describe.each(databases)('console role-mapping, consents and keys endpoints (%s)', (database) => {
+describe.each(httpDatabases)('console role-mapping, consents and keys endpoints (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let token: string;

@@ -1,10 +1,10 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /** Issue 16, point 5: a user's sessions, signing a user out, a client's sessions and their count, with the official admin client. */
-describe.each(databases)('sessions in the admin API (%s)', (database) => {
+describe.each(httpDatabases)('sessions in the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let userId: string;

@@ -2,7 +2,7 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
 import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
-import { api, databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, httpDatabases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'temp';
 const R = `/realms/${REALM}`;
@@ -14,7 +14,7 @@ const CALLBACK = 'http://127.0.0.1:9/cb';
  * action: the password grant is refused until the user has chosen a new password at the next browser sign-in.
  * And the password credential can be deleted, as in Keycloak's Credentials tab: the user then has no password.
  */
-describe.each(databases)('temporary passwords and removing the password (%s)', (database) => {
+describe.each(httpDatabases)('temporary passwords and removing the password (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
 

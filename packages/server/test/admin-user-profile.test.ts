@@ -1,10 +1,10 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, startServer, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /** Issue 16, point 5: the realm's user profile (`users/profile`, `users/profile/metadata`) with the official admin client. */
-describe.each(databases)('the user profile in the admin API (%s)', (database) => {
+describe.each(httpDatabases)('the user profile in the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, rejects } from './support/admin-client.js';
 import { FormClient, pkce } from './support/forms.js';
-import { api, adminToken, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, adminToken, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16: a client's `authenticationFlowBindingOverrides` are kept and honoured. `browser` replaces the realm's
@@ -37,7 +37,7 @@ function providersDir(): string {
 
 const PASSWORD_CLIENT = { publicClient: true, standardFlowEnabled: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK] };
 
-describe.each(databases)('client authentication flow overrides (%s)', (database) => {
+describe.each(httpDatabases)('client authentication flow overrides (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let dir: string;

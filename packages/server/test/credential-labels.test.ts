@@ -1,14 +1,14 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { databases, startServer, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, type TestServer } from './support/server.js';
 
 /**
  * `PUT …/users/{id}/credentials/{credentialId}/userLabel` (a text/plain body, as Keycloak's): the admin console
  * labels a password it has just set ("My password"), and an administrator renames an authenticator app. Only
  * manage-users may; a new password is a new credential, without the old label.
  */
-describe.each(databases)('credential labels (%s)', (database) => {
+describe.each(httpDatabases)('credential labels (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let userId: string;

@@ -2,7 +2,7 @@ import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailPattern } from '../src/model/user-profile.js';
 import { masterAdminClient } from './support/admin-client.js';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Keycloak's e-mail rule (org.keycloak.utils.EmailValidationUtil, the user profile's `email` validator): a domain
@@ -86,7 +86,7 @@ describe("Keycloak's e-mail rule", () => {
   });
 });
 
-describe.each(databases)('e-mail addresses through the admin API (%s)', (database) => {
+describe.each(httpDatabases)('e-mail addresses through the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashNeedsUpgrade, hashPassword, passwordHashCost, verifyPassword } from '../src/credentials/index.js';
 import { checkPassword, parsePasswordPolicy } from '../src/credentials/password-policy.js';
 import { FormClient, inputValue, pkce, textOf } from './support/forms.js';
-import { adminToken, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 17, point 2: the realm's password policy in Keycloak's syntax, refused on PUT when a rule is unknown or
@@ -107,7 +107,7 @@ describe('checking a password', () => {
 const REALM = 'policy';
 const CALLBACK = 'http://127.0.0.1:9/cb';
 
-describe.each(databases)('the password policy on the server (%s)', (database) => {
+describe.each(httpDatabases)('the password policy on the server (%s)', (database) => {
   let t: TestServer;
   let admin: string;
   let userId: string;

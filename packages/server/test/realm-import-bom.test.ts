@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -37,7 +37,7 @@ const FILES: Record<string, string | Buffer> = {
   'bom-in-value.json': JSON.stringify({ realm: 'bom-in-value', enabled: true, displayName: '\uFEFFShown' }),
 };
 
-describe.each(databases)('--import-realm and a UTF-8 byte order mark (%s)', (database) => {
+describe.each(httpDatabases)('--import-realm and a UTF-8 byte order mark (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-bom-'));

@@ -1,8 +1,8 @@
 import { X509Certificate, createHash, createPublicKey, type JsonWebKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, databases, startServer, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, type TestServer } from './support/server.js';
 
-describe.each(databases)('realm keys: public_key, certificates in the JWKS (%s)', (database) => {
+describe.each(httpDatabases)('realm keys: public_key, certificates in the JWKS (%s)', (database) => {
   let t: TestServer;
   let admin: string;
   beforeAll(async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { masterAdminClient, tokenOfUserWithRoles } from './support/admin-client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, databases, startServer, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issue 16: a realm's `localizationTexts` are kept and served at Keycloak's `/admin/realms/{realm}/localization` (the
@@ -12,7 +12,7 @@ import { adminToken, api, databases, startServer, type TestServer } from './supp
  * changing manage-realm. The export writes them back.
  */
 
-describe.each(databases)('realm localization texts (%s)', (database) => {
+describe.each(httpDatabases)('realm localization texts (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let token: string;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOpenRedirectPattern, postLogoutRedirectAllowed, redirectUriAllowed } from '../src/model/redirect-uri.js';
 import type { Client } from '../src/model/types.js';
 import { FormClient, firstForm, pkce } from './support/forms.js';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -135,7 +135,7 @@ describe("Keycloak 26's redirect-URI rule", () => {
   });
 });
 
-describe.each(databases)('redirect URIs through the admin API and the authorization endpoint (%s)', (database) => {
+describe.each(httpDatabases)('redirect URIs through the admin API and the authorization endpoint (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   const REALM = 'redirects';

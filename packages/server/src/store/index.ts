@@ -40,10 +40,12 @@ export interface SharedStoreOptions {
   logger: Logger;
   /** Redis only: put before every key and channel. */
   keyPrefix?: string;
+  /** Memory only (Redis counts by its own clock): see MemoryStoreOptions.now. */
+  now?: () => number;
 }
 
-export function createSharedStore({ redisUrl, logger, keyPrefix }: SharedStoreOptions): OwnedSharedStore {
-  return redisUrl ? new RedisStore({ url: redisUrl, logger, keyPrefix }) : new MemoryStore({ logger });
+export function createSharedStore({ redisUrl, logger, keyPrefix, now }: SharedStoreOptions): OwnedSharedStore {
+  return redisUrl ? new RedisStore({ url: redisUrl, logger, keyPrefix }) : new MemoryStore({ logger, now });
 }
 
 /** A view of `store` in which every key and channel gets `<namespace>:` before it. */

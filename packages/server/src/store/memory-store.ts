@@ -15,6 +15,8 @@ export interface MemoryStoreOptions {
   /** Hits kept per sliding-window key; counts stop rising there. */
   maxHitsPerKey?: number;
   sweepIntervalMs?: number;
+  /** Monotonic milliseconds; a test passes its own to move TTLs and hit windows on without waiting. */
+  now?: () => number;
 }
 
 type Entry =
@@ -30,7 +32,7 @@ interface Subscription {
 }
 
 // Monotonic, so a wall-clock step neither expires nor revives keys.
-const now = (): number => performance.now();
+const monotonicNow = (): number => performance.now();
 
 /**
  * The shared store of a single process. Behaves as RedisStore does, errors included, and as Redis with
@@ -50,8 +52,10 @@ export class MemoryStore implements HostStore {
   private evicted = 0;
   private claimsRefused = 0;
   private lastClaimSweep = -Infinity;
+  private readonly now: () => number;
 
-  constructor({ logger, maxKeys = 1_000_000, maxClaims = 1_000_000, maxHitsPerKey = 10_000, sweepIntervalMs = 10_000 }: MemoryStoreOptions) {
+  constructor({ logger, maxKeys = 1_000_000, maxClaims = 1_000_000, maxHitsPerKey = 10_000, sweepIntervalMs = 10_000, now = monotonicNow }: MemoryStoreOptions) {
+    this.now = now;
     this.logger = logger;
     this.maxKeys = maxKeys;
     this.maxClaims = maxClaims;
@@ -67,28 +71,28 @@ export class MemoryStore implements HostStore {
   }
 
   async get(key: string): Promise<string | null> {
-    const entry = this.live(key, now());
+    const entry = this.live(key, this.now());
     if (entry === undefined) return null;
     if (entry.kind !== 'value') throw wrongKind(key);
     return entry.value;
   }
 
   async set(key: string, value: string, ttlMs?: number): Promise<void> {
-    const expiresAt = ttlMs === undefined ? Infinity : now() + wholeMs('ttlMs', ttlMs);
+    const expiresAt = ttlMs === undefined ? Infinity : this.now() + wholeMs('ttlMs', ttlMs);
     this.put(key, { kind: 'value', value, expiresAt });
   }
 
   async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
     const ttl = wholeMs('ttlMs', ttlMs);
-    const at = now();
+    const at = this.now();
     if (this.live(key, at) !== undefined) return false;
     this.claim(key, { kind: 'value', value, expiresAt: at + ttl }, at);
     return true;
   }
 
   async compareAndSet(key: string, expected: string | null, value: string, ttlMs?: number): Promise<boolean> {
-    const expiresAt = ttlMs === undefined ? Infinity : now() + wholeMs('ttlMs', ttlMs);
-    const entry = this.live(key, now());
+    const expiresAt = ttlMs === undefined ? Infinity : this.now() + wholeMs('ttlMs', ttlMs);
+    const entry = this.live(key, this.now());
     if (entry !== undefined && entry.kind !== 'value') throw wrongKind(key);
     if ((entry?.value ?? null) !== expected) return false;
     this.put(key, { kind: 'value', value, expiresAt });
@@ -97,7 +101,7 @@ export class MemoryStore implements HostStore {
 
   async increment(key: string, ttlMs: number): Promise<number> {
     const ttl = wholeMs('ttlMs', ttlMs);
-    const at = now();
+    const at = this.now();
     const entry = this.live(key, at);
     if (entry === undefined) {
       this.put(key, { kind: 'value', value: '1', expiresAt: at + ttl });
@@ -121,7 +125,7 @@ export class MemoryStore implements HostStore {
 
   async recordHit(key: string, windowMs: number): Promise<number> {
     const window = wholeMs('windowMs', windowMs);
-    const at = now();
+    const at = this.now();
     const entry = this.live(key, at);
     if (entry !== undefined && entry.kind !== 'hits') throw wrongKind(key);
     const stamps = entry?.stamps ?? [];
@@ -134,7 +138,7 @@ export class MemoryStore implements HostStore {
 
   async countHits(key: string, windowMs: number): Promise<number> {
     const window = wholeMs('windowMs', windowMs);
-    const at = now();
+    const at = this.now();
     const entry = this.live(key, at);
     if (entry === undefined) return 0;
     if (entry.kind !== 'hits') throw wrongKind(key);
@@ -231,7 +235,7 @@ export class MemoryStore implements HostStore {
   }
 
   private sweep(): void {
-    const at = now();
+    const at = this.now();
     for (const map of [this.entries, this.claims]) {
       for (const [key, entry] of map) {
         if (entry.expiresAt <= at) map.delete(key);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import pino from 'pino';
 import { createServer, loadConfig, type RealmgateServer } from '../../src/index.js';
+import { testRsaKeyPairs } from './rsa-keys.js';
 
 export const ADMIN_USERNAME = 'admin';
 export const ADMIN_PASSWORD = 'admin-test-password';
@@ -33,6 +34,8 @@ export interface TestServerOptions {
    * production mode, which refuses it) or 'production' (Keycloak's), for the tests that are about hashing.
    */
   passwordHashing?: 'test' | 'production';
+  /** The in-memory shared store's clock (monotonic ms), for tests that move rate windows and TTLs on. */
+  sharedStoreClock?: () => number;
 }
 
 /** The environment that gives a test server the test-only password hashing cost, unless asked for production's. */
@@ -83,7 +86,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   let server: RealmgateServer;
   try {
-    server = await createServer(config, { logger, env: options.env ?? {} });
+    server = await createServer(config, { logger, env: options.env ?? {}, sharedStoreClock: options.sharedStoreClock, rsaKeyPairs: testRsaKeyPairs });
   } catch (error) {
     await pgDb?.drop();
     rmSync(dir, { recursive: true, force: true });
@@ -102,7 +105,13 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   };
 }
 
+/** Both: for behaviour that can differ by database (what the repositories store and how, constraints, locking). */
 export const databases: DatabaseKind[] = ['sqlite', 'postgres'];
+/**
+ * HTTP behaviour that does not depend on the database (permissions, protocol, validation before any write): SQLite
+ * only (issue 36). PostgreSQL's share is the storage suites and the files run on `databases`.
+ */
+export const httpDatabases: DatabaseKind[] = ['sqlite'];
 
 /**
  * Two servers as two nodes of one deployment: one PostgreSQL database and one Redis (the shared store), the per-address
