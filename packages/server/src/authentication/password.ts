@@ -33,19 +33,6 @@ export interface PasswordAttempt {
   /** The entry point's own event details (auth_method, grant_type …), on every refusal. */
   details: Record<string, string>;
   request: RequestInfo;
-  /**
-   * A pending required action (VERIFY_EMAIL, or UPDATE_PASSWORD when the policy's forceExpiredPasswordChange
-   * says the password has expired; the page asks for a new one). The browser flow carries it out (`'perform'`: returned
-   * without an event; sending the link records SEND_VERIFY_EMAIL); the password grant cannot (`'refuse'`:
-   * LOGIN_ERROR resolve_required_actions).
-   */
-  requiredActions: 'perform' | 'refuse';
-  /**
-   * A second factor checked in the same request once the password is right, before any required action (the
-   * password grant's `totp`): it records its own refusal (event, brute-force count); its error is answered as the
-   * password's. The browser asks for its second factor on a page of its own instead.
-   */
-  secondFactor?: (user: User) => Promise<SecondFactorResult>;
 }
 
 /** Required actions of a login whose password was right: VERIFY_EMAIL and UPDATE_PASSWORD come back to the browser to carry out. */
@@ -62,9 +49,8 @@ export type PasswordResult =
   | { ok: false; error: 'user_not_found' | 'ip_temporarily_blocked'; user: null }
   | {
       ok: false;
-      error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked'>;
+      error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked' | 'resolve_required_actions'>;
       user: User;
-      requiredAction?: PendingAction;
       /** Locked out by brute-force detection (user_temporarily_disabled, or user_disabled by a permanent lockout): answered as bad credentials. */
       lockedOut?: boolean;
     };
@@ -78,7 +64,7 @@ export const answeredAsBadCredentials = (result: Extract<PasswordResult, { ok: f
  * too often (no hash spent: nothing about any user is at stake), find the user, verify the password (one Argon2id
  * hash even for an unknown or locked-out user, so timing tells neither), refuse a user brute-force detection has
  * locked out (not counted again), count a wrong password, refuse service accounts as bad credentials, refuse
- * disabled users, then the verify-email rule. Each refusal is recorded here as LOGIN_ERROR with Keycloak's error
+ * disabled users. What comes after the password (a second factor, required actions) is the flow's (sign-in.ts). Each refusal is recorded here as LOGIN_ERROR with Keycloak's error
  * name and counted against the address; the caller only maps the result to a page or an OAuth error.
  */
 export async function authenticatePassword(ctx: PasswordContext, realm: Realm, attempt: PasswordAttempt): Promise<PasswordResult> {
@@ -117,29 +103,23 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     return fail({ ok: false, error: 'invalid_user_credentials', user });
   }
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
-  if (attempt.secondFactor) {
-    const second = await attempt.secondFactor(user);
-    if (!second.ok) {
-      const { error } = second;
-      return error === 'ip_temporarily_blocked' ? { ok: false, error, user: null } : { ok: false, error, user, lockedOut: error !== 'invalid_user_credentials' };
-    }
-  }
-  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
-  const unverified = user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'));
-  const requiredAction: PendingAction | null = unverified
-    ? 'VERIFY_EMAIL'
-    : passwordExpired(policy, user.passwordCreated, Date.now()) || stored.includes('UPDATE_PASSWORD')
-      ? 'UPDATE_PASSWORD'
-      : attempt.requiredActions === 'refuse'
-        ? (stored.find((action): action is PendingAction => action === 'CONFIGURE_TOTP' || action === 'UPDATE_PROFILE') ?? null)
-        : null;
-  if (requiredAction) {
-    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
-    return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
-  }
   await upgradePasswordHash(ctx.storage, user, attempt.password, cost);
   // Brute-force failures are forgotten only when the whole login completes (after any OTP step): see completeLogin.
   return { ok: true, user };
+}
+
+/**
+ * The required action a sign-in stops at once its flow has succeeded, in this order: VERIFY_EMAIL (the realm's
+ * verifyEmail, or set on the user), then UPDATE_PASSWORD (set, or the policy's forceExpiredPasswordChange says the
+ * password has expired); the password grant, which can carry out none, also stops at CONFIGURE_TOTP and
+ * UPDATE_PROFILE (`'refuse'`). The browser carries out the first two on pages of its own, the others after them.
+ */
+export async function pendingSignInAction(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user: User, mode: 'perform' | 'refuse'): Promise<PendingAction | null> {
+  const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
+  if (user.email && ((realm.verifyEmail && !user.emailVerified) || stored.includes('VERIFY_EMAIL'))) return 'VERIFY_EMAIL';
+  if (passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now()) || stored.includes('UPDATE_PASSWORD')) return 'UPDATE_PASSWORD';
+  if (mode === 'perform') return null;
+  return stored.find((action): action is PendingAction => action === 'CONFIGURE_TOTP' || action === 'UPDATE_PROFILE') ?? null;
 }
 
 /**

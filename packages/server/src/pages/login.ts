@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { answeredAsBadCredentials, authenticatePassword } from '../authentication/index.js';
+import { runBrowserSignIn } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
@@ -10,7 +10,7 @@ import { csrfRejected, loginActionForm, protectedPost } from './login-context.js
 import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
-import { continueLogin, otpRoutes, type ShowNewPassword } from './otp.js';
+import { answerSignIn, continueLogin, otpRoutes, type ShowNewPassword } from './otp.js';
 
 const MAX_USERNAME = 255;
 const MAX_PASSWORD = 1024;
@@ -36,27 +36,9 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         else if (form.password.length > MAX_PASSWORD) errors.password = 'Password is too long.';
         return showPage.login(ctx, request, reply, realm, auth, { values, errors, status: 400 });
       }
-      const result = await authenticatePassword(ctx, realm, {
-        username: values.username,
-        password: form.password,
-        clientId: auth.clientId,
-        details: { auth_method: 'openid-connect' },
-        request: info,
-        requiredActions: 'perform',
-      });
-      if (!result.ok && answeredAsBadCredentials(result)) {
-        return showPage.login(ctx, request, reply, realm, auth, { values, errors: { username: 'Invalid username or password.' }, status: 401 });
-      }
-      if (!result.ok && result.error === 'ip_temporarily_blocked') {
-        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
-        return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' }, status: 429 });
-      }
-      if (!result.ok && result.error === 'user_disabled') {
-        return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
-      }
-      if (!result.ok && result.error !== 'resolve_required_actions') throw new Error(`login refusal ${result.error} not mapped`);
-      // The OTP step (when the flow asks for it), then a pending required action, then the end of the login.
-      return continueLogin(ctx, request, reply, realm, auth, result.user, { otpDone: false, pending: result.ok ? null : (result.requiredAction ?? null) }, newPasswordPage);
+      // The flow from the top, with the name and password this page posted for its step; what comes next is the flow's.
+      const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, info, null, { username: values.username, password: form.password });
+      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, { values });
     },
   });
 
@@ -87,7 +69,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       await ctx.storage.credentials.removeRequiredAction(user.id, 'UPDATE_PASSWORD');
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
       // This page is shown only after the OTP step; CONFIGURE_TOTP may still be pending.
-      return continueLogin(ctx, request, reply, realm, auth, updated, { otpDone: true, pending: null }, newPasswordPage);
+      return continueLogin(ctx, request, reply, realm, auth, updated, { pending: null }, newPasswordPage);
     },
   });
 

@@ -2,17 +2,22 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import qrcode from 'qrcode-generator';
 import {
+  answeredAsBadCredentials,
   CONFIGURE_TOTP,
   completeLogin,
   configureOtp,
-  hasOtpCredential,
   newOtpSetup,
+  pendingSignInAction,
+  refusedUser,
+  runBrowserSignIn,
   SignedState,
   takeStepAttempt,
-  verifyOtp,
   type AuthSession,
+  type FormState,
   type PendingAction,
+  type SecondFactorError,
 } from '../authentication/index.js';
+import type { ExecutionStatus } from '../flows/index.js';
 import type { ServerContext } from '../context.js';
 import { otpauthUri } from '../credentials/otp.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
@@ -46,6 +51,11 @@ interface StepClaims {
   pending: PendingAction | null;
   /** CONFIGURE_TOTP: the secret shown on the page. */
   secret?: string;
+  /** login-otp: what the flow settled before the code page (execution id → status), and its pending setup actions. */
+  done?: Record<string, ExecutionStatus>;
+  setup?: string[];
+  login?: string;
+  checked?: boolean;
 }
 
 type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile';
@@ -97,15 +107,85 @@ export function qrSvg(text: string): string {
 const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
 
 export interface LoginProgress {
-  /** The OTP step is behind (passed, or the password page sent no user to it). */
-  otpDone: boolean;
   pending: PendingAction | null;
 }
 
 export type ShowNewPassword = (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status?: number, message?: { type: string; text: string }) => Promise<FastifyReply>;
 
 /**
- * Where a browser login goes once its password is right (and again after each later step): the OTP page, the
+ * The page for where a browser sign-in's flow stands (runBrowserSignIn): the page a step asks for, a step's
+ * refusal, or, once the flow has succeeded, the required actions (continueLogin). `otpRefused` answers a wrong
+ * code on the code page, which counts its attempts.
+ */
+export async function answerSignIn(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  signIn: Awaited<ReturnType<typeof runBrowserSignIn>>,
+  newPasswordPage: ShowNewPassword,
+  answers: { values?: Record<string, string>; otpRefused?: (error: SecondFactorError) => Promise<FastifyReply> },
+): Promise<FastifyReply> {
+  const values = answers.values ?? {};
+  const loginPage = (state: FormState) => showPage.login(ctx, request, reply, realm, auth, { values, ...state });
+  switch (signIn.status) {
+    case 'success': {
+      // Keycloak's setRequiredActions: a step the user has not set up (CONFIGURE_TOTP) becomes their required action.
+      for (const action of signIn.requiredActions) await ctx.storage.credentials.addRequiredAction(signIn.user.id, action);
+      const refused = await refusedUser(ctx, realm, signIn.user, signIn.env);
+      if (refused) return loginPage({ message: { type: 'error', text: refused === 'user_disabled' ? 'Account is disabled, contact your administrator.' : 'Invalid username or password.' }, status: refused === 'user_disabled' ? 403 : 401 });
+      return continueLogin(ctx, request, reply, realm, auth, signIn.user, { pending: await pendingSignInAction(ctx, realm, signIn.user, 'perform') }, newPasswordPage);
+    }
+    case 'challenge': {
+      if (signIn.challenge !== 'otp' || !signIn.user) return loginPage({});
+      const claims: StepClaims = {
+        sub: signIn.user.id,
+        azp: auth.clientId,
+        auth: authBinding(auth),
+        pending: null,
+        done: signIn.done,
+        setup: signIn.requiredActions,
+        login: signIn.env.login,
+        checked: signIn.env.passwordChecked,
+      };
+      const key = await stepState(ctx).seal(realm, 'login-otp', claims);
+      return otpPage(ctx, reply, realm, auth, key, {}, 200);
+    }
+    case 'failure': {
+      const { failure } = signIn;
+      if (failure.kind === 'otp' && answers.otpRefused) return answers.otpRefused(failure.error);
+      if (failure.kind === 'otp' || (failure.kind === 'password' && answeredAsBadCredentials(failure.result))) {
+        return loginPage({ errors: { username: 'Invalid username or password.' }, status: 401 });
+      }
+      if (failure.kind === 'protector') return loginPage({ message: { type: 'error', text: 'We could not verify this sign-in. Please try again.' }, status: failure.status ?? 400 });
+      if (failure.result.error === 'ip_temporarily_blocked') {
+        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+        return loginPage({ message: { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' }, status: 429 });
+      }
+      if (failure.result.error === 'user_disabled') return loginPage({ message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+      throw new Error(`login refusal ${failure.result.error} not mapped`);
+    }
+    case 'incomplete':
+      // Keycloak's AuthenticationFlowException (a credential the flow requires and the user has not set up, a
+      // subflow whose steps cannot pass): an error page, never a way in.
+      await ctx.events.user(realm, {
+        type: 'LOGIN_ERROR',
+        clientId: auth.clientId,
+        userId: signIn.user?.id ?? null,
+        error: signIn.reason === 'unknown_user' ? 'user_not_found' : 'invalid_user_credentials',
+        details: { auth_method: 'openid-connect', ...(signIn.user ? { username: signIn.user.username } : {}) },
+        request: requestInfo(request),
+      });
+      return showPage.error(ctx, reply, realm, signIn.reason === 'credential_setup_required' ? 'Cannot sign in: a credential this sign-in requires is not set up.' : 'Cannot sign in: this sign-in cannot be completed.', 400, {
+        href: actionUrl(realm, 'authenticate'),
+        label: 'Back to sign in',
+      });
+  }
+}
+
+/**
+ * Where a browser login goes once its flow has succeeded (and again after each required action's page): the
  * pending required action's page, the CONFIGURE_TOTP page, or the end of the login.
  */
 export async function continueLogin(
@@ -118,12 +198,7 @@ export async function continueLogin(
   progress: LoginProgress,
   newPasswordPage: ShowNewPassword,
 ): Promise<FastifyReply> {
-  const step = await ctx.flows.otpStep(realm, 'browser', await hasOtpCredential(ctx, user), auth.clientId);
   const state = stepState(ctx);
-  if (!progress.otpDone && step === 'otp') {
-    const key = await state.seal(realm, 'login-otp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: progress.pending });
-    return otpPage(ctx, reply, realm, auth, key, {}, 200);
-  }
   if (progress.pending === 'UPDATE_PASSWORD') {
     const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
     const expired = passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now());
@@ -144,7 +219,7 @@ export async function continueLogin(
     );
   }
   const stored = await pendingRequiredActions(ctx.storage, realm.id, user.id);
-  if (step === 'configure' || stored.includes(CONFIGURE_TOTP)) {
+  if (stored.includes(CONFIGURE_TOTP)) {
     const { secret } = newOtpSetup(realm);
     const key = await state.seal(realm, 'config-totp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null, secret });
     return configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp'), user, key, secret, {}, {}, 200);
@@ -214,18 +289,26 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       // The key takes a few codes (STEP_ATTEMPTS), then the sign-in starts again from the password.
       const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
       if (left === null) return expired(request, reply, realm, auth);
-      const code = form.otp.trim();
-      const result = await verifyOtp(ctx, realm, step.user, code, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: requestInfo(request) });
-      if (!result.ok && result.error === 'ip_temporarily_blocked') {
-        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
-        return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
-      }
-      if (!result.ok && left === 0) {
-        return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
-      }
-      // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
-      if (!result.ok) return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
-      return continueLogin(ctx, request, reply, realm, auth, step.user, { otpDone: true, pending: step.claims.pending }, newPasswordPage);
+      const { claims } = step;
+      const signIn = await runBrowserSignIn(
+        ctx,
+        realm,
+        auth.clientId,
+        requestInfo(request),
+        { user: step.user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked },
+        { otp: form.otp },
+      );
+      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, {
+        otpRefused: async (error) => {
+          if (error === 'ip_temporarily_blocked') {
+            reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+            return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
+          }
+          if (left === 0) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
+          // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
+          return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
+        },
+      });
     },
   });
 
@@ -247,7 +330,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const info = requestInfo(request);
       const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
       if (!saved) return again({ totp: INVALID_CODE });
-      return continueLogin(ctx, request, reply, realm, auth, user, { otpDone: true, pending: null }, newPasswordPage);
+      return continueLogin(ctx, request, reply, realm, auth, user, { pending: null }, newPasswordPage);
     },
   });
 
@@ -263,7 +346,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
       if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile'), step.user, form.key, saved.values, saved.errors, 400);
       await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
-      return continueLogin(ctx, request, reply, realm, auth, saved.user, { otpDone: true, pending: null }, newPasswordPage);
+      return continueLogin(ctx, request, reply, realm, auth, saved.user, { pending: null }, newPasswordPage);
     },
   });
 }

@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { createUser, pendingRequiredActions, setPassword, userSnapshot } from '../services/index.js';
+import { createUser, setPassword, userSnapshot } from '../services/index.js';
 import { PasswordPolicyError, providerEventError, type RecordedEventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { completeLogin } from '../authentication/index.js';
+import { pendingSignInAction } from '../authentication/index.js';
 import { sendVerification } from './verify-email.js';
 import { showNewPassword } from './login.js';
 import { continueLogin } from './otp.js';
@@ -95,12 +95,7 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
         return showPage.info(ctx, reply, realm, 'Your account has been created', 'You can now sign in with your new account.', { href: actionUrl(realm, 'authenticate'), label: 'Sign in' });
       }
       // The realm's default required actions are carried out now, as after a sign-in (Keycloak does the same).
-      const pending = await pendingRequiredActions(ctx.storage, realm.id, user.id);
-      if (pending.length > 0) {
-        const first = pending.includes('VERIFY_EMAIL') && user.email ? 'VERIFY_EMAIL' : pending.includes('UPDATE_PASSWORD') ? 'UPDATE_PASSWORD' : null;
-        return continueLogin(ctx, request, reply, realm, auth, user, { otpDone: true, pending: first }, showNewPassword(ctx));
-      }
-      return completeLogin(ctx, request, reply, realm, auth, user);
+      return continueLogin(ctx, request, reply, realm, auth, user, { pending: await pendingSignInAction(ctx, realm, user, 'perform') }, showNewPassword(ctx));
     },
   });
 }
