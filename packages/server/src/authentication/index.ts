@@ -15,5 +15,5 @@ export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js'
 export { resetCredentialsUser } from './reset-credentials.js';
 export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 export { SignedState } from './signed-state.js';
-export { refusedUser, runBrowserSignIn, runGrantSignIn, signInProviderIds, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
+export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
 export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';

@@ -233,9 +233,6 @@ const conditions: Record<string, Condition<SignInEnv>> = {
   },
 };
 
-/** The provider ids this server runs as sign-in steps (the admin API refuses others where a flow runs them). */
-export const signInProviderIds = [...Object.keys(browserSteps), ...Object.keys(grantSteps), ...Object.keys(conditions)];
-
 const find = <Env extends SignInEnv>(steps: Record<string, Step<Env>>, ctx: SignInContext, submitted: (env: Env) => Record<string, string> | null) => (id: string) =>
   steps[id] ?? (ctx.providers.formProtectors.has(id) ? protectorStep<Env>(id, submitted) : undefined);
 

@@ -8,7 +8,7 @@ import { aliasHint, aliasPattern, flowBindings, type AuthExecution, type AuthFlo
 import { clientsUsingFlow } from './overrides.js';
 import { RealmFlows } from './realm-flows.js';
 import type { FlowRepository } from './repository.js';
-import { describeBlocker, flowBlocker } from './runnable.js';
+import { describeBlocker, flowBlocker, isConditionProvider } from './runnable.js';
 
 export interface NewFlow {
   alias: string;
@@ -145,6 +145,10 @@ export class FlowEditor {
       if (!provider) throw badRequest(`No authentication provider found for id: ${providerId}`, 'provider');
       if (!this.catalog.fits(provider, parent.providerId)) {
         throw badRequest(`provider: "${providerId}" is a ${provider.role} and cannot be added to a ${parent.providerId} ("${parent.alias}")`, 'provider');
+      }
+      // A condition decides whether the CONDITIONAL sub-flow it sits in runs; anywhere else nothing would read it.
+      if (isConditionProvider(provider.id) && (parent.topLevel || !flows.executionsRunning(parent.id).some((e) => e.requirement === 'CONDITIONAL'))) {
+        throw badRequest(`provider: "${providerId}" is a condition and goes only in a CONDITIONAL sub-flow; set "${parent.alias}" to CONDITIONAL first`, 'provider');
       }
       const execution: AuthExecution = {
         id: newId(),
@@ -295,6 +299,8 @@ export class FlowEditor {
 
   /** The provider's own rules for its config (SPI `validateConfig`): 400 naming every problem, nothing written. */
   private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
+    const provider = execution.authenticator ? this.catalog.get(execution.authenticator) : undefined;
+    if (provider && provider.configProperties.length === 0) throw badRequest(`config: "${provider.id}" takes no configuration`, 'config');
     const reference = referenceKey(config);
     if (reference) throw badRequest(`config.${reference}: authenticator references (step-up authentication) are not supported`, 'config');
     const problems = configProblems(this.catalog, execution, config);
