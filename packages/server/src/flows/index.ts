@@ -12,7 +12,9 @@
  * and everything inside a DISABLED subflow:
  *
  * - `flows.loginSteps(realm, client)` → `{ protectors }` (the client's `browser` override, if any, instead of the
- *   realm's browser flow; `otpStep` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
+ *   realm's browser flow; `runSignIn` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
+ * - `flows.runSignIn(realm, entry, client, { env, authenticator, condition, done?, user? })`: the sign-in flow run by
+ *   the one flow runner with Keycloak's semantics (engine.ts); the authenticators are authentication/sign-in.ts'.
  * - `flows.resetSteps(realm)`        → `{ protectors }`
  * - `flows.registrationSteps(realm)` → `{ protectors, formActions }`: form actions are the built-in
  *   `registration-user-creation` and `registration-password-action` and those of provider packages.
