@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOtpRealm, newOtpUser, ok, passwordGrant, passwordStep, withOtp, type App, type Realmed } from './support/otp-users.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
+import { textOf } from './support/forms.js';
+import { CodeSource } from './support/totp.js';
 
 /**
  * Issue 35, part 1: the flows Keycloak's console builds, run by the one flow runner for the password grant and the
@@ -232,6 +234,63 @@ describe('sign-in flows as Keycloak runs them', () => {
       expect(refused.status).toBe(400);
       expect(JSON.stringify(refused.body)).toContain('loop into itself');
       expect((await api(t.url, 'GET', `/admin/realms/${realm}`, r.token)).status).toBe(404);
+    });
+  });
+
+  describe('the same copies imported from a realm file (as Keycloak exports them)', () => {
+    it('a browser copy bound to the realm and a direct-grant copy bound as a client override, both by role', async () => {
+      const realm = `role-file-${Date.now()}`;
+      const secret = 'kX8rQ2mZ7vL4pN9wT3yB';
+      const otp = {
+        type: 'otp',
+        userLabel: 'phone',
+        secretData: JSON.stringify({ value: secret }),
+        credentialData: JSON.stringify({ subType: 'totp', digits: 6, counter: 0, period: 30, algorithm: 'HmacSHA1' }),
+      };
+      const credentials = [{ type: 'password', value: 'Otp-user-password-7' }, otp];
+      const step = (authenticator: string, requirement: string, priority: number, config?: string) => ({
+        authenticator,
+        authenticatorFlow: false,
+        requirement,
+        priority,
+        userSetupAllowed: false,
+        ...(config ? { authenticatorConfig: config } : {}),
+      });
+      const sub = (flowAlias: string, requirement: string, priority: number) => ({ authenticatorFlow: true, flowAlias, requirement, priority, userSetupAllowed: false });
+      const flow = (id: string, alias: string, topLevel: boolean, authenticationExecutions: unknown[]) => ({ id, alias, description: '', providerId: 'basic-flow', topLevel, builtIn: false, authenticationExecutions });
+      const imported = await api(t.url, 'POST', '/admin/realms', r.token, {
+        realm,
+        enabled: true,
+        otpPolicyLookAheadWindow: 3,
+        browserFlow: 'file browser',
+        roles: { realm: [{ name: 'needs-otp' }] },
+        authenticationFlows: [
+          flow('f1', 'file browser', true, [step('auth-cookie', 'ALTERNATIVE', 10), sub('file forms', 'ALTERNATIVE', 20)]),
+          flow('f2', 'file forms', false, [step('auth-username-password-form', 'REQUIRED', 10), sub('file browser otp', 'CONDITIONAL', 20)]),
+          flow('f3', 'file browser otp', false, [step('conditional-user-role', 'REQUIRED', 10, 'needs otp'), step('auth-otp-form', 'REQUIRED', 20)]),
+          flow('f4', 'file grant', true, [step('direct-grant-validate-username', 'REQUIRED', 10), step('direct-grant-validate-password', 'REQUIRED', 20), sub('file grant otp', 'CONDITIONAL', 30)]),
+          flow('f5', 'file grant otp', false, [step('conditional-user-role', 'REQUIRED', 10, 'needs otp grant'), step('direct-grant-validate-otp', 'REQUIRED', 20)]),
+        ],
+        authenticatorConfig: [
+          { alias: 'needs otp', config: { condUserRole: 'needs-otp', negate: 'false' } },
+          { alias: 'needs otp grant', config: { condUserRole: 'needs-otp' } },
+        ],
+        clients: [{ clientId: 'web', publicClient: true, directAccessGrantsEnabled: true, redirectUris: ['http://127.0.0.1:9/cb'], authenticationFlowBindingOverrides: { direct_grant: 'f4' } }],
+        users: [
+          { username: 'holder', enabled: true, realmRoles: ['needs-otp'], credentials },
+          { username: 'plain', enabled: true, credentials },
+        ],
+      });
+      expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+      const fileRealm = { t, token: r.token, realm };
+      const codes = new CodeSource(Buffer.from(secret, 'utf8'), { window: 3 });
+      expect((await passwordGrant(fileRealm, 'holder')).status).toBe(401);
+      expect((await passwordGrant(fileRealm, 'holder', { otp: codes.next() })).status).toBe(200);
+      expect((await passwordGrant(fileRealm, 'plain')).status).toBe(200);
+      const asked = await passwordStep(fileRealm, 'holder');
+      expect(textOf(asked.page.text, 'page-title')).toContain('one-time code');
+      expect((await asked.post('login-otp', { otp: codes.next() })).status).toBe(302);
+      expect((await passwordStep(fileRealm, 'plain')).page.status).toBe(302);
     });
   });
 });
