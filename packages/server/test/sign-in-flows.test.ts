@@ -142,6 +142,21 @@ describe('sign-in flows as Keycloak runs them', () => {
       expect(((await call('GET', `/users/${fresh.id}`)).body as { requiredActions: string[] }).requiredActions).toContain('CONFIGURE_TOTP');
     });
 
+    it("with CONFIGURE_TOTP disabled in the realm, a required code the user has not set up refuses the sign-in (Keycloak's areRequiredActionsEnabled)", async () => {
+      const late = await newOtpUser(r);
+      ok(await call('POST', `/users/${late.id}/role-mappings/realm`, [(await call('GET', '/roles/needs-otp')).body]));
+      const action = (await call('GET', '/authentication/required-actions/CONFIGURE_TOTP')).body as Record<string, unknown>;
+      ok(await call('PUT', '/authentication/required-actions/CONFIGURE_TOTP', { ...action, enabled: false }));
+      try {
+        const refused = await passwordStep(r, late.username);
+        expect(refused.page.status).toBe(400);
+        expect(refused.page.text).toContain('Cannot sign in');
+        expect(((await call('GET', `/users/${late.id}`)).body as { requiredActions: string[] }).requiredActions).toEqual([]);
+      } finally {
+        ok(await call('PUT', '/authentication/required-actions/CONFIGURE_TOTP', { ...action, enabled: true }));
+      }
+    });
+
     it('a step set to DISABLED is not run, and an ALTERNATIVE one beside a REQUIRED step is ignored', async () => {
       const subflow = 'role browser Browser - Conditional OTP';
       try {

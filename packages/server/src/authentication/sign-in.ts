@@ -4,7 +4,7 @@ import { realmInfo } from '../events/index.js';
 import type { Authenticator, Condition, ExecutionStatus, FlowResult, StepOutcome } from '../flows/index.js';
 import { providerEventError, type ProviderEventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
-import { effectiveRoles } from '../services/index.js';
+import { effectiveRoles, realmRequiredActions } from '../services/index.js';
 import { loginLockout } from './brute-force.js';
 import { CONFIGURE_TOTP, hasOtpCredential, verifyOtp } from './otp.js';
 import { authenticatePassword, findLoginUser, type PasswordResult } from './password.js';
@@ -266,6 +266,7 @@ export function runBrowserSignIn(
       done: progress?.done,
       user: progress?.user ?? null,
       requiredActions: progress?.requiredActions,
+      actionEnabled: async (alias) => (await realmRequiredActions(ctx.storage, realm.id)).some((action) => action.alias === alias && action.enabled),
     })
     .then((result) => ({ ...result, env }));
 }

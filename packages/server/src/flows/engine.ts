@@ -52,7 +52,10 @@ export interface Authenticator<Env, Challenge, Failure> {
   requiresUser: boolean;
   /** Whether the user has what this step checks (an OTP credential); absent: always. */
   configuredFor?(user: User, env: Env): Promise<boolean>;
-  /** The required action a REQUIRED step sets for a user not configured for it (Keycloak's isUserSetupAllowed and setRequiredActions). */
+  /**
+   * The required action a REQUIRED step sets for a user not configured for it (Keycloak's isUserSetupAllowed and
+   * setRequiredActions), when the realm has that action enabled (areRequiredActionsEnabled).
+   */
   setupAction?: string;
   authenticate(context: StepContext<Env>): Promise<StepOutcome<Challenge, Failure>>;
 }
@@ -93,6 +96,8 @@ export interface FlowRun<Env, Challenge, Failure> {
   done?: Readonly<Record<string, ExecutionStatus>>;
   user?: User | null;
   requiredActions?: readonly string[];
+  /** Whether the realm has this required action enabled (a step may set it for the user only then). */
+  actionEnabled?(alias: string): Promise<boolean>;
   /** A level that lists REQUIRED and ALTERNATIVE executions together (its alternatives are ignored). */
   onIgnoredAlternatives?(flow: AuthFlow, ignored: AuthExecution[]): void;
 }
@@ -174,7 +179,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     if (authenticator.requiresUser) {
       if (!user) throw new Incomplete('unknown_user', id);
       if (authenticator.configuredFor && !(await authenticator.configuredFor(user, env))) {
-        if (authenticator.setupAction && execution.requirement === 'REQUIRED') {
+        if (authenticator.setupAction && execution.requirement === 'REQUIRED' && (await run.actionEnabled?.(authenticator.setupAction)) !== false) {
           requiredActions.add(authenticator.setupAction);
           status[execution.id] = 'setup';
           return null;
