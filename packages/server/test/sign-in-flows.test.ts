@@ -170,6 +170,21 @@ describe('sign-in flows as Keycloak runs them', () => {
       expect((await passwordStep(r, holder.username)).page.status).toBe(200);
     });
 
+    it('the SSO session is auth-cookie: taken where the flow has it enabled, not where it is DISABLED', async () => {
+      const signedIn = await passwordStep(r, plain.username);
+      expect(signedIn.page.status).toBe(302);
+      expect((await signedIn.client.get(signedIn.authPath)).status).toBe(302);
+      await setRequirement('role browser', 'auth-cookie', 'DISABLED');
+      try {
+        const again = await signedIn.client.get(signedIn.authPath);
+        expect(again.status).toBe(200);
+        expect(again.text).toContain('name="password"');
+      } finally {
+        await setRequirement('role browser', 'auth-cookie', 'ALTERNATIVE');
+      }
+      expect((await signedIn.client.get(signedIn.authPath)).status).toBe(302);
+    });
+
     it('an ALTERNATIVE pair: the first alternative that passes is enough (the password, then no code)', async () => {
       // Keycloak's console: a browser flow naming the user first, then a sub-flow of two alternatives.
       ok(await call('POST', '/authentication/flows', { alias: 'pair browser', providerId: 'basic-flow', topLevel: true, builtIn: false, description: '' }));

@@ -51,6 +51,8 @@ export interface BrowserEnv extends SignInEnv {
    * in turn), the code page the code.
    */
   submitted: Record<string, string> | null;
+  /** The user of a valid SSO session, for auth-cookie (the authorization endpoint's run only). */
+  sso?: User;
 }
 
 export interface GrantEnv extends SignInEnv {
@@ -93,8 +95,8 @@ function take(env: BrowserEnv, names: readonly string[]): Record<string, string>
 
 /** The browser's authenticators (Keycloak's browser-flow providers), by provider id. */
 const browserSteps: Record<string, Step<BrowserEnv>> = {
-  // The SSO session is found by the authorization endpoint before any page is shown; a page's post has none.
-  'auth-cookie': { id: 'auth-cookie', requiresUser: false, authenticate: async () => ({ status: 'attempted' }) },
+  // The SSO session the authorization endpoint found (a page's post has none): its user, signed in already.
+  'auth-cookie': { id: 'auth-cookie', requiresUser: false, authenticate: async ({ env }) => (env.sso ? { status: 'success', user: env.sso } : { status: 'attempted' }) },
   'auth-username-password-form': {
     id: 'auth-username-password-form',
     requiresUser: false,
@@ -256,8 +258,9 @@ export function runBrowserSignIn(
   request: RequestInfo,
   progress: BrowserProgress | null,
   submitted: BrowserEnv['submitted'],
+  sso?: User,
 ): Promise<FlowResult<BrowserChallenge, SignInFailure> & { env: BrowserEnv }> {
-  const env: BrowserEnv = { ctx, realm, clientId, details: { auth_method: 'openid-connect' }, request, submitted: submitted && { ...submitted }, login: progress?.login, passwordChecked: progress?.passwordChecked };
+  const env: BrowserEnv = { ctx, realm, clientId, details: { auth_method: 'openid-connect' }, request, submitted: submitted && { ...submitted }, login: progress?.login, passwordChecked: progress?.passwordChecked, sso };
   return ctx.flows
     .runSignIn<BrowserEnv, BrowserChallenge, SignInFailure>(realm, 'browser', clientId, {
       env,

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { baseUrl } from '../../http/index.js';
+import { baseUrl, requestInfo } from '../../http/index.js';
 import type { AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
-import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } from '../../authentication/index.js';
+import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
@@ -73,8 +73,11 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       codeChallenge: challenge ?? null,
     };
     const sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
-    // Signed in already: the login completes in this request, and nothing about it is kept anywhere.
-    if (sso) return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session);
+    // Signed in already, where the client's browser flow takes the SSO session (an enabled auth-cookie the walk
+    // reaches, Keycloak's CookieAuthenticator): the login completes in this request, and nothing about it is kept.
+    if (sso && (await runBrowserSignIn(ctx, realm, client.clientId, requestInfo(request), null, null, sso.user)).status === 'success') {
+      return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session);
+    }
     if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');
     // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
