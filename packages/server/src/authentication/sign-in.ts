@@ -82,8 +82,6 @@ const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise
   return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
 };
 
-const otpConfigured = (env: SignInEnv) => (user: User) => hasOtpCredential(env.ctx, user);
-
 /** The posted fields a step reads, when the page posted them all (taken: no later step reads them again). */
 function take(env: BrowserEnv, names: readonly string[]): Record<string, string> | null {
   const posted = env.submitted;
@@ -128,9 +126,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'auth-otp-form',
     requiresUser: true,
     setupAction: CONFIGURE_TOTP,
-    configuredFor(user, env) {
-      return otpConfigured(env)(user);
-    },
+    configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
     async authenticate({ env, user }) {
       const fields = take(env, ['otp']);
       if (!fields) return { status: 'challenge', challenge: 'otp' };
@@ -154,9 +150,7 @@ const grantSteps: Record<string, Step<GrantEnv>> = {
   'direct-grant-validate-otp': {
     id: 'direct-grant-validate-otp',
     requiresUser: true,
-    configuredFor(user, env) {
-      return otpConfigured(env)(user);
-    },
+    configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
     // As Keycloak still reads it, `totp` when `otp` is absent; a missing code is a wrong one, counted alike.
     authenticate: async ({ env, user }) => otpStep(env, user, env.params.otp ?? env.params.totp ?? ''),
   },

@@ -230,7 +230,7 @@ export class FlowRunner {
       steps.formActions.push({ id, executionId: execution.id, instance: action, config });
       return;
     }
-    // The login and reset pages do the built-in authenticators' work themselves.
+    // Sign-in authenticators run through runSignIn (authentication/sign-in.ts); the reset page does its steps' work itself.
     const known = this.catalog.get(id);
     if (known && known.role !== 'form-action') return;
     // Only where the flow does not need it (requireRunnable ran first): an alternative beside one that runs, an
