@@ -297,11 +297,15 @@ describe('TOTP (sqlite, memory store)', () => {
     expect(await grant(r, other.username)).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     expect((await grant(r, user.username, { otp: codes.next() })).status).toBe(200);
     expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(200);
-    // Disabled, it asks nothing.
+    // The OTP form DISABLED inside its conditional sub-flow: the sub-flow cannot pass, so nobody gets in (Keycloak's
+    // answer: its condition holds, with nothing left to check); the whole sub-flow DISABLED asks nothing.
     ok(await api(t.url, 'PUT', `/admin/realms/${realm}`, token, { browserFlow: 'my browser' }));
-    const executions = (await api(t.url, 'GET', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token)).body as { id: string; providerId?: string; requirement: string; level: number; index: number }[];
-    const otpForm = executions.find((e) => e.providerId === 'auth-otp-form')!;
+    const executions = async () => (await api(t.url, 'GET', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token)).body as { id: string; providerId?: string; displayName: string; requirement: string; level: number; index: number }[];
+    const otpForm = (await executions()).find((e) => e.providerId === 'auth-otp-form')!;
     ok(await api(t.url, 'PUT', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token, { ...otpForm, requirement: 'DISABLED' }));
+    expect((await passwordStep(r, user.username)).page.status).toBe(400);
+    const otpSubflow2 = (await executions()).find((e) => e.displayName === 'my otp')!;
+    ok(await api(t.url, 'PUT', `/admin/realms/${realm}/authentication/flows/my%20browser/executions`, token, { ...otpSubflow2, requirement: 'DISABLED' }));
     expect((await passwordStep(r, user.username)).page.status).toBe(302);
   });
 
