@@ -299,10 +299,12 @@ export class FlowEditor {
 
   /** The provider's own rules for its config (SPI `validateConfig`): 400 naming every problem, nothing written. */
   private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
-    const provider = execution.authenticator ? this.catalog.get(execution.authenticator) : undefined;
-    if (provider && provider.configProperties.length === 0) throw badRequest(`config: "${provider.id}" takes no configuration`, 'config');
     const reference = referenceKey(config);
     if (reference) throw badRequest(`config.${reference}: authenticator references (step-up authentication) are not supported`, 'config');
+    // A built-in step without settings has nothing to read a value; a provider package's step judges its own
+    // (validateConfig). An empty config (the console's untouched reference fields) stays allowed.
+    const provider = execution.authenticator && this.catalog.isBuiltIn(execution.authenticator) ? this.catalog.get(execution.authenticator) : undefined;
+    if (provider && provider.configProperties.length === 0 && Object.keys(config).length > 0) throw badRequest(`config: "${provider.id}" takes no configuration`, 'config');
     const problems = configProblems(this.catalog, execution, config);
     if (problems.length > 0) throw badRequest(`config: ${problems.join('; ')}`, 'config');
   }
