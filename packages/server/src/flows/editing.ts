@@ -146,9 +146,12 @@ export class FlowEditor {
       if (!this.catalog.fits(provider, parent.providerId)) {
         throw badRequest(`provider: "${providerId}" is a ${provider.role} and cannot be added to a ${parent.providerId} ("${parent.alias}")`, 'provider');
       }
-      // A condition decides whether the CONDITIONAL sub-flow it sits in runs; anywhere else nothing would read it.
-      if (isConditionProvider(provider.id) && (parent.topLevel || !flows.executionsRunning(parent.id).some((e) => e.requirement === 'CONDITIONAL'))) {
-        throw badRequest(`provider: "${providerId}" is a condition and goes only in a CONDITIONAL sub-flow; set "${parent.alias}" to CONDITIONAL first`, 'provider');
+      // A condition decides whether the CONDITIONAL sub-flow it sits in runs; in a top-level flow, or a sub-flow run
+      // as REQUIRED or ALTERNATIVE, nothing would read it. A DISABLED sub-flow is one being built (the console adds
+      // a sub-flow DISABLED and offers "Add condition" on it before it is made CONDITIONAL).
+      const running = flows.executionsRunning(parent.id);
+      if (isConditionProvider(provider.id) && (parent.topLevel || !running.some((e) => e.requirement === 'CONDITIONAL' || e.requirement === 'DISABLED'))) {
+        throw badRequest(`provider: "${providerId}" is a condition and goes only in a CONDITIONAL sub-flow; "${parent.alias}" is not one`, 'provider');
       }
       const execution: AuthExecution = {
         id: newId(),
