@@ -46,7 +46,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Cookie, Page } from 'playwright-core';
-import { freePort, startRealmgate, stopper } from './bench-support.js';
+import { startRealmgate, stopper } from './bench-support.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const LOADS = Math.max(1, Number(process.env.CONSOLE_BENCH_LOADS ?? 11));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { base32Decode, base32Encode, hotp, matchTotp, newOtpSecret, otpauthUri, timeStep, totp } from '../src/credentials/otp.js';
 import type { OtpAlgorithm } from '../src/model/otp-policy.js';
-import { qrSvg } from '../src/pages/otp.js';
+import { qrSvg } from '../src/pages/step-pages.js';
 import { fromBase32, hotpCode, totpCode, type TotpAlgorithm } from './support/totp.js';
 
 /** Issue 17, point 3: the codes themselves, against RFC 4226 and RFC 6238, for the server and for the tests' own TOTP. */

@@ -4,7 +4,6 @@ import { newId } from '../credentials/index.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import { recordLoginSuccess } from './brute-force.js';
-import { hasOtpCredential, verifyOtp, type OtpAttempt, type OtpResult } from './otp.js';
 
 /** The user session a direct grant opened: the refresh token it will carry is its only handle (no SSO cookie). */
 export interface DirectSession {
@@ -47,30 +46,3 @@ export async function completeDirectLogin<T>(
   return issued;
 }
 
-/**
- * The direct grant's conditional OTP (Keycloak's `direct-grant-validate-otp` in "Direct Grant - Conditional OTP"):
- * when the realm's `direct grant` flow asks this user for a code, the `otp` form parameter (or, as Keycloak still
- * reads it, `totp`) must be one; a missing one is a wrong one, counted alike. A user the flow requires a code of
- * but who has none set up is refused as bad credentials too (as Keycloak's), without a count. Passed to
- * authenticatePassword as its `secondFactor`; every refusal is LOGIN_ERROR `invalid_user_credentials`.
- */
-export async function directGrantOtp(
-  ctx: Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'flows'>,
-  realm: Realm,
-  user: User,
-  code: string | undefined,
-  attempt: OtpAttempt,
-): Promise<OtpResult> {
-  const step = await ctx.flows.otpStep(realm, 'direct_grant', await hasOtpCredential(ctx, user), attempt.clientId);
-  if (step === null) return { ok: true };
-  if (step === 'otp') return verifyOtp(ctx, realm, user, code ?? '', attempt);
-  await ctx.events.user(realm, {
-    type: 'LOGIN_ERROR',
-    clientId: attempt.clientId,
-    userId: user.id,
-    error: 'invalid_user_credentials',
-    details: { ...attempt.details, username: user.username },
-    request: attempt.request,
-  });
-  return { ok: false, error: 'invalid_user_credentials' };
-}

@@ -6,7 +6,7 @@
 export { ActionTokens, ACTION_TOKEN_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
 export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession, type KcActionStatus } from './auth-session.js';
 export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
-export { completeDirectLogin, directGrantOtp, type DirectSession } from './direct-login.js';
+export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';
 export { authenticatePassword, answeredAsBadCredentials, findLoginUser, verifyCurrentPassword, type PasswordAttempt, type PasswordError, type PasswordResult, type PendingAction } from './password.js';
 export { configureOtp, hasOtpCredential, newOtpSetup, OTP_CREDENTIAL_TYPE, verifyOtp, type OtpAttempt, type OtpResult } from './otp.js';
@@ -15,4 +15,5 @@ export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js'
 export { resetCredentialsUser } from './reset-credentials.js';
 export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 export { SignedState } from './signed-state.js';
+export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
 export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';

@@ -1,4 +1,3 @@
-import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_TYPE, otpCredentialData, storedOtpData, type OtpCredentialData } from '../credentials/otp.js';

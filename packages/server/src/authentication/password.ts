@@ -2,7 +2,7 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { verifyPassword } from '../credentials/index.js';
 import { MAX_PASSWORD_LENGTH, policyHashCost, realmPasswordPolicy } from '../credentials/password-policy.js';
-import { dueRequiredActions, upgradePasswordHash } from '../services/index.js';
+import { upgradePasswordHash } from '../services/index.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
@@ -33,19 +33,6 @@ export interface PasswordAttempt {
   /** The entry point's own event details (auth_method, grant_type …), on every refusal. */
   details: Record<string, string>;
   request: RequestInfo;
-  /**
-   * A pending required action (VERIFY_EMAIL, or UPDATE_PASSWORD when the policy's forceExpiredPasswordChange
-   * says the password has expired; the page asks for a new one). The browser flow carries it out (`'perform'`: returned
-   * without an event; sending the link records SEND_VERIFY_EMAIL); the password grant cannot (`'refuse'`:
-   * LOGIN_ERROR resolve_required_actions).
-   */
-  requiredActions: 'perform' | 'refuse';
-  /**
-   * A second factor checked in the same request once the password is right, before any required action (the
-   * password grant's `totp`): it records its own refusal (event, brute-force count); its error is answered as the
-   * password's. The browser asks for its second factor on a page of its own instead.
-   */
-  secondFactor?: (user: User) => Promise<SecondFactorResult>;
 }
 
 /** The first required action still due after a right password (an alias of required-actions/): the browser carries it out. */
@@ -62,9 +49,8 @@ export type PasswordResult =
   | { ok: false; error: 'user_not_found' | 'ip_temporarily_blocked'; user: null }
   | {
       ok: false;
-      error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked'>;
+      error: Exclude<PasswordError, 'user_not_found' | 'ip_temporarily_blocked' | 'resolve_required_actions'>;
       user: User;
-      requiredAction?: PendingAction;
       /** Locked out by brute-force detection (user_temporarily_disabled, or user_disabled by a permanent lockout): answered as bad credentials. */
       lockedOut?: boolean;
     };
@@ -78,7 +64,7 @@ export const answeredAsBadCredentials = (result: Extract<PasswordResult, { ok: f
  * too often (no hash spent: nothing about any user is at stake), find the user, verify the password (one Argon2id
  * hash even for an unknown or locked-out user, so timing tells neither), refuse a user brute-force detection has
  * locked out (not counted again), count a wrong password, refuse service accounts as bad credentials, refuse
- * disabled users, then the verify-email rule. Each refusal is recorded here as LOGIN_ERROR with Keycloak's error
+ * disabled users. What comes after the password (a second factor, required actions) is the flow's (sign-in.ts). Each refusal is recorded here as LOGIN_ERROR with Keycloak's error
  * name and counted against the address; the caller only maps the result to a page or an OAuth error.
  */
 export async function authenticatePassword(ctx: PasswordContext, realm: Realm, attempt: PasswordAttempt): Promise<PasswordResult> {
@@ -117,20 +103,6 @@ export async function authenticatePassword(ctx: PasswordContext, realm: Realm, a
     return fail({ ok: false, error: 'invalid_user_credentials', user });
   }
   if (!user.enabled) return fail({ ok: false, error: 'user_disabled', user });
-  if (attempt.secondFactor) {
-    const second = await attempt.secondFactor(user);
-    if (!second.ok) {
-      const { error } = second;
-      return error === 'ip_temporarily_blocked' ? { ok: false, error, user: null } : { ok: false, error, user, lockedOut: error !== 'invalid_user_credentials' };
-    }
-  }
-  // Any required action still due (services/required-actions.ts: pending, or triggered by the account) stops the
-  // password grant, as in Keycloak; the browser carries them out in the realm's order.
-  const [requiredAction] = await dueRequiredActions(ctx.storage, realm, user);
-  if (requiredAction) {
-    const pending = { ok: false, error: 'resolve_required_actions', user, requiredAction } as const;
-    return attempt.requiredActions === 'refuse' ? refuse(pending) : pending;
-  }
   await upgradePasswordHash(ctx.storage, user, attempt.password, cost);
   // Brute-force failures are forgotten only when the whole login completes (after any OTP step): see completeLogin.
   return { ok: true, user };

@@ -33,6 +33,8 @@ const builtIn = (id: string, role: ProviderRole, displayName: string, descriptio
 const builtInProviders: readonly AuthProvider[] = [
   builtIn('auth-cookie', 'authenticator', 'Cookie', 'Validates the SSO cookie set by the auth server.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('auth-username-password-form', 'authenticator', 'Username Password Form', 'Validates a username and password from login form.', ['REQUIRED']),
+  builtIn('auth-username-form', 'authenticator', 'Username Form', 'Selects a user from his username.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('auth-password-form', 'authenticator', 'Password Form', 'Validates a password from login form.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('reset-credentials-choose-user', 'authenticator', 'Choose User', 'Choose a user to reset credentials for', ['REQUIRED']),
   builtIn('reset-credential-email', 'authenticator', 'Send Reset Email', 'Send email to user and wait for response.', ['REQUIRED']),
   builtIn('reset-password', 'authenticator', 'Reset Password', 'Asks the user for a new password after the e-mailed link was followed.', ['REQUIRED']),
@@ -41,6 +43,22 @@ const builtInProviders: readonly AuthProvider[] = [
   builtIn('direct-grant-validate-otp', 'authenticator', 'OTP', "Checks the one-time code sent as the 'totp' form parameter of a direct grant request", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('auth-otp-form', 'authenticator', 'OTP Form', 'Asks for a one-time code from an authenticator app on a page of its own.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('conditional-user-configured', 'authenticator', 'Condition - user configured', 'Runs the subflow only when the user has set up what its authenticators check (an OTP credential).', ['REQUIRED', 'DISABLED']),
+  {
+    ...builtIn('conditional-user-role', 'authenticator', 'Condition - user role', 'Flow is executed only if user has the given role.', ['REQUIRED', 'DISABLED']),
+    configProperties: [
+      { name: 'condUserRole', label: 'User role', type: 'String', helpText: 'Role the user should have to execute this flow. Click "Select Role" button to browse roles, or just type it in the textbox. To specify an application role the syntax is appname.approle, i.e. myapp.myrole' },
+      { name: 'negate', label: 'Negate output', type: 'boolean', defaultValue: 'false', helpText: 'Apply a NOT to the check result. When this is true, then the condition will evaluate to true just if user does NOT have the specified role. When this is false, the condition will evaluate to true just if user has the specified role' },
+    ],
+  },
+  {
+    ...builtIn('conditional-user-attribute', 'authenticator', 'Condition - user attribute', 'Flow is executed only if the user attribute exists and has the expected value', ['REQUIRED', 'DISABLED']),
+    configProperties: [
+      { name: 'attribute_name', label: 'Attribute name', type: 'String', helpText: 'Name of the attribute to check' },
+      { name: 'attribute_expected_value', label: 'Expected attribute value', type: 'String', helpText: 'Expected value in the attribute' },
+      { name: 'regex', label: 'Regex', type: 'boolean', defaultValue: 'false', helpText: 'Check equality with regex' },
+      { name: 'not', label: 'Negate output', type: 'boolean', defaultValue: 'false', helpText: 'Return false if attribute matches' },
+    ],
+  },
   builtIn('registration-page-form', 'form', 'Registration Page', 'This is the controller for the registration page', ['REQUIRED', 'DISABLED']),
   builtIn(
     'registration-user-creation',

@@ -8,7 +8,7 @@ import { aliasHint, aliasPattern, flowBindings, type AuthExecution, type AuthFlo
 import { clientsUsingFlow } from './overrides.js';
 import { RealmFlows } from './realm-flows.js';
 import type { FlowRepository } from './repository.js';
-import { describeBlocker, flowBlocker } from './runnable.js';
+import { describeBlocker, flowBlocker, isConditionProvider } from './runnable.js';
 
 export interface NewFlow {
   alias: string;
@@ -145,6 +145,13 @@ export class FlowEditor {
       if (!provider) throw badRequest(`No authentication provider found for id: ${providerId}`, 'provider');
       if (!this.catalog.fits(provider, parent.providerId)) {
         throw badRequest(`provider: "${providerId}" is a ${provider.role} and cannot be added to a ${parent.providerId} ("${parent.alias}")`, 'provider');
+      }
+      // A condition decides whether the CONDITIONAL sub-flow it sits in runs; in a top-level flow, or a sub-flow run
+      // as REQUIRED or ALTERNATIVE, nothing would read it. A DISABLED sub-flow is one being built (the console adds
+      // a sub-flow DISABLED and offers "Add condition" on it before it is made CONDITIONAL).
+      const running = flows.executionsRunning(parent.id);
+      if (isConditionProvider(provider.id) && (parent.topLevel || !running.some((e) => e.requirement === 'CONDITIONAL' || e.requirement === 'DISABLED'))) {
+        throw badRequest(`provider: "${providerId}" is a condition and goes only in a CONDITIONAL sub-flow; "${parent.alias}" is not one`, 'provider');
       }
       const execution: AuthExecution = {
         id: newId(),
@@ -297,6 +304,10 @@ export class FlowEditor {
   private checkConfig(execution: AuthExecution, config: Record<string, string>): void {
     const reference = referenceKey(config);
     if (reference) throw badRequest(`config.${reference}: authenticator references (step-up authentication) are not supported`, 'config');
+    // A built-in step without settings has nothing to read a value; a provider package's step judges its own
+    // (validateConfig). An empty config (the console's untouched reference fields) stays allowed.
+    const provider = execution.authenticator && this.catalog.isBuiltIn(execution.authenticator) ? this.catalog.get(execution.authenticator) : undefined;
+    if (provider && provider.configProperties.length === 0 && Object.keys(config).length > 0) throw badRequest(`config: "${provider.id}" takes no configuration`, 'config');
     const problems = configProblems(this.catalog, execution, config);
     if (problems.length > 0) throw badRequest(`config: ${problems.join('; ')}`, 'config');
   }

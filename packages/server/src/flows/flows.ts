@@ -7,6 +7,7 @@ import type { Db, Storage } from '../storage/index.js';
 import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
+import type { FlowResult, FlowRun } from './engine.js';
 import { importFlows, type FlowImport, type FlowImportReport } from './import.js';
 import { flowBindings } from './model.js';
 import { importOverrides, overridesProblem, type ImportedOverrides } from './overrides.js';
@@ -102,9 +103,9 @@ export class Flows {
     return this.runner.resetSteps(realm);
   }
 
-  /** Whether the browser flow or the direct grant (the client's override, else the realm's) asks this user for a one-time code (FlowRunner.otpStep). */
-  otpStep(realm: Realm, entry: OverrideBinding, hasOtp: boolean, client: SigningClient): Promise<'otp' | 'configure' | null> {
-    return this.runner.otpStep(realm, entry, hasOtp, client);
+  /** Runs the sign-in flow of the browser or the direct grant (the client's override, else the realm's) through the one runner (FlowRunner.runSignIn). */
+  runSignIn<Env, C, F>(realm: Realm, entry: OverrideBinding, client: SigningClient, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
+    return this.runner.runSignIn(realm, entry, client, run);
   }
 
   /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */

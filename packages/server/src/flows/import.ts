@@ -82,6 +82,7 @@ export interface FlowImportReport {
  */
 export async function importFlows(repository: FlowRepository, catalog: ProviderCatalog, realm: Realm, data: FlowImport, db: Db): Promise<FlowImportReport> {
   const realmId = realm.id;
+  refuseLoops(data.flows);
   const report: FlowImportReport = { notImported: [...(data.unreadable ?? [])], keptAsData: [] };
   const existing = new RealmFlows(await repository.loadRealm(realmId, db));
   const created = new Map<string, AuthFlow>();
@@ -169,6 +170,28 @@ export async function importFlows(repository: FlowRepository, catalog: ProviderC
   }
   await bindFlows(repository, catalog, realm, data.bindings, executionPaths, report, db);
   return report;
+}
+
+/**
+ * A flow that runs itself, directly or through its sub-flows, would never end: refused (400) naming the execution
+ * that closes the loop, before anything is written.
+ */
+function refuseLoops(flows: readonly ImportedFlow[]): void {
+  const byAlias = new Map(flows.map((f) => [f.alias, f]));
+  for (const flow of flows) {
+    for (const execution of flow.executions) {
+      if (execution.flowAlias === null) continue;
+      const seen = new Set<string>();
+      const pending = [execution.flowAlias];
+      while (pending.length > 0) {
+        const alias = pending.pop()!;
+        if (alias === flow.alias) throw badRequest(`${execution.path}.flowAlias: "${execution.flowAlias}" runs "${flow.alias}" again: a flow may not loop into itself`);
+        if (seen.has(alias)) continue;
+        seen.add(alias);
+        for (const next of byAlias.get(alias)?.executions ?? []) if (next.flowAlias !== null) pending.push(next.flowAlias);
+      }
+    }
+  }
 }
 
 /** Keycloak 26 renamed the browser flow's OTP subflow; a file of its own carries the new name. */

@@ -12,7 +12,9 @@
  * and everything inside a DISABLED subflow:
  *
  * - `flows.loginSteps(realm, client)` → `{ protectors }` (the client's `browser` override, if any, instead of the
- *   realm's browser flow; `otpStep` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
+ *   realm's browser flow; `runSignIn` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
+ * - `flows.runSignIn(realm, entry, client, { env, authenticator, condition, done?, user? })`: the sign-in flow run by
+ *   the one flow runner with Keycloak's semantics (engine.ts); the authenticators are authentication/sign-in.ts'.
  * - `flows.resetSteps(realm)`        → `{ protectors }`
  * - `flows.registrationSteps(realm)` → `{ protectors, formActions }`: form actions are the built-in
  *   `registration-user-creation` and `registration-password-action` and those of provider packages.
@@ -46,6 +48,7 @@ export { Flows } from './flows.js';
 export type { FlowImport, FlowImportReport, ImportedBinding, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
 export { aliasHint, aliasPattern, isOverrideBinding, keycloakBindingDefaults, overrideBindings, type OverrideBinding, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
 export { FlowCannotRunError, type FlowBlocker } from './runnable.js';
+export type { Authenticator, Condition, ConditionContext, ExecutionStatus, FlowIncomplete, FlowResult, FlowRun, StepContext, StepOutcome } from './engine.js';
 export type { AuthProvider, ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';
 export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps, SigningClient } from './runner.js';

@@ -11,7 +11,10 @@ export interface FlowBlocker {
 }
 
 /** A condition of a conditional subflow (Keycloak's `conditional-*` authenticators): decides, is not a step. */
-export const isCondition = (e: AuthExecution) => !e.subFlowId && (e.authenticator ?? '').startsWith('conditional-');
+export const isCondition = (e: AuthExecution) => !e.subFlowId && isConditionProvider(e.authenticator ?? '');
+
+/** Keycloak names its conditions (ConditionalAuthenticator) `conditional-…`. */
+export const isConditionProvider = (providerId: string) => providerId.startsWith('conditional-');
 
 /** Satisfied by an SSO session only: never an alternative a page can take. */
 const SSO_ONLY = 'auth-cookie';

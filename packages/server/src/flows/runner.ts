@@ -5,9 +5,10 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { defaultBindings } from './builtin-flows.js';
 import type { ProviderCatalog } from './catalog.js';
-import { flowBindings, isOverrideBinding, type AuthExecution, type AuthFlow, type FlowBinding, type OverrideBinding } from './model.js';
+import { flowBindings, type AuthExecution, type AuthFlow, type FlowBinding, type OverrideBinding } from './model.js';
 import { RealmFlows } from './realm-flows.js';
 import { passwordAction, userCreationAction } from './registration-actions.js';
+import { runFlow, type FlowResult, type FlowRun } from './engine.js';
 import { describeBlocker, flowBlocker, FlowCannotRunError, FlowOverrideMissingError, isCondition } from './runnable.js';
 import type { FlowRepository, RealmFlowRows } from './repository.js';
 
@@ -126,51 +127,25 @@ export class FlowRunner {
   }
 
   /**
-   * Whether the sign-in asks for a one-time code after the password: the realm's bound browser flow (`browser`) or
-   * the built-in `direct grant` flow, walked as Keycloak runs it: DISABLED executions skipped, a CONDITIONAL subflow
-   * entered only when its enabled conditions hold (`conditional-user-configured`: every authenticator of the
-   * subflow is set up for the user, the OTP ones when `hasOtp`; a subflow without an enabled condition is skipped;
-   * a condition this server does not know counts as met, the stricter reading). `'otp'` when an enabled OTP
-   * authenticator is reached and the user has a credential, `'configure'` when it is reached and the user has
-   * none (the browser then sets one up, CONFIGURE_TOTP), null when no OTP step runs.
+   * Runs a sign-in's flow (the client's override of `entry`, else the realm's: `signInFlow`) through the one flow
+   * runner (engine.ts), with the adapter's authenticators and conditions. A flow that cannot run is refused first
+   * (FlowCannotRunError). Reads nothing but the cached flow rows and the cached client.
    */
-  async otpStep(realm: Realm, entry: OverrideBinding, hasOtp: boolean, client: SigningClient): Promise<'otp' | 'configure' | null> {
+  async runSignIn<Env, C, F>(realm: Realm, entry: OverrideBinding, client: SigningClient, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
     const flows = await this.cachedFlows(realm);
     const chosen = await this.signInFlow(realm, entry, client, flows);
-    const { root } = chosen;
     this.requireRunnable(realm, chosen, flows);
-    const otpAuthenticator = entry === 'browser' ? 'auth-otp-form' : 'direct-grant-validate-otp';
-    const configured = (id: string) => (id === 'auth-otp-form' || id === 'direct-grant-validate-otp' ? hasOtp : true);
-    const conditionsMet = (flowId: string, parent: AuthFlow): boolean => {
-      const enabled = flows.executionsOf(flowId).filter((e) => e.requirement !== 'DISABLED');
-      const conditions = enabled.filter(isCondition);
-      if (conditions.length === 0) return false;
-      return conditions.every((condition) => {
-        if (condition.authenticator === 'conditional-user-configured') {
-          return enabled.filter((e) => !e.subFlowId && e.authenticator && !isCondition(e)).every((e) => configured(e.authenticator!));
-        }
-        this.warnOnce(`${realm.id}:${condition.authenticator}`, 'unknown flow condition counted as met', { realm: realm.name, flow: parent.alias, provider: condition.authenticator });
-        return true;
-      });
-    };
-    const visited = new Set<string>();
-    const reaches = (flow: AuthFlow): boolean => {
-      if (visited.has(flow.id)) return false;
-      visited.add(flow.id);
-      for (const execution of flows.executionsOf(flow.id)) {
-        if (execution.requirement === 'DISABLED') continue;
-        const subflow = execution.subFlowId ? flows.flow(execution.subFlowId) : undefined;
-        if (subflow) {
-          if (execution.requirement === 'CONDITIONAL' && !conditionsMet(subflow.id, subflow)) continue;
-          if (reaches(subflow)) return true;
-        } else if (execution.authenticator === otpAuthenticator) {
-          return true;
-        }
-      }
-      return false;
-    };
-    if (!reaches(root)) return null;
-    return hasOtp ? 'otp' : 'configure';
+    return runFlow({
+      ...run,
+      flows,
+      root: chosen.root,
+      onIgnoredAlternatives: (flow, ignored) =>
+        this.warnOnce(`${realm.id}:ignored-alternatives:${flow.id}`, 'REQUIRED and ALTERNATIVE executions at the same level: the alternatives are ignored, as Keycloak ignores them', {
+          realm: realm.name,
+          flow: flow.alias,
+          ignored: ignored.map((e) => e.authenticator ?? e.subFlowId),
+        }),
+    });
   }
 
   /**
@@ -255,7 +230,7 @@ export class FlowRunner {
       steps.formActions.push({ id, executionId: execution.id, instance: action, config });
       return;
     }
-    // The login and reset pages do the built-in authenticators' work themselves.
+    // Sign-in authenticators run through runSignIn (authentication/sign-in.ts); the reset page does its steps' work itself.
     const known = this.catalog.get(id);
     if (known && known.role !== 'form-action') return;
     // Only where the flow does not need it (requireRunnable ran first): an alternative beside one that runs, an

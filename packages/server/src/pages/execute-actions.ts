@@ -6,7 +6,7 @@ import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { CONFIGURE_TOTP, UPDATE_PASSWORD, UPDATE_PROFILE } from '../required-actions/index.js';
 import { checkNewPassword, inPriorityOrder, setPassword, userSnapshot } from '../services/index.js';
-import { configPage, INVALID_CODE, MAX_LABEL, profileValues, updateProfilePage, type StepForm } from './otp.js';
+import { configPage, INVALID_CODE, MAX_LABEL, profileValues, updateProfilePage, type StepForm } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { answeredAsBadCredentials, authenticatePassword } from '../authentication/index.js';
+import { runBrowserSignIn } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
@@ -10,8 +10,9 @@ import { csrfRejected, loginActionForm, protectedPost } from './login-context.js
 import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
-import { continueLogin, otpRoutes, type ShowNewPassword } from './otp.js';
-import { aiaOutcome, requiredActionRoutes } from './required-actions.js';
+import { answerSignIn, otpRoutes } from './otp.js';
+import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
+import type { ShowNewPassword } from './step-pages.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 const MAX_USERNAME = 255;
@@ -38,27 +39,9 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
         else if (form.password.length > MAX_PASSWORD) errors.password = 'Password is too long.';
         return showPage.login(ctx, request, reply, realm, auth, { values, errors, status: 400 });
       }
-      const result = await authenticatePassword(ctx, realm, {
-        username: values.username,
-        password: form.password,
-        clientId: auth.clientId,
-        details: { auth_method: 'openid-connect' },
-        request: info,
-        requiredActions: 'perform',
-      });
-      if (!result.ok && answeredAsBadCredentials(result)) {
-        return showPage.login(ctx, request, reply, realm, auth, { values, errors: { username: 'Invalid username or password.' }, status: 401 });
-      }
-      if (!result.ok && result.error === 'ip_temporarily_blocked') {
-        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
-        return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' }, status: 429 });
-      }
-      if (!result.ok && result.error === 'user_disabled') {
-        return showPage.login(ctx, request, reply, realm, auth, { values, message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
-      }
-      if (!result.ok && result.error !== 'resolve_required_actions') throw new Error(`login refusal ${result.error} not mapped`);
-      // The OTP step (when the flow asks for it), then a pending required action, then the end of the login.
-      return continueLogin(ctx, request, reply, realm, auth, result.user, { otpDone: false, pending: result.ok ? null : (result.requiredAction ?? null) }, newPasswordPage);
+      // The flow from the top, with the name and password this page posted for its step; what comes next is the flow's.
+      const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, info, null, { username: values.username, password: form.password });
+      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, { values });
     },
   });
 
@@ -75,7 +58,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
       const expired = () => showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
       if (!claims || !user || !user.enabled) return expired();
-      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, { otpDone: true, pending: null }, newPasswordPage);
+      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, newPasswordPage);
       const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors, 400, undefined, auth.kcAction === UPDATE_PASSWORD && !auth.kcActionStatus);
       if (!form['password-new']) return page({ 'password-new': 'Please specify password.' });
       if (form['password-new'] !== form['password-confirm']) return page({ 'password-confirm': "Passwords don't match." });
@@ -90,7 +73,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
       // This page is shown only after the OTP step; other required actions may still be pending.
-      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'success'), updated, { otpDone: true, pending: null }, newPasswordPage);
+      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'success'), updated, newPasswordPage);
     },
   });
 

@@ -1,20 +1,17 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import qrcode from 'qrcode-generator';
 import {
+  answeredAsBadCredentials,
   configureOtp,
-  hasOtpCredential,
-  newOtpSetup,
-  SignedState,
+  refusedUser,
+  runBrowserSignIn,
   takeStepAttempt,
-  verifyOtp,
   type AuthSession,
-  type PendingAction,
+  type FormState,
+  type SecondFactorError,
 } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
-import { otpauthUri } from '../credentials/otp.js';
 import { requestInfo } from '../http/index.js';
-import type { Realm, User } from '../model/types.js';
+import type { Realm } from '../model/types.js';
 import { CONFIGURE_TOTP, UPDATE_PROFILE } from '../required-actions/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -22,6 +19,18 @@ import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
+import {
+  authBinding,
+  configPage,
+  INVALID_CODE,
+  MAX_LABEL,
+  signInStep,
+  STEP_LIFETIME_MS,
+  stepState,
+  updateProfilePage,
+  type ShowNewPassword,
+  type StepClaims,
+} from './step-pages.js';
 
 /**
  * The browser login after the password: Keycloak's order, the flow's authenticators first (the OTP form of the
@@ -31,150 +40,80 @@ import { aiaOutcome, nextRequiredAction } from './required-actions.js';
  * still pending; the CONFIGURE_TOTP page's key also carries the new secret until a code proves the app has it.
  */
 
-const STEP_LIFETIME_MS = 10 * 60 * 1000;
-export const INVALID_CODE = 'Invalid one-time code.';
-export const MAX_LABEL = 255;
-
-interface StepClaims {
-  sub: string;
-  azp: string;
-  /** sha256 of the auth session's CSRF token: the key works in this login only. */
-  auth: string;
-  pending: PendingAction | null;
-  /** CONFIGURE_TOTP: the secret shown on the page. */
-  secret?: string;
-}
-
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms';
-
-export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
-
-export function stepState(ctx: ServerContext) {
-  const signed = new SignedState(ctx.keys);
-  return {
-    seal: (realm: Realm, purpose: StepPurpose, claims: StepClaims) => signed.seal(realm.id, purpose, claims, STEP_LIFETIME_MS),
-    /** The step's user when `key` is this login's, still enabled; null otherwise. */
-    async open(realm: Realm, purpose: StepPurpose, auth: AuthSession, key: string): Promise<{ claims: StepClaims; user: User } | null> {
-      const claims = await signed.open<StepClaims>(realm.id, purpose, key, 8192);
-      if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || typeof claims.sub !== 'string') return null;
-      const user = await ctx.storage.users.byId(realm.id, claims.sub);
-      return user && user.enabled ? { claims, user } : null;
-    },
-  };
-}
-
 /**
- * An inline SVG QR code of `text` (no script, no external image: the pages' CSP allows neither); '' when the text
- * is too long for any QR code (the page then shows the key only).
+ * The page for where a browser sign-in's flow stands (runBrowserSignIn): the page a step asks for, a step's
+ * refusal, or, once the flow has succeeded, the required actions (nextRequiredAction). `otpRefused` answers a wrong
+ * code on the code page, which counts its attempts.
  */
-export function qrSvg(text: string): string {
-  let qr: ReturnType<typeof qrcode> | null = null;
-  for (const level of ['M', 'L'] as const) {
-    try {
-      qr = qrcode(0, level);
-      qr.addData(text);
-      qr.make();
-      break;
-    } catch {
-      qr = null;
-    }
-  }
-  if (!qr) return '';
-  const size = qr.getModuleCount();
-  const margin = 4;
-  let path = '';
-  for (let row = 0; row < size; row++) {
-    for (let col = 0; col < size; col++) if (qr.isDark(row, col)) path += `M${col + margin},${row + margin}h1v1h-1z`;
-  }
-  const full = size + 2 * margin;
-  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${full} ${full}" role="img" aria-label="QR code of the authenticator key" shape-rendering="crispEdges"><rect width="${full}" height="${full}" fill="#fff"/><path fill="#000" d="${path}"/></svg>`;
-}
-
-/** The manual key in groups of four, as apps show and take it. */
-const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
-
-export interface LoginProgress {
-  /** The OTP step is behind (passed, or the password page sent no user to it). */
-  otpDone: boolean;
-  pending: PendingAction | null;
-}
-
-export type ShowNewPassword = (
-  reply: FastifyReply,
-  realm: Realm,
-  auth: AuthSession,
-  key: string,
-  errors: FieldErrors,
-  status?: number,
-  message?: { type: string; text: string },
-  /** The page is an application-initiated action (kc_action): it has a Cancel button. */
-  cancelAia?: boolean,
-) => Promise<FastifyReply>;
-
-/**
- * Where a browser login goes once its password is right (and again after each later step): the OTP page, then
- * the next required action's page in the realm's order (nextRequiredAction), or the end of the login.
- */
-export async function continueLogin(
+export async function answerSignIn(
   ctx: ServerContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
   auth: AuthSession,
-  user: User,
-  progress: LoginProgress,
+  signIn: Awaited<ReturnType<typeof runBrowserSignIn>>,
   newPasswordPage: ShowNewPassword,
+  answers: { values?: Record<string, string>; otpRefused?: (error: SecondFactorError) => Promise<FastifyReply> },
 ): Promise<FastifyReply> {
-  const step = await ctx.flows.otpStep(realm, 'browser', await hasOtpCredential(ctx, user), auth.clientId);
-  const state = stepState(ctx);
-  if (!progress.otpDone && step === 'otp') {
-    const key = await state.seal(realm, 'login-otp', { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: progress.pending });
-    return otpPage(ctx, reply, realm, auth, key, {}, 200);
+  const values = answers.values ?? {};
+  const loginPage = (state: FormState) => showPage.login(ctx, request, reply, realm, auth, { values, ...state });
+  switch (signIn.status) {
+    case 'success': {
+      // Keycloak's setRequiredActions: a step the user has not set up (CONFIGURE_TOTP) becomes their required action.
+      for (const action of signIn.requiredActions) await ctx.storage.credentials.addRequiredAction(signIn.user.id, action);
+      const refused = await refusedUser(ctx, realm, signIn.user, signIn.env);
+      if (refused) return loginPage({ message: { type: 'error', text: refused === 'user_disabled' ? 'Account is disabled, contact your administrator.' : 'Invalid username or password.' }, status: refused === 'user_disabled' ? 403 : 401 });
+      return nextRequiredAction(ctx, request, reply, realm, auth, signIn.user, newPasswordPage);
+    }
+    case 'challenge': {
+      if (signIn.challenge !== 'otp' || !signIn.user) return loginPage({});
+      const claims: StepClaims = {
+        sub: signIn.user.id,
+        azp: auth.clientId,
+        auth: authBinding(auth),
+        pending: null,
+        done: signIn.done,
+        setup: signIn.requiredActions,
+        login: signIn.env.login,
+        checked: signIn.env.passwordChecked,
+      };
+      const key = await stepState(ctx).seal(realm, 'login-otp', claims);
+      return otpPage(ctx, reply, realm, auth, key, {}, 200);
+    }
+    case 'failure': {
+      const { failure } = signIn;
+      if (failure.kind === 'otp' && answers.otpRefused) return answers.otpRefused(failure.error);
+      if (failure.kind === 'otp' || (failure.kind === 'password' && answeredAsBadCredentials(failure.result))) {
+        return loginPage({ errors: { username: 'Invalid username or password.' }, status: 401 });
+      }
+      if (failure.kind === 'protector') return loginPage({ message: { type: 'error', text: 'We could not verify this sign-in. Please try again.' }, status: failure.status ?? 400 });
+      if (failure.result.error === 'ip_temporarily_blocked') {
+        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+        return loginPage({ message: { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' }, status: 429 });
+      }
+      if (failure.result.error === 'user_disabled') return loginPage({ message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+      throw new Error(`login refusal ${failure.result.error} not mapped`);
+    }
+    case 'incomplete':
+      // Keycloak's AuthenticationFlowException (a credential the flow requires and the user has not set up, a
+      // subflow whose steps cannot pass): an error page, never a way in.
+      await ctx.events.user(realm, {
+        type: 'LOGIN_ERROR',
+        clientId: auth.clientId,
+        userId: signIn.user?.id ?? null,
+        error: signIn.reason === 'unknown_user' ? 'user_not_found' : 'invalid_user_credentials',
+        details: { auth_method: 'openid-connect', ...(signIn.user ? { username: signIn.user.username } : {}) },
+        request: requestInfo(request),
+      });
+      return showPage.error(ctx, reply, realm, signIn.reason === 'credential_setup_required' ? 'Cannot sign in: a credential this sign-in requires is not set up.' : 'Cannot sign in: this sign-in cannot be completed.', 400, {
+        href: actionUrl(realm, 'authenticate'),
+        label: 'Back to sign in',
+      });
   }
-  // CONFIGURE_TOTP is what the flow's OTP step sets on a user who has no OTP yet (Keycloak's setRequiredActions).
-  return nextRequiredAction(ctx, request, reply, realm, auth, user, step === 'configure' ? [CONFIGURE_TOTP] : [], newPasswordPage);
 }
-
-/** The profile form's first values: what the user has. */
-export const profileValues = (user: User): Record<string, string> => ({ firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' });
-
-/** Where a required action's page posts: the sign-in's step (its auth session's CSRF token), or an e-mailed link's. */
-export interface StepForm {
-  action: string;
-  csrf: string;
-  /** An application-initiated action (kc_action): the page has a Cancel button. */
-  cancelAia?: boolean;
-}
-
-export const signInStep = (realm: Realm, auth: AuthSession, step: string, cancelAia = false): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf, cancelAia });
-
-export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
-  ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
 
 const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
   ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors, message }, status);
-
-export function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
-  const { data } = newOtpSetup(realm);
-  return ctx.pages.send(
-    reply,
-    realm,
-    'config-totp',
-    {
-      ...form,
-      key,
-      // The realm's display name as the app's issuer, unless it is long (the realm's name then: at most 100 characters).
-      qrSvg: qrSvg(otpauthUri(realm.displayName && realm.displayName.length <= 64 ? realm.displayName : realm.name, user.username, secret, data)),
-      manualKey: grouped(secret),
-      algorithm: data.algorithm.replace('Hmac', ''),
-      digits: data.digits,
-      period: data.period,
-      values,
-      errors,
-    },
-    status,
-  );
-}
 
 export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
@@ -193,18 +132,26 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       // The key takes a few codes (STEP_ATTEMPTS), then the sign-in starts again from the password.
       const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
       if (left === null) return expired(request, reply, realm, auth);
-      const code = form.otp.trim();
-      const result = await verifyOtp(ctx, realm, step.user, code, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: requestInfo(request) });
-      if (!result.ok && result.error === 'ip_temporarily_blocked') {
-        reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
-        return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
-      }
-      if (!result.ok && left === 0) {
-        return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
-      }
-      // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
-      if (!result.ok) return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
-      return continueLogin(ctx, request, reply, realm, auth, step.user, { otpDone: true, pending: step.claims.pending }, newPasswordPage);
+      const { claims } = step;
+      const signIn = await runBrowserSignIn(
+        ctx,
+        realm,
+        auth.clientId,
+        requestInfo(request),
+        { user: step.user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked },
+        { otp: form.otp },
+      );
+      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, {
+        otpRefused: async (error) => {
+          if (error === 'ip_temporarily_blocked') {
+            reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+            return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
+          }
+          if (left === 0) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
+          // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
+          return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
+        },
+      });
     },
   });
 
@@ -218,7 +165,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const step = await state.open(realm, 'config-totp', auth, form.key);
       if (!step || typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
       const { user, claims } = step;
-      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled'), user, { otpDone: true, pending: null }, newPasswordPage);
+      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled'), user, newPasswordPage);
       const label = form.userLabel.trim();
       const again = (errors: FieldErrors) => configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp', auth.kcAction === CONFIGURE_TOTP && !auth.kcActionStatus), user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
       if (label.length > MAX_LABEL) return again({ userLabel: `Must be at most ${MAX_LABEL} characters.` });
@@ -227,7 +174,7 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       const info = requestInfo(request);
       const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
       if (!saved) return again({ totp: INVALID_CODE });
-      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'success'), user, { otpDone: true, pending: null }, newPasswordPage);
+      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'success'), user, newPasswordPage);
     },
   });
 
@@ -240,11 +187,11 @@ export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordP
       if (rejected) return rejected;
       const step = await state.open(realm, 'update-profile', auth, form.key);
       if (!step) return expired(request, reply, realm, auth);
-      if (form['cancel-aia']) return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled'), step.user, { otpDone: true, pending: null }, newPasswordPage);
+      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled'), step.user, newPasswordPage);
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
       if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile', auth.kcAction === UPDATE_PROFILE && !auth.kcActionStatus), step.user, form.key, saved.values, saved.errors, 400);
       await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
-      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'success'), saved.user, { otpDone: true, pending: null }, newPasswordPage);
+      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'success'), saved.user, newPasswordPage);
     },
   });
 }

@@ -94,7 +94,7 @@ export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): vo
         return showPage.info(ctx, reply, realm, 'Your account has been created', 'You can now sign in with your new account.', { href: actionUrl(realm, 'authenticate'), label: 'Sign in' });
       }
       // The realm's default required actions are carried out now, as after a sign-in (Keycloak does the same).
-      return nextRequiredAction(ctx, request, reply, realm, auth, user, [], showNewPassword(ctx));
+      return nextRequiredAction(ctx, request, reply, realm, auth, user, showNewPassword(ctx));
     },
   });
 }

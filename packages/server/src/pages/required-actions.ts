@@ -15,13 +15,14 @@ import {
 } from '../required-actions/index.js';
 import { dueRequiredActions, inPriorityOrder, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
-import { authBinding, configPage, continueLogin, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword } from './otp.js';
+import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { sendVerification } from './verify-email.js';
 
 /**
- * The required actions of a browser sign-in, after the flow's steps: the one function that says what the user is
+ * The required actions of a browser sign-in, after the flow's steps (and again after each action's page): the one
+ * function that says what the user is
  * asked next. The user's pending actions and those their account triggers (an unverified address, an expired
  * password) come first, in the realm's priority order, each only while enabled and registered; then the action the
  * application asked for (`kc_action`, Keycloak's application-initiated action), once; then the login completes and
@@ -35,13 +36,12 @@ export async function nextRequiredAction(
   realm: Realm,
   auth: AuthSession,
   user: User,
-  added: readonly string[],
   newPasswordPage: ShowNewPassword,
 ): Promise<FastifyReply> {
   const done = new Set<string>();
   let session = auth;
   for (;;) {
-    const due = (await dueRequiredActions(ctx.storage, realm, user, added)).filter((alias) => !done.has(alias));
+    const due = (await dueRequiredActions(ctx.storage, realm, user)).filter((alias) => !done.has(alias));
     let alias: string | undefined = due[0];
     let aia = false;
     if (alias === undefined && session.kcAction && !session.kcActionStatus) {
@@ -143,7 +143,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
     if (!auth) return showPage.error(ctx, reply, realm, 'Your login attempt timed out or this page is no longer valid. Please start again from the application.', 400);
     const sso = await currentSsoSession(ctx, request, realm);
     if (!sso) return showPage.login(ctx, request, reply, realm, auth, {});
-    return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, [], newPasswordPage);
+    return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, newPasswordPage);
   });
 
   // TERMS_AND_CONDITIONS: accepting records when, on the user (Keycloak's terms_and_conditions attribute, seconds);
@@ -167,7 +167,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
       await ctx.storage.users.update(accepted);
       await ctx.storage.credentials.removeRequiredAction(user.id, TERMS_AND_CONDITIONS);
       await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION', clientId: auth.clientId, userId: user.id, details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info, user: () => userSnapshot(ctx.storage, accepted) });
-      return continueLogin(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, { otpDone: true, pending: null }, newPasswordPage);
+      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, newPasswordPage);
     },
   });
 }

@@ -126,6 +126,11 @@ export class CredentialRepository {
     if (unique.length) await db.insertInto('user_required_action').values(unique.map((a) => ({ user_id: userId, required_action: a }))).execute();
   }
 
+  /** Adds a required action to the user, kept as it is when already there (Keycloak's setRequiredActions of an authenticator). */
+  async addRequiredAction(userId: string, action: string, db: Db = this.db): Promise<void> {
+    await db.insertInto('user_required_action').values({ user_id: userId, required_action: action }).onConflict((oc) => oc.columns(['user_id', 'required_action']).doNothing()).execute();
+  }
+
   async removeRequiredAction(userId: string, action: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('user_required_action').where('user_id', '=', userId).where('required_action', '=', action).execute();
   }

@@ -79,8 +79,6 @@ type OutboxDb = Kysely<OutboxTables>;
 type FinishArgs = Parameters<OutboxStore['finishAttempt']>;
 type FinishResult = { recorded: boolean; endpoint: OutboxEndpointState | null };
 
-const UNFINISHED: OutboxState[] = ['pending', 'sending'];
-
 /**
  * How long a finished attempt waits for others before its group commit: at thousands of deliveries a second it
  * gathers tens of them per transaction (the cost of a commit and of each statement is mostly per batch); for a lone

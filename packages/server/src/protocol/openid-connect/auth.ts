@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { baseUrl } from '../../http/index.js';
+import { baseUrl, requestInfo } from '../../http/index.js';
 import type { AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
-import { completeLogin, currentSsoSession, type AuthRequest, type AuthSession } from '../../authentication/index.js';
+import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
@@ -80,6 +80,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.
     if (sso && kcAction && Date.now() - sso.session.started > (await requiredActionMaxAuthAge(ctx.storage, realm.id, kcAction)) * 1000) sso = null;
+    // The SSO session counts only where the client's browser flow takes it (an enabled auth-cookie the walk
+    // reaches, Keycloak's CookieAuthenticator).
+    if (sso && (await runBrowserSignIn(ctx, realm, client.clientId, requestInfo(request), null, null, sso.user)).status !== 'success') sso = null;
     if (sso && kcAction) {
       const session = await ctx.authSessions.start(reply, request, realm, auth);
       if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');

@@ -15,6 +15,14 @@ export function formField(body: unknown, name: string): string | undefined {
   return value;
 }
 
+/** Every form parameter of the request, each given once (formField's rule for each). */
+export function formFields(body: unknown): Record<string, string> {
+  if (typeof body !== 'object' || body === null) return {};
+  const fields: Record<string, string> = {};
+  for (const name of Object.keys(body)) fields[name] = formField(body, name)!;
+  return fields;
+}
+
 function basicCredentials(request: FastifyRequest): { id: string; secret: string } | null {
   const header = request.headers.authorization;
   if (!header || !/^basic /i.test(header)) return null;

@@ -14,7 +14,6 @@ export { parseRealmImport, type RealmImport } from './parse.js';
 
 /** Creates a realm from an import; `creatorUserId`, a master user, is given every role of master's client for it. */
 export async function createRealmFromImport(ctx: ServerContext, parsed: RealmImport, creatorUserId: string | null = null): Promise<Realm> {
-  const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
   return ctx.storage.transaction(async (trx) => {
     // The file's RSA signing keys, as Keycloak imports them (tokens and the published key stay the same).
     const firstKeys = async (r: Realm, db: typeof trx) => parsed.notImported.push(...(await ctx.keys.importKeys(r.id, parsed.signingKeys, db)));

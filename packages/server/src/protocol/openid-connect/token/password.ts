@@ -1,13 +1,14 @@
 import type { FastifyRequest } from 'fastify';
-import { answeredAsBadCredentials, authenticatePassword, completeDirectLogin, directGrantOtp } from '../../../authentication/index.js';
+import { answeredAsBadCredentials, completeDirectLogin, refusedUser, runGrantSignIn, type SignInFailure } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { checkedScope } from './scope.js';
-import { formField } from '../client-auth.js';
+import { formField, formFields } from '../client-auth.js';
 import { offlineRequested, openOfflineSession } from '../offline.js';
+import { dueRequiredActions } from '../../../services/index.js';
 
 /** Resource-owner password grant (Keycloak's "direct access grants"). */
 export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
@@ -22,35 +23,65 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   const scope = await checkedScope(ctx, client, formField(request.body, 'scope'), true, (reason) =>
     ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, error: 'invalid_request', details: { ...details, username, reason }, request: info }),
   );
-  const result = await authenticatePassword(ctx, realm, {
-    username,
-    password,
-    clientId: client.clientId,
-    details,
-    request: info,
-    requiredActions: 'refuse',
-    secondFactor: (user) => directGrantOtp(ctx, realm, user, formField(request.body, 'otp') ?? formField(request.body, 'totp'), { clientId: client.clientId, details, request: info }),
-  });
-  if (!result.ok) {
-    // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
-    if (answeredAsBadCredentials(result)) throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
-    if (result.error === 'ip_temporarily_blocked') {
-      throw oauthError.invalid_grant('Too many failed logins from this address, try again later', { status: 429, headers: { 'retry-after': String(ctx.config.bruteForceIpWindowSeconds) } });
+  const signIn = await runGrantSignIn(ctx, realm, client.clientId, info, details, formFields(request.body));
+  const refuse = (error: 'resolve_required_actions' | 'user_disabled' | 'user_temporarily_disabled' | 'invalid_user_credentials' | 'user_not_found', userId: string | null) =>
+    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId, error, details: { ...details, username }, request: info });
+  if (signIn.status === 'failure') {
+    const { failure } = signIn;
+    if (failure.kind === 'protector') {
+      await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, error: failure.error, details: { ...details, reason: failure.reason, protector: failure.provider, username }, request: info });
     }
-    if (result.error === 'user_disabled') throw oauthError.invalid_grant('Account disabled');
-    // Keycloak's answer while a required action (VERIFY_EMAIL, CONFIGURE_TOTP …) is pending: the browser flow does it.
-    if (result.error === 'resolve_required_actions') throw oauthError.invalid_grant('Account is not fully set up');
-    throw oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+    throw grantRefusal(ctx, failure);
   }
-  const offline = await offlineRequested(ctx, realm, client, result.user, scope, () =>
-    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: result.user.id, error: 'not_allowed', details: { ...details, username }, request: info }),
+  if (signIn.status !== 'success') {
+    // The flow ended without a step's own answer (a user it needs no step to name, a credential the user has not
+    // set up, a subflow whose steps cannot pass): Keycloak's AuthenticationFlowException, answered 400.
+    await refuse(signIn.status === 'incomplete' && signIn.reason === 'unknown_user' ? 'user_not_found' : 'invalid_user_credentials', signIn.user?.id ?? null);
+    throw oauthError.invalid_grant('Invalid user credentials');
+  }
+  const user = signIn.user;
+  const refused = await refusedUser(ctx, realm, user, signIn.env);
+  if (refused) {
+    await refuse(refused, user.id);
+    throw refused === 'user_disabled' ? oauthError.invalid_grant('Account disabled') : oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+  }
+  // Keycloak's answer while a required action (VERIFY_EMAIL, CONFIGURE_TOTP …) is due (services/required-actions.ts:
+  // pending, or triggered by the account): the browser flow does it.
+  if ((await dueRequiredActions(ctx.storage, realm, user, signIn.requiredActions)).length > 0) {
+    await refuse('resolve_required_actions', user.id);
+    throw oauthError.invalid_grant('Account is not fully set up');
+  }
+  const offline = await offlineRequested(ctx, realm, client, user, scope, () =>
+    ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'not_allowed', details: { ...details, username }, request: info }),
   );
-  return completeDirectLogin(ctx, realm, client, result.user, { scope, details, request: info }, async (session) => {
+  return completeDirectLogin(ctx, realm, client, user, { scope, details, request: info }, async (session) => {
     // With offline_access the tokens belong to an offline session beside the one the login opened.
-    const held = offline ? await openOfflineSession(ctx, realm, client, result.user, scope, info.ipAddress) : session;
+    const held = offline ? await openOfflineSession(ctx, realm, client, user, scope, info.ipAddress) : session;
     return ctx.tokens.issue(
-      { base: baseUrl(request, ctx.config.hostname), realm, client, user: result.user, sessionId: held.id, sessionStarted: held.started, scope, refreshTokenId: held.refreshTokenId, authTime: Math.floor(session.started / 1000), offline },
+      { base: baseUrl(request, ctx.config.hostname), realm, client, user: user, sessionId: held.id, sessionStarted: held.started, scope, refreshTokenId: held.refreshTokenId, authTime: Math.floor(session.started / 1000), offline },
       true,
     );
   });
 }
+
+/** A step's refusal as Keycloak's direct grant answers it (the step recorded its event). */
+function grantRefusal(ctx: ServerContext, failure: SignInFailure): Error {
+  if (failure.kind === 'protector') {
+    return failure.status === 503
+      ? oauthError.invalid_grant('The server is busy, try again later', { status: 503, headers: { 'retry-after': String(failure.retryAfterSeconds ?? 5) } })
+      : oauthError.invalid_grant('Proof of the client could not be verified');
+  }
+  // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
+  if (failure.kind === 'otp') {
+    if (failure.error === 'ip_temporarily_blocked') return tooManyFromAddress(ctx);
+    return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+  }
+  const { result } = failure;
+  if (answeredAsBadCredentials(result)) return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+  if (result.error === 'ip_temporarily_blocked') return tooManyFromAddress(ctx);
+  if (result.error === 'user_disabled') return oauthError.invalid_grant('Account disabled');
+  return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+}
+
+const tooManyFromAddress = (ctx: ServerContext) =>
+  oauthError.invalid_grant('Too many failed logins from this address, try again later', { status: 429, headers: { 'retry-after': String(ctx.config.bruteForceIpWindowSeconds) } });

@@ -1,0 +1,300 @@
+import type { RequestInfo } from '@realmgate/spi';
+import type { ServerContext } from '../context.js';
+import { realmInfo } from '../events/index.js';
+import type { Authenticator, Condition, ExecutionStatus, FlowResult, StepOutcome } from '../flows/index.js';
+import { providerEventError, type ProviderEventError } from '../model/errors.js';
+import type { Realm, User } from '../model/types.js';
+import { CONFIGURE_TOTP } from '../required-actions/index.js';
+import { effectiveRoles, realmRequiredActions } from '../services/index.js';
+import { loginLockout } from './brute-force.js';
+import { hasOtpCredential, verifyOtp } from './otp.js';
+import { authenticatePassword, findLoginUser, type PasswordResult } from './password.js';
+import type { SecondFactorError } from './second-factor.js';
+
+/**
+ * Every step of a sign-in as an authenticator registered under Keycloak's provider id, run by the one flow runner
+ * (flows/engine.ts) for the browser and the direct grant; each entry point is an adapter that maps the outcome to
+ * a page (pages/) or an OAuth error (protocol/). Nothing here decides what comes after a step: the flow does.
+ *
+ * Deliberate difference: the username steps (`auth-username-form`, `direct-grant-validate-username`) only name the
+ * user; the password steps check the name and the password together (authenticatePassword: one hash even for an
+ * unknown or locked-out user), so an unknown name is answered as a wrong password and timing tells neither.
+ * Keycloak's password steps require a user; these take the name from the step before (or from their own field).
+ */
+
+type SignInContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers'>;
+
+/** What a password or code step refused; the adapter answers it (its event is already recorded). */
+export type SignInFailure =
+  | { kind: 'password'; result: Extract<PasswordResult, { ok: false }> }
+  | { kind: 'otp'; error: SecondFactorError }
+  | { kind: 'protector'; provider: string; reason: string; error: ProviderEventError; status?: number; retryAfterSeconds?: number };
+
+/** The page a browser step asks to show. */
+export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp';
+
+interface SignInEnv {
+  ctx: SignInContext;
+  realm: Realm;
+  clientId: string;
+  details: Record<string, string>;
+  request: RequestInfo;
+  /** The login name a username step read, for the password step after it. */
+  login?: string;
+  /** Set once a password step has checked the user (lockout, disabled): the end of the flow need not again. */
+  passwordChecked?: boolean;
+}
+
+export interface BrowserEnv extends SignInEnv {
+  /**
+   * The fields the page just posted, each taken once by the first step that reads it: the sign-in page posts the
+   * name and the password (read by auth-username-password-form, or by auth-username-form and auth-password-form
+   * in turn), the code page the code.
+   */
+  submitted: Record<string, string> | null;
+  /** The user of a valid SSO session, for auth-cookie (the authorization endpoint's run only). */
+  sso?: User;
+}
+
+export interface GrantEnv extends SignInEnv {
+  /** The token request's form parameters. */
+  params: Record<string, string>;
+}
+
+type Step<Env> = Authenticator<Env, BrowserChallenge, SignInFailure>;
+type Outcome = StepOutcome<BrowserChallenge, SignInFailure>;
+
+const passwordStep = async (env: SignInEnv, username: string, password: string): Promise<Outcome> => {
+  const result = await authenticatePassword(env.ctx, env.realm, { username, password, clientId: env.clientId, details: env.details, request: env.request });
+  if (!result.ok) return { status: 'failure', failure: { kind: 'password', result } };
+  env.passwordChecked = true;
+  return { status: 'success', user: result.user };
+};
+
+/** A username step: names the user when the name is known, never refuses an unknown one (the password step does, at the same cost). */
+const usernameStep = async (env: SignInEnv, username: string): Promise<Outcome> => {
+  env.login = username;
+  const user = await findLoginUser(env.ctx, env.realm, username);
+  return user ? { status: 'success', user } : { status: 'success' };
+};
+
+const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise<Outcome> => {
+  const result = await verifyOtp(env.ctx, env.realm, user!, code, { clientId: env.clientId, details: env.details, request: env.request });
+  return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
+};
+
+/** The posted fields a step reads, when the page posted them all (taken: no later step reads them again). */
+function take(env: BrowserEnv, names: readonly string[]): Record<string, string> | null {
+  const posted = env.submitted;
+  if (!posted || !names.every((name) => name in posted)) return null;
+  const fields = Object.fromEntries(names.map((name) => [name, posted[name]]));
+  for (const name of names) delete posted[name];
+  return fields;
+}
+
+/** The browser's authenticators (Keycloak's browser-flow providers), by provider id. */
+const browserSteps: Record<string, Step<BrowserEnv>> = {
+  // The SSO session the authorization endpoint found (a page's post has none): its user, signed in already.
+  'auth-cookie': { id: 'auth-cookie', requiresUser: false, authenticate: async ({ env }) => (env.sso ? { status: 'success', user: env.sso } : { status: 'attempted' }) },
+  'auth-username-password-form': {
+    id: 'auth-username-password-form',
+    requiresUser: false,
+    async authenticate({ env }) {
+      const fields = take(env, ['username', 'password']);
+      if (!fields) return { status: 'challenge', challenge: 'username-password' };
+      return passwordStep(env, fields.username ?? '', fields.password ?? '');
+    },
+  },
+  'auth-username-form': {
+    id: 'auth-username-form',
+    requiresUser: false,
+    async authenticate({ env }) {
+      const fields = take(env, ['username']);
+      if (!fields) return { status: 'challenge', challenge: 'username' };
+      return usernameStep(env, fields.username ?? '');
+    },
+  },
+  'auth-password-form': {
+    id: 'auth-password-form',
+    requiresUser: false,
+    async authenticate({ env, user }) {
+      const fields = take(env, ['password']);
+      if (!fields) return { status: 'challenge', challenge: 'password' };
+      return passwordStep(env, env.login ?? user?.username ?? '', fields.password ?? '');
+    },
+  },
+  'auth-otp-form': {
+    id: 'auth-otp-form',
+    requiresUser: true,
+    setupAction: CONFIGURE_TOTP,
+    configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
+    async authenticate({ env, user }) {
+      const fields = take(env, ['otp']);
+      if (!fields) return { status: 'challenge', challenge: 'otp' };
+      return otpStep(env, user, (fields.otp ?? '').trim());
+    },
+  },
+};
+
+/** The direct grant's authenticators (Keycloak's direct-grant providers), by provider id. */
+const grantSteps: Record<string, Step<GrantEnv>> = {
+  'direct-grant-validate-username': {
+    id: 'direct-grant-validate-username',
+    requiresUser: false,
+    authenticate: async ({ env }) => usernameStep(env, env.params.username ?? ''),
+  },
+  'direct-grant-validate-password': {
+    id: 'direct-grant-validate-password',
+    requiresUser: false,
+    authenticate: async ({ env, user }) => passwordStep(env, env.login ?? user?.username ?? env.params.username ?? '', env.params.password ?? ''),
+  },
+  'direct-grant-validate-otp': {
+    id: 'direct-grant-validate-otp',
+    requiresUser: true,
+    configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
+    // As Keycloak still reads it, `totp` when `otp` is absent; a missing code is a wrong one, counted alike.
+    authenticate: async ({ env, user }) => otpStep(env, user, env.params.otp ?? env.params.totp ?? ''),
+  },
+};
+
+/**
+ * A form protector (the proof of work …) as a step. On the pages it ran before anything read the form
+ * (protectedPost), so there it has passed; in a direct-grant flow it checks the grant's own parameters (the
+ * solution sent as form parameters, as the protector's fields are named), as the login form's.
+ */
+function protectorStep<Env extends SignInEnv>(id: string, submitted: (env: Env) => Record<string, string> | null): Step<Env> | undefined {
+  return {
+    id,
+    requiresUser: false,
+    async authenticate({ env, config }) {
+      const fields = submitted(env);
+      if (!fields) return { status: 'success' };
+      const protector = env.ctx.providers.formProtectors.get(id);
+      if (!protector) return { status: 'attempted' };
+      const decision = await protector.instance.verify({
+        realm: realmInfo(env.realm),
+        form: 'login',
+        config,
+        request: env.request,
+        resourceBaseUrl: `/realms/${encodeURIComponent(env.realm.name)}/${id}`,
+        submitted: fields,
+      });
+      if (decision.ok) return { status: 'success' };
+      const { reason, status, retryAfterSeconds } = decision;
+      return { status: 'failure', failure: { kind: 'protector', provider: id, reason, error: providerEventError(decision.error), status, retryAfterSeconds } };
+    },
+  };
+}
+
+/** The user holds the role (realm role `name`, client role `clientId.name`: Keycloak's getRoleFromString), composites and groups included. */
+async function holdsRole(ctx: SignInContext, realm: Realm, user: User, role: string): Promise<boolean> {
+  const held = await effectiveRoles(ctx.storage, realm.id, user.id);
+  for (let dot = role.indexOf('.'); dot > 0; dot = role.indexOf('.', dot + 1)) {
+    const clientId = role.slice(0, dot);
+    if (await ctx.storage.clients.cachedByClientId(realm.id, clientId)) return (held.clientRoles[clientId] ?? []).includes(role.slice(dot + 1));
+  }
+  return held.realmRoles.includes(role);
+}
+
+/** Keycloak's flow conditions: they decide whether the conditional subflow they sit in runs. */
+const conditions: Record<string, Condition<SignInEnv>> = {
+  'conditional-user-configured': {
+    id: 'conditional-user-configured',
+    matches: async ({ execution, user, userConfiguredFor }) => user !== null && userConfiguredFor(execution.parentFlowId),
+  },
+  'conditional-user-role': {
+    id: 'conditional-user-role',
+    async matches({ config, user, env }) {
+      if (!user || !config.condUserRole) return false;
+      const holds = await holdsRole(env.ctx, env.realm, user, config.condUserRole);
+      return config.negate === 'true' ? !holds : holds;
+    },
+  },
+  'conditional-user-attribute': {
+    id: 'conditional-user-attribute',
+    async matches({ config, user }) {
+      if (!user || !config.attribute_name) return false;
+      const expected = config.attribute_expected_value ?? '';
+      const values = user.attributes[config.attribute_name] ?? [];
+      let pattern: RegExp | null = null;
+      if (config.regex === 'true') {
+        try {
+          pattern = new RegExp(`^(?:${expected})$`, 'u');
+        } catch {
+          return false;
+        }
+      }
+      const found = values.some((value) => (pattern ? pattern.test(value) : value === expected));
+      return config.not === 'true' ? !found : found;
+    },
+  },
+};
+
+const find = <Env extends SignInEnv>(steps: Record<string, Step<Env>>, ctx: SignInContext, submitted: (env: Env) => Record<string, string> | null) => (id: string) =>
+  steps[id] ?? (ctx.providers.formProtectors.has(id) ? protectorStep<Env>(id, submitted) : undefined);
+
+/** Where a browser sign-in stands between pages: carried, sealed, by the page that asks for the next step. */
+export interface BrowserProgress {
+  user: User | null;
+  done: Record<string, ExecutionStatus>;
+  requiredActions: string[];
+  login?: string;
+  passwordChecked?: boolean;
+}
+
+/**
+ * The browser adapter's run: the client's browser flow (or the realm's) from the top, with what earlier pages of
+ * this sign-in settled, and the page just posted given to the step whose page it is.
+ */
+export function runBrowserSignIn(
+  ctx: SignInContext & Pick<ServerContext, 'flows'>,
+  realm: Realm,
+  clientId: string,
+  request: RequestInfo,
+  progress: BrowserProgress | null,
+  submitted: BrowserEnv['submitted'],
+  sso?: User,
+): Promise<FlowResult<BrowserChallenge, SignInFailure> & { env: BrowserEnv }> {
+  const env: BrowserEnv = { ctx, realm, clientId, details: { auth_method: 'openid-connect' }, request, submitted: submitted && { ...submitted }, login: progress?.login, passwordChecked: progress?.passwordChecked, sso };
+  return ctx.flows
+    .runSignIn<BrowserEnv, BrowserChallenge, SignInFailure>(realm, 'browser', clientId, {
+      env,
+      authenticator: find(browserSteps, ctx, () => null),
+      condition: (id) => conditions[id],
+      done: progress?.done,
+      user: progress?.user ?? null,
+      requiredActions: progress?.requiredActions,
+      actionEnabled: async (alias) => (await realmRequiredActions(ctx.storage, realm.id)).some((action) => action.alias === alias && action.enabled),
+    })
+    .then((result) => ({ ...result, env }));
+}
+
+/** The direct grant adapter's run: the client's direct grant flow (or the realm's) in one request. */
+export function runGrantSignIn(
+  ctx: SignInContext & Pick<ServerContext, 'flows'>,
+  realm: Realm,
+  clientId: string,
+  request: RequestInfo,
+  details: Record<string, string>,
+  params: Record<string, string>,
+): Promise<FlowResult<BrowserChallenge, SignInFailure> & { env: GrantEnv }> {
+  const env: GrantEnv = { ctx, realm, clientId, details, request, params };
+  return ctx.flows
+    .runSignIn<GrantEnv, BrowserChallenge, SignInFailure>(realm, 'direct_grant', clientId, {
+      env,
+      authenticator: find(grantSteps, ctx, (e) => e.params),
+      condition: (id) => conditions[id],
+    })
+    .then((result) => ({ ...result, env }));
+}
+
+/**
+ * A user a flow signed in without a password step (a copy that names the user and checks something else):
+ * Keycloak's final validateUser, enabled and not locked out. Null when the user may go on.
+ */
+export async function refusedUser(ctx: SignInContext, realm: Realm, user: User, env: SignInEnv): Promise<'user_disabled' | 'user_temporarily_disabled' | null> {
+  if (env.passwordChecked) return null;
+  if (!user.enabled) return 'user_disabled';
+  const lockout = await loginLockout(ctx, realm, user);
+  return lockout === 'temporary' ? 'user_temporarily_disabled' : lockout === 'permanent' ? 'user_disabled' : null;
+}

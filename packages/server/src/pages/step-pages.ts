@@ -1,0 +1,135 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import qrcode from 'qrcode-generator';
+import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
+import type { ExecutionStatus } from '../flows/index.js';
+import type { ServerContext } from '../context.js';
+import { otpauthUri } from '../credentials/otp.js';
+import type { Realm, User } from '../model/types.js';
+import { actionUrl } from './pages.js';
+import type { FieldErrors } from './render.js';
+
+/**
+ * What the sign-in's step pages share (the OTP code page, the required actions' pages, an e-mailed link's pages):
+ * between pages the server keeps nothing; each page carries a `key` sealed with the realm's state secret
+ * (authentication/signed-state.ts) naming the user and the auth session (a hash of its CSRF token); the
+ * CONFIGURE_TOTP page's key also carries the new secret until a code proves the app has it.
+ */
+
+
+export const STEP_LIFETIME_MS = 10 * 60 * 1000;
+export const INVALID_CODE = 'Invalid one-time code.';
+export const MAX_LABEL = 255;
+
+export interface StepClaims {
+  sub: string;
+  azp: string;
+  /** sha256 of the auth session's CSRF token: the key works in this login only. */
+  auth: string;
+  pending: PendingAction | null;
+  /** CONFIGURE_TOTP: the secret shown on the page. */
+  secret?: string;
+  /** login-otp: what the flow settled before the code page (execution id → status), and its pending setup actions. */
+  done?: Record<string, ExecutionStatus>;
+  setup?: string[];
+  login?: string;
+  checked?: boolean;
+}
+
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms';
+
+export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
+
+export function stepState(ctx: ServerContext) {
+  const signed = new SignedState(ctx.keys);
+  return {
+    seal: (realm: Realm, purpose: StepPurpose, claims: StepClaims) => signed.seal(realm.id, purpose, claims, STEP_LIFETIME_MS),
+    /** The step's user when `key` is this login's, still enabled; null otherwise. */
+    async open(realm: Realm, purpose: StepPurpose, auth: AuthSession, key: string): Promise<{ claims: StepClaims; user: User } | null> {
+      const claims = await signed.open<StepClaims>(realm.id, purpose, key, 8192);
+      if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || typeof claims.sub !== 'string') return null;
+      const user = await ctx.storage.users.byId(realm.id, claims.sub);
+      return user && user.enabled ? { claims, user } : null;
+    },
+  };
+}
+
+/**
+ * An inline SVG QR code of `text` (no script, no external image: the pages' CSP allows neither); '' when the text
+ * is too long for any QR code (the page then shows the key only).
+ */
+export function qrSvg(text: string): string {
+  let qr: ReturnType<typeof qrcode> | null = null;
+  for (const level of ['M', 'L'] as const) {
+    try {
+      qr = qrcode(0, level);
+      qr.addData(text);
+      qr.make();
+      break;
+    } catch {
+      qr = null;
+    }
+  }
+  if (!qr) return '';
+  const size = qr.getModuleCount();
+  const margin = 4;
+  let path = '';
+  for (let row = 0; row < size; row++) {
+    for (let col = 0; col < size; col++) if (qr.isDark(row, col)) path += `M${col + margin},${row + margin}h1v1h-1z`;
+  }
+  const full = size + 2 * margin;
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${full} ${full}" role="img" aria-label="QR code of the authenticator key" shape-rendering="crispEdges"><rect width="${full}" height="${full}" fill="#fff"/><path fill="#000" d="${path}"/></svg>`;
+}
+
+/** The manual key in groups of four, as apps show and take it. */
+const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
+
+export type ShowNewPassword = (
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  key: string,
+  errors: FieldErrors,
+  status?: number,
+  message?: { type: string; text: string },
+  /** The page is an application-initiated action (kc_action): it has a Cancel button. */
+  cancelAia?: boolean,
+) => Promise<FastifyReply>;
+
+/** The profile form's first values: what the user has. */
+export const profileValues = (user: User): Record<string, string> => ({ firstName: user.firstName ?? '', lastName: user.lastName ?? '', email: user.email ?? '' });
+
+/** Where a required action's page posts: the sign-in's step (its auth session's CSRF token), or an e-mailed link's. */
+export interface StepForm {
+  action: string;
+  csrf: string;
+  /** An application-initiated action (kc_action): the page has a Cancel button. */
+  cancelAia?: boolean;
+}
+
+export const signInStep = (realm: Realm, auth: AuthSession, step: string, cancelAia = false): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf, cancelAia });
+
+export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
+  ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
+
+export function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
+  const { data } = newOtpSetup(realm);
+  return ctx.pages.send(
+    reply,
+    realm,
+    'config-totp',
+    {
+      ...form,
+      key,
+      // The realm's display name as the app's issuer, unless it is long (the realm's name then: at most 100 characters).
+      qrSvg: qrSvg(otpauthUri(realm.displayName && realm.displayName.length <= 64 ? realm.displayName : realm.name, user.username, secret, data)),
+      manualKey: grouped(secret),
+      algorithm: data.algorithm.replace('Hmac', ''),
+      digits: data.digits,
+      period: data.period,
+      values,
+      errors,
+    },
+    status,
+  );
+}
