@@ -108,7 +108,7 @@ export const realmFieldUse: Record<string, string> = {
   enabled: 'protocol/openid-connect/auth.ts',
   registrationAllowed: 'pages/registration.ts',
   resetPasswordAllowed: 'pages/reset.ts',
-  verifyEmail: 'authentication/password.ts',
+  verifyEmail: 'services/required-actions.ts',
   loginWithEmailAllowed: 'authentication/password.ts',
   duplicateEmailsAllowed: 'services/users.ts',
   organizationsEnabled: 'admin/organizations.ts',

@@ -255,7 +255,7 @@ export async function pendingRequiredActions(storage: Storage, realmId: string, 
  * providers' evaluateTriggers): the user's pending actions, VERIFY_EMAIL when the realm verifies addresses and the
  * user's is not (or it is pending and the user has an address), UPDATE_PASSWORD when the password policy says the
  * password has expired, and `added` (what the flow's steps set, e.g. CONFIGURE_TOTP for a user without OTP in a flow
- * that requires it). Each only while it is enabled in the realm, except `added`; the first one is the next page.
+ * that requires it). Each only while it is enabled in the realm; the first one is the next page.
  */
 export async function dueRequiredActions(storage: Storage, realm: Realm, user: User, added: readonly string[] = []): Promise<string[]> {
   const stored = await storage.credentials.cachedRequiredActions(user.id);
@@ -264,10 +264,9 @@ export async function dueRequiredActions(storage: Storage, realm: Realm, user: U
   if (!user.email) due.delete(VERIFY_EMAIL);
   if (passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now())) due.add(UPDATE_PASSWORD);
   if (due.size === 0) return [];
-  const ordered = (await askable(storage, realm.id)).filter((alias) => due.has(alias));
-  // What a flow step requires is asked even when the realm switched the action off (or unregistered it): the step
-  // cannot pass without it (Keycloak refuses such a sign-in instead; either way nobody gets in without it).
-  return [...ordered, ...added.filter((alias) => carriedOut(alias) && !ordered.includes(alias))];
+  // A flow step sets its action only while the realm has it enabled (else the flow refuses the sign-in), so `added`
+  // is judged like the rest.
+  return (await askable(storage, realm.id)).filter((alias) => due.has(alias));
 }
 
 /**
