@@ -61,8 +61,8 @@ export interface ServerOptions {
 
 /**
  * A keep-alive connection whose request was in flight when close() began stays open once the response is sent,
- * and close() waits for the client to hang up, past the grace period. Responses sent while closing tell the
- * client to close the connection instead.
+ * and close() would wait for the client to hang up (until the grace period cuts it). Responses sent while closing
+ * tell the client to close the connection instead.
  */
 function closeKeepAliveOnShutdown(app: FastifyInstance): void {
   let closing = false;
@@ -237,12 +237,17 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
       }
       return url;
     },
-    /** Stops accepting, lets requests in flight finish, then closes providers (bounded), the store and the database. */
+    /**
+     * Stops accepting, lets requests in flight finish (for at most the grace period: a client that stops reading a
+     * response must not hold the close for ever), then closes providers (bounded), the store and the database.
+     */
     async close() {
       if (closed) return;
       closed = true;
       await metricsListener?.close();
-      await http.close();
+      const cutOff = setTimeout(() => http.server.closeAllConnections(), config.shutdownGraceMs);
+      cutOff.unref();
+      await http.close().finally(() => clearTimeout(cutOff));
       await closeProviders();
       await storage.cache.disconnect().catch(() => {});
       await store.close().catch((error) => logger.warn({ err: error }, 'shared store failed to close'));
