@@ -22,7 +22,7 @@
  *  - password grant: token-bench's load process (16 keep-alive connections, 1 s warm-up not counted).
  * Per side: successes/s, median latency, and the server process's CPU time per success (/proc: the figure least moved
  * by the other load on a shared machine); each the median over rounds; the ratio is after's cost over before's
- * (before/after for rates), so <= 1.05 is the issue's goal.
+ * (before/after for rates), so <= 1.05 is the issue's goal; beside it the median of each round's ratio.
  *
  * SIGN_IN_BENCH_SECONDS (default 5), SIGN_IN_BENCH_ROUNDS (default 4), SIGN_IN_BENCH_CLIENTS (form logins in
  * flight, default 4), SIGN_IN_BENCH_BEFORE (the commit, default 4898357).
@@ -56,8 +56,10 @@ export interface SignInFigure {
   before: number;
   after: number;
   unit: string;
-  /** After's cost over before's: after / before for latencies and CPU, before / after for rates. */
+  /** After's cost over before's, of the medians: after / before for latencies and CPU, before / after for rates. */
   ratio: number;
+  /** The same ratio in each round (the two sides measured next to each other), its median. */
+  pairedRatio: number;
   /** The issue's bar for `ratio` (at most), or null. */
   goal: number | null;
 }
@@ -266,9 +268,11 @@ export async function run(): Promise<SignInBench> {
   const m = (key: string) => median(bench.samples[key]);
   for (const mode of ['form login', 'password grant'] as const) {
     const figure = (name: string, key: string, unit: string, higherIsBetter: boolean, goal: number | null): SignInFigure => {
+      const cost = (b: number, a: number) => (higherIsBetter ? b / a : a / b);
       const b = m(`before ${mode} ${key}`);
       const a = m(`after ${mode} ${key}`);
-      return { name: `${mode}: ${name}`, before: b, after: a, unit, ratio: higherIsBetter ? b / a : a / b, goal };
+      const paired = median(bench.samples[`before ${mode} ${key}`].map((value, round) => cost(value, bench.samples[`after ${mode} ${key}`][round])));
+      return { name: `${mode}: ${name}`, before: b, after: a, unit, ratio: cost(b, a), pairedRatio: paired, goal };
     };
     bench.figures.push(
       figure(mode === 'form login' ? `logins per second, ${CLIENTS} in flight` : 'grants per second, 16 connections', 'rate', '/s', true, 1.05),
@@ -287,7 +291,7 @@ export function format(bench: SignInBench): string {
   ];
   for (const f of bench.figures) {
     const met = f.goal === null ? '' : f.ratio <= f.goal ? ` (goal <= ${f.goal}: met)` : ` (goal <= ${f.goal}: MISSED)`;
-    lines.push(`  ${f.name}: before ${v(f.before)} ${f.unit}, after ${v(f.after)} ${f.unit}  | ratio ${f.ratio.toFixed(3)}${met}`);
+    lines.push(`  ${f.name}: before ${v(f.before)} ${f.unit}, after ${v(f.after)} ${f.unit}  | ratio ${f.ratio.toFixed(3)}${met}, per round ${f.pairedRatio.toFixed(3)}`);
   }
   lines.push(`  modules under packages/ loaded from their own checkout: before ${bench.modules.before.ownCheckout}, after ${bench.modules.after.ownCheckout} (from the other: ${bench.modules.before.otherCheckout}, ${bench.modules.after.otherCheckout})`);
   lines.push(`  load average (1 min) per phase: ${bench.loadAverages.map((l) => `${l.phase} ${l.before.toFixed(1)}/${l.after.toFixed(1)}`).join('; ')}`);
