@@ -52,17 +52,33 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Options of `startRealmgate`. */
+export interface RealmgateOptions {
+  dbUrl: string;
+  dir: string;
+  adminUsername?: string;
+  adminPassword: string;
+  env?: Record<string, string>;
+  hostnameFromRequest?: boolean;
+  /** The checkout whose server runs (its packages/server/src/main.ts, its node_modules); this one's by default. */
+  root?: string;
+  /** A file to which the process writes the URL of every module it loads (scripts/module-log.mjs). */
+  moduleLog?: string;
+}
+
 /**
  * A Realmgate server process as `npm start` runs it (production mode, log level warn, loopback), on `dbUrl`,
  * its providers directory under `dir`; `env` adds to or overrides its settings; with `hostnameFromRequest` it has
  * no hostname and takes its public URL from each request (hostname-strict false). Resolves once its discovery
  * document answers (at most 120 s).
  */
-export async function startRealmgate(options: { dbUrl: string; dir: string; adminUsername?: string; adminPassword: string; env?: Record<string, string>; hostnameFromRequest?: boolean }): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
+export async function startRealmgate(options: RealmgateOptions): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/server/src/main.ts')], {
-    cwd: ROOT,
+  const root = options.root ?? ROOT;
+  const moduleLog = options.moduleLog ? ['--import', join(ROOT, 'scripts/module-log.mjs')] : [];
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...moduleLog, join(root, 'packages/server/src/main.ts')], {
+    cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
       ...process.env,
@@ -75,6 +91,7 @@ export async function startRealmgate(options: { dbUrl: string; dir: string; admi
       REALMGATE_BOOTSTRAP_ADMIN_PASSWORD: options.adminPassword,
       REALMGATE_PROVIDERS_DIR: join(options.dir, 'providers'),
       REALMGATE_LOG_LEVEL: 'warn',
+      ...(options.moduleLog ? { REALMGATE_BENCH_MODULE_LOG: options.moduleLog } : {}),
       ...options.env,
     },
   });

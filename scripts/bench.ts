@@ -13,6 +13,7 @@ import * as adminConsole from './console-bench.js';
 import * as checkpoints from './checkpoint-bench.js';
 import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
+import * as signIn from './sign-in-bench.js';
 import * as token from './token-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -54,6 +55,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await token.run();
       console.log(token.format(figures));
       record('token', figures);
+    },
+  ],
+  [
+    'Sign-in flow (issue 35): form logins through the browser flow and password grants, this checkout beside the commit before the flow runner (SIGN_IN_BENCH_BEFORE, 4898357), side by side',
+    async () => {
+      const figures = await signIn.run();
+      console.log(signIn.format(figures));
+      record('sign-in-flow', figures);
     },
   ],
   [

@@ -27,7 +27,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { concurrently, startRealmgate } from './bench-support.js';
+import { concurrently, startRealmgate, type RealmgateOptions } from './bench-support.js';
 import { api, createPgDatabase, tokenRequest } from '../packages/server/test/support/server.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -119,9 +119,9 @@ function runLoad(url: string, users: number): Promise<LoadResult> {
 
 export { freePort } from './bench-support.js';
 
-/** A Realmgate process on `dbUrl` with the bench's administrator. */
-export function startServer(dbUrl: string, dir: string): ReturnType<typeof startRealmgate> {
-  return startRealmgate({ dbUrl, dir, adminPassword: ADMIN_PASSWORD });
+/** A Realmgate process on `dbUrl` with the bench's administrator; `options` as startRealmgate's (another checkout's server). */
+export function startServer(dbUrl: string, dir: string, options: Pick<RealmgateOptions, 'root' | 'moduleLog'> = {}): ReturnType<typeof startRealmgate> {
+  return startRealmgate({ dbUrl, dir, adminPassword: ADMIN_PASSWORD, ...options });
 }
 
 /** Realm `scale`: a confidential client `bench` (service account, direct access grants) and the user `user-0`. */

@@ -37,7 +37,7 @@ import { connect, type Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { concurrently, stopper } from './bench-support.js';
+import { concurrently, stopper, type RealmgateOptions } from './bench-support.js';
 
 // The server's modules (through scale-bench and the test support) are imported only where a Realmgate is started,
 // so the load, baseline and oidc-provider processes carry none of them; the secrets reach those as arguments.
@@ -79,8 +79,8 @@ export interface TokenBench {
   samples?: Record<string, number[]>;
 }
 
-type Mode = 'client_credentials' | 'password' | 'refused' | 'client_credentials_mapped' | 'password_mapped';
-interface LoadResult {
+export type Mode = 'client_credentials' | 'password' | 'refused' | 'client_credentials_mapped' | 'password_mapped';
+export interface LoadResult {
   count: number;
   errors: number;
   rate: number;
@@ -222,6 +222,12 @@ function child<T>(args: string[]): Promise<T> {
   });
 }
 
+/** A load process (`--token-load`): `mode`'s requests to the token endpoint `url` for `seconds`, after its warm-up. */
+export async function loadProcess(url: string, mode: Mode, seconds: number): Promise<LoadResult> {
+  const { CLIENT_SECRET, USER_PASSWORD } = await scaleBench();
+  return child<LoadResult>(['--token-load', url, mode, String(seconds), CLIENT_SECRET, USER_PASSWORD]);
+}
+
 // ---------------------------------------------------------------- the mapped case (issue 15)
 
 /**
@@ -360,7 +366,7 @@ function rssMb(pid: number): number {
 }
 
 /** The process's CPU time (user + system, all its threads) in ms (Linux /proc), or NaN elsewhere. */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   try {
     // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
@@ -385,8 +391,7 @@ async function loaded(url: string, pid: number, mode: Mode, bench: TokenBench): 
   const cpuBefore = cpuMs(pid);
   const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 200);
   try {
-    const { CLIENT_SECRET, USER_PASSWORD } = await scaleBench();
-    const result = await child<LoadResult>(['--token-load', url, mode, String(SECONDS), CLIENT_SECRET, USER_PASSWORD]);
+    const result = await loadProcess(url, mode, SECONDS);
     if (result.errors) bench.notes.push(`${url} ${mode}: ${result.errors} of ${result.count} answers not as expected: ${JSON.stringify(result.statuses)}`);
     // Warm-up included: the server's CPU time over every request the load process made.
     const requests = result.count * ((SECONDS + WARM_UP_SECONDS) / SECONDS);
@@ -396,15 +401,20 @@ async function loaded(url: string, pid: number, mode: Mode, bench: TokenBench): 
   }
 }
 
-interface Target {
+export interface Target {
+  /** The server's base URL, or null for a server that is not a Realmgate. */
+  url: string | null;
   /** The token endpoint's URL. */
   token: string;
   pid: number;
   stop(): Promise<void>;
 }
 
-/** A Realmgate process on a fresh database, set up (scale-bench's realm, client and user). */
-async function startRealmgate(kind: 'sqlite' | 'postgres'): Promise<Target> {
+/**
+ * A Realmgate process on a fresh database, set up (scale-bench's realm, client and user); `options` as
+ * startRealmgate's (another checkout's server, a module log).
+ */
+export async function startSetUpRealmgate(kind: 'sqlite' | 'postgres', options: Pick<RealmgateOptions, 'root' | 'moduleLog'> = {}): Promise<Target> {
   const { REALM, setUp, startServer } = await scaleBench();
   const { createPgDatabase } = await import('../packages/server/test/support/server.js');
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-token-bench-'));
@@ -414,7 +424,7 @@ async function startRealmgate(kind: 'sqlite' | 'postgres'): Promise<Target> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const server = await startServer(pgDb ? pgDb.url : `sqlite:${join(dir, 'token.db')}`, dir);
+    const server = await startServer(pgDb ? pgDb.url : `sqlite:${join(dir, 'token.db')}`, dir, options);
     const stop = async () => {
       await server.stop();
       await cleanUp();
@@ -425,7 +435,7 @@ async function startRealmgate(kind: 'sqlite' | 'postgres'): Promise<Target> {
       await stop();
       throw error;
     }
-    return { token: `${server.url}/realms/${REALM}/protocol/openid-connect/token`, pid: server.proc.pid!, stop };
+    return { url: server.url, token: `${server.url}/realms/${REALM}/protocol/openid-connect/token`, pid: server.proc.pid!, stop };
   } catch (error) {
     await cleanUp();
     throw error;
@@ -453,13 +463,13 @@ export async function run(): Promise<TokenBench> {
   // closely: the machine's load drifts over all of them alike.
   const targets: Target[] = [];
   try {
-    const sqlite = await startRealmgate('sqlite');
+    const sqlite = await startSetUpRealmgate('sqlite');
     targets.push(sqlite);
-    await setUpMapped(sqlite.token.replace(/\/realms\/.*$/, ''));
-    const postgres = await startRealmgate('postgres');
+    await setUpMapped(sqlite.url!);
+    const postgres = await startSetUpRealmgate('postgres');
     targets.push(postgres);
     const oidc = await startOidcProvider();
-    const oidcTarget = { token: `${oidc.url}/token`, pid: oidc.proc.pid!, stop: oidc.stop };
+    const oidcTarget = { url: null, token: `${oidc.url}/token`, pid: oidc.proc.pid!, stop: oidc.stop };
     targets.push(oidcTarget);
     await new Promise((r) => setTimeout(r, 1000));
     for (const [key, target] of [['sqlite', sqlite], ['postgres', postgres], ['oidc', oidcTarget]] as const) samples[`${key} rss start`] = [rssMb(target.pid)];
@@ -482,7 +492,6 @@ export async function run(): Promise<TokenBench> {
         }),
       () => measurePhase(samples, bench, 'realmgate sqlite refused client authentication', 'sqlite refused', sqlite, 'refused'),
     ];
-    const { CLIENT_SECRET, USER_PASSWORD } = await scaleBench();
     const warmUps: [Target, Mode][] = [
       [sqlite, 'client_credentials'],
       [sqlite, 'password'],
@@ -492,7 +501,7 @@ export async function run(): Promise<TokenBench> {
       [postgres, 'client_credentials'],
       [oidcTarget, 'client_credentials'],
     ];
-    for (const [target, mode] of warmUps) await child<LoadResult>(['--token-load', target.token, mode, String(JIT_WARM_UP_SECONDS), CLIENT_SECRET, USER_PASSWORD]);
+    for (const [target, mode] of warmUps) await loadProcess(target.token, mode, JIT_WARM_UP_SECONDS);
     for (let round = 0; round < ROUNDS; round++) {
       for (const step of round % 2 ? [...steps].reverse() : steps) await step();
     }
