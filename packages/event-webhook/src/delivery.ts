@@ -4,8 +4,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Agent, buildConnector, request } from 'undici';
-import { isTargetRefusal } from './target-guard.js';
-import type { TargetGuard } from './target-guard.js';
+import type { OutboundGuard } from '@realmgate/spi';
+import { isTargetRefusal } from './target-refusal.js';
 
 export interface WebhookDelivery {
   /** Names the delivery in logs; the provider uses the Standard Webhooks `webhook-id` here. */
@@ -72,7 +72,7 @@ export interface DispatcherOptions extends Partial<DispatcherSettings> {
   /** Defaults to undici with the connect and response timeouts (and `guard`, when given). */
   transport?: Transport;
   /** Checks the address of every new connection of the default transport; without it, any address is used. */
-  guard?: TargetGuard;
+  guard?: OutboundGuard;
 }
 
 export const DEFAULT_SETTINGS: Readonly<DispatcherSettings> = Object.freeze({
@@ -116,7 +116,7 @@ export type Connector = buildConnector.connector;
 
 export interface UndiciTransportOptions {
   /** Resolves each new connection's host, refuses what it must, and pins the address connected to. */
-  guard?: TargetGuard;
+  guard?: OutboundGuard;
   /** Replaces undici's connector (called with the pinned address as `hostname`); for tests. */
   connector?: Connector;
 }
@@ -126,7 +126,7 @@ export interface UndiciTransportOptions {
  * rebinding between the check and the connection is not possible). TLS still verifies the URL's host name:
  * it stays the SNI `servername` and the name the certificate must match.
  */
-export function guardedConnector(guard: TargetGuard, connect: Connector): Connector {
+export function guardedConnector(guard: OutboundGuard, connect: Connector): Connector {
   return (options, callback) => {
     guard.pin(options.hostname).then(
       (address) => connect({ ...options, hostname: address }, callback),

@@ -21,8 +21,7 @@ export type {
   UndiciTransportOptions,
   WebhookDelivery,
 } from './delivery.js';
-export { TargetGuard, TargetRefusedError, addressClass, isTargetRefusal, ruleEntryProblem, systemResolver } from './target-guard.js';
-export type { AddressClass, RefusalReason, ResolvedAddress, Resolver, TargetGuardOptions, TargetMode } from './target-guard.js';
+export { isTargetRefusal } from './target-refusal.js';
 export { parseSecret, sign, signatureHeaders } from './signature.js';
 export type { SignatureHeaders } from './signature.js';
 export { adminDeletePayload, userEventPayload } from './payload.js';

@@ -18,12 +18,10 @@ import type { Origin, WebhookPayload } from './payload.js';
 import { readSettings } from './settings.js';
 import type { WebhookSettings } from './settings.js';
 import { parseSecret, signatureHeaders } from './signature.js';
-import { TargetGuard } from './target-guard.js';
-import type { Resolver } from './target-guard.js';
 import { OutboxWorker, encodeStored } from './outbox.js';
 import type { CurrentTarget, OutboxMetrics, StoredDelivery } from './outbox.js';
 import { outboxAdminRoutes } from './admin-api.js';
-import type { OutboxItem, OutboxItemInput } from '@realmgate/spi';
+import type { OutboundGuard, OutboundResolver, OutboxItem, OutboxItemInput } from '@realmgate/spi';
 
 export const PROVIDER_ID = 'ext-event-webhook';
 
@@ -99,7 +97,7 @@ export interface EventWebhookProviderOptions {
   /** Replaces the undici transport (tests, or a custom HTTP stack); the target guard is then not applied. */
   transport?: Transport;
   /** Replaces the system resolver of the target guard (tests). */
-  resolver?: Resolver;
+  resolver?: OutboundResolver;
   /** Replaces undici's connector behind the target guard (tests: no socket is opened). */
   connector?: Connector;
 }
@@ -112,7 +110,7 @@ export function createEventWebhookProvider(options: EventWebhookProviderOptions 
     displayName: 'Event webhook',
     helpText: 'POSTs user events to the URL in the client attributes api.url / api.key, with retries.',
     init(context) {
-      webhook = new ClientWebhooks(context, readSettings(context.config, context.env), options);
+      webhook = new ClientWebhooks(context, readSettings(context.config, context.env, context.outbound?.ruleProblem), options);
     },
     // The webhook's own settings: a manage-clients holder sets them on account-console too (the original setup).
     ownedClientAttributes: ['api.url', 'api.key'],
@@ -175,7 +173,7 @@ class ClientWebhooks {
   /** Misconfigurations already reported, so a busy client does not repeat the warning per event. */
   private readonly warned = new Set<string>();
   private closing = false;
-  readonly guard: TargetGuard;
+  readonly guard: OutboundGuard;
 
   constructor(
     readonly context: ProviderContext,
@@ -184,12 +182,8 @@ class ClientWebhooks {
   ) {
     const metrics = metricHooks(context.metrics);
     this.countOutcome = metrics.count;
-    this.guard = new TargetGuard({
-      mode: context.mode ?? 'production',
-      allow: settings.allow,
-      deny: settings.deny,
-      resolver: options.resolver,
-    });
+    if (!context.outbound) throw new Error('the event webhook needs a server that guards outbound targets (ProviderContext.outbound)');
+    this.guard = context.outbound.guard({ allow: settings.allow, deny: settings.deny, label: 'webhook target', resolver: options.resolver });
     const transport = options.transport ?? undiciTransport(settings, { guard: this.guard, connector: options.connector });
     if (settings.mode === 'outbox') {
       if (!context.outbox) throw new Error('outbox mode needs a server that offers a durable outbox (ProviderContext.outbox)');

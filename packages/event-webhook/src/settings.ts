@@ -4,12 +4,11 @@
  */
 import { DEFAULT_SETTINGS, settingProblem } from './delivery.js';
 import type { DispatcherSettings } from './delivery.js';
-import { ruleEntryProblem } from './target-guard.js';
 
 export interface WebhookSettings extends DispatcherSettings {
   /** How long close() lets queued deliveries and retries run before dropping them. */
   shutdownGraceMs: number;
-  /** Webhook target rules (see TargetGuard): CIDRs, addresses, host names, `*.domain`, `loopback`, `private`. */
+  /** Webhook target rules (checked by the host's outbound guard, ProviderContext.outbound): CIDRs, addresses, host names, `*.domain`, `loopback`, `private`. */
   allow: string[];
   deny: string[];
   /** `memory` (the default: the original's in-memory queue) or `outbox` (durable, in the server's database). */
@@ -74,6 +73,8 @@ const CONFIG_PREFIX = 'providers.ext-event-webhook.';
 export function readSettings(
   config: Readonly<Record<string, unknown>>,
   env: Readonly<Record<string, string | undefined>>,
+  /** The host's allow/deny rule syntax (ProviderContext.outbound); without it a bad entry is refused when the guard is made. */
+  ruleProblem: (entry: string) => string | null = () => null,
 ): WebhookSettings {
   const unknown = Object.keys(config).filter((key) => !Object.hasOwn(SETTING_ENV, key));
   if (unknown.length > 0) {
@@ -113,7 +114,7 @@ export function readSettings(
     if (source === null || key === 'mode') continue;
     if (key === 'allow' || key === 'deny') {
       const entries = toStringList(raw);
-      const problem = entries === null ? 'must be a comma-separated list or a list of strings' : entries.map(ruleEntryProblem).find(Boolean);
+      const problem = entries === null ? 'must be a comma-separated list or a list of strings' : entries.map(ruleProblem).find(Boolean);
       if (problem) throw new Error(`invalid webhook setting ${source}=${JSON.stringify(raw)}: ${problem}`);
       settings[key] = entries!;
       continue;

@@ -229,7 +229,9 @@ describe('outbox mode', () => {
       ...OUTBOX,
       // Long enough that node B cannot take it over before its clock is moved past the lease, however slow the machine.
       REALMGATE_WEBHOOK_LEASE_MS: '60000',
-      REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '2000',
+      // Long too: node A must still be in its first attempt when it is killed. With 2 s, a loaded machine (starting
+      // node B takes seconds) let A time out and retry first: two hits before the kill (seen in a run at load 21).
+      REALMGATE_WEBHOOK_RESPONSE_TIMEOUT_MS: '30000',
       REALMGATE_WEBHOOK_POLL_MS: '100',
     };
     const receiver = new Receiver(await freePort(), (n) => (n === 1 ? 'never' : 204));

@@ -1,6 +1,7 @@
 import type { ClientInfo, Counter, EventListener, Gauge, Histogram, Metrics, ProviderContext } from '@realmgate/spi';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, vi } from 'vitest';
+import { outboundGuards } from '../../server/src/http/target-guard.js';
 import { providers } from '../src/index.js';
 import { createEventWebhookProvider, webhookTarget } from '../src/provider.js';
 import type { EventWebhookProviderOptions } from '../src/provider.js';
@@ -70,6 +71,8 @@ function setUp(
     config: options.config ?? {},
     env: options.env ?? {},
     ...(options.mode ? { mode: options.mode } : {}),
+    // The host's guard, as the server hands it (an absent mode is production, the stricter side).
+    outbound: outboundGuards(options.mode ?? 'production'),
     clients: clientsApi,
     users: usersApi,
   } as unknown as ProviderContext;

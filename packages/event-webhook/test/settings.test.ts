@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ruleEntryProblem } from '../../server/src/http/target-guard.js';
 import { readSettings } from '../src/settings.js';
 
 /** The outbox settings' defaults, present (and unused) in the default in-memory mode. */
@@ -97,6 +98,6 @@ describe('readSettings', () => {
     [{ deny: [10] }, {}, /providers\.ext-event-webhook\.deny=\[10\]: must be a comma-separated list/],
     [{ maxAttemps: 3 }, {}, /unknown webhook setting providers\.ext-event-webhook\.maxAttemps/],
   ])('refuses %j %j, naming the key', (config, env, message) => {
-    expect(() => readSettings(config, env)).toThrow(message);
+    expect(() => readSettings(config, env, ruleEntryProblem)).toThrow(message);
   });
 });

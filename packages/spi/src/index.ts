@@ -166,6 +166,62 @@ export interface ProviderContext {
    * server processes sharing one database share it: `claimDue` hands an item to one process at a time.
    */
   outbox?: OutboxStore;
+  /**
+   * The host's guard on the addresses the server's own outbound HTTP may reach (absent on an older host): one
+   * check for webhooks, identity providers and JWKS URLs alike, so a provider never writes its own.
+   */
+  outbound?: OutboundGuards;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Outbound targets (the host's one guard on where the server's own HTTP may connect)
+
+export type OutboundMode = 'development' | 'production';
+
+/** Why a target was refused; also the `reason` log field. */
+export type OutboundRefusalReason = 'scheme' | 'unspecified' | 'link_local' | 'not_unicast' | 'loopback' | 'denied';
+
+/** What a guard throws instead of opening a connection; `code` tells it from a network error. Never retried. */
+export interface OutboundRefusal extends Error {
+  readonly code: 'ERR_OUTBOUND_TARGET_REFUSED';
+  readonly reason: OutboundRefusalReason;
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Every address of a host name (the default is the system resolver, all addresses). */
+export type OutboundResolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export interface OutboundRules {
+  /** CIDRs, addresses, host names (`hooks.internal`, `*.internal`) or the keywords `loopback`, `private`. */
+  allow?: readonly string[];
+  deny?: readonly string[];
+  /** Names the rules in refusals ("denied by the <label> rules"). */
+  label?: string;
+  /** Replaces the system resolver (tests). */
+  resolver?: OutboundResolver;
+}
+
+export interface OutboundGuard {
+  /** production refuses loopback; development allows it. */
+  readonly mode: OutboundMode;
+  /**
+   * Resolves `hostname` and returns the address to connect to (connect to that address, never to the name again:
+   * no DNS rebinding); rejects with an OutboundRefusal when the host or any of its addresses is refused.
+   */
+  pin(hostname: string): Promise<string>;
+  /** What can be judged without DNS (scheme, literal addresses, localhost names, host rules): null when nothing yet. */
+  checkUrl(url: string): OutboundRefusal | null;
+}
+
+export interface OutboundGuards {
+  /** A guard with the server's mode and these rules; throws RangeError naming a bad rule entry. */
+  guard(rules?: OutboundRules): OutboundGuard;
+  /** The problem with one allow/deny entry, or null when it is valid (for a provider's settings validation). */
+  ruleProblem(entry: string): string | null;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import type { ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
 import { realmInfo } from '../events/index.js';
+import { outboundGuards } from '../http/target-guard.js';
 import { TokenVerificationError } from '../model/errors.js';
 import type { Client } from '../model/types.js';
 import { spiLogger } from '../observability/index.js';
@@ -17,13 +18,15 @@ export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: 
   // run on requests too (the webhook's, for every event), and each miss is a database round trip. Cached objects are
   // frozen; what a provider gets is copied from them (realmInfo, clientInfo).
   const realm = (name: string) => storage.realms.cachedByName(name);
+  const mode = ctx.config.mode === 'production' ? 'production' : 'development';
   return {
     logger: spiLogger(ctx.logger, { provider: factory.id }),
     store: namespacedStore(ctx.store, `provider:${factory.id}`),
     metrics: ctx.metrics,
     config: { ...(ctx.config.providers[factory.id] ?? {}) },
     env,
-    mode: ctx.config.mode === 'production' ? 'production' : 'development',
+    mode,
+    outbound: outboundGuards(mode),
     realms: {
       get: async (name) => {
         const r = await realm(name);

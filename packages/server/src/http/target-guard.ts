@@ -1,19 +1,22 @@
 /**
- * Which addresses a webhook may be delivered to, so that a client administrator cannot point `api.url` at the
- * server's own network (cloud metadata, loopback services). Checked on the address actually connected to,
- * after DNS resolution, for every new connection (the delivery transport pins that address).
+ * Which addresses the server's own outbound HTTP may reach (webhook deliveries, an identity provider's endpoints,
+ * a client's JWKS URL), so that an administrator cannot point a URL at the server's own network (cloud metadata,
+ * loopback services). Checked on the address actually connected to, after DNS resolution, for every new
+ * connection (the caller's transport pins that address). The one implementation of this check: extensions get
+ * it through the SPI (`ProviderContext.outbound`).
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import type { OutboundGuard, OutboundGuards, OutboundMode, OutboundRefusal, OutboundRefusalReason, OutboundRules, OutboundResolver } from '@realmgate/spi';
 
-export type TargetMode = 'development' | 'production';
-
-/** Why a target was refused; also the `reason` log field. */
-export type RefusalReason = 'scheme' | 'unspecified' | 'link_local' | 'not_unicast' | 'loopback' | 'denied';
+export type TargetMode = OutboundMode;
+export type RefusalReason = OutboundRefusalReason;
+export type Resolver = OutboundResolver;
+export type { ResolvedAddress } from '@realmgate/spi';
 
 /** Thrown (or passed to the connector's callback) instead of opening a connection. Never retried. */
-export class TargetRefusedError extends Error {
-  readonly code = 'ERR_WEBHOOK_TARGET_REFUSED';
+export class TargetRefusedError extends Error implements OutboundRefusal {
+  readonly code = 'ERR_OUTBOUND_TARGET_REFUSED';
   constructor(
     readonly reason: RefusalReason,
     message: string,
@@ -23,27 +26,16 @@ export class TargetRefusedError extends Error {
   }
 }
 
-export function isTargetRefusal(error: unknown): error is TargetRefusedError {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ERR_WEBHOOK_TARGET_REFUSED';
+export function isTargetRefusal(error: unknown): error is OutboundRefusal {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ERR_OUTBOUND_TARGET_REFUSED';
 }
 
-export interface ResolvedAddress {
-  address: string;
-  family: number;
-}
-
-/** Every address of a host name; the default is the system resolver (`dns.lookup`, all addresses). */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
-
+/** The system resolver (`dns.lookup`, all addresses). */
 export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
-export interface TargetGuardOptions {
+export interface TargetGuardOptions extends OutboundRules {
   /** production refuses loopback; development allows it (the demo realm's inbox is on the server itself). */
   mode: TargetMode;
-  /** CIDRs, addresses, host names (`hooks.internal`, `*.internal`) or the keywords `loopback`, `private`. */
-  allow?: readonly string[];
-  deny?: readonly string[];
-  resolver?: Resolver;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -176,12 +168,12 @@ function parseEntry(raw: string): Entry | null {
   return /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/.test(name) ? { name, suffix } : null;
 }
 
-function compile(allow: readonly string[], deny: readonly string[]): Rules {
+function compile(allow: readonly string[], deny: readonly string[], label: string): Rules {
   const rules: Rules = { ranges: [], hosts: [] };
   for (const [list, isAllow] of [[allow, true], [deny, false]] as const) {
     for (const raw of list) {
       const entry = parseEntry(raw);
-      if (!entry) throw new RangeError(`webhook target rule ${ruleEntryProblem(raw)}`);
+      if (!entry) throw new RangeError(`${label} rule ${ruleEntryProblem(raw)}`);
       if ('ranges' in entry) for (const range of entry.ranges) rules.ranges.push({ range, allow: isAllow });
       else rules.hosts.push({ ...entry, allow: isAllow });
     }
@@ -196,14 +188,16 @@ const DESCRIPTIONS: Record<Exclude<RefusalReason, 'scheme' | 'denied'>, string> 
   loopback: 'a loopback address (allowed in development mode only)',
 };
 
-export class TargetGuard {
+export class TargetGuard implements OutboundGuard {
   readonly mode: TargetMode;
   private readonly rules: Rules;
   private readonly resolver: Resolver;
+  private readonly label: string;
 
   constructor(options: TargetGuardOptions) {
     this.mode = options.mode;
-    this.rules = compile(options.allow ?? [], options.deny ?? []);
+    this.label = options.label ?? 'outbound target';
+    this.rules = compile(options.allow ?? [], options.deny ?? [], this.label);
     this.resolver = options.resolver ?? systemResolver;
   }
 
@@ -216,7 +210,7 @@ export class TargetGuard {
     const host = normalizeHost(hostname);
     const literal = parseIp(host);
     const hostRule = literal ? undefined : this.hostRule(host);
-    if (hostRule && !hostRule.allow) throw new TargetRefusedError('denied', `host ${host} is denied by the webhook target rules`);
+    if (hostRule && !hostRule.allow) throw new TargetRefusedError('denied', `host ${host} is denied by the ${this.label} rules`);
     const addresses = literal ? [host] : (await this.resolver(host)).map((entry) => entry.address);
     if (addresses.length === 0) throw new Error(`getaddrinfo ENOTFOUND ${host}`);
     for (const address of addresses) {
@@ -246,7 +240,7 @@ export class TargetGuard {
       return refusal ? new TargetRefusedError(refusal.reason, refusal.message) : null;
     }
     const hostRule = this.hostRule(host);
-    if (hostRule) return hostRule.allow ? null : new TargetRefusedError('denied', `host ${host} is denied by the webhook target rules`);
+    if (hostRule) return hostRule.allow ? null : new TargetRefusedError('denied', `host ${host} is denied by the ${this.label} rules`);
     // RFC 6761: localhost and its subdomains are loopback whatever DNS says.
     if (host === 'localhost' || host.endsWith('.localhost')) {
       const refusal = this.addressRefusal('127.0.0.1', false);
@@ -277,7 +271,7 @@ export class TargetGuard {
       if (!contains(range, ip)) continue;
       if (!best || range.prefix > best.prefix || (range.prefix === best.prefix && !allow)) best = { prefix: range.prefix, allow };
     }
-    if (best) return best.allow ? null : { reason: 'denied', message: `${shown} is denied by the webhook target rules` };
+    if (best) return best.allow ? null : { reason: 'denied', message: `${shown} is denied by the ${this.label} rules` };
     if (kind === 'loopback' && this.mode === 'production') return { reason: 'loopback', message: `${shown} is ${DESCRIPTIONS.loopback}` };
     return null;
   }
@@ -289,4 +283,9 @@ function stripBrackets(host: string): string {
 
 function normalizeHost(hostname: string): string {
   return stripBrackets(hostname.trim().toLowerCase()).replace(/\.$/, '');
+}
+
+/** What the host hands providers (`ProviderContext.outbound`): guards in the server's mode, and the rule syntax. */
+export function outboundGuards(mode: TargetMode): OutboundGuards {
+  return { guard: (rules = {}) => new TargetGuard({ ...rules, mode }), ruleProblem: ruleEntryProblem };
 }
