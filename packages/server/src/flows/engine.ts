@@ -43,6 +43,8 @@ export interface StepContext<Env> {
   config: Readonly<Record<string, string>>;
   user: User | null;
   env: Env;
+  /** What this run has settled so far (execution id → status): a step that hands the flow on (an e-mailed link) carries it. */
+  done: Readonly<Record<string, ExecutionStatus>>;
 }
 
 export interface Authenticator<Env, Challenge, Failure> {
@@ -134,7 +136,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     const configured = async (e: AuthExecution): Promise<boolean> => {
       if (e.subFlowId) return userConfiguredFor(e.subFlowId, seen);
       const authenticator = e.authenticator ? run.authenticator(e.authenticator) : undefined;
-      if (!authenticator?.requiresUser || !authenticator.configuredFor) return true;
+      if (!authenticator?.configuredFor) return true;
       return user !== null && (await authenticator.configuredFor(user, env));
     };
     if (required.length > 0) {
@@ -187,7 +189,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
         throw new Incomplete('credential_setup_required', id);
       }
     }
-    const outcome = await authenticator.authenticate({ execution, config: configFor(execution), user, env });
+    const outcome = await authenticator.authenticate({ execution, config: configFor(execution), user, env, done: status });
     switch (outcome.status) {
       case 'success':
         if (outcome.user) user = outcome.user;

@@ -149,6 +149,17 @@ export class FlowRunner {
   }
 
   /**
+   * Runs the realm's bound flow of a page sequence that is not a sign-in (reset credentials) through the one flow
+   * runner, refused first when it cannot run (FlowCannotRunError). Reads nothing but the cached flow rows.
+   */
+  async runBound<Env, C, F>(realm: Realm, binding: Exclude<FlowBinding, 'browserFlow'>, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
+    const flows = await this.cachedFlows(realm);
+    const chosen = { root: this.boundFlow(realm, binding, flows), binding };
+    this.requireRunnable(realm, chosen, flows);
+    return runFlow({ ...run, flows, root: chosen.root });
+  }
+
+  /**
    * A realm's bindings as a realm PUT would store them: each names a top-level flow of the realm, and one the PUT
    * changes names a flow that can run (FlowBlocker: no step it needs lacks its provider). Keycloak binds such a
    * flow and fails every login through it; refusing the binding names the problem before anyone is locked out. A
