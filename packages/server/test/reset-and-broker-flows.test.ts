@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce, textOf, type FormResponse } from './support/forms.js';
 import { newOtpRealm, newOtpUser, ok, OTP_CALLBACK, OTP_USER_PASSWORD, passwordGrant, withOtp, type Realmed } from './support/otp-users.js';
@@ -210,6 +213,48 @@ describe('reset credentials and first broker login as Keycloak 26 builds them', 
       expect((await passwordGrant(r, user.username, { otp: app.codes.next() })).status).toBe(200);
     } finally {
       ok(await call('PUT', `/clients/${web.id}`, { ...web, authenticationFlowBindingOverrides: {} }));
+    }
+  });
+});
+
+describe('realms created before reset-otp and first broker login existed (sqlite)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'realmgate-flow-migration-'));
+  const dbConfig = { REALMGATE_DB_URL: `sqlite:${join(root, 'realmgate.db')}` };
+  const added = ['first broker login', 'User creation or linking', 'Handle Existing Account', 'Account verification options', 'Verify Existing Account by Re-authentication', 'First broker login - Conditional OTP', 'Reset - Conditional OTP'];
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('get both at start-up, in Keycloak 26 shape, once', async () => {
+    let t = await startServer({ config: dbConfig });
+    let token = await adminToken(t.url);
+    const aliases = async () => ((await api(t.url, 'GET', '/admin/realms/before/authentication/flows', token)).body as { alias: string }[]).map((f) => f.alias);
+    try {
+      ok(await api(t.url, 'POST', '/admin/realms', token, { realm: 'before', enabled: true }));
+      // As a realm of an earlier version has them: without the new flows, the reset flow without its OTP sub-flow.
+      const { db } = t.server.context.storage;
+      const flows = await db.selectFrom('auth_flow').select('id').where('alias', 'in', added).execute();
+      const ids = flows.map((f) => f.id);
+      await db.deleteFrom('auth_execution').where((eb) => eb.or([eb('parent_flow_id', 'in', ids), eb('sub_flow_id', 'in', ids)])).execute();
+      await db.deleteFrom('authenticator_config').where('alias', 'in', ['review profile config', 'create unique user config']).execute();
+      await db.deleteFrom('auth_flow').where('id', 'in', ids).execute();
+    } finally {
+      await t.close();
+    }
+    t = await startServer({ config: dbConfig });
+    try {
+      token = await adminToken(t.url);
+      expect(await aliases()).toContain('first broker login');
+      const layout = async (flow: string) =>
+        ((await api(t.url, 'GET', `/admin/realms/before/authentication/flows/${encodeURIComponent(flow)}/executions`, token)).body as Execution[]).map((e) => `${e.level}:${e.providerId ?? e.displayName}:${e.requirement}`);
+      expect((await layout('reset credentials')).slice(3)).toEqual(['0:Reset - Conditional OTP:CONDITIONAL', '1:conditional-user-configured:REQUIRED', '1:reset-otp:REQUIRED']);
+      expect(await layout('first broker login')).toHaveLength(12);
+      expect(t.logs.some((l) => l.msg === 'built-in "first broker login" flow added to existing realms' && Number(l.realms) >= 2)).toBe(true);
+      const count = (await aliases()).length;
+      await t.close();
+      t = await startServer({ config: dbConfig });
+      token = await adminToken(t.url);
+      expect((await aliases()).length).toBe(count);
+    } finally {
+      await t.close();
     }
   });
 });
