@@ -185,6 +185,54 @@ describe('reset credentials and first broker login as Keycloak 26 builds them', 
     }
   });
 
+  describe('registration through the flow runner', () => {
+    const register = async (fields: Record<string, string>) => {
+      const client = new FormClient(t.url);
+      const query = new URLSearchParams({ client_id: 'web', redirect_uri: OTP_CALLBACK, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+      const page = await client.get(`${R()}/protocol/openid-connect/registrations?${query}`);
+      expect(page.status).toBe(200);
+      return client.post(`${R()}/login-actions/registration`, { firstName: 'Reg', lastName: 'User', session_code: inputValue(page.text, 'session_code')!, ...fields });
+    };
+    const usersNamed = async (username: string) => (await call('GET', `/users?username=${username}&exact=true`)).body as { id: string }[];
+
+    beforeAll(async () => ok(await call('PUT', '', { registrationAllowed: true })));
+
+    it('refuses a duplicate username with nothing written, and shows every form action\'s errors of one post together', async () => {
+      const first = await register({ username: 'twin', email: 'twin@example.com', password: 'Twin-pass-1', 'password-confirm': 'Twin-pass-1' });
+      expect(first.status).toBe(302);
+      const [twin] = await usersNamed('twin');
+      const again = await register({ username: 'twin', email: 'twin2@example.com', password: 'Twin-pass-2', 'password-confirm': 'Twin-pass-2' });
+      expect(again.status).toBe(400);
+      expect(textOf(again.text, 'input-error-username')).toBe('Username already exists.');
+      expect(await usersNamed('twin')).toEqual([twin]);
+      expect(((await call('GET', '/users?email=twin2@example.com')).body as unknown[]).length).toBe(0);
+      expect(await grantWorks('twin', 'Twin-pass-2')).toBe(false);
+      // registration-user-creation and registration-password-action both refused the same post: both are shown.
+      const both = await register({ username: 'twin', email: 'not-an-address', password: 'One-pass-1', 'password-confirm': 'Other-pass-1' });
+      expect(both.status).toBe(400);
+      expect(textOf(both.text, 'input-error-email')).toBe('Invalid email address.');
+      expect(textOf(both.text, 'input-error-password-confirm')).toBeTruthy();
+    });
+
+    it("honours a copy whose password action is DISABLED: the user is registered without a password, as Keycloak's form does", async () => {
+      await copy('registration', 'reg without password');
+      await setRequirement('reg without password', 'registration-password-action', 'DISABLED');
+      ok(await call('PUT', '', { registrationFlow: 'reg without password' }));
+      try {
+        const done = await register({ username: 'nopass', email: 'nopass@example.com', password: '', 'password-confirm': 'ignored' });
+        expect(done.status).toBe(302);
+        const [user] = await usersNamed('nopass');
+        const credentials = (await call('GET', `/users/${user.id}/credentials`)).body as { type: string }[];
+        expect(credentials.map((c) => c.type)).not.toContain('password');
+      } finally {
+        ok(await call('PUT', '', { registrationFlow: 'registration' }));
+      }
+      // The built-in flow asks for the password again.
+      expect((await register({ username: 'nopass2', email: 'nopass2@example.com', password: '', 'password-confirm': '' })).status).toBe(400);
+      expect(await usersNamed('nopass2')).toEqual([]);
+    });
+  });
+
   it('conditional-user-attribute with include_group_attributes reads the attribute from the groups above the user', async () => {
     const user = await newOtpUser(r);
     const app = await withOtp(r, user);

@@ -1,4 +1,4 @@
-import type { FormProtectorFactory } from '@realmgate/spi';
+import type { FormAction, FormProtectorFactory } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
 import { ProviderLoadError } from '../model/errors.js';
@@ -113,6 +113,11 @@ export class Flows {
   /** Runs the realm's bound reset-credentials (or registration) flow through the one runner (FlowRunner.runBound). */
   runBound<Env, C, F>(realm: Realm, binding: Exclude<FlowBinding, 'browserFlow'>, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
     return this.runner.runBound(realm, binding, run);
+  }
+
+  /** A registration form action by provider id (FlowRunner.formAction). */
+  formAction(realm: Realm, providerId: string): FormAction | undefined {
+    return this.runner.formAction(realm, providerId);
   }
 
   /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */
