@@ -78,7 +78,7 @@ describe.each(databases)('authentication flows through the official admin client
 
   it("lists the realm's built-in top-level flows with Keycloak's names and export representations", async () => {
     const flows = await kc.authenticationManagement.getFlows();
-    expect(flows.map((f) => f.alias).sort()).toEqual(['browser', 'clients', 'direct grant', 'registration', 'reset credentials']);
+    expect(flows.map((f) => f.alias).sort()).toEqual(['browser', 'clients', 'direct grant', 'first broker login', 'registration', 'reset credentials']);
     expect(flows.every((f) => f.builtIn && f.topLevel)).toBe(true);
     const registration = flows.find((f) => f.alias === 'registration')!;
     expect(registration).toMatchObject({ providerId: 'basic-flow', description: 'Registration flow' });
@@ -112,6 +112,9 @@ describe.each(databases)('authentication flows through the official admin client
       '0:reset-credentials-choose-user:REQUIRED',
       '0:reset-credential-email:REQUIRED',
       '0:reset-password:REQUIRED',
+      '0:Reset - Conditional OTP:CONDITIONAL',
+      '1:conditional-user-configured:REQUIRED',
+      '1:reset-otp:REQUIRED',
     ]);
     const { flows } = t.server.context;
     expect(ids((await flows.loginSteps(await realm(), null)).protectors)).toEqual(['test-guard']);

@@ -2,6 +2,7 @@ import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { SharedStore } from '@realmgate/spi';
 import { newId } from '../credentials/index.js';
 import type { RealmKeys } from '../keys/index.js';
+import type { ExecutionStatus } from '../flows/index.js';
 import type { Realm } from '../model/types.js';
 
 /** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
@@ -21,6 +22,8 @@ export interface ActionClaims {
   redirect?: string;
   /** For a page of an execute-actions link asking for an authenticator app: the secret the page shows. */
   totpSecret?: string;
+  /** For reset-credentials: what the flow settled before the link (execution id → status), so it resumes after it. */
+  done?: Record<string, ExecutionStatus>;
   exp: number;
 }
 
@@ -41,7 +44,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret'> = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

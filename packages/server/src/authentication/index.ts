@@ -12,7 +12,8 @@ export { authenticatePassword, answeredAsBadCredentials, findLoginUser, verifyCu
 export { configureOtp, hasOtpCredential, newOtpSetup, OTP_CREDENTIAL_TYPE, verifyOtp, type OtpAttempt, type OtpResult } from './otp.js';
 export { bruteForceStatus, clearLoginFailures, clearRealmLoginFailures, loginLockout, recordLoginFailure, recordLoginSuccess, type BruteForceStatus } from './brute-force.js';
 export type { FormState, LoginForms, LoginProtocol, PageLink } from './ports.js';
-export { resetCredentialsUser } from './reset-credentials.js';
+export { REGISTRATION_FIELDS, runRegistration, type RegistrationFailure } from './registration.js';
+export { resetCredentialsUser, runResetCredentials, type ResetChallenge, type ResetEnv, type ResetFailure } from './reset-credentials.js';
 export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 export { SignedState } from './signed-state.js';
 export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';

@@ -84,7 +84,7 @@ const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise
 };
 
 /** The posted fields a step reads, when the page posted them all (taken: no later step reads them again). */
-function take(env: BrowserEnv, names: readonly string[]): Record<string, string> | null {
+export function take(env: { submitted: Record<string, string> | null }, names: readonly string[]): Record<string, string> | null {
   const posted = env.submitted;
   if (!posted || !names.every((name) => name in posted)) return null;
   const fields = Object.fromEntries(names.map((name) => [name, posted[name]]));
@@ -186,8 +186,14 @@ function protectorStep<Env extends SignInEnv>(id: string, submitted: (env: Env) 
   };
 }
 
+/** What a condition reads: the realm and its storage. */
+interface ConditionEnv {
+  ctx: Pick<ServerContext, 'storage'>;
+  realm: Realm;
+}
+
 /** The user holds the role (realm role `name`, client role `clientId.name`: Keycloak's getRoleFromString), composites and groups included. */
-async function holdsRole(ctx: SignInContext, realm: Realm, user: User, role: string): Promise<boolean> {
+async function holdsRole(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user: User, role: string): Promise<boolean> {
   const held = await effectiveRoles(ctx.storage, realm.id, user.id);
   for (let dot = role.indexOf('.'); dot > 0; dot = role.indexOf('.', dot + 1)) {
     const clientId = role.slice(0, dot);
@@ -196,8 +202,27 @@ async function holdsRole(ctx: SignInContext, realm: Realm, user: User, role: str
   return held.realmRoles.includes(role);
 }
 
+/**
+ * The values of an attribute on the user's groups and the groups above them (Keycloak's `include_group_attributes`:
+ * an attribute a group carries holds for its members, and a parent group's for the members of its sub-groups).
+ */
+async function groupAttributeValues(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user: User, name: string): Promise<string[]> {
+  const values: string[] = [];
+  const seen = new Set<string>();
+  for (let pending = await ctx.storage.groups.userGroupIds(user.id); pending.length > 0; ) {
+    const id = pending.pop()!;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const group = await ctx.storage.groups.byId(realm.id, id);
+    if (!group) continue;
+    values.push(...(group.attributes[name] ?? []));
+    if (group.parentId) pending.push(group.parentId);
+  }
+  return values;
+}
+
 /** Keycloak's flow conditions: they decide whether the conditional subflow they sit in runs. */
-const conditions: Record<string, Condition<SignInEnv>> = {
+const conditions: Record<string, Condition<ConditionEnv>> = {
   'conditional-user-configured': {
     id: 'conditional-user-configured',
     matches: async ({ execution, user, userConfiguredFor }) => user !== null && userConfiguredFor(execution.parentFlowId),
@@ -212,10 +237,11 @@ const conditions: Record<string, Condition<SignInEnv>> = {
   },
   'conditional-user-attribute': {
     id: 'conditional-user-attribute',
-    async matches({ config, user }) {
+    async matches({ config, user, env }) {
       if (!user || !config.attribute_name) return false;
       const expected = config.attribute_expected_value ?? '';
-      const values = user.attributes[config.attribute_name] ?? [];
+      const values = [...(user.attributes[config.attribute_name] ?? [])];
+      if (config.include_group_attributes === 'true') values.push(...(await groupAttributeValues(env.ctx, env.realm, user, config.attribute_name)));
       let pattern: RegExp | null = null;
       if (config.regex === 'true') {
         try {
@@ -229,6 +255,9 @@ const conditions: Record<string, Condition<SignInEnv>> = {
     },
   },
 };
+
+/** A flow condition by provider id, for any flow whose env names the realm and its storage (sign-in, reset). */
+export const signInCondition = <Env extends ConditionEnv>(id: string): Condition<Env> | undefined => conditions[id];
 
 const find = <Env extends SignInEnv>(steps: Record<string, Step<Env>>, ctx: SignInContext, submitted: (env: Env) => Record<string, string> | null) => (id: string) =>
   steps[id] ?? (ctx.providers.formProtectors.has(id) ? protectorStep<Env>(id, submitted) : undefined);
@@ -260,7 +289,7 @@ export function runBrowserSignIn(
     .runSignIn<BrowserEnv, BrowserChallenge, SignInFailure>(realm, 'browser', clientId, {
       env,
       authenticator: find(browserSteps, ctx, () => null),
-      condition: (id) => conditions[id],
+      condition: (id) => signInCondition(id),
       done: progress?.done,
       user: progress?.user ?? null,
       requiredActions: progress?.requiredActions,
@@ -283,7 +312,7 @@ export function runGrantSignIn(
     .runSignIn<GrantEnv, BrowserChallenge, SignInFailure>(realm, 'direct_grant', clientId, {
       env,
       authenticator: find(grantSteps, ctx, (e) => e.params),
-      condition: (id) => conditions[id],
+      condition: (id) => signInCondition(id),
     })
     .then((result) => ({ ...result, env }));
 }

@@ -25,6 +25,47 @@ const builtIn = (id: string, role: ProviderRole, displayName: string, descriptio
   configProperties: [],
 });
 
+/** reset-otp's choices (Keycloak's ResetOTP config values). */
+export const RESET_OTP_REMOVE_ONE = 'Remove one OTP';
+export const RESET_OTP_REMOVE_ALL = 'Remove all OTPs';
+
+/**
+ * The steps of Keycloak's `first broker login` flow (and the other idp-* authenticators Keycloak offers for it),
+ * under its provider ids, display names and config keys: known here so the admin API and console list them, flow
+ * copies can hold them and realm files import them. Running them is identity brokering's part: its runtime
+ * authenticators are registered by provider id beside the browser's (authentication/), and this list is the one
+ * place their catalog entries live.
+ */
+export const firstBrokerLoginProviders: readonly AuthProvider[] = [
+  {
+    ...builtIn('idp-review-profile', 'authenticator', 'Review Profile', "Shows the profile data the identity provider sent, for the user to review and complete.", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+    configProperties: [
+      {
+        name: 'update.profile.on.first.login',
+        label: 'Update profile on first login',
+        type: 'List',
+        defaultValue: 'missing',
+        helpText: '"on": always ask the user to review the profile; "missing": only when a required field is missing; "off": never.',
+      },
+    ],
+    validateConfig: (config) => {
+      const value = config['update.profile.on.first.login'];
+      return value === undefined || ['on', 'missing', 'off'].includes(value) ? [] : ['update.profile.on.first.login: "on", "missing" or "off"'];
+    },
+  },
+  {
+    ...builtIn('idp-create-user-if-unique', 'authenticator', 'Create User If Unique', 'Creates the user when no account with the same e-mail or username exists yet.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+    configProperties: [
+      { name: 'require.password.update.after.registration', label: 'Require password update after registration', type: 'boolean', defaultValue: 'false', helpText: 'Whether the user created this way must set a password (UPDATE_PASSWORD).' },
+    ],
+  },
+  builtIn('idp-confirm-link', 'authenticator', 'Confirm link existing account', 'Asks the user whether to link the identity provider to the existing account with the same e-mail or username.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('idp-email-verification', 'authenticator', 'Verify existing account by Email', 'Proves the user owns the existing account with a link e-mailed to its address before linking.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('idp-username-password-form', 'authenticator', 'Username Password Form for identity provider reauthentication', "Proves the user owns the existing account by its password; the username is the one the identity provider's data matched.", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('idp-auto-link', 'authenticator', 'Automatically set existing user', 'Links the existing account without asking the user to prove they own it.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('idp-detect-existing-broker-user', 'authenticator', 'Detect existing broker user', 'Continues with the existing account of the same e-mail or username, and fails when there is none.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+];
+
 /**
  * Keycloak's providers that the built-in flows name, with its display names and help texts. The login and
  * reset pages do their work themselves, so their steps accept only REQUIRED; reCAPTCHA and terms and
@@ -36,8 +77,24 @@ const builtInProviders: readonly AuthProvider[] = [
   builtIn('auth-username-form', 'authenticator', 'Username Form', 'Selects a user from his username.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('auth-password-form', 'authenticator', 'Password Form', 'Validates a password from login form.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('reset-credentials-choose-user', 'authenticator', 'Choose User', 'Choose a user to reset credentials for', ['REQUIRED']),
-  builtIn('reset-credential-email', 'authenticator', 'Send Reset Email', 'Send email to user and wait for response.', ['REQUIRED']),
-  builtIn('reset-password', 'authenticator', 'Reset Password', 'Asks the user for a new password after the e-mailed link was followed.', ['REQUIRED']),
+  builtIn('reset-credential-email', 'authenticator', 'Send Reset Email', 'Send email to user and wait for response.', ['REQUIRED', 'DISABLED']),
+  builtIn('reset-password', 'authenticator', 'Reset Password', 'Sets the Update Password required action if execution is REQUIRED.  Will also set it if execution is OPTIONAL and the password is currently configured for it.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  {
+    ...builtIn('reset-otp', 'authenticator', 'Reset OTP', 'Removes existing OTP configurations (if chosen) and sets the Configure OTP required action.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+    configProperties: [
+      {
+        name: 'action_on_otp_reset_flag',
+        label: 'Action on OTP reset',
+        type: 'List',
+        defaultValue: RESET_OTP_REMOVE_ONE,
+        helpText: `What happens to the user's OTP credentials: "${RESET_OTP_REMOVE_ONE}" keeps them (the user sets up a new app beside them), "${RESET_OTP_REMOVE_ALL}" removes them all first.`,
+      },
+    ],
+    validateConfig: (config) => {
+      const action = config.action_on_otp_reset_flag;
+      return action === undefined || action === RESET_OTP_REMOVE_ONE || action === RESET_OTP_REMOVE_ALL ? [] : [`action_on_otp_reset_flag: "${RESET_OTP_REMOVE_ONE}" or "${RESET_OTP_REMOVE_ALL}"`];
+    },
+  },
   builtIn('direct-grant-validate-username', 'authenticator', 'Username Validation', "Validates the username supplied as a 'username' form parameter in direct grant request", ['REQUIRED']),
   builtIn('direct-grant-validate-password', 'authenticator', 'Password', "Validates the password supplied as a 'password' form parameter in direct grant request", ['REQUIRED']),
   builtIn('direct-grant-validate-otp', 'authenticator', 'OTP', "Checks the one-time code sent as the 'totp' form parameter of a direct grant request", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
@@ -57,6 +114,7 @@ const builtInProviders: readonly AuthProvider[] = [
       { name: 'attribute_expected_value', label: 'Expected attribute value', type: 'String', helpText: 'Expected value in the attribute' },
       { name: 'regex', label: 'Regex', type: 'boolean', defaultValue: 'false', helpText: 'Check equality with regex' },
       { name: 'not', label: 'Negate output', type: 'boolean', defaultValue: 'false', helpText: 'Return false if attribute matches' },
+      { name: 'include_group_attributes', label: 'Include group attributes', type: 'boolean', defaultValue: 'false', helpText: "Also look for the attribute on the user's groups (and the groups above them)." },
     ],
   },
   builtIn('registration-page-form', 'form', 'Registration Page', 'This is the controller for the registration page', ['REQUIRED', 'DISABLED']),
@@ -77,6 +135,7 @@ const builtInProviders: readonly AuthProvider[] = [
     "Validates client based on 'client_id' and 'client_secret' sent either in request parameters or in 'Authorization: Basic' header",
     ['ALTERNATIVE', 'REQUIRED', 'DISABLED'],
   ),
+  ...firstBrokerLoginProviders,
 ];
 
 const placements: Record<FlowType, readonly ProviderRole[]> = {

@@ -43,6 +43,14 @@ export interface StepContext<Env> {
   config: Readonly<Record<string, string>>;
   user: User | null;
   env: Env;
+  /** What this run has settled so far (execution id → status): a step that hands the flow on (an e-mailed link) carries it. */
+  done: Readonly<Record<string, ExecutionStatus>>;
+  /**
+   * For a form (an execution whose provider is a form, `registration-page-form`, running a `form-flow`): the form
+   * sub-flow's enabled executions (form actions, protectors) in priority order, each with its config. Keycloak's
+   * FormAuthenticationFlow: the form is one step; its actions validate the one post together, then succeed in order.
+   */
+  formSteps?: readonly { execution: AuthExecution; config: Readonly<Record<string, string>> }[];
 }
 
 export interface Authenticator<Env, Challenge, Failure> {
@@ -134,7 +142,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     const configured = async (e: AuthExecution): Promise<boolean> => {
       if (e.subFlowId) return userConfiguredFor(e.subFlowId, seen);
       const authenticator = e.authenticator ? run.authenticator(e.authenticator) : undefined;
-      if (!authenticator?.requiresUser || !authenticator.configuredFor) return true;
+      if (!authenticator?.configuredFor) return true;
       return user !== null && (await authenticator.configuredFor(user, env));
     };
     if (required.length > 0) {
@@ -162,7 +170,8 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
   };
 
   const single = async (execution: AuthExecution): Promise<Exit<C, F> | null> => {
-    if (execution.subFlowId) {
+    const form = execution.subFlowId && execution.authenticator && flows.flow(execution.subFlowId)?.providerId === 'form-flow' ? execution.subFlowId : null;
+    if (execution.subFlowId && !form) {
       if (settled(status[execution.id])) return null;
       const subflow = flows.flow(execution.subFlowId);
       if (!subflow) throw new Incomplete('not_successful', null);
@@ -187,7 +196,8 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
         throw new Incomplete('credential_setup_required', id);
       }
     }
-    const outcome = await authenticator.authenticate({ execution, config: configFor(execution), user, env });
+    const formSteps = form ? flows.executionsOf(form).filter((e) => e.requirement !== 'DISABLED').map((e) => ({ execution: e, config: configFor(e) })) : undefined;
+    const outcome = await authenticator.authenticate({ execution, config: configFor(execution), user, env, done: status, ...(formSteps ? { formSteps } : {}) });
     switch (outcome.status) {
       case 'success':
         if (outcome.user) user = outcome.user;

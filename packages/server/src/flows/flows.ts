@@ -1,15 +1,15 @@
-import type { FormProtectorFactory } from '@realmgate/spi';
+import type { FormAction, FormProtectorFactory } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
 import { ProviderLoadError } from '../model/errors.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
-import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
+import { addMissingConditionalOtp, addMissingFirstBrokerLogin, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
 import { FlowEditor } from './editing.js';
 import type { FlowResult, FlowRun } from './engine.js';
 import { importFlows, type FlowImport, type FlowImportReport } from './import.js';
-import { flowBindings } from './model.js';
+import { flowBindings, type FlowBinding } from './model.js';
 import { importOverrides, overridesProblem, type ImportedOverrides } from './overrides.js';
 import { RealmFlows } from './realm-flows.js';
 import { FlowRepository } from './repository.js';
@@ -48,6 +48,8 @@ export class Flows {
     if (added) this.logger.info({ added }, 'form protector executions added to existing built-in flows');
     const otp = await this.storage.transaction((trx) => addMissingConditionalOtp(this.repository, trx));
     if (otp) this.logger.info({ added: otp }, 'conditional OTP subflows added to existing built-in flows');
+    const broker = await this.storage.transaction((trx) => addMissingFirstBrokerLogin(this.repository, trx));
+    if (broker) this.logger.info({ realms: broker }, 'built-in "first broker login" flow added to existing realms');
     await this.reportFlowsThatCannotRun();
   }
 
@@ -106,6 +108,16 @@ export class Flows {
   /** Runs the sign-in flow of the browser or the direct grant (the client's override, else the realm's) through the one runner (FlowRunner.runSignIn). */
   runSignIn<Env, C, F>(realm: Realm, entry: OverrideBinding, client: SigningClient, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
     return this.runner.runSignIn(realm, entry, client, run);
+  }
+
+  /** Runs the realm's bound reset-credentials (or registration) flow through the one runner (FlowRunner.runBound). */
+  runBound<Env, C, F>(realm: Realm, binding: Exclude<FlowBinding, 'browserFlow'>, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
+    return this.runner.runBound(realm, binding, run);
+  }
+
+  /** A registration form action by provider id (FlowRunner.formAction). */
+  formAction(realm: Realm, providerId: string): FormAction | undefined {
+    return this.runner.formAction(realm, providerId);
   }
 
   /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */

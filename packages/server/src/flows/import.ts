@@ -103,6 +103,13 @@ export async function importFlows(repository: FlowRepository, catalog: ProviderC
     if (known) return known;
     const config = configsByAlias.get(alias);
     if (!config) throw badRequest(`${path}.authenticatorConfig: no authenticatorConfig entry with alias "${alias}"`);
+    // A config the built-in flows were provisioned with (first broker login's "review profile config"): the file's values.
+    const provisioned = existing.allConfigs().find((c) => c.alias === alias);
+    if (provisioned) {
+      await repository.updateConfig({ ...provisioned, config: config.config }, db);
+      configIds.set(alias, provisioned.id);
+      return provisioned.id;
+    }
     const id = newId();
     await repository.insertConfig({ id, realmId, alias, config: config.config }, db);
     configIds.set(alias, id);
@@ -194,8 +201,11 @@ function refuseLoops(flows: readonly ImportedFlow[]): void {
   }
 }
 
-/** Keycloak 26 renamed the browser flow's OTP subflow; a file of its own carries the new name. */
-const RENAMED_BUILT_INS: Record<string, string> = { 'Browser - Conditional 2FA': 'Browser - Conditional OTP' };
+/** Keycloak 26.3 renamed the OTP subflows of the browser and first broker login flows; a file of its own carries the new names. */
+const RENAMED_BUILT_INS: Record<string, string> = {
+  'Browser - Conditional 2FA': 'Browser - Conditional OTP',
+  'First broker login - Conditional 2FA': 'First broker login - Conditional OTP',
+};
 
 const stepName = (e: ImportedExecution) =>
   `${e.flowAlias !== null ? `sub-flow "${e.flowAlias}"` : `authenticator "${e.authenticator}"`}, ${e.requirement}${e.configAlias !== null ? `, config "${e.configAlias}"` : ''}`;

@@ -15,6 +15,8 @@
  *   realm's browser flow; `runSignIn` likewise takes the client's `direct_grant` override: runner.ts, `signInFlow`)
  * - `flows.runSignIn(realm, entry, client, { env, authenticator, condition, done?, user? })`: the sign-in flow run by
  *   the one flow runner with Keycloak's semantics (engine.ts); the authenticators are authentication/sign-in.ts'.
+ * - `flows.runBound(realm, 'resetCredentialsFlow', { … })`: the realm's bound reset-credentials flow through the same
+ *   runner; the authenticators are authentication/reset-credentials.ts'.
  * - `flows.resetSteps(realm)`        → `{ protectors }`
  * - `flows.registrationSteps(realm)` → `{ protectors, formActions }`: form actions are the built-in
  *   `registration-user-creation` and `registration-password-action` and those of provider packages.
@@ -25,8 +27,7 @@
  * every protector's `render()` into its form and, on submit, calls every `verify()` before it looks at the
  * password or runs any form action; then (registration) every form action's `validate()`, collecting
  * `fieldErrors` (`{ field, message }`); after the user is created, each form action's `success()`. The login
- * and reset pages do the work of the built-in authenticators (`auth-username-password-form`,
- * `reset-credential-email`, …) themselves, so those are not steps.
+ * and reset pages' own steps are authenticators run by `runSignIn` / `runBound`, so they are not steps here.
  *
  * A missing provider never weakens a sign-in (runnable.ts, `flowBlocker`): a flow that needs a step whose provider
  * is not installed (a REQUIRED one, one in a CONDITIONAL subflow, the only alternatives left) cannot run, and each
@@ -49,7 +50,7 @@ export type { FlowImport, FlowImportReport, ImportedBinding, ImportedConfig, Imp
 export { aliasHint, aliasPattern, isOverrideBinding, keycloakBindingDefaults, overrideBindings, type OverrideBinding, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
 export { FlowCannotRunError, type FlowBlocker } from './runnable.js';
 export type { Authenticator, Condition, ConditionContext, ExecutionStatus, FlowIncomplete, FlowResult, FlowRun, StepContext, StepOutcome } from './engine.js';
-export type { AuthProvider, ProviderRole } from './catalog.js';
+export { firstBrokerLoginProviders, RESET_OTP_REMOVE_ALL, RESET_OTP_REMOVE_ONE, type AuthProvider, type ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';
 export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps, SigningClient } from './runner.js';
 export type { ImportedOverrides } from './overrides.js';

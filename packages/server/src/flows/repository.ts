@@ -102,6 +102,16 @@ export class FlowRepository {
     return rows.map(toFlow);
   }
 
+  /** Realms with no flow of this alias (start-up: realms created before a built-in flow existed). */
+  async realmsWithoutFlow(alias: string, db: Db = this.db): Promise<string[]> {
+    const rows = await db
+      .selectFrom('realm')
+      .select('id')
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('auth_flow').select('auth_flow.id').whereRef('auth_flow.realm_id', '=', 'realm.id').where('auth_flow.alias', '=', alias))))
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
   async executionsOf(parentFlowId: string, db: Db = this.db): Promise<AuthExecution[]> {
     const rows = await db.selectFrom('auth_execution').selectAll().where('parent_flow_id', '=', parentFlowId).execute();
     return rows.map(toExecution);

@@ -77,6 +77,11 @@ export class FlowRunner {
     ]);
   }
 
+  /** A form action by provider id: an installed package's, or a built-in one (registration-user-creation …). */
+  formAction(realm: Realm, providerId: string): FormAction | undefined {
+    return this.providers.formActions.get(providerId)?.instance ?? this.builtInActions.get(providerId)?.(realm);
+  }
+
   /** Form actions belong to registration: in a login or reset flow they have no form to read. */
   async loginSteps(realm: Realm, client: SigningClient): Promise<FormSteps> {
     const flows = await this.cachedFlows(realm);
@@ -146,6 +151,17 @@ export class FlowRunner {
           ignored: ignored.map((e) => e.authenticator ?? e.subFlowId),
         }),
     });
+  }
+
+  /**
+   * Runs the realm's bound flow of a page sequence that is not a sign-in (reset credentials) through the one flow
+   * runner, refused first when it cannot run (FlowCannotRunError). Reads nothing but the cached flow rows.
+   */
+  async runBound<Env, C, F>(realm: Realm, binding: Exclude<FlowBinding, 'browserFlow'>, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
+    const flows = await this.cachedFlows(realm);
+    const chosen = { root: this.boundFlow(realm, binding, flows), binding };
+    this.requireRunnable(realm, chosen, flows);
+    return runFlow({ ...run, flows, root: chosen.root });
   }
 
   /**
@@ -225,7 +241,7 @@ export class FlowRunner {
       steps.protectors.push({ id, executionId: execution.id, instance: protector.instance, config });
       return;
     }
-    const action = this.providers.formActions.get(id)?.instance ?? this.builtInActions.get(id)?.(realm);
+    const action = this.formAction(realm, id);
     if (action) {
       steps.formActions.push({ id, executionId: execution.id, instance: action, config });
       return;

@@ -1,11 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
-import { resetCredentialsUser } from '../authentication/index.js';
+import { runResetCredentials, type AuthSession } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
-import { PasswordPolicyError } from '../model/errors.js';
-import type { Realm } from '../model/types.js';
-import { checkNewPassword, setPassword, userSnapshot } from '../services/index.js';
+import type { Realm, User } from '../model/types.js';
+import { userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
@@ -17,6 +16,7 @@ import { UPDATE_PASSWORD, VERIFY_EMAIL } from '../required-actions/index.js';
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'Resetting passwords is not allowed in this realm.' };
 const linkExpired = 'This link has expired or has already been used. Please ask for a new one.';
+const mailedText = 'You should receive an e-mail shortly with further instructions.';
 
 export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
   loginActionForm(app, ctx, 'reset-credentials', {
@@ -32,20 +32,8 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
       });
       if (!posted) return reply;
       const { form, values, info } = posted;
-      if (!form.username || form.username.length > 255) {
-        const error = form.username ? 'Must be at most 255 characters.' : 'Please enter your username or e-mail address.';
-        return showPage.resetRequest(ctx, request, reply, realm, auth, { values, errors: { username: error }, status: 400 });
-      }
-      const user = await resetCredentialsUser(ctx, realm, form.username);
-      if (user) {
-        const token = await ctx.actionTokens.issue(realm, 'reset-credentials', user.id, { azp: auth.clientId });
-        sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
-        await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD', clientId: auth.clientId, userId: user.id, details: { email: user.email!, username: user.username }, request: info });
-      } else {
-        await ctx.events.user(realm, { type: 'SEND_RESET_PASSWORD_ERROR', clientId: auth.clientId, error: 'user_not_found', details: { username: values.username }, request: info });
-      }
-      // The same answer whether or not the account exists, so the form cannot be used to find accounts.
-      return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: 'You should receive an e-mail shortly with further instructions.' } });
+      const result = await runResetCredentials(ctx, realm, { clientId: auth.clientId, request: info, submitted: { username: form.username }, link: null, mailLink: mailer(request, realm) }, null);
+      return answerReset(request, reply, realm, result, { auth, values });
     },
   });
 
@@ -74,11 +62,7 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     } catch {
       return expired(request, reply, realm);
     }
-    if (typ === 'reset-credentials') {
-      const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
-      if (!claims) return expired(request, reply, realm);
-      return ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors: {} });
-    }
+    if (typ === 'reset-credentials') return resumeReset(request, reply, realm, key, null);
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
@@ -132,29 +116,66 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await realmOf(request, reply);
     if (!('id' in realm)) return realm;
     const form = formValues(request.body, ['password-new', 'password-confirm', 'session_code']);
-    const key = form.session_code;
+    return resumeReset(request, reply, realm, form.session_code, { 'password-new': form['password-new'], 'password-confirm': form['password-confirm'] });
+  });
+
+  const mailer = (request: FastifyRequest, realm: Realm) => (user: User, token: string) => sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
+
+  /** The reset flow carried on by its link (or the key of a later page): the flow resumes after what the link settled. */
+  async function resumeReset(request: FastifyRequest, reply: FastifyReply, realm: Realm, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
     const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
     if (!claims || !user) return expired(request, reply, realm);
-    const errors: Record<string, string> = {};
-    if (!form['password-new']) errors['password-new'] = 'Please specify password.';
-    else if (form['password-new'].length > 1024) errors['password-new'] = 'Password is too long.';
-    else if (form['password-new'] !== form['password-confirm']) errors['password-confirm'] = "Passwords don't match.";
-    const refused = (fieldErrors: Record<string, string>) => ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors: fieldErrors }, 400);
-    if (Object.keys(errors).length) return refused(errors);
-    try {
-      // Before the link is spent, so a refused password can be corrected on the same page.
-      await checkNewPassword(ctx.storage, realm, user, form['password-new']);
-    } catch (error) {
-      if (!(error instanceof PasswordPolicyError)) throw error;
-      return refused({ 'password-new': error.message });
+    const result = await runResetCredentials(ctx, realm, { clientId: claims.azp ?? '', request: requestInfo(request), submitted, link: { token: key, claims }, mailLink: mailer(request, realm) }, user);
+    return answerReset(request, reply, realm, result, { auth: null, values: {} });
+  }
+
+  /**
+   * The page for where the reset flow stands: the page a step asks for, a step's refusal, the flow's end. Nothing
+   * here decides what comes next; the flow does. `auth` is the sign-in the request page was opened from (absent
+   * on the link's pages, which stand on the link alone).
+   */
+  async function answerReset(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    realm: Realm,
+    result: Awaited<ReturnType<typeof runResetCredentials>>,
+    page: { auth: AuthSession | null; values: Record<string, string> },
+  ): Promise<FastifyReply> {
+    const { env } = result;
+    const { auth, values } = page;
+    const passwordPage = (key: string, errors: Record<string, string>, status: number) =>
+      ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'reset-password'), csrf: key, errors }, status);
+    // The same answer whether or not the account exists, so the form cannot be used to find accounts.
+    const mailed = async () => {
+      if (auth) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'info', text: mailedText } });
+      return showPage.info(ctx, reply, realm, 'Check your e-mail', mailedText, await signInLink(request, realm, 'Back to sign in'));
+    };
+    const spendLink = async () => !env.link || env.linkSpent || (await ctx.actionTokens.consume(env.link.claims));
+    switch (result.status) {
+      case 'challenge':
+        if (result.challenge === 'email-sent') return (await spendLink()) ? mailed() : expired(request, reply, realm);
+        if (result.challenge === 'choose-user') {
+          if (auth) return showPage.resetRequest(ctx, request, reply, realm, auth, { values });
+          return expired(request, reply, realm);
+        }
+        // The new password's page carries the flow in a link of its own when none came with this request (an
+        // operator's flow without the e-mail step).
+        return passwordPage(env.link && !env.linkSpent ? env.link.token : await ctx.actionTokens.issue(realm, 'reset-credentials', result.user!.id, { azp: env.clientId, done: result.done }), {}, 200);
+      case 'failure':
+        if (result.failure.kind === 'link-used') return expired(request, reply, realm);
+        if (result.failure.page === 'new-password' && env.link) return passwordPage(env.link.token, result.failure.errors, 400);
+        if (auth) return showPage.resetRequest(ctx, request, reply, realm, auth, { values: { ...values, username: (env.login ?? '').slice(0, 255) }, errors: result.failure.errors, status: 400 });
+        return expired(request, reply, realm);
+      case 'incomplete':
+        if (result.reason === 'unknown_user') return (await spendLink()) ? mailed() : expired(request, reply, realm);
+        return showPage.error(ctx, reply, realm, 'This password reset cannot be completed. Please contact the administrator.', 400, await signInLink(request, realm, 'Back to sign in'));
+      case 'success': {
+        if (!(await spendLink())) return expired(request, reply, realm);
+        const next = auth ? { href: actionUrl(realm, 'authenticate'), label: 'Sign in' } : await signInLink(request, realm, 'Sign in');
+        if (env.passwordReset) return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', next);
+        return showPage.info(ctx, reply, realm, 'Your account is confirmed', 'You can now sign in.', next);
+      }
     }
-    if (!(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
-    const updated = await setPassword(ctx, realm, user, form['password-new']);
-    await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
-    // The old password may be known to someone else: end every session it opened.
-    await ctx.storage.sessions.deleteForUser(user.id);
-    await ctx.events.user(realm, { type: 'RESET_PASSWORD', clientId: claims.azp ?? null, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
-    return showPage.info(ctx, reply, realm, 'Your password has been updated', 'You can now sign in with your new password.', await signInLink(request, realm, 'Sign in'));
-  });
+  }
 }

@@ -178,6 +178,8 @@ export function realmRep(realm: Realm) {
     resetCredentialsFlow: realm.resetCredentialsFlow,
     directGrantFlow: 'direct grant',
     clientAuthenticationFlow: 'clients',
+    // Not a setting here yet: the built-in flow, until identity brokering binds its own.
+    firstBrokerLoginFlow: 'first broker login',
     attributes: realm.attributes,
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
   };
