@@ -67,9 +67,10 @@ export const firstBrokerLoginProviders: readonly AuthProvider[] = [
 ];
 
 /**
- * Keycloak's providers that the built-in flows name, with its display names and help texts. The login and
- * reset pages do their work themselves, so their steps accept only REQUIRED; reCAPTCHA and terms and
- * conditions are not implemented here and stay DISABLED (listed so Keycloak's structure and exports carry over).
+ * Keycloak's providers that the built-in flows name, with its display names and help texts, each with the
+ * requirements it may take here (the password steps and choose-user only REQUIRED: no copy signs anyone in without
+ * them); reCAPTCHA and terms and conditions are not implemented here and stay DISABLED (listed so Keycloak's
+ * structure and exports carry over).
  */
 const builtInProviders: readonly AuthProvider[] = [
   builtIn('auth-cookie', 'authenticator', 'Cookie', 'Validates the SSO cookie set by the auth server.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),

@@ -246,7 +246,7 @@ export class FlowRunner {
       steps.formActions.push({ id, executionId: execution.id, instance: action, config });
       return;
     }
-    // Sign-in authenticators run through runSignIn (authentication/sign-in.ts); the reset page does its steps' work itself.
+    // Authenticators run through runSignIn / runBound (authentication/sign-in.ts, reset-credentials.ts, registration.ts).
     const known = this.catalog.get(id);
     if (known && known.role !== 'form-action') return;
     // Only where the flow does not need it (requireRunnable ran first): an alternative beside one that runs, an
