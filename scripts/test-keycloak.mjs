@@ -1,6 +1,6 @@
 // npm run test:keycloak: the Keycloak differential suite when Java 17+ and Maven are there; otherwise says so
 // plainly and exits 0 (a skip, not a pass: CI prints the line).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 function missing() {
   const java = spawnSync('java', ['-version'], { encoding: 'utf8' });
@@ -16,5 +16,7 @@ if (why) {
   console.log(`KEYCLOAK SUITE SKIPPED: ${why}; nothing was compared against Keycloak.`);
   process.exit(0);
 }
-const run = spawnSync('npx', ['vitest', 'run', '--config', 'vitest.keycloak.config.ts', ...process.argv.slice(2)], { stdio: 'inherit' });
-process.exit(run.status ?? 1);
+const run = spawn('npx', ['vitest', 'run', '--config', 'vitest.keycloak.config.ts', ...process.argv.slice(2)], { stdio: 'inherit' });
+// Passed on, so vitest's global setup stops the Keycloak it started.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => run.kill(signal));
+run.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { homedir } from 'node:os';
@@ -15,21 +15,12 @@ export const KEYCLOAK_PORT = Number(process.env.REALMGATE_KEYCLOAK_PORT ?? 8180)
 
 /** Why the suite cannot run here (no Java 17+ or no Maven), or null when it can. */
 export function missingTools(): string | null {
-  let javaVersion: string;
-  try {
-    javaVersion = execFileSync('java', ['-version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).toString();
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr;
-    if (!stderr) return 'java is not installed';
-    javaVersion = stderr;
-  }
-  const major = /version "(\d+)/.exec(javaVersion)?.[1];
-  if (!major || Number(major) < 17) return `Java 17 or later is needed (found ${major ?? 'an unknown version'})`;
-  try {
-    execFileSync('mvn', ['-v'], { stdio: 'ignore' });
-  } catch {
-    return 'mvn (Maven) is not installed';
-  }
+  // `java -version` writes to stderr.
+  const java = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (java.error) return 'java is not installed';
+  const major = /version "(\d+)/.exec(`${java.stderr}${java.stdout}`)?.[1];
+  if (!major || Number(major) < 17) return `Java 17 or later is needed (found ${major ?? `an unknown version: ${java.status} ${java.stderr.slice(0, 300)}`})`;
+  if (spawnSync('mvn', ['-v'], { stdio: 'ignore' }).error) return 'mvn (Maven) is not installed';
   return null;
 }
 
@@ -107,6 +98,16 @@ export async function startKeycloak(log: (line: string) => void): Promise<Runnin
     for (let i = 0; i < 300 && exited === null; i++) await new Promise((r) => setTimeout(r, 100));
     if (exited === null) process.kill(-child.pid, 'SIGKILL');
   };
+  // A run that is interrupted (Ctrl-C, a CI timeout) takes its Keycloak with it.
+  const killGroup = () => {
+    if (exited === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  };
+  process.once('exit', killGroup);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => {
+      killGroup();
+      process.exit(130);
+    });
   // Generous: the first start builds the server and creates the database (about four minutes on two busy cores).
   const deadline = Date.now() + 15 * 60_000;
   while (!(await answers(url))) {
