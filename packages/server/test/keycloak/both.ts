@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
+import type { Page } from 'playwright-core';
 import { inject } from 'vitest';
 import { decodeEntities, FormClient, pkce, type FormResponse } from '../support/forms.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from '../support/server.js';
@@ -116,7 +117,8 @@ export async function startBoth(setup: (side: Side) => Promise<void> = async () 
 /** The OTP look-ahead of the test realms: codes of three steps either side of now pass, so a test never runs out. */
 export const LOOK_AHEAD = 3;
 const OTP_POLICY = { otpPolicyType: 'totp', otpPolicyAlgorithm: 'HmacSHA1', otpPolicyDigits: 6, otpPolicyPeriod: 30, otpPolicyInitialCounter: 0, otpPolicyCodeReusable: false, otpPolicyLookAheadWindow: LOOK_AHEAD };
-export const CALLBACK = 'http://127.0.0.1:9/cb';
+// A port Chromium allows (it refuses port 9 before any route); nothing listens there: neither client follows it.
+export const CALLBACK = 'http://127.0.0.1:59999/cb';
 export const USER_PASSWORD = 'Diff-user-password-7';
 
 /** A public client `web` allowed the code flow (to CALLBACK) and the password grant. */
@@ -269,4 +271,36 @@ export async function passwordGrant(side: Side, username: string, extra: Record<
   });
   const body = (await response.json()) as Record<string, unknown>;
   return { status: response.status, body: response.status === 200 ? { access_token: typeof body.access_token } : body };
+}
+
+/**
+ * The same steps in Chromium (playwright-core, /usr/bin/chromium as the other browser tests): what a user with
+ * JavaScript sees. The client's callback is answered inside the browser, so nothing leaves the machine.
+ */
+export class ChromiumVisitor {
+  constructor(
+    readonly side: Side,
+    readonly page: Page,
+  ) {}
+
+  async open(extra: Record<string, string> = {}): Promise<string> {
+    await this.page.route(`${CALLBACK}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' }));
+    const query = new URLSearchParams({ client_id: 'web', redirect_uri: CALLBACK, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'st', ...extra });
+    await this.page.goto(`${this.side.url}/realms/${this.side.realm}/protocol/openid-connect/auth?${query}`);
+    return this.seen();
+  }
+
+  async seen(): Promise<string> {
+    const url = this.page.url();
+    if (url.startsWith(CALLBACK)) return seen({ status: 302, location: url, text: '', headers: new Headers(), setCookies: [] });
+    return seen({ status: 200, location: null, text: await this.page.content(), headers: new Headers(), setCookies: [] });
+  }
+
+  /** Types the fields into the page's asking form and presses Enter in the last, as a user does. */
+  async submit(fields: Record<string, string>): Promise<string> {
+    const names = Object.keys(fields);
+    for (const name of names) await this.page.fill(`form [name="${name}"]`, fields[name]);
+    await Promise.all([this.page.waitForNavigation(), this.page.press(`form [name="${names[names.length - 1]}"]`, 'Enter')]);
+    return this.seen();
+  }
 }

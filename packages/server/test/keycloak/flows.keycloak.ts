@@ -1,6 +1,8 @@
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { addUser, addWebClient, askingForm, configureOtp, passwordGrant, startBoth, USER_PASSWORD, Visitor, type Both, type Side, type SideName } from './both.js';
+import type { Browser } from 'playwright-core';
+import { launchBrowser } from '../support/browser.js';
+import { addUser, addWebClient, askingForm, ChromiumVisitor, configureOtp, passwordGrant, startBoth, USER_PASSWORD, Visitor, type Both, type Side, type SideName } from './both.js';
 import { compareOnBoth, errorShape, oauthShape, type DiffCase } from './compare.js';
 import { fromBase32, CodeSource } from '../support/totp.js';
 import { decodeEntities } from '../support/forms.js';
@@ -170,6 +172,23 @@ const rows: Row[] = [
       return walk(side, 'holder');
     },
   },
+  {
+    name: 'in Chromium: conditional sub-flow by role, the role holder and a user without the role',
+    async observe(side) {
+      const seenBy = async (username: string) => {
+        const context = await browser.newContext();
+        try {
+          const visitor = new ChromiumVisitor(side, await context.newPage());
+          const pages = [await visitor.open(), await visitor.submit({ username, password: USER_PASSWORD })];
+          if (pages[1] === 'fields:otp') pages.push(await visitor.submit({ otp: ctx(side).apps.get(username)!.next() }));
+          return pages;
+        } finally {
+          await context.close();
+        }
+      };
+      return { holder: await seenBy('holder'), plain: await seenBy('plain') };
+    },
+  },
   { name: 'conditional sub-flow by role: an app, no role → not asked', observe: (side) => walk(side, 'plain') },
   { name: 'conditional sub-flow by role: the role, no app', observe: (side) => walk(side, 'fresh') },
   {
@@ -273,10 +292,13 @@ const rows: Row[] = [
   },
 ];
 
+let browser: Browser;
+
 describe('flows against Keycloak 26.7.3 (issue 35, compared)', () => {
   let both: Both;
 
   beforeAll(async () => {
+    browser = await launchBrowser();
     both = await startBoth(async (side) => {
       const kc = await admin(side);
       const clients = new Map([['web', await addWebClient(side)]]);
@@ -293,6 +315,7 @@ describe('flows against Keycloak 26.7.3 (issue 35, compared)', () => {
   });
 
   afterAll(async () => {
+    await browser?.close();
     await both?.close();
   });
 
