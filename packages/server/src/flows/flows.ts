@@ -6,6 +6,7 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { addMissingConditionalOtp, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
+import { fallbackBrokerFlows, FIRST_BROKER_LOGIN } from './broker-flows.js';
 import { FlowEditor } from './editing.js';
 import type { FlowResult, FlowRun } from './engine.js';
 import { importFlows, type FlowImport, type FlowImportReport } from './import.js';
@@ -106,6 +107,11 @@ export class Flows {
   /** Runs the sign-in flow of the browser or the direct grant (the client's override, else the realm's) through the one runner (FlowRunner.runSignIn). */
   runSignIn<Env, C, F>(realm: Realm, entry: OverrideBinding, client: SigningClient, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F>> {
     return this.runner.runSignIn(realm, entry, client, run);
+  }
+
+  /** Runs the realm's flow of this alias (first / post broker login; `first broker login` falls back to Keycloak's definition). */
+  runNamedFlow<Env, C, F>(realm: Realm, alias: string, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F> | null> {
+    return this.runner.runNamedFlow(realm, alias, alias === FIRST_BROKER_LOGIN ? fallbackBrokerFlows(realm.id) : null, run);
   }
 
   /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */

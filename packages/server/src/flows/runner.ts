@@ -149,6 +149,21 @@ export class FlowRunner {
   }
 
   /**
+   * Runs the realm's flow named `alias` (an identity provider's first / post broker login flow) through the one
+   * runner, refused first when a step it requires is neither installed nor given by the adapter. The realm's
+   * stored flow of that alias, else `fallback` (broker-flows.ts); null when neither exists.
+   */
+  async runNamedFlow<Env, C, F>(realm: Realm, alias: string, fallback: RealmFlows | null, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F> | null> {
+    const stored = await this.cachedFlows(realm);
+    const flows = stored.flowByAlias(alias) ? stored : fallback;
+    const root = flows?.flowByAlias(alias);
+    if (!flows || !root) return null;
+    const blocker = flowBlocker(flows, root.id, (id) => this.installed(id) || run.authenticator(id) !== undefined || run.condition(id) !== undefined);
+    if (blocker) throw new FlowCannotRunError(root.alias, blocker);
+    return runFlow({ ...run, flows, root });
+  }
+
+  /**
    * A realm's bindings as a realm PUT would store them: each names a top-level flow of the realm, and one the PUT
    * changes names a flow that can run (FlowBlocker: no step it needs lacks its provider). Keycloak binds such a
    * flow and fails every login through it; refusing the binding names the problem before anyone is locked out. A

@@ -3,3 +3,4 @@ export { baseUrl, requestInfo, secureCookies } from './request-info.js';
 export { httpsRequired, installSslRequired, isPrivateAddress } from './ssl-required.js';
 export { clearCookie, readCookie, setCookie, type CookieOptions } from './cookies.js';
 export { allowCorsForAnyOrigin, allowCorsForClient, answerPreflight, corsPending, requestOrigin, webOriginAllowed, MAX_ORIGIN_LENGTH } from './cors.js';
+export { OutboundGuard, OutboundRefusedError, outboundRequest, type OutboundMode, type OutboundResponse } from './outbound.js';
