@@ -74,10 +74,12 @@ describe('signing in through an identity provider (another realm as the upstream
     const created = await api(t.url, 'POST', '/admin/realms', token, {
       realm: 'up',
       enabled: true,
+      duplicateEmailsAllowed: true,
       clients: [{ clientId: 'broker-client', enabled: true, publicClient: false, secret: SECRET, redirectUris: [`${t.url}/realms/down/broker/up/endpoint`], standardFlowEnabled: true }],
       users: [
         { username: 'upuser', enabled: true, email: 'upuser@example.com', emailVerified: true, firstName: 'Up', lastName: 'User', credentials: [{ type: 'password', value: 'Up-pass-123', temporary: false }] },
         { username: 'mallory', enabled: true, email: 'alice@example.com', emailVerified: true, firstName: 'Mal', lastName: 'Lory', credentials: [{ type: 'password', value: 'Mal-pass-123', temporary: false }] },
+        { username: 'mallory2', enabled: true, email: 'alice@example.com', firstName: 'Mal', lastName: 'Two', credentials: [{ type: 'password', value: 'Mal-pass-123' }] },
         { username: 'nomail', enabled: true, firstName: 'No', lastName: 'Mail', credentials: [{ type: 'password', value: 'No-pass-123', temporary: false }] },
       ],
     });
@@ -276,6 +278,18 @@ describe('signing in through an identity provider (another realm as the upstream
     expect(right.status).toBe(302);
     expect(right.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
     expect(await linksOfAlice()).toMatchObject([{ identityProvider: 'up', userName: 'mallory' }]);
+  });
+
+  it('a local user linked already to one upstream account is not linked to a second one (409 page, no 5xx)', async () => {
+    const browser = new Browser(t.url);
+    const confirm = await browser.get(await toCallback(browser, { username: 'mallory2', password: 'Mal-pass-123' }));
+    const form = firstForm(confirm.text);
+    const reauth = await browser.post(form.action, { ...form.hidden, submitAction: 'linkAccount' });
+    const answer = await browser.post(firstForm(reauth.text).action, { ...firstForm(reauth.text).hidden, password: 'Alice-pass-123' });
+    expect(answer.status).toBe(409);
+    expect(answer.location).toBeNull();
+    const alice = await downUser('alice');
+    expect((await admin('GET', `/down/users/${alice.id}/federated-identity`)).body).toMatchObject([{ identityProvider: 'up', userName: 'mallory' }]);
   });
 
   it('asks for the missing e-mail on the review page before creating the user', async () => {

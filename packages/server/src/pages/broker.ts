@@ -188,6 +188,10 @@ export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswo
         const refused = await refusedUser(ctx, realm, run.user, run.env);
         if (refused) return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
         const user = await linkFirstLogin(ctx, realm, provider, progress.identity, run.user, { clientId: auth.clientId, request: info });
+        if (!user) {
+          await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'federated identity already linked' });
+          return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `This account is already linked to another ${providerName(provider)} account, or that account to another user.` }, status: 409 });
+        }
         return finish(request, reply, realm, auth, user);
       }
       case 'challenge':

@@ -2,6 +2,7 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../../context.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { userSnapshot } from '../../services/index.js';
+import { isUniqueViolation } from '../../storage/index.js';
 import { applyMappers, preprocessIdentity, syncModeOf } from './idp-mappers.js';
 import type { BrokeredIdentity } from './upstream-oidc.js';
 
@@ -50,9 +51,22 @@ export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, pr
   return current;
 }
 
-/** The end of a first broker login: the flow's user linked to the upstream account, the mappers imported. */
-export async function linkFirstLogin(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity, user: User, event: BrokerEventBase): Promise<User> {
-  await ctx.storage.federation.addLink(realm.id, user.id, provider.internalId, { userId: identity.id, userName: identity.username });
+/**
+ * The end of a first broker login: the flow's user linked to the upstream account, the mappers imported. Null when
+ * the user is linked to another account of this provider already, or this account to another user (a second tab
+ * finished first): nothing is changed, the caller says so (Keycloak's federated_identity_account_exists).
+ */
+export async function linkFirstLogin(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity, user: User, event: BrokerEventBase): Promise<User | null> {
+  try {
+    await ctx.storage.federation.addLink(realm.id, user.id, provider.internalId, { userId: identity.id, userName: identity.username });
+  } catch (error) {
+    if (isUniqueViolation(error)) return null;
+    throw error;
+  }
+  if ((await ctx.storage.federation.userIdByLink(provider.internalId, identity.id)) !== user.id) {
+    await ctx.storage.federation.removeLink(realm.id, user.id, provider.alias);
+    return null;
+  }
   const token = storedToken(provider, identity);
   if (token) await ctx.storage.federation.updateLink(user.id, provider.internalId, { token });
   const mapped = await applyMappers(ctx, realm, provider, await ctx.storage.federation.mappers(realm.id, provider.internalId), identity, user, 'import');
