@@ -13,6 +13,7 @@ import type { AuthSessions } from './authentication/auth-session.js';
 import type { LoginForms, LoginProtocol } from './authentication/ports.js';
 import type { PageRenderer } from './pages/render.js';
 import type { HostStore, OwnedSharedStore } from './store/index.js';
+import type { OutboundGuard } from '@realmgate/spi';
 
 /** The services the composition root builds once and hands to every route module. */
 export interface ServerContext {
@@ -39,4 +40,6 @@ export interface ServerContext {
   loginProtocol: LoginProtocol;
   mailer: Mailer;
   mailFailures: Counter;
+  /** The guard of the server's own requests to identity providers and JWKS URLs (http/target-guard.ts, as webhooks'). */
+  outbound: OutboundGuard;
 }

@@ -8,7 +8,7 @@ import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
-import { createHttpApp, installSslRequired } from './http/index.js';
+import { createHttpApp, installSslRequired, TargetGuard } from './http/index.js';
 import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
@@ -18,7 +18,7 @@ import { Storage } from './storage/index.js';
 import { createSharedStore, namespacedStore, type HostStore, type OwnedSharedStore } from './store/index.js';
 import { Mailer } from './mail/index.js';
 import { ActionTokens, AuthSessions } from './authentication/index.js';
-import { PageRenderer, pageForms, pageRoutes } from './pages/index.js';
+import { firstPage, PageRenderer, pageForms, pageRoutes } from './pages/index.js';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -168,10 +168,11 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     authSessions: new AuthSessions(keys, config.hostname),
     actionTokens: new ActionTokens(keys, hostStore),
     pages,
-    forms: pageForms({ pages, flows }),
+    forms: pageForms({ pages, flows, storage }, (request, reply, realm, auth) => firstPage(context, request, reply, realm, auth)),
     loginProtocol: openIdConnectLoginProtocol(config),
     mailer: new Mailer(logger, config.mode),
     mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),
+    outbound: new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' }),
   };
   const closeProviders = () =>
     providers.close(config.shutdownGraceMs, (id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));

@@ -4,6 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
+import { OIDC_PROVIDER_IDS } from '../authentication/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
   identityProviderMapperRep,
@@ -21,7 +22,7 @@ const taken = (alias: string) => conflict(`Identity Provider ${alias} already ex
 
 /**
  * Keycloak's identity-provider resource (`/identity-provider/instances`, each provider's mappers): the providers
- * are kept as data, exported and imported with the realm, and nobody signs in through them (README). Reading needs
+ * are exported and imported with the realm; OpenID Connect ones sign users in (README, Identity brokering). Reading needs
  * view-identity-providers (or view-realm), writing manage-identity-providers, as Keycloak's. Secrets in a config
  * (`clientSecret`) are answered as `**********`; a PUT that sends the mask back keeps the stored secret.
  */
@@ -34,8 +35,11 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     if (!provider) throw notFound('Could not find identity provider');
     return { realm, provider };
   };
-  const inert = (realm: Realm, alias: string) =>
-    ctx.logger.warn({ realm: realm.name, alias }, 'identity provider stored as data: Realmgate does not sign users in through identity providers');
+  // Only OpenID Connect providers sign users in (authentication/brokering/); the others are kept as data.
+  const inert = (realm: Realm, provider: IdentityProvider) => {
+    if (OIDC_PROVIDER_IDS.has(provider.providerId)) return;
+    ctx.logger.warn({ realm: realm.name, alias: provider.alias, providerId: provider.providerId }, 'identity provider stored as data: Realmgate signs users in through OpenID Connect providers only');
+  };
 
   app.get('/realms/:realm/identity-provider/instances', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
@@ -63,7 +67,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
       if (isUniqueViolation(error)) throw taken(provider.alias);
       throw error;
     }
-    inert(realm, provider.alias);
+    inert(realm, provider);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'IDENTITY_PROVIDER', `identity-provider/instances/${provider.alias}`, identityProviderRep(provider));
     return reply.code(201).header('location', locationOf(ctx, request, provider.alias)).send();
   });

@@ -20,6 +20,8 @@ export interface AuthSession {
   kcAction?: string;
   /** What became of `kcAction` (sent back to the client as `kc_action_status`); absent while it is still to be run. */
   kcActionStatus?: KcActionStatus;
+  /** Keycloak's `kc_idp_hint`: the identity provider the application wants the user sent to (identity-provider-redirector). */
+  idpHint?: string;
   /** Synchronizer token every form on these pages must echo back. */
   csrf: string;
   createdAt: number;

@@ -18,3 +18,4 @@ export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAtt
 export { SignedState } from './signed-state.js';
 export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
 export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';
+export * from './brokering/index.js';

@@ -22,6 +22,8 @@ export interface LoginForms {
   requestError(reply: FastifyReply, realm: Realm, detail: string, status?: number): Promise<FastifyReply>;
   info(reply: FastifyReply, realm: Realm, title: string, text: string, link?: PageLink, status?: number): Promise<FastifyReply>;
   login(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState): Promise<FastifyReply>;
+  /** The authorization request's first page: the browser flow may send the browser to an identity provider, else the login page. */
+  firstPage(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply>;
   registration(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState): Promise<FastifyReply>;
 }
 

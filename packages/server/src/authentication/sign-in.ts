@@ -10,6 +10,7 @@ import { loginLockout } from './brute-force.js';
 import { hasOtpCredential, verifyOtp } from './otp.js';
 import { authenticatePassword, findLoginUser, type PasswordResult } from './password.js';
 import type { SecondFactorError } from './second-factor.js';
+import { identityProviderRedirector, type RedirectChallenge } from './brokering/redirector.js';
 
 /**
  * Every step of a sign-in as an authenticator registered under Keycloak's provider id, run by the one flow runner
@@ -31,9 +32,9 @@ export type SignInFailure =
   | { kind: 'protector'; provider: string; reason: string; error: ProviderEventError; status?: number; retryAfterSeconds?: number };
 
 /** The page a browser step asks to show. */
-export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp';
+export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp' | RedirectChallenge;
 
-interface SignInEnv {
+export interface SignInEnv {
   ctx: SignInContext;
   realm: Realm;
   clientId: string;
@@ -54,6 +55,9 @@ export interface BrowserEnv extends SignInEnv {
   submitted: Record<string, string> | null;
   /** The user of a valid SSO session, for auth-cookie (the authorization endpoint's run only). */
   sso?: User;
+  /** The authorization request's own walk (identity-provider-redirector acts only then), and its kc_idp_hint. */
+  start?: boolean;
+  idpHint?: string;
 }
 
 export interface GrantEnv extends SignInEnv {
@@ -94,6 +98,8 @@ export function take(env: { submitted: Record<string, string> | null }, names: r
 
 /** The browser's authenticators (Keycloak's browser-flow providers), by provider id. */
 const browserSteps: Record<string, Step<BrowserEnv>> = {
+  // Brokering (authentication/brokering/redirector.ts).
+  'identity-provider-redirector': identityProviderRedirector,
   // The SSO session the authorization endpoint found (a page's post has none): its user, signed in already.
   'auth-cookie': { id: 'auth-cookie', requiresUser: false, authenticate: async ({ env }) => (env.sso ? { status: 'success', user: env.sso } : { status: 'attempted' }) },
   'auth-username-password-form': {
@@ -283,8 +289,9 @@ export function runBrowserSignIn(
   progress: BrowserProgress | null,
   submitted: BrowserEnv['submitted'],
   sso?: User,
+  start?: { idpHint?: string },
 ): Promise<FlowResult<BrowserChallenge, SignInFailure> & { env: BrowserEnv }> {
-  const env: BrowserEnv = { ctx, realm, clientId, details: { auth_method: 'openid-connect' }, request, submitted: submitted && { ...submitted }, login: progress?.login, passwordChecked: progress?.passwordChecked, sso };
+  const env: BrowserEnv = { ctx, realm, clientId, details: { auth_method: 'openid-connect' }, request, submitted: submitted && { ...submitted }, login: progress?.login, passwordChecked: progress?.passwordChecked, sso, start: start !== undefined, idpHint: start?.idpHint };
   return ctx.flows
     .runSignIn<BrowserEnv, BrowserChallenge, SignInFailure>(realm, 'browser', clientId, {
       env,

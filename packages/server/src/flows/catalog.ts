@@ -118,6 +118,11 @@ const builtInProviders: readonly AuthProvider[] = [
       { name: 'include_group_attributes', label: 'Include group attributes', type: 'boolean', defaultValue: 'false', helpText: "Also look for the attribute on the user's groups (and the groups above them)." },
     ],
   },
+  // BROKERING (issue 37): the browser flow's step that sends the user to an identity provider (authentication/brokering/redirector.ts).
+  {
+    ...builtIn('identity-provider-redirector', 'authenticator', 'Identity Provider Redirector', 'Redirects to default Identity Provider or Identity Provider specified with kc_idp_hint query parameter', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+    configProperties: [{ name: 'defaultProvider', label: 'Default Identity Provider', type: 'String', helpText: 'To automatically redirect to an identity provider set to the alias of the identity provider' }],
+  },
   builtIn('registration-page-form', 'form', 'Registration Page', 'This is the controller for the registration page', ['REQUIRED', 'DISABLED']),
   builtIn(
     'registration-user-creation',

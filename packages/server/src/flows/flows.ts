@@ -120,6 +120,11 @@ export class Flows {
     return this.runner.formAction(realm, providerId);
   }
 
+  /** Runs the realm's flow of this alias (an identity provider's first / post broker login flow). */
+  runNamedFlow<Env, C, F>(realm: Realm, alias: string, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F> | null> {
+    return this.runner.runNamedFlow(realm, alias, run);
+  }
+
   /** A client's `authenticationFlowBindingOverrides` as the admin API would store them: null, or why not (overrides.ts). */
   validateOverrides(realm: Realm, overrides: Record<string, string>, previous: Record<string, string> = {}): Promise<string | null> {
     return overridesProblem(this.repository, this.catalog, realm, overrides, previous);

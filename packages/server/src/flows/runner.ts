@@ -165,6 +165,20 @@ export class FlowRunner {
   }
 
   /**
+   * Runs the realm's flow named `alias` (an identity provider's first / post broker login flow) through the one
+   * runner, refused first when a step it requires is neither installed nor given by the adapter; null when the
+   * realm has no flow of that alias (every realm has `first broker login`: built in, and added at start-up).
+   */
+  async runNamedFlow<Env, C, F>(realm: Realm, alias: string, run: Omit<FlowRun<Env, C, F>, 'flows' | 'root'>): Promise<FlowResult<C, F> | null> {
+    const flows = await this.cachedFlows(realm);
+    const root = flows.flowByAlias(alias);
+    if (!root) return null;
+    const blocker = flowBlocker(flows, root.id, (id) => this.installed(id) || run.authenticator(id) !== undefined || run.condition(id) !== undefined);
+    if (blocker) throw new FlowCannotRunError(root.alias, blocker);
+    return runFlow({ ...run, flows, root });
+  }
+
+  /**
    * A realm's bindings as a realm PUT would store them: each names a top-level flow of the realm, and one the PUT
    * changes names a flow that can run (FlowBlocker: no step it needs lacks its provider). Keycloak binds such a
    * flow and fails every login through it; refusing the binding names the problem before anyone is locked out. A

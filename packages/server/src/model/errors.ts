@@ -195,6 +195,9 @@ export const EVENT_ERRORS = [
   'username_in_use',
   'invalid_registration',
   'rejected_by_user',
+  // Brokering (Keycloak's Errors): the upstream refused or failed, the provider is unknown, disabled or link-only.
+  'identity_provider_error',
+  'identity_provider_not_found',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

@@ -6,6 +6,7 @@ import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
 
 export { pageForms, showPage } from './pages.js';
+export { firstPage } from './broker.js';
 export { PageRenderer } from './render.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: ServerContext): void {

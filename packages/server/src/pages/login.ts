@@ -11,6 +11,7 @@ import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
+import { brokerRoutes } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
 import type { ShowNewPassword } from './step-pages.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
@@ -78,6 +79,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   otpRoutes(app, ctx, newPasswordPage);
+  brokerRoutes(app, ctx, newPasswordPage);
   requiredActionRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {

@@ -5,11 +5,12 @@ import type { Realm } from '../model/types.js';
 import type { AuthSession, FormState, LoginForms } from '../authentication/index.js';
 import type { ProtectedForm } from '@realmgate/spi';
 import { protectorMarkup, type ProtectorStep } from './protection.js';
+import { loginButtons } from './broker-links.js';
 
 export type { FormState };
 
 /** What rendering a page needs: the renderer and the realm's flows (for protectors and form-action assets). */
-type PageContext = Pick<ServerContext, 'pages' | 'flows'>;
+type PageContext = Pick<ServerContext, 'pages' | 'flows' | 'storage'>;
 
 export const actionUrl = (realm: Realm, action: string) => `/realms/${encodeURIComponent(realm.name)}/login-actions/${action}`;
 
@@ -56,6 +57,7 @@ export const showPage = {
       loginWithEmail: realm.loginWithEmailAllowed,
       registerUrl: realm.registrationAllowed ? actionUrl(realm, 'registration') : null,
       resetUrl: realm.resetPasswordAllowed ? actionUrl(realm, 'reset-credentials') : null,
+      identityProviders: await loginButtons(ctx, realm, auth),
     };
     return formPage(ctx, request, reply, realm, auth, 'login', steps.protectors, fields, state);
   },
@@ -78,9 +80,10 @@ export const showPage = {
   },
 };
 
-/** The pages `protocol/` shows, as the LoginForms port the server context hands it. */
-export function pageForms(ctx: PageContext): LoginForms {
+/** The pages `protocol/` shows, as the LoginForms port the server context hands it (`firstPage`: pages/broker.ts). */
+export function pageForms(ctx: PageContext, firstPage: LoginForms['firstPage']): LoginForms {
   return {
+    firstPage,
     error: (reply, realm, text, status, link) => showPage.error(ctx, reply, realm, text, status, link),
     requestError: (reply, realm, detail, status) => showPage.requestError(ctx, reply, realm, detail, status),
     info: (reply, realm, title, text, link, status) => showPage.info(ctx, reply, realm, title, text, link, status),

@@ -155,8 +155,34 @@ export class FederationRepository {
   async addLink(realmId: string, userId: string, providerInternalId: string, link: Omit<FederatedIdentity, 'identityProvider'>, db: Db = this.db): Promise<void> {
     await db
       .insertInto('federated_identity')
-      .values({ user_id: userId, identity_provider_id: providerInternalId, realm_id: realmId, federated_user_id: link.userId, federated_username: link.userName })
+      .values({ user_id: userId, identity_provider_id: providerInternalId, realm_id: realmId, federated_user_id: link.userId, federated_username: link.userName, token: null })
       .execute();
+  }
+
+  /** The user linked to this account at the provider (by internal id), or null: a brokered sign-in's lookup. */
+  async userIdByLink(providerInternalId: string, federatedUserId: string, db: Db = this.db): Promise<string | null> {
+    const row = await db
+      .selectFrom('federated_identity')
+      .select('user_id')
+      .where('identity_provider_id', '=', providerInternalId)
+      .where('federated_user_id', '=', federatedUserId)
+      .executeTakeFirst();
+    return row?.user_id ?? null;
+  }
+
+  /** The stored upstream token of the user's link (storeToken), or null. */
+  async linkToken(userId: string, providerInternalId: string, db: Db = this.db): Promise<string | null> {
+    const row = await db.selectFrom('federated_identity').select('token').where('user_id', '=', userId).where('identity_provider_id', '=', providerInternalId).executeTakeFirst();
+    return row?.token ?? null;
+  }
+
+  /** Replaces the stored token and the upstream username of the user's link. */
+  async updateLink(userId: string, providerInternalId: string, fields: { token?: string | null; userName?: string | null }, db: Db = this.db): Promise<void> {
+    const set: { token?: string | null; federated_username?: string | null } = {};
+    if (fields.token !== undefined) set.token = fields.token;
+    if (fields.userName !== undefined) set.federated_username = fields.userName;
+    if (Object.keys(set).length === 0) return;
+    await db.updateTable('federated_identity').set(set).where('user_id', '=', userId).where('identity_provider_id', '=', providerInternalId).execute();
   }
 
   /** Removes the user's link to the provider of this alias; false when there was none. */

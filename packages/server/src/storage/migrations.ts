@@ -679,4 +679,11 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  // Brokering (issue 37): the upstream's token response of a link, for a provider that stores tokens (storeToken,
+  // read back by GET /realms/{r}/broker/{alias}/token). Keycloak keeps it on the federated identity too.
+  '0024-federated-identity-token': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('federated_identity').addColumn('token', 'text').execute();
+    },
+  },
 };

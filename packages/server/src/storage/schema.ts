@@ -422,6 +422,8 @@ export interface FederatedIdentityTable {
   realm_id: string;
   federated_user_id: string;
   federated_username: string | null;
+  /** The upstream's token response, kept when the provider stores tokens (storeToken); null otherwise. */
+  token: string | null;
 }
 
 export interface UserConsentTable {

@@ -76,6 +76,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
     const kcAction = param(request, 'kc_action')?.slice(0, 255);
     if (kcAction) auth.kcAction = kcAction;
+    const idpHint = param(request, 'kc_idp_hint')?.slice(0, 255);
+    if (idpHint) auth.idpHint = idpHint;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.
@@ -95,7 +97,7 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     const session = await ctx.authSessions.start(reply, request, realm, auth);
     if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
     if (entry === 'registration' && realm.registrationAllowed) return ctx.forms.registration(request, reply, realm, session, {});
-    return ctx.forms.login(request, reply, realm, session, {});
+    return ctx.forms.firstPage(request, reply, realm, session);
   };
   app.get('/realms/:realm/protocol/openid-connect/auth', handler('login'));
   app.post('/realms/:realm/protocol/openid-connect/auth', handler('login'));

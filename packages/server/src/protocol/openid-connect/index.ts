@@ -1,3 +1,4 @@
+import { brokerTokenRoutes } from './broker-token.js';
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { authorizationRoutes } from './auth.js';
@@ -20,6 +21,7 @@ export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): v
   authorizationRoutes(app, ctx);
   tokenRoutes(app, ctx);
   userinfoRoutes(app, ctx);
+  brokerTokenRoutes(app, ctx);
   introspectRoutes(app, ctx);
   revokeRoutes(app, ctx);
   logoutRoutes(app, ctx);

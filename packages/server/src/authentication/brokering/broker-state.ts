@@ -1,0 +1,87 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { ServerContext } from '../../context.js';
+import type { ExecutionStatus } from '../../flows/index.js';
+import type { AuthSession } from '../auth-session.js';
+import type { BrokeredIdentity } from './upstream-oidc.js';
+
+/**
+ * What a brokered sign-in keeps between requests, on the server (the shared store), never in the browser: the
+ * upstream request's nonce and PKCE verifier (they must not travel with the code), and later the upstream's
+ * answer while the first broker login flow asks the user things. Each is bound to the auth session that started
+ * it (a hash of its CSRF token), so a `state` or a page key from another browser's sign-in opens nothing here.
+ */
+
+type BrokerStore = Pick<ServerContext, 'hostStore'>;
+
+const LIFETIME_MS = 30 * 60 * 1000;
+const random = () => randomBytes(24).toString('base64url');
+/** The auth session a record belongs to: its CSRF token, hashed. */
+export const authBindingOf = (auth: AuthSession) => createHash('sha256').update(`broker\n${auth.csrf}`).digest('base64url');
+
+export interface PendingUpstream {
+  alias: string;
+  auth: string;
+  clientId: string;
+  nonce: string;
+  codeVerifier: string | null;
+}
+
+/** A new upstream request's `state`: an unguessable id of what the callback needs (rememberUpstream). */
+export const newUpstreamState = random;
+
+export async function rememberUpstream(ctx: BrokerStore, state: string, pending: PendingUpstream): Promise<void> {
+  await ctx.hostStore.set(`broker-state:${state}`, JSON.stringify(pending), LIFETIME_MS);
+}
+
+export type UpstreamStateRefusal = 'unknown' | 'other_session' | 'other_provider';
+
+/**
+ * The callback's `state`, taken once: a replay finds it used. Refused when it belongs to another browser's sign-in
+ * (swapped state: an attacker's code fed to a victim) or to another provider.
+ */
+export async function takeUpstream(ctx: BrokerStore, state: string, auth: AuthSession | null, alias: string): Promise<PendingUpstream | UpstreamStateRefusal> {
+  if (!/^[A-Za-z0-9_-]{32}$/.test(state)) return 'unknown';
+  const key = `broker-state:${state}`;
+  const stored = await ctx.hostStore.get(key);
+  if (!stored || stored === 'used') return 'unknown';
+  // Atomic: of two callbacks with one state, one takes it.
+  if (!(await ctx.hostStore.compareAndSet(key, stored, 'used', LIFETIME_MS))) return 'unknown';
+  const pending = JSON.parse(stored) as PendingUpstream;
+  if (!auth || pending.auth !== authBindingOf(auth) || pending.clientId !== auth.clientId) return 'other_session';
+  if (pending.alias !== alias) return 'other_provider';
+  return pending;
+}
+
+/** Where a first (or post) broker login stands between its pages. */
+export interface BrokerProgress {
+  alias: string;
+  auth: string;
+  identity: BrokeredIdentity;
+  /** The flow's executions settled so far, and the user they named. */
+  done: Record<string, ExecutionStatus>;
+  userId: string | null;
+  /** The account idp-create-user-if-unique found with the upstream user's e-mail or username. */
+  existingUserId: string | null;
+  /** idp-create-user-if-unique created the user in this sign-in. */
+  newUser: boolean;
+  requiredActions: string[];
+  /** The review page was shown (its values are the identity's now). */
+  reviewed: boolean;
+}
+
+/** Keeps the progress under a new id (or `id`), the page's key to it. */
+export async function keepProgress(ctx: BrokerStore, progress: BrokerProgress, id: string = random()): Promise<string> {
+  await ctx.hostStore.set(`broker-progress:${id}`, JSON.stringify(progress), LIFETIME_MS);
+  return id;
+}
+
+/** The progress of this auth session's brokered sign-in under `id`, or null. */
+export async function openProgress(ctx: BrokerStore, id: unknown, auth: AuthSession): Promise<BrokerProgress | null> {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9_-]{32}$/.test(id)) return null;
+  const stored = await ctx.hostStore.get(`broker-progress:${id}`);
+  if (!stored) return null;
+  const progress = JSON.parse(stored) as BrokerProgress;
+  return progress.auth === authBindingOf(auth) ? progress : null;
+}
+
+export const dropProgress = (ctx: BrokerStore, id: string) => ctx.hostStore.delete(`broker-progress:${id}`);

@@ -1,0 +1,226 @@
+import type { RequestInfo } from '@realmgate/spi';
+import type { ServerContext } from '../../context.js';
+import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.js';
+import type { IdentityProvider, Realm, User } from '../../model/types.js';
+import { CONFIGURE_TOTP, UPDATE_PASSWORD } from '../../required-actions/index.js';
+import { createUser, realmRequiredActions, userSnapshot } from '../../services/index.js';
+import { hasOtpCredential, verifyOtp } from '../otp.js';
+import { authenticatePassword, type PasswordResult } from '../password.js';
+import type { SecondFactorError } from '../second-factor.js';
+import { signInCondition, type SignInEnv } from '../sign-in.js';
+import type { BrokerProgress } from './broker-state.js';
+
+/**
+ * The first broker login flow's authenticators (Keycloak's idp-* providers), run by the one flow runner over the
+ * flow the identity provider names (`firstBrokerLoginFlowAlias`, Keycloak's `first broker login` by default). The
+ * rule they keep: an upstream account whose e-mail or username is a local user's is never signed in as that user
+ * on the upstream's word. idp-create-user-if-unique only creates a user where none has that e-mail or username;
+ * where one has, the flow goes on to `Handle Existing Account`: the user confirms the link, then proves they own the
+ * local account (its password, and its code when it has OTP). `trustEmail` does not change that, as in Keycloak
+ * (it marks the new user's e-mail verified); e-mail verification of the link is not offered yet (the step is
+ * attempted, so re-authentication is the way in).
+ */
+
+/** The page a first-login step asks to show. */
+export type BrokerChallenge = 'review-profile' | 'confirm-link' | 'reauth-password' | 'otp';
+
+export type BrokerFailure =
+  | { kind: 'password'; result: Extract<PasswordResult, { ok: false }> }
+  | { kind: 'otp'; error: SecondFactorError }
+  | { kind: 'profile'; errors: Record<string, string> };
+
+type BrokerContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers' | 'flows' | 'logger'>;
+
+export interface BrokerEnv extends SignInEnv {
+  ctx: BrokerContext;
+  provider: IdentityProvider;
+  progress: BrokerProgress;
+  /** The fields the page just posted, each taken once by the step whose page it is. */
+  submitted: Record<string, string> | null;
+}
+
+type Step = Authenticator<BrokerEnv, BrokerChallenge, BrokerFailure>;
+type Outcome = StepOutcome<BrokerChallenge, BrokerFailure>;
+
+function take(env: BrokerEnv, names: readonly string[]): Record<string, string> | null {
+  const posted = env.submitted;
+  if (!posted || !names.every((name) => name in posted)) return null;
+  const fields = Object.fromEntries(names.map((name) => [name, posted[name]]));
+  for (const name of names) delete posted[name];
+  return fields;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_FIELD = 255;
+
+/** Keycloak's `update.profile.on.first.login`: on, off, or missing (only when a required field is empty). */
+function reviewNeeded(env: BrokerEnv, config: Readonly<Record<string, string>>): boolean {
+  const mode = config['update.profile.on.first.login'] ?? (env.provider.rest.updateProfileFirstLoginMode as string | undefined) ?? 'missing';
+  if (mode === 'off') return false;
+  if (mode === 'on') return true;
+  const { identity } = env.progress;
+  return !identity.username || !identity.email || !identity.firstName || !identity.lastName;
+}
+
+const reviewProfile: Step = {
+  id: 'idp-review-profile',
+  requiresUser: false,
+  async authenticate({ env, config }) {
+    if (env.progress.reviewed || !reviewNeeded(env, config)) return { status: 'success' };
+    const fields = take(env, ['username', 'email', 'firstName', 'lastName']);
+    if (!fields) return { status: 'challenge', challenge: 'review-profile' };
+    const errors: Record<string, string> = {};
+    const value = (name: string) => (fields[name] ?? '').trim();
+    if (!value('username')) errors.username = 'Please specify username.';
+    if (!value('email')) errors.email = 'Please specify email.';
+    else if (!EMAIL.test(value('email'))) errors.email = 'Invalid email address.';
+    for (const name of ['username', 'email', 'firstName', 'lastName']) if (value(name).length > MAX_FIELD) errors[name] = `Must be at most ${MAX_FIELD} characters.`;
+    if (Object.keys(errors).length) return { status: 'failure', failure: { kind: 'profile', errors } };
+    const { identity } = env.progress;
+    // A changed address is no longer the one the upstream vouched for.
+    const emailVerified = identity.emailVerified && value('email').toLowerCase() === (identity.email ?? '').toLowerCase();
+    env.progress.identity = { ...identity, username: value('username'), email: value('email'), firstName: value('firstName') || null, lastName: value('lastName') || null, emailVerified };
+    env.progress.reviewed = true;
+    return { status: 'success' };
+  },
+};
+
+/** The local user with the brokered user's e-mail (where e-mails are unique) or username, Keycloak's checkExistingUser. */
+async function existingUser(env: BrokerEnv): Promise<User | null> {
+  const { identity } = env.progress;
+  const { storage } = env.ctx;
+  if (identity.email && !env.realm.duplicateEmailsAllowed) {
+    const byEmail = await storage.users.byEmail(env.realm.id, identity.email.toLowerCase());
+    if (byEmail) return byEmail;
+  }
+  return storage.users.byUsername(env.realm.id, identity.username.toLowerCase());
+}
+
+const createUserIfUnique: Step = {
+  id: 'idp-create-user-if-unique',
+  requiresUser: false,
+  async authenticate({ env, config }) {
+    const existing = await existingUser(env);
+    if (existing) {
+      env.progress.existingUserId = existing.id;
+      return { status: 'attempted' };
+    }
+    const { identity } = env.progress;
+    const { ctx, realm, provider } = env;
+    const user = await ctx.storage.transaction((trx) =>
+      createUser(
+        ctx.storage,
+        realm,
+        {
+          username: identity.username,
+          email: identity.email,
+          firstName: identity.firstName,
+          lastName: identity.lastName,
+          // Keycloak: a trusted provider's address is taken as verified.
+          emailVerified: provider.rest.trustEmail === true,
+        },
+        trx,
+      ),
+    );
+    if (config['require.password.update.after.registration'] === 'true') await ctx.storage.credentials.addRequiredAction(user.id, UPDATE_PASSWORD);
+    env.progress.newUser = true;
+    await ctx.events.user(realm, {
+      type: 'REGISTER',
+      clientId: env.clientId,
+      userId: user.id,
+      details: { identity_provider: provider.alias, identity_provider_identity: identity.username, register_method: 'broker', username: user.username, ...(user.email ? { email: user.email } : {}) },
+      request: env.request,
+      user: () => userSnapshot(ctx.storage, user),
+    });
+    return { status: 'success', user };
+  },
+};
+
+const confirmLink: Step = {
+  id: 'idp-confirm-link',
+  requiresUser: false,
+  async authenticate({ env }) {
+    if (!env.progress.existingUserId) return { status: 'attempted' };
+    const fields = take(env, ['submitAction']);
+    if (!fields || fields.submitAction !== 'linkAccount') return { status: 'challenge', challenge: 'confirm-link' };
+    return { status: 'success' };
+  },
+};
+
+/** E-mail verification of the link is not offered yet: attempted, so re-authentication beside it is the way in. */
+const emailVerification: Step = { id: 'idp-email-verification', requiresUser: false, authenticate: async () => ({ status: 'attempted' }) };
+
+const reauthenticate: Step = {
+  id: 'idp-username-password-form',
+  requiresUser: false,
+  async authenticate({ env }) {
+    const existingId = env.progress.existingUserId;
+    const existing = existingId ? await env.ctx.storage.users.byId(env.realm.id, existingId) : null;
+    if (!existing) return { status: 'attempted' };
+    const fields = take(env, ['password']);
+    if (!fields) return { status: 'challenge', challenge: 'reauth-password' };
+    const result = await authenticatePassword(env.ctx, env.realm, { username: existing.username, password: fields.password ?? '', clientId: env.clientId, details: env.details, request: env.request });
+    if (!result.ok) return { status: 'failure', failure: { kind: 'password', result } };
+    // The password named the account found, never another.
+    if (result.user.id !== existing.id) return { status: 'attempted' };
+    env.passwordChecked = true;
+    return { status: 'success', user: result.user };
+  },
+};
+
+const otp: Step = {
+  id: 'auth-otp-form',
+  requiresUser: true,
+  setupAction: CONFIGURE_TOTP,
+  configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
+  async authenticate({ env, user }) {
+    const fields = take(env, ['otp']);
+    if (!fields) return { status: 'challenge', challenge: 'otp' };
+    const result = await verifyOtp(env.ctx, env.realm, user!, (fields.otp ?? '').trim(), { clientId: env.clientId, details: env.details, request: env.request });
+    return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
+  },
+};
+
+/** Organizations are not brokered here: the step has nothing to add. */
+const addOrganizationMember: Step = { id: 'idp-add-organization-member', requiresUser: false, authenticate: async () => ({ status: 'success' }) };
+
+const steps: Record<string, Step> = Object.fromEntries(
+  [reviewProfile, createUserIfUnique, confirmLink, emailVerification, reauthenticate, otp, addOrganizationMember].map((step) => [step.id, step]),
+);
+
+/** The broker login's authenticators by provider id (the lead's catalog lists the same ids). */
+export const BROKER_AUTHENTICATOR_IDS = Object.keys(steps);
+
+/**
+ * Runs the provider's first broker login flow from the top with what earlier pages settled (`progress`, which the
+ * steps update in place); null when the realm has no flow of that alias.
+ */
+export async function runFirstBrokerLogin(
+  ctx: BrokerContext,
+  realm: Realm,
+  provider: IdentityProvider,
+  clientId: string,
+  request: RequestInfo,
+  progress: BrokerProgress,
+  submitted: Record<string, string> | null,
+): Promise<(FlowResult<BrokerChallenge, BrokerFailure> & { env: BrokerEnv }) | null> {
+  const alias = typeof provider.rest.firstBrokerLoginFlowAlias === 'string' && provider.rest.firstBrokerLoginFlowAlias ? provider.rest.firstBrokerLoginFlowAlias : 'first broker login';
+  const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username } };
+  const user = progress.userId ? await ctx.storage.users.byId(realm.id, progress.userId) : null;
+  const result = await ctx.flows.runNamedFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(realm, alias, {
+    env,
+    authenticator: (id) => steps[id],
+    condition: (id) => signInCondition(id),
+    done: progress.done,
+    user,
+    requiredActions: progress.requiredActions,
+    actionEnabled: async (action) => (await realmRequiredActions(ctx.storage, realm.id)).some((a) => a.alias === action && a.enabled),
+  });
+  if (!result) return null;
+  if (result.status === 'success' || result.status === 'challenge') {
+    progress.done = result.done;
+    progress.requiredActions = result.requiredActions;
+  }
+  progress.userId = result.user?.id ?? progress.userId;
+  return { ...result, env };
+}

@@ -1,0 +1,30 @@
+import type { Authenticator } from '../../flows/index.js';
+import type { BrowserEnv } from '../sign-in.js';
+import { OIDC_PROVIDER_IDS } from './upstream-oidc.js';
+
+/** The browser is sent to this identity provider's login (`/realms/{r}/broker/{alias}/login`). */
+export interface RedirectChallenge {
+  identityProvider: string;
+}
+
+/**
+ * Keycloak's identity-provider-redirector: the application's `kc_idp_hint`, else the step's `defaultProvider`,
+ * sends the browser straight to that provider when it is enabled, can sign in (not link-only) and is one this
+ * server brokers; otherwise the step is attempted and the login page is shown. It acts on the authorization
+ * request only: a posted login page (the user came back from a cancelled upstream sign-in) goes on to the form.
+ */
+export const identityProviderRedirector: Authenticator<BrowserEnv, RedirectChallenge, never> = {
+  id: 'identity-provider-redirector',
+  requiresUser: false,
+  async authenticate({ env, config }) {
+    if (!env.start) return { status: 'attempted' };
+    for (const alias of [env.idpHint, config.defaultProvider]) {
+      if (!alias) continue;
+      const provider = await env.ctx.storage.federation.providerByAlias(env.realm.id, alias.slice(0, 255));
+      if (provider && provider.enabled && provider.rest.linkOnly !== true && OIDC_PROVIDER_IDS.has(provider.providerId)) {
+        return { status: 'challenge', challenge: { identityProvider: provider.alias } };
+      }
+    }
+    return { status: 'attempted' };
+  },
+};

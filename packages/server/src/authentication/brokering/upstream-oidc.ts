@@ -1,0 +1,258 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, importJWK, importSPKI, importX509, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import type { OutboundGuard } from '@realmgate/spi';
+import { outboundRequest } from '../../http/index.js';
+import type { IdentityProvider } from '../../model/types.js';
+
+/**
+ * The upstream side of an OpenID Connect identity provider (Keycloak's `oidc` and `keycloak-oidc`): the
+ * authorization request the browser is sent with, the code exchange, the ID token's checks and the user info
+ * request. Every request to the upstream goes through the outbound guard (http/outbound.ts over http/target-guard.ts). Nothing here logs a
+ * secret: errors name the endpoint and the status, never a body that might echo credentials.
+ */
+
+/** The OpenID Connect provider ids this server signs in through. */
+export const OIDC_PROVIDER_IDS = new Set(['oidc', 'keycloak-oidc']);
+
+/** Why the upstream's answer was refused; the `reason` of the event's error detail. */
+export class UpstreamError extends Error {
+  constructor(
+    /** Keycloak's event error: `identity_provider_error` unless more precise. */
+    readonly error: 'identity_provider_error' | 'invalid_token',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
+}
+
+/** What the upstream says of the user (Keycloak's BrokeredIdentityContext, the parts mappers read). */
+export interface BrokeredIdentity {
+  /** The upstream's `sub`: the link's federated user id. */
+  id: string;
+  username: string;
+  email: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  emailVerified: boolean;
+  /** The ID token's claims, then the user info's (user info wins), for the mappers. */
+  claims: Record<string, unknown>;
+  /** The ID token's claims alone (Keycloak's oidc-role-idp-mapper reads the ID token or the access token). */
+  idToken: Record<string, unknown>;
+  accessTokenClaims: Record<string, unknown> | null;
+  /** The token response, kept when the provider stores tokens (storeToken). */
+  tokenResponse: Record<string, unknown>;
+}
+
+const flag = (value: string | undefined) => value === 'true';
+const b64url = (bytes: Buffer) => bytes.toString('base64url');
+
+export interface UpstreamRequest {
+  url: string;
+  nonce: string;
+  /** The PKCE verifier, when the provider asks for PKCE. */
+  codeVerifier: string | null;
+}
+
+/** The authorization request to the upstream, with a fresh nonce and (pkceEnabled) PKCE. */
+export function authorizationRequest(provider: IdentityProvider, redirectUri: string, state: string, extra: { loginHint?: string; prompt?: string } = {}): UpstreamRequest {
+  const c = provider.config;
+  if (!c.authorizationUrl) throw new UpstreamError('identity_provider_error', 'the identity provider has no authorization URL');
+  const url = new URL(c.authorizationUrl);
+  const scope = (c.defaultScope ?? '').trim() || 'openid';
+  const nonce = b64url(randomBytes(24));
+  const params: Record<string, string> = {
+    response_type: 'code',
+    client_id: c.clientId ?? '',
+    redirect_uri: redirectUri,
+    scope: scope.split(/\s+/).includes('openid') ? scope : `openid ${scope}`,
+    state,
+  };
+  if (!flag(c.disableNonce)) params.nonce = nonce;
+  let codeVerifier: string | null = null;
+  if (flag(c.pkceEnabled)) {
+    codeVerifier = b64url(randomBytes(32));
+    const method = c.pkceMethod === 'plain' ? 'plain' : 'S256';
+    params.code_challenge = method === 'plain' ? codeVerifier : b64url(createHash('sha256').update(codeVerifier).digest());
+    params.code_challenge_method = method;
+  }
+  if (extra.loginHint && flag(c.loginHint)) params.login_hint = extra.loginHint;
+  const prompt = c.prompt && c.prompt !== 'unspecified' ? c.prompt : extra.prompt;
+  if (prompt) params.prompt = prompt;
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return { url: url.href, nonce, codeVerifier };
+}
+
+/** The code exchange at the token endpoint, the client authenticated as the provider's config says. */
+async function exchangeCode(guard: OutboundGuard, provider: IdentityProvider, code: string, redirectUri: string, codeVerifier: string | null): Promise<Record<string, unknown>> {
+  const c = provider.config;
+  if (!c.tokenUrl) throw new UpstreamError('identity_provider_error', 'the identity provider has no token URL');
+  const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri });
+  if (codeVerifier) form.set('code_verifier', codeVerifier);
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  const method = c.clientAuthMethod || 'client_secret_post';
+  if (method === 'client_secret_basic') {
+    // RFC 6749 2.3.1: each part form-encoded before the Basic encoding.
+    const part = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
+    headers.authorization = `Basic ${Buffer.from(`${part(c.clientId ?? '')}:${part(c.clientSecret ?? '')}`).toString('base64')}`;
+  } else if (method === 'client_secret_post') {
+    form.set('client_id', c.clientId ?? '');
+    form.set('client_secret', c.clientSecret ?? '');
+  } else {
+    throw new UpstreamError('identity_provider_error', `client authentication ${method} towards the identity provider is not supported`);
+  }
+  let response;
+  try {
+    response = await outboundRequest(guard, c.tokenUrl, { method: 'POST', headers, body: form.toString() });
+  } catch (error) {
+    throw new UpstreamError('identity_provider_error', `token endpoint unreachable: ${(error as Error).message}`);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(response.body);
+  } catch {
+    body = null;
+  }
+  if (response.status !== 200 || typeof body !== 'object' || body === null) {
+    const upstream = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error.slice(0, 64) : `status ${response.status}`;
+    throw new UpstreamError('identity_provider_error', `token endpoint refused the code (${upstream})`);
+  }
+  return body as Record<string, unknown>;
+}
+
+/** JWKS documents by URL, a short while: every login would otherwise fetch it. Refreshed when a kid is not in it. */
+const jwksCache = new Map<string, { keys: JSONWebKeySet; at: number }>();
+const JWKS_TTL_MS = 5 * 60 * 1000;
+
+async function fetchJwks(guard: OutboundGuard, url: string, refresh: boolean): Promise<JSONWebKeySet> {
+  const cached = jwksCache.get(url);
+  if (cached && !refresh && Date.now() - cached.at < JWKS_TTL_MS) return cached.keys;
+  let response;
+  try {
+    response = await outboundRequest(guard, url);
+  } catch (error) {
+    throw new UpstreamError('identity_provider_error', `JWKS endpoint unreachable: ${(error as Error).message}`);
+  }
+  let keys: JSONWebKeySet;
+  try {
+    keys = JSON.parse(response.body) as JSONWebKeySet;
+  } catch {
+    throw new UpstreamError('identity_provider_error', `JWKS endpoint answered no JSON (status ${response.status})`);
+  }
+  if (response.status !== 200 || !Array.isArray(keys?.keys)) throw new UpstreamError('identity_provider_error', `JWKS endpoint answered status ${response.status}`);
+  if (jwksCache.size > 256) jwksCache.clear();
+  jwksCache.set(url, { keys, at: Date.now() });
+  return keys;
+}
+
+/** The configured key (`publicKeySignatureVerifier`): a PEM public key or certificate, or a JWK. */
+async function configuredKey(text: string, alg: string) {
+  const value = text.trim();
+  if (value.startsWith('{')) return importJWK(JSON.parse(value) as Parameters<typeof importJWK>[0], alg);
+  if (value.includes('BEGIN CERTIFICATE')) return importX509(value, alg);
+  if (value.includes('BEGIN PUBLIC KEY')) return importSPKI(value, alg);
+  // Keycloak's console takes the bare base64 of a certificate or a key too.
+  try {
+    return await importX509(`-----BEGIN CERTIFICATE-----\n${value}\n-----END CERTIFICATE-----`, alg);
+  } catch {
+    return importSPKI(`-----BEGIN PUBLIC KEY-----\n${value}\n-----END PUBLIC KEY-----`, alg);
+  }
+}
+
+/**
+ * The ID token's checks, as Keycloak's OIDCIdentityProvider makes them: issuer (when configured), audience (the
+ * provider's client id), expiry (with `allowedClockSkew`), nonce, and the signature by the JWKS URL or the
+ * configured key, unless the operator turned signature validation off.
+ */
+async function verifyIdToken(guard: OutboundGuard, provider: IdentityProvider, idToken: string, nonce: string): Promise<JWTPayload> {
+  const c = provider.config;
+  const skew = Number.parseInt(c.allowedClockSkew ?? '0', 10) || 0;
+  const options = { audience: c.clientId ?? '', ...(c.issuer ? { issuer: c.issuer } : {}), clockTolerance: skew, requiredClaims: ['sub', 'exp'] };
+  let claims: JWTPayload;
+  try {
+    if (!flag(c.validateSignature)) {
+      // Keycloak's default too: the token came straight from the token endpoint over the back channel.
+      claims = decodeJwt(idToken);
+      checkClaims(claims, options.audience, c.issuer, skew);
+    } else if (flag(c.useJwksUrl) || (!c.publicKeySignatureVerifier && c.jwksUrl)) {
+      if (!c.jwksUrl) throw new UpstreamError('invalid_token', 'signature validation by JWKS URL without a JWKS URL');
+      const { kid } = decodeProtectedHeader(idToken);
+      let keys = await fetchJwks(guard, c.jwksUrl, false);
+      if (kid && !keys.keys.some((k) => k.kid === kid)) keys = await fetchJwks(guard, c.jwksUrl, true);
+      ({ payload: claims } = await jwtVerify(idToken, createLocalJWKSet(keys), options));
+    } else {
+      if (!c.publicKeySignatureVerifier) throw new UpstreamError('invalid_token', 'signature validation without a key or a JWKS URL');
+      const { alg } = decodeProtectedHeader(idToken);
+      const key = await configuredKey(c.publicKeySignatureVerifier, alg ?? 'RS256');
+      ({ payload: claims } = await jwtVerify(idToken, key, options));
+    }
+  } catch (error) {
+    if (error instanceof UpstreamError) throw error;
+    throw new UpstreamError('invalid_token', `ID token refused: ${(error as Error).message}`);
+  }
+  if (!flag(c.disableNonce) && claims.nonce !== nonce) throw new UpstreamError('invalid_token', 'ID token refused: its nonce is not this sign-in’s');
+  return claims;
+}
+
+/** The claim checks when the signature is not checked (jose checks them with the signature otherwise). */
+function checkClaims(claims: JWTPayload, audience: string, issuer: string | undefined, skew: number): void {
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof claims.sub !== 'string' || !claims.sub) throw new UpstreamError('invalid_token', 'ID token refused: no sub');
+  if (typeof claims.exp !== 'number' || claims.exp + skew < now) throw new UpstreamError('invalid_token', 'ID token refused: expired');
+  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (!audiences.includes(audience)) throw new UpstreamError('invalid_token', 'ID token refused: wrong audience');
+  if (issuer && claims.iss !== issuer) throw new UpstreamError('invalid_token', 'ID token refused: wrong issuer');
+}
+
+async function userInfo(guard: OutboundGuard, provider: IdentityProvider, accessToken: string): Promise<Record<string, unknown>> {
+  const url = provider.config.userInfoUrl;
+  if (!url) return {};
+  let response;
+  try {
+    response = await outboundRequest(guard, url, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' } });
+  } catch (error) {
+    throw new UpstreamError('identity_provider_error', `user info endpoint unreachable: ${(error as Error).message}`);
+  }
+  if (response.status !== 200) throw new UpstreamError('identity_provider_error', `user info endpoint answered status ${response.status}`);
+  try {
+    const body = JSON.parse(response.body) as unknown;
+    if (typeof body === 'object' && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
+  } catch {
+    // a signed (JWT) user info answer is not read: the ID token's claims stand
+  }
+  return {};
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+
+/** The callback's work: code → tokens → verified identity. */
+export async function completeUpstreamLogin(guard: OutboundGuard, provider: IdentityProvider, code: string, redirectUri: string, pending: { nonce: string; codeVerifier: string | null }): Promise<BrokeredIdentity> {
+  const tokens = await exchangeCode(guard, provider, code, redirectUri, pending.codeVerifier);
+  const idToken = typeof tokens.id_token === 'string' ? tokens.id_token : null;
+  if (!idToken) throw new UpstreamError('invalid_token', 'the token response has no ID token');
+  const idClaims = { ...(await verifyIdToken(guard, provider, idToken, pending.nonce)) } as Record<string, unknown>;
+  const accessToken = typeof tokens.access_token === 'string' ? tokens.access_token : null;
+  const info = accessToken && provider.config.disableUserInfo !== 'true' ? await userInfo(guard, provider, accessToken) : {};
+  // The user info answer must be about the same user (OpenID Connect Core 5.3.2).
+  if (info.sub !== undefined && info.sub !== idClaims.sub) throw new UpstreamError('invalid_token', 'user info is about another subject than the ID token');
+  let accessTokenClaims: Record<string, unknown> | null = null;
+  try {
+    accessTokenClaims = accessToken ? (decodeJwt(accessToken) as Record<string, unknown>) : null;
+  } catch {
+    accessTokenClaims = null;
+  }
+  const claims = { ...idClaims, ...info };
+  const id = String(idClaims.sub);
+  return {
+    id,
+    username: text(claims.preferred_username) ?? text(claims.email) ?? id,
+    email: text(claims.email),
+    firstName: text(claims.given_name),
+    lastName: text(claims.family_name),
+    emailVerified: claims.email_verified === true || claims.email_verified === 'true',
+    claims,
+    idToken: idClaims,
+    accessTokenClaims,
+    tokenResponse: tokens,
+  };
+}

@@ -1,0 +1,255 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  answeredAsBadCredentials,
+  authBindingOf,
+  authorizationRequest,
+  brokeredIdentityOf,
+  completeUpstreamLogin,
+  dropProgress,
+  keepProgress,
+  linkedUser,
+  linkFirstLogin,
+  newUpstreamState,
+  openProgress,
+  refusedUser,
+  rememberUpstream,
+  runBrowserSignIn,
+  runFirstBrokerLogin,
+  takeUpstream,
+  updateLinkedUser,
+  UpstreamError,
+  type AuthSession,
+  type BrokerProgress,
+  type FormState,
+} from '../authentication/index.js';
+import type { ServerContext } from '../context.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import type { EventError } from '../model/errors.js';
+import type { IdentityProvider, Realm } from '../model/types.js';
+import { brokerLoginUrl, brokerPath, canSignIn, providerName } from './broker-links.js';
+import { csrfRejected, loginContext } from './login-context.js';
+import { actionUrl, showPage } from './pages.js';
+import { formValues } from './protection.js';
+import { nextRequiredAction } from './required-actions.js';
+import type { ShowNewPassword } from './step-pages.js';
+
+/**
+ * Signing in through an identity provider (Keycloak's IdentityBrokerService, OpenID Connect providers): the login
+ * page's buttons and the identity-provider-redirector send the browser to `/broker/{alias}/login`, which sends it
+ * to the upstream with a single-use `state` bound to this browser's auth session; the upstream sends it back to
+ * `/broker/{alias}/endpoint`, where the code is exchanged and the ID token checked (authentication/brokering/). A
+ * known link signs its user in; a first login runs the provider's first broker login flow, whose pages post to
+ * `login-actions/first-broker-login`. An upstream error, a cancel or a refused answer is a page here (or the login
+ * page again), never a 5xx.
+ */
+
+type AliasRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Querystring: Record<string, unknown> }>;
+
+/**
+ * The authorization request's first page: the browser flow's walk (identity-provider-redirector may send the browser
+ * to a provider: kc_idp_hint or its defaultProvider), else the login page.
+ */
+export async function firstPage(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply> {
+  const walk = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), null, null, undefined, { idpHint: auth.idpHint });
+  if (walk.status === 'challenge' && typeof walk.challenge === 'object') {
+    return reply.code(302).header('location', brokerLoginUrl(realm, auth, walk.challenge.identityProvider)).header('cache-control', 'no-store').send();
+  }
+  return showPage.login(ctx, request, reply, realm, auth, {});
+}
+
+export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+  const redirectUri = (request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
+  const query = (request: AliasRequest, name: string) => {
+    const value = request.query?.[name];
+    return typeof value === 'string' ? value.slice(0, 4096) : undefined;
+  };
+  const loadProvider = async (realm: Realm, alias: string) => (alias.length <= 255 ? ctx.storage.federation.providerByAlias(realm.id, alias) : null);
+  const loginPage = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => showPage.login(ctx, request, reply, realm, auth, state);
+  const brokerError = (request: FastifyRequest, realm: Realm, auth: AuthSession | null, provider: IdentityProvider | null, error: EventError, extra: Record<string, string> = {}) =>
+    ctx.events.user(realm, {
+      type: 'IDENTITY_PROVIDER_LOGIN_ERROR',
+      clientId: auth?.clientId ?? null,
+      error,
+      details: { ...(provider ? { identity_provider: provider.alias } : {}), ...extra },
+      request: requestInfo(request),
+    });
+
+  // The login page's button: off to the upstream, with state, nonce and (pkceEnabled) PKCE.
+  app.get('/realms/:realm/broker/:alias/login', async (request: AliasRequest, reply) => {
+    const c = await loginContext(ctx, request, reply);
+    if (!('realm' in c)) return c;
+    const { realm, auth } = c;
+    const rejected = csrfRejected(ctx, reply, realm, auth, { session_code: query(request, 'session_code') ?? '' });
+    if (rejected) return rejected;
+    const provider = await loadProvider(realm, request.params.alias);
+    if (!provider || !canSignIn(provider)) {
+      await brokerError(request, realm, auth, provider, 'identity_provider_not_found', { identity_provider: request.params.alias.slice(0, 255) });
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Could not find an identity provider to sign in with.' }, status: 400 });
+    }
+    const state = newUpstreamState();
+    let upstream;
+    try {
+      upstream = authorizationRequest(provider, redirectUri(request, realm, provider.alias), state, { prompt: undefined });
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      await brokerError(request, realm, auth, provider, error.error, { reason: error.message });
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} is not set up correctly. Please contact your administrator.` }, status: 400 });
+    }
+    await rememberUpstream(ctx, state, { alias: provider.alias, auth: authBindingOf(auth), clientId: auth.clientId, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier });
+    return reply.code(302).header('location', upstream.url).header('cache-control', 'no-store').send();
+  });
+
+  // The upstream's answer.
+  app.get('/realms/:realm/broker/:alias/endpoint', async (request: AliasRequest, reply) => {
+    const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    const provider = await loadProvider(realm, request.params.alias);
+    const auth = await ctx.authSessions.current(request, realm);
+    const state = query(request, 'state') ?? '';
+    const pending = provider && canSignIn(provider) ? await takeUpstream(ctx, state, auth, provider.alias) : 'unknown';
+    const info = requestInfo(request);
+    if (typeof pending === 'string' || !provider || !auth) {
+      // Someone else's state (swapped), a used one (replayed), an expired sign-in: nothing is exchanged.
+      await brokerError(request, realm, auth, provider, 'invalid_code', { reason: `state ${pending === 'unknown' ? 'unknown or already used' : pending === 'other_session' ? 'of another sign-in' : 'of another provider'}` });
+      return showPage.error(ctx, reply, realm, 'This sign-in is no longer valid. Please start again from the application.', 400);
+    }
+    const upstreamError = query(request, 'error');
+    if (upstreamError !== undefined) {
+      const cancelled = upstreamError === 'access_denied';
+      await brokerError(request, realm, auth, provider, cancelled ? 'rejected_by_user' : 'identity_provider_error', { reason: upstreamError.slice(0, 64) });
+      const text = cancelled ? `Sign-in with ${providerName(provider)} was cancelled.` : `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.`;
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text }, status: 400 });
+    }
+    const code = query(request, 'code');
+    if (!code) {
+      await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no code' });
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
+    }
+    let identity;
+    try {
+      identity = await brokeredIdentityOf(ctx, realm, provider, await completeUpstreamLogin(ctx.outbound, provider, code, redirectUri(request, realm, provider.alias), pending));
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      ctx.logger.warn({ realm: realm.name, provider: provider.alias, reason: error.message }, 'identity provider sign-in refused');
+      await brokerError(request, realm, auth, provider, error.error, { reason: error.message.slice(0, 200) });
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
+    }
+    const details = { identity_provider: provider.alias, identity_provider_identity: identity.username };
+    const linked = await linkedUser(ctx, realm, provider, identity);
+    if (linked) {
+      if (!linked.enabled) {
+        await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN_ERROR', clientId: auth.clientId, userId: linked.id, error: 'user_disabled', details, request: info });
+        return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+      }
+      const user = await updateLinkedUser(ctx, realm, provider, identity, linked);
+      await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN', clientId: auth.clientId, userId: user.id, details: { ...details, username: user.username }, request: info });
+      return finish(request, reply, realm, auth, user);
+    }
+    if (provider.rest.linkOnly === true) {
+      await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'link only' });
+      return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `${providerName(provider)} can only be linked to an account you are signed in to.` }, status: 400 });
+    }
+    await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_FIRST_LOGIN', clientId: auth.clientId, userId: null, details, request: info });
+    const progress: BrokerProgress = { alias: provider.alias, auth: authBindingOf(auth), identity, done: {}, userId: null, existingUserId: null, newUser: false, requiredActions: [], reviewed: false };
+    return runAndAnswer(request, reply, realm, auth, provider, progress, await keepProgress(ctx, progress), null);
+  });
+
+  // The first broker login flow's pages.
+  app.post('/realms/:realm/login-actions/first-broker-login', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
+    const c = await loginContext(ctx, request, reply);
+    if (!('realm' in c)) return c;
+    const { realm, auth } = c;
+    const form = formValues(request.body, ['key', 'session_code', 'username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp']);
+    const rejected = csrfRejected(ctx, reply, realm, auth, form);
+    if (rejected) return rejected;
+    const progress = await openProgress(ctx, form.key, auth);
+    const provider = progress ? await loadProvider(realm, progress.alias) : null;
+    if (!progress || !provider || !canSignIn(provider)) return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+    const raw = (request.body ?? {}) as Record<string, unknown>;
+    // Only the fields this page sent reach the steps (a step whose field is absent asks for its page).
+    const submitted = Object.fromEntries(['username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
+    return runAndAnswer(request, reply, realm, auth, provider, progress, form.key, submitted);
+  });
+
+  /** The flow from the top with this page's fields; its answer: a page, an error, or the signed-in user. */
+  async function runAndAnswer(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, progress: BrokerProgress, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
+    const info = requestInfo(request);
+    const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted);
+    if (!run) {
+      await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no first broker login flow' });
+      return showPage.error(ctx, reply, realm, 'Cannot sign in: the first broker login flow of this identity provider does not exist.', 400);
+    }
+    const action = actionUrl(realm, 'first-broker-login');
+    const page = { action, csrf: auth.csrf, key, providerName: providerName(provider) };
+    switch (run.status) {
+      case 'success': {
+        await dropProgress(ctx, key);
+        for (const action of run.requiredActions) await ctx.storage.credentials.addRequiredAction(run.user.id, action);
+        const refused = await refusedUser(ctx, realm, run.user, run.env);
+        if (refused) return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+        const user = await linkFirstLogin(ctx, realm, provider, progress.identity, run.user, { clientId: auth.clientId, request: info });
+        if (!user) {
+          await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'federated identity already linked' });
+          return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `This account is already linked to another ${providerName(provider)} account, or that account to another user.` }, status: 409 });
+        }
+        return finish(request, reply, realm, auth, user);
+      }
+      case 'challenge':
+        await keepProgress(ctx, progress, key);
+        return challengePage(reply, realm, provider, progress, run.challenge, page, {}, 200);
+      case 'failure': {
+        const { failure } = run;
+        const status = failure.kind === 'profile' ? 400 : 401;
+        if (failure.kind === 'profile') return challengePage(reply, realm, provider, progress, 'review-profile', { ...page, values: { ...profileOf(progress), ...formValues(request.body, ['username', 'email', 'firstName', 'lastName']) } }, failure.errors, status);
+        if (failure.kind === 'password' && !answeredAsBadCredentials(failure.result) && failure.result.error === 'ip_temporarily_blocked') {
+          reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+          return challengePage(reply, realm, provider, progress, 'reauth-password', page, { password: 'Too many failed sign-ins from your network. Please try again later.' }, 429);
+        }
+        if (failure.kind === 'otp') return challengePage(reply, realm, provider, progress, 'otp', page, { otp: 'Invalid authenticator code.' }, status);
+        return challengePage(reply, realm, provider, progress, 'reauth-password', page, { password: 'Invalid username or password.' }, status);
+      }
+      case 'incomplete':
+        await brokerError(request, realm, auth, provider, 'invalid_user_credentials', { reason: run.reason });
+        return showPage.error(ctx, reply, realm, 'Cannot sign in: this sign-in cannot be completed.', 400, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
+    }
+  }
+
+  const profileOf = (progress: BrokerProgress) => ({
+    username: progress.identity.username,
+    email: progress.identity.email ?? '',
+    firstName: progress.identity.firstName ?? '',
+    lastName: progress.identity.lastName ?? '',
+  });
+
+  async function challengePage(
+    reply: FastifyReply,
+    realm: Realm,
+    provider: IdentityProvider,
+    progress: BrokerProgress,
+    challenge: string,
+    page: { action: string; csrf: string; key: string; providerName: string; values?: Record<string, string> },
+    errors: Record<string, string>,
+    status: number,
+  ): Promise<FastifyReply> {
+    switch (challenge) {
+      case 'review-profile':
+        return ctx.pages.send(reply, realm, 'idp-review-profile', { ...page, values: page.values ?? profileOf(progress), errors }, status);
+      case 'confirm-link': {
+        const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
+        const sameEmail = Boolean(existing?.email && progress.identity.email && existing.email === progress.identity.email.toLowerCase());
+        return ctx.pages.send(reply, realm, 'idp-confirm-link', { ...page, duplicateField: sameEmail ? 'e-mail' : 'username', errors }, status);
+      }
+      case 'reauth-password': {
+        const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
+        return ctx.pages.send(reply, realm, 'idp-reauth', { ...page, username: existing?.username ?? '', errors }, status);
+      }
+      default:
+        return ctx.pages.send(reply, realm, 'login-otp', { ...page, errors }, status);
+    }
+  }
+
+  /** The signed-in user's required actions, then the application (nextRequiredAction). */
+  function finish(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, user: Parameters<typeof nextRequiredAction>[5]) {
+    return nextRequiredAction(ctx, request, reply, realm, auth, user, newPasswordPage);
+  }
+}

@@ -1,0 +1,316 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
+import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
+
+/**
+ * Issue 37: signing in through an OpenID Connect identity provider, against a second realm of the same server as
+ * the upstream (`up`, a Keycloak-like OpenID provider on loopback). The broker realm `down` has the provider `up`
+ * (PKCE, signature checked by the upstream's JWKS), a disabled one and a hidden one, and mappers. Each browser is
+ * two cookie jars (one per realm: the test client ignores cookie paths).
+ */
+
+const APP_REDIRECT = 'http://app.test/callback';
+const SECRET = 'upstream-client-secret';
+
+class Browser {
+  readonly down: FormClient;
+  readonly up: FormClient;
+  constructor(base: string) {
+    this.down = new FormClient(base);
+    this.up = new FormClient(base);
+  }
+  /** Only this test server is ever asked (the application's redirect URI is looked at, never fetched). */
+  private jar(url: string) {
+    if (/^https?:/.test(url) && !url.startsWith(this.down.base)) throw new Error(`the test browser does not leave the test server: ${url}`);
+    return url.includes('/realms/up/') ? this.up : this.down;
+  }
+  get(url: string) {
+    return this.jar(url).get(url);
+  }
+  post(url: string, form: Record<string, string>) {
+    return this.jar(url).post(url, form);
+  }
+}
+
+const { challenge } = pkce();
+const authQuery = (extra: Record<string, string> = {}) =>
+  new URLSearchParams({ client_id: 'app', redirect_uri: APP_REDIRECT, response_type: 'code', scope: 'openid', state: 'app-state', code_challenge: challenge, code_challenge_method: 'S256', ...extra }).toString();
+
+describe('signing in through an identity provider (another realm as the upstream)', () => {
+  let t: TestServer;
+  let token: string;
+  const admin = (method: string, path: string, body?: unknown) => api(t.url, method, `/admin/realms${path}`, token, body);
+  const events = async (type: string) => ((await admin('GET', `/down/events?type=${type}&max=100`)).body as { type: string; userId?: string; details?: Record<string, string>; error?: string }[]);
+  const downUser = async (username: string) => ((await admin('GET', `/down/users?username=${encodeURIComponent(username)}&exact=true`)).body as { id: string; username: string; email?: string; attributes?: Record<string, string[]> }[])[0];
+
+  /** The login page of `down`, then its button for `up`, then the upstream's login (unless signed in there already): the callback URL. */
+  async function toCallback(browser: Browser, upstreamLogin: { username: string; password: string } | null) {
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+    expect(page.status).toBe(200);
+    const href = /id="social-up"[^>]*href="([^"]+)"|href="([^"]+)"[^>]*id="social-up"/.exec(page.text);
+    expect(href).not.toBeNull();
+    const toUpstream = await browser.get((href![1] ?? href![2]).replace(/&amp;/g, '&'));
+    expect(toUpstream.status).toBe(302);
+    return followUpstream(browser, toUpstream.location!, upstreamLogin);
+  }
+
+  async function followUpstream(browser: Browser, upstreamUrl: string, upstreamLogin: { username: string; password: string } | null) {
+    const upstream = new URL(upstreamUrl);
+    expect(upstream.pathname).toBe('/realms/up/protocol/openid-connect/auth');
+    let answer = await browser.get(upstreamUrl);
+    if (upstreamLogin) {
+      expect(answer.status).toBe(200);
+      const form = firstForm(answer.text);
+      answer = await browser.post(form.action, { ...form.hidden, username: upstreamLogin.username, password: upstreamLogin.password });
+    }
+    expect(answer.status).toBe(302);
+    expect(answer.location).toContain('/realms/down/broker/up/endpoint?');
+    return answer.location!;
+  }
+
+  beforeAll(async () => {
+    t = await startServer();
+    token = await adminToken(t.url);
+    const created = await api(t.url, 'POST', '/admin/realms', token, {
+      realm: 'up',
+      enabled: true,
+      duplicateEmailsAllowed: true,
+      clients: [{ clientId: 'broker-client', enabled: true, publicClient: false, secret: SECRET, redirectUris: [`${t.url}/realms/down/broker/up/endpoint`], standardFlowEnabled: true }],
+      users: [
+        { username: 'upuser', enabled: true, email: 'upuser@example.com', emailVerified: true, firstName: 'Up', lastName: 'User', credentials: [{ type: 'password', value: 'Up-pass-123', temporary: false }] },
+        { username: 'mallory', enabled: true, email: 'alice@example.com', emailVerified: true, firstName: 'Mal', lastName: 'Lory', credentials: [{ type: 'password', value: 'Mal-pass-123', temporary: false }] },
+        { username: 'mallory2', enabled: true, email: 'alice@example.com', firstName: 'Mal', lastName: 'Two', credentials: [{ type: 'password', value: 'Mal-pass-123' }] },
+        { username: 'nomail', enabled: true, firstName: 'No', lastName: 'Mail', credentials: [{ type: 'password', value: 'No-pass-123', temporary: false }] },
+      ],
+    });
+    expect(created.status).toBe(201);
+    const base = `${t.url}/realms/up/protocol/openid-connect`;
+    const oidc = (extra: Record<string, string> = {}) => ({
+      clientId: 'broker-client',
+      clientSecret: SECRET,
+      authorizationUrl: `${base}/auth`,
+      tokenUrl: `${base}/token`,
+      userInfoUrl: `${base}/userinfo`,
+      jwksUrl: `${base}/certs`,
+      issuer: `${t.url}/realms/up`,
+      validateSignature: 'true',
+      useJwksUrl: 'true',
+      pkceEnabled: 'true',
+      pkceMethod: 'S256',
+      clientAuthMethod: 'client_secret_post',
+      syncMode: 'IMPORT',
+      ...extra,
+    });
+    const down = await api(t.url, 'POST', '/admin/realms', token, {
+      realm: 'down',
+      enabled: true,
+      eventsEnabled: true,
+      roles: { realm: [{ name: 'brokered' }] },
+      groups: [{ name: 'partners' }],
+      clients: [{ clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true }],
+      users: [{ username: 'alice', enabled: true, email: 'alice@example.com', emailVerified: true, firstName: 'Alice', lastName: 'Local', credentials: [{ type: 'password', value: 'Alice-pass-123', temporary: false }] }],
+      identityProviders: [
+        { alias: 'up', displayName: 'Upstream realm', providerId: 'keycloak-oidc', enabled: true, storeToken: true, config: oidc({ guiOrder: '1' }) },
+        { alias: 'off', displayName: 'Disabled one', providerId: 'oidc', enabled: false, config: oidc() },
+        { alias: 'hidden', displayName: 'Hidden one', providerId: 'oidc', enabled: true, hideOnLogin: true, config: oidc() },
+      ],
+      identityProviderMappers: [
+        { name: 'role', identityProviderAlias: 'up', identityProviderMapper: 'hardcoded-role-idp-mapper', config: { role: 'brokered', syncMode: 'INHERIT' } },
+        { name: 'family', identityProviderAlias: 'up', identityProviderMapper: 'oidc-user-attribute-idp-mapper', config: { claim: 'family_name', 'user.attribute': 'upstreamFamily', syncMode: 'INHERIT' } },
+        { name: 'group', identityProviderAlias: 'up', identityProviderMapper: 'oidc-hardcoded-group-idp-mapper', config: { group: '/partners', syncMode: 'INHERIT' } },
+      ],
+    });
+    expect(down.status).toBe(201);
+    // Keycloak's browser flow has the redirector before the forms (Realmgate's built-in one does not yet): a copy with it, bound.
+    expect((await admin('POST', '/down/authentication/flows/browser/copy', { newName: 'broker browser' })).status).toBe(201);
+    expect((await admin('POST', '/down/authentication/flows/broker%20browser/executions/execution', { provider: 'identity-provider-redirector' })).status).toBe(201);
+    const executions = (await admin('GET', '/down/authentication/flows/broker%20browser/executions')).body as { id: string; providerId?: string; requirement: string; level: number }[];
+    const redirector = executions.find((e) => e.providerId === 'identity-provider-redirector')!;
+    expect((await admin('PUT', '/down/authentication/flows/broker%20browser/executions', { ...redirector, requirement: 'ALTERNATIVE' })).status).toBe(204);
+    expect((await admin('POST', `/down/authentication/executions/${redirector.id}/raise-priority`)).status).toBe(204);
+    expect((await admin('PUT', '/down', { browserFlow: 'broker browser' })).status).toBe(204);
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('offers the enabled providers as buttons, not a disabled or hidden one', async () => {
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('id="social-up"');
+    expect(page.text).toContain('Upstream realm');
+    expect(page.text).not.toContain('social-off');
+    expect(page.text).not.toContain('social-hidden');
+  });
+
+  it('sends the upstream state, nonce and PKCE, and never the client secret', async () => {
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'up' })}`);
+    expect(page.status).toBe(302);
+    const toUpstream = await browser.get(page.location!);
+    expect(toUpstream.status).toBe(302);
+    const upstream = new URL(toUpstream.location!);
+    expect(upstream.searchParams.get('client_id')).toBe('broker-client');
+    expect(upstream.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(upstream.searchParams.get('nonce')).toBeTruthy();
+    expect(upstream.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(toUpstream.location).not.toContain(SECRET);
+  });
+
+  it('first login creates the user with the mapped role, attribute and group; the second login finds the same user', async () => {
+    const browser = new Browser(t.url);
+    const callback = await toCallback(browser, { username: 'upuser', password: 'Up-pass-123' });
+    const done = await browser.get(callback);
+    expect(done.status).toBe(302);
+    expect(done.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    const user = await downUser('upuser');
+    expect(user.email).toBe('upuser@example.com');
+    expect(user.attributes?.upstreamFamily).toEqual(['User']);
+    const roles = (await admin('GET', `/down/users/${user.id}/role-mappings/realm`)).body as { name: string }[];
+    expect(roles.map((r) => r.name)).toContain('brokered');
+    const groups = (await admin('GET', `/down/users/${user.id}/groups`)).body as { name: string }[];
+    expect(groups.map((g) => g.name)).toEqual(['partners']);
+    const links = (await admin('GET', `/down/users/${user.id}/federated-identity`)).body as { identityProvider: string; userName: string }[];
+    expect(links).toMatchObject([{ identityProvider: 'up', userName: 'upuser' }]);
+    await eventually(async () => (await events('IDENTITY_PROVIDER_FIRST_LOGIN')).length > 0);
+    expect((await events('FEDERATED_IDENTITY_LINK'))[0]).toMatchObject({ userId: user.id, details: { identity_provider: 'up', identity_provider_identity: 'upuser' } });
+
+    // Second login: signed in upstream already, so straight through; the same local user.
+    const again = new Browser(t.url);
+    (again.up.cookies as Map<string, string>).clear();
+    for (const [name, value] of browser.up.cookies) again.up.cookies.set(name, value);
+    const second = await again.get(await toCallback(again, null));
+    expect(second.status).toBe(302);
+    expect(second.location).toMatch(/code=/);
+    expect(((await admin('GET', `/down/users?username=upuser&exact=true`)).body as unknown[]).length).toBe(1);
+    const login = await eventually(async () => (await events('IDENTITY_PROVIDER_LOGIN')).find((e) => e.userId === user.id));
+    expect(login.details).toMatchObject({ identity_provider: 'up' });
+  });
+
+  it('kc_idp_hint skips the local login page', async () => {
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'up' })}`);
+    expect(page.status).toBe(302);
+    expect(page.location).toMatch(/^\/realms\/down\/broker\/up\/login\?session_code=/);
+    // A hint naming a disabled provider shows the login page.
+    const off = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'off' })}`);
+    expect(off.status).toBe(200);
+    expect(off.text).toContain('kc-form-login');
+  });
+
+  it('a disabled provider cannot be used even by its URL', async () => {
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+    const csrf = inputValue(page.text, 'session_code')!;
+    const direct = await browser.get(`/realms/down/broker/off/login?session_code=${encodeURIComponent(csrf)}`);
+    expect(direct.status).toBe(400);
+    expect(direct.location).toBeNull();
+  });
+
+  it('refuses a replayed state and a state swapped into another browser; never a 5xx', async () => {
+    const browser = new Browser(t.url);
+    const callback = await toCallback(browser, { username: 'upuser', password: 'Up-pass-123' });
+    // The attacker's callback (their code and state) fed to a victim's browser with a sign-in of its own.
+    const victim = new Browser(t.url);
+    expect((await victim.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`)).status).toBe(200);
+    const swapped = await victim.get(callback);
+    expect(swapped.status).toBe(400);
+    expect(swapped.location).toBeNull();
+    // The state was taken by that attempt: the rightful browser's replay of it is refused too.
+    const replayed = await browser.get(callback);
+    expect(replayed.status).toBe(400);
+    // A fresh one works once, then not again.
+    const fresh = await toCallback(browser, null);
+    expect((await browser.get(fresh)).status).toBe(302);
+    const replay = await browser.get(fresh);
+    expect(replay.status).toBe(400);
+    expect(replay.location).toBeNull();
+    const errors = await eventually(async () => (await events('IDENTITY_PROVIDER_LOGIN_ERROR')).filter((e) => e.error === 'invalid_code'));
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('an upstream error or cancel is the login page with a message, not a 5xx', async () => {
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'up' })}`);
+    const toUpstream = await browser.get(page.location!);
+    const state = new URL(toUpstream.location!).searchParams.get('state')!;
+    const cancelled = await browser.get(`/realms/down/broker/up/endpoint?error=access_denied&state=${state}`);
+    expect(cancelled.status).toBe(400);
+    expect(cancelled.text).toContain('was cancelled');
+    expect(cancelled.text).toContain('kc-form-login');
+    // A made-up code with a good state: the token endpoint refuses it, the user sees the login page.
+    const again = await browser.get(`/realms/down/broker/up/login?session_code=${encodeURIComponent(inputValue(cancelled.text, 'session_code')!)}`);
+    const state2 = new URL(again.location!).searchParams.get('state')!;
+    const badCode = await browser.get(`/realms/down/broker/up/endpoint?code=made-up&state=${state2}`);
+    expect(badCode.status).toBe(400);
+    expect(badCode.text).toContain('failed');
+  });
+
+  it('an upstream user with a local user’s e-mail is not signed in as that user without her password', async () => {
+    const browser = new Browser(t.url);
+    const callback = await toCallback(browser, { username: 'mallory', password: 'Mal-pass-123' });
+    const confirm = await browser.get(callback);
+    expect(confirm.status).toBe(200);
+    expect(confirm.text).toContain('Account already exists');
+    expect(confirm.location).toBeNull();
+    const alice = await downUser('alice');
+    const linksOfAlice = async () => (await admin('GET', `/down/users/${alice.id}/federated-identity`)).body as unknown[];
+    expect(await linksOfAlice()).toEqual([]);
+    // Confirming the link asks for Alice's password; a wrong one gets nowhere.
+    const form = firstForm(confirm.text);
+    const reauth = await browser.post(form.action, { ...form.hidden, submitAction: 'linkAccount' });
+    expect(reauth.status).toBe(200);
+    expect(reauth.text).toContain('alice');
+    const reauthForm = firstForm(reauth.text);
+    const wrong = await browser.post(reauthForm.action, { ...reauthForm.hidden, password: 'Mal-pass-123' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.location).toBeNull();
+    expect(await linksOfAlice()).toEqual([]);
+    // Skipping the pages (posting a password straight with the key) is the same re-authentication, nothing less.
+    const skip = await browser.post(form.action, { ...form.hidden, password: '' });
+    expect(skip.status).toBe(401);
+    expect(await linksOfAlice()).toEqual([]);
+    expect(await downUser('mallory')).toBeUndefined();
+    // Alice herself, with her password, links her account.
+    const right = await browser.post(reauthForm.action, { ...reauthForm.hidden, password: 'Alice-pass-123' });
+    expect(right.status).toBe(302);
+    expect(right.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    expect(await linksOfAlice()).toMatchObject([{ identityProvider: 'up', userName: 'mallory' }]);
+  });
+
+  it('a local user linked already to one upstream account is not linked to a second one (409 page, no 5xx)', async () => {
+    const browser = new Browser(t.url);
+    const confirm = await browser.get(await toCallback(browser, { username: 'mallory2', password: 'Mal-pass-123' }));
+    const form = firstForm(confirm.text);
+    const reauth = await browser.post(form.action, { ...form.hidden, submitAction: 'linkAccount' });
+    const answer = await browser.post(firstForm(reauth.text).action, { ...firstForm(reauth.text).hidden, password: 'Alice-pass-123' });
+    expect(answer.status).toBe(409);
+    expect(answer.location).toBeNull();
+    const alice = await downUser('alice');
+    expect((await admin('GET', `/down/users/${alice.id}/federated-identity`)).body).toMatchObject([{ identityProvider: 'up', userName: 'mallory' }]);
+  });
+
+  it('asks for the missing e-mail on the review page before creating the user', async () => {
+    const browser = new Browser(t.url);
+    const review = await browser.get(await toCallback(browser, { username: 'nomail', password: 'No-pass-123' }));
+    expect(review.status).toBe(200);
+    expect(review.text).toContain('kc-idp-review-profile-form');
+    const form = firstForm(review.text);
+    const bad = await browser.post(form.action, { ...form.hidden, username: 'nomail', email: 'not-an-address', firstName: 'No', lastName: 'Mail' });
+    expect(bad.status).toBe(400);
+    expect(await downUser('nomail')).toBeUndefined();
+    const good = await browser.post(form.action, { ...form.hidden, username: 'nomail', email: 'nomail@example.com', firstName: 'No', lastName: 'Mail' });
+    expect(good.status).toBe(302);
+    expect((await downUser('nomail')).email).toBe('nomail@example.com');
+  });
+
+  it('answers the stored upstream token only to a token with broker read-token, and masks the client secret', async () => {
+    const provider = (await admin('GET', '/down/identity-provider/instances/up')).body as { config: Record<string, string> };
+    expect(provider.config.clientSecret).toBe('**********');
+    const response = await api(t.url, 'GET', '/realms/down/broker/up/token', null);
+    expect(response.status).toBe(401);
+    expect(JSON.stringify(t.logs)).not.toContain(SECRET);
+  });
+});
