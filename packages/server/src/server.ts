@@ -10,6 +10,7 @@ import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp, installSslRequired } from './http/index.js';
 import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
+import { ClientKeys } from './keys/client-keys.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
@@ -158,6 +159,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     metrics,
     storage,
     keys,
+    clientKeys: new ClientKeys({ mode: config.mode as 'development' | 'production' }),
     tokens,
     events,
     store,

@@ -13,13 +13,19 @@ import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import type { ProtocolMapperInput } from '../representations/client-scope.js';
+import { clientKeyAttributeProblems } from '../keys/client-keys.js';
+import { ASSERTION_ALG_ATTRIBUTE, ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
+
+const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 import { clientEventRep, clientRep, parseClient, parseClientExtras } from '../representations/client.js';
 import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */
 async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
-  const problems = await ctx.providers.clientAttributeProblems(attributes);
+  const problems = [...clientKeyAttributeProblems(attributes, ctx.clientKeys), ...(await ctx.providers.clientAttributeProblems(attributes))];
+  const alg = attributes[ASSERTION_ALG_ATTRIBUTE];
+  if (alg && !(ASSERTION_ALGS as readonly string[]).includes(alg)) problems.unshift(`${ASSERTION_ALG_ATTRIBUTE}: ${JSON.stringify(alg.slice(0, 20))} is not an algorithm Realmgate accepts (${ASSERTION_ALGS.join(', ')})`);
   if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
 }
 

@@ -128,5 +128,6 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     attributes: {},
     authenticationFlowBindingOverrides: {},
     authorizationSettings: null,
+    clientAuthenticatorType: 'client-secret',
   };
 }

@@ -679,4 +679,10 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  // Keycloak's clientAuthenticatorType (issue 39): before this, every client was client-secret whatever it was given.
+  '0024-client-authenticator-type': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('authenticator_type', 'text').execute();
+    },
+  },
 };

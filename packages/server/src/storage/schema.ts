@@ -81,6 +81,8 @@ export interface ClientTable {
   authorization_settings: string | null;
   /** JSON Record<string,string> */
   attributes: string;
+  /** Keycloak's clientAuthenticatorType; null is client-secret (clients from before migration 0024). */
+  authenticator_type: string | null;
   created_at: number;
 }
 
