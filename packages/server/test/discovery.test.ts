@@ -1,4 +1,4 @@
-import { SignJWT, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
@@ -14,6 +14,13 @@ const PASSWORD = 'Disco-password-1';
 let t: TestServer;
 let meta: Record<string, any>;
 let secret: string;
+let adminBearer: string;
+/** Sets attributes of the `spa` client (a signing algorithm, say). */
+async function spaAttributes(attributes: Record<string, string>) {
+  const id = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=spa`, adminBearer)).body[0].id as string;
+  const rep = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${id}`, adminBearer)).body;
+  expect((await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${id}`, adminBearer, { ...rep, attributes: { ...rep.attributes, ...attributes } })).status).toBe(204);
+}
 /** The private_key_jwt client's keys by assertion algorithm (its JWKS is given as text: `jwks.string`). */
 const assertionKeys: Record<string, { kid: string; key: CryptoKey }> = {};
 const SJWT_SECRET = 'api-sjwt-secret-value-of-sixty-four-bytes-0123456789abcdef0123456';
@@ -62,6 +69,7 @@ async function codeGrant(responseMode = 'query', scope = 'openid') {
 beforeAll(async () => {
   t = await startServer();
   const admin = await adminToken(t.url);
+  adminBearer = admin;
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'] })).status).toBe(201);
@@ -249,9 +257,26 @@ describe('discovery advertises exactly what works', () => {
       offline_access: async () => expect(decodeJwt((await granted('offline_access')).tokens.refresh_token as string).typ).toBe('Offline'),
     });
     const { tokens } = await granted('openid');
-    await exerciseAll(meta.id_token_signing_alg_values_supported, { RS256: async () => expect(decodeProtectedHeader(tokens.id_token as string).alg).toBe('RS256') });
+    const realmKeys = createRemoteJWKSet(new URL(meta.jwks_uri), { cooldownDuration: 0, cacheMaxAge: 0 });
+    const idTokenSignedWith = (alg: string) => async () => {
+      await spaAttributes({ 'id.token.signed.response.alg': alg });
+      const idToken = (await granted('openid')).tokens.id_token as string;
+      expect(decodeProtectedHeader(idToken).alg).toBe(alg);
+      await jwtVerify(idToken, realmKeys, { issuer: meta.issuer, audience: 'spa', algorithms: [alg] });
+    };
+    await exerciseAll(meta.id_token_signing_alg_values_supported, Object.fromEntries(meta.id_token_signing_alg_values_supported.map((alg: string) => [alg, idTokenSignedWith(alg)])));
+    await spaAttributes({ 'id.token.signed.response.alg': '' });
+    const userinfoSignedWith = (alg: string) => async () => {
+      await spaAttributes({ 'user.info.response.signature.alg': alg });
+      const access = (await granted('openid')).tokens.access_token as string;
+      const response = await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${access}` } });
+      expect(response.headers.get('content-type')).toMatch(/^application\/jwt/);
+      await jwtVerify(await response.text(), realmKeys, { issuer: meta.issuer, audience: 'spa', algorithms: [alg] });
+    };
     await exerciseAll(meta.userinfo_signing_alg_values_supported, {
+      ...Object.fromEntries(meta.userinfo_signing_alg_values_supported.filter((alg: string) => alg !== 'none').map((alg: string) => [alg, userinfoSignedWith(alg)])),
       none: async () => {
+        await spaAttributes({ 'user.info.response.signature.alg': 'unsigned' });
         const response = await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.access_token}` } });
         expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       },

@@ -101,6 +101,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     createdAt: now,
     passwordPolicy: '',
     sslRequired: 'external',
+    defaultSignatureAlgorithm: null,
   };
 }
 

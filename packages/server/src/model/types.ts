@@ -61,6 +61,8 @@ export interface Realm {
   passwordPolicy: string;
   /** Keycloak's sslRequired: which plain-HTTP requests to the realm's endpoints are refused (http/ssl-required.ts). */
   sslRequired: SslRequired;
+  /** Keycloak's defaultSignatureAlgorithm: what tokens are signed with unless the client names another; null: RS256. */
+  defaultSignatureAlgorithm: string | null;
 }
 
 export interface Client {
