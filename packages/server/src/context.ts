@@ -2,6 +2,7 @@ import type { ServerConfig } from './config/index.js';
 import type { EventBus } from './events/index.js';
 import type { Flows } from './flows/flows.js';
 import type { RealmKeys } from './keys/index.js';
+import type { ClientKeys } from './keys/client-keys.js';
 import type { MetricsRegistry, ServerLogger } from './observability/index.js';
 import type { TokenService } from './protocol/openid-connect/tokens.js';
 import type { ProviderRegistry } from './providers/registry.js';
@@ -22,6 +23,8 @@ export interface ServerContext {
   metrics: MetricsRegistry;
   storage: Storage;
   keys: RealmKeys;
+  /** Clients' public keys for private_key_jwt, their JWKS URLs fetched through the outbound guard and cached. */
+  clientKeys: ClientKeys;
   tokens: TokenService;
   events: EventBus;
   store: OwnedSharedStore;

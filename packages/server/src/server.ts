@@ -10,6 +10,7 @@ import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
 import { createHttpApp, installSslRequired, TargetGuard } from './http/index.js';
 import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
+import { ClientKeys } from './keys/client-keys.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
 import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
@@ -152,12 +153,16 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const hostStore = namespacedStore(store, 'host');
   shareConfigCache(storage, hostStore, metrics, logger, Boolean(config.redisUrl));
   const pages = new PageRenderer(config.themeDir);
+  // The one guard on the server's own outbound HTTP (identity providers, clients' JWKS URLs; webhooks get theirs
+  // from the same code through the SPI).
+  const outbound = new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' });
   const context: ServerContext = {
     config,
     logger,
     metrics,
     storage,
     keys,
+    clientKeys: new ClientKeys({ guard: outbound }),
     tokens,
     events,
     store,
@@ -172,7 +177,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     loginProtocol: openIdConnectLoginProtocol(config),
     mailer: new Mailer(logger, config.mode),
     mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),
-    outbound: new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' }),
+    outbound,
   };
   const closeProviders = () =>
     providers.close(config.shutdownGraceMs, (id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));

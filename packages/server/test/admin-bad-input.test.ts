@@ -283,7 +283,11 @@ const componentFields: unknown[] = [
   { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { a: [{}] } },
   { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: JSON.parse('{"__proto__": ["x"]}') },
   { name: 'c', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { a: Array.from({ length: 1001 }, () => 'v') } },
-  { name: 'c', providerId: 'rsa-generated', providerType: 'org.keycloak.keys.KeyProvider' },
+  // Key providers are run (issue 39): bad config is refused, nothing stored.
+  { name: 'c', providerId: 'rsa-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { keySize: ['1024'] } },
+  { name: 'c', providerId: 'ecdsa-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { ecdsaEllipticCurveKey: ['P-1'], priority: ['x'] } },
+  { name: 'c', providerId: 'rsa', providerType: 'org.keycloak.keys.KeyProvider', config: { privateKey: ['not a key'] } },
+  { name: 'c', providerId: 'java-keystore', providerType: 'org.keycloak.keys.KeyProvider' },
 ];
 
 /**

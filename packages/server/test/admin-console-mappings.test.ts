@@ -3,10 +3,12 @@
  * a user's Consents tab (offline tokens), a client's Keys tab (certificates/{attr}) and whoami, over HTTP with the
  * official admin client, on SQLite (HTTP behaviour, issue 36): Keycloak's shapes, and what an administrator holding less may not do.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, rejects } from './support/admin-client.js';
 import { api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { selfSignedCertificate } from '../src/keys/certificate.js';
 
 const REALM = 'mappings';
 
@@ -184,18 +186,22 @@ describe.each(httpDatabases)('console role-mapping, consents and keys endpoints 
     expect(await kc.clients.find({ clientId: 'with-authz' })).toEqual([]);
   });
 
-  it('Keys: the certificate attributes a client carries, and making keys is refused as unsupported', async () => {
+  it('Keys: the certificate attributes a client carries; generate makes a new key (issue 39)', async () => {
     expect(await kc.clients.getKeyInfo({ id: ids.app, attr: 'jwt.credential' })).toEqual({});
-    const certificate = 'MIIBszCCAVmgAwIBAgIUexample';
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const certificate = selfSignedCertificate(pair.privateKey, pair.publicKey, 'app').toString('base64');
     const current = (await kc.clients.findOne({ id: ids.app }))!;
     await kc.clients.update({ id: ids.app }, { ...current, attributes: { ...current.attributes, 'jwt.credential.certificate': certificate } });
     expect(await kc.clients.getKeyInfo({ id: ids.app, attr: 'jwt.credential' })).toEqual({ certificate });
-    const generate = await api(t.url, 'POST', path(`clients/${ids.app}/certificates/jwt.credential/generate`), token);
-    expect(generate.status).toBe(400);
-    expect(JSON.stringify(generate.body)).toContain('not supported');
-    expect((await kc.clients.findOne({ id: ids.app }))!.attributes!['jwt.credential.certificate']).toBe(certificate);
     const viewer = await administrator('key-viewer', ['view-clients']);
     expect((await api(t.url, 'POST', path(`clients/${ids.app}/certificates/jwt.credential/generate`), viewer)).status).toBe(403);
+    expect((await kc.clients.findOne({ id: ids.app }))!.attributes!['jwt.credential.certificate']).toBe(certificate);
+    const generate = await api(t.url, 'POST', path(`clients/${ids.app}/certificates/jwt.credential/generate`), token);
+    expect(generate.status).toBe(200);
+    expect((await kc.clients.findOne({ id: ids.app }))!.attributes!['jwt.credential.certificate']).toBe(generate.body.certificate);
+    // A certificate that does not parse is refused (400 naming the attribute), nothing written.
+    const current2 = (await kc.clients.findOne({ id: ids.app }))!;
+    await rejects(kc.clients.update({ id: ids.app }, { ...current2, attributes: { ...current2.attributes, 'jwt.credential.certificate': 'MIIBszCCAVmgAwIBAgIUexample' } }), 400, /jwt\.credential\.certificate/);
     await rejects(new KcAdminClient({ baseUrl: t.url, realmName: REALM }).clients.getKeyInfo({ id: ids.app, attr: 'jwt.credential' }), 401);
   });
 });

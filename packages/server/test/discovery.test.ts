@@ -1,4 +1,4 @@
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
@@ -14,6 +14,25 @@ const PASSWORD = 'Disco-password-1';
 let t: TestServer;
 let meta: Record<string, any>;
 let secret: string;
+let adminBearer: string;
+/** Sets attributes of the `spa` client (a signing algorithm, say). */
+async function spaAttributes(attributes: Record<string, string>) {
+  const id = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=spa`, adminBearer)).body[0].id as string;
+  const rep = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${id}`, adminBearer)).body;
+  expect((await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${id}`, adminBearer, { ...rep, attributes: { ...rep.attributes, ...attributes } })).status).toBe(204);
+}
+/** The private_key_jwt client's keys by assertion algorithm (its JWKS is given as text: `jwks.string`). */
+const assertionKeys: Record<string, { kid: string; key: CryptoKey }> = {};
+const SJWT_SECRET = 'api-sjwt-secret-value-of-sixty-four-bytes-0123456789abcdef0123456';
+const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+/** A client assertion for the client `clientId`, as RFC 7523 makes one. */
+const clientAssertion = (clientId: string, alg: string) => {
+  const jwt = new SignJWT({ jti: crypto.randomUUID() }).setIssuer(clientId).setSubject(clientId).setAudience(meta.issuer).setExpirationTime('1m');
+  if (alg.startsWith('HS')) return jwt.setProtectedHeader({ alg }).sign(new TextEncoder().encode(SJWT_SECRET));
+  const { kid, key } = assertionKeys[alg];
+  return jwt.setProtectedHeader({ alg, kid }).sign(key);
+};
+const assertionForm = async (clientId: string, alg: string) => ({ client_assertion_type: JWT_BEARER, client_assertion: await clientAssertion(clientId, alg) });
 
 const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(body) });
@@ -50,10 +69,20 @@ async function codeGrant(responseMode = 'query', scope = 'openid') {
 beforeAll(async () => {
   t = await startServer();
   const admin = await adminToken(t.url);
+  adminBearer = admin;
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'] })).status).toBe(201);
   secret = 'api-secret-value-1';
+  const jwks = [];
+  for (const alg of ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']) {
+    const pair = await generateKeyPair(alg, { extractable: true });
+    assertionKeys[alg] = { kid: `k-${alg}`, key: pair.privateKey };
+    jwks.push({ ...(await exportJWK(pair.publicKey)), kid: `k-${alg}`, use: 'sig' });
+  }
+  const pkjwt = { serviceAccountsEnabled: true, clientAuthenticatorType: 'client-jwt', attributes: { 'use.jwks.string': 'true', 'jwks.string': JSON.stringify({ keys: jwks }) } };
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-pkjwt', ...pkjwt })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-sjwt', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-secret-jwt', secret: SJWT_SECRET })).status).toBe(201);
   const user = await api(t.url, 'POST', `/admin/realms/${REALM}/users`, admin, { username: 'dina', email: 'dina@example.com', emailVerified: true, firstName: 'Dina', lastName: 'Mo', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] });
   expect(user.status).toBe(201);
   const response = await fetch(`${t.url}/realms/${REALM}/.well-known/openid-configuration`);
@@ -156,6 +185,8 @@ describe('discovery advertises exactly what works', () => {
     const methods = (url: string, body: Record<string, string>, expectOk: (r: Response) => Promise<void>) => ({
       client_secret_basic: async () => expectOk(await form(url, body, basic('api', secret))),
       client_secret_post: async () => expectOk(await form(url, { ...body, client_id: 'api', client_secret: secret })),
+      private_key_jwt: async () => expectOk(await form(url, { ...body, ...(await assertionForm('api-pkjwt', 'ES256')) })),
+      client_secret_jwt: async () => expectOk(await form(url, { ...body, ...(await assertionForm('api-sjwt', 'HS256')) })),
     });
     const wrong = await form(meta.token_endpoint, { grant_type: 'client_credentials', client_id: 'api', client_secret: 'wrong' });
     expect(wrong.status).toBe(401);
@@ -175,7 +206,29 @@ describe('discovery advertises exactly what works', () => {
         expect((await (await form(meta.introspection_endpoint, { token }, basic('api', secret))).json()).active).toBe(false);
       },
     };
-    await exerciseAll(meta.revocation_endpoint_auth_methods_supported, revokeMethods);
+    const revokeBy = async (clientId: string, alg: string) => {
+      const token = (await json(await form(meta.token_endpoint, { grant_type: 'client_credentials', ...(await assertionForm(clientId, alg)) }))).body.access_token as string;
+      expect((await form(meta.revocation_endpoint, { token, ...(await assertionForm(clientId, alg)) })).status).toBe(200);
+      expect((await (await form(meta.introspection_endpoint, { token }, basic('api', secret))).json()).active).toBe(false);
+    };
+    await exerciseAll(meta.revocation_endpoint_auth_methods_supported, {
+      ...revokeMethods,
+      private_key_jwt: () => revokeBy('api-pkjwt', 'RS256'),
+      client_secret_jwt: () => revokeBy('api-sjwt', 'HS512'),
+    });
+  });
+
+  it('every client assertion signing algorithm, at each endpoint that lists them', async () => {
+    expect(meta.introspection_endpoint_auth_signing_alg_values_supported).toEqual(meta.token_endpoint_auth_signing_alg_values_supported);
+    expect(meta.revocation_endpoint_auth_signing_alg_values_supported).toEqual(meta.token_endpoint_auth_signing_alg_values_supported);
+    const grant = (clientId: string, alg: string) => async () => {
+      const response = await form(meta.token_endpoint, { grant_type: 'client_credentials', ...(await assertionForm(clientId, alg)) });
+      expect(response.status, alg).toBe(200);
+    };
+    const exercisers: Record<string, () => Promise<void>> = {};
+    for (const alg of Object.keys(assertionKeys)) exercisers[alg] = grant('api-pkjwt', alg);
+    for (const alg of ['HS256', 'HS384', 'HS512']) exercisers[alg] = grant('api-sjwt', alg);
+    await exerciseAll(meta.token_endpoint_auth_signing_alg_values_supported, exercisers);
   });
 
   it('every scope, signing algorithm, subject type and claim', async () => {
@@ -204,9 +257,26 @@ describe('discovery advertises exactly what works', () => {
       offline_access: async () => expect(decodeJwt((await granted('offline_access')).tokens.refresh_token as string).typ).toBe('Offline'),
     });
     const { tokens } = await granted('openid');
-    await exerciseAll(meta.id_token_signing_alg_values_supported, { RS256: async () => expect(decodeProtectedHeader(tokens.id_token as string).alg).toBe('RS256') });
+    const realmKeys = createRemoteJWKSet(new URL(meta.jwks_uri), { cooldownDuration: 0, cacheMaxAge: 0 });
+    const idTokenSignedWith = (alg: string) => async () => {
+      await spaAttributes({ 'id.token.signed.response.alg': alg });
+      const idToken = (await granted('openid')).tokens.id_token as string;
+      expect(decodeProtectedHeader(idToken).alg).toBe(alg);
+      await jwtVerify(idToken, realmKeys, { issuer: meta.issuer, audience: 'spa', algorithms: [alg] });
+    };
+    await exerciseAll(meta.id_token_signing_alg_values_supported, Object.fromEntries(meta.id_token_signing_alg_values_supported.map((alg: string) => [alg, idTokenSignedWith(alg)])));
+    await spaAttributes({ 'id.token.signed.response.alg': '' });
+    const userinfoSignedWith = (alg: string) => async () => {
+      await spaAttributes({ 'user.info.response.signature.alg': alg });
+      const access = (await granted('openid')).tokens.access_token as string;
+      const response = await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${access}` } });
+      expect(response.headers.get('content-type')).toMatch(/^application\/jwt/);
+      await jwtVerify(await response.text(), realmKeys, { issuer: meta.issuer, audience: 'spa', algorithms: [alg] });
+    };
     await exerciseAll(meta.userinfo_signing_alg_values_supported, {
+      ...Object.fromEntries(meta.userinfo_signing_alg_values_supported.filter((alg: string) => alg !== 'none').map((alg: string) => [alg, userinfoSignedWith(alg)])),
       none: async () => {
+        await spaAttributes({ 'user.info.response.signature.alg': 'unsigned' });
         const response = await fetch(meta.userinfo_endpoint, { headers: { authorization: `Bearer ${tokens.access_token}` } });
         expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       },

@@ -69,10 +69,10 @@ describe.each(databases)('a realm file\'s RSA signing keys (%s)', (database) => 
     try {
       const keys = await kc.realms.getKeys({ realm: 'kc26-full' });
       expect(keys.active).toEqual({ RS256: kid });
-      expect(keys.keys).toEqual([expect.objectContaining({ kid, providerId: kid, status: 'ACTIVE', type: 'RSA', algorithm: 'RS256', certificate: file.config.certificate[0], publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') })]);
-      // Listed as the generated keys are: one rsa-generated component per key, no key material.
+      expect(keys.keys).toEqual([expect.objectContaining({ kid, providerId: expect.any(String), status: 'ACTIVE', type: 'RSA', algorithm: 'RS256', certificate: file.config.certificate[0], publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') })]);
+      // One key-provider component per key, the file's provider, no key material.
       const components = await kc.components.find({ type: KEYS });
-      expect(components).toEqual([expect.objectContaining({ id: kid, providerId: 'rsa-generated', config: expect.objectContaining({ active: ['true'] }) })]);
+      expect(components).toEqual([expect.objectContaining({ id: keys.keys![0].providerId, providerId: file.providerId, config: expect.objectContaining({ active: ['true'] }) })]);
       expect(JSON.stringify(components)).not.toContain(file.config.privateKey[0].slice(40, 80));
     } finally {
       kc.setConfig({ realmName: 'master' });

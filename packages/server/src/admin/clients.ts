@@ -1,4 +1,6 @@
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { selfSignedCertificate } from '../keys/certificate.js';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
@@ -13,13 +15,27 @@ import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import type { ProtocolMapperInput } from '../representations/client-scope.js';
+import { clientKeyAttributeProblems } from '../keys/client-keys.js';
+import { TOKEN_SIGNATURE_ALGS } from '../keys/index.js';
+import { CLIENT_ALG_ATTRIBUTE, USERINFO_ALG_ATTRIBUTE } from '../protocol/openid-connect/tokens.js';
+import { ASSERTION_ALG_ATTRIBUTE, ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
+
+const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 import { clientEventRep, clientRep, parseClient, parseClientExtras } from '../representations/client.js';
 import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */
 async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
-  const problems = await ctx.providers.clientAttributeProblems(attributes);
+  const problems = [...clientKeyAttributeProblems(attributes, ctx.clientKeys), ...(await ctx.providers.clientAttributeProblems(attributes))];
+  for (const name of [CLIENT_ALG_ATTRIBUTE.access, CLIENT_ALG_ATTRIBUTE.id, USERINFO_ALG_ATTRIBUTE]) {
+    const value = attributes[name];
+    if (value && !(name === USERINFO_ALG_ATTRIBUTE && value === 'unsigned') && !(TOKEN_SIGNATURE_ALGS as readonly string[]).includes(value)) {
+      problems.unshift(`${name}: ${JSON.stringify(value.slice(0, 20))} is not a signature algorithm Realmgate signs with (${TOKEN_SIGNATURE_ALGS.join(', ')})`);
+    }
+  }
+  const alg = attributes[ASSERTION_ALG_ATTRIBUTE];
+  if (alg && !(ASSERTION_ALGS as readonly string[]).includes(alg)) problems.unshift(`${ASSERTION_ALG_ATTRIBUTE}: ${JSON.stringify(alg.slice(0, 20))} is not an algorithm Realmgate accepts (${ASSERTION_ALGS.join(', ')})`);
   if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
 }
 
@@ -221,9 +237,8 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   // A client's Keys tab (Keycloak's CertificateRepresentation of the `{attr}.certificate`, `{attr}.public.key` and
-  // `{attr}.kid` attributes a realm file or an administrator gave it). Nothing here authenticates clients with
-  // signed JWTs (private_key_jwt) or signs with a client's key, so making or uploading such keys is refused, not
-  // stored without effect.
+  // `{attr}.kid` attributes a realm file or an administrator gave it). `jwt.credential` is the client's
+  // private_key_jwt key (keys/client-keys.ts); `generate` makes one (below); the SAML prefixes are kept as data.
   const CERTIFICATE_ATTRIBUTES = { certificate: 'certificate', publicKey: 'public.key', kid: 'kid' } as const;
   app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
     const { client } = await load(request);
@@ -237,9 +252,26 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     return info;
   });
-  app.post('/realms/:realm/clients/:id/certificates/:attr/:operation', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    await load(request);
-    throw badRequest('Client keys are not supported: Realmgate authenticates clients by secret only (no private_key_jwt), so a generated or uploaded key would have no use');
+  app.post('/realms/:realm/clients/:id/certificates/:attr/:operation', async (request: AdminRequest<{ realm: string; id: string; attr: string; operation: string }>) => {
+    const { realm, client } = await load(request);
+    requireMayChangeAdministrationClient(callerOf(request), realm, client);
+    const { attr, operation } = request.params;
+    if (attr !== 'jwt.credential') throw badRequest(`${attr.slice(0, 64)}: only the jwt.credential key (private_key_jwt) is made here; SAML keys are kept as data`);
+    if (operation !== 'generate') {
+      // Keycloak's keystore download (JKS, PKCS12) and multipart uploads are not implemented: say which, never 5xx.
+      throw badRequest(`${operation.slice(0, 64)}: not supported (use generate, which answers the private key once, or set jwt.credential.certificate, jwt.credential.public.key or jwks.url on the client)`);
+    }
+    // As Keycloak's generate: a new RSA 2048 key pair and a self-signed certificate named after the client; the
+    // certificate is the client's key from now on (its JWKS URL switch turned off). The private key is answered once
+    // and not kept (Keycloak keeps it; this server never signs as the client).
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const certificate = selfSignedCertificate(privateKey, publicKey, client.clientId).toString('base64');
+    const kid = createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('base64url');
+    const attributes: Record<string, string> = { ...client.attributes, 'jwt.credential.certificate': certificate, 'jwt.credential.kid': kid, 'use.jwks.url': 'false' };
+    delete attributes['jwt.credential.public.key'];
+    await ctx.storage.clients.update({ ...client, attributes });
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'CLIENT', `clients/${client.id}/certificates/${attr}/generate`);
+    return { privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'), certificate, kid };
   });
 
   app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {

@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Component, Realm } from '../model/types.js';
+import { KeyProviderError } from '../keys/index.js';
 import { keyProviderComponents } from './keys.js';
 import { queryString } from './query.js';
 import { KEY_PROVIDER_TYPE, componentRep, parseComponent, unmaskConfig } from '../representations/federation.js';
@@ -10,13 +11,20 @@ import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } 
 
 type IdParams = { realm: string; id: string };
 
-const keysAreTheServers = () =>
-  badRequest('Key providers are not configurable in Realmgate: the server generates and rotates its own RS256 signing keys', 'providerType');
+/** A key provider's refusal (KeyProviderError) as a 400 naming the config entry; nothing was stored. */
+async function keyProviderWork<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof KeyProviderError) throw badRequest(`component.${error.message}`, 'config');
+    throw error;
+  }
+}
 
 /**
  * Keycloak's components resource (`/components`): user storage (LDAP), client registration policies and the other
- * component types of a realm file are kept as data, exported back, and not run (README). The realm's signing keys
- * are listed as key-provider components (admin/keys.ts), read-only. Reading needs view-realm, writing
+ * component types of a realm file are kept as data, exported back, and not run (README). The realm's keys are
+ * key-provider components (admin/keys.ts, keys/providers.ts): added, changed and removed here, run by the server. Reading needs view-realm, writing
  * manage-realm, as Keycloak's. Secret config values are answered as `**********`; a PUT sending the mask keeps them.
  */
 export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void {
@@ -53,7 +61,14 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const realm = await targetRealm(ctx, request);
     const input = parseComponent(request.body);
     if (input.providerType === undefined) throw badRequest('component.providerType: is required', 'providerType');
-    if (input.providerType === KEY_PROVIDER_TYPE) throw keysAreTheServers();
+    if (input.providerType === KEY_PROVIDER_TYPE) {
+      // A key provider hangs from the realm; its key is made now (or taken, `rsa`) and kept as the realm's key.
+      if ((input.parentId ?? realm.id) !== realm.id) throw badRequest('component.parentId: a key provider belongs to the realm', 'parentId');
+      const id = await keyProviderWork(() => ctx.keys.addProvider(realm.id, { name: input.name || input.providerId, providerId: input.providerId, config: input.config }));
+      const created = (await keyProviderComponents(ctx, realm)).find((c) => c.id === id)!;
+      await recordAdminEvent(ctx, request, realm, 'CREATE', 'COMPONENT', `components/${id}`, componentRep(created));
+      return reply.code(201).header('location', locationOf(ctx, request, id)).send();
+    }
     const component: Component = { ...input, id: newId(), realmId: realm.id, parentId: input.parentId ?? realm.id, providerType: input.providerType };
     await checkParent(realm, component.parentId);
     await ctx.storage.federation.insertComponent(component);
@@ -70,9 +85,15 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.put('/realms/:realm/components/:id', async (request: AdminRequest<IdParams>, reply) => {
     const realm = await targetRealm(ctx, request);
     const { component, key } = await find(realm, request.params.id);
-    if (key) throw keysAreTheServers();
     const input = parseComponent(request.body);
-    if (input.providerType === KEY_PROVIDER_TYPE) throw keysAreTheServers();
+    if (key) {
+      if (input.providerType !== undefined && input.providerType !== KEY_PROVIDER_TYPE) throw badRequest('component.providerType: a key provider stays one', 'providerType');
+      await keyProviderWork(() => ctx.keys.updateProvider(realm.id, component.id, { name: input.name || component.name, providerId: input.providerId, config: input.config }));
+      const updated = (await keyProviderComponents(ctx, realm)).find((c) => c.id === component.id) ?? component;
+      await recordAdminEvent(ctx, request, realm, 'UPDATE', 'COMPONENT', `components/${component.id}`, componentRep(updated));
+      return reply.code(204).send();
+    }
+    if (input.providerType === KEY_PROVIDER_TYPE) throw badRequest('component.providerType: a stored component does not become a key provider', 'providerType');
     const updated: Component = { ...component, ...input, providerType: input.providerType ?? component.providerType, parentId: input.parentId ?? component.parentId, config: unmaskConfig(input.config, component.config) };
     // Under itself or one of its own sub-components, it would hang from nothing (and its subtree would be a cycle).
     if ((await ctx.storage.federation.subtree(realm.id, component.id)).includes(updated.parentId.toLowerCase())) {
@@ -87,8 +108,8 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.delete('/realms/:realm/components/:id', async (request: AdminRequest<IdParams>, reply) => {
     const realm = await targetRealm(ctx, request);
     const { component, key } = await find(realm, request.params.id);
-    if (key) throw keysAreTheServers();
-    await ctx.storage.federation.deleteComponent(realm.id, component.id);
+    if (key) await ctx.keys.deleteProvider(realm.id, component.id);
+    else await ctx.storage.federation.deleteComponent(realm.id, component.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'COMPONENT', `components/${component.id}`);
     return reply.code(204).send();
   });

@@ -1,48 +1,53 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
+import type { StoredKey } from '../keys/index.js';
 import type { Component, Realm } from '../model/types.js';
 import { KEY_PROVIDER_TYPE } from '../representations/federation.js';
 import { targetRealm, type AdminRequest } from './routing.js';
 
-const KEY_PRIORITY = 100;
-
 /**
- * The realm's signing keys as Keycloak's key-provider components: one `rsa-generated` component per key, its id the
- * key's kid (what `GET …/keys` answers as `providerId`, so the console's Keys list and Providers tab agree), active
- * or passive as the key is. They are read-only: the server generates and rotates its keys itself (README).
+ * The realm's keys as Keycloak's key-provider components: one per key, its config the provider's entries (priority,
+ * enabled, active, algorithm, size or curve) and, for an `rsa` provider, its certificate; never key material (a
+ * private key or secret entry is answered masked, as Keycloak masks it).
  */
-export async function keyProviderComponents(ctx: ServerContext, realm: Realm): Promise<Component[]> {
-  return (await ctx.keys.list(realm.id)).map((k) => ({
-    id: k.kid,
-    realmId: realm.id,
-    parentId: realm.id,
-    name: 'rsa-generated',
-    providerId: 'rsa-generated',
-    providerType: KEY_PROVIDER_TYPE,
-    subType: null,
-    config: { priority: [String(KEY_PRIORITY)], enabled: ['true'], active: [String(k.active)], algorithm: [k.algorithm], keySize: ['2048'] },
-  }));
+export function keyProviderComponent(realm: Realm, k: StoredKey): Component {
+  const config: Record<string, string[]> = {
+    priority: [String(k.priority)],
+    enabled: [String(k.enabled)],
+    active: [String(k.active)],
+    ...Object.fromEntries(Object.entries(k.settings).map(([entry, value]) => [entry, [value]])),
+  };
+  if (k.providerId === 'rsa') {
+    config.privateKey = ['**********'];
+    if (k.certificate) config.certificate = [k.certificate];
+  }
+  return { id: k.componentId, realmId: realm.id, parentId: realm.id, name: k.name, providerId: k.providerId, providerType: KEY_PROVIDER_TYPE, subType: null, config };
 }
 
-/** Keycloak's KeysMetadataRepresentation for the realm's signing keys (what `realms.getKeys` reads). */
+export async function keyProviderComponents(ctx: ServerContext, realm: Realm): Promise<Component[]> {
+  return (await ctx.keys.list(realm.id)).map((k) => keyProviderComponent(realm, k));
+}
+
+/** Keycloak's KeysMetadataRepresentation (what `realms.getKeys` and the console's Keys list read). */
 export function keyRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/keys', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
     const keys = await ctx.keys.list(realm.id);
-    const active = keys.find((k) => k.active);
+    // Per algorithm, the kid of the key that signs (or encrypts) with it: the first enabled active one (list's order).
+    const active: Record<string, string> = {};
+    for (const k of keys) if (k.enabled && k.active && active[k.algorithm] === undefined) active[k.algorithm] = k.kid;
     return {
-      active: active ? { [active.algorithm]: active.kid } : {},
+      active,
       keys: keys.map((k) => ({
-        // The key-provider component that holds it (keyProviderComponents): the key's own kid.
-        providerId: k.kid,
-        providerPriority: KEY_PRIORITY,
+        providerId: k.componentId,
+        providerPriority: k.priority,
         kid: k.kid,
-        status: k.active ? 'ACTIVE' : 'PASSIVE',
-        type: 'RSA',
+        status: !k.enabled ? 'DISABLED' : k.active ? 'ACTIVE' : 'PASSIVE',
+        type: k.type,
         algorithm: k.algorithm,
-        use: 'SIG',
-        publicKey: k.publicKey,
-        certificate: k.certificate,
+        use: k.use.toUpperCase(),
+        ...(k.publicKey ? { publicKey: k.publicKey } : {}),
+        ...(k.certificate ? { certificate: k.certificate } : {}),
       })),
     };
   });

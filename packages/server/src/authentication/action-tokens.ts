@@ -66,8 +66,8 @@ export class ActionTokens {
       const { kid, alg } = decodeProtectedHeader(token);
       if (alg !== 'RS256' || typeof kid !== 'string') return null;
       const key = await this.keys.verificationKey(realm.id, kid);
-      if (!key) return null;
-      const { payload } = await jwtVerify(token, key, { algorithms: ['RS256'], audience: `realm:${realm.id}` });
+      if (!key || key.algorithm !== 'RS256') return null;
+      const { payload } = await jwtVerify(token, key.key, { algorithms: ['RS256'], audience: `realm:${realm.id}` });
       if (payload.typ !== typ || typeof payload.jti !== 'string' || typeof payload.sub !== 'string') return null;
       if (await this.store.get(`action-used:${payload.jti}`)) return null;
       return payload as unknown as ActionClaims;

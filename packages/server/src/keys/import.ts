@@ -1,4 +1,5 @@
-import { X509Certificate, createHash, createPrivateKey, createPublicKey, sign, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { type X509Certificate, createHash, createPrivateKey, createPublicKey, sign, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { parseCertificate } from './client-keys.js';
 
 /**
  * A realm file's RSA signing key (Keycloak's `rsa-generated` or `rsa` key provider with its `privateKey`), checked and
@@ -14,6 +15,9 @@ export interface ImportedSigningKey {
   certificate: string | null;
   active: boolean;
   priority: number;
+  /** The component's provider (`rsa-generated` or `rsa`) and name, kept with the key. */
+  providerId: string;
+  name: string;
 }
 
 const ALGORITHM = 'RS256';
@@ -42,7 +46,7 @@ interface KeyProviderInput {
 const first = (config: Record<string, string[]>, name: string): string | undefined => config[name]?.[0];
 
 /** The private key of a config value: base64 DER (PKCS#8 or PKCS#1), with or without its PEM armour; null if none parses. */
-function parsePrivateKey(value: string): KeyObject | null {
+export function parsePrivateKey(value: string): KeyObject | null {
   const body = value.replace(/-----(BEGIN|END) [A-Z ]+-----/g, '').replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) return null;
   const der = Buffer.from(body, 'base64');
@@ -89,7 +93,7 @@ function takeRsaKey(component: KeyProviderInput): ImportedSigningKey | string {
   if (certificateValue) {
     let x509: X509Certificate;
     try {
-      x509 = new X509Certificate(Buffer.from(certificateValue.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, ''), 'base64'));
+      x509 = parseCertificate(certificateValue);
     } catch {
       return 'certificate does not parse (base64 DER expected)';
     }
@@ -106,6 +110,8 @@ function takeRsaKey(component: KeyProviderInput): ImportedSigningKey | string {
     certificate,
     active: first(config, 'active') !== 'false',
     priority: Number(priorityValue.trim()),
+    providerId: component.providerId,
+    name: component.name,
   };
 }
 

@@ -1,13 +1,47 @@
-import { createPrivateKey, createPublicKey, hkdfSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, hkdfSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { sql } from 'kysely';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
 import type { ImportedSigningKey } from './import.js';
+import { KEY_DEFINING_ENTRIES, keyMaterialFor, keyType, type KeyMaterial } from './providers.js';
+
+export { KEY_PROVIDER_IDS, KeyProviderError, TOKEN_SIGNATURE_ALGS } from './providers.js';
+import { KeyProviderError as KeyProviderErrorFromIndex } from './providers.js';
 
 export { CERTIFICATE_VALIDITY_YEARS } from './certificate.js';
 
 const ALGORITHM = 'RS256';
+
+/** A realm key as a key-provider component (what `GET …/components` and `GET …/keys` show). */
+export interface StoredKey {
+  componentId: string;
+  providerId: string;
+  name: string;
+  priority: number;
+  enabled: boolean;
+  active: boolean;
+  kid: string;
+  algorithm: string;
+  use: 'sig' | 'enc';
+  type: string;
+  publicJwk: JWK | null;
+  /** base64 SPKI DER (Keycloak's `publicKey`); null for a secret key. */
+  publicKey: string | null;
+  /** base64 DER; null for a secret key or one without a certificate (EC, EdDSA). */
+  certificate: string | null;
+  settings: Record<string, string>;
+}
+
+/** What an administrator gives a key provider: its name, config, and where it sits. */
+export interface KeyProviderInput {
+  name?: string;
+  providerId: string;
+  config: Record<string, string[]>;
+}
+
+const DEFAULT_PRIORITY = 100;
 
 export interface SigningKey {
   kid: string;
@@ -68,9 +102,120 @@ export class RealmKeys {
         certificate,
         active: 1,
         created_at: Date.now(),
+        component_id: kid,
+        provider_id: 'rsa-generated',
+        name: 'rsa-generated',
+        priority: DEFAULT_PRIORITY,
+        enabled: 1,
+        key_use: 'sig',
+        settings: JSON.stringify({ algorithm: ALGORITHM, keySize: '2048' }),
       })
       .execute();
     return kid;
+  }
+
+  /**
+   * A key-provider component: its key made (or taken, `rsa`) as its config says, stored with its priority, enabled
+   * and active flags. Refuses (KeyProviderError, a 400) what cannot be used; nothing is stored then.
+   */
+  async addProvider(realmId: string, input: KeyProviderInput, componentId: string = newId(), db: Db = this.storage.db): Promise<string> {
+    const flags = providerFlags(input.config);
+    const material = await keyMaterialFor(input.providerId, input.config);
+    await this.insertMaterial(realmId, material, { componentId, providerId: input.providerId, name: input.name ?? input.providerId, ...flags }, db);
+    return componentId;
+  }
+
+  /**
+   * Changes a key-provider component: its name, priority, enabled and active flags and algorithm in place; a new
+   * size, curve or key (the entries of KEY_DEFINING_ENTRIES) makes a new key under the same component, as Keycloak
+   * regenerates one. Null when the realm has no such component.
+   */
+  async updateProvider(realmId: string, componentId: string, input: KeyProviderInput): Promise<boolean> {
+    const current = (await this.list(realmId)).find((k) => k.componentId === componentId);
+    if (!current) return false;
+    if (input.providerId !== current.providerId) throw new KeyProviderErrorFromIndex('providerId', 'a key provider\'s type cannot change (delete it and add another)');
+    const flags = providerFlags(input.config, current);
+    const given = (entry: string) => input.config[entry]?.[0];
+    const renewed = KEY_DEFINING_ENTRIES.some((entry) => given(entry) !== undefined && given(entry) !== '**********' && given(entry) !== current.settings[entry] && !(entry === 'certificate' && given(entry) === current.certificate));
+    const algorithm = given('algorithm');
+    if (renewed || (algorithm !== undefined && algorithm !== current.algorithm)) {
+      // Made again from the config (a secret or key not given again is not kept: Keycloak masks and keeps it, but
+      // the algorithm or size of a key decides its material here).
+      const config = { ...Object.fromEntries(Object.entries(current.settings).map(([k, v]) => [k, [v]])), ...input.config };
+      if (current.providerId === 'rsa' && (!given('privateKey') || given('privateKey') === '**********')) {
+        // Only the algorithm changed: the same key, relabelled.
+        const material = await this.materialOf(realmId, current.kid);
+        if (!material) return false;
+        const alg = algorithm ?? current.algorithm;
+        const relabelled = await keyMaterialFor('rsa', { privateKey: [createPrivateKey({ key: material as JsonWebKey, format: 'jwk' }).export({ type: 'pkcs8', format: 'der' }).toString('base64')], algorithm: [alg], ...(current.certificate ? { certificate: [current.certificate] } : {}) });
+        await this.replaceMaterial(realmId, current, relabelled, input.name ?? current.name, flags);
+        return true;
+      }
+      await this.replaceMaterial(realmId, current, await keyMaterialFor(current.providerId, config), input.name ?? current.name, flags);
+      return true;
+    }
+    await this.storage.db
+      .updateTable('realm_key')
+      .set({ name: input.name ?? current.name, priority: flags.priority, enabled: flags.enabled ? 1 : 0, active: flags.active ? 1 : 0 })
+      .where('realm_id', '=', realmId)
+      .where('kid', '=', current.kid)
+      .execute();
+    return true;
+  }
+
+  /** Removes a key-provider component and its key: tokens it signed no longer verify. False when there is none. */
+  async deleteProvider(realmId: string, componentId: string): Promise<boolean> {
+    const current = (await this.list(realmId)).find((k) => k.componentId === componentId);
+    if (!current) return false;
+    await this.storage.db.deleteFrom('realm_key').where('realm_id', '=', realmId).where('kid', '=', current.kid).execute();
+    return true;
+  }
+
+  private async materialOf(realmId: string, kid: string): Promise<JWK | null> {
+    const row = await this.storage.db.selectFrom('realm_key').select('private_jwk').where('realm_id', '=', realmId).where('kid', '=', kid).executeTakeFirst();
+    return row ? (JSON.parse(row.private_jwk) as JWK) : null;
+  }
+
+  private async replaceMaterial(realmId: string, current: StoredKey, material: KeyMaterial, name: string, flags: ReturnType<typeof providerFlags>): Promise<void> {
+    await this.storage.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('realm_key').where('realm_id', '=', realmId).where('kid', '=', current.kid).execute();
+      await this.insertMaterial(realmId, material, { componentId: current.componentId, providerId: current.providerId, name, ...flags }, trx);
+    });
+  }
+
+  private async insertMaterial(
+    realmId: string,
+    material: KeyMaterial,
+    component: { componentId: string; providerId: string; name: string; priority: number; enabled: boolean; active: boolean },
+    db: Db,
+  ): Promise<void> {
+    const privateJwk = JSON.stringify(material.privateJwk);
+    const publicJwk = material.publicJwk ? JSON.stringify(material.publicJwk) : '';
+    let certificate = material.certificate;
+    if (!certificate && material.publicJwk?.kty === 'RSA') {
+      const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
+      certificate = certificateFor(privateJwk, publicJwk, realm?.name ?? realmId);
+    }
+    await db
+      .insertInto('realm_key')
+      .values({
+        kid: material.kid,
+        realm_id: realmId,
+        algorithm: material.algorithm,
+        private_jwk: privateJwk,
+        public_jwk: publicJwk,
+        certificate,
+        active: component.active ? 1 : 0,
+        created_at: Date.now(),
+        component_id: component.componentId,
+        provider_id: component.providerId,
+        name: component.name,
+        priority: component.priority,
+        enabled: component.enabled ? 1 : 0,
+        key_use: material.use,
+        settings: JSON.stringify(material.settings),
+      })
+      .execute();
   }
 
   /**
@@ -107,6 +252,13 @@ export class RealmKeys {
           certificate: key.certificate ?? certificateFor(privateJwk, publicJwk, realm?.name ?? realmId),
           active: key.active ? 1 : 0,
           created_at: base + i,
+          component_id: newId(),
+          provider_id: key.providerId,
+          name: key.name,
+          priority: key.priority,
+          enabled: 1,
+          key_use: 'sig',
+          settings: JSON.stringify({ algorithm: ALGORITHM }),
         })
         .execute();
     }
@@ -121,19 +273,49 @@ export class RealmKeys {
     return kid;
   }
 
-  /** The realm's active key, through the configuration cache: one read per key change, not per token. */
-  async signingKey(realmId: string): Promise<SigningKey> {
-    const key = await this.storage.cache.get(`signing-key\0${realmId}`, KEY_TABLES, () => this.loadSigningKey(realmId));
-    if (!key) throw new Error(`realm ${realmId} has no active signing key`);
+  /**
+   * The realm's key that signs with `algorithm`, through the configuration cache (one read per key change, not per
+   * token): of its enabled, active signing keys of that algorithm, the highest priority, then the newest. A realm
+   * without one gets one made (`fallback-<alg>`), as Keycloak's key manager makes a fallback key.
+   */
+  async signingKey(realmId: string, algorithm: string = ALGORITHM): Promise<SigningKey> {
+    let key = await this.storage.cache.get(`signing-key\0${realmId}\0${algorithm}`, KEY_TABLES, () => this.loadSigningKey(realmId, algorithm));
+    if (!key) {
+      await this.addFallback(realmId, algorithm);
+      key = await this.loadSigningKey(realmId, algorithm);
+    }
+    if (!key) throw new Error(`realm ${realmId} has no active ${algorithm} signing key`);
     return key;
   }
 
-  private async loadSigningKey(realmId: string): Promise<SigningKey | null> {
+  /** One fallback key per realm and algorithm, whichever node makes it first (the component id is fixed). */
+  private async addFallback(realmId: string, algorithm: string): Promise<void> {
+    const providerId = algorithm.startsWith('ES') ? 'ecdsa-generated' : algorithm === 'EdDSA' ? 'eddsa-generated' : 'rsa-generated';
+    const config: Record<string, string[]> = { priority: ['-100'] };
+    if (providerId === 'rsa-generated') config.algorithm = [algorithm];
+    if (providerId === 'ecdsa-generated') config.ecdsaEllipticCurveKey = [{ ES256: 'P-256', ES384: 'P-384', ES512: 'P-521' }[algorithm] ?? 'P-256'];
+    // A UUID every node derives alike, so two nodes making it at once collide on it rather than make two.
+    const hex = createHash('sha256').update(`fallback:${algorithm}:${realmId}`).digest('hex');
+    const componentId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    const exists = await this.storage.db.selectFrom('realm_key').select('kid').where('realm_id', '=', realmId).where('component_id', '=', componentId).executeTakeFirst();
+    if (exists) return;
+    try {
+      await this.addProvider(realmId, { providerId, name: `fallback-${algorithm}`, config }, componentId);
+    } catch {
+      // Another node made it at the same time: its key is used.
+    }
+  }
+
+  private async loadSigningKey(realmId: string, algorithm: string): Promise<SigningKey | null> {
     const row = await this.storage.db
       .selectFrom('realm_key')
       .select(['kid', 'algorithm', 'private_jwk'])
       .where('realm_id', '=', realmId)
       .where('active', '=', 1)
+      .where('algorithm', '=', algorithm)
+      .where((eb) => eb.or([eb('enabled', 'is', null), eb('enabled', '=', 1)]))
+      .where((eb) => eb.or([eb('key_use', 'is', null), eb('key_use', '=', 'sig')]))
+      .orderBy(sql`coalesce(priority, ${DEFAULT_PRIORITY})`, 'desc')
       .orderBy('created_at', 'desc')
       .executeTakeFirst();
     if (!row) return null;
@@ -142,18 +324,22 @@ export class RealmKeys {
   }
 
   /** A key of the realm by id (found ones cached; an unknown kid is looked up each time and never kept). */
-  async verificationKey(realmId: string, kid: string): Promise<CryptoKey | null> {
+  async verificationKey(realmId: string, kid: string): Promise<{ key: CryptoKey; algorithm: string } | null> {
     return this.storage.cache.get(`verification-key\0${realmId}\0${kid}`, KEY_TABLES, () => this.loadVerificationKey(realmId, kid));
   }
 
-  private async loadVerificationKey(realmId: string, kid: string): Promise<CryptoKey | null> {
+  /** Only an enabled signing key with a public part verifies (a disabled one no longer does, as Keycloak's). */
+  private async loadVerificationKey(realmId: string, kid: string): Promise<{ key: CryptoKey; algorithm: string } | null> {
     const row = await this.storage.db
       .selectFrom('realm_key')
       .select(['public_jwk', 'algorithm'])
       .where('realm_id', '=', realmId)
       .where('kid', '=', kid)
+      .where((eb) => eb.or([eb('enabled', 'is', null), eb('enabled', '=', 1)]))
+      .where((eb) => eb.or([eb('key_use', 'is', null), eb('key_use', '=', 'sig')]))
       .executeTakeFirst();
-    return row ? this.importOnce(`${kid}:public`, row.public_jwk, row.algorithm) : null;
+    if (!row || !row.public_jwk) return null;
+    return { key: await this.importOnce(`${kid}:public`, row.public_jwk, row.algorithm), algorithm: row.algorithm };
   }
 
   /**
@@ -179,8 +365,14 @@ export class RealmKeys {
   }
 
   private async derivedSecret(realmId: string, kid: string | undefined, purpose: SecretPurpose): Promise<{ kid: string; secret: Buffer } | null> {
-    let query = this.storage.db.selectFrom('realm_key').select(['kid', 'private_jwk']).where('realm_id', '=', realmId);
-    query = kid === undefined ? query.where('active', '=', 1).orderBy('created_at', 'desc') : query.where('kid', '=', kid);
+    // Derived from an asymmetric signing key (never a secret or encryption key, which another purpose holds).
+    let query = this.storage.db
+      .selectFrom('realm_key')
+      .select(['kid', 'private_jwk'])
+      .where('realm_id', '=', realmId)
+      .where('public_jwk', '!=', '')
+      .where((eb) => eb.or([eb('key_use', 'is', null), eb('key_use', '=', 'sig')]));
+    query = kid === undefined ? query.where('active', '=', 1).where((eb) => eb.or([eb('enabled', 'is', null), eb('enabled', '=', 1)])).orderBy('created_at', 'desc') : query.where('kid', '=', kid);
     const row = await query.executeTakeFirst();
     if (!row) return null;
     const cacheKey = `${purpose.info}\0${row.kid}`;
@@ -195,31 +387,52 @@ export class RealmKeys {
   }
 
   /**
-   * Every key of the realm, newest first, each with its certificate (base64 DER) and its public key (base64
-   * SPKI DER, Keycloak's `public_key`). A key from before certificates were kept gets its certificate here, once.
+   * Every key of the realm as a key-provider component, highest priority then newest first, each with its certificate
+   * (base64 DER) and public key (base64 SPKI DER, Keycloak's `publicKey`). An RSA key from before certificates were
+   * kept gets its certificate here, once.
    */
-  async list(realmId: string): Promise<{ kid: string; algorithm: string; active: boolean; publicJwk: JWK; publicKey: string; certificate: string }[]> {
+  async list(realmId: string): Promise<StoredKey[]> {
     const rows = await this.storage.db
       .selectFrom('realm_key')
-      .select(['kid', 'algorithm', 'active', 'public_jwk', 'private_jwk', 'certificate'])
+      .selectAll()
       .where('realm_id', '=', realmId)
+      .orderBy(sql`coalesce(priority, ${DEFAULT_PRIORITY})`, 'desc')
       .orderBy('created_at', 'desc')
       .execute();
-    const keys = [];
+    const keys: StoredKey[] = [];
     for (const r of rows) {
-      const certificate = r.certificate ?? (await this.addCertificate(realmId, r.kid, r.private_jwk, r.public_jwk));
-      const publicJwk = JSON.parse(r.public_jwk) as JWK;
-      const publicKey = createPublicKey({ key: publicJwk as JsonWebKey, format: 'jwk' }).export({ type: 'spki', format: 'der' }).toString('base64');
-      keys.push({ kid: r.kid, algorithm: r.algorithm, active: r.active === 1, publicJwk, publicKey, certificate });
+      const publicJwk = r.public_jwk ? (JSON.parse(r.public_jwk) as JWK) : null;
+      const privateJwk = JSON.parse(r.private_jwk) as JWK;
+      const certificate = r.certificate ?? (publicJwk?.kty === 'RSA' ? await this.addCertificate(realmId, r.kid, r.private_jwk, r.public_jwk) : null);
+      const publicKey = publicJwk ? createPublicKey({ key: publicJwk as JsonWebKey, format: 'jwk' }).export({ type: 'spki', format: 'der' }).toString('base64') : null;
+      keys.push({
+        componentId: r.component_id ?? r.kid,
+        providerId: r.provider_id ?? 'rsa-generated',
+        name: r.name ?? r.provider_id ?? 'rsa-generated',
+        priority: r.priority ?? DEFAULT_PRIORITY,
+        enabled: r.enabled !== 0,
+        active: r.active === 1,
+        kid: r.kid,
+        algorithm: r.algorithm,
+        use: r.key_use === 'enc' ? 'enc' : 'sig',
+        type: keyType((publicJwk ?? privateJwk) as JsonWebKey),
+        publicJwk,
+        publicKey,
+        certificate,
+        settings: r.settings ? (JSON.parse(r.settings) as Record<string, string>) : { algorithm: r.algorithm, keySize: '2048' },
+      });
     }
     return keys;
   }
 
-  /** The realm's JWKS: every key, with its certificate as `x5c` and the certificate's thumbprints (cached). */
+  /**
+   * The realm's JWKS: every enabled key with a public part (signing and encryption, active and passive), each with
+   * its `alg`, `use` and `kid`, and its certificate as `x5c` with the thumbprints where it has one (cached).
+   */
   async jwks(realmId: string): Promise<{ keys: JWK[] }> {
     const jwks = await this.storage.cache.get(`jwks\0${realmId}`, KEY_TABLES, async () => {
-      const keys = await this.list(realmId);
-      return { keys: keys.map((k) => ({ ...k.publicJwk, ...certificateJwkMembers(Buffer.from(k.certificate, 'base64')) })) };
+      const keys = (await this.list(realmId)).filter((k) => k.enabled && k.publicJwk);
+      return { keys: keys.map((k) => ({ ...k.publicJwk!, kid: k.kid, alg: k.algorithm, use: k.use, ...(k.certificate ? certificateJwkMembers(Buffer.from(k.certificate, 'base64')) : {}) })) };
     });
     return jwks!;
   }
@@ -248,4 +461,22 @@ function certificateFor(privateJwk: string, publicJwk: string, commonName: strin
   const privateKey = createPrivateKey({ key: JSON.parse(privateJwk) as JsonWebKey, format: 'jwk' });
   const publicKey = createPublicKey({ key: JSON.parse(publicJwk) as JsonWebKey, format: 'jwk' });
   return selfSignedCertificate(privateKey, publicKey, commonName).toString('base64');
+}
+
+/** A component's priority, enabled and active config entries (Keycloak's defaults: 0, true, true; `current`'s when not given). */
+function providerFlags(config: Record<string, string[]>, current?: StoredKey): { priority: number; enabled: boolean; active: boolean } {
+  const value = (entry: string) => config[entry]?.[0];
+  const priorityText = value('priority');
+  if (priorityText !== undefined && !/^-?\d{1,9}$/.test(priorityText.trim())) throw new KeyProviderErrorFromIndex('priority', 'must be a whole number');
+  const bool = (entry: string, fallback: boolean) => {
+    const text = value(entry);
+    if (text === undefined) return fallback;
+    if (text !== 'true' && text !== 'false') throw new KeyProviderErrorFromIndex(entry, 'must be "true" or "false"');
+    return text === 'true';
+  };
+  return {
+    priority: priorityText !== undefined ? Number(priorityText.trim()) : (current?.priority ?? 0),
+    enabled: bool('enabled', current?.enabled ?? true),
+    active: bool('active', current?.active ?? true),
+  };
 }

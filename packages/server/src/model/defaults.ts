@@ -101,6 +101,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     createdAt: now,
     passwordPolicy: '',
     sslRequired: 'external',
+    defaultSignatureAlgorithm: null,
   };
 }
 
@@ -128,5 +129,6 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     attributes: {},
     authenticationFlowBindingOverrides: {},
     authorizationSettings: null,
+    clientAuthenticatorType: 'client-secret',
   };
 }

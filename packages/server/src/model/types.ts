@@ -61,6 +61,8 @@ export interface Realm {
   passwordPolicy: string;
   /** Keycloak's sslRequired: which plain-HTTP requests to the realm's endpoints are refused (http/ssl-required.ts). */
   sslRequired: SslRequired;
+  /** Keycloak's defaultSignatureAlgorithm: what tokens are signed with unless the client names another; null: RS256. */
+  defaultSignatureAlgorithm: string | null;
 }
 
 export interface Client {
@@ -91,7 +93,16 @@ export interface Client {
   authenticationFlowBindingOverrides: Record<string, string>;
   /** Keycloak's `authorizationSettings` (a resource server's JSON), kept as data: Realmgate has no authorization services. */
   authorizationSettings: Record<string, unknown> | null;
+  /**
+   * Keycloak's `clientAuthenticatorType`: how a confidential client proves itself at the token, introspection,
+   * revocation and logout endpoints (protocol/openid-connect/client-auth.ts). Only the methods this server runs.
+   */
+  clientAuthenticatorType: ClientAuthenticatorType;
 }
+
+/** Keycloak's client authenticators this server runs (client-x509 is not one: representations/client.ts refuses it). */
+export const CLIENT_AUTHENTICATOR_TYPES = ['client-secret', 'client-jwt', 'client-secret-jwt'] as const;
+export type ClientAuthenticatorType = (typeof CLIENT_AUTHENTICATOR_TYPES)[number];
 
 export interface User {
   id: string;

@@ -1,6 +1,6 @@
 import { badRequest } from '../model/errors.js';
 import { isOverrideBinding } from '../flows/index.js';
-import type { Client, ProtocolMapper } from '../model/types.js';
+import { CLIENT_AUTHENTICATOR_TYPES, type Client, type ProtocolMapper } from '../model/types.js';
 import { parseProtocolMappers, protocolMapperRep, type ProtocolMapperInput } from './client-scope.js';
 import { parseRepresentation, stringList, type Spec } from './fields.js';
 
@@ -26,10 +26,11 @@ export const clientSpec: Spec = {
   attributes: { type: 'stringMap', max: 4096 },
   consentRequired: { type: 'boolean' },
   authenticationFlowBindingOverrides: { type: 'stringMap', max: 36 },
+  clientAuthenticatorType: { type: 'string', max: 64 },
 };
 export const clientIgnored = [
   'id', 'access', 'adminUrl', 'authorizationServicesEnabled', 'authorizationSettings',
-  'clientAuthenticatorType', 'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
+  'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
   'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
   'useTemplateScope', 'useTemplateMappers',
@@ -58,6 +59,7 @@ export const clientFieldUse: Record<string, string> = {
   fullScopeAllowed: 'services/roles.ts',
   attributes: 'protocol/openid-connect/auth.ts',
   authenticationFlowBindingOverrides: 'flows/runner.ts',
+  clientAuthenticatorType: 'protocol/openid-connect/client-auth.ts',
 };
 
 /** A client's scopes by name and its own mappers, as its representation shows them. */
@@ -78,7 +80,7 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     surrogateAuthRequired: false,
     enabled: client.enabled,
     alwaysDisplayInConsole: false,
-    clientAuthenticatorType: 'client-secret',
+    clientAuthenticatorType: client.clientAuthenticatorType,
     ...(client.publicClient || client.secret === null ? {} : { secret: client.secret }),
     redirectUris: client.redirectUris,
     webOrigins: client.webOrigins,
@@ -120,6 +122,14 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
   // A realm file's client is imported without it and the import names it (realm-import/parse.ts).
   if (!fromFile && (body as { authorizationServicesEnabled?: unknown }).authorizationServicesEnabled === true) {
     throw badRequest(`${path}.authorizationServicesEnabled: not supported, Realmgate has no authorization services`, 'authorizationServicesEnabled');
+  }
+  const authenticator = input.clientAuthenticatorType as string | undefined;
+  if (authenticator !== undefined && !(CLIENT_AUTHENTICATOR_TYPES as readonly string[]).includes(authenticator)) {
+    // Never stored as another method: a client set up for signed assertions must not then accept a plain secret.
+    throw badRequest(
+      `${path}.clientAuthenticatorType: ${JSON.stringify(authenticator)} is not a client authenticator Realmgate runs (${CLIENT_AUTHENTICATOR_TYPES.join(', ')})`,
+      'clientAuthenticatorType',
+    );
   }
   const overrides = input.authenticationFlowBindingOverrides;
   if (overrides) input.authenticationFlowBindingOverrides = flowBindingOverrides(overrides, `${path}.authenticationFlowBindingOverrides`, fromFile);

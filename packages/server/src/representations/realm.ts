@@ -48,6 +48,7 @@ export const realmSpec: Spec = {
   otpPolicyInitialCounter: { type: 'integer', min: 0, max: 2147483647 },
   passwordPolicy: { type: 'string', max: 2048 },
   sslRequired: { type: 'string', pattern: /^(all|external|none)$/i, patternHint: 'all, external or none' },
+  defaultSignatureAlgorithm: { type: 'string', pattern: /^(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA)?$/, patternHint: 'RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 or EdDSA' },
 };
 
 /** Keycloak's brute-force fields (model/brute-force.ts); realmIgnored still names them, the spec comes first. */
@@ -74,7 +75,7 @@ export const realmIgnored = [
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes', 'clientPolicies', 'clientProfiles',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultLocale', 'defaultOptionalClientScopes', 'defaultRoles',
-  'defaultRole', 'defaultSignatureAlgorithm', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
+  'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
   'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
   'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'verifiableCredentialsEnabled',
@@ -138,6 +139,7 @@ export const realmFieldUse: Record<string, string> = {
   otpPolicyCodeReusable: 'authentication/otp.ts',
   passwordPolicy: 'authentication/password.ts',
   sslRequired: 'http/ssl-required.ts',
+  defaultSignatureAlgorithm: 'protocol/openid-connect/tokens.ts',
 };
 
 export function realmRep(realm: Realm) {
@@ -148,7 +150,7 @@ export function realmRep(realm: Realm) {
     realm: realm.name,
     ...(realm.displayName !== null ? { displayName: realm.displayName } : {}),
     notBefore: 0,
-    defaultSignatureAlgorithm: 'RS256',
+    defaultSignatureAlgorithm: realm.defaultSignatureAlgorithm ?? 'RS256',
     revokeRefreshToken: realm.revokeRefreshToken,
     refreshTokenMaxReuse: realm.refreshTokenMaxReuse,
     accessTokenLifespan: realm.accessTokenLifespan,
@@ -234,6 +236,8 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   set('smtpServer', smtp);
   // Keycloak reads the value case-insensitively (kcadm's `-s sslRequired=NONE`) and answers it in lower case.
   set('sslRequired', (rep.sslRequired as string | undefined)?.toLowerCase());
+  // "" (the console's untouched select) is the default, RS256.
+  if (rep.defaultSignatureAlgorithm !== undefined) realm.defaultSignatureAlgorithm = (rep.defaultSignatureAlgorithm as string) || null;
   for (const key of sameNamedSettings) set(key, rep[key]);
   const bruteForce = { ...realm.bruteForce };
   for (const key of BRUTE_FORCE_FIELDS) if (rep[key] !== undefined) Object.assign(bruteForce, { [key]: rep[key] });

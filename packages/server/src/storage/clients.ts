@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Client } from '../model/types.js';
+import type { Client, ClientAuthenticatorType } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ConfigCache } from './config-cache.js';
 import type { ClientTable } from './schema.js';
@@ -29,6 +29,7 @@ function toClient(row: Selectable<ClientTable>): Client {
     attributes: fromJson(row.attributes, {}),
     authenticationFlowBindingOverrides: fromJson(row.flow_binding_overrides, {}),
     authorizationSettings: fromJson(row.authorization_settings, null),
+    clientAuthenticatorType: (row.authenticator_type ?? 'client-secret') as ClientAuthenticatorType,
   };
 }
 
@@ -56,6 +57,7 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
     attributes: toJson(client.attributes),
     flow_binding_overrides: Object.keys(client.authenticationFlowBindingOverrides).length ? toJson(client.authenticationFlowBindingOverrides) : null,
     authorization_settings: client.authorizationSettings === null ? null : toJson(client.authorizationSettings),
+    authenticator_type: client.clientAuthenticatorType === 'client-secret' ? null : client.clientAuthenticatorType,
   };
 }
 

@@ -686,4 +686,21 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('federated_identity').addColumn('token', 'text').execute();
     },
   },
+  // Keycloak's clientAuthenticatorType (issue 39): before this, every client was client-secret whatever it was given.
+  '0025-client-authenticator-type': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('authenticator_type', 'text').execute();
+    },
+  },
+  // Realm keys as Keycloak's key-provider components (issue 39): one row per component and key, of any type. Rows
+  // from before are rsa-generated RS256 signing keys of priority 100, enabled, their component id their kid (nulls).
+  '0026-key-providers': {
+    async up(db: Kysely<any>) {
+      for (const [column, type] of [['component_id', 'text'], ['provider_id', 'text'], ['name', 'text'], ['priority', 'integer'], ['enabled', 'integer'], ['key_use', 'text'], ['settings', 'text']] as const) {
+        await db.schema.alterTable('realm_key').addColumn(column, type).execute();
+      }
+      // One key per component: two nodes making the same fallback key at once keep one.
+      await db.schema.createIndex('realm_key_component').unique().on('realm_key').column('component_id').execute();
+    },
+  },
 };

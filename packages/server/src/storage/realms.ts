@@ -16,6 +16,8 @@ const BRUTE_FORCE_KEY = 'realmgate.bruteForce';
 const SSL_REQUIRED_KEY = 'realmgate.sslRequired';
 /** The OTP policy (otpPolicy* fields), kept the same way. */
 const OTP_POLICY_KEY = 'realmgate.otpPolicy';
+/** defaultSignatureAlgorithm, kept the same way (absent: RS256). */
+const SIGNATURE_ALGORITHM_KEY = 'realmgate.defaultSignatureAlgorithm';
 
 const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
@@ -40,7 +42,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -77,6 +79,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     createdAt: row.created_at,
     passwordPolicy: row.password_policy,
     sslRequired: readSslRequired(sslRequired),
+    defaultSignatureAlgorithm: signatureAlgorithm ?? null,
   };
 }
 
@@ -111,7 +114,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

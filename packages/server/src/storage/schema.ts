@@ -51,6 +51,19 @@ export interface RealmKeyTable {
   certificate: string | null;
   active: Flag;
   created_at: number;
+  /** The key-provider component (migration 0025); null: the kid (older rows). */
+  component_id: string | null;
+  /** Keycloak's providerId; null: rsa-generated. */
+  provider_id: string | null;
+  name: string | null;
+  /** null: 100. The active enabled key of highest priority signs. */
+  priority: number | null;
+  /** null: enabled. A disabled key neither signs nor verifies, and is not published. */
+  enabled: Flag | null;
+  /** sig or enc; null: sig. */
+  key_use: string | null;
+  /** JSON Record<string,string>: the provider's config entries (algorithm, keySize, curve …), no key material. */
+  settings: string | null;
 }
 
 export interface ClientTable {
@@ -81,6 +94,8 @@ export interface ClientTable {
   authorization_settings: string | null;
   /** JSON Record<string,string> */
   attributes: string;
+  /** Keycloak's clientAuthenticatorType; null is client-secret (clients from before migration 0024). */
+  authenticator_type: string | null;
   created_at: number;
 }
 

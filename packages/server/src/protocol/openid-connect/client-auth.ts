@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
-import type { Storage } from '../../storage/index.js';
+import type { ServerContext } from '../../context.js';
+import { assertionSubject, verifyClientAssertion } from './client-assertion.js';
 
 export type FormBody = Record<string, string | undefined>;
 
@@ -37,17 +38,32 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
   }
 }
 
-/** client_secret_basic, client_secret_post, or a public client naming itself. */
-export async function authenticateClient(storage: Storage, realm: Realm, request: FastifyRequest): Promise<Client> {
+/**
+ * The one client authentication of every endpoint that takes a client (token, introspection, revocation, logout):
+ * a public client naming itself, or a confidential client by its `clientAuthenticatorType` only, as Keycloak runs
+ * the one authenticator a client is configured for — `client-secret` (client_secret_basic or client_secret_post),
+ * `client-jwt` (private_key_jwt) or `client-secret-jwt` (client_secret_jwt). A client set up for an assertion is
+ * never let in by its secret.
+ */
+export async function authenticateClient(ctx: ServerContext, realm: Realm, request: FastifyRequest): Promise<Client> {
   const basic = basicCredentials(request);
-  const clientId = basic?.id ?? formField(request.body, 'client_id');
+  const assertion = formField(request.body, 'client_assertion');
+  const assertionType = formField(request.body, 'client_assertion_type');
+  const named = formField(request.body, 'client_id');
+  const subject = assertion ? assertionSubject(assertion) : undefined;
+  if (named !== undefined && subject !== undefined && named !== subject) throw oauthError.invalid_client('client_id parameter does not match sub claim');
+  const clientId = basic?.id ?? named ?? subject;
   const secret = basic?.secret ?? formField(request.body, 'client_secret');
   if (!clientId) throw oauthError.invalid_client('Missing client_id');
-  const client = await storage.clients.cachedByClientId(realm.id, clientId);
+  const client = await ctx.storage.clients.cachedByClientId(realm.id, clientId);
   if (!client) throw oauthError.invalid_client('Invalid client or Invalid client credentials');
   if (!client.enabled) throw oauthError.invalid_client('Client disabled');
   if (client.bearerOnly) throw oauthError.unauthorized_client('Bearer-only clients cannot request tokens');
   if (client.publicClient) return client;
+  if (client.clientAuthenticatorType !== 'client-secret') {
+    await verifyClientAssertion(ctx, realm, client, request, { type: assertionType, assertion });
+    return client;
+  }
   if (secret === undefined || client.secret === null || !secretsEqual(secret, client.secret)) {
     throw oauthError.invalid_client('Invalid client or Invalid client credentials');
   }

@@ -3,6 +3,12 @@ import type { ServerContext } from '../../context.js';
 import { allowCorsForAnyOrigin, baseUrl } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
 import { issuerOf } from './tokens.js';
+import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-assertion.js';
+import { TOKEN_SIGNATURE_ALGS } from '../../keys/index.js';
+
+/** Keycloak's order: private_key_jwt (client-jwt), the secret's two, client_secret_jwt (client-secret-jwt). */
+const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
+const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 
 export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get<{ Params: { realm: string } }>('/realms/:realm/.well-known/openid-configuration', async (request) => {
@@ -29,11 +35,15 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       response_types_supported: ['code'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
       subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: ['RS256'],
-      userinfo_signing_alg_values_supported: ['none'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      id_token_signing_alg_values_supported: TOKEN_SIGNATURE_ALGS,
+      userinfo_signing_alg_values_supported: [...TOKEN_SIGNATURE_ALGS, 'none'],
+      // One client authentication for all three endpoints (client-auth.ts), so one list each.
+      token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
+      introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
+      revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
       code_challenge_methods_supported: ['S256'],
       // RFC 9207: every authorization response, an error included, carries `iss`, so a client can tell which server
       // answered (openid-client then requires and checks it), as Keycloak advertises.
@@ -58,7 +68,9 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
     allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
-    const active = (await ctx.keys.list(realm.id)).find((k) => k.active);
+    // The key that signs the realm's default algorithm (what keycloak-connect verifies tokens with).
+    const algorithm = realm.defaultSignatureAlgorithm ?? 'RS256';
+    const active = (await ctx.keys.list(realm.id)).find((k) => k.active && k.enabled && k.use === 'sig' && k.algorithm === algorithm);
     // Keycloak's PublicRealmRepresentation: the active key as base64 SPKI DER, what keycloak-connect configs copy.
     return {
       realm: realm.name,

@@ -12,7 +12,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token/introspect', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const client = await authenticateClient(ctx.storage, realm, request);
+    const client = await authenticateClient(ctx, realm, request);
     corsForClient(ctx, request, client);
     if (client.publicClient) throw oauthError.invalid_client('Public clients may not introspect tokens');
     const token = formField(request.body, 'token');

@@ -42,7 +42,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
   };
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
-    const client = await authenticateClient(ctx.storage, realm, request);
+    const client = await authenticateClient(ctx, realm, request);
     corsForClient(ctx, request, client);
     let claims;
     try {

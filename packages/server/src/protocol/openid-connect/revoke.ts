@@ -15,7 +15,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/revoke', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const client = await authenticateClient(ctx.storage, realm, request);
+    const client = await authenticateClient(ctx, realm, request);
     corsForClient(ctx, request, client);
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');

@@ -1,8 +1,8 @@
-import { createHash, createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { constants as cryptoConstants, createHash, createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
-import type { RealmKeys } from '../../keys/index.js';
+import { TOKEN_SIGNATURE_ALGS, type RealmKeys } from '../../keys/index.js';
 import { TokenVerificationError } from '../../model/errors.js';
 import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
@@ -113,7 +113,7 @@ export class TokenService {
       ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
       ...withoutMechanics(mapped),
       scope: plan.scope,
-    });
+    }, signatureAlgorithm(realm, client, 'access'));
 
     const result: IssuedTokens = {
       access_token: accessToken,
@@ -155,7 +155,11 @@ export class TokenService {
     }
 
     if (withIdToken) {
-      const atHash = createHash('sha256').update(accessToken).digest().subarray(0, 16).toString('base64url');
+      // OIDC Core 3.1.3.6: the left half of the hash of the ID token's own algorithm (SHA-512 for EdDSA, as Keycloak).
+      const idAlg = signatureAlgorithm(realm, client, 'id');
+      const hash = HASH_OF[idAlg] ?? 'sha256';
+      const digest = createHash(hash).update(accessToken).digest();
+      const atHash = digest.subarray(0, digest.length / 2).toString('base64url');
       const idClaims = runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] });
       result.id_token = await this.signPayload(realm.id, {
         exp: now + realm.accessTokenLifespan,
@@ -170,13 +174,18 @@ export class TokenService {
         ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
         at_hash: atHash,
         ...withoutMechanics(idClaims),
-      });
+      }, idAlg);
     }
     return result;
   }
 
-  private async signPayload(realmId: string, payload: Record<string, unknown>): Promise<string> {
-    const key = await this.keys.signingKey(realmId);
+  /** A document (signed userinfo) signed with the realm's key of `algorithm`. */
+  signDocument(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
+    return this.signPayload(realmId, payload, algorithm);
+  }
+
+  private async signPayload(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
+    const key = await this.keys.signingKey(realmId, algorithm);
     return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
   }
 
@@ -201,15 +210,22 @@ export class TokenService {
     // HS512 only for the tokens the server MACs for itself (refresh and offline); RS256 for every type (refresh
     // tokens issued before they were MACed included); never `none` or another algorithm.
     const macOnly = expectedType === 'Refresh' || expectedType === 'Offline';
-    if (header.alg !== 'RS256' && !(header.alg === 'HS512' && macOnly)) {
-      throw new TokenVerificationError('algorithm_not_accepted', `token algorithm ${String(header.alg)} is not accepted`);
+    const alg = String(header.alg);
+    if (!(TOKEN_SIGNATURE_ALGS as readonly string[]).includes(alg) && !(alg === 'HS512' && macOnly)) {
+      throw new TokenVerificationError('algorithm_not_accepted', `token algorithm ${alg.slice(0, 20)} is not accepted`);
     }
     if (typeof header.kid !== 'string') throw new TokenVerificationError('missing_key_id', 'token has no key id');
-    const key = header.alg === 'HS512' ? (await this.keys.refreshTokenKey(realm.id, header.kid))?.secret : await this.keys.verificationKey(realm.id, header.kid);
+    let key;
+    if (alg === 'HS512') key = (await this.keys.refreshTokenKey(realm.id, header.kid))?.secret;
+    else {
+      // The key's own algorithm only: a token naming another (RS256 for a PS256 key, say) is not this key's.
+      const found = await this.keys.verificationKey(realm.id, header.kid);
+      key = found && found.algorithm === alg ? found.key : undefined;
+    }
     if (!key) throw new TokenVerificationError('unknown_key', 'token was not signed by a key of this realm');
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [header.alg], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
+      ({ payload } = await jwtVerify(token, key, { algorithms: [alg], clockTolerance: options.hint ? Number.MAX_SAFE_INTEGER : 5 }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw new TokenVerificationError('expired', 'token expired');
       throw new TokenVerificationError('bad_signature_or_claims', 'invalid token signature or claims');
@@ -259,12 +275,38 @@ function macJws(header: { alg: 'HS512'; typ: string; kid: string }, payload: Rec
   return `${input}.${createHmac('sha512', secret).update(input).digest('base64url')}`;
 }
 
-/** A compact JWS (RS256: RSASSA-PKCS1-v1_5 with SHA-256) signed on libuv's thread pool. */
+/** The hash of each signature algorithm (RFC 7518 3; EdDSA's at_hash uses SHA-512, as Keycloak's). */
+const HASH_OF: Record<string, string> = {
+  RS256: 'sha256', RS384: 'sha384', RS512: 'sha512', PS256: 'sha256', PS384: 'sha384', PS512: 'sha512',
+  ES256: 'sha256', ES384: 'sha384', ES512: 'sha512', EdDSA: 'sha512',
+};
+
+/** Keycloak's client attribute for a signed userinfo answer ("unsigned" or absent: JSON). */
+export const USERINFO_ALG_ATTRIBUTE = 'user.info.response.signature.alg';
+
+/** The client attribute naming the algorithm of each signed document, as Keycloak's. */
+export const CLIENT_ALG_ATTRIBUTE = { access: 'access.token.signed.response.alg', id: 'id.token.signed.response.alg' } as const;
+
+/** The algorithm a document for `client` is signed with: the client's attribute, else the realm's default (RS256). */
+export function signatureAlgorithm(realm: Realm, client: Client, document: keyof typeof CLIENT_ALG_ATTRIBUTE): string {
+  return client.attributes[CLIENT_ALG_ATTRIBUTE[document]] || realm.defaultSignatureAlgorithm || 'RS256';
+}
+
+/**
+ * A compact JWS signed on libuv's thread pool: RS* (RSASSA-PKCS1-v1_5), PS* (RSASSA-PSS, salt the hash's length),
+ * ES* (ECDSA, the signature as r||s, RFC 7518 3.4), EdDSA (Ed25519).
+ */
 export function signJws(header: { alg: string; typ: string; kid: string }, payload: Record<string, unknown>, key: KeyObject): Promise<string> {
-  if (header.alg !== 'RS256') return Promise.reject(new Error(`signing algorithm ${header.alg} is not supported`));
+  const hash = HASH_OF[header.alg];
+  if (!hash) return Promise.reject(new Error(`signing algorithm ${header.alg} is not supported`));
   const input = `${base64url(header)}.${base64url(payload)}`;
+  const options = header.alg.startsWith('PS')
+    ? { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: cryptoConstants.RSA_PSS_SALTLEN_DIGEST }
+    : header.alg.startsWith('ES')
+      ? { key, dsaEncoding: 'ieee-p1363' as const }
+      : key;
   return new Promise((done, fail) => {
-    cryptoSign('sha256', Buffer.from(input), key, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
+    cryptoSign(header.alg === 'EdDSA' ? null : hash, Buffer.from(input), options, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
   });
 }
 

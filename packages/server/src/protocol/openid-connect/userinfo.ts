@@ -1,14 +1,14 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
-import { withoutMechanics } from './tokens.js';
+import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { requireBearer } from './bearer.js';
 import { realmOrError } from './realm-lookup.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const handler = async (request: FastifyRequest<{ Params: { realm: string } }>) => {
+  const handler = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const token = requireBearer(request);
@@ -28,7 +28,13 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // The claims of the mappers the token's scopes apply with `userinfo.token.claim`; `sub` always.
     const mapped = await ctx.tokens.mappedClaims('userinfo', { realm, client, user, token: claims, base: baseUrl(request, ctx.config.hostname) });
     await ctx.events.user(realm, { type: 'USER_INFO_REQUEST', clientId: claims.azp ?? null, userId: user.id, sessionId: (claims.sid as string) ?? null, request: requestInfo(request) });
-    return { sub: user.id, ...withoutMechanics(mapped) };
+    const userinfo = { sub: user.id, ...withoutMechanics(mapped) };
+    // OIDC Core 5.3.2: a client with user.info.response.signature.alg gets the claims as a JWT signed with it.
+    const alg = client.attributes[USERINFO_ALG_ATTRIBUTE];
+    if (!alg || alg === 'unsigned') return userinfo;
+    const base = baseUrl(request, ctx.config.hostname);
+    const signed = await ctx.tokens.signDocument(realm.id, { iss: issuerOf(base, realm.name), aud: client.clientId, ...userinfo }, alg);
+    return reply.header('content-type', 'application/jwt').send(signed);
   };
   app.get('/realms/:realm/protocol/openid-connect/userinfo', handler);
   app.post('/realms/:realm/protocol/openid-connect/userinfo', handler);

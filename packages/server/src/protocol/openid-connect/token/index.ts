@@ -26,7 +26,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!grantType) throw oauthError.invalid_request('Missing form parameter: grant_type');
     const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
-    const client = await authenticateClient(ctx.storage, realm, request);
+    const client = await authenticateClient(ctx, realm, request);
     corsForClient(ctx, request, client);
     const tokens = await grant(ctx, realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);

@@ -1,0 +1,141 @@
+import { createPublicKey, type X509Certificate, generateKeyPair as generateKeyPairCallback, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import { parseCertificate } from './client-keys.js';
+import { parsePrivateKey } from './import.js';
+
+const generateKeyPair = promisify(generateKeyPairCallback);
+
+/**
+ * Keycloak's key providers (`org.keycloak.keys.KeyProvider` components) this server runs: what each one's config
+ * takes, and the key material it makes. One component holds one key, as Keycloak's generated and imported providers.
+ */
+export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated'] as const;
+export type KeyProviderId = (typeof KEY_PROVIDER_IDS)[number];
+
+export const RSA_SIGNATURE_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+export const EC_SIGNATURE_ALGS = ['ES256', 'ES384', 'ES512'] as const;
+/** Every algorithm a realm signs tokens with (defaultSignatureAlgorithm, a client's *.signed.response.alg). */
+export const TOKEN_SIGNATURE_ALGS = [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, 'EdDSA'] as const;
+const RSA_ENC_ALGS = ['RSA-OAEP', 'RSA-OAEP-256', 'RSA1_5'];
+const HMAC_ALGS = ['HS256', 'HS384', 'HS512'];
+const CURVES: Record<string, { alg: string; node: string }> = { 'P-256': { alg: 'ES256', node: 'prime256v1' }, 'P-384': { alg: 'ES384', node: 'secp384r1' }, 'P-521': { alg: 'ES512', node: 'secp521r1' } };
+const RSA_SIZES = ['2048', '3072', '4096'];
+const MIN_RSA_BITS = 2048;
+
+/** Thrown for a key provider's config that cannot be used: 400 naming the config entry. */
+export class KeyProviderError extends Error {
+  constructor(
+    readonly entry: string,
+    message: string,
+  ) {
+    super(`config.${entry}: ${message}`);
+  }
+}
+
+/** The key of one provider, ready to store (JWKs carry kid, alg and use). */
+export interface KeyMaterial {
+  kid: string;
+  algorithm: string;
+  use: 'sig' | 'enc';
+  privateJwk: JsonWebKey;
+  publicJwk: JsonWebKey | null;
+  /** base64 DER, when the provider was given one (`rsa`); RSA keys get a self-signed one when stored. */
+  certificate: string | null;
+  /** The config as it is kept and shown: the provider's own entries, without key material. */
+  settings: Record<string, string>;
+}
+
+const first = (config: Record<string, string[]>, name: string): string | undefined => config[name]?.[0];
+
+function choice(config: Record<string, string[]>, entry: string, allowed: readonly string[], fallback: string): string {
+  const value = first(config, entry) ?? fallback;
+  if (!allowed.includes(value)) throw new KeyProviderError(entry, `${JSON.stringify(value.slice(0, 30))} is not one of ${allowed.join(', ')}`);
+  return value;
+}
+
+const kidOf = () => randomBytes(24).toString('base64url');
+
+const jwks = (privateKey: KeyObject, publicKey: KeyObject | null, members: { kid: string; alg: string; use: string }) => ({
+  privateJwk: { ...privateKey.export({ format: 'jwk' }), ...members },
+  publicJwk: publicKey ? { ...publicKey.export({ format: 'jwk' }), ...members } : null,
+});
+
+/**
+ * The key a provider's config makes: generated for the `*-generated` providers, the given private key (and
+ * certificate, checked to be of it) for `rsa`. Refuses, naming the entry, RSA under 2048 bits, an unknown algorithm,
+ * curve or size, and a certificate of another key.
+ */
+export async function keyMaterialFor(providerId: string, config: Record<string, string[]>): Promise<KeyMaterial> {
+  switch (providerId as KeyProviderId) {
+    case 'rsa-generated':
+    case 'rsa-enc-generated': {
+      const enc = providerId === 'rsa-enc-generated';
+      const algorithm = choice(config, 'algorithm', enc ? RSA_ENC_ALGS : RSA_SIGNATURE_ALGS, enc ? 'RSA-OAEP' : 'RS256');
+      const keySize = first(config, 'keySize') ?? '2048';
+      if (/^\d+$/.test(keySize) && Number(keySize) < MIN_RSA_BITS) throw new KeyProviderError('keySize', `${keySize} bits: at least ${MIN_RSA_BITS} are required`);
+      choice(config, 'keySize', RSA_SIZES, '2048');
+      const { privateKey, publicKey } = await generateKeyPair('rsa', { modulusLength: Number(keySize) });
+      const kid = kidOf();
+      const use = enc ? 'enc' : 'sig';
+      return { kid, algorithm, use, ...jwks(privateKey, publicKey, { kid, alg: algorithm, use }), certificate: null, settings: { algorithm, keySize } };
+    }
+    case 'rsa': {
+      const algorithm = choice(config, 'algorithm', RSA_SIGNATURE_ALGS, 'RS256');
+      const pem = first(config, 'privateKey');
+      if (!pem) throw new KeyProviderError('privateKey', 'is required');
+      const privateKey = parsePrivateKey(pem);
+      if (!privateKey || privateKey.asymmetricKeyType !== 'rsa') throw new KeyProviderError('privateKey', 'is not an RSA private key (PEM or base64 DER, PKCS#8 or PKCS#1)');
+      const bits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+      if (bits < MIN_RSA_BITS) throw new KeyProviderError('privateKey', `an RSA key of ${bits} bits: at least ${MIN_RSA_BITS} are required`);
+      let certificate: string | null = null;
+      const given = first(config, 'certificate');
+      if (given) {
+        let x509: X509Certificate;
+        try {
+          x509 = parseCertificate(given);
+        } catch (error) {
+          throw new KeyProviderError('certificate', (error as Error).message);
+        }
+        if (!x509.checkPrivateKey(privateKey)) throw new KeyProviderError('certificate', 'is not of this privateKey');
+        certificate = x509.raw.toString('base64');
+      }
+      const publicKey = createPublicKey(privateKey);
+      const kid = kidOf();
+      return { kid, algorithm, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: algorithm, use: 'sig' }), certificate, settings: { algorithm } };
+    }
+    case 'ecdsa-generated': {
+      const curve = choice(config, 'ecdsaEllipticCurveKey', Object.keys(CURVES), 'P-256');
+      const { alg, node } = CURVES[curve];
+      const { privateKey, publicKey } = await generateKeyPair('ec', { namedCurve: node });
+      const kid = kidOf();
+      return { kid, algorithm: alg, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg, use: 'sig' }), certificate: null, settings: { ecdsaEllipticCurveKey: curve } };
+    }
+    case 'eddsa-generated': {
+      const curve = choice(config, 'eddsaEllipticCurveKey', ['Ed25519'], 'Ed25519');
+      const { privateKey, publicKey } = await generateKeyPair('ed25519');
+      const kid = kidOf();
+      return { kid, algorithm: 'EdDSA', use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: 'EdDSA', use: 'sig' }), certificate: null, settings: { eddsaEllipticCurveKey: curve } };
+    }
+    case 'hmac-generated':
+    case 'aes-generated': {
+      const aes = providerId === 'aes-generated';
+      const algorithm = aes ? 'AES' : choice(config, 'algorithm', HMAC_ALGS, 'HS512');
+      const sizes = aes ? ['16', '24', '32'] : ['32', '64', '128', '256', '512'];
+      const secretSize = choice(config, 'secretSize', sizes, aes ? '16' : '64');
+      const kid = kidOf();
+      const use = aes ? 'enc' : 'sig';
+      const privateJwk = { kty: 'oct', k: randomBytes(Number(secretSize)).toString('base64url'), kid, alg: algorithm, use };
+      return { kid, algorithm, use, privateJwk, publicJwk: null, certificate: null, settings: aes ? { secretSize } : { algorithm, secretSize } };
+    }
+    default:
+      throw new KeyProviderError('providerId', `${JSON.stringify(providerId.slice(0, 40))} is not a key provider Realmgate runs (${KEY_PROVIDER_IDS.join(', ')})`);
+  }
+}
+
+/** Keycloak's KeyType of a stored key, as `GET …/keys` answers it. */
+export function keyType(jwk: JsonWebKey): string {
+  return jwk.kty === 'oct' ? 'OCT' : (jwk.kty ?? 'RSA');
+}
+
+/** The entries of a provider's config that make a new key when they change (size, curve). */
+export const KEY_DEFINING_ENTRIES = ['keySize', 'ecdsaEllipticCurveKey', 'eddsaEllipticCurveKey', 'secretSize', 'privateKey', 'certificate'];
