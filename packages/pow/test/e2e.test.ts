@@ -569,16 +569,17 @@ const loads = async (base: string, realm: string, count: number, ip?: string) =>
 const RATE_IP = '198.51.100.20';
 let raisedInMemory: Promise<{ first: number; last: number; seen: number[] }> | undefined;
 /**
- * Eleven submissions from RATE_IP to "main", once per file run (the fall-back test reuses them); `first` and
+ * Eleven submissions from RATE_IP to "main", once per file run (the scaling tests share them); `first` and
  * `last` bound them on the memory store's clock.
  */
-const raiseInMemory = () =>
-  (raisedInMemory ??= (async () => {
-    const seen: number[] = [];
-    const first = storeClock();
-    for (let i = 0; i < 11; i++) seen.push(await attempt(main.url, 'main', RATE_IP));
-    return { first, last: storeClock(), seen };
-  })());
+const raiseInMemory = () => (raisedInMemory ??= raiseFrom(RATE_IP));
+/** Eleven submissions from `ip` to "main"; `first` and `last` bound them on the memory store's clock. */
+async function raiseFrom(ip: string): Promise<{ first: number; last: number; seen: number[] }> {
+  const seen: number[] = [];
+  const first = storeClock();
+  for (let i = 0; i < 11; i++) seen.push(await attempt(main.url, 'main', ip));
+  return { first, last: storeClock(), seen };
+}
 
 describe('difficulty scaling (memory store)', () => {
   it('rises by one bit per threshold of submissions from one IP and realm, up to the max; page loads do not count', async () => {
@@ -667,13 +668,13 @@ afterAll(async () => {
 
 let raisedInRedis: Promise<{ seen: number[] }> | undefined;
 /** Pages from the second process, submissions to the first, each claiming another X-Forwarded-For. */
-const raiseInRedis = () =>
-  (raisedInRedis ??= (async () => {
-    const { r1, r2 } = await sharedServers();
-    const seen: number[] = [];
-    for (let i = 0; i < 8; i++) seen.push(await attempt(r2.url, RATE_REALM, `192.0.2.${i + 1}`, r1.url));
-    return { seen };
-  })());
+const raiseInRedis = () => (raisedInRedis ??= raiseRedisOnce());
+async function raiseRedisOnce(): Promise<{ seen: number[] }> {
+  const { r1, r2 } = await sharedServers();
+  const seen: number[] = [];
+  for (let i = 0; i < 8; i++) seen.push(await attempt(r2.url, RATE_REALM, `192.0.2.${i + 1}`, r1.url));
+  return { seen };
+}
 
 describe('several processes sharing Redis', () => {
   beforeAll(() => sharedServers().then(() => undefined), 60_000);
@@ -1459,13 +1460,7 @@ async function ageRedisHits(which: 'oldest' | 'newest', ageMs: number): Promise<
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   try {
-    const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `realmgate:provider:ext-pow:rate:${encodeURIComponent(RATE_REALM)}:*`, 'COUNT', 1000);
-      cursor = next;
-      keys.push(...found);
-    } while (cursor !== '0');
+    const keys = await rateKeys(redis);
     expect(keys.length, 'the Redis pair counted its submissions in Redis').toBeGreaterThan(0);
     const [seconds, micros] = await redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
@@ -1482,15 +1477,37 @@ async function ageRedisHits(which: 'oldest' | 'newest', ageMs: number): Promise<
   }
 }
 
+/** RATE_REALM's rate counters in Redis (the realm's name is this run's own). */
+async function rateKeys(redis: Redis): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `realmgate:provider:ext-pow:rate:${encodeURIComponent(RATE_REALM)}:*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** Drops RATE_REALM's rate counters, so that the submissions made next are the only ones counted. */
+async function clearRedisHits(): Promise<void> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    const keys = await rateKeys(redis);
+    if (keys.length) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 describe('difficulty after the 60 s window', () => {
   it('falls back to the base difficulty, in memory and in Redis', async () => {
-    // Raised afresh from a client of its own: the file's earlier raise may already be out of the window by the
-    // real time its browser tests took (on a loaded machine they take over a minute).
+    // Submissions of its own: those of the scaling tests can be more than 59 s old by now on a loaded machine (the
+    // memory store's clock and Redis's run at real speed between the moves), and then have left the window.
     const ip = freshIp();
-    const memory = { first: storeClock(), seen: [] as number[], last: 0 };
-    for (let i = 0; i < 11; i++) memory.seen.push(await attempt(main.url, 'main', ip));
-    memory.last = storeClock();
-    const redis = await raiseInRedis();
+    await clearRedisHits();
+    const [memory, redis] = await Promise.all([raiseFrom(ip), raiseRedisOnce()]);
     expect(memory.seen.at(-1)).toBe(4);
     expect(redis.seen.at(-1)).toBe(3);
     const { r1, r2 } = await sharedServers();

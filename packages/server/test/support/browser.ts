@@ -1,17 +1,72 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT } from './server.js';
 
 const CHROMIUM = process.env.REALMGATE_CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOT_DIR = join(REPO_ROOT, 'test-results', 'screenshots');
 
+/**
+ * This process's Chromium: started by the first file that asks, shared by every later one (issue 36). Kept on
+ * globalThis, which outlives a file's module graph: whether or not the worker re-imports this module for each file,
+ * no Chromium is left running unreachable.
+ */
+const SHARED = Symbol.for('realmgate.test.chromium');
+const holder = globalThis as { [SHARED]?: Promise<Browser> };
+
 /** Debian's Chromium, headless, without the background traffic this machine's closed network refuses. */
-export function launchBrowser(): Promise<Browser> {
+function startChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/**
+ * A browser for one test file. Starting Chromium costs a second or two of CPU, and a test worker runs many browser
+ * files one after another: they share one Chromium per worker process. What a file gets behaves as its own browser
+ * for everything the tests use: each page or context it opens is a fresh context (no cookies, storage or cache of
+ * another file's), and close() closes the contexts it opened, not the Chromium the next file will use. The Chromium
+ * ends with the worker process (Playwright's exit handler).
+ */
+export async function launchBrowser(): Promise<Browser> {
+  let browser = holder[SHARED] ? await holder[SHARED].catch(() => null) : null;
+  if (!browser?.isConnected()) {
+    holder[SHARED] = startChromium();
+    browser = await holder[SHARED];
+  }
+  return fileBrowser(browser);
+}
+
+function fileBrowser(browser: Browser): Browser {
+  const contexts = new Set<BrowserContext>();
+  const own = <T extends BrowserContext>(context: T): T => {
+    contexts.add(context);
+    return context;
+  };
+  return new Proxy(browser, {
+    get(target, property) {
+      if (property === 'newContext') return async (...args: Parameters<Browser['newContext']>) => own(await target.newContext(...args));
+      if (property === 'newPage') {
+        // As Browser.newPage: a context of the page's own, closed with the page.
+        return async (...args: Parameters<Browser['newPage']>) => {
+          const page = await target.newPage(...args);
+          own(page.context());
+          return page;
+        };
+      }
+      if (property === 'contexts') return () => [...contexts];
+      if (property === 'close') {
+        return async () => {
+          const open = [...contexts];
+          contexts.clear();
+          await Promise.all(open.map((context) => context.close().catch(() => {})));
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
   });
 }
 

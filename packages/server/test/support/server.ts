@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import pg from 'pg';
 import pino from 'pino';
 import { createServer, loadConfig, type RealmgateServer } from '../../src/index.js';
@@ -93,16 +94,38 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     throw error;
   }
   const url = await server.listen();
+  const inFlight = requestsInFlight(server);
   return {
     url,
     server,
     logs,
     async close() {
+      const started = Date.now();
+      const open = inFlight();
       await server.close();
+      // Not a test: a close held until the grace period cut a connection is a leak somewhere (a body never read, a
+      // client that never hung up). Say which requests were still running, so the next such wait names its cause.
+      if (Date.now() - started >= CLOSE_REPORTED_MS) {
+        process.stderr.write(`test server ${url}: close() took ${Date.now() - started} ms; requests in flight when it began: ${open.length ? open.join(', ') : 'none'}\n`);
+      }
       await pgDb?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A close that takes this long (the default grace period is 10 s) is reported on stderr with what was in flight. */
+const CLOSE_REPORTED_MS = 5000;
+
+/** The requests the server has not finished answering (`METHOD url`), read when asked. */
+function requestsInFlight(server: RealmgateServer): () => string[] {
+  const open = new Set<{ line: string }>();
+  server.app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const entry = { line: `${request.method} ${request.url}` };
+    open.add(entry);
+    response.once('close', () => open.delete(entry));
+  });
+  return () => [...open].map((entry) => entry.line);
 }
 
 /** Both: for behaviour that can differ by database (what the repositories store and how, constraints, locking). */
