@@ -88,10 +88,24 @@ describe('configuration cache across two processes (one PostgreSQL database, one
     await kcA.clients.create({ clientId: 'app', publicClient: true, directAccessGrantsEnabled: true, standardFlowEnabled: false });
     const login = (t: TestServer, password: string) => tokenRequest(t.url, 'cached', { grant_type: 'password', client_id: 'app', username: 'Carol', password });
     expect((await login(b, 'carol-password-1')).status).toBe(200);
-    const before = b.server.context.storage.queryCount;
-    expect((await login(b, 'carol-password-1')).status).toBe(200);
     // The user, its credentials' types and its required actions come from B's memory: only the two session inserts.
-    expect(b.server.context.storage.queryCount - before).toBe(QUERIES_PER_PASSWORD_GRANT);
+    // Counted on a login during which B trusted its memory throughout and dropped nothing: a Redis hiccup on a loaded
+    // machine sends B to the database until its subscription is back, then drops all it held (both by design), and a
+    // count taken across that said 17 (a CI run, 2026-11-28). Such a login is taken again (a warm one first).
+    const cache = b.server.context.storage.cache;
+    const counts: number[] = [];
+    expect(
+      await within(10_000, async () => {
+        const dropped = cache.snapshot().invalidations;
+        expect((await login(b, 'carol-password-1')).status).toBe(200);
+        const before = b.server.context.storage.queryCount;
+        expect((await login(b, 'carol-password-1')).status).toBe(200);
+        if (cache.bypass || cache.snapshot().invalidations !== dropped) return false;
+        counts.push(b.server.context.storage.queryCount - before);
+        return true;
+      }),
+    ).toBe(true);
+    expect(counts).toEqual([QUERIES_PER_PASSWORD_GRANT]);
 
     await kcA.users.resetPassword({ id: userId, credential: { type: 'password', value: 'carol-password-2', temporary: false } });
     expect(await within(1000, async () => (await login(b, 'carol-password-1')).status === 401)).toBe(true);
