@@ -82,7 +82,9 @@ const usernameStep = async (env: SignInEnv, username: string): Promise<Outcome> 
   return user ? { status: 'success', user } : { status: 'success' };
 };
 
-const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise<Outcome> => {
+type OtpFailure = Extract<SignInFailure, { kind: 'otp' }>;
+
+const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise<StepOutcome<never, OtpFailure>> => {
   const result = await verifyOtp(env.ctx, env.realm, user!, code, { clientId: env.clientId, details: env.details, request: env.request });
   return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
 };
@@ -95,6 +97,19 @@ export function take(env: { submitted: Record<string, string> | null }, names: r
   for (const name of names) delete posted[name];
   return fields;
 }
+
+/** auth-otp-form, written once for every flow that asks for a code on a page (the browser's, the first broker login's). */
+export const otpForm: Authenticator<SignInEnv & { submitted: Record<string, string> | null }, 'otp', OtpFailure> = {
+  id: 'auth-otp-form',
+  requiresUser: true,
+  setupAction: CONFIGURE_TOTP,
+  configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
+  async authenticate({ env, user }) {
+    const fields = take(env, ['otp']);
+    if (!fields) return { status: 'challenge', challenge: 'otp' };
+    return otpStep(env, user, (fields.otp ?? '').trim());
+  },
+};
 
 /** The browser's authenticators (Keycloak's browser-flow providers), by provider id. */
 const browserSteps: Record<string, Step<BrowserEnv>> = {
@@ -129,17 +144,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
       return passwordStep(env, env.login ?? user?.username ?? '', fields.password ?? '');
     },
   },
-  'auth-otp-form': {
-    id: 'auth-otp-form',
-    requiresUser: true,
-    setupAction: CONFIGURE_TOTP,
-    configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
-    async authenticate({ env, user }) {
-      const fields = take(env, ['otp']);
-      if (!fields) return { status: 'challenge', challenge: 'otp' };
-      return otpStep(env, user, (fields.otp ?? '').trim());
-    },
-  },
+  'auth-otp-form': otpForm,
 };
 
 /** The direct grant's authenticators (Keycloak's direct-grant providers), by provider id. */

@@ -1,5 +1,5 @@
 import type { AuthSession } from '../authentication/index.js';
-import { OIDC_PROVIDER_IDS } from '../authentication/index.js';
+import { canSignIn } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
 
@@ -12,12 +12,9 @@ export const brokerLoginUrl = (realm: Realm, auth: AuthSession, alias: string) =
 
 export const providerName = (provider: IdentityProvider) => provider.displayName || provider.alias;
 
-/** A provider a browser may sign in through here: enabled, not link-only, of a type this server brokers. */
-export const canSignIn = (provider: IdentityProvider) => provider.enabled && provider.rest.linkOnly !== true && OIDC_PROVIDER_IDS.has(provider.providerId);
-
 /** The login page's buttons (Keycloak's `social.providers`): by guiOrder, then name; hidden and organization ones left out. */
 export async function loginButtons(ctx: Pick<ServerContext, 'storage'>, realm: Realm, auth: AuthSession) {
-  const providers = (await ctx.storage.federation.providers(realm.id)).filter((p) => canSignIn(p) && p.rest.hideOnLogin !== true && p.config.hideOnLogin !== 'true' && !p.rest.organizationId);
+  const providers = (await ctx.storage.federation.cachedProviders(realm.id)).filter((p) => canSignIn(p) && p.rest.hideOnLogin !== true && p.config.hideOnLogin !== 'true' && !p.rest.organizationId);
   const order = (p: IdentityProvider) => {
     const n = Number.parseInt(p.config.guiOrder ?? '', 10);
     return Number.isFinite(n) ? n : Number.MAX_SAFE_INTEGER;

@@ -3,6 +3,7 @@ import {
   answeredAsBadCredentials,
   authBindingOf,
   authorizationRequest,
+  canSignIn,
   brokeredIdentityOf,
   completeUpstreamLogin,
   dropProgress,
@@ -26,7 +27,7 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { EventError } from '../model/errors.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
-import { brokerLoginUrl, brokerPath, canSignIn, providerName } from './broker-links.js';
+import { brokerLoginUrl, brokerPath, providerName } from './broker-links.js';
 import { csrfRejected, loginContext } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';

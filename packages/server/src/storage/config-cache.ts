@@ -53,6 +53,8 @@ const CACHED_TABLES = new Set([
   'client_scope', 'protocol_mapper', 'realm_client_scope', 'client_client_scope', 'client_scope_role',
   // Authentication flows walked at every sign-in (flows/repository.ts).
   'auth_flow', 'auth_execution', 'authenticator_config',
+  // The login page's buttons and the redirector's providers (storage/federation.ts).
+  'identity_provider',
 ]);
 
 /** Every entry depends on these: any unknown table, and the realm (its deletion cascades to everything). */

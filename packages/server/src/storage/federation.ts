@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Component, FederatedIdentity, IdentityProvider, IdentityProviderMapper } from '../model/types.js';
+import type { ConfigCache } from './config-cache.js';
 import type { Db } from './db.js';
 import type { ComponentTable, IdentityProviderTable } from './schema.js';
 import { bool, escapeLike, flag, fromJson, toJson } from './codec.js';
@@ -54,7 +55,10 @@ export interface IdentityProviderQuery {
  * alias / name.
  */
 export class FederationRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ConfigCache,
+  ) {}
 
   // Identity providers ---------------------------------------------------------------------------------------
 
@@ -69,6 +73,11 @@ export class FederationRepository {
     const rows = await q.orderBy('alias').execute();
     const all = rows.map(toProvider).filter((p) => !query.realmOnly || p.rest.organizationId === undefined || p.rest.organizationId === null);
     return all.slice(query.first, query.first + query.max);
+  }
+
+  /** Every provider of the realm through the configuration cache (frozen): for the login page and the redirector. */
+  cachedProviders(realmId: string): Promise<readonly IdentityProvider[]> {
+    return this.cache.get(`identity-providers\0${realmId}`, ['identity_provider'], () => this.providers(realmId)).then((list) => list ?? []);
   }
 
   async providerByAlias(realmId: string, alias: string, db: Db = this.db): Promise<IdentityProvider | null> {

@@ -57,7 +57,7 @@ export class Storage {
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
     this.credentials = new CredentialRepository(db, handle.cache);
-    this.federation = new FederationRepository(db);
+    this.federation = new FederationRepository(db, handle.cache);
     this.consents = new ConsentRepository(db);
     this.localization = new LocalizationRepository(db);
   }

@@ -2,12 +2,11 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { ServerContext } from '../../context.js';
 import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
-import { CONFIGURE_TOTP, UPDATE_PASSWORD } from '../../required-actions/index.js';
+import { UPDATE_PASSWORD } from '../../required-actions/index.js';
 import { createUser, realmRequiredActions, userSnapshot } from '../../services/index.js';
-import { hasOtpCredential, verifyOtp } from '../otp.js';
 import { authenticatePassword, type PasswordResult } from '../password.js';
 import type { SecondFactorError } from '../second-factor.js';
-import { signInCondition, type SignInEnv } from '../sign-in.js';
+import { otpForm, signInCondition, take, type SignInEnv } from '../sign-in.js';
 import type { BrokerProgress } from './broker-state.js';
 
 /**
@@ -42,13 +41,6 @@ export interface BrokerEnv extends SignInEnv {
 type Step = Authenticator<BrokerEnv, BrokerChallenge, BrokerFailure>;
 type Outcome = StepOutcome<BrokerChallenge, BrokerFailure>;
 
-function take(env: BrokerEnv, names: readonly string[]): Record<string, string> | null {
-  const posted = env.submitted;
-  if (!posted || !names.every((name) => name in posted)) return null;
-  const fields = Object.fromEntries(names.map((name) => [name, posted[name]]));
-  for (const name of names) delete posted[name];
-  return fields;
-}
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_FIELD = 255;
@@ -168,24 +160,11 @@ const reauthenticate: Step = {
   },
 };
 
-const otp: Step = {
-  id: 'auth-otp-form',
-  requiresUser: true,
-  setupAction: CONFIGURE_TOTP,
-  configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
-  async authenticate({ env, user }) {
-    const fields = take(env, ['otp']);
-    if (!fields) return { status: 'challenge', challenge: 'otp' };
-    const result = await verifyOtp(env.ctx, env.realm, user!, (fields.otp ?? '').trim(), { clientId: env.clientId, details: env.details, request: env.request });
-    return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
-  },
-};
-
 /** Organizations are not brokered here: the step has nothing to add. */
 const addOrganizationMember: Step = { id: 'idp-add-organization-member', requiresUser: false, authenticate: async () => ({ status: 'success' }) };
 
 const steps: Record<string, Step> = Object.fromEntries(
-  [reviewProfile, createUserIfUnique, confirmLink, emailVerification, reauthenticate, otp, addOrganizationMember].map((step) => [step.id, step]),
+  [reviewProfile, createUserIfUnique, confirmLink, emailVerification, reauthenticate, otpForm, addOrganizationMember].map((step) => [step.id, step]),
 );
 
 /** The broker login's authenticators by provider id (the lead's catalog lists the same ids). */

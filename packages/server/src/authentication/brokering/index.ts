@@ -2,5 +2,5 @@ export { authBindingOf, dropProgress, keepProgress, newUpstreamState, openProgre
 export { brokeredIdentityOf, linkFirstLogin, linkedUser, updateLinkedUser } from './broker-login.js';
 export { BROKER_AUTHENTICATOR_IDS, runFirstBrokerLogin, type BrokerChallenge, type BrokerFailure } from './first-login.js';
 export { IDP_MAPPER_TYPES } from './idp-mappers.js';
-export { identityProviderRedirector, type RedirectChallenge } from './redirector.js';
+export { canSignIn, identityProviderRedirector, type RedirectChallenge } from './redirector.js';
 export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, UpstreamError, type BrokeredIdentity } from './upstream-oidc.js';

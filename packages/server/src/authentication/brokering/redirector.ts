@@ -1,4 +1,5 @@
 import type { Authenticator } from '../../flows/index.js';
+import type { IdentityProvider } from '../../model/types.js';
 import type { BrowserEnv } from '../sign-in.js';
 import { OIDC_PROVIDER_IDS } from './upstream-oidc.js';
 
@@ -6,6 +7,9 @@ import { OIDC_PROVIDER_IDS } from './upstream-oidc.js';
 export interface RedirectChallenge {
   identityProvider: string;
 }
+
+/** A provider a browser may sign in through here: enabled, not link-only, of a type this server brokers. */
+export const canSignIn = (provider: IdentityProvider) => provider.enabled && provider.rest.linkOnly !== true && OIDC_PROVIDER_IDS.has(provider.providerId);
 
 /**
  * Keycloak's identity-provider-redirector: the application's `kc_idp_hint`, else the step's `defaultProvider`,
@@ -18,12 +22,12 @@ export const identityProviderRedirector: Authenticator<BrowserEnv, RedirectChall
   requiresUser: false,
   async authenticate({ env, config }) {
     if (!env.start) return { status: 'attempted' };
-    for (const alias of [env.idpHint, config.defaultProvider]) {
-      if (!alias) continue;
-      const provider = await env.ctx.storage.federation.providerByAlias(env.realm.id, alias.slice(0, 255));
-      if (provider && provider.enabled && provider.rest.linkOnly !== true && OIDC_PROVIDER_IDS.has(provider.providerId)) {
-        return { status: 'challenge', challenge: { identityProvider: provider.alias } };
-      }
+    const wanted = [env.idpHint, config.defaultProvider].filter((alias): alias is string => !!alias);
+    if (!wanted.length) return { status: 'attempted' };
+    const providers = await env.ctx.storage.federation.cachedProviders(env.realm.id);
+    for (const alias of wanted) {
+      const provider = providers.find((p) => p.alias === alias);
+      if (provider && canSignIn(provider)) return { status: 'challenge', challenge: { identityProvider: provider.alias } };
     }
     return { status: 'attempted' };
   },
