@@ -1,7 +1,7 @@
 /**
  * Keycloak's admin console (the npm package) in headless Chromium on the Required actions tab of a realm imported
- * with Keycloak 26.7.3's whole list of required actions: the eight this server does not carry out are listed with
- * the others, in the file's order, each named as not carried out; switching one on is refused with the server's
+ * with Keycloak 26.7.3's whole list of required actions: the six this server does not carry out are listed with
+ * the others, in the file's order, each named as not carried out; making one a default action is refused with the server's
  * reason shown in the console's alert and nothing changes; switching one off is saved. Every request is recorded
  * (support/admin-console.ts): any other 4xx/5xx, failed request or console error fails the test.
  */
@@ -18,7 +18,7 @@ import { masterAdminClient } from './support/admin-client.js';
 const REALM = 'kept';
 const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.3-full-export.json');
 const fileActions = (JSON.parse(readFileSync(FILE, 'utf8')) as { requiredActions: { alias: string; name: string; enabled: boolean }[] }).requiredActions;
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL']);
 const shown = (a: { alias: string; name: string }) => (OWN.has(a.alias) ? a.name : `${a.name} (not carried out by this server)`);
 
 let t: TestServer;
@@ -31,7 +31,7 @@ beforeAll(async () => {
   await kc.realms.create({ realm: REALM, enabled: true, requiredActions: fileActions });
   kc.setConfig({ realmName: REALM });
   // The refusal below is the answer meant.
-  session = await ConsoleSession.start(t, [`PUT /admin/realms/${REALM}/authentication/required-actions/delete_account 400`]);
+  session = await ConsoleSession.start(t, [`PUT /admin/realms/${REALM}/authentication/required-actions/delete_credential 400`]);
   await session.signIn();
 }, 300_000);
 afterAll(async () => {
@@ -55,16 +55,16 @@ describe("the console's Required actions tab with actions kept as data", () => {
     expect(fileActions.map((a) => rows.findIndex((r) => r.includes(shown(a))))).toEqual(fileActions.map((_, i) => i));
   });
 
-  it('switching Delete Account on is refused and the console shows why; switching webauthn-register off is saved', async () => {
-    const terms = fileActions.find((a) => a.alias === 'delete_account')!;
-    const [refused] = await Promise.all([put('delete_account'), switches(shown(terms)).first().click()]);
+  it('making Delete Credential a default action is refused and the console shows why; switching webauthn-register off is saved', async () => {
+    const kept = fileActions.find((a) => a.alias === 'delete_credential')!;
+    const [refused] = await Promise.all([put('delete_credential'), switches(shown(kept)).nth(1).click()]);
     expect(refused.status()).toBe(400);
     const alert = page().locator('.pf-v5-c-alert.pf-m-danger').first();
     await alert.waitFor({ timeout: 30_000 });
     await screenshot(page(), 'required-actions-kept-enable-refused');
-    expect(await alert.innerText()).toContain('cannot be enabled here');
+    expect(await alert.innerText()).toContain('cannot be a default action here');
     await session.settled();
-    expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'delete_account' })).toMatchObject({ enabled: false, defaultAction: false });
+    expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'delete_credential' })).toMatchObject({ enabled: true, defaultAction: false });
 
     const webauthn = fileActions.find((a) => a.alias === 'webauthn-register')!;
     const [off] = await Promise.all([put('webauthn-register'), switches(shown(webauthn)).first().click()]);

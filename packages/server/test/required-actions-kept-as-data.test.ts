@@ -1,6 +1,6 @@
 /**
  * Issue 16, point 2: the required actions of a realm file that this server does not carry out (Keycloak's
- * webauthn-register, VERIFY_PROFILE, delete_account, …) are kept as data, as Keycloak keeps every
+ * webauthn-register, VERIFY_PROFILE, delete_credential, …) are kept as data, as Keycloak keeps every
  * RequiredActionProviderRepresentation of a realm: stored by the realm import and named once each by JSON path in
  * `keptAsData` (the answer and the log), listed by the admin API and the console's Required actions tab, exported
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
@@ -22,9 +22,7 @@ const REALM = 'kc26-full';
 const R = `/admin/realms/${REALM}/authentication`;
 const PASSWORD = 'Kept-as-data-1';
 /** What this server carries out (required-actions/ of issue 35). */
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale']);
-/** The registry's providers this server does not carry out: named in keptAsData only when a file turns them on. */
-const REGISTERED_OFF = new Set(['delete_account', 'UPDATE_EMAIL']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL']);
 /** The registry's providers that have settings (config-description). */
 const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL']);
 const KEPT = 'realm import: parts of the file are kept as data, not used for sign-in';
@@ -32,9 +30,9 @@ const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 
 type Action = Awaited<ReturnType<KcAdminClient['authenticationManagement']['getRequiredActions']>>[number];
 const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>;
-/** Keycloak 26.7.3's list: the six this server carries out, two of its registry it does not (off), six more. */
+/** Keycloak 26.7.3's list: the eight this server carries out, six more. */
 const fileActions = file().requiredActions as Action[];
-const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) || (REGISTERED_OFF.has(a.alias!) && !a.enabled) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
+const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
 describe.each(databases)('required actions kept as data (%s)', (database) => {
   let t: TestServer;
@@ -72,7 +70,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the admin API lists all of them as the file had them, in priority order; each is found by alias; none is left to register', async () => {
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(fileActions);
-    expect(await byAlias('delete_account')).toEqual(fileActions.find((a) => a.alias === 'delete_account'));
+    expect(await byAlias('delete_credential')).toEqual(fileActions.find((a) => a.alias === 'delete_credential'));
     expect(await byAlias('webauthn-register')).toMatchObject({ name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} });
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect((await api(t.url, 'GET', `${R}/required-actions/NO_SUCH_ACTION`, admin)).status).toBe(404);
@@ -112,9 +110,8 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('one kept as data is never turned on: enabling it or making it a default action is refused (400, naming why); nothing changes', async () => {
     const before = await kc.authenticationManagement.getRequiredActions();
-    const terms = await byAlias('delete_account');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true }), 400, /requiredAction\.enabled: "delete_account" is not carried out by this server/);
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true, defaultAction: true }), 400, /not carried out by this server/);
+    const credential = await byAlias('delete_credential');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...credential, defaultAction: true }), 400, /requiredAction\.defaultAction: "delete_credential" is not carried out by this server/);
     const webauthn = await byAlias('webauthn-register');
     await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "webauthn-register" is not carried out by this server/);
     const config = await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, admin, { ...webauthn, config: { max_auth_age: '60' } });
@@ -175,20 +172,20 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
   });
 
   it('never carried out: one enabled and a default action in the file asks nothing of new or imported users; a user is never locked out by one', async () => {
-    const actions = fileActions.map((a) => (a.alias === 'delete_account' ? { ...a, enabled: true, defaultAction: true } : a));
+    const actions = fileActions.map((a) => (a.alias === 'delete_credential' ? { ...a, enabled: true, defaultAction: true } : a));
     const user = (username: string, requiredActions: string[]) => ({ username, enabled: true, requiredActions, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
     // A user's pending action this server does not carry out is refused by the admin API, naming it (as before; the
     // --import-realm test below: imported without it, named in notImported); nothing of the file is imported.
-    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['delete_account'])] });
+    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['delete_credential'])] });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "delete_account" is not supported');
+    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "delete_credential" is not supported');
     expect((await api(t.url, 'GET', '/admin/realms/terms', admin)).status).toBe(404);
     const made = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', []), user('must-update', ['UPDATE_PASSWORD'])] });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     kc.setConfig({ realmName: 'terms' });
     try {
       // Stored as the file had it, enabled and a default action: data, never asked of anyone.
-      expect(await byAlias('delete_account')).toMatchObject({ enabled: true, defaultAction: true });
+      expect(await byAlias('delete_credential')).toMatchObject({ enabled: true, defaultAction: true });
       expect((await grant('agreed-in-keycloak', 'terms')).status).toBe(200);
       expect((await grant('must-update', 'terms')).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
       // A new user gets the default actions this server carries out, and not this one.
@@ -196,15 +193,15 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
       expect((await kc.users.findOne({ id }))?.requiredActions).toEqual([]);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // Even if a user held it (a row written by other means), nothing is asked: no one could carry it out.
-      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_account', 'webauthn-register']);
+      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_credential', 'webauthn-register']);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // The admin API does not give a user one either (it names the action).
-      await rejects(kc.users.update({ id }, { requiredActions: ['delete_account'] }), 400, /delete_account/);
+      await rejects(kc.users.update({ id }, { requiredActions: ['delete_credential'] }), 400, /delete_credential/);
       // Turned off, it is stored off; turned on again, refused.
-      const terms = await byAlias('delete_account');
-      await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: false });
-      expect(await byAlias('delete_account')).toMatchObject({ enabled: false, defaultAction: false });
-      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, terms), 400, /not carried out by this server/);
+      const kept = await byAlias('delete_credential');
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...kept, enabled: false, defaultAction: false });
+      expect(await byAlias('delete_credential')).toMatchObject({ enabled: false, defaultAction: false });
+      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, kept), 400, /not carried out by this server/);
     } finally {
       kc.setConfig({ realmName: REALM });
     }
@@ -314,7 +311,7 @@ describe('required actions kept as data through --import-realm', () => {
     // Keycloak's user `alice` with a pending action this server does not carry out.
     const kc26 = file();
     const alice = (kc26.users as { username: string; requiredActions?: string[] }[]).findIndex((u) => u.username === 'alice');
-    kc26.users[alice].requiredActions = ['delete_account'];
+    kc26.users[alice].requiredActions = ['delete_credential'];
     writeFileSync(join(dir, 'kc26.json'), JSON.stringify(kc26));
     writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'delete_account', config: 'not a map' }] }));
     const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
@@ -324,9 +321,9 @@ describe('required actions kept as data through --import-realm', () => {
       const kept = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
       expect(kept).toHaveLength(1);
       expect((kept[0].keptAsData as string[]).filter((p) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
-      // alice's pending delete_account is not imported, and named; she signs in with her Keycloak password.
+      // alice's pending delete_credential is not imported, and named; she signs in with her Keycloak password.
       const notImported = t.logs.find((l) => l.msg === NOT_IMPORTED && l.realm === REALM)?.notImported as string[];
-      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("delete_account" is not supported)`);
+      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("delete_credential" is not supported)`);
       expect(notImported.filter((p) => p.startsWith('realm.requiredActions'))).toEqual([]);
       const [stored] = await kc.users.find({ username: 'alice', exact: true });
       expect(stored.requiredActions).toEqual([]);

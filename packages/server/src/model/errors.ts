@@ -195,6 +195,8 @@ export const EVENT_ERRORS = [
   'username_in_use',
   'invalid_registration',
   'rejected_by_user',
+  // delete_account refused (the user lacks the account client's delete-account role, or the deletion failed).
+  'user_delete_error',
   // Brokering (Keycloak's Errors): the upstream refused or failed, the provider is unknown, disabled or link-only.
   'identity_provider_error',
   'identity_provider_not_found',

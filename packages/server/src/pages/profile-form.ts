@@ -23,6 +23,34 @@ export type ProfileFormResult =
   | { ok: true; user: User; verificationSentTo: string | null };
 
 /**
+ * Whether a user may take `email` (already trimmed and lower-cased) as their address: its form, another user's
+ * (unless the realm allows duplicates), then the profile rules of the registration flow's form actions (the
+ * disposable-e-mail blocker among them; a refusal is recorded as UPDATE_EMAIL_ERROR). The fields' errors, empty
+ * when it may. `names`: the form's other values the rules see (the profile page's names).
+ */
+export async function newEmailErrors(
+  ctx: ServerContext,
+  request: FastifyRequest,
+  realm: Realm,
+  user: User,
+  email: string,
+  at: ProfileFormContext,
+  names: { firstName?: string; lastName?: string } = {},
+): Promise<FieldErrors> {
+  if (!emailPattern.test(email) || email.length > 254) return { email: 'Invalid email address.' };
+  if (email === user.email) return {};
+  if (!realm.duplicateEmailsAllowed) {
+    const other = await ctx.storage.users.byEmail(realm.id, email);
+    if (other && other.id !== user.id) return { email: 'Email already exists.' };
+  }
+  const info = requestInfo(request);
+  const refused = await profileRefusal(ctx, realm, at.clientId, { email, firstName: names.firstName ?? user.firstName ?? '', lastName: names.lastName ?? user.lastName ?? '', username: user.username }, info);
+  if (!refused) return {};
+  await ctx.events.user(realm, { type: 'UPDATE_EMAIL_ERROR', clientId: at.clientId, userId: user.id, sessionId: at.sessionId, request: info, error: refused.error, details: { ...at.details, previous_email: user.email ?? '', updated_email: email } });
+  return refused.fieldErrors;
+}
+
+/**
  * A user's own change of names and e-mail address from a page (the account page, the UPDATE_PROFILE required
  * action): the realm's rules, then the profile rules of the registration flow's form actions (the disposable-e-mail
  * blocker among them), then the save and its events. In a realm that verifies e-mail, a new address takes effect
@@ -43,20 +71,9 @@ export async function saveProfileForm(
     else if (!personNamePattern.test(values[field])) errors[field] = 'Please use letters, spaces and simple punctuation only.';
   }
   const email = values.email.trim().toLowerCase();
-  if (!emailPattern.test(email) || email.length > 254) errors.email = 'Invalid email address.';
-  else if (email !== user.email && !realm.duplicateEmailsAllowed) {
-    const other = await ctx.storage.users.byEmail(realm.id, email);
-    if (other && other.id !== user.id) errors.email = 'Email already exists.';
-  }
   const info = requestInfo(request);
   const event = { clientId: at.clientId, userId: user.id, sessionId: at.sessionId, request: info };
-  if (!errors.email && email !== user.email) {
-    const refused = await profileRefusal(ctx, realm, at.clientId, { email, firstName: values.firstName, lastName: values.lastName, username: user.username }, info);
-    if (refused) {
-      Object.assign(errors, { ...refused.fieldErrors, ...errors });
-      await ctx.events.user(realm, { type: 'UPDATE_EMAIL_ERROR', ...event, error: refused.error, details: { ...at.details, previous_email: user.email ?? '', updated_email: email } });
-    }
-  }
+  Object.assign(errors, { ...(await newEmailErrors(ctx, request, realm, user, email, at, values)), ...errors });
   if (Object.keys(errors).length) return { ok: false, values, errors };
 
   let updated: User = { ...user, firstName: values.firstName || null, lastName: values.lastName || null };

@@ -6,18 +6,24 @@ import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import {
   CONFIGURE_TOTP,
+  DELETE_ACCOUNT,
+  DELETE_ACCOUNT_ROLE,
+  EMAIL_PENDING_ATTRIBUTE,
   TERMS_ACCEPTED_ATTRIBUTE,
   TERMS_AND_CONDITIONS,
+  UPDATE_EMAIL,
   UPDATE_PASSWORD,
   UPDATE_PROFILE,
   UPDATE_USER_LOCALE,
   VERIFY_EMAIL,
 } from '../required-actions/index.js';
-import { dueRequiredActions, inPriorityOrder, userSnapshot } from '../services/index.js';
+import { dueRequiredActions, effectiveRoles, inPriorityOrder, realmRequiredActions, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
-import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword } from './step-pages.js';
+import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
+import { newEmailErrors } from './profile-form.js';
 import { formValues } from './protection.js';
+import type { FieldErrors } from './render.js';
 import { sendVerification } from './verify-email.js';
 
 /**
@@ -116,10 +122,38 @@ async function showRequiredAction(
       const key = await state.seal(realm, 'terms', claims);
       return ctx.pages.send(reply, realm, 'terms', { ...signInStep(realm, auth, 'terms'), key }, 200);
     }
+    case UPDATE_EMAIL: {
+      const key = await state.seal(realm, 'update-email', claims);
+      const pending = user.attributes[EMAIL_PENDING_ATTRIBUTE]?.[0];
+      return updateEmailPage(ctx, reply, realm, signInStep(realm, auth, 'update-email', aia), key, { email: pending ?? user.email ?? '' }, {}, 200, pending);
+    }
+    case DELETE_ACCOUNT: {
+      if (!(await mayDeleteOwnAccount(ctx, realm, user))) return showPage.error(ctx, reply, realm, NO_DELETE_ROLE, 403);
+      const key = await state.seal(realm, 'delete-account', claims);
+      return ctx.pages.send(reply, realm, 'delete-account-confirm', { ...signInStep(realm, auth, 'delete-account', aia), key }, 200);
+    }
     default:
       // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
       throw new Error(`required action ${alias} has no page`);
   }
+}
+
+const updateEmailPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, key: string, values: { email: string }, errors: FieldErrors, status: number, pending?: string) =>
+  ctx.pages.send(reply, realm, 'update-email', { ...form, key, values, errors, ...(pending ? { message: { type: 'info', text: `A link to confirm ${pending} was sent: open it, or enter the address again for a new link.` } } : {}) }, status);
+
+/** UPDATE_EMAIL's settings in this realm: whether the new address is confirmed by a link, and the wait between links. */
+async function updateEmailSettings(ctx: ServerContext, realm: Realm): Promise<{ verify: boolean; cooldownSeconds: number }> {
+  const config = (await realmRequiredActions(ctx.storage, realm.id)).find((a) => a.alias === UPDATE_EMAIL)?.config ?? {};
+  const cooldown = Number(config.emailResendCooldownSeconds ?? '30');
+  return { verify: realm.verifyEmail || config.verifyEmail === 'true', cooldownSeconds: Number.isSafeInteger(cooldown) && cooldown >= 0 ? cooldown : 30 };
+}
+
+const NO_DELETE_ROLE = 'You do not have permission to delete your own account. Ask an administrator of this realm.';
+
+/** Keycloak's rule for delete_account: the user holds the `account` client's delete-account role (directly or not). */
+async function mayDeleteOwnAccount(ctx: ServerContext, realm: Realm, user: User): Promise<boolean> {
+  const roles = await effectiveRoles(ctx.storage, realm.id, user.id);
+  return roles.clientRoles.account?.includes(DELETE_ACCOUNT_ROLE) === true;
 }
 
 /**
@@ -168,6 +202,73 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
       await ctx.storage.credentials.removeRequiredAction(user.id, TERMS_AND_CONDITIONS);
       await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION', clientId: auth.clientId, userId: user.id, details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info, user: () => userSnapshot(ctx.storage, accepted) });
       return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, newPasswordPage);
+    },
+  });
+  // delete_account: the user confirms and the account is deleted (its sessions and credentials with it); the
+  // sign-in ends there, as in Keycloak (no code goes back to the application). The role is checked again here:
+  // it may have been taken away since the page was shown.
+  loginActionForm(app, ctx, 'delete-account', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['key', 'session_code', 'confirm', 'cancel-aia']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'delete-account', auth, form.key);
+      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      const { user } = step;
+      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, DELETE_ACCOUNT, 'cancelled'), user, newPasswordPage);
+      const info = requestInfo(request);
+      if (!(await mayDeleteOwnAccount(ctx, realm, user))) {
+        await ctx.events.user(realm, { type: 'DELETE_ACCOUNT_ERROR', clientId: auth.clientId, userId: user.id, error: 'user_delete_error', details: { reason: 'does not have the required roles for user deletion' }, request: info });
+        return ctx.pages.send(reply, realm, 'delete-account-confirm', { ...signInStep(realm, auth, 'delete-account', auth.kcAction === DELETE_ACCOUNT && !auth.kcActionStatus), key: form.key, error: NO_DELETE_ROLE }, 403);
+      }
+      const snapshot = await userSnapshot(ctx.storage, user);
+      await ctx.storage.users.delete(user.id);
+      ctx.authSessions.end(reply, request, realm);
+      await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: auth.clientId, userId: user.id, request: info, user: snapshot });
+      return showPage.info(ctx, reply, realm, 'Account deleted', 'Your account has been deleted.');
+    },
+  });
+  // UPDATE_EMAIL: the new address passes the profile's rules (as the profile page's does); it is set at once, or,
+  // when the realm verifies e-mail or the action forces it, confirmed by a link to the new address (the sign-in
+  // stops at the page saying so, as Keycloak's; opening the link sets the address and ends the action).
+  loginActionForm(app, ctx, 'update-email', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['email', 'key', 'session_code', 'cancel-aia']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'update-email', auth, form.key);
+      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      const { user } = step;
+      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'cancelled'), user, newPasswordPage);
+      const email = form.email.trim().toLowerCase();
+      const at = { clientId: auth.clientId, sessionId: null, details: {} };
+      const again = (errors: FieldErrors, status = 400) =>
+        updateEmailPage(ctx, reply, realm, signInStep(realm, auth, 'update-email', auth.kcAction === UPDATE_EMAIL && !auth.kcActionStatus), form.key, { email: form.email.slice(0, 254) }, errors, status);
+      const errors = await newEmailErrors(ctx, request, realm, user, email, at);
+      if (Object.keys(errors).length) return again(errors);
+      const settings = await updateEmailSettings(ctx, realm);
+      const info = requestInfo(request);
+      if (!settings.verify || (email === user.email && user.emailVerified)) {
+        const { [EMAIL_PENDING_ATTRIBUTE]: _, ...attributes } = user.attributes;
+        const updated = { ...user, attributes, email, emailVerified: email === user.email ? user.emailVerified : false };
+        await ctx.storage.users.update(updated);
+        await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_EMAIL);
+        await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: auth.clientId, userId: user.id, details: { previous_email: user.email ?? '', updated_email: email }, request: info, user: () => userSnapshot(ctx.storage, updated) });
+        return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'success'), updated, newPasswordPage);
+      }
+      // One link per cooldown, whichever node is asked: the shared store holds when the last one went.
+      const cooldownKey = `update-email-cooldown:${realm.id}:${user.id}`;
+      if (settings.cooldownSeconds > 0 && !(await ctx.hostStore.setIfAbsent(cooldownKey, String(Date.now()), settings.cooldownSeconds * 1000))) {
+        const sentAt = Number(await ctx.hostStore.get(cooldownKey));
+        const wait = Number.isFinite(sentAt) ? Math.max(1, Math.ceil((sentAt + settings.cooldownSeconds * 1000 - Date.now()) / 1000)) : settings.cooldownSeconds;
+        return again({ email: `You must wait ${wait} seconds before another link can be sent.` }, 429);
+      }
+      const pending = { ...user, attributes: { ...user.attributes, [EMAIL_PENDING_ATTRIBUTE]: [email] } };
+      await ctx.storage.users.update(pending);
+      await sendVerification(ctx, request, realm, pending, email, auth.clientId);
+      return showPage.info(ctx, reply, realm, 'Confirm your new e-mail address', `We sent a link to ${email}. Your e-mail address changes when you open it.`);
     },
   });
 }

@@ -11,7 +11,7 @@ import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { actionTokenUrl } from './verify-email.js';
-import { UPDATE_PASSWORD, VERIFY_EMAIL } from '../required-actions/index.js';
+import { EMAIL_PENDING_ATTRIBUTE, UPDATE_EMAIL, UPDATE_PASSWORD, VERIFY_EMAIL } from '../required-actions/index.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'Resetting passwords is not allowed in this realm.' };
@@ -74,9 +74,12 @@ export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (other && other.id !== user.id) return showPage.error(ctx, reply, realm, 'This e-mail address is already used by another account.', 409);
       }
       const previous = user.email;
-      const updated = { ...user, email, emailVerified: true };
+      // A link sent by UPDATE_EMAIL ends that action too: the address it waited for is now the user's.
+      const { [EMAIL_PENDING_ATTRIBUTE]: _, ...attributes } = user.attributes;
+      const updated = { ...user, attributes, email, emailVerified: true };
       await ctx.storage.users.update(updated);
       await ctx.storage.credentials.removeRequiredAction(user.id, VERIFY_EMAIL);
+      if (changed) await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_EMAIL);
       const info = requestInfo(request);
       const snapshot = await userSnapshot(ctx.storage, updated);
       if (changed) {

@@ -36,7 +36,7 @@ export interface StepClaims {
   checked?: boolean;
 }
 
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms';
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email';
 
 export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 

@@ -1,6 +1,6 @@
 import { badRequest } from '../model/errors.js';
 import { CONFIGURE_TOTP, configureTotp } from './configure-totp.js';
-import { DELETE_ACCOUNT, deleteAccount } from './delete-account.js';
+import { DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, deleteAccount } from './delete-account.js';
 import type { RequiredActionProvider } from './provider.js';
 import { TERMS_AND_CONDITIONS, termsAndConditions } from './terms-and-conditions.js';
 import { UPDATE_EMAIL, updateEmail } from './update-email.js';
@@ -9,8 +9,9 @@ import { UPDATE_PROFILE, updateProfile } from './update-profile.js';
 import { UPDATE_USER_LOCALE, updateUserLocale } from './update-user-locale.js';
 import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
 
-export { CONFIGURE_TOTP, DELETE_ACCOUNT, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL };
+export { CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL };
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
+export { EMAIL_PENDING_ATTRIBUTE } from './update-email.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
 
 /**

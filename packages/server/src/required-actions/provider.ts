@@ -28,6 +28,8 @@ export interface RequiredActionProvider {
   carriedOut: boolean;
   /** Its settings (`required-actions/{alias}/config`); empty: not configurable (Keycloak's 400/404). */
   config: readonly RequiredActionConfigProperty[];
+  /** A max_auth_age the action fixes whatever its settings say (Keycloak's getMaxAuthAge: 0 for delete_account). */
+  maxAuthAgeSeconds?: number;
 }
 
 /**

@@ -2,15 +2,20 @@ import { emailResendCooldown, maxAuthAge, type RequiredActionProvider } from './
 
 export const UPDATE_EMAIL = 'UPDATE_EMAIL';
 
+/** Keycloak's user attribute holding an address waiting for its confirmation link (UserModel.EMAIL_PENDING). */
+export const EMAIL_PENDING_ATTRIBUTE = 'kc.email.pending';
+
 /**
- * Keycloak's separate e-mail change (with verification of the new address). Registered off in a new realm, as
- * Keycloak 26.7.3 has it; not carried out here (the e-mail is changed on the profile page), so it cannot be enabled.
+ * Keycloak's separate e-mail change: the user enters a new address; it is set at once, or, when the realm verifies
+ * e-mail (or the action's `verifyEmail` forces it), a link goes to the new address and the address changes when it
+ * is opened (until then the address waits in `kc.email.pending`, and the action is asked again at each sign-in).
+ * Registered off in a new realm, as Keycloak 26.7.3 has it.
  */
 export const updateEmail: RequiredActionProvider = {
   alias: UPDATE_EMAIL,
   name: 'Update Email',
   defaults: { priority: 70, enabled: false },
-  carriedOut: false,
+  carriedOut: true,
   config: [
     maxAuthAge,
     {

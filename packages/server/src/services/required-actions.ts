@@ -6,9 +6,11 @@ import {
   carriedOut,
   checkRequiredActionConfig,
   DEFAULT_MAX_AUTH_AGE_SECONDS,
+  EMAIL_PENDING_ATTRIBUTE,
   MAX_AUTH_AGE,
   REQUIRED_ACTION_PROVIDERS,
   requiredActionProvider,
+  UPDATE_EMAIL,
   UPDATE_PASSWORD,
   VERIFY_EMAIL,
   type RequiredActionProvider,
@@ -106,8 +108,8 @@ function configurable(action: RequiredAction | undefined): RequiredActionProvide
  * the realm file's settings (the console sends them back as it read them, which is no change).
  *
  * An action this server does not carry out is never turned on: enabling it, or making it a default action, is
- * refused (400), since an administrator turning on Keycloak's Delete Account would believe users can now delete
- * their accounts while nobody is ever asked. Turning it off, reordering it, and sending back what it already has are
+ * refused (400), since an administrator turning on Keycloak's Delete Credential would believe users are now asked
+ * for it while nobody ever is. Turning it off, reordering it, and sending back what it already has are
  * accepted; what a realm file set is kept as the file had it (and exported so), but not acted on either way.
  */
 export async function updateRequiredAction(storage: Storage, realmId: string, alias: string, change: RequiredActionChange): Promise<RequiredAction> {
@@ -262,18 +264,27 @@ export async function dueRequiredActions(storage: Storage, realm: Realm, user: U
   const due = new Set([...stored, ...added]);
   if (realm.verifyEmail && !user.emailVerified) due.add(VERIFY_EMAIL);
   if (!user.email) due.delete(VERIFY_EMAIL);
+  // An address waiting for its link asks for UPDATE_EMAIL again; while that is asked, it stands for VERIFY_EMAIL
+  // (Keycloak's UpdateEmail.evaluateTriggers), when the realm has it enabled.
+  if (user.attributes[EMAIL_PENDING_ATTRIBUTE]?.length) due.add(UPDATE_EMAIL);
   if (passwordExpired(realmPasswordPolicy(realm.passwordPolicy), user.passwordCreated, Date.now())) due.add(UPDATE_PASSWORD);
   if (due.size === 0) return [];
   // A flow step sets its action only while the realm has it enabled (else the flow refuses the sign-in), so `added`
   // is judged like the rest.
-  return (await askable(storage, realm.id)).filter((alias) => due.has(alias));
+  const order = await askable(storage, realm.id);
+  if (due.has(UPDATE_EMAIL) && order.includes(UPDATE_EMAIL)) due.delete(VERIFY_EMAIL);
+  return order.filter((alias) => due.has(alias));
 }
 
 /**
  * How many seconds after the last sign-in an application may start `alias` (kc_action) without the user signing in
- * again: the action's max_auth_age setting, Keycloak's 300 when unset (or for an action without it).
+ * again: the action's fixed age (delete_account: 0), else its max_auth_age setting, else Keycloak's 300. Null when
+ * the realm would not run the action (unknown, off): the application is told so at once, no sign-in is asked.
  */
-export async function requiredActionMaxAuthAge(storage: Storage, realmId: string, alias: string): Promise<number> {
+export async function requiredActionMaxAuthAge(storage: Storage, realmId: string, alias: string): Promise<number | null> {
+  if (!(await askable(storage, realmId)).includes(alias)) return null;
+  const fixed = requiredActionProvider(alias)?.maxAuthAgeSeconds;
+  if (fixed !== undefined) return fixed;
   const action = (await realmRequiredActions(storage, realmId)).find((a) => a.alias === alias);
   const value = Number(action?.config[MAX_AUTH_AGE]);
   return action?.config[MAX_AUTH_AGE] !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_MAX_AUTH_AGE_SECONDS;

@@ -81,7 +81,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.
-    if (sso && kcAction && Date.now() - sso.session.started > (await requiredActionMaxAuthAge(ctx.storage, realm.id, kcAction)) * 1000) sso = null;
+    const maxAuthAge = sso && kcAction ? await requiredActionMaxAuthAge(ctx.storage, realm.id, kcAction) : null;
+    if (sso && maxAuthAge !== null && Date.now() - sso.session.started > maxAuthAge * 1000) sso = null;
     // The SSO session counts only where the client's browser flow takes it (an enabled auth-cookie the walk
     // reaches, Keycloak's CookieAuthenticator).
     if (sso && (await runBrowserSignIn(ctx, realm, client.clientId, requestInfo(request), null, null, sso.user)).status !== 'success') sso = null;
