@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleSession } from './support/admin-console.js';
+import { screenshot } from './support/browser.js';
 import { startServer, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
@@ -65,9 +66,33 @@ describe('the admin console pages of keys, identity providers and user federatio
     expect(await open('example/identity-providers/github/github/mappers', 'identity-provider-mappers', (p) => p.getByText('idp-alias').first().waitFor({ timeout: 30_000 }))).toEqual([]);
   });
 
-  it('Identity providers in a realm without any shows the empty page, offering no provider', async () => {
-    expect(await open('master/identity-providers', 'identity-providers-empty', (p) => p.waitForResponse((r) => r.url().includes('/admin/realms/master/identity-provider/instances'), { timeout: 30_000 }))).toEqual([]);
-    await expect(session.page.locator('[data-testid$="-card"]').count()).resolves.toBe(0);
+  it('Identity providers in a realm without any shows the empty page, offering the two kinds this server signs in through', async () => {
+    expect(await open('master/identity-providers', 'identity-providers-empty', (p) => p.locator('[data-testid$="-card"]').first().waitFor({ timeout: 30_000 }))).toEqual([]);
+    const cards = await session.page.locator('[data-testid$="-card"]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-testid')));
+    expect(cards.sort()).toEqual(['keycloak-oidc-card', 'oidc-card']);
+  });
+
+  it('Keys → Providers → Add provider: the ecdsa-generated form serverinfo describes makes a P-384 key, listed with ES384', async () => {
+    expect(await open('master/realm-settings/keys/providers', 'keys-providers-add', (p) => p.getByTestId('provider-name-link').first().waitFor({ timeout: 30_000 }))).toEqual([]);
+    const page = session.page;
+    await page.getByTestId('addProviderDropdown').click();
+    await page.getByTestId('option-ecdsa-generated').click();
+    await page.getByTestId('add-provider-button').waitFor({ timeout: 30_000 });
+    await screenshot(page, 'keys-provider-add-form');
+    // The curve list is the serverinfo description's options; P-384 chosen.
+    await page.getByRole('dialog').locator('button', { hasText: 'P-256' }).click();
+    await page.getByRole('option', { name: 'P-384' }).click();
+    const [created] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && /^\/admin\/realms\/master\/components\/?$/.test(new URL(r.url()).pathname), { timeout: 30_000 }),
+      page.getByTestId('add-provider-button').click(),
+    ]);
+    expect(created.status()).toBe(201);
+    const id = created.headers().location!.split('/').pop()!;
+    await session.settled();
+    const master = (await t.server.context.storage.realms.byName('master'))!;
+    const key = (await t.server.context.keys.list(master.id)).find((k) => k.componentId === id);
+    expect(key).toMatchObject({ algorithm: 'ES384', active: true });
+    expect(session.problems).toEqual([]);
   });
 
   it('User federation shows the LDAP provider kept as data', async () => {

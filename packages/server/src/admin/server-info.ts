@@ -1,5 +1,7 @@
 import type { ServerContext } from '../context.js';
 import { passwordPolicyTypes } from '../credentials/password-policy.js';
+import { KEY_PROVIDER_TYPES, TOKEN_SIGNATURE_ALGS } from '../keys/index.js';
+import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
 
 /**
  * The parts of Keycloak's ServerInfoRepresentation (`GET /admin/serverinfo`) the admin console reads, describing
@@ -37,14 +39,14 @@ const FEATURES: Record<string, boolean> = {
 };
 
 /**
- * Component types the console looks up; this server has no provider of any of them, so the console offers none to
- * add (components of these types from realm files are kept as data: admin/components.ts).
+ * Component types the console looks up. The realm's key providers are this server's (keys/providers.ts); of the
+ * others it has no provider, so the console offers none to add (components of these types from realm files are
+ * kept as data: admin/components.ts).
  */
 const COMPONENT_TYPES = [
   'org.keycloak.authentication.ClientAuthenticator',
   'org.keycloak.broker.provider.IdentityProvider',
   'org.keycloak.broker.social.SocialIdentityProvider',
-  'org.keycloak.keys.KeyProvider',
   'org.keycloak.services.clientpolicy.condition.ClientPolicyConditionProvider',
   'org.keycloak.services.clientpolicy.executor.ClientPolicyExecutorProvider',
   'org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy',
@@ -73,8 +75,10 @@ export function builtInProviders(): Record<string, ProviderInfo> {
   return {
     'login-protocol': one('openid-connect'),
     hash: one('argon2'),
-    signature: one('RS256'),
-    clientSignature: one('RS256'),
+    // What the realm and its clients may sign tokens with (the console's algorithm lists), and what client
+    // assertions may be signed with (private_key_jwt, client_secret_jwt).
+    signature: one(...TOKEN_SIGNATURE_ALGS),
+    clientSignature: one(...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS),
     // No encryption of ID tokens, userinfo or request objects: the client's Advanced tab offers no algorithm.
     contentencryption: one(),
     cekmanagement: one(),
@@ -87,14 +91,21 @@ export function consoleServerInfo(_ctx: ServerContext): Record<string, unknown> 
   const theme = (name: string) => [{ name, locales: ['en'] }];
   return {
     themes: { login: theme('keycloak'), account: theme('keycloak.v3'), admin: theme('keycloak.v2'), email: theme('keycloak'), welcome: theme('keycloak'), common: theme('keycloak') },
-    componentTypes: Object.fromEntries(COMPONENT_TYPES.map((type) => [type, []])),
+    componentTypes: {
+      ...Object.fromEntries(COMPONENT_TYPES.map((type) => [type, []])),
+      'org.keycloak.keys.KeyProvider': KEY_PROVIDER_TYPES.map((type) => ({ id: type.id, helpText: type.helpText, properties: type.properties, metadata: {} })),
+    },
     enums: { operationType: ['CREATE', 'UPDATE', 'DELETE', 'ACTION'], resourceType: RESOURCE_TYPES, type: ['REALM', 'ORGANIZATION'] },
     profileInfo: { name: 'community', disabledFeatures: Object.keys(FEATURES).filter((name) => !FEATURES[name]), previewFeatures: [], experimentalFeatures: [] },
     features: Object.entries(FEATURES).map(([name, enabled]) => ({ name, label: name, type: 'DEFAULT', enabled, dependencies: [] })),
-    cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [], clientSignatureSymmetricAlgorithms: [], clientSignatureAsymmetricAlgorithms: ['RS256'] },
+    cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [], clientSignatureSymmetricAlgorithms: [...SECRET_ASSERTION_ALGS], clientSignatureAsymmetricAlgorithms: [...ASYMMETRIC_ASSERTION_ALGS] },
     passwordPolicies: passwordPolicyTypes(),
     clientInstallations: {},
-    identityProviders: [],
+    // The console's Identity providers → Add provider list: the kinds this server signs in through.
+    identityProviders: [
+      { id: 'oidc', name: 'OpenID Connect v1.0' },
+      { id: 'keycloak-oidc', name: 'Keycloak OpenID Connect' },
+    ],
     socialProviders: [],
     clientImporters: [],
   };

@@ -7,7 +7,7 @@ import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
 import type { ImportedSigningKey } from './import.js';
 import { KEY_DEFINING_ENTRIES, keyMaterialFor, keyType, type KeyMaterial } from './providers.js';
 
-export { KEY_PROVIDER_IDS, KeyProviderError, TOKEN_SIGNATURE_ALGS } from './providers.js';
+export { KEY_PROVIDER_IDS, KEY_PROVIDER_TYPES, KeyProviderError, TOKEN_SIGNATURE_ALGS, type KeyProviderProperty } from './providers.js';
 import { KeyProviderError as KeyProviderErrorFromIndex } from './providers.js';
 
 export { CERTIFICATE_VALIDITY_YEARS } from './certificate.js';

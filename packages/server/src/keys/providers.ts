@@ -132,6 +132,57 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
   }
 }
 
+/** A config entry as Keycloak's serverinfo describes it (ConfigPropertyRepresentation): the console builds its form from it. */
+export interface KeyProviderProperty {
+  name: string;
+  label: string;
+  helpText: string;
+  type: 'String' | 'boolean' | 'List' | 'File';
+  defaultValue?: string;
+  options?: string[];
+  secret: boolean;
+}
+
+const property = (name: string, label: string, helpText: string, type: KeyProviderProperty['type'], defaultValue?: string, options?: readonly string[], secret = false): KeyProviderProperty => ({
+  name,
+  label,
+  helpText,
+  type,
+  ...(defaultValue !== undefined ? { defaultValue } : {}),
+  ...(options ? { options: [...options] } : {}),
+  secret,
+});
+
+const COMMON = [
+  property('priority', 'Priority', 'Among the active keys of one algorithm, the one of the highest priority signs.', 'String', '0'),
+  property('enabled', 'Enabled', 'A disabled key neither signs nor verifies, and is not published.', 'boolean', 'true'),
+  property('active', 'Active', 'An active key signs; a passive one only verifies what it signed before.', 'boolean', 'true'),
+];
+const keySize = property('keySize', 'Key size', 'Bits of the generated RSA key.', 'List', '2048', RSA_SIZES);
+
+/**
+ * The key providers as serverinfo's componentTypes describe them to the console (its Keys → Providers → Add
+ * provider form): Keycloak's ids, entry names, kinds and defaults, with only the values this server takes as options.
+ */
+export const KEY_PROVIDER_TYPES: readonly { id: KeyProviderId; helpText: string; properties: KeyProviderProperty[] }[] = [
+  { id: 'rsa-generated', helpText: 'Generates an RSA signing key and a self-signed certificate.', properties: [...COMMON, keySize, property('algorithm', 'Algorithm', 'What the key signs with.', 'List', 'RS256', RSA_SIGNATURE_ALGS)] },
+  {
+    id: 'rsa',
+    helpText: 'An RSA signing key you provide (PEM), with its certificate if you have one.',
+    properties: [
+      ...COMMON,
+      property('privateKey', 'Private RSA Key', 'The private key in PEM (PKCS#8 or PKCS#1), at least 2048 bits.', 'File', undefined, undefined, true),
+      property('certificate', 'X509 Certificate', 'The certificate of that key in PEM; one is made when none is given.', 'File'),
+      property('algorithm', 'Algorithm', 'What the key signs with.', 'List', 'RS256', RSA_SIGNATURE_ALGS),
+    ],
+  },
+  { id: 'rsa-enc-generated', helpText: 'Generates an RSA encryption key (published; this server decrypts nothing with it).', properties: [...COMMON, keySize, property('algorithm', 'Algorithm', 'The key encryption algorithm.', 'List', 'RSA-OAEP', RSA_ENC_ALGS)] },
+  { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(CURVES))] },
+  { id: 'eddsa-generated', helpText: 'Generates an Edwards-curve signing key (EdDSA).', properties: [...COMMON, property('eddsaEllipticCurveKey', 'Elliptic Curve', 'The curve.', 'List', 'Ed25519', ['Ed25519'])] },
+  { id: 'hmac-generated', helpText: 'Generates an HMAC secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '64', ['32', '64', '128', '256', '512']), property('algorithm', 'Algorithm', 'What the secret signs with.', 'List', 'HS512', HMAC_ALGS)] },
+  { id: 'aes-generated', helpText: 'Generates an AES secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '16', ['16', '24', '32'])] },
+];
+
 /** Keycloak's KeyType of a stored key, as `GET …/keys` answers it. */
 export function keyType(jwk: JsonWebKey): string {
   return jwk.kty === 'oct' ? 'OCT' : (jwk.kty ?? 'RSA');
