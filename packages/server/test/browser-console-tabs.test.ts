@@ -5,8 +5,12 @@
  * actions are done by clicks and their effect checked over the admin REST API.
  * Screenshots: test-results/screenshots/admin-console-tabs-*.png.
  */
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
+import forge from 'node-forge';
 import type { Page } from 'playwright-core';
+import { selfSignedCertificate } from '../src/keys/certificate.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConsoleSession } from './support/admin-console.js';
 import { startServer, tokenRequest, type TestServer } from './support/server.js';
@@ -126,6 +130,34 @@ describe('client tabs', () => {
       if (found.length) problems[tab] = found;
     }
     expect(problems).toEqual({});
+  });
+
+  it('Keys → Generate new keys downloads a PKCS#12 keystore that opens with the password given; Import key takes a certificate PEM', async () => {
+    const { page } = session;
+    const jwtId = (await kc.clients.create({ clientId: 'tabs-jwt', clientAuthenticatorType: 'client-jwt', serviceAccountsEnabled: true, standardFlowEnabled: false })).id;
+    expect(await open(`${REALM}/clients/${jwtId}/keys`, 'client-keys-generate', (p) => p.getByTestId('generate').waitFor(wait))).toEqual([]);
+    await page.getByTestId('generate').click();
+    await page.locator('input[name="keyPassword"]').fill('console-pass');
+    await page.locator('input[name="storePassword"]').fill('console-pass');
+    const [download] = await Promise.all([page.waitForEvent('download', wait), page.getByTestId('confirm').click()]);
+    expect(download.suggestedFilename()).toBe('keystore.p12');
+    const bytes = readFileSync((await download.path())!);
+    const p12 = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(forge.util.createBuffer(bytes.toString('binary'))), 'console-pass');
+    const [cert] = p12.getBags({ bagType: forge.pki.oids.certBag })[forge.pki.oids.certBag]!;
+    const stored = await kc.clients.getKeyInfo({ id: jwtId, attr: 'jwt.credential' });
+    expect(Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert.cert!)).getBytes(), 'binary').toString('base64')).toBe(stored.certificate);
+
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const der = selfSignedCertificate(pair.privateKey, pair.publicKey, 'tabs-jwt');
+    await page.getByTestId('import').click();
+    const dialog = page.getByRole('dialog');
+    await dialog.locator('button', { hasText: 'PKCS12' }).click();
+    await page.getByRole('option', { name: 'Certificate PEM' }).click();
+    await dialog.locator('input[type="file"]').setInputFiles({ name: 'client.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(`-----BEGIN CERTIFICATE-----\n${der.toString('base64')}\n-----END CERTIFICATE-----\n`) });
+    await clickFor('[data-testid="confirm"]', 'POST', new RegExp(`/clients/${jwtId}/certificates/jwt.credential/upload-certificate$`));
+    await session.ready('tabs-client-keys-imported', async () => {});
+    expect(session.problems).toEqual([]);
+    expect((await kc.clients.getKeyInfo({ id: jwtId, attr: 'jwt.credential' })).certificate).toBe(der.toString('base64'));
   });
 
   it('Advanced → Authentication flow overrides: a copy of "direct grant" chosen and saved is the client\'s, and is used', async () => {

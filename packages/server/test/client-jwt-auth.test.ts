@@ -198,10 +198,10 @@ describe('client authentication by signed JWT', () => {
     const key = createPrivateKey({ key: Buffer.from(generated.body.privateKey, 'base64'), format: 'der', type: 'pkcs8' });
     const response = await postAssertion(await assertion(key as unknown as CryptoKey, 'RS256', { iss: 'generated', sub: 'generated', aud: issuer }));
     expect(response.status).toBe(200);
-    // Keystore downloads and multipart uploads are not implemented: a 400 naming the operation.
-    const keystore = await api(t.url, 'POST', `/admin/realms/${REALM}/clients/${id}/certificates/jwt.credential/generate-and-download`, admin, { format: 'PKCS12', keyAlias: 'k', keyPassword: 'p', storePassword: 'p' });
-    expect(keystore.status).toBe(400);
-    expect(keystore.body.errorMessage).toContain('generate-and-download');
+    // An operation the Keys tab does not have: a 400 naming it.
+    const unknown = await api(t.url, 'POST', `/admin/realms/${REALM}/clients/${id}/certificates/jwt.credential/regenerate`, admin);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errorMessage).toContain('regenerate');
   });
 
   it('the client\'s token.endpoint.auth.signing.alg is the only algorithm it may use', async () => {

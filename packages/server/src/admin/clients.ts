@@ -1,6 +1,4 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { selfSignedCertificate } from '../keys/certificate.js';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
@@ -234,44 +232,6 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     await ctx.storage.clients.update(updated);
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'CLIENT', `clients/${client.id}/client-secret`);
     return { type: 'secret', value: updated.secret };
-  });
-
-  // A client's Keys tab (Keycloak's CertificateRepresentation of the `{attr}.certificate`, `{attr}.public.key` and
-  // `{attr}.kid` attributes a realm file or an administrator gave it). `jwt.credential` is the client's
-  // private_key_jwt key (keys/client-keys.ts); `generate` makes one (below); the SAML prefixes are kept as data.
-  const CERTIFICATE_ATTRIBUTES = { certificate: 'certificate', publicKey: 'public.key', kid: 'kid' } as const;
-  app.get('/realms/:realm/clients/:id/certificates/:attr', async (request: AdminRequest<{ realm: string; id: string; attr: string }>) => {
-    const { client } = await load(request);
-    // The attribute prefixes Keycloak's console asks about: a client's JWT credential, its SAML signing and encryption keys.
-    const attr = request.params.attr;
-    if (!['jwt.credential', 'saml.signing', 'saml.encryption'].includes(attr)) throw notFound(`No certificate attribute ${attr.slice(0, 64)}`);
-    const info: Record<string, string> = {};
-    for (const [field, suffix] of Object.entries(CERTIFICATE_ATTRIBUTES)) {
-      const value = client.attributes[`${attr}.${suffix}`];
-      if (value) info[field] = value;
-    }
-    return info;
-  });
-  app.post('/realms/:realm/clients/:id/certificates/:attr/:operation', async (request: AdminRequest<{ realm: string; id: string; attr: string; operation: string }>) => {
-    const { realm, client } = await load(request);
-    requireMayChangeAdministrationClient(callerOf(request), realm, client);
-    const { attr, operation } = request.params;
-    if (attr !== 'jwt.credential') throw badRequest(`${attr.slice(0, 64)}: only the jwt.credential key (private_key_jwt) is made here; SAML keys are kept as data`);
-    if (operation !== 'generate') {
-      // Keycloak's keystore download (JKS, PKCS12) and multipart uploads are not implemented: say which, never 5xx.
-      throw badRequest(`${operation.slice(0, 64)}: not supported (use generate, which answers the private key once, or set jwt.credential.certificate, jwt.credential.public.key or jwks.url on the client)`);
-    }
-    // As Keycloak's generate: a new RSA 2048 key pair and a self-signed certificate named after the client; the
-    // certificate is the client's key from now on (its JWKS URL switch turned off). The private key is answered once
-    // and not kept (Keycloak keeps it; this server never signs as the client).
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const certificate = selfSignedCertificate(privateKey, publicKey, client.clientId).toString('base64');
-    const kid = createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('base64url');
-    const attributes: Record<string, string> = { ...client.attributes, 'jwt.credential.certificate': certificate, 'jwt.credential.kid': kid, 'use.jwks.url': 'false' };
-    delete attributes['jwt.credential.public.key'];
-    await ctx.storage.clients.update({ ...client, attributes });
-    await recordAdminEvent(ctx, request, realm, 'ACTION', 'CLIENT', `clients/${client.id}/certificates/${attr}/generate`);
-    return { privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'), certificate, kid };
   });
 
   app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {

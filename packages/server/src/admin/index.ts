@@ -7,6 +7,7 @@ import { requireRoutePermission, routePermission } from './route-permissions.js'
 import { builtInProviders, consoleServerInfo } from './server-info.js';
 import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
+import { clientCertificateRoutes } from './client-certificates.js';
 import { clientRoutes } from './clients.js';
 import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
@@ -48,9 +49,10 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         // other endpoints; without this, such a body would reach handlers that ignore bodies (a DELETE would proceed).
         const type = request.headers['content-type'];
         const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-        const accepted = request.routeOptions.config.textPlainBody ? /^(application\/json|text\/plain)\s*(;|$)/i : /^application\/json\s*(;|$)/i;
+        const { textPlainBody, multipartBody } = request.routeOptions.config;
+        const accepted = textPlainBody ? /^(application\/json|text\/plain)\s*(;|$)/i : multipartBody ? /^(application\/json|multipart\/form-data)\s*(;|$)/i : /^application\/json\s*(;|$)/i;
         if (hasBody && type !== undefined && !accepted.test(type)) {
-          throw unsupportedMediaType('The admin API accepts application/json bodies only');
+          throw unsupportedMediaType(`The admin API accepts application/json bodies only${multipartBody ? ' (and multipart/form-data here)' : ''}`);
         }
       });
       // The door: every route is let in as its entry in the table says, after its body is read (a malformed body is
@@ -81,6 +83,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
       const scoped = async (realms: FastifyInstance) => {
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
+        clientCertificateRoutes(realms, ctx);
         clientScopeRoutes(realms, ctx);
         clientScopeLinkRoutes(realms, ctx);
         userRoutes(realms, ctx);

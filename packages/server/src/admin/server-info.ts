@@ -1,6 +1,7 @@
 import type { ServerContext } from '../context.js';
 import { passwordPolicyTypes } from '../credentials/password-policy.js';
 import { KEY_PROVIDER_TYPES, TOKEN_SIGNATURE_ALGS } from '../keys/index.js';
+import { KEYSTORE_FORMATS } from '../keys/keystore.js';
 import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
 
 /**
@@ -98,7 +99,7 @@ export function consoleServerInfo(_ctx: ServerContext): Record<string, unknown> 
     enums: { operationType: ['CREATE', 'UPDATE', 'DELETE', 'ACTION'], resourceType: RESOURCE_TYPES, type: ['REALM', 'ORGANIZATION'] },
     profileInfo: { name: 'community', disabledFeatures: Object.keys(FEATURES).filter((name) => !FEATURES[name]), previewFeatures: [], experimentalFeatures: [] },
     features: Object.entries(FEATURES).map(([name, enabled]) => ({ name, label: name, type: 'DEFAULT', enabled, dependencies: [] })),
-    cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [], clientSignatureSymmetricAlgorithms: [...SECRET_ASSERTION_ALGS], clientSignatureAsymmetricAlgorithms: [...ASYMMETRIC_ASSERTION_ALGS] },
+    cryptoInfo: { cryptoProvider: 'node:crypto', supportedKeystoreTypes: [...KEYSTORE_FORMATS], clientSignatureSymmetricAlgorithms: [...SECRET_ASSERTION_ALGS], clientSignatureAsymmetricAlgorithms: [...ASYMMETRIC_ASSERTION_ALGS] },
     passwordPolicies: passwordPolicyTypes(),
     clientInstallations: {},
     // The console's Identity providers → Add provider list: the kinds this server signs in through.

@@ -15,6 +15,8 @@ declare module 'fastify' {
     rawJsonString?: boolean;
     /** An admin route whose body is text/plain (Keycloak's credential label): the admin API's JSON-only rule allows it. */
     textPlainBody?: boolean;
+    /** An admin route that also takes a multipart/form-data body (a client's key file upload). */
+    multipartBody?: boolean;
   }
 }
 
