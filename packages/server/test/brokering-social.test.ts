@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,25 +27,34 @@ const body = (request: IncomingMessage) =>
     request.on('end', () => resolve(text));
   });
 
-type Provider = 'github' | 'google' | 'microsoft' | 'facebook';
+type Provider = 'github' | 'google' | 'microsoft' | 'facebook' | 'gitlab' | 'linkedin-openid-connect' | 'bitbucket';
 /** Who the mock signs in next, per provider: the profile(s) its APIs answer. */
 interface Upstream {
   github: { profile: Record<string, unknown>; emails: Record<string, unknown>[] };
   google: { claims: Record<string, unknown> };
   microsoft: { profile: Record<string, unknown> };
   facebook: { profile: Record<string, unknown> };
+  gitlab: { claims: Record<string, unknown>; profile: Record<string, unknown> };
+  'linkedin-openid-connect': { claims: Record<string, unknown> };
+  bitbucket: { profile: Record<string, unknown>; emails: Record<string, unknown> };
 }
+/** The issuer each OpenID Connect mock signs as (Keycloak's fixed one). */
+const ISSUERS: Partial<Record<Provider, string>> = { google: 'https://accounts.google.com', gitlab: 'https://gitlab.com', 'linkedin-openid-connect': 'https://www.linkedin.com/oauth' };
 
 describe('signing in through the social providers (loopback mocks at the fixed endpoints)', () => {
   let t: TestServer;
   let token: string;
   let mock: Server;
   let mockUrl: string;
+  let gitlab: Server;
   const next: Upstream = {
     github: { profile: {}, emails: [] },
     google: { claims: {} },
     microsoft: { profile: {} },
     facebook: { profile: {} },
+    gitlab: { claims: {}, profile: {} },
+    'linkedin-openid-connect': { claims: {} },
+    bitbucket: { profile: {}, emails: {} },
   };
   /** Codes handed out: what the token endpoint checks, once. */
   const codes = new Map<string, { provider: Provider; clientId: string; redirectUri: string; nonce: string | null; user: unknown; used: boolean }>();
@@ -54,7 +63,8 @@ describe('signing in through the social providers (loopback mocks at the fixed e
   /** Every request the mock saw (method, path with query). */
   const seen: string[] = [];
   const admin = (method: string, path: string, payload?: unknown) => api(t.url, method, `/admin/realms/social${path}`, token, payload);
-  const users = async () => (await admin('GET', '/users?max=100')).body as { id: string; username: string; email?: string; emailVerified?: boolean; firstName?: string; lastName?: string }[];
+  const users = async () =>
+    (await admin('GET', '/users?max=100')).body as { id: string; username: string; email?: string; emailVerified?: boolean; firstName?: string; lastName?: string; attributes?: Record<string, string[]> }[];
   const links = async (userId: string) => (await admin('GET', `/users/${userId}/federated-identity`)).body as { identityProvider: string; userId: string; userName: string }[];
 
   beforeAll(async () => {
@@ -65,10 +75,14 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       '/o/oauth2/v2/auth': 'google',
       '/contoso/oauth2/v2.0/authorize': 'microsoft',
       '/oauth/authorize': 'facebook',
+      '/gitlab/oauth/authorize': 'gitlab',
+      '/oauth/v2/authorization': 'linkedin-openid-connect',
+      '/site/oauth2/authorize': 'bitbucket',
     };
-    const tokenPaths = new Set(['/login/oauth/access_token', '/token', '/contoso/oauth2/v2.0/token', '/oauth/access_token']);
-    mock = createServer(async (request, response) => {
-      const url = new URL(request.url!, 'http://mock');
+    const tokenPaths = new Set(['/login/oauth/access_token', '/token', '/contoso/oauth2/v2.0/token', '/oauth/access_token', '/gitlab/oauth/token', '/oauth/v2/accessToken', '/site/oauth2/access_token']);
+    /** One handler for both mocks; GitLab's (gitlab.com's paths collide with Facebook's) sees its paths under /gitlab. */
+    const handler = (prefix: string) => async (request: IncomingMessage, response: ServerResponse) => {
+      const url = new URL(`${prefix}${request.url!}`, 'http://mock');
       seen.push(`${request.method} ${url.pathname}${url.search}`);
       const json = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
       const provider = authorizePaths[url.pathname];
@@ -89,19 +103,20 @@ describe('signing in through the social providers (loopback mocks at the fixed e
         grant.used = true;
         const accessToken = `at-${form.get('code')}`;
         accessTokens.set(accessToken, { provider: grant.provider, user: grant.user });
-        if (grant.provider !== 'google') return json(200, { access_token: accessToken, token_type: 'bearer', scope: 'x' });
+        const issuer = ISSUERS[grant.provider];
+        if (!issuer) return json(200, { access_token: accessToken, token_type: 'bearer', scope: 'x' });
         const now = Math.floor(Date.now() / 1000);
         const claims = (grant.user as Upstream['google']).claims;
-        const idToken = await new SignJWT({ ...claims, nonce: grant.nonce })
+        const idToken = await new SignJWT({ ...claims, ...(grant.nonce ? { nonce: grant.nonce } : {}) })
           .setProtectedHeader({ alg: 'RS256', kid: 'google-key' })
-          .setIssuer('https://accounts.google.com')
+          .setIssuer(issuer)
           .setAudience(grant.clientId)
           .setIssuedAt(now)
           .setExpirationTime(now + 300)
           .sign(key.privateKey);
         return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: 3599, id_token: idToken });
       }
-      if (url.pathname === '/oauth2/v3/certs') return json(200, { keys: [jwk] });
+      if (['/oauth2/v3/certs', '/gitlab/oauth/discovery/keys', '/oauth/openid/jwks'].includes(url.pathname)) return json(200, { keys: [jwk] });
       const bearer = accessTokens.get((request.headers.authorization ?? '').replace(/^Bearer /i, ''));
       if (!bearer) return json(401, { message: 'Bad credentials' });
       const user = bearer.user as Upstream[Provider];
@@ -113,11 +128,18 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       }
       if (url.pathname === '/v1.0/me/' && bearer.provider === 'microsoft') return json(200, (user as Upstream['microsoft']).profile);
       if (url.pathname === '/me' && bearer.provider === 'facebook') return json(200, (user as Upstream['facebook']).profile);
+      if (url.pathname === '/gitlab/api/v4/user' && bearer.provider === 'gitlab') return json(200, (user as Upstream['gitlab']).profile);
+      if (url.pathname === '/v2/userinfo' && bearer.provider === 'linkedin-openid-connect') return json(200, (user as Upstream['linkedin-openid-connect']).claims);
+      if (url.pathname === '/2.0/user' && bearer.provider === 'bitbucket') return json(200, (user as Upstream['bitbucket']).profile);
+      if (url.pathname === '/2.0/user/emails' && bearer.provider === 'bitbucket') return json(200, (user as Upstream['bitbucket']).emails);
       json(404, { error: 'not found' });
-    });
+    };
+    mock = createServer(handler(''));
     mockUrl = await listen(mock);
-    const hosts = ['github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com'];
-    t = await startServer({ config: { REALMGATE_BROKER_ENDPOINT_OVERRIDES: hosts.map((host) => `${host}=${mockUrl}`).join(',') } });
+    gitlab = createServer(handler('/gitlab'));
+    const gitlabMock = await listen(gitlab);
+    const hosts = ['github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com', 'www.linkedin.com', 'api.linkedin.com', 'bitbucket.org', 'api.bitbucket.org'];
+    t = await startServer({ config: { REALMGATE_BROKER_ENDPOINT_OVERRIDES: [...hosts.map((host) => `${host}=${mockUrl}`), `gitlab.com=${gitlabMock}`].join(',') } });
     token = await adminToken(t.url);
     const provider = (alias: string, providerId: string, config: Record<string, string> = {}, rest: Record<string, unknown> = {}) => ({
       alias,
@@ -137,6 +159,15 @@ describe('signing in through the social providers (loopback mocks at the fixed e
         provider('google', 'google', { hostedDomain: 'example.com', offlineAccess: 'true' }),
         provider('microsoft', 'microsoft', { tenantId: 'contoso' }),
         provider('facebook', 'facebook', { fetchedFields: 'birthday' }),
+        provider('gitlab', 'gitlab'),
+        provider('linkedin', 'linkedin-openid-connect'),
+        provider('bitbucket', 'bitbucket'),
+      ],
+      identityProviderMappers: [
+        { name: 'plan', identityProviderAlias: 'github', identityProviderMapper: 'github-user-attribute-mapper', config: { jsonField: 'plan.name', userAttribute: 'githubPlan', syncMode: 'INHERIT' } },
+        { name: 'company', identityProviderAlias: 'github', identityProviderMapper: 'github-user-attribute-mapper', config: { jsonField: 'company', userAttribute: 'company', syncMode: 'FORCE' } },
+        { name: 'first org', identityProviderAlias: 'github', identityProviderMapper: 'github-user-attribute-mapper', config: { jsonField: 'orgs[0].login', userAttribute: 'firstOrg', syncMode: 'INHERIT' } },
+        { name: 'not github', identityProviderAlias: 'github', identityProviderMapper: 'google-user-attribute-mapper', config: { jsonField: 'login', userAttribute: 'notMapped', syncMode: 'INHERIT' } },
       ],
     });
     expect(created.status).toBe(201);
@@ -145,6 +176,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
   afterAll(async () => {
     await t?.close();
     mock?.close();
+    gitlab?.close();
   });
 
   /** The login page's button for `alias`, then the mock's redirect to it (the authorization request it was sent). */
@@ -160,7 +192,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
 
   /** The upstream's answer (a code for our callback) as the browser would carry it back. */
   async function viaMock(authorize: URL) {
-    expect(authorize.origin).toBe(mockUrl);
+    expect(authorize.hostname).toBe('127.0.0.1');
     const answer = await fetch(authorize, { redirect: 'manual' });
     expect(answer.status).toBe(302);
     return new URL(answer.headers.get('location')!);
@@ -177,7 +209,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
 
   it('GitHub (OAuth 2): scope user:email, no nonce; first login creates the user from /user and the primary of /user/emails, the second links to them', async () => {
     next.github = {
-      profile: { id: 4001, login: 'octocat', name: 'Mona Lisa Octocat', email: null },
+      profile: { id: 4001, login: 'octocat', name: 'Mona Lisa Octocat', email: null, plan: { name: 'pro' }, company: 'GitHub', orgs: [{ login: 'octo-org' }, { login: 'other' }] },
       emails: [
         { email: 'other@example.com', primary: false, verified: true },
         { email: 'mona@example.com', primary: true, verified: true },
@@ -193,11 +225,16 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     expect(user).toMatchObject({ email: 'mona@example.com', firstName: 'Mona Lisa', lastName: 'Octocat', emailVerified: false });
     expect(await links(user.id)).toEqual([expect.objectContaining({ identityProvider: 'github', userId: '4001', userName: 'octocat' })]);
     expect(seen).toContain('GET /user/emails');
+    // github-user-attribute-mapper: JSON paths of the profile; another provider's importer does nothing here.
+    expect(user.attributes).toEqual({ githubPlan: ['pro'], company: ['GitHub'], firstOrg: ['octo-org'] });
 
     const count = (await users()).length;
+    next.github.profile = { ...next.github.profile, plan: { name: 'free' }, company: 'Acme' };
     const second = await signIn('github');
     expect(second.done.status).toBe(302);
     expect((await users()).length).toBe(count);
+    // A later login: only the FORCE importer writes again (Keycloak's: LEGACY does not update from a social profile).
+    expect((await users()).find((u) => u.id === user.id)!.attributes).toEqual({ githubPlan: ['pro'], company: ['Acme'], firstOrg: ['octo-org'] });
     const logins = await eventually(async () => ((await admin('GET', '/events?type=IDENTITY_PROVIDER_LOGIN&max=100')).body as { userId: string; details: Record<string, string> }[]).filter((e) => e.details.identity_provider === 'github'));
     expect(logins.map((e) => e.userId)).toEqual([user.id]);
   });
@@ -251,6 +288,46 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     expect(done.status).toBe(302);
     expect(seen).toContain('GET /me?fields=id,name,email,first_name,last_name,birthday');
     expect((await users()).find((u) => u.username === 'alan@example.org')).toMatchObject({ firstName: 'Alan', lastName: 'Turing' });
+  });
+
+  it('GitLab (OpenID Connect): scope read_user openid, the identity from /api/v4/user, which must be the ID token’s sub', async () => {
+    next.gitlab = { claims: { sub: '77' }, profile: { id: 77, username: 'tanuki', email: 'tanuki@example.com', name: 'Tan Uki' } };
+    const { authorize, done } = await signIn('gitlab');
+    expect(authorize.pathname).toBe('/oauth/authorize');
+    expect(authorize.searchParams.get('scope')).toBe('read_user openid');
+    expect(authorize.searchParams.get('nonce')).toBeTruthy();
+    expect(done.status).toBe(302);
+    const user = (await users()).find((u) => u.username === 'tanuki')!;
+    expect(user).toMatchObject({ email: 'tanuki@example.com', firstName: 'Tan', lastName: 'Uki' });
+    expect(await links(user.id)).toEqual([expect.objectContaining({ identityProvider: 'gitlab', userId: '77' })]);
+
+    next.gitlab = { claims: { sub: '78' }, profile: { id: 79, username: 'swapped', email: 'swapped@example.com', name: 'Swap Ped' } };
+    const swapped = await signIn('gitlab');
+    expect(swapped.done.status).toBe(400);
+    expect((await users()).some((u) => u.username === 'swapped')).toBe(false);
+  });
+
+  it('LinkedIn (OpenID Connect): no nonce asked or required, the ID token checked by the fixed JWKS', async () => {
+    next['linkedin-openid-connect'] = { claims: { sub: 'li-1', email: 'lin@example.com', email_verified: true, given_name: 'Lin', family_name: 'Ked' } };
+    const { authorize, done } = await signIn('linkedin');
+    expect(authorize.pathname).toBe('/oauth/v2/authorization');
+    expect(authorize.searchParams.get('scope')).toBe('openid profile email');
+    expect(authorize.searchParams.has('nonce')).toBe(false);
+    expect(done.status).toBe(302);
+    expect((await users()).find((u) => u.email === 'lin@example.com')).toMatchObject({ username: 'lin@example.com', firstName: 'Lin', lastName: 'Ked' });
+  });
+
+  it('Bitbucket (OAuth 2): scope account email, id account_id, the address from /2.0/user/emails', async () => {
+    next.bitbucket = {
+      profile: { type: 'user', account_id: 'bb-1', username: 'bucketeer', display_name: 'Bucket Eer' },
+      emails: { values: [{ type: 'email', email: 'bucket@example.com', is_primary: true, is_confirmed: true }] },
+    };
+    const { authorize, done } = await signIn('bitbucket');
+    expect(authorize.searchParams.get('scope')).toBe('account email');
+    expect(done.status).toBe(302);
+    const user = (await users()).find((u) => u.username === 'bucketeer')!;
+    expect(user).toMatchObject({ email: 'bucket@example.com', firstName: 'Bucket', lastName: 'Eer' });
+    expect(await links(user.id)).toEqual([expect.objectContaining({ identityProvider: 'bitbucket', userId: 'bb-1' })]);
   });
 
   it('an upstream error, a tampered state and a replayed code answer a clear page, never a 5xx', async () => {
