@@ -98,7 +98,8 @@ describe('signing in through the social providers (loopback mocks at the fixed e
         const form = new URLSearchParams(await body(request));
         const grant = codes.get(form.get('code') ?? '');
         if (!grant || grant.used || grant.clientId !== form.get('client_id') || form.get('client_secret') !== `${grant.provider}-secret` || grant.redirectUri !== form.get('redirect_uri')) {
-          return json(400, { error: 'invalid_grant' });
+          // GitHub answers a bad code with 200 and an error field.
+          return url.pathname === '/login/oauth/access_token' ? json(200, { error: 'bad_verification_code' }) : json(400, { error: 'invalid_grant' });
         }
         grant.used = true;
         const accessToken = `at-${form.get('code')}`;
@@ -269,7 +270,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     next.google = { claims: { sub: 'g-2', email: 'eve@elsewhere.test', email_verified: true, given_name: 'Eve', family_name: 'Else', hd: 'elsewhere.test' } };
     const { done } = await signIn('google');
     expect(done.status).toBe(400);
-    expect(done.text).toContain('Sign-in with google failed');
+    expect(done.text).toContain('Sign-in with Google failed');
     expect((await users()).some((u) => u.email === 'eve@elsewhere.test')).toBe(false);
   });
 
@@ -337,7 +338,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     const state = authorize.searchParams.get('state')!;
     const cancelled = await browser.get(`/realms/social/broker/github/endpoint?error=access_denied&state=${encodeURIComponent(state)}`);
     expect(cancelled.status).toBe(400);
-    expect(cancelled.text).toContain('Sign-in with github was cancelled.');
+    expect(cancelled.text).toContain('Sign-in with GitHub was cancelled.');
 
     const again = await toUpstream(browser, 'github');
     const callback = await viaMock(again);
@@ -354,7 +355,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     const third = await toUpstream(other, 'github');
     const replay = await other.get(`/realms/social/broker/github/endpoint?code=${callback.searchParams.get('code')}&state=${third.searchParams.get('state')}`);
     expect(replay.status).toBe(400);
-    expect(replay.text).toContain('Sign-in with github failed');
+    expect(replay.text).toContain('Sign-in with GitHub failed');
     const errors = await eventually(async () => ((await admin('GET', '/events?type=IDENTITY_PROVIDER_LOGIN_ERROR&max=100')).body as { error: string; details: Record<string, string> }[]).filter((e) => /refused the code/.test(e.details.reason ?? '')));
     expect(errors.length).toBeGreaterThan(0);
   });
@@ -380,9 +381,10 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       expect((read.body as { config: Record<string, string> }).config.authorizationUrl).toBeUndefined();
       expect(JSON.stringify(read.body)).not.toContain('top-secret');
     }
-    // Each can sign in: the login page has a button for it.
+    // Each can sign in: the login page has a button for it, labelled by Keycloak's name of the provider (no display name given).
     const page = await new FormClient(t.url).get(`/realms/social/protocol/openid-connect/auth?${authQuery()}`);
-    for (const providerId of Object.keys(configs)) expect(page.text).toContain(`id="social-admin-${providerId}"`);
+    const names: Record<string, string> = { github: 'GitHub', google: 'Google', microsoft: 'Microsoft', gitlab: 'GitLab', facebook: 'Facebook', 'linkedin-openid-connect': 'LinkedIn', bitbucket: 'BitBucket' };
+    for (const providerId of Object.keys(configs)) expect(page.text).toMatch(new RegExp(`id="social-admin-${providerId}"[^>]*>${names[providerId]}</a>`));
   });
 
   it('the override option refuses a malformed value at start', () => {

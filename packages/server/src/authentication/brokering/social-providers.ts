@@ -27,6 +27,8 @@ type GetJson = (url: string) => Promise<unknown>;
 
 interface SocialProvider {
   kind: 'oidc' | 'oauth2';
+  /** Keycloak's factory name: the login page's label when the provider has no display name. */
+  name: string;
   /** The scope when the provider's `defaultScope` is empty. */
   scope(config: Config): string;
   /** The fixed endpoints (and OpenID Connect settings) merged over the stored config; URLs before any override. */
@@ -65,6 +67,7 @@ const GITHUB = { base: 'https://github.com', api: 'https://api.github.com' };
 export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   github: {
     kind: 'oauth2',
+    name: 'GitHub',
     scope: () => 'user:email',
     // GitHub Enterprise: `baseUrl` and `apiUrl` (Keycloak's config keys) replace github.com and api.github.com.
     fixed(config) {
@@ -90,6 +93,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   google: {
     kind: 'oidc',
+    name: 'Google',
     scope: () => 'openid profile email',
     fixed: () => ({
       authorizationUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
@@ -117,6 +121,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   microsoft: {
     kind: 'oauth2',
+    name: 'Microsoft',
     scope: () => 'User.read',
     fixed(config) {
       const tenant = encodeURIComponent(orDefault(config.tenantId, 'common'));
@@ -138,6 +143,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   gitlab: {
     kind: 'oidc',
+    name: 'GitLab',
     // Keycloak adds read_user to an `openid` scope (GitLab's user API needs it).
     scope: () => 'read_user openid',
     fixed: (config) => ({
@@ -163,6 +169,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   facebook: {
     kind: 'oauth2',
+    name: 'Facebook',
     scope: () => 'email',
     fixed: (config) => ({
       authorizationUrl: 'https://graph.facebook.com/oauth/authorize',
@@ -178,6 +185,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   'linkedin-openid-connect': {
     kind: 'oidc',
+    name: 'LinkedIn',
     scope: () => 'openid profile email',
     // Keycloak reads these from LinkedIn's discovery document once; they are fixed here. LinkedIn's ID tokens carry no nonce.
     fixed: () => ({
@@ -193,6 +201,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
   },
   bitbucket: {
     kind: 'oauth2',
+    name: 'BitBucket',
     scope: () => 'account email',
     fixed: () => ({
       authorizationUrl: 'https://bitbucket.org/site/oauth2/authorize',
@@ -221,6 +230,10 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
     },
   },
 };
+
+/** The name a provider is shown by (Keycloak's getIdentityProviderDisplayName): its display name, a social provider's name, its alias. */
+export const providerDisplayName = (provider: Pick<IdentityProvider, 'displayName' | 'providerId' | 'alias'>): string =>
+  provider.displayName || (Object.hasOwn(SOCIAL_PROVIDERS, provider.providerId) ? SOCIAL_PROVIDERS[provider.providerId].name : provider.alias);
 
 /** The providers a browser may sign in through here: OpenID Connect and the social ones above. */
 export const SIGN_IN_PROVIDER_IDS: ReadonlySet<string> = new Set([...OIDC_PROVIDER_IDS, ...Object.keys(SOCIAL_PROVIDERS)]);

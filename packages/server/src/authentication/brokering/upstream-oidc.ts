@@ -132,7 +132,9 @@ export async function exchangeCode(guard: OutboundGuard, provider: IdentityProvi
   } catch {
     body = null;
   }
-  if (response.status !== 200 || typeof body !== 'object' || body === null) {
+  // GitHub answers a refused code with 200 and an `error` field.
+  const refused = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string';
+  if (response.status !== 200 || typeof body !== 'object' || body === null || refused) {
     const upstream = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error.slice(0, 64) : `status ${response.status}`;
     throw new UpstreamError('identity_provider_error', `token endpoint refused the code (${upstream})`);
   }
