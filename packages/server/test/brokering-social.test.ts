@@ -82,8 +82,9 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     const tokenPaths = new Set(['/login/oauth/access_token', '/token', '/contoso/oauth2/v2.0/token', '/oauth/access_token', '/gitlab/oauth/token', '/oauth/v2/accessToken', '/site/oauth2/access_token']);
     /** One handler for both mocks; GitLab's (gitlab.com's paths collide with Facebook's) sees its paths under /gitlab. */
     const handler = (prefix: string) => async (request: IncomingMessage, response: ServerResponse) => {
-      const url = new URL(`${prefix}${request.url!}`, 'http://mock');
-      seen.push(`${request.method} ${url.pathname}${url.search}`);
+      // A GitHub Enterprise's API lives under /api/v3 of its host.
+      const url = new URL(`${prefix}${request.url!.replace(/^\/api\/v3\//, '/')}`, 'http://mock');
+      seen.push(`${request.method} ${prefix}${request.url!}`);
       const json = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
       const provider = authorizePaths[url.pathname];
       if (provider) {
@@ -139,7 +140,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     mockUrl = await listen(mock);
     gitlab = createServer(handler('/gitlab'));
     const gitlabMock = await listen(gitlab);
-    const hosts = ['github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com', 'www.linkedin.com', 'api.linkedin.com', 'bitbucket.org', 'api.bitbucket.org'];
+    const hosts = ['ghe.example.test', 'github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com', 'www.linkedin.com', 'api.linkedin.com', 'bitbucket.org', 'api.bitbucket.org'];
     t = await startServer({ config: { REALMGATE_BROKER_ENDPOINT_OVERRIDES: [...hosts.map((host) => `${host}=${mockUrl}`), `gitlab.com=${gitlabMock}`].join(',') } });
     token = await adminToken(t.url);
     const provider = (alias: string, providerId: string, config: Record<string, string> = {}, rest: Record<string, unknown> = {}) => ({
@@ -157,7 +158,8 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       identityProviders: [
         provider('github', 'github'),
         provider('github-trusted', 'github', {}, { trustEmail: true }),
-        provider('google', 'google', { hostedDomain: 'example.com', offlineAccess: 'true' }),
+        provider('github-enterprise', 'github', { baseUrl: 'https://ghe.example.test/', apiUrl: 'https://ghe.example.test/api/v3' }),
+        provider('google', 'google', { hostedDomain: 'example.com', offlineAccess: 'true', userIp: 'true' }),
         provider('microsoft', 'microsoft', { tenantId: 'contoso' }),
         provider('facebook', 'facebook', { fetchedFields: 'birthday' }),
         provider('gitlab', 'gitlab'),
@@ -250,6 +252,17 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     expect(all.find((u) => u.username === 'verified-cat')).toMatchObject({ email: 'verified@example.com', emailVerified: true });
   });
 
+  it('GitHub Enterprise: baseUrl and apiUrl (Keycloak’s keys) replace github.com and api.github.com', async () => {
+    next.github = { profile: { id: 5001, login: 'enterprise-cat', name: 'Enter Prise', email: 'ent@corp.example' }, emails: [] };
+    const before = seen.length;
+    const { authorize, done } = await signIn('github-enterprise');
+    expect(authorize.pathname).toBe('/login/oauth/authorize');
+    expect(done.status).toBe(302);
+    expect(seen.slice(before).map((line) => line.split('?')[0])).toEqual(['GET /login/oauth/authorize', 'POST /login/oauth/access_token', 'GET /api/v3/user']);
+    // The profile's own address: no /user/emails call.
+    expect((await users()).find((u) => u.username === 'enterprise-cat')).toMatchObject({ email: 'ent@corp.example', firstName: 'Enter', lastName: 'Prise' });
+  });
+
   it('Google (OpenID Connect): hd and access_type sent, the ID token checked by the key at the JWKS URL, fields from the claims; the second login links', async () => {
     next.google = { claims: { sub: 'g-1', email: 'ada@example.com', email_verified: true, given_name: 'Ada', family_name: 'Lovelace', hd: 'example.com' } };
     const first = await signIn('google');
@@ -258,6 +271,8 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     expect(first.authorize.searchParams.get('nonce')).toBeTruthy();
     expect(first.done.status).toBe(302);
     expect(seen).toContain('GET /oauth2/v3/certs');
+    // userIp: the browser's address rides on the user info request.
+    expect(seen).toContain('GET /v1/userinfo?userIp=127.0.0.1');
     const user = (await users()).find((u) => u.email === 'ada@example.com')!;
     expect(user).toMatchObject({ username: 'ada@example.com', firstName: 'Ada', lastName: 'Lovelace' });
     expect(await links(user.id)).toEqual([expect.objectContaining({ identityProvider: 'google', userId: 'g-1' })]);
