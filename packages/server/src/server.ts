@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { checkHostname, checkTestOnlyOptions, type ServerConfig } from './config/index.js';
+import { brokerEndpointOverrides, checkHostname, checkTestOnlyOptions, type ServerConfig } from './config/index.js';
 import type { ServerContext } from './context.js';
 import { accountApi } from './account-api/index.js';
 import { adminApi, adminConsoleRoutes } from './admin/index.js';
@@ -130,6 +130,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   // loadConfig checks these too; a configuration built in code must not skip them.
   checkHostname(config);
   checkTestOnlyOptions(config);
+  brokerEndpointOverrides(config);
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
   const metrics = new MetricsRegistry();

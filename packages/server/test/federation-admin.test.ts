@@ -70,9 +70,11 @@ describe.each(databases)('identity providers and components through the admin AP
     expect((await kc.identityProviders.find()).map((p) => p.alias)).toEqual(['corporate', 'github']);
     // Secrets are never logged.
     expect(JSON.stringify(t.logs)).not.toMatch(/corp-secret-[12]/);
-    // Only a type this server does not sign in through is named as kept as data (issue 37: OpenID Connect ones sign in).
-    const inert = (alias: string) => t.logs.some((l) => l.msg === 'identity provider stored as data: Realmgate signs users in through OpenID Connect providers only' && l.alias === alias);
-    expect(inert('github')).toBe(true);
+    // Only a type this server does not sign in through is named as kept as data (issue 37: OpenID Connect and social ones sign in).
+    await kc.identityProviders.create({ alias: 'tw', providerId: 'twitter', config: { clientId: 'tw', clientSecret: 'tw-secret' } });
+    const inert = (alias: string) => t.logs.some((l) => l.msg === 'identity provider stored as data: Realmgate signs users in through OpenID Connect and social (github, google, …) providers only' && l.alias === alias);
+    expect(inert('tw')).toBe(true);
+    expect(inert('github')).toBe(false);
     expect(inert('corp')).toBe(false);
   });
 

@@ -4,7 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { OIDC_PROVIDER_IDS } from '../authentication/index.js';
+import { SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
   identityProviderMapperRep,
@@ -35,10 +35,10 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     if (!provider) throw notFound('Could not find identity provider');
     return { realm, provider };
   };
-  // Only OpenID Connect providers sign users in (authentication/brokering/); the others are kept as data.
+  // Only OpenID Connect and the social providers of social-providers.ts sign users in; the others are kept as data.
   const inert = (realm: Realm, provider: IdentityProvider) => {
-    if (OIDC_PROVIDER_IDS.has(provider.providerId)) return;
-    ctx.logger.warn({ realm: realm.name, alias: provider.alias, providerId: provider.providerId }, 'identity provider stored as data: Realmgate signs users in through OpenID Connect providers only');
+    if (SIGN_IN_PROVIDER_IDS.has(provider.providerId)) return;
+    ctx.logger.warn({ realm: realm.name, alias: provider.alias, providerId: provider.providerId }, 'identity provider stored as data: Realmgate signs users in through OpenID Connect and social (github, google, …) providers only');
   };
 
   app.get('/realms/:realm/identity-provider/instances', async (request: AdminRequest) => {

@@ -40,6 +40,7 @@ export function loadConfig({ argv = [], env = {} }: ConfigSources = {}): ServerC
   config.providers = providers;
   checkHostname(config as ServerConfig);
   checkTestOnlyOptions(config as ServerConfig);
+  brokerEndpointOverrides(config as ServerConfig);
   const flagNames = new Set<string>(['--config', ...options.map((o) => o.flag)]);
   for (const name of flags.keys()) {
     if (!flagNames.has(name)) throw new ConfigError(`unknown option ${name}; known: ${[...flagNames].join(', ')}`);
@@ -67,6 +68,35 @@ export function checkHostname(config: Pick<ServerConfig, 'mode' | 'hostname' | '
         'to false (--hostname-strict false or REALMGATE_HOSTNAME_STRICT=false).',
     );
   }
+}
+
+/**
+ * The `brokerEndpointOverrides` option as a map from a fixed endpoint's host (`github.com`, `host:port`) to the
+ * origin that replaces it. Throws a ConfigError naming the first malformed pair; checked at start.
+ */
+export function brokerEndpointOverrides(config: Pick<ServerConfig, 'brokerEndpointOverrides'>): Map<string, string> {
+  const overrides = new Map<string, string>();
+  for (const pair of config.brokerEndpointOverrides) {
+    const fail = (why: string) =>
+      new ConfigError(`brokerEndpointOverrides: ${JSON.stringify(pair)} ${why}; each entry is host=origin, such as github.com=http://127.0.0.1:4010`);
+    const at = pair.indexOf('=');
+    if (at <= 0) throw fail('is not of the form host=origin');
+    const host = pair.slice(0, at).trim().toLowerCase();
+    const target = pair.slice(at + 1).trim();
+    if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?$/.test(host)) throw fail('does not start with a host name (and an optional port)');
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      throw fail('does not name an origin URL');
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
+      throw fail('must name an http:// or https:// origin without path, query, fragment or credentials');
+    }
+    if (overrides.has(host)) throw fail(`names ${host} a second time`);
+    overrides.set(host, url.origin);
+  }
+  return overrides;
 }
 
 /** Options that make a server cheaper to test and weaker to attack: production mode refuses them. */

@@ -1,5 +1,5 @@
 import type { AuthSession } from '../authentication/index.js';
-import { canSignIn } from '../authentication/index.js';
+import { canSignIn, providerDisplayName } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
 
@@ -10,7 +10,7 @@ export const brokerPath = (realm: Realm, alias: string, end: 'login' | 'endpoint
 /** The URL a login page button (or the redirector) sends the browser to; it carries the auth session's CSRF token. */
 export const brokerLoginUrl = (realm: Realm, auth: AuthSession, alias: string) => `${brokerPath(realm, alias, 'login')}?session_code=${encodeURIComponent(auth.csrf)}`;
 
-export const providerName = (provider: IdentityProvider) => provider.displayName || provider.alias;
+export const providerName = (provider: IdentityProvider) => providerDisplayName(provider);
 
 /** The login page's buttons (Keycloak's `social.providers`): by guiOrder, then name; hidden and organization ones left out. */
 export async function loginButtons(ctx: Pick<ServerContext, 'storage'>, realm: Realm, auth: AuthSession) {

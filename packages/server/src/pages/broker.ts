@@ -2,10 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   answeredAsBadCredentials,
   authBindingOf,
-  authorizationRequest,
   canSignIn,
   brokeredIdentityOf,
-  completeUpstreamLogin,
+  completeBrokerLogin,
   dropProgress,
   keepProgress,
   linkedUser,
@@ -19,6 +18,7 @@ import {
   takeUpstream,
   updateLinkedUser,
   UpstreamError,
+  upstreamAuthorizationRequest,
   type AuthSession,
   type BrokerProgress,
   type FormState,
@@ -90,7 +90,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswo
     const state = newUpstreamState();
     let upstream;
     try {
-      upstream = authorizationRequest(provider, redirectUri(request, realm, provider.alias), state, { prompt: undefined });
+      upstream = upstreamAuthorizationRequest(ctx.config, provider, redirectUri(request, realm, provider.alias), state, { prompt: undefined });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       await brokerError(request, realm, auth, provider, error.error, { reason: error.message });
@@ -128,7 +128,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswo
     }
     let identity;
     try {
-      identity = await brokeredIdentityOf(ctx, realm, provider, await completeUpstreamLogin(ctx.outbound, provider, code, redirectUri(request, realm, provider.alias), pending));
+      identity = await brokeredIdentityOf(ctx, realm, provider, await completeBrokerLogin(ctx.outbound, ctx.config, provider, code, redirectUri(request, realm, provider.alias), pending, info.ipAddress ?? null));
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       ctx.logger.warn({ realm: realm.name, provider: provider.alias, reason: error.message }, 'identity provider sign-in refused');

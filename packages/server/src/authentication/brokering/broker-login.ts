@@ -41,7 +41,7 @@ export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, pr
     const updated = { ...current, email, firstName: identity.firstName ?? current.firstName, lastName: identity.lastName ?? current.lastName };
     if (updated.email !== current.email || updated.firstName !== current.firstName || updated.lastName !== current.lastName) {
       // A trusted provider's address is verified; another changed address is not.
-      updated.emailVerified = updated.email === current.email ? current.emailVerified : provider.rest.trustEmail === true && identity.emailVerified;
+      updated.emailVerified = updated.email === current.email ? current.emailVerified : provider.rest.trustEmail === true && identity.emailVerified && identity.emailUnverified !== true;
       await ctx.storage.users.update(updated);
       current = updated;
     }

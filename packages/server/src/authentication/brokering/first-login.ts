@@ -108,8 +108,8 @@ const createUserIfUnique: Step = {
           email: identity.email,
           firstName: identity.firstName,
           lastName: identity.lastName,
-          // Keycloak: a trusted provider's address is taken as verified.
-          emailVerified: provider.rest.trustEmail === true,
+          // Keycloak: a trusted provider's address is taken as verified (not one the upstream itself says is unverified).
+          emailVerified: provider.rest.trustEmail === true && identity.emailUnverified !== true,
         },
         trx,
       ),

@@ -20,7 +20,49 @@ export const IDP_MAPPER_TYPES = [
   'oidc-advanced-role-idp-mapper',
   'oidc-username-idp-mapper',
   'oidc-hardcoded-group-idp-mapper',
+  'github-user-attribute-mapper',
+  'google-user-attribute-mapper',
+  'microsoft-user-attribute-mapper',
+  'facebook-user-attribute-mapper',
+  'linkedin-user-attribute-mapper',
 ] as const;
+
+/** The social providers' own attribute importers (Keycloak's AbstractJsonUserAttributeMapper), each for its provider only. */
+const JSON_ATTRIBUTE_MAPPERS: Readonly<Record<string, string>> = {
+  'github-user-attribute-mapper': 'github',
+  'google-user-attribute-mapper': 'google',
+  'microsoft-user-attribute-mapper': 'microsoft',
+  'facebook-user-attribute-mapper': 'facebook',
+  'linkedin-user-attribute-mapper': 'linkedin-openid-connect',
+};
+
+/**
+ * A profile field by Keycloak's `jsonField` path: `a.b` nested, `a[0]` an array's item; a list of strings is the
+ * values, a blank value none. Null when absent or the path is malformed.
+ */
+export function jsonFieldValues(profile: Record<string, unknown>, path: string): string[] | null {
+  const field = path.trim();
+  if (!field || field.startsWith('.') || field.endsWith('.') || field.startsWith('[')) return null;
+  let node: unknown = profile;
+  for (const part of field.split('.')) {
+    const indexed = /^(.*)\[\s*(\d+)\s*\]$/.exec(part);
+    if (part.endsWith(']') && !indexed) return null;
+    const name = indexed ? indexed[1].trim() : part;
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) return null;
+    node = (node as Record<string, unknown>)[name];
+    if (indexed && Array.isArray(node)) node = node[Number(indexed[2])];
+    if (node === undefined || node === null) return null;
+    if (Array.isArray(node)) {
+      const values = node.filter((v): v is string => typeof v === 'string');
+      return values.length ? values : null;
+    }
+    if (typeof node !== 'object') {
+      const value = String(node).trim();
+      return value ? [value] : null;
+    }
+  }
+  return [JSON.stringify(node)];
+}
 
 type SyncMode = 'IMPORT' | 'LEGACY' | 'FORCE';
 
@@ -163,6 +205,21 @@ export async function applyMappers(ctx: MapperContext, realm: Realm, provider: I
         }
         const member = (await ctx.storage.groups.userGroupIds(current.id)).includes(groupId);
         if (!member) await ctx.storage.groups.join(current.id, [groupId]);
+        break;
+      }
+      case 'github-user-attribute-mapper':
+      case 'google-user-attribute-mapper':
+      case 'microsoft-user-attribute-mapper':
+      case 'facebook-user-attribute-mapper':
+      case 'linkedin-user-attribute-mapper': {
+        // Keycloak: imported on a first login when present; later only with FORCE (set, or removed when gone).
+        const attribute = (c.userAttribute ?? '').trim();
+        if (!attribute || provider.providerId !== JSON_ATTRIBUTE_MAPPERS[type]) continue;
+        if (phase === 'update' && mode !== 'FORCE') continue;
+        const values = jsonFieldValues(identity.claims, c.jsonField ?? '');
+        if (!values && phase === 'import') continue;
+        current = withAttribute(current, attribute, values ?? []);
+        changed = true;
         break;
       }
       case 'oidc-username-idp-mapper':

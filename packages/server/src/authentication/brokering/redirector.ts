@@ -1,7 +1,7 @@
 import type { Authenticator } from '../../flows/index.js';
 import type { IdentityProvider } from '../../model/types.js';
 import type { BrowserEnv } from '../sign-in.js';
-import { OIDC_PROVIDER_IDS } from './upstream-oidc.js';
+import { SIGN_IN_PROVIDER_IDS } from './social-providers.js';
 
 /** The browser is sent to this identity provider's login (`/realms/{r}/broker/{alias}/login`). */
 export interface RedirectChallenge {
@@ -9,7 +9,7 @@ export interface RedirectChallenge {
 }
 
 /** A provider a browser may sign in through here: enabled, not link-only, of a type this server brokers. */
-export const canSignIn = (provider: IdentityProvider) => provider.enabled && provider.rest.linkOnly !== true && OIDC_PROVIDER_IDS.has(provider.providerId);
+export const canSignIn = (provider: IdentityProvider) => provider.enabled && provider.rest.linkOnly !== true && SIGN_IN_PROVIDER_IDS.has(provider.providerId);
 
 /**
  * Keycloak's identity-provider-redirector: the application's `kc_idp_hint`, else the step's `defaultProvider`,

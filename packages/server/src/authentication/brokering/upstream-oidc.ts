@@ -35,6 +35,11 @@ export interface BrokeredIdentity {
   firstName: string | null;
   lastName: string | null;
   emailVerified: boolean;
+  /**
+   * The upstream said this address is NOT verified (GitHub's `verified: false`, Bitbucket's `is_confirmed: false`):
+   * `trustEmail` does not mark it verified then.
+   */
+  emailUnverified?: boolean;
   /** The ID token's claims, then the user info's (user info wins), for the mappers. */
   claims: Record<string, unknown>;
   /** The ID token's claims alone (Keycloak's oidc-role-idp-mapper reads the ID token or the access token). */
@@ -54,21 +59,34 @@ export interface UpstreamRequest {
   codeVerifier: string | null;
 }
 
-/** The authorization request to the upstream, with a fresh nonce and (pkceEnabled) PKCE. */
-export function authorizationRequest(provider: IdentityProvider, redirectUri: string, state: string, extra: { loginHint?: string; prompt?: string } = {}): UpstreamRequest {
+/**
+ * The authorization request to the upstream, with a fresh nonce and (pkceEnabled) PKCE. A plain OAuth 2 provider
+ * (`oauth2`: GitHub, Microsoft, …) gets its scope as configured and no nonce; `params` are a provider's own (Google's `hd`).
+ */
+export function authorizationRequest(
+  provider: IdentityProvider,
+  redirectUri: string,
+  state: string,
+  extra: { loginHint?: string; prompt?: string; oauth2?: boolean; params?: Record<string, string> } = {},
+): UpstreamRequest {
   const c = provider.config;
   if (!c.authorizationUrl) throw new UpstreamError('identity_provider_error', 'the identity provider has no authorization URL');
-  const url = new URL(c.authorizationUrl);
+  let url: URL;
+  try {
+    url = new URL(c.authorizationUrl);
+  } catch {
+    throw new UpstreamError('identity_provider_error', 'the identity provider’s authorization URL is not a URL');
+  }
   const scope = (c.defaultScope ?? '').trim() || 'openid';
   const nonce = b64url(randomBytes(24));
   const params: Record<string, string> = {
     response_type: 'code',
     client_id: c.clientId ?? '',
     redirect_uri: redirectUri,
-    scope: scope.split(/\s+/).includes('openid') ? scope : `openid ${scope}`,
+    scope: extra.oauth2 || scope.split(/\s+/).includes('openid') ? scope : `openid ${scope}`,
     state,
   };
-  if (!flag(c.disableNonce)) params.nonce = nonce;
+  if (!extra.oauth2 && !flag(c.disableNonce)) params.nonce = nonce;
   let codeVerifier: string | null = null;
   if (flag(c.pkceEnabled)) {
     codeVerifier = b64url(randomBytes(32));
@@ -79,12 +97,13 @@ export function authorizationRequest(provider: IdentityProvider, redirectUri: st
   if (extra.loginHint && flag(c.loginHint)) params.login_hint = extra.loginHint;
   const prompt = c.prompt && c.prompt !== 'unspecified' ? c.prompt : extra.prompt;
   if (prompt) params.prompt = prompt;
+  Object.assign(params, extra.params);
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   return { url: url.href, nonce, codeVerifier };
 }
 
 /** The code exchange at the token endpoint, the client authenticated as the provider's config says. */
-async function exchangeCode(guard: OutboundGuard, provider: IdentityProvider, code: string, redirectUri: string, codeVerifier: string | null): Promise<Record<string, unknown>> {
+export async function exchangeCode(guard: OutboundGuard, provider: IdentityProvider, code: string, redirectUri: string, codeVerifier: string | null): Promise<Record<string, unknown>> {
   const c = provider.config;
   if (!c.tokenUrl) throw new UpstreamError('identity_provider_error', 'the identity provider has no token URL');
   const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri });
@@ -113,7 +132,9 @@ async function exchangeCode(guard: OutboundGuard, provider: IdentityProvider, co
   } catch {
     body = null;
   }
-  if (response.status !== 200 || typeof body !== 'object' || body === null) {
+  // GitHub answers a refused code with 200 and an `error` field.
+  const refused = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string';
+  if (response.status !== 200 || typeof body !== 'object' || body === null || refused) {
     const upstream = typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error.slice(0, 64) : `status ${response.status}`;
     throw new UpstreamError('identity_provider_error', `token endpoint refused the code (${upstream})`);
   }
@@ -223,14 +244,30 @@ async function userInfo(guard: OutboundGuard, provider: IdentityProvider, access
   return {};
 }
 
-const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+export const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+
+/** A provider's own steps in the OpenID Connect path (social-providers.ts): Google's hosted domain, GitLab's profile. */
+export interface OidcHooks {
+  /** Refuses an ID token (throws UpstreamError) beyond the standard checks. */
+  checkIdToken?(claims: Record<string, unknown>): void;
+  /** The identity from the ID token and the user info, where the provider does not use the standard claims. */
+  identity?(idClaims: Record<string, unknown>, info: Record<string, unknown>): Pick<BrokeredIdentity, 'id' | 'username' | 'email' | 'firstName' | 'lastName' | 'emailVerified'>;
+}
 
 /** The callback's work: code → tokens → verified identity. */
-export async function completeUpstreamLogin(guard: OutboundGuard, provider: IdentityProvider, code: string, redirectUri: string, pending: { nonce: string; codeVerifier: string | null }): Promise<BrokeredIdentity> {
+export async function completeUpstreamLogin(
+  guard: OutboundGuard,
+  provider: IdentityProvider,
+  code: string,
+  redirectUri: string,
+  pending: { nonce: string; codeVerifier: string | null },
+  hooks: OidcHooks = {},
+): Promise<BrokeredIdentity> {
   const tokens = await exchangeCode(guard, provider, code, redirectUri, pending.codeVerifier);
   const idToken = typeof tokens.id_token === 'string' ? tokens.id_token : null;
   if (!idToken) throw new UpstreamError('invalid_token', 'the token response has no ID token');
   const idClaims = { ...(await verifyIdToken(guard, provider, idToken, pending.nonce)) } as Record<string, unknown>;
+  hooks.checkIdToken?.(idClaims);
   const accessToken = typeof tokens.access_token === 'string' ? tokens.access_token : null;
   const info = accessToken && provider.config.disableUserInfo !== 'true' ? await userInfo(guard, provider, accessToken) : {};
   // The user info answer must be about the same user (OpenID Connect Core 5.3.2).
@@ -243,13 +280,16 @@ export async function completeUpstreamLogin(guard: OutboundGuard, provider: Iden
   }
   const claims = { ...idClaims, ...info };
   const id = String(idClaims.sub);
-  return {
+  const standard = {
     id,
     username: text(claims.preferred_username) ?? text(claims.email) ?? id,
     email: text(claims.email),
     firstName: text(claims.given_name),
     lastName: text(claims.family_name),
     emailVerified: claims.email_verified === true || claims.email_verified === 'true',
+  };
+  return {
+    ...(hooks.identity ? hooks.identity(idClaims, info) : standard),
     claims,
     idToken: idClaims,
     accessTokenClaims,
