@@ -66,10 +66,12 @@ describe('the admin console pages of keys, identity providers and user federatio
     expect(await open('example/identity-providers/github/github/mappers', 'identity-provider-mappers', (p) => p.getByText('idp-alias').first().waitFor({ timeout: 30_000 }))).toEqual([]);
   });
 
-  it('Identity providers in a realm without any shows the empty page, offering the two kinds this server signs in through', async () => {
+  it('Identity providers in a realm without any shows the empty page, offering the kinds this server signs in through, grouped as Keycloak groups them', async () => {
     expect(await open('master/identity-providers', 'identity-providers-empty', (p) => p.locator('[data-testid$="-card"]').first().waitFor({ timeout: 30_000 }))).toEqual([]);
     const cards = await session.page.locator('[data-testid$="-card"]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-testid')));
-    expect(cards.sort()).toEqual(['keycloak-oidc-card', 'oidc-card']);
+    expect(cards.sort()).toEqual(['bitbucket-card', 'facebook-card', 'github-card', 'gitlab-card', 'google-card', 'keycloak-oidc-card', 'linkedin-openid-connect-card', 'microsoft-card', 'oidc-card']);
+    await expect(session.page.getByText('User-defined:').count()).resolves.toBe(1);
+    await expect(session.page.getByText('Social:').count()).resolves.toBe(1);
   });
 
   it('Keys → Providers → Add provider: the ecdsa-generated form serverinfo describes makes a P-384 key, listed with ES384', async () => {
@@ -93,6 +95,25 @@ describe('the admin console pages of keys, identity providers and user federatio
     const key = (await t.server.context.keys.list(master.id)).find((k) => k.componentId === id);
     expect(key).toMatchObject({ algorithm: 'ES384', active: true });
     expect(session.problems).toEqual([]);
+  });
+
+  it('Identity providers → GitHub: its add page saves a provider this server signs in through', async () => {
+    expect(await open('example/identity-providers/github/add', 'identity-provider-add-github', (p) => p.locator('input[name="config.clientId"]').waitFor({ timeout: 30_000 }))).toEqual([]);
+    const page = session.page;
+    await screenshot(page, 'identity-provider-add-github');
+    await page.locator('input[name="alias"]').fill('github-two');
+    await page.locator('input[name="config.clientId"]').fill('gh-console');
+    await page.locator('input[name="config.clientSecret"]').fill('gh-console-secret');
+    const [created] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && /\/identity-provider\/instances\/?$/.test(new URL(r.url()).pathname), { timeout: 30_000 }),
+      page.getByRole('button', { name: 'Add', exact: true }).click(),
+    ]);
+    expect(created.status()).toBe(201);
+    await session.settled();
+    expect(session.problems).toEqual([]);
+    const example = (await t.server.context.storage.realms.byName('example'))!;
+    const stored = await t.server.context.storage.federation.providerByAlias(example.id, 'github-two');
+    expect(stored).toMatchObject({ providerId: 'github', enabled: true, config: { clientId: 'gh-console' } });
   });
 
   it('User federation shows the LDAP provider kept as data', async () => {
