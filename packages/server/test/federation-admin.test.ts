@@ -86,7 +86,7 @@ describe.each(databases)('identity providers and components through the admin AP
     expect(await kc.identityProviders.findMappers({ alias: 'mapped' })).toEqual([{ id, name: 'dept', identityProviderAlias: 'mapped', identityProviderMapper: 'hardcoded-attribute-idp-mapper', config: { attribute: 'dept', 'attribute.value': 'a' } }]);
     await kc.identityProviders.updateMapper({ alias: 'mapped', id }, { id, name: 'dept', identityProviderAlias: 'mapped', identityProviderMapper: 'hardcoded-attribute-idp-mapper', config: { attribute: 'dept', 'attribute.value': 'b' } });
     expect((await kc.identityProviders.findOneMapper({ alias: 'mapped', id }))?.config).toEqual({ attribute: 'dept', 'attribute.value': 'b' });
-    expect(await kc.identityProviders.findMapperTypes({ alias: 'mapped' })).toEqual({});
+    expect(Object.keys(await kc.identityProviders.findMapperTypes({ alias: 'mapped' }))).toContain('hardcoded-attribute-idp-mapper');
     // A mapper of one provider is not found under another.
     await kc.identityProviders.create({ alias: 'other', providerId: 'oidc' });
     expect((await api(t.url, 'GET', `/admin/realms/fed/identity-provider/instances/other/mappers/${id}`, (await kc.getAccessToken())!)).status).toBe(404);
@@ -95,6 +95,23 @@ describe.each(databases)('identity providers and components through the admin AP
     const { id: again } = await kc.identityProviders.createMapper({ alias: 'mapped', identityProviderMapper: { name: 'again', identityProviderMapper: 'x', identityProviderAlias: 'mapped' } });
     await kc.identityProviders.del({ alias: 'mapped' });
     expect(await t.server.context.storage.db.selectFrom('identity_provider_mapper').select('id').where('id', '=', again).execute()).toEqual([]);
+  });
+
+  it("mapper-types answers the mapper types of the provider's kind, as Keycloak's (the console's Add mapper form)", async () => {
+    await kc.identityProviders.create({ alias: 'types-oidc', providerId: 'oidc', enabled: true, config: { clientId: 'c', clientSecret: 's', authorizationUrl: 'http://127.0.0.1:9/auth', tokenUrl: 'http://127.0.0.1:9/token' } });
+    await kc.identityProviders.create({ alias: 'types-github', providerId: 'github', enabled: true, config: { clientId: 'c', clientSecret: 's' } });
+    try {
+      const oidc = await kc.identityProviders.findMapperTypes({ alias: 'types-oidc' });
+      expect(Object.keys(oidc).sort()).toEqual(['hardcoded-attribute-idp-mapper', 'hardcoded-role-idp-mapper', 'oidc-advanced-role-idp-mapper', 'oidc-hardcoded-group-idp-mapper', 'oidc-role-idp-mapper', 'oidc-user-attribute-idp-mapper', 'oidc-username-idp-mapper']);
+      expect(oidc['oidc-role-idp-mapper']).toMatchObject({ id: 'oidc-role-idp-mapper', name: 'Claim to Role', category: 'Role Importer' });
+      expect((oidc['oidc-role-idp-mapper'] as { properties: { name: string; type: string }[] }).properties.map((p) => [p.name, p.type])).toEqual([['claim', 'String'], ['claim.value', 'String'], ['role', 'Role']]);
+      const github = await kc.identityProviders.findMapperTypes({ alias: 'types-github' });
+      expect(Object.keys(github).sort()).toEqual(['github-user-attribute-mapper', 'hardcoded-attribute-idp-mapper', 'hardcoded-role-idp-mapper']);
+      await rejects(kc.identityProviders.findMapperTypes({ alias: 'no-such' }), 404);
+    } finally {
+      await kc.identityProviders.del({ alias: 'types-oidc' });
+      await kc.identityProviders.del({ alias: 'types-github' });
+    }
   });
 
   it('components: an LDAP provider with a mapper under it, filtered by type, parent and name; secrets masked and kept; deleted with what is under it', async () => {

@@ -4,7 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
+import { idpMapperTypes, SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
   identityProviderMapperRep,
@@ -104,8 +104,8 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
 
   // No mapper types: Realmgate runs no identity-provider mapper (the console's "Add mapper" offers none).
   app.get('/realms/:realm/identity-provider/instances/:alias/mapper-types', async (request: AdminRequest<AliasParams>) => {
-    await load(request);
-    return {};
+    const { provider } = await load(request);
+    return idpMapperTypes(provider.providerId);
   });
 
   app.get('/realms/:realm/identity-provider/instances/:alias/mappers', async (request: AdminRequest<AliasParams>) => {

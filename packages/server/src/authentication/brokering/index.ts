@@ -5,3 +5,4 @@ export { IDP_MAPPER_TYPES } from './idp-mappers.js';
 export { canSignIn, identityProviderRedirector, type RedirectChallenge } from './redirector.js';
 export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, UpstreamError, type BrokeredIdentity } from './upstream-oidc.js';
 export { completeBrokerLogin, providerDisplayName, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, upstreamAuthorizationRequest } from './social-providers.js';
+export { idpMapperTypes } from './idp-mapper-types.js';
