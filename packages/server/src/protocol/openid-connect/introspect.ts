@@ -26,6 +26,9 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
         if (type !== 'Bearer') return { ...claims, active: true, client_id: claims.azp, username: claims.preferred_username, token_type: type };
         // An access token: its mechanics, then what the mappers with `introspection.token.claim` write now (as
         // Keycloak 26, the roles are the user's current ones).
+        // As Keycloak 26.7: a caller that is neither the token's client nor in its audience learns nothing of it.
+        const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+        if (claims.azp !== client.clientId && !audience.includes(client.clientId)) return { active: false };
         const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
         const tokenClient = await ctx.storage.clients.cachedByClientId(realm.id, claims.azp as string);
         if (!user || !tokenClient) return { active: false };
