@@ -113,7 +113,7 @@ describe('discovery advertises exactly what works', () => {
   it('advertises no registration endpoint and no front- or back-channel logout notification', () => {
     expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
     expect(meta.registration_endpoint).toBeUndefined();
-    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: true, request_uri_parameter_supported: false });
   });
 
   it('advertises iss in authorization responses (RFC 9207) and sends it in every mode, errors included', async () => {

@@ -24,6 +24,8 @@ export const OAUTH_ERRORS = {
   not_allowed: 400,
   // RFC 8628 3.5, the device_code grant's while the user has not approved (or has refused, or too late)
   authorization_pending: 400, slow_down: 400, access_denied: 400, expired_token: 400,
+  // RFC 9101 6.3: a request object (`request`) pushed to the PAR endpoint that cannot be read or verified
+  invalid_request_object: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;

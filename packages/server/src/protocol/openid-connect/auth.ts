@@ -7,6 +7,7 @@ import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, t
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { parRequired, takePushedRequest } from './par.js';
+import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
 
@@ -40,6 +41,14 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       const pushed = await takePushedRequest(ctx, realm, client, requestUri);
       if (!pushed) return ctx.forms.requestError(reply, realm, 'Invalid parameter: request_uri');
       params = pushed;
+    }
+    // A request object (JAR, `request`): its claims are the request's parameters, over the query's (request-object.ts).
+    const requestObject = paramsOf(request)?.request;
+    if (requestUri === undefined && requestObject !== undefined) {
+      const read = typeof requestObject === 'string' ? await readRequestObject(ctx, request, realm, client, requestObject) : ({ ok: false, reason: 'given more than once' } as const);
+      if (!read.ok) return ctx.forms.requestError(reply, realm, `Invalid parameter: request (${read.reason})`);
+      const { request: _object, ...query } = params ?? {};
+      params = { ...query, ...read.params };
     }
     const param = (name: string) => paramOf(params, name);
     const base = baseUrl(request, ctx.config.hostname);

@@ -11,6 +11,7 @@ import { authenticateClient, formFields, isFormRequest } from './client-auth.js'
 import { corsForClient } from './cors.js';
 import { unknownScopes } from './mappers/index.js';
 import { realmOrError } from './realm-lookup.js';
+import { readRequestObject } from './request-object.js';
 
 /** RFC 9126's URN prefix; Keycloak puts a random UUID after it. */
 export const REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
@@ -44,7 +45,13 @@ export function parRoutes(app: FastifyInstance, ctx: ServerContext): void {
     corsForClient(ctx, request, client);
     const params = formFields(request.body);
     if (params.request_uri !== undefined) throw oauthError.invalid_request('It is not allowed to include request_uri to PAR.');
-    if (params.request !== undefined) throw oauthError.invalid_request('Request objects (request) are not supported');
+    // A request object's claims are the pushed parameters, over the form's (Keycloak's ParEndpointRequestObjectParser).
+    if (params.request !== undefined) {
+      const read = await readRequestObject(ctx, request, realm, client, params.request);
+      if (!read.ok) throw oauthError.invalid_request_object(read.reason);
+      delete params.request;
+      Object.assign(params, read.params);
+    }
     const long = Object.entries(params).find(([, value]) => value.length > MAX_PARAM);
     if (long) throw oauthError.invalid_request(`Invalid parameter: ${long[0].slice(0, 40)} is too long`);
     // The checks Keycloak's PAR endpoint makes before it stores; the authorization endpoint makes all of its own again.
