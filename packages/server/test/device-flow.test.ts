@@ -87,6 +87,18 @@ describe('the device authorization grant', () => {
     expect(wrongSecret).toMatchObject({ status: 401, body: { error: 'unauthorized_client', error_description: 'Invalid client or Invalid client credentials' } });
   });
 
+  it("takes the realm's oauth2DeviceCodeLifespan and oauth2DevicePollingInterval (the console's Tokens tab) under the client's own", async () => {
+    const token = await adminToken(t.url);
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { oauth2DeviceCodeLifespan: 120, oauth2DevicePollingInterval: 3 })).status).toBe(204);
+    expect((await api(t.url, 'GET', `/admin/realms/${REALM}`, token)).body).toMatchObject({ oauth2DeviceCodeLifespan: 120, oauth2DevicePollingInterval: 3 });
+    const realmDefaults = await deviceAuthorization(t.url, { client_id: 'tv' });
+    expect([realmDefaults.body.expires_in, realmDefaults.body.interval]).toEqual([120, 3]);
+    const own = await deviceAuthorization(t.url, { client_id: 'box', client_secret: 'box-secret' });
+    expect([own.body.expires_in, own.body.interval]).toEqual([30, 2]);
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { oauth2DeviceCodeLifespan: 600, oauth2DevicePollingInterval: 5 })).status).toBe(204);
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { oauth2DevicePollingInterval: 0 })).status).toBe(400);
+  });
+
   it('is off unless the client switches it on: 400 unauthorized_client at the device endpoint, invalid_grant at the token endpoint', async () => {
     const refused = await deviceAuthorization(t.url, { client_id: 'plain' });
     expect(refused).toMatchObject({
