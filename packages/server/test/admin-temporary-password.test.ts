@@ -47,7 +47,7 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
   };
 
   const notSetUp = { status: 400, body: { error: 'invalid_grant', error_description: 'Account is not fully set up' } };
-  const badCredentials = { status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } };
+  const badCredentials = { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } };
 
   it('reset-password with temporary: true adds UPDATE_PASSWORD; the grant is refused until the new password is chosen at the login page', async () => {
     const id = await newUser('tina', { value: 'Tina-pass-1', temporary: false });
@@ -151,7 +151,7 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
 
     // As a user without a password: the grant and the login form answer bad credentials.
     expect(await grant('dora', 'Dora-pass-1')).toEqual(badCredentials);
-    expect(await grant('dora', '')).toMatchObject({ status: 401 });
+    expect(await grant('dora', '')).toMatchObject({ status: 400 });
     const { page } = await signIn('dora', 'Dora-pass-1');
     expect(page.status).toBe(401);
     expect(textOf(page.text, 'input-error-username')).toBe('Invalid username or password.');

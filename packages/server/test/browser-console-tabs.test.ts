@@ -160,6 +160,16 @@ describe('client tabs', () => {
     expect((await kc.clients.getKeyInfo({ id: jwtId, attr: 'jwt.credential' })).certificate).toBe(der.toString('base64'));
   });
 
+  it('Settings → Capability config: the OAuth 2.0 Device Authorization Grant switch saves the client attribute (issue 40)', async () => {
+    const { page } = session;
+    expect(await open(`${REALM}/clients/${appId}/settings`, 'client-device-grant', (p) => p.locator('#kc-oauth-device-authorization-grant').waitFor(wait))).toEqual([]);
+    await page.locator('#kc-oauth-device-authorization-grant').check();
+    await clickFor('[data-testid="settings-save"]', 'PUT', new RegExp(`/admin/realms/${REALM}/clients/${appId}$`));
+    await session.ready('tabs-client-device-grant-saved', async () => {});
+    expect(session.problems).toEqual([]);
+    expect((await kc.clients.findOne({ id: appId }))?.attributes?.['oauth2.device.authorization.grant.enabled']).toBe('true');
+  });
+
   it('Advanced → Authentication flow overrides: a copy of "direct grant" chosen and saved is the client\'s, and is used', async () => {
     const { page } = session;
     await kc.authenticationManagement.copyFlow({ flow: 'direct grant', newName: 'strict grant' });

@@ -118,9 +118,9 @@ describe('TOTP in a real browser', () => {
 
     // The password grant: without totp, with a wrong one, with a used one, then with a fresh one.
     const grant = (extra: Record<string, string>) => tokenRequest(t.url, 'otp', { grant_type: 'password', client_id: 'web', username: 'carol', password: PASSWORD, ...extra });
-    expect(await grant({})).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
-    expect(await grant({ totp: '000000' })).toMatchObject({ status: 401, body: { error: 'invalid_grant' } });
-    expect(await grant({ totp: code })).toMatchObject({ status: 401, body: { error: 'invalid_grant' } });
+    expect(await grant({})).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    expect(await grant({ totp: '000000' })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await grant({ totp: code })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect((await grant({ totp: codes.next() })).status).toBe(200);
   });
 });

@@ -94,7 +94,7 @@ describe('one server, state in memory', () => {
   it('without bruteForceProtected nothing is counted', async () => {
     const r = await newRealm(t, token, {});
     const user = await newUser(r);
-    for (let i = 0; i < 4; i++) expect((await grant(r, user.username, WRONG)).status).toBe(401);
+    for (let i = 0; i < 4; i++) expect((await grant(r, user.username, WRONG)).status).toBe(400);
     expect((await grant(r, user.username, PASSWORD)).status).toBe(200);
     expect((await status(r, user.id)).body).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
   });
@@ -102,10 +102,10 @@ describe('one server, state in memory', () => {
   it('locks a user after failureFactor failures across both entry points; a locked user is told what a wrong password is told', async () => {
     const r = await newRealm(t, token, lockAt3);
     const user = await newUser(r);
-    expect((await grant(r, user.username, WRONG)).status).toBe(401);
+    expect((await grant(r, user.username, WRONG)).status).toBe(400);
     expect((await formLogin(r, user.username, WRONG)).status).toBe(401);
     const wrong = await grant(r, user.username, WRONG);
-    expect(wrong).toEqual({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    expect(wrong).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     // Locked: the right password gets the very answer a wrong one gets, at both doors.
     expect(await grant(r, user.username, PASSWORD)).toEqual(wrong);
     const page = await formLogin(r, user.username, PASSWORD);
@@ -126,9 +126,9 @@ describe('one server, state in memory', () => {
     const r = await newRealm(t, token, lockAt3);
     const user = await newUser(r);
     for (let i = 0; i < 3; i++) await grant(r, user.username, WRONG);
-    expect((await grant(r, user.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, user.username, PASSWORD)).status).toBe(400);
     advanceClock(59_000);
-    expect((await grant(r, user.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, user.username, PASSWORD)).status).toBe(400);
     advanceClock(2_000);
     expect((await status(r, user.id)).body).toMatchObject({ numFailures: 3, disabled: false });
     // Failures 4 and 5 do not lock (MULTIPLE); the 6th does, for 2 × 60 s.
@@ -136,7 +136,7 @@ describe('one server, state in memory', () => {
     expect((await status(r, user.id)).body).toMatchObject({ numFailures: 5, disabled: false });
     await grant(r, user.username, WRONG);
     advanceClock(61_000);
-    expect((await grant(r, user.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, user.username, PASSWORD)).status).toBe(400);
     advanceClock(60_000);
     // Open again; a success forgets the failures.
     expect((await grant(r, user.username, PASSWORD)).status).toBe(200);
@@ -174,7 +174,7 @@ describe('one server, state in memory', () => {
     expect((await status(r, user.id)).body.disabled).toBe(false);
     await grant(r, user.username, WRONG);
     expect((await status(r, user.id)).body).toMatchObject({ numFailures: 2, disabled: true });
-    expect((await grant(r, user.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, user.username, PASSWORD)).status).toBe(400);
     expect(await loginErrors(r, user.id)).toContain('user_temporarily_disabled');
     advanceClock(61_000);
     expect((await grant(r, user.username, PASSWORD)).status).toBe(200);
@@ -187,11 +187,11 @@ describe('one server, state in memory', () => {
     expect((await api(t.url, 'GET', `/admin/realms/${r.realm}/users/${user.id}`, token)).body.enabled).toBe(false);
     expect((await status(r, user.id)).body).toMatchObject({ numFailures: 3, disabled: true });
     // Told what a wrong password is told; recorded as Keycloak records it.
-    expect(await grant(r, user.username, PASSWORD)).toEqual({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    expect(await grant(r, user.username, PASSWORD)).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     expect((await formLogin(r, user.username, PASSWORD)).status).toBe(401);
     expect((await loginErrors(r, user.id))[0]).toBe('user_disabled');
     advanceClock(3600_000);
-    expect((await grant(r, user.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, user.username, PASSWORD)).status).toBe(400);
     vi.useRealTimers();
     // Clearing the failures does not enable the user; enabling it does.
     expect((await api(t.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token)).status).toBe(204);
@@ -217,7 +217,7 @@ describe('one server, state in memory', () => {
     for (const u of [a, b]) for (let i = 0; i < 3; i++) await grant(r, u.username, WRONG);
     expect((await api(t.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${a.id}`, token)).status).toBe(204);
     expect((await grant(r, a.username, PASSWORD)).status).toBe(200);
-    expect((await grant(r, b.username, PASSWORD)).status).toBe(401);
+    expect((await grant(r, b.username, PASSWORD)).status).toBe(400);
     for (let i = 0; i < 3; i++) await grant(r, a.username, WRONG);
     expect((await api(t.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users`, token)).status).toBe(204);
     for (const u of [a, b]) {
@@ -248,7 +248,7 @@ describe('one server, state in memory', () => {
     const r = await newRealm(t, token, { bruteForceProtected: true, failureFactor: 1000, quickLoginCheckMilliSeconds: 0 });
     const user = await newUser(r);
     const answers = await Promise.all(Array.from({ length: 50 }, () => grant(r, user.username, WRONG)));
-    expect(answers.every((a) => a.status === 401)).toBe(true);
+    expect(answers.every((a) => a.status === 400)).toBe(true);
     expect((await status(r, user.id)).body.numFailures).toBe(50);
   });
 });
@@ -267,7 +267,7 @@ describe('the per-address limit', () => {
     const r = await newRealm(t, token, {});
     const good = await newUser(r);
     // A spray: one guess each at five accounts, unknown ones included.
-    for (let i = 0; i < 5; i++) expect((await grant(r, `victim-${i}`, WRONG)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await grant(r, `victim-${i}`, WRONG)).status).toBe(400);
     const refused = await fetch(`${t.url}/realms/${r.realm}/protocol/openid-connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -302,10 +302,10 @@ describe('two servers on one Redis and one PostgreSQL', () => {
   it('share the count: failures on either lock the user on both, and an unlock on one is seen by the other', async () => {
     const r = await newRealm(a, token, lockAt3);
     const user = await newUser(r);
-    expect((await grant(r, user.username, WRONG, a.url)).status).toBe(401);
-    expect((await grant(r, user.username, WRONG, b.url)).status).toBe(401);
-    expect((await grant(r, user.username, WRONG, a.url)).status).toBe(401);
-    expect((await grant(r, user.username, PASSWORD, b.url)).status).toBe(401);
+    expect((await grant(r, user.username, WRONG, a.url)).status).toBe(400);
+    expect((await grant(r, user.username, WRONG, b.url)).status).toBe(400);
+    expect((await grant(r, user.username, WRONG, a.url)).status).toBe(400);
+    expect((await grant(r, user.username, PASSWORD, b.url)).status).toBe(400);
     expect((await status(r, user.id, b.url)).body).toMatchObject({ numFailures: 3, disabled: true });
     expect((await api(b.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token)).status).toBe(204);
     expect((await grant(r, user.username, PASSWORD, a.url)).status).toBe(200);
@@ -315,7 +315,7 @@ describe('two servers on one Redis and one PostgreSQL', () => {
     const r = await newRealm(a, token, { bruteForceProtected: true, failureFactor: 1000, quickLoginCheckMilliSeconds: 0 });
     const user = await newUser(r);
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => grant(r, user.username, WRONG, i % 2 ? a.url : b.url)));
-    expect(answers.every((x) => x.status === 401)).toBe(true);
+    expect(answers.every((x) => x.status === 400)).toBe(true);
     expect((await status(r, user.id)).body.numFailures).toBe(50);
   });
 });

@@ -1,6 +1,6 @@
 import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FormClient, inputValue, pkce } from './support/forms.js';
+import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -41,6 +41,18 @@ const basic = (id: string, password: string) => ({ authorization: `Basic ${Buffe
 const passwordGrant = async (scope = 'openid') =>
   json(await form(meta.token_endpoint, { grant_type: 'password', client_id: 'spa', username: 'dina', password: PASSWORD, scope }));
 
+/** The device flow for `spa` (RFC 8628): the user approves on the device page, the device's poll gets the tokens. */
+async function deviceGrant() {
+  await spaAttributes({ 'oauth2.device.authorization.grant.enabled': 'true' });
+  const started = await json(await form(meta.device_authorization_endpoint, { client_id: 'spa', scope: 'openid' }));
+  const browser = new FormClient(t.url);
+  const page = await browser.get(started.body.verification_uri_complete);
+  const consent = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dina', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+  const answer = firstForm(consent.text);
+  expect((await browser.post(answer.action, { ...answer.hidden, accept: 'yes' })).status).toBe(302);
+  return json(await form(meta.token_endpoint, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: 'spa', device_code: started.body.device_code }));
+}
+
 /** A browser login through the authorization endpoint; the authorization response as the client receives it. */
 async function browserLogin(responseMode: string, scope = 'openid'): Promise<{ params: URLSearchParams; verifier: string }> {
   const browser = new FormClient(t.url);
@@ -72,7 +84,7 @@ beforeAll(async () => {
   adminBearer = admin;
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
-  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'] })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'], attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
   secret = 'api-secret-value-1';
   const jwks = [];
   for (const alg of ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']) {
@@ -80,9 +92,9 @@ beforeAll(async () => {
     assertionKeys[alg] = { kid: `k-${alg}`, key: pair.privateKey };
     jwks.push({ ...(await exportJWK(pair.publicKey)), kid: `k-${alg}`, use: 'sig' });
   }
-  const pkjwt = { serviceAccountsEnabled: true, clientAuthenticatorType: 'client-jwt', attributes: { 'use.jwks.string': 'true', 'jwks.string': JSON.stringify({ keys: jwks }) } };
+  const pkjwt = { serviceAccountsEnabled: true, clientAuthenticatorType: 'client-jwt', attributes: { 'use.jwks.string': 'true', 'jwks.string': JSON.stringify({ keys: jwks }), 'allow.token.introspection.without.audience.check': 'true' } };
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-pkjwt', ...pkjwt })).status).toBe(201);
-  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-sjwt', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-secret-jwt', secret: SJWT_SECRET })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-sjwt', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-secret-jwt', secret: SJWT_SECRET, attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
   const user = await api(t.url, 'POST', `/admin/realms/${REALM}/users`, admin, { username: 'dina', email: 'dina@example.com', emailVerified: true, firstName: 'Dina', lastName: 'Mo', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] });
   expect(user.status).toBe(201);
   const response = await fetch(`${t.url}/realms/${REALM}/.well-known/openid-configuration`);
@@ -101,7 +113,7 @@ describe('discovery advertises exactly what works', () => {
   it('advertises no registration endpoint and no front- or back-channel logout notification', () => {
     expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
     expect(meta.registration_endpoint).toBeUndefined();
-    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: true, request_uri_parameter_supported: false });
   });
 
   it('advertises iss in authorization responses (RFC 9207) and sends it in every mode, errors included', async () => {
@@ -152,6 +164,17 @@ describe('discovery advertises exactly what works', () => {
         expect(response.headers.get('location')).toBe(`${CALLBACK}?state=bye`);
         expect((await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: other.body.refresh_token })).status).toBe(400);
       },
+      device_authorization_endpoint: async () => expect((await deviceGrant()).body.access_token).toBeTruthy(),
+      pushed_authorization_request_endpoint: async () => {
+        const { verifier, challenge } = pkce();
+        const pushed = await json(await form(meta.pushed_authorization_request_endpoint, { client_id: 'spa', response_type: 'code', redirect_uri: CALLBACK, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }));
+        expect(pushed.status).toBe(201);
+        const browser = new FormClient(t.url);
+        const page = await browser.get(`${meta.authorization_endpoint}?${new URLSearchParams({ client_id: 'spa', request_uri: pushed.body.request_uri })}`);
+        const done = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dina', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+        const code = new URL(done.location!).searchParams.get('code')!;
+        expect((await json(await form(meta.token_endpoint, { grant_type: 'authorization_code', client_id: 'spa', code, redirect_uri: CALLBACK, code_verifier: verifier }))).status).toBe(200);
+      },
       jwks_uri: async () => {
         const keys = (await json(await fetch(meta.jwks_uri))).body.keys as { kid: string }[];
         expect(keys.map((k) => k.kid)).toContain(decodeProtectedHeader(tokens.body.access_token).kid);
@@ -167,6 +190,7 @@ describe('discovery advertises exactly what works', () => {
         const tokens = await passwordGrant();
         expect((await json(await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: tokens.body.refresh_token }))).status).toBe(200);
       },
+      'urn:ietf:params:oauth:grant-type:device_code': async () => expect((await deviceGrant()).status).toBe(200),
       client_credentials: async () => {
         const response = await json(await form(meta.token_endpoint, { grant_type: 'client_credentials' }, basic('api', secret)));
         expect(decodeJwt(response.body.access_token).preferred_username).toBe('service-account-api');

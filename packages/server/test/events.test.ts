@@ -78,7 +78,7 @@ describe('user and admin events', () => {
   it('delivers LOGIN, LOGIN_ERROR, CLIENT_LOGIN, REFRESH_TOKEN and LOGOUT to the named listener, with their fields', async () => {
     const login = await password(PASSWORD);
     expect(login.status).toBe(200);
-    expect((await password(WRONG_PASSWORD)).status).toBe(401);
+    expect((await password(WRONG_PASSWORD)).status).toBe(400);
     const cc = await tokenRequest(t.url, 'ev', { grant_type: 'client_credentials' }, { authorization: `Basic ${Buffer.from(`svc:${CLIENT_SECRET}`).toString('base64')}` });
     expect(cc.status).toBe(200);
     const refreshed = await tokenRequest(t.url, 'ev', { grant_type: 'refresh_token', client_id: 'admin-cli', refresh_token: login.body.refresh_token as string });

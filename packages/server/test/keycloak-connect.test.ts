@@ -26,7 +26,7 @@ describe.each(httpDatabases)('keycloak-connect with the installation keycloak.js
     kc = await masterAdminClient(t.url);
     await kc.realms.create({ realm: 'node-app', enabled: true, sslRequired: 'none' });
     kc.setConfig({ realmName: 'node-app' });
-    apiId = (await kc.clients.create({ clientId: 'node-api', serviceAccountsEnabled: true, directAccessGrantsEnabled: true, secret: 'node-api-secret-1' })).id;
+    apiId = (await kc.clients.create({ clientId: 'node-api', serviceAccountsEnabled: true, directAccessGrantsEnabled: true, secret: 'node-api-secret-1', attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).id;
     await kc.clients.createRole({ id: apiId, name: 'reader' });
     webId = (await kc.clients.create({ clientId: 'node-web', publicClient: true, directAccessGrantsEnabled: true })).id;
     await kc.users.create({ username: 'nora', enabled: true, email: 'nora@example.test', credentials: [{ type: 'password', value: 'Nora-pass-1', temporary: false }] });

@@ -378,7 +378,7 @@ describe.each(databases)('Keycloak 18–26 exports from public repositories (%s)
       expect(claims.azp).toBe(clientId);
       want?.claims?.(claims, rep);
       // A wrong password is refused.
-      expect((await tokenRequest(t.url, rep.realm, { grant_type: 'password', client_id: clientId, ...(want?.secret ? { client_secret: want.secret } : {}), username, password: `${password}x` })).status).toBe(401);
+      expect((await tokenRequest(t.url, rep.realm, { grant_type: 'password', client_id: clientId, ...(want?.secret ? { client_secret: want.secret } : {}), username, password: `${password}x` })).status).toBe(400);
     });
 
     it.each(signable.filter((f) => (data(f).users ?? []).some((u: Rep) => !u.serviceAccountClientId)))('%s: the same user signs in through the login form of account-console (PKCE)', async (file) => {

@@ -197,7 +197,7 @@ describe('realm keys on two nodes', () => {
     const { a, b } = pair;
     const admin = await adminToken(a.url);
     expect((await api(a.url, 'POST', '/admin/realms', admin, { realm: 'nodes', enabled: true })).status).toBe(201);
-    expect((await api(a.url, 'POST', '/admin/realms/nodes/clients', admin, { clientId: 'svc', secret: 'svc-secret-1', serviceAccountsEnabled: true })).status).toBe(201);
+    expect((await api(a.url, 'POST', '/admin/realms/nodes/clients', admin, { clientId: 'svc', secret: 'svc-secret-1', serviceAccountsEnabled: true, attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
     const grant = async (url: string) => (await tokenRequest(url, 'nodes', { grant_type: 'client_credentials', client_id: 'svc', client_secret: 'svc-secret-1' })).body.access_token as string;
     const old = await grant(b.url);
     const added = await api(a.url, 'POST', '/admin/realms/nodes/components', admin, { name: 'ec', providerId: 'ecdsa-generated', providerType: KEYS, config: { priority: ['10'] } });

@@ -161,7 +161,7 @@ describe('required actions as providers', () => {
       expect(params).toMatchObject({ kc_action: 'UPDATE_PASSWORD', kc_action_status: 'success', state: 'st' });
       expect(params.code).toBeTruthy();
       expect((await tokenRequest(t.url, realm, { grant_type: 'password', client_id: 'spa', username, password: 'Changed-password-8' })).status).toBe(200);
-      expect((await tokenRequest(t.url, realm, { grant_type: 'password', client_id: 'spa', username, password: PASSWORD })).status).toBe(401);
+      expect((await tokenRequest(t.url, realm, { grant_type: 'password', client_id: 'spa', username, password: PASSWORD })).status).toBe(400);
     });
 
     it('cancelled: back with kc_action_status=cancelled, the password unchanged', async () => {

@@ -257,7 +257,7 @@ describe('reset credentials and first broker login as Keycloak 26 builds them', 
       expect((await passwordGrant(r, user.username)).status).toBe(200);
       const config = (await call('GET', `/authentication/config/${(await execution(subflow, 'conditional-user-attribute')).authenticationConfig}`)).body as Record<string, unknown>;
       ok(await call('PUT', `/authentication/config/${(config as { id: string }).id}`, { ...config, config: { attribute_name: 'mfa', attribute_expected_value: 'yes', include_group_attributes: 'true' } }));
-      expect((await passwordGrant(r, user.username)).status).toBe(401);
+      expect((await passwordGrant(r, user.username)).status).toBe(400);
       expect((await passwordGrant(r, user.username, { otp: app.codes.next() })).status).toBe(200);
     } finally {
       ok(await call('PUT', `/clients/${web.id}`, { ...web, authenticationFlowBindingOverrides: {} }));

@@ -79,9 +79,9 @@ describe('one server (sqlite, memory store)', () => {
     const user = await newOtpUser(r);
     const app = await withOtp(r, user);
     for (let i = 0; i < 50; i++) {
-      expect(await passwordGrant(r, user.username, { totp: app.wrongCode() })).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+      expect(await passwordGrant(r, user.username, { totp: app.wrongCode() })).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     }
-    expect(await passwordGrant(r, user.username, { totp: app.codes.next() })).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+    expect(await passwordGrant(r, user.username, { totp: app.codes.next() })).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     expect((await eventErrors(r, user.id)).filter((e) => e === 'invalid_user_credentials')).toHaveLength(USER_CAP);
   });
 
@@ -89,15 +89,15 @@ describe('one server (sqlite, memory store)', () => {
     const r = await newOtpRealm(t, token);
     const user = await newOtpUser(r);
     const app = await withOtp(r, user);
-    for (let i = 0; i < USER_CAP - 1; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
+    for (let i = 0; i < USER_CAP - 1; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(400);
     expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(200);
-    expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
-    expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(401);
+    expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(400);
+    expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(400);
     try {
       // Date only: the server's timers and the store's TTLs keep real time; the cap reads its window by Date.
       vi.useFakeTimers({ toFake: ['Date'] });
       vi.setSystemTime(Date.now() + 12 * 3600_000 - 60_000);
-      expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(401);
+      expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(400);
       vi.setSystemTime(Date.now() + 61_000);
       expect((await passwordGrant(r, user.username, { totp: app.codes.next() })).status).toBe(200);
     } finally {
@@ -110,7 +110,7 @@ describe('one server (sqlite, memory store)', () => {
     const user = await newOtpUser(r);
     const app = await withOtp(r, user);
     const answers = await Promise.all(Array.from({ length: 30 }, () => passwordGrant(r, user.username, { totp: app.wrongCode() })));
-    expect(answers.every((a) => a.status === 401)).toBe(true);
+    expect(answers.every((a) => a.status === 400)).toBe(true);
     expect((await eventErrors(r, user.id)).filter((e) => e === 'invalid_user_credentials')).toHaveLength(USER_CAP);
   });
 
@@ -120,8 +120,8 @@ describe('one server (sqlite, memory store)', () => {
     const app = await withOtp(r, user);
     const step = await passwordStep(r, user.username);
     for (let i = 0; i < 3; i++) expect((await step.post('login-otp', { otp: app.wrongCode() })).status).toBe(401);
-    for (let i = 0; i < 2; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
-    expect((await passwordGrant(r, user.username, { password: 'not-the-password' })).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(400);
+    expect((await passwordGrant(r, user.username, { password: 'not-the-password' })).status).toBe(400);
     const status = (await api(t.url, 'GET', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token)).body;
     expect(status).toMatchObject({ numFailures: 6, disabled: false, lastIPFailure: '127.0.0.1' });
   });
@@ -139,13 +139,13 @@ describe('one server (sqlite, memory store)', () => {
     expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
     const claims = JSON.parse(Buffer.from((tokens.body.access_token as string).split('.')[1], 'base64url').toString());
     expect(claims.sub).toBe(owner.id);
-    expect((await passwordGrant(r, ownerEmail, { password: 'Squatter-password-1' })).status).toBe(401);
+    expect((await passwordGrant(r, ownerEmail, { password: 'Squatter-password-1' })).status).toBe(400);
     const form = await passwordStep(r, ownerEmail);
     expect(form.page.status).toBe(302);
     expect((await eventErrors(r, squatterId)).length).toBe(0);
     // Without login by e-mail, the name is only a username.
     ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { loginWithEmailAllowed: false }));
-    expect((await passwordGrant(r, ownerEmail)).status).toBe(401);
+    expect((await passwordGrant(r, ownerEmail)).status).toBe(400);
     expect((await passwordGrant(r, ownerEmail, { password: 'Squatter-password-1' })).status).toBe(200);
   });
 
@@ -190,7 +190,7 @@ describe('the per-address limit', () => {
     const app = await withOtp(r, user);
     const step = await passwordStep(r, user.username);
     for (let i = 0; i < 3; i++) expect((await step.post('login-otp', { otp: app.wrongCode() })).status).toBe(401);
-    for (let i = 0; i < 2; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(400);
     const blocked = await passwordGrant(r, user.username, { totp: app.codes.next() });
     expect(blocked).toMatchObject({ status: 429, body: { error: 'invalid_grant' } });
     // The OTP page too: the address is told, with the form.
@@ -220,9 +220,9 @@ describe('two servers on one Redis and one PostgreSQL', () => {
     const r: Realmed = await newOtpRealm(a, token);
     const user = await newOtpUser(r);
     const app = await withOtp(r, user);
-    for (let i = 0; i < USER_CAP; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() }, i % 2 ? a.url : b.url)).status).toBe(401);
-    expect((await passwordGrant(r, user.username, { totp: app.codes.next() }, a.url)).status).toBe(401);
-    expect((await passwordGrant(r, user.username, { totp: app.codes.next() }, b.url)).status).toBe(401);
+    for (let i = 0; i < USER_CAP; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() }, i % 2 ? a.url : b.url)).status).toBe(400);
+    expect((await passwordGrant(r, user.username, { totp: app.codes.next() }, a.url)).status).toBe(400);
+    expect((await passwordGrant(r, user.username, { totp: app.codes.next() }, b.url)).status).toBe(400);
     // Cleared on one, cleared on both.
     ok(await api(b.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token));
     expect((await passwordGrant(r, user.username, { totp: app.codes.next() }, a.url)).status).toBe(200);

@@ -78,18 +78,18 @@ describe('sign-in flows as Keycloak runs them', () => {
   describe('the password grant', () => {
     it('runs the client override: a conditional sub-flow by role asks the role holder for a code, not the others', async () => {
       // The realm's direct grant asks everyone with an app for a code.
-      expect((await passwordGrant(r, plain.username)).status).toBe(401);
+      expect((await passwordGrant(r, plain.username)).status).toBe(400);
       await overrideDirectGrant('role grant');
       try {
-        expect(await passwordGrant(r, holder.username)).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
-        expect((await passwordGrant(r, holder.username, { otp: holderApp.wrongCode() })).status).toBe(401);
+        expect(await passwordGrant(r, holder.username)).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+        expect((await passwordGrant(r, holder.username, { otp: holderApp.wrongCode() })).status).toBe(400);
         expect((await passwordGrant(r, holder.username, { otp: holderApp.codes.next() })).status).toBe(200);
         expect((await passwordGrant(r, plain.username)).status).toBe(200);
         // The role holder without an app: the flow requires what the user has not set up (Keycloak's
         // CREDENTIAL_SETUP_REQUIRED), and a grant its flow refuses is a 400, as Keycloak's.
         expect(await passwordGrant(r, fresh.username)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
         // The password is still checked first, and answered as Keycloak's ValidatePassword answers it.
-        expect((await passwordGrant(r, plain.username, { password: 'wrong' })).status).toBe(401);
+        expect((await passwordGrant(r, plain.username, { password: 'wrong' })).status).toBe(400);
       } finally {
         await overrideDirectGrant(null);
       }
@@ -106,7 +106,7 @@ describe('sign-in flows as Keycloak runs them', () => {
         expect(t.logs.find((l) => String(l.msg).includes('the alternatives are ignored') && l.flow === 'role grant')).toMatchObject({ realm: r.realm });
         await setRequirement('role grant', subflow, 'REQUIRED');
         // REQUIRED outright: conditions do not count outside a CONDITIONAL sub-flow, so everyone is asked.
-        expect((await passwordGrant(r, plain.username)).status).toBe(401);
+        expect((await passwordGrant(r, plain.username)).status).toBe(400);
         expect((await passwordGrant(r, plain.username, { otp: plainApp.codes.next() })).status).toBe(200);
       } finally {
         await setRequirement('role grant', subflow, 'CONDITIONAL');
@@ -314,7 +314,7 @@ describe('sign-in flows as Keycloak runs them', () => {
       expect(imported.status, JSON.stringify(imported.body)).toBe(201);
       const fileRealm = { t, token: r.token, realm };
       const codes = new CodeSource(Buffer.from(secret, 'utf8'), { window: 3 });
-      expect((await passwordGrant(fileRealm, 'holder')).status).toBe(401);
+      expect((await passwordGrant(fileRealm, 'holder')).status).toBe(400);
       expect((await passwordGrant(fileRealm, 'holder', { otp: codes.next() })).status).toBe(200);
       expect((await passwordGrant(fileRealm, 'plain')).status).toBe(200);
       const asked = await passwordStep(fileRealm, 'holder');

@@ -76,9 +76,9 @@ describe('one password authentication behind the form login and the password gra
 
   it('unknown users and wrong passwords are recorded alike at both entry points', async () => {
     expect((await formLogin('nobody-form', PASSWORD)).status).toBe(401);
-    expect((await grant('nobody-grant', PASSWORD)).status).toBe(401);
+    expect((await grant('nobody-grant', PASSWORD)).status).toBe(400);
     expect((await formLogin('Dora', 'wrong-password')).status).toBe(401);
-    expect((await grant('dorA', 'wrong-password')).status).toBe(401);
+    expect((await grant('dorA', 'wrong-password')).status).toBe(400);
     expect((await errorFor('nobody-form', 'user_not_found')).details).toEqual({ auth_method: 'openid-connect', username: 'nobody-form' });
     expect((await errorFor('nobody-grant', 'user_not_found')).details).toEqual({ auth_method: 'openid-connect', grant_type: 'password', username: 'nobody-grant' });
     expect((await errorFor('Dora', 'invalid_user_credentials')).details).toEqual({ auth_method: 'openid-connect', username: 'Dora' });

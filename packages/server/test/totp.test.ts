@@ -86,7 +86,7 @@ describe('TOTP (sqlite, memory store)', () => {
     const codes = await withOtp(r, user);
     const code = codes.next();
     expect((await grant(r, user.username, { totp: code })).status).toBe(200);
-    expect((await grant(r, user.username, { totp: code })).status).toBe(401);
+    expect((await grant(r, user.username, { totp: code })).status).toBe(400);
     ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyCodeReusable: true }));
     const again = codes.next();
     expect((await grant(r, user.username, { totp: again })).status).toBe(200);
@@ -104,7 +104,7 @@ describe('TOTP (sqlite, memory store)', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     // Ten steps on: past the realm's look-ahead window of three steps, whichever step of it the code was.
     vi.setSystemTime(Date.now() + 10 * 30_000);
-    expect((await grant(r, user.username, { totp: code })).status).toBe(401);
+    expect((await grant(r, user.username, { totp: code })).status).toBe(400);
     vi.setSystemTime(Date.now() + 10 * 60_000);
     const late = await post('login-otp', { otp: code });
     expect(late.status).toBe(400);
@@ -135,7 +135,7 @@ describe('TOTP (sqlite, memory store)', () => {
     const locked = await second.post('login-otp', { otp: codes.next() });
     expect(locked.status).toBe(401);
     expect(textOf(locked.text, 'input-error-otp')).toBe('Invalid one-time code.');
-    expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(401);
+    expect((await grant(r, user.username, { totp: codes.next() })).status).toBe(400);
     expect(await loginErrors(r, user.id)).toEqual(['invalid_user_credentials', 'invalid_user_credentials', 'invalid_user_credentials', 'user_temporarily_disabled', 'user_temporarily_disabled']);
 
 
@@ -166,7 +166,7 @@ describe('TOTP (sqlite, memory store)', () => {
     expect((await post('login-otp', { otp: codes.next(), key: '' })).status).toBe(400);
     expect((await post('login-otp', { otp: codes.next(), session_code: 'forged' })).status).toBe(400);
     for (const totp of ['', 'abcdef', '9'.repeat(10_000)]) {
-      expect(await grant(r, user.username, { totp })).toMatchObject({ status: 401, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
+      expect(await grant(r, user.username, { totp })).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: 'Invalid user credentials' } });
     }
     // A 10,000-character device name is refused on the setup page.
     const other = await newUser(r, { requiredActions: ['CONFIGURE_TOTP'] });
@@ -226,7 +226,7 @@ describe('TOTP (sqlite, memory store)', () => {
     // The password can be removed too, as Keycloak's: no password sign-in until reset-password sets one.
     expect((await api(t.url, 'DELETE', `${path}/credentials/${listed[0].id}`, token)).status).toBe(204);
     expect((await api(t.url, 'GET', `${path}/credentials`, token)).body).toEqual([]);
-    expect((await grant(r, user.username)).status).toBe(401);
+    expect((await grant(r, user.username)).status).toBe(400);
     ok(await api(t.url, 'PUT', `${path}/reset-password`, token, { type: 'password', value: PASSWORD, temporary: false }));
     expect((await grant(r, user.username)).status).toBe(200);
 
@@ -338,7 +338,7 @@ describe('TOTP (sqlite, memory store)', () => {
     const rawCodes = new CodeSource(Buffer.from(raw, 'utf8'), { window: 3 });
     const b32Codes = new CodeSource(fromBase32(base32), { window: 3, algorithm: 'sha256', digits: 8 });
     // The direct grant asks for the code of a user with a credential (the conditional OTP subflow).
-    expect((await grant(r, 'raw')).status).toBe(401);
+    expect((await grant(r, 'raw')).status).toBe(400);
     expect((await grant(r, 'raw', { totp: rawCodes.next() })).status).toBe(200);
     expect((await grant(r, 'b32', { totp: b32Codes.next() })).status).toBe(200);
     // The browser asks for it too.
@@ -411,7 +411,7 @@ describe('TOTP (sqlite, memory store)', () => {
       sToken = await adminToken(s.url);
       const again = { ...r, t: s, token: sToken };
       expect(s.logs.some((l) => l.msg === 'conditional OTP subflows added to existing built-in flows' && l.added === 2)).toBe(true);
-      expect((await grant(again, user.username)).status).toBe(401);
+      expect((await grant(again, user.username)).status).toBe(400);
       expect((await grant(again, user.username, { totp: codes.next() })).status).toBe(200);
       const executions = (await api(s.url, 'GET', `/admin/realms/${r.realm}/authentication/flows/browser/executions`, sToken)).body as { level: number; displayName: string; providerId?: string }[];
       expect(executions.map((e) => `${e.level}:${e.providerId ?? e.displayName}`)).toEqual(
@@ -445,7 +445,7 @@ describe('two servers on one Redis and one PostgreSQL', () => {
     const codes = await withOtp(r, user);
     const code = codes.next();
     expect((await grant(r, user.username, { totp: code }, a.url)).status).toBe(200);
-    expect((await grant(r, user.username, { totp: code }, b.url)).status).toBe(401);
+    expect((await grant(r, user.username, { totp: code }, b.url)).status).toBe(400);
     const racing = codes.next();
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => grant(r, user.username, { totp: racing }, i % 2 ? a.url : b.url)));
     expect(answers.filter((x) => x.status === 200)).toHaveLength(1);

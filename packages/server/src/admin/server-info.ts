@@ -21,7 +21,7 @@ const FEATURES: Record<string, boolean> = {
   KERBEROS: false,
   PARAMETERIZED_SCOPES: false,
   DPOP: false,
-  DEVICE_FLOW: false,
+  DEVICE_FLOW: true,
   TRANSIENT_USERS: false,
   CLIENT_TYPES: false,
   DECLARATIVE_UI: false,

@@ -22,6 +22,8 @@ export interface AuthSession {
   kcActionStatus?: KcActionStatus;
   /** Keycloak's `kc_idp_hint`: the identity provider the application wants the user sent to (identity-provider-redirector). */
   idpHint?: string;
+  /** A sign-in the device page started (RFC 8628): the device grant's id; it ends on the consent page, not at a redirect URI. */
+  device?: string;
   /** Synchronizer token every form on these pages must echo back. */
   csrf: string;
   createdAt: number;

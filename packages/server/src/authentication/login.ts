@@ -5,6 +5,7 @@ import type { Realm, User, UserSession } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import type { AuthSession } from './auth-session.js';
 import { issueAuthorizationCode } from './authorization-code.js';
+import { holdDeviceConsent } from './device-code.js';
 import { recordLoginSuccess } from './brute-force.js';
 import { startSsoSession } from './sso-session.js';
 
@@ -35,6 +36,7 @@ export async function completeLogin(
     request: requestInfo(request),
     user: () => userSnapshot(ctx.storage, user),
   });
-  const code = await issueAuthorizationCode(ctx, auth, session, user.id);
+  // A device-page sign-in issues no code: the grant waits for the consent page (the protocol shows it with this token).
+  const code = auth.device ? ((await holdDeviceConsent(ctx, auth.device, session, user.id)) ?? '') : await issueAuthorizationCode(ctx, auth, session, user.id);
   return ctx.loginProtocol.authenticated(request, reply, realm, auth, session, code);
 }

@@ -22,6 +22,10 @@ export const OAUTH_ERRORS = {
   invalid_scope: 400,
   // Keycloak's own: offline_access asked for by a user (or client scope) without the offline_access role
   not_allowed: 400,
+  // RFC 8628 3.5, the device_code grant's while the user has not approved (or has refused, or too late)
+  authorization_pending: 400, slow_down: 400, access_denied: 400, expired_token: 400,
+  // RFC 9101 6.3: a request object (`request`) pushed to the PAR endpoint that cannot be read or verified
+  invalid_request_object: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -197,6 +201,13 @@ export const EVENT_ERRORS = [
   'rejected_by_user',
   // delete_account refused (the user lacks the account client's delete-account role, or the deletion failed).
   'user_delete_error',
+  // The device authorization grant (Keycloak's Errors): a user or device code unknown or spent, expired, polled too soon, denied.
+  'invalid_oauth2_user_code',
+  'invalid_oauth2_device_code',
+  'expired_oauth2_device_code',
+  'slow_down',
+  'access_denied',
+  'user_session_not_found',
   // Brokering (Keycloak's Errors): the upstream refused or failed, the provider is unknown, disabled or link-only.
   'identity_provider_error',
   'identity_provider_not_found',

@@ -37,6 +37,9 @@ export const realmSpec: Spec = {
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
   attributes: { type: 'stringMap', max: 4096 },
+  // The device grant's defaults, kept as Keycloak keeps them: realm attributes of the same names (DEVICE_FIELDS).
+  oauth2DeviceCodeLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
+  oauth2DevicePollingInterval: { type: 'integer', min: 1, max: 2_147_483_647 },
   ...bruteForceSpec(),
   // Keycloak's OTP policy (model/otp-policy.ts); "hotp" is refused: only time-based codes are supported.
   otpPolicyType: { type: 'string', pattern: /^totp$/, patternHint: '"totp" (HOTP is not supported)' },
@@ -92,8 +95,8 @@ export const realmIgnored = [
   'webAuthnPolicyPasswordlessAttestationConveyancePreference', 'webAuthnPolicyPasswordlessAuthenticatorAttachment',
   'webAuthnPolicyPasswordlessRequireResidentKey', 'webAuthnPolicyPasswordlessResidentKey', 'webAuthnPolicyPasswordlessUserVerificationRequirement',
   'webAuthnPolicyPasswordlessCreateTimeout', 'webAuthnPolicyPasswordlessAvoidSameAuthenticatorRegister',
-  'webAuthnPolicyPasswordlessAcceptableAaguids', 'webAuthnPolicyPasswordlessExtraOrigins', 'oauth2DeviceCodeLifespan',
-  'oauth2DevicePollingInterval', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
+  'webAuthnPolicyPasswordlessAcceptableAaguids', 'webAuthnPolicyPasswordlessExtraOrigins',
+  'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
   // In every Keycloak export (not in the admin client's RealmRepresentation): the credential types a realm asks for.
   'requiredCredentials',
 ];
@@ -105,6 +108,8 @@ export const realmIgnored = [
  */
 export const realmFieldUse: Record<string, string> = {
   realm: 'admin/realms.ts',
+  oauth2DeviceCodeLifespan: 'protocol/openid-connect/device.ts',
+  oauth2DevicePollingInterval: 'protocol/openid-connect/device.ts',
   displayName: 'pages/render.ts',
   enabled: 'protocol/openid-connect/auth.ts',
   registrationAllowed: 'pages/registration.ts',
@@ -183,6 +188,7 @@ export function realmRep(realm: Realm) {
     // Not a setting here yet: the built-in flow, until identity brokering binds its own.
     firstBrokerLoginFlow: 'first broker login',
     attributes: realm.attributes,
+    ...deviceFields(realm),
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
   };
 }
@@ -245,4 +251,19 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   const otpPolicy = { ...realm.otpPolicy };
   for (const key of OTP_POLICY_FIELDS) if (rep[key] !== undefined) Object.assign(otpPolicy, { [key]: rep[key] });
   realm.otpPolicy = otpPolicy;
+  // Keycloak's OAuth2DeviceConfig writes these two as realm attributes; the device grant reads them there.
+  // A value that is already in effect (the default, say) writes nothing, so an export imported again is the same realm.
+  const effective = deviceFields(realm);
+  for (const [key] of DEVICE_FIELDS) if (rep[key] !== undefined && rep[key] !== effective[key]) realm.attributes = { ...realm.attributes, [key]: String(rep[key]) };
+}
+
+/** The device grant's realm defaults (Keycloak's): a device code lives 600 s and may be polled every 5 s. */
+const DEVICE_FIELDS = [
+  ['oauth2DeviceCodeLifespan', 600],
+  ['oauth2DevicePollingInterval', 5],
+] as const;
+
+/** The device fields as Keycloak's representation answers them: numbers, from the realm's attributes or the defaults. */
+function deviceFields(realm: Realm): Record<string, number> {
+  return Object.fromEntries(DEVICE_FIELDS.map(([key, fallback]) => [key, Number(realm.attributes[key]) > 0 ? Number(realm.attributes[key]) : fallback]));
 }

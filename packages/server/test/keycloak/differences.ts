@@ -39,12 +39,6 @@ export const differences: ListedDifference[] = [
   ),
   ...each(
     'a direct-grant copy with OTP REQUIRED as one client’s override',
-    ['webHolderWrongPassword.status', 'webHolderNoCode.status', 'webHolderWrongCode.status', 'otherHolderNoCode.status'],
-    'open',
-    'Keycloak 26.7.3 answers every "Invalid user credentials" of the password grant (wrong password, missing or wrong OTP; master realm too) 400 invalid_grant; Realmgate 401, which its README calls Keycloak’s (true of older Keycloaks; measured otherwise here). protocol/…/token/password.ts and the tests that pin 401.',
-  ),
-  ...each(
-    'a direct-grant copy with OTP REQUIRED as one client’s override',
     ['webBareNoApp.status', 'webBareNoApp.error'],
     'deliberate',
     'A flow that requires OTP of a user with none: Keycloak 26.7.3 fails with 500 unknown_error; Realmgate answers 400 invalid_grant (never a 5xx for a client’s request).',

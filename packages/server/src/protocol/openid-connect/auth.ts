@@ -6,15 +6,19 @@ import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
+import { parRequired, takePushedRequest } from './par.js';
+import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
 
 const MAX_PARAM = 2048;
 
-const paramsOf = (request: FastifyRequest) => (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+type Params = Record<string, unknown> | undefined;
 
-function param(request: FastifyRequest, name: string): string | undefined {
-  const value = paramsOf(request)?.[name];
+const paramsOf = (request: FastifyRequest) => (request.method === 'POST' ? request.body : request.query) as Params;
+
+function paramOf(params: Params, name: string): string | undefined {
+  const value = params?.[name];
   return typeof value === 'string' && value.length <= MAX_PARAM ? value : undefined;
 }
 
@@ -26,19 +30,37 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
   const handler = (entry: 'login' | 'registration') => async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
-    const clientId = param(request, 'client_id');
+    const clientId = paramOf(paramsOf(request), 'client_id');
     const client = clientId ? await ctx.storage.clients.cachedByClientId(realm.id, clientId) : null;
     if (!client || !client.enabled) return ctx.forms.requestError(reply, realm, 'Client not found.');
+    // RFC 9126: with a request_uri the request is the one the client pushed (par.ts), and only that one; the query's
+    // other parameters are not read. One of another client, unknown, spent or expired is refused here, as Keycloak.
+    const requestUri = paramOf(paramsOf(request), 'request_uri');
+    let params = paramsOf(request);
+    if (requestUri !== undefined) {
+      const pushed = await takePushedRequest(ctx, realm, client, requestUri);
+      if (!pushed) return ctx.forms.requestError(reply, realm, 'Invalid parameter: request_uri');
+      params = pushed;
+    }
+    // A request object (JAR, `request`): its claims are the request's parameters, over the query's (request-object.ts).
+    const requestObject = paramsOf(request)?.request;
+    if (requestUri === undefined && requestObject !== undefined) {
+      const read = typeof requestObject === 'string' ? await readRequestObject(ctx, request, realm, client, requestObject) : ({ ok: false, reason: 'given more than once' } as const);
+      if (!read.ok) return ctx.forms.requestError(reply, realm, `Invalid parameter: request (${read.reason})`);
+      const { request: _object, ...query } = params ?? {};
+      params = { ...query, ...read.params };
+    }
+    const param = (name: string) => paramOf(params, name);
     const base = baseUrl(request, ctx.config.hostname);
-    const redirectUri = param(request, 'redirect_uri');
+    const redirectUri = param('redirect_uri');
     if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
       return ctx.forms.requestError(reply, realm, 'Invalid parameter: redirect_uri');
     }
     // Dropping an over-long state would send the client a response it cannot match: refuse the request here.
-    const oversized = Object.entries(paramsOf(request) ?? {}).find(([, value]) => typeof value === 'string' && value.length > MAX_PARAM);
+    const oversized = Object.entries(params ?? {}).find(([, value]) => typeof value === 'string' && value.length > MAX_PARAM);
     if (oversized) return ctx.forms.requestError(reply, realm, `Invalid parameter: ${oversized[0].slice(0, 40)} is too long.`);
-    const responseMode = (param(request, 'response_mode') ?? 'query') as AuthSession['responseMode'];
-    const state = param(request, 'state') ?? null;
+    const responseMode = (param('response_mode') ?? 'query') as AuthSession['responseMode'];
+    const state = param('state') ?? null;
     const fail = (error: AuthorizationErrorCode, description: string) =>
       redirectToClient(reply, redirectUri, ['query', 'fragment', 'form_post'].includes(responseMode) ? responseMode : 'query', {
         error,
@@ -47,10 +69,11 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
         iss: issuerOf(base, realm.name),
       });
     if (!['query', 'fragment', 'form_post'].includes(responseMode)) return fail('invalid_request', 'Invalid parameter: response_mode');
-    if (param(request, 'response_type') !== 'code') return fail('unsupported_response_type', 'Client is not allowed to initiate browser login with given response_type. Only code is supported.');
+    if (param('response_type') !== 'code') return fail('unsupported_response_type', 'Client is not allowed to initiate browser login with given response_type. Only code is supported.');
+    if (parRequired(client) && requestUri === undefined) return fail('invalid_request', 'Pushed Authorization Request is only allowed.');
     if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
-    const challenge = param(request, 'code_challenge');
-    const method = param(request, 'code_challenge_method');
+    const challenge = param('code_challenge');
+    const method = param('code_challenge_method');
     const pkceRequired = client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256';
     if (challenge !== undefined || method !== undefined) {
       if (method !== 'S256') return fail('invalid_request', 'Invalid parameter: code challenge method is not supported (use S256)');
@@ -59,9 +82,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       return fail('invalid_request', 'Missing parameter: code_challenge_method');
     }
     // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
-    const requestedScope = param(request, 'scope');
+    const requestedScope = param('scope');
     if (unknownScopes(await clientScopeSet(ctx.storage, client), requestedScope).length) return fail('invalid_scope', `Invalid scopes: ${requestedScope}`);
-    const prompt = param(request, 'prompt') ?? '';
+    const prompt = param('prompt') ?? '';
     const auth: AuthRequest = {
       clientId: client.clientId,
       redirectUri,
@@ -69,14 +92,14 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
       // offline_access is asked for here; whether the user may have it is decided when the code is redeemed.
       scope: normalizeScope(requestedScope, true),
       state,
-      nonce: param(request, 'nonce') ?? null,
+      nonce: param('nonce') ?? null,
       codeChallenge: challenge ?? null,
     };
     // Keycloak's application-initiated action: the user carries out this required action, then goes back to the
     // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
-    const kcAction = param(request, 'kc_action')?.slice(0, 255);
+    const kcAction = param('kc_action')?.slice(0, 255);
     if (kcAction) auth.kcAction = kcAction;
-    const idpHint = param(request, 'kc_idp_hint')?.slice(0, 255);
+    const idpHint = param('kc_idp_hint')?.slice(0, 255);
     if (idpHint) auth.idpHint = idpHint;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's

@@ -3,6 +3,8 @@ import type { AuthSession, LoginProtocol } from '../../authentication/index.js';
 import type { ServerConfig } from '../../config/index.js';
 import { baseUrl } from '../../http/index.js';
 import { issuerOf } from './tokens.js';
+import type { ServerContext } from '../../context.js';
+import { deviceSignedIn, deviceSignInRefused } from './device.js';
 
 /** Sends the browser back to the client with the authorization response (query, fragment or form_post). */
 export function redirectToClient(reply: FastifyReply, redirectUri: string, responseMode: AuthSession['responseMode'], params: Record<string, string>): FastifyReply {
@@ -24,9 +26,11 @@ export function redirectToClient(reply: FastifyReply, redirectUri: string, respo
 }
 
 /** OpenID Connect's answer to a finished browser login: the code, session_state, iss and state, back to the client. */
-export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'>): LoginProtocol {
+export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'>, context: () => ServerContext): LoginProtocol {
   return {
     authenticated(request: FastifyRequest, reply, realm, auth, session, code) {
+      // A sign-in the device page started ends on its consent page, with the consent token as its "code".
+      if (auth.device) return deviceSignedIn(context(), reply, realm, auth, code);
       const params: Record<string, string> = { code, session_state: session.id, iss: issuerOf(baseUrl(request, config.hostname), realm.name) };
       if (auth.state !== null) params.state = auth.state;
       // Keycloak's answer to an application-initiated action: the action and its outcome; an action that could not
@@ -38,6 +42,7 @@ export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'
       return redirectToClient(reply, auth.redirectUri, auth.responseMode, params);
     },
     refused(request: FastifyRequest, reply, realm, auth, error, description) {
+      if (auth.device) return deviceSignInRefused(context(), reply, realm, auth);
       const params: Record<string, string> = { error, error_description: description };
       if (auth.state !== null) params.state = auth.state;
       params.iss = issuerOf(baseUrl(request, config.hostname), realm.name);

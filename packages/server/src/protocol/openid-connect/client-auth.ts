@@ -16,6 +16,11 @@ export function formField(body: unknown, name: string): string | undefined {
   return value;
 }
 
+/** Whether the request's body is a form (what the token, device and PAR endpoints read; a JSON body is no form). */
+export function isFormRequest(request: FastifyRequest): boolean {
+  return /^application\/x-www-form-urlencoded\b/i.test(request.headers['content-type'] ?? '');
+}
+
 /** Every form parameter of the request, each given once (formField's rule for each). */
 export function formFields(body: unknown): Record<string, string> {
   if (typeof body !== 'object' || body === null) return {};
@@ -64,8 +69,10 @@ export async function authenticateClient(ctx: ServerContext, realm: Realm, reque
     await verifyClientAssertion(ctx, realm, client, request, { type: assertionType, assertion });
     return client;
   }
+  // Keycloak's ClientIdAndSecretAuthenticator: a known client with a missing or wrong secret is 401
+  // `unauthorized_client` (an unknown client stays `invalid_client`).
   if (secret === undefined || client.secret === null || !secretsEqual(secret, client.secret)) {
-    throw oauthError.invalid_client('Invalid client or Invalid client credentials');
+    throw oauthError.unauthorized_client('Invalid client or Invalid client credentials', { status: 401 });
   }
   return client;
 }

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEVICE_CODE_GRANT } from './device.js';
 import type { ServerContext } from '../../context.js';
 import { allowCorsForAnyOrigin, baseUrl } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
@@ -11,7 +12,7 @@ const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_s
 const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 
 export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  app.get<{ Params: { realm: string } }>('/realms/:realm/.well-known/openid-configuration', async (request) => {
+  const metadata = async (request: FastifyRequest<{ Params: { realm: string } }>) => {
     allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
@@ -31,7 +32,7 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       frontchannel_logout_supported: false,
       backchannel_logout_supported: false,
       backchannel_logout_session_supported: false,
-      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token'],
+      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token', DEVICE_CODE_GRANT],
       response_types_supported: ['code'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
       subject_types_supported: ['public'],
@@ -51,12 +52,22 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       scopes_supported: ['openid', 'profile', 'email', 'roles', 'web-origins', 'basic', 'acr', 'offline_access', 'phone', 'address', 'microprofile-jwt', 'organization'],
       claims_supported: ['aud', 'sub', 'iss', 'auth_time', 'name', 'given_name', 'family_name', 'preferred_username', 'email', 'email_verified', 'acr', 'azp', 'sid'],
       claims_parameter_supported: false,
-      request_parameter_supported: false,
+      // Request objects (`request`, RFC 9101) at the authorization and PAR endpoints (request-object.ts, tested in
+      // test/request-object.test.ts); their algorithms are not listed, so no untested one is advertised.
+      request_parameter_supported: true,
       request_uri_parameter_supported: false,
       require_request_uri_registration: false,
       tls_client_certificate_bound_access_tokens: false,
+      // RFC 8628 and RFC 9126 (device.ts, par.ts); PAR is required per client (`require.pushed.authorization.requests`).
+      device_authorization_endpoint: endpoint('auth/device'),
+      pushed_authorization_request_endpoint: endpoint('ext/par/request'),
+      require_pushed_authorization_requests: false,
     };
-  });
+  };
+  app.get('/realms/:realm/.well-known/openid-configuration', metadata);
+  // RFC 8414 metadata: Keycloak 26 answers the same document at the realm's path and at the RFC's root path.
+  app.get('/realms/:realm/.well-known/oauth-authorization-server', metadata);
+  app.get('/.well-known/oauth-authorization-server/realms/:realm', metadata);
 
   app.get<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/certs', async (request, reply) => {
     allowCorsForAnyOrigin(request);

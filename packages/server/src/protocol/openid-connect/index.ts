@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../context.js';
 import { authorizationRoutes } from './auth.js';
 import { corsPreflightRoutes } from './cors.js';
+import { deviceRoutes } from './device.js';
 import { discoveryRoutes } from './discovery.js';
+import { parRoutes } from './par.js';
 import { frameRoutes } from './frames.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
@@ -20,6 +22,8 @@ export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): v
   discoveryRoutes(app, ctx);
   authorizationRoutes(app, ctx);
   tokenRoutes(app, ctx);
+  deviceRoutes(app, ctx);
+  parRoutes(app, ctx);
   userinfoRoutes(app, ctx);
   brokerTokenRoutes(app, ctx);
   introspectRoutes(app, ctx);

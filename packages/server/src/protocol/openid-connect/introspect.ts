@@ -7,6 +7,8 @@ import { corsForClient } from './cors.js';
 import { realmOrError } from './realm-lookup.js';
 import { audienceClaim, withoutMechanics, type TokenType } from './tokens.js';
 
+const INTROSPECTION_WITHOUT_AUDIENCE = 'allow.token.introspection.without.audience.check';
+
 /** RFC 7662; an invalid, expired or revoked token is simply `{"active": false}`. */
 export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token/introspect', async (request, reply) => {
@@ -26,6 +28,11 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
         if (type !== 'Bearer') return { ...claims, active: true, client_id: claims.azp, username: claims.preferred_username, token_type: type };
         // An access token: its mechanics, then what the mappers with `introspection.token.claim` write now (as
         // Keycloak 26, the roles are the user's current ones).
+        // As Keycloak 26.6.2 and later: an access token is introspected only by a client its `aud` names (the client
+        // it was issued to is not in its own audience unless a mapper puts it there); anyone else hears it is inactive.
+        const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+        // Keycloak's deprecated per-client way back to the old behaviour: `allow.token.introspection.without.audience.check`.
+        if (!audience.includes(client.clientId) && client.attributes[INTROSPECTION_WITHOUT_AUDIENCE] !== 'true') return { active: false };
         const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
         const tokenClient = await ctx.storage.clients.cachedByClientId(realm.id, claims.azp as string);
         if (!user || !tokenClient) return { active: false };

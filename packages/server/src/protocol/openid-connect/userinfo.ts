@@ -4,14 +4,17 @@ import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
-import { requireBearer } from './bearer.js';
+import { bearerToken, requireBearer } from './bearer.js';
+import { formField, isFormRequest } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const token = requireBearer(request);
+    // RFC 6750 2.2: a POST may carry the token as the form parameter `access_token` instead of the header.
+    const formToken = request.method === 'POST' && !bearerToken(request) && isFormRequest(request) ? formField(request.body, 'access_token') : undefined;
+    const token = formToken || requireBearer(request);
     let claims;
     try {
       claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);

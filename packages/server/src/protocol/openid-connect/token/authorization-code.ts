@@ -1,13 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import { redeemAuthorizationCode, type CodeRefusal } from '../../../authentication/index.js';
-import { newId } from '../../../credentials/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
 import type { ServerContext } from '../../../context.js';
-import { baseUrl, requestInfo } from '../../../http/index.js';
+import { requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
-import { offlineRequested, openOfflineSession } from '../offline.js';
+import { tokensForBrowserSession } from './session-tokens.js';
 
 /** Keycloak's error_description for each refusal of a code (all are invalid_grant). */
 const refusalDescription: Record<CodeRefusal, string> = {
@@ -33,29 +32,8 @@ export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, c
   );
   if (!redeemed.ok) throw oauthError.invalid_grant(refusalDescription[redeemed.reason]);
   const { grant, session, user } = redeemed;
-  const scope = grant.scope;
-  const offline = await offlineRequested(ctx, realm, client, user, scope, () =>
+  const tokens = await tokensForBrowserSession(ctx, request, realm, client, user, session, grant, () =>
     ctx.events.user(realm, { type: 'CODE_TO_TOKEN_ERROR', clientId: client.clientId, userId: user.id, sessionId: session.id, error: 'not_allowed', request: info }),
-  );
-  const refreshTokenId = newId();
-  await ctx.storage.sessions.upsertClientSession({ id: newId(), sessionId: session.id, clientId: client.id, refreshTokenId, scope, started: Date.now() });
-  // With offline_access the tokens belong to an offline session beside the SSO one, which outlives it.
-  const offlineSession = offline ? await openOfflineSession(ctx, realm, client, user, scope, info.ipAddress) : null;
-  const tokens = await ctx.tokens.issue(
-    {
-      base: baseUrl(request, ctx.config.hostname),
-      realm,
-      client,
-      user,
-      sessionId: offlineSession?.id ?? session.id,
-      sessionStarted: offlineSession?.started ?? session.started,
-      scope,
-      refreshTokenId: offlineSession?.refreshTokenId ?? refreshTokenId,
-      nonce: grant.nonce ?? undefined,
-      authTime: grant.authTime,
-      offline,
-    },
-    true,
   );
   await ctx.events.user(realm, { type: 'CODE_TO_TOKEN', clientId: client.clientId, userId: user.id, sessionId: session.id, request: info, details: { code_id: session.id } });
   return tokens;

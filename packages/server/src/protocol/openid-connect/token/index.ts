@@ -1,12 +1,14 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServerContext } from '../../../context.js';
 import { oauthError } from '../../../model/errors.js';
 import { corsPending } from '../../../http/index.js';
 import { corsForClient } from '../cors.js';
-import { authenticateClient, formField } from '../client-auth.js';
+import { authenticateClient, formField, isFormRequest } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
 import { authorizationCodeGrant } from './authorization-code.js';
 import { clientCredentialsGrant } from './client-credentials.js';
+import { deviceCodeGrant } from './device-code.js';
+import { DEVICE_CODE_GRANT } from '../device.js';
 import { passwordGrant } from './password.js';
 import { refreshTokenGrant } from './refresh-token.js';
 
@@ -18,11 +20,13 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     client_credentials: clientCredentialsGrant,
     refresh_token: refreshTokenGrant,
     authorization_code: authorizationCodeGrant,
+    [DEVICE_CODE_GRANT]: deviceCodeGrant,
   };
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const grantType = formField(request.body, 'grant_type');
+    // Keycloak reads the form parameters only: a JSON body has none, so it names the first one missing.
+    const grantType = isFormRequest(request) ? formField(request.body, 'grant_type') : undefined;
     if (!grantType) throw oauthError.invalid_request('Missing form parameter: grant_type');
     const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
@@ -31,4 +35,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const tokens = await grant(ctx, realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });
+  // Keycloak's token endpoint takes POST only: any other method is JAX-RS's 405.
+  app.get('/realms/:realm/protocol/openid-connect/token', async (_request, reply) => methodNotAllowed(reply));
 }
+
+/** JAX-RS's answer to a method a resource does not take, as Keycloak sends it. */
+export const methodNotAllowed = (reply: FastifyReply) => reply.code(405).header('allow', 'POST, OPTIONS').send({ error: 'HTTP 405 Method Not Allowed' });

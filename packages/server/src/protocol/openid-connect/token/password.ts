@@ -43,7 +43,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
   const refused = await refusedUser(ctx, realm, user, signIn.env);
   if (refused) {
     await refuse(refused, user.id);
-    throw refused === 'user_disabled' ? oauthError.invalid_grant('Account disabled') : oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+    throw refused === 'user_disabled' ? oauthError.invalid_grant('Account disabled') : oauthError.invalid_grant('Invalid user credentials');
   }
   // Keycloak's answer while a required action (VERIFY_EMAIL, CONFIGURE_TOTP …) is due (services/required-actions.ts:
   // pending, or triggered by the account): the browser flow does it.
@@ -74,13 +74,13 @@ function grantRefusal(ctx: ServerContext, failure: SignInFailure): Error {
   // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
   if (failure.kind === 'otp') {
     if (failure.error === 'ip_temporarily_blocked') return tooManyFromAddress(ctx);
-    return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+    return oauthError.invalid_grant('Invalid user credentials');
   }
   const { result } = failure;
-  if (answeredAsBadCredentials(result)) return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+  if (answeredAsBadCredentials(result)) return oauthError.invalid_grant('Invalid user credentials');
   if (result.error === 'ip_temporarily_blocked') return tooManyFromAddress(ctx);
   if (result.error === 'user_disabled') return oauthError.invalid_grant('Account disabled');
-  return oauthError.invalid_grant('Invalid user credentials', { status: 401 });
+  return oauthError.invalid_grant('Invalid user credentials');
 }
 
 const tooManyFromAddress = (ctx: ServerContext) =>

@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../../context.js';
+import { corsPending } from '../../http/index.js';
+import { baseUrl } from '../../http/index.js';
+import { oauthError } from '../../model/errors.js';
+import { redirectUriAllowed } from '../../model/redirect-uri.js';
+import type { Client, Realm } from '../../model/types.js';
+import { clientScopeSet } from '../../services/index.js';
+import { authenticateClient, formFields, isFormRequest } from './client-auth.js';
+import { corsForClient } from './cors.js';
+import { unknownScopes } from './mappers/index.js';
+import { realmOrError } from './realm-lookup.js';
+import { readRequestObject } from './request-object.js';
+
+/** RFC 9126's URN prefix; Keycloak puts a random UUID after it. */
+export const REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
+/** Keycloak's default `parRequestUriLifespan`. */
+const DEFAULT_LIFESPAN_S = 60;
+/** As the authorization endpoint: no parameter longer than this. */
+const MAX_PARAM = 2048;
+
+/** Keycloak's per-client `require.pushed.authorization.requests`: the authorization endpoint takes only a pushed request. */
+export const parRequired = (client: Client) => client.attributes['require.pushed.authorization.requests'] === 'true';
+
+interface PushedRequest {
+  realmId: string;
+  clientId: string;
+  params: Record<string, string>;
+}
+
+const parKey = (id: string) => `par:${id}`;
+
+/**
+ * RFC 9126 as Keycloak 26.7.3: an authenticated client pushes its authorization request and gets a `request_uri`,
+ * single-use and short-lived (realm attribute `parRequestUriLifespan`, 60 s), kept in the shared store so any node
+ * can take it. The authorization endpoint (auth.ts) takes it with `takePushedRequest`.
+ */
+export function parRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/ext/par/request', async (request, reply) => {
+    corsPending(request);
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    if (!isFormRequest(request)) throw oauthError.invalid_request('The pushed authorization request must be a form (application/x-www-form-urlencoded)');
+    const client = await authenticateClient(ctx, realm, request);
+    corsForClient(ctx, request, client);
+    const params = formFields(request.body);
+    if (params.request_uri !== undefined) throw oauthError.invalid_request('It is not allowed to include request_uri to PAR.');
+    // A request object's claims are the pushed parameters, over the form's (Keycloak's ParEndpointRequestObjectParser).
+    if (params.request !== undefined) {
+      const read = await readRequestObject(ctx, request, realm, client, params.request);
+      if (!read.ok) throw oauthError.invalid_request_object(read.reason);
+      delete params.request;
+      Object.assign(params, read.params);
+    }
+    const long = Object.entries(params).find(([, value]) => value.length > MAX_PARAM);
+    if (long) throw oauthError.invalid_request(`Invalid parameter: ${long[0].slice(0, 40)} is too long`);
+    // The checks Keycloak's PAR endpoint makes before it stores; the authorization endpoint makes all of its own again.
+    if (!params.redirect_uri || !redirectUriAllowed(client, params.redirect_uri, baseUrl(request, ctx.config.hostname))) {
+      throw oauthError.invalid_request('Invalid parameter: redirect_uri');
+    }
+    if (params.response_type !== 'code') throw oauthError.invalid_request('Unsupported response type');
+    if (unknownScopes(await clientScopeSet(ctx.storage, client), params.scope).length) throw oauthError.invalid_request(`Invalid scopes: ${params.scope}`);
+    const lifespan = requestUriLifespan(realm);
+    const id = randomUUID();
+    const pushed: PushedRequest = { realmId: realm.id, clientId: client.clientId, params: { ...params, client_id: client.clientId } };
+    // Client credentials are not part of the authorization request.
+    for (const secret of ['client_secret', 'client_assertion', 'client_assertion_type']) delete pushed.params[secret];
+    await ctx.hostStore.set(parKey(id), JSON.stringify(pushed), lifespan * 1000);
+    return reply.code(201).header('cache-control', 'no-store').send({ request_uri: `${REQUEST_URI_PREFIX}${id}`, expires_in: lifespan });
+  });
+}
+
+function requestUriLifespan(realm: Realm): number {
+  const n = Number(realm.attributes.parRequestUriLifespan);
+  return Number.isInteger(n) && n > 0 ? n : DEFAULT_LIFESPAN_S;
+}
+
+/**
+ * The pushed request a `request_uri` names, for `client` only, taken once across nodes: another client's is refused
+ * without being spent (so it cannot be burned by a client that learns it), an unknown, expired or spent one is null.
+ */
+export async function takePushedRequest(ctx: Pick<ServerContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<Record<string, string> | null> {
+  if (!requestUri.startsWith(REQUEST_URI_PREFIX)) return null;
+  const id = requestUri.slice(REQUEST_URI_PREFIX.length);
+  if (!/^[0-9a-f-]{36}$/.test(id)) return null;
+  const raw = await ctx.hostStore.get(parKey(id));
+  if (!raw) return null;
+  const pushed = JSON.parse(raw) as PushedRequest;
+  if (pushed.realmId !== realm.id || pushed.clientId !== client.clientId) return null;
+  if (!(await ctx.hostStore.setIfAbsent(`${parKey(id)}:used`, '1', requestUriLifespan(realm) * 1000))) return null;
+  await ctx.hostStore.delete(parKey(id));
+  return pushed.params;
+}

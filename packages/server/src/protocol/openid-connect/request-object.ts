@@ -1,0 +1,98 @@
+import type { FastifyRequest } from 'fastify';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { ServerContext } from '../../context.js';
+import { baseUrl } from '../../http/index.js';
+import { ClientKeyError } from '../../keys/client-keys.js';
+import type { Client, Realm } from '../../model/types.js';
+import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-assertion.js';
+import { issuerOf } from './tokens.js';
+
+/** Keycloak's client attribute naming the one algorithm the client's request objects must use (`any`: none pinned). */
+export const REQUEST_OBJECT_ALG_ATTRIBUTE = 'request.object.signature.alg';
+/** What a request object may be signed with: the client's keys, its secret, or (as Keycloak, unless pinned) not at all. */
+const REQUEST_OBJECT_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS, 'none'];
+/** A request object is a JWT in a parameter: longer than the other parameters may be, not without bound. */
+export const MAX_REQUEST_OBJECT = 16_384;
+
+const CLOCK_SKEW_SECONDS = 5;
+/** The JWT's own claims, not authorization request parameters. */
+const JWT_CLAIMS = new Set(['iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'sub']);
+
+export type RequestObjectResult = { ok: true; params: Record<string, string> } | { ok: false; reason: string };
+
+/**
+ * A request object (`request`, RFC 9101 / OIDC Core 6.1) as Keycloak 26 reads it: signed with an algorithm the client
+ * allows (`request.object.signature.alg`; unset or `any`: any, `none` included) by the client's keys (asymmetric) or
+ * secret (HS*); its `client_id`, `iss` and `aud`, when present, must be the client, the client and this realm; not
+ * expired. Its claims are authorization request parameters that take precedence over the query's.
+ */
+export async function readRequestObject(ctx: ServerContext, request: FastifyRequest, realm: Realm, client: Client, jwt: string): Promise<RequestObjectResult> {
+  if (jwt.length > MAX_REQUEST_OBJECT) return { ok: false, reason: 'the request object is too long' };
+  let alg: string;
+  let kid: string | undefined;
+  try {
+    const header = decodeProtectedHeader(jwt);
+    alg = typeof header.alg === 'string' ? header.alg : '';
+    kid = typeof header.kid === 'string' ? header.kid : undefined;
+  } catch {
+    return { ok: false, reason: 'the request object is not a JWT' };
+  }
+  const pinned = client.attributes[REQUEST_OBJECT_ALG_ATTRIBUTE];
+  if (!REQUEST_OBJECT_ALGS.includes(alg)) return { ok: false, reason: 'request object signature algorithm not accepted' };
+  if (pinned && pinned !== 'any' && pinned !== alg) return { ok: false, reason: 'request object signed with a different algorithm than the client requested' };
+  const payload = alg === 'none' ? unsecured(jwt) : await signedPayload(ctx, client, jwt, alg, kid);
+  if (typeof payload === 'string') return { ok: false, reason: payload };
+  const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+  if (payload.client_id !== undefined && payload.client_id !== client.clientId) return { ok: false, reason: 'the client_id of the request object is not the client' };
+  if (payload.iss !== undefined && payload.iss !== client.clientId) return { ok: false, reason: 'the issuer of the request object is not the client' };
+  const aud = payload.aud === undefined ? [] : Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+  if (payload.aud !== undefined && !aud.includes(issuer)) return { ok: false, reason: 'the audience of the request object is not this realm' };
+  if (typeof payload.exp === 'number' && payload.exp + CLOCK_SKEW_SECONDS < Date.now() / 1000) return { ok: false, reason: 'the request object has expired' };
+  const params: Record<string, string> = {};
+  for (const [name, value] of Object.entries(payload)) {
+    if (JWT_CLAIMS.has(name) || value === null || value === undefined) continue;
+    params[name] = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+  }
+  return { ok: true, params };
+}
+
+/** An unsecured JWT's claims (`alg: none`, RFC 7519 6): the payload of a token with an empty signature. */
+function unsecured(jwt: string): JWTPayload | string {
+  const parts = jwt.split('.');
+  if (parts.length !== 3 || parts[2] !== '') return 'an unsigned request object must have an empty signature';
+  try {
+    const payload = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as unknown;
+    return typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as JWTPayload) : 'the request object is not a JSON object';
+  } catch {
+    return 'the request object is not a JWT';
+  }
+}
+
+async function signedPayload(ctx: ServerContext, client: Client, jwt: string, alg: string, kid: string | undefined): Promise<JWTPayload | string> {
+  const verify = async (key: Parameters<typeof jwtVerify>[1]) => {
+    try {
+      return (await jwtVerify(jwt, key, { algorithms: [alg], clockTolerance: CLOCK_SKEW_SECONDS })).payload;
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) return 'the request object has expired';
+      if (error instanceof joseErrors.JWTClaimValidationFailed) return `request object claim ${error.claim} is not valid`;
+      return null;
+    }
+  };
+  if ((SECRET_ASSERTION_ALGS as readonly string[]).includes(alg)) {
+    if (!client.secret || client.publicClient) return 'the client has no secret to verify the request object with';
+    return (await verify(new TextEncoder().encode(client.secret))) ?? 'failed to verify the signature of the request object';
+  }
+  let keys;
+  try {
+    keys = await ctx.clientKeys.keysFor(client.attributes, kid);
+  } catch (error) {
+    if (error instanceof ClientKeyError) return error.message;
+    throw error;
+  }
+  for (const { key, alg: keyAlg } of keys) {
+    if (keyAlg !== null && keyAlg !== alg) continue;
+    const payload = await verify(key);
+    if (payload !== null) return payload;
+  }
+  return 'failed to verify the signature of the request object';
+}
