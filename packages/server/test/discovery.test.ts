@@ -98,10 +98,11 @@ async function exerciseAll(advertised: string[], exercisers: Record<string, () =
 }
 
 describe('discovery advertises exactly what works', () => {
-  it('advertises no registration endpoint and no front- or back-channel logout notification', () => {
+  it('advertises no registration endpoint; front- and back-channel logout with sid (exercised in logout-notifications.test.ts)', () => {
     expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
     expect(meta.registration_endpoint).toBeUndefined();
-    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ claims_parameter_supported: false, request_parameter_supported: false, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ frontchannel_logout_supported: true, frontchannel_logout_session_supported: true, backchannel_logout_supported: true, backchannel_logout_session_supported: true });
   });
 
   it('advertises iss in authorization responses (RFC 9207) and sends it in every mode, errors included', async () => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { requestInfo } from '../http/index.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import { issuerOf } from '../protocol/openid-connect/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
@@ -127,6 +128,9 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/users/:id/logout', async (request: AdminRequest<Params>, reply) => {
     const { realm, user } = await userOf(request);
+    // As Keycloak's: each SSO session's clients with a back-channel URL are told (offline sessions end silently).
+    const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    await ctx.logoutNotifications.enqueue(realm, live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)), issuer);
     await ctx.storage.sessions.deleteForUser(user.id);
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/logout`);
     return reply.code(204).send();
@@ -137,6 +141,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const offline = queryBool(request.query, 'isOffline') ?? false;
     const session = await ctx.storage.sessions.byId(pathId(request.params.id, 'Session'));
     if (!session || session.realmId !== realm.id || (session.offline ?? false) !== offline) throw notFound('Session not found');
+    if (!offline) await ctx.logoutNotifications.enqueue(realm, [session], issuerOf(baseUrl(request, ctx.config.hostname), realm.name));
     await ctx.storage.sessions.delete(session.id);
     if (!offline) {
       await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, request: requestInfo(request) });

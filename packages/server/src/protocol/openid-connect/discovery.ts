@@ -25,12 +25,12 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       end_session_endpoint: endpoint('logout'),
       revocation_endpoint: endpoint('revoke'),
       jwks_uri: endpoint('certs'),
-      // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration, no
-      // front- or back-channel logout notifications to clients (logging out with a refresh token is not those).
-      frontchannel_logout_session_supported: false,
-      frontchannel_logout_supported: false,
-      backchannel_logout_supported: false,
-      backchannel_logout_session_supported: false,
+      // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration.
+      // Front- and back-channel logout with `sid` (logout-notifications.ts, test/logout-notifications.test.ts).
+      frontchannel_logout_session_supported: true,
+      frontchannel_logout_supported: true,
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
       grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token'],
       response_types_supported: ['code'],
       response_modes_supported: ['query', 'fragment', 'form_post'],

@@ -179,14 +179,14 @@ export class TokenService {
     return result;
   }
 
-  /** A document (signed userinfo) signed with the realm's key of `algorithm`. */
-  signDocument(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
-    return this.signPayload(realmId, payload, algorithm);
+  /** A document (signed userinfo, a logout token with `typ` logout+jwt) signed with the realm's key of `algorithm`. */
+  signDocument(realmId: string, payload: Record<string, unknown>, algorithm: string, typ = 'JWT'): Promise<string> {
+    return this.signPayload(realmId, payload, algorithm, typ);
   }
 
-  private async signPayload(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
+  private async signPayload(realmId: string, payload: Record<string, unknown>, algorithm: string, typ = 'JWT'): Promise<string> {
     const key = await this.keys.signingKey(realmId, algorithm);
-    return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
+    return signJws({ alg: key.algorithm, typ, kid: key.kid }, payload, key.keyObject);
   }
 
   /**
