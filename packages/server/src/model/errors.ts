@@ -22,6 +22,8 @@ export const OAUTH_ERRORS = {
   invalid_scope: 400,
   // Keycloak's own: offline_access asked for by a user (or client scope) without the offline_access role
   not_allowed: 400,
+  // RFC 9449 5, 7.1: a DPoP proof missing where required, malformed, replayed, for another URL or key (401 at userinfo)
+  invalid_dpop_proof: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -153,6 +155,7 @@ export const TOKEN_VERIFICATION_REASONS = [
   'session_ended',
   'user_disabled',
   'client_disabled',
+  'dpop_binding',
 ] as const;
 
 export type TokenVerificationReason = (typeof TOKEN_VERIFICATION_REASONS)[number];

@@ -5,6 +5,7 @@ import { realmOrError } from './realm-lookup.js';
 import { issuerOf } from './tokens.js';
 import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-assertion.js';
 import { TOKEN_SIGNATURE_ALGS } from '../../keys/index.js';
+import { DPOP_ALGS } from './dpop.js';
 
 /** Keycloak's order: private_key_jwt (client-jwt), the secret's two, client_secret_jwt (client-secret-jwt). */
 const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
@@ -55,6 +56,8 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       request_uri_parameter_supported: false,
       require_request_uri_registration: false,
       tls_client_certificate_bound_access_tokens: false,
+      // RFC 9449 5.1: DPoP proofs' algorithms (dpop.ts).
+      dpop_signing_alg_values_supported: DPOP_ALGS,
     };
   });
 
