@@ -153,6 +153,13 @@ describe('discovery advertises exactly what works', () => {
         expect(response.headers.get('location')).toBe(`${CALLBACK}?state=bye`);
         expect((await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: other.body.refresh_token })).status).toBe(400);
       },
+      check_session_iframe: async () => {
+        // The frame page and its script; what it answers is tested in browser-session-monitor.test.ts.
+        const frame = await fetch(meta.check_session_iframe);
+        expect(frame.status).toBe(200);
+        expect(frame.headers.get('content-type')).toContain('text/html');
+        expect(await frame.text()).toContain('login-status-iframe.js');
+      },
       jwks_uri: async () => {
         const keys = (await json(await fetch(meta.jwks_uri))).body.keys as { kid: string }[];
         expect(keys.map((k) => k.kid)).toContain(decodeProtectedHeader(tokens.body.access_token).kid);

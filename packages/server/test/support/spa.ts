@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
+import type { Page } from 'playwright-core';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT } from './server.js';
 
 /** A library file from node_modules, served unchanged. */
@@ -55,3 +56,56 @@ export async function spaRealm(
   await kc.users.create({ ...profile, emailVerified: true, enabled: true, credentials: [{ type: 'password', value: password }] });
   return kc;
 }
+
+/** The app: finishes a sign-in or sign-out redirect when it comes back with one, then exposes its UserManager. */
+const APP_SCRIPT = `const manager = new oidc.UserManager(window.settings);
+window.manager = manager;
+(async () => {
+  const query = new URLSearchParams(location.search);
+  if (query.has('code') || query.has('error')) {
+    const user = await manager.signinCallback();
+    window.outcome = { signedIn: user.profile.preferred_username };
+  } else if (query.has('signed-out')) {
+    await manager.signoutCallback();
+    window.outcome = { signedOut: true };
+  } else window.outcome = { ready: true };
+})().catch((error) => { window.outcome = { error: String(error) }; });`;
+
+const page_ = (scripts: string[]) => `<!doctype html><html><head><meta charset="utf-8"><title>app</title></head><body>${scripts.map((s) => `<script src="${s}"></script>`).join('')}</body></html>`;
+
+/**
+ * oidc-client-ts, unchanged from npm, as an app's files: its page and silent-renew page, the library, the app's
+ * script above, and the UserManager's settings (shared by both pages) for `authority` and `clientId`, with
+ * `overrides` (monitorSession, …) over the defaults.
+ */
+export function oidcClientTsApp(authority: string, clientId: string, overrides: Record<string, unknown> = {}): Record<string, string> {
+  const settings = `window.settings = Object.assign({
+  authority: ${JSON.stringify(authority)},
+  client_id: ${JSON.stringify(clientId)},
+  redirect_uri: location.origin + '/app.html',
+  silent_redirect_uri: location.origin + '/silent.html',
+  post_logout_redirect_uri: location.origin + '/app.html?signed-out',
+  scope: 'openid profile email',
+  automaticSilentRenew: false,
+  monitorSession: false,
+}, ${JSON.stringify(overrides)});`;
+  return {
+    '/app.html': page_(['/oidc-client-ts.js', '/settings.js', '/app.js']),
+    '/silent.html': page_(['/oidc-client-ts.js', '/settings.js', '/silent.js']),
+    '/oidc-client-ts.js': libraryFile('oidc-client-ts/dist/browser/oidc-client-ts.js'),
+    '/settings.js': settings,
+    '/app.js': APP_SCRIPT,
+    '/silent.js': 'new oidc.UserManager(window.settings).signinCallback();',
+  };
+}
+
+/** What the oidc-client-ts app's script says it did on this page load. */
+export type AppOutcome = { ready?: boolean; signedIn?: string; signedOut?: boolean; error?: string };
+
+export async function appOutcome(page: Page): Promise<AppOutcome> {
+  await page.waitForFunction(() => (window as unknown as { outcome?: unknown }).outcome !== undefined, undefined, { timeout: 15_000 });
+  return page.evaluate(() => (window as unknown as { outcome: AppOutcome }).outcome);
+}
+
+/** Runs `body` in the app's page with its UserManager as `manager`; what it returns. */
+export const inApp = <T>(page: Page, body: string): Promise<T> => page.evaluate(`(async (manager) => { ${body} })(window.manager)`) as Promise<T>;

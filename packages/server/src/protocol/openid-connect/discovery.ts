@@ -26,6 +26,8 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       end_session_endpoint: endpoint('logout'),
       revocation_endpoint: endpoint('revoke'),
       jwks_uri: endpoint('certs'),
+      // OIDC Session Management 1.0: the session-status frame (frames.ts), as Keycloak advertises it.
+      check_session_iframe: endpoint('login-status-iframe.html'),
       // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration.
       // Front- and back-channel logout with `sid` (logout-notifications.ts, test/logout-notifications.test.ts).
       frontchannel_logout_session_supported: true,
