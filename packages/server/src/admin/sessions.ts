@@ -130,8 +130,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const { realm, user } = await userOf(request);
     // As Keycloak's: each SSO session's clients with a back-channel URL are told (offline sessions end silently).
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
-    await ctx.logoutNotifications.enqueue(realm, live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)), issuer);
-    await ctx.storage.sessions.deleteForUser(user.id);
+    await ctx.logoutNotifications.endSessions(realm, live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)), issuer, (trx) => ctx.storage.sessions.deleteForUser(user.id, trx));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/logout`);
     return reply.code(204).send();
   });
@@ -141,8 +140,9 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const offline = queryBool(request.query, 'isOffline') ?? false;
     const session = await ctx.storage.sessions.byId(pathId(request.params.id, 'Session'));
     if (!session || session.realmId !== realm.id || (session.offline ?? false) !== offline) throw notFound('Session not found');
-    if (!offline) await ctx.logoutNotifications.enqueue(realm, [session], issuerOf(baseUrl(request, ctx.config.hostname), realm.name));
-    await ctx.storage.sessions.delete(session.id);
+    const end = (trx?: Parameters<typeof ctx.storage.sessions.delete>[1]) => ctx.storage.sessions.delete(session.id, trx);
+    if (offline) await end();
+    else await ctx.logoutNotifications.endSessions(realm, [session], issuerOf(baseUrl(request, ctx.config.hostname), realm.name), end);
     if (!offline) {
       await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, request: requestInfo(request) });
     }

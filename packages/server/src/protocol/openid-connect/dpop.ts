@@ -5,7 +5,7 @@
  * `ath` (the hash of the access token) when it comes with one; each `jti` and `htu` is used once, across nodes (the
  * shared store). What binds a token to the key is the key's JWK SHA-256 thumbprint (`cnf.jkt`).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from 'jose';
 import type { ServerConfig } from '../../config/index.js';
@@ -86,13 +86,9 @@ export async function verifyDpopProof(
   const jwk = header.jwk as JWK | undefined;
   if (!jwk || typeof jwk !== 'object') throw refuse('No JWK in DPoP header');
   if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw refuse('Private key is present in DPoP header');
-  let key;
-  try {
-    key = await importJWK(jwk, alg);
-  } catch {
-    throw refuse('Unsupported key type in DPoP header');
-  }
-  if (key instanceof Uint8Array || key.type !== 'public') throw refuse('No public key in DPoP header');
+  const imported = await importedKey(jwk, alg);
+  if (!imported) throw refuse('Unsupported key type in DPoP header');
+  const { key, jkt } = imported;
   let payload;
   try {
     ({ payload } = await jwtVerify(proof, key, { algorithms: [alg], typ: 'dpop+jwt', clockTolerance: CLOCK_SKEW_S }));
@@ -116,7 +112,32 @@ export async function verifyDpopProof(
   const replayKey = createHash('sha256').update(`${jti}\n${htu}`).digest('base64url');
   const ttlMs = Math.max(1, iat + PROOF_LIFETIME_S + CLOCK_SKEW_S - now) * 1000;
   if (!(await ctx.hostStore.setIfAbsent(`dpop:${realm.id}:${replayKey}`, '1', ttlMs))) throw refuse('DPoP proof has already been used');
-  return { jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+  return { jkt };
+}
+
+/**
+ * A proof key as jose imports it, with its thumbprint, by the JWK's text and algorithm: a client signs its proofs
+ * with one key for many requests, and importing and hashing it each time cost more than verifying the proof. At most
+ * KEY_CACHE_SIZE keys, the oldest forgotten first; only keys that imported as public keys are kept.
+ */
+const KEY_CACHE_SIZE = 1000;
+const keyCache = new Map<string, { key: CryptoKey | KeyObject; jkt: string }>();
+
+async function importedKey(jwk: JWK, alg: string): Promise<{ key: CryptoKey | KeyObject; jkt: string } | null> {
+  const cacheKey = `${alg}\n${JSON.stringify(jwk)}`;
+  const cached = keyCache.get(cacheKey);
+  if (cached) return cached;
+  let key;
+  try {
+    key = await importJWK(jwk, alg);
+  } catch {
+    return null;
+  }
+  if (key instanceof Uint8Array || key.type !== 'public') return null;
+  const entry = { key, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+  if (keyCache.size >= KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value!);
+  keyCache.set(cacheKey, entry);
+  return entry;
 }
 
 /** The proof a token request carried, checked once by the token endpoint (token/index.ts) for its grant to read. */

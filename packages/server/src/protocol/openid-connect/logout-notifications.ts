@@ -7,7 +7,7 @@
  * retries: a slow or down receiver never holds up the user's logout, and a node that dies mid-delivery leaves its
  * rows to the others once their lease runs out. Every request goes through the server's one outbound guard.
  */
-import type { OutboxItem, OutboxItemInput, OutboxNext, OutboxStore } from '@realmgate/spi';
+import type { OutboxItem, OutboxItemInput, OutboxNext } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
 import { isTargetRefusal, outboundRequest } from '../../http/index.js';
 import type { Client, Realm, UserSession } from '../../model/types.js';
@@ -15,7 +15,9 @@ import type { OutboundGuard } from '@realmgate/spi';
 import type { ServerLogger } from '../../observability/index.js';
 import type { Storage } from '../../storage/index.js';
 import type { TokenService } from './tokens.js';
-import { providerOutbox } from '../../providers/outbox.js';
+import { outboxNodeId } from '../../providers/outbox.js';
+import type { Db } from '../../storage/db.js';
+import { OutboxRepository } from '../../storage/outbox.js';
 import { signatureAlgorithm } from './tokens.js';
 
 /** The logout token's event (Back-Channel Logout 1.0, 2.4) and Keycloak's flag asking the client to drop offline tokens. */
@@ -88,7 +90,7 @@ interface Deps {
 export class BackchannelLogout {
   /** Mutable for tests (short backoffs); read at each attempt. */
   readonly settings: LogoutDeliverySettings = { ...DEFAULT_LOGOUT_DELIVERY, backoffMs: [...DEFAULT_LOGOUT_DELIVERY.backoffMs] };
-  readonly store: OutboxStore;
+  readonly store: OutboxRepository;
   private closing = false;
   private woken = false;
   private wakeUp: (() => void) | null = null;
@@ -97,7 +99,7 @@ export class BackchannelLogout {
   private lastErrorLogAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: Deps) {
-    this.store = providerOutbox(deps.storage, LOGOUT_OUTBOX_ID);
+    this.store = new OutboxRepository(deps.storage.db, deps.storage.dialect, LOGOUT_OUTBOX_ID, outboxNodeId());
   }
 
   start(): void {
@@ -128,7 +130,33 @@ export class BackchannelLogout {
    * Call it before the sessions are deleted (their client sessions go with them). Returns how many were written.
    */
   async enqueue(realm: Realm, sessions: UserSession[], issuer: string, only?: (client: Client) => boolean): Promise<number> {
-    if (sessions.length === 0) return 0;
+    const items = await this.notifications(realm, sessions, issuer, only);
+    if (items.length === 0) return 0;
+    await this.store.enqueue(items);
+    this.wake();
+    return items.length;
+  }
+
+  /**
+   * Ends sessions: their notifications (as `enqueue`) and `end` (which deletes the sessions, with `trx`) in one
+   * transaction, one commit: a logout that fails leaves both undone, one that answers has written both.
+   */
+  async endSessions(realm: Realm, sessions: UserSession[], issuer: string, end: (trx: Db) => Promise<void>, only?: (client: Client) => boolean): Promise<number> {
+    const items = await this.notifications(realm, sessions, issuer, only);
+    if (items.length === 0) {
+      await end(this.deps.storage.db);
+      return 0;
+    }
+    await this.deps.storage.transaction(async (trx) => {
+      await this.store.enqueueIn(trx, items);
+      await end(trx);
+    });
+    this.wake();
+    return items.length;
+  }
+
+  private async notifications(realm: Realm, sessions: UserSession[], issuer: string, only?: (client: Client) => boolean): Promise<OutboxItemInput[]> {
+    if (sessions.length === 0) return [];
     const clientSessions = await this.deps.storage.sessions.clientSessionsOf(sessions.map((s) => s.id));
     const byId = new Map(sessions.map((s) => [s.id, s]));
     const items: OutboxItemInput[] = [];
@@ -149,10 +177,7 @@ export class BackchannelLogout {
         maxAttempts: this.settings.maxAttempts,
       });
     }
-    if (items.length === 0) return 0;
-    await this.store.enqueue(items);
-    this.wake();
-    return items.length;
+    return items;
   }
 
   /** The logout token for a row, as Keycloak's TokenManager.initLogoutToken makes it, signed like the client's ID tokens. */

@@ -44,10 +44,9 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (session && session.realmId === realm.id) {
       const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
       if (browser) frames = await frontchannelFrames(ctx.storage, realm, session, issuer);
-      // Committed before the session goes; sent by the background worker (never awaited here).
-      await ctx.logoutNotifications.enqueue(realm, [session], issuer, browser ? (client) => !client.frontchannelLogout : undefined);
-    }
-    await ctx.storage.sessions.delete(sessionId);
+      // Committed with the session's end; sent by the background worker (never awaited here).
+      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(sessionId, trx), browser ? (client) => !client.frontchannelLogout : undefined);
+    } else await ctx.storage.sessions.delete(sessionId);
     await ctx.events.user(realm, {
       type: 'LOGOUT',
       clientId,
