@@ -4,7 +4,7 @@ import { TargetGuard } from '../src/http/index.js';
 import { BackchannelLogout } from '../src/protocol/openid-connect/logout-notifications.js';
 import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
 import { Receiver } from './support/logout-receiver.js';
-import { adminToken, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, eventually, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 40, item 5: back-channel logout (a signed logout_token POSTed to each client's `backchannel.logout.url`,
@@ -314,3 +314,64 @@ async function clientUuid(clientId: string): Promise<string> {
 }
 
 
+
+describe('back-channel logout on two nodes (one PostgreSQL, one Redis)', () => {
+  let nodes: Awaited<ReturnType<typeof startServerPair>>;
+  const pairReceiver = new Receiver();
+  beforeAll(async () => {
+    await pairReceiver.start();
+    nodes = await startServerPair();
+    const { a } = nodes;
+    const admin = await adminToken(a.url);
+    ok(await api(a.url, 'POST', '/admin/realms', admin, { realm: 'pair', enabled: true }));
+    ok(await api(a.url, 'POST', '/admin/realms/pair/users', admin, { username: 'lena', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }));
+    ok(await api(a.url, 'POST', '/admin/realms/pair/clients', admin, { clientId: 'svc', publicClient: true, directAccessGrantsEnabled: true, attributes: { 'backchannel.logout.url': pairReceiver.url('/svc') } }));
+  });
+  afterAll(async () => {
+    await nodes?.close();
+    await pairReceiver.stop();
+  });
+
+  const logoutOn = async (node: TestServer) => {
+    const grant = await tokenRequest(node.url, 'pair', { grant_type: 'password', client_id: 'svc', username: 'lena', password: PASSWORD });
+    expect(grant.status).toBe(200);
+    const response = await fetch(`${node.url}/realms/pair/protocol/openid-connect/logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: 'svc', refresh_token: grant.body.refresh_token as string }),
+    });
+    expect(response.status).toBe(204);
+    return sidOf(grant.body.access_token as string);
+  };
+
+  it('a node whose worker is stopped leaves its rows to the other node, which delivers them', async () => {
+    const { a, b } = nodes;
+    a.server.context.logoutNotifications.settings.concurrency = 0;
+    try {
+      const sid = await logoutOn(a);
+      const [received] = await some(() => pairReceiver.received.filter((r) => r.token && sidOf(r.token) === sid), 10_000);
+      const realm = (await b.server.context.storage.realms.byName('pair'))!;
+      const [row] = (await b.server.context.logoutNotifications.store.list({ realmId: realm.id, states: ['delivered'] })).filter((i) => i.label === sid);
+      const [attempt] = (await b.server.context.logoutNotifications.store.attempts([row.id])).get(row.id)!;
+      expect(attempt.node).toBe(b.server.context.logoutNotifications.store.nodeId);
+      expect(received.method).toBe('POST');
+    } finally {
+      a.server.context.logoutNotifications.settings.concurrency = 8;
+      a.server.context.logoutNotifications.wake();
+    }
+  });
+
+  it('logouts on both nodes: every notification is delivered once (leases: no node sends another\'s row)', async () => {
+    const { a, b } = nodes;
+    pairReceiver.received.length = 0;
+    const sids: string[] = [];
+    for (let i = 0; i < 6; i++) sids.push(await logoutOn(i % 2 === 0 ? a : b));
+    const realm = (await a.server.context.storage.realms.byName('pair'))!;
+    await eventually(async () => {
+      const delivered = await a.server.context.logoutNotifications.store.list({ realmId: realm.id, states: ['delivered'] });
+      return sids.every((sid) => delivered.some((i) => i.label === sid));
+    }, 10_000);
+    const got = pairReceiver.received.map((r) => sidOf(r.token!));
+    expect([...got].sort()).toEqual([...sids].sort());
+  });
+});
