@@ -33,7 +33,7 @@ async function setUp(t: TestServer): Promise<void> {
   const ok = (response: { status: number; body: unknown }) => expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
   ok(await api(t.url, 'POST', '/admin/realms', token, { realm: REALM, enabled: true }));
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/users`, token, { username: 'dora', email: 'dora@example.com', emailVerified: true, firstName: 'Dora', lastName: 'Pop', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }));
-  ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true }));
+  ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, webOrigins: ['https://spa.example'] }));
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'api', publicClient: false, secret: SECRET, directAccessGrantsEnabled: true, serviceAccountsEnabled: true }));
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'strict', publicClient: true, directAccessGrantsEnabled: true, attributes: { 'dpop.bound.access.tokens': 'true' } }));
 }
@@ -187,6 +187,14 @@ describe('DPoP on one node', () => {
       const answer = await tokenRequest(t.url, REALM, passwordForm('spa'), { dpop: await proof(key, 'POST', endpoint(t, 'token'), {}, { alg }) });
       expect(answer.status, `${alg}: ${JSON.stringify(answer.body)}`).toBe(200);
       expect(decodeJwt(answer.body.access_token as string).cnf, alg).toEqual({ jkt: await thumbprint(key) });
+    }
+  });
+
+  it('a browser app may send the DPoP header: CORS preflights of the token and userinfo endpoints allow it', async () => {
+    for (const [path, method, headers] of [['token', 'POST', 'content-type, dpop'], ['userinfo', 'GET', 'authorization, dpop']]) {
+      const response = await fetch(address(t, path), { method: 'OPTIONS', headers: { origin: 'https://spa.example', 'access-control-request-method': method, 'access-control-request-headers': headers } });
+      expect(response.headers.get('access-control-allow-origin'), path).toBe('https://spa.example');
+      expect(response.headers.get('access-control-allow-headers')?.toLowerCase(), path).toContain('dpop');
     }
   });
 
