@@ -76,9 +76,10 @@ const page_ = (scripts: string[]) => `<!doctype html><html><head><meta charset="
 /**
  * oidc-client-ts, unchanged from npm, as an app's files: its page and silent-renew page, the library, the app's
  * script above, and the UserManager's settings (shared by both pages) for `authority` and `clientId`, with
- * `overrides` (monitorSession, …) over the defaults.
+ * `overrides` (monitorSession, …) over the defaults, and `script` (JavaScript run after them, for settings that are
+ * objects of the library, such as a DPoP store).
  */
-export function oidcClientTsApp(authority: string, clientId: string, overrides: Record<string, unknown> = {}): Record<string, string> {
+export function oidcClientTsApp(authority: string, clientId: string, overrides: Record<string, unknown> = {}, script = ''): Record<string, string> {
   const settings = `window.settings = Object.assign({
   authority: ${JSON.stringify(authority)},
   client_id: ${JSON.stringify(clientId)},
@@ -88,7 +89,8 @@ export function oidcClientTsApp(authority: string, clientId: string, overrides: 
   scope: 'openid profile email',
   automaticSilentRenew: false,
   monitorSession: false,
-}, ${JSON.stringify(overrides)});`;
+}, ${JSON.stringify(overrides)});
+${script}`;
   return {
     '/app.html': page_(['/oidc-client-ts.js', '/settings.js', '/app.js']),
     '/silent.html': page_(['/oidc-client-ts.js', '/settings.js', '/silent.js']),
