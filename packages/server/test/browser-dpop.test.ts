@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
 import { startServer, type TestServer } from './support/server.js';
-import { appOutcome, inApp, oidcClientTsApp, spaRealm, startSpa } from './support/spa.js';
+import { inApp, oidcClientTsApp, signInThroughApp, spaRealm, startSpa } from './support/spa.js';
 
 const REALM = 'dpop-spa';
 const CLIENT = 'dpop-app';
@@ -35,13 +35,7 @@ const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base6
 
 describe('oidc-client-ts with DPoP', () => {
   it('signs in with DPoP-bound tokens, calls userinfo with a proof, refreshes with the same key', async () => {
-    await page.goto(`${spa.origin}/app.html`);
-    expect(await appOutcome(page)).toEqual({ ready: true });
-    await Promise.all([page.waitForSelector('#username'), inApp(page, 'manager.signinRedirect();')]);
-    await page.fill('#username', USER.username);
-    await page.fill('#password', USER.password);
-    await Promise.all([page.waitForURL((url) => url.href.startsWith(`${spa.origin}/app.html?`)), page.click('#kc-login')]);
-    expect(await appOutcome(page)).toEqual({ signedIn: USER.username });
+    expect(await signInThroughApp(page, spa.origin, USER)).toEqual({ before: { ready: true }, after: { signedIn: USER.username } });
 
     const user = await inApp<{ token_type: string; access_token: string; refresh_token: string }>(page, 'return await manager.getUser();');
     expect(user.token_type).toBe('DPoP');

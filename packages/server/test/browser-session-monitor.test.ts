@@ -7,7 +7,7 @@ import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
-import { appOutcome, inApp, oidcClientTsApp, spaRealm, startSpa } from './support/spa.js';
+import { inApp, oidcClientTsApp, signInThroughApp, spaRealm, startSpa } from './support/spa.js';
 
 const REALM = 'monitor';
 const CLIENT = 'monitored-app';
@@ -31,7 +31,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-const outcome = () => appOutcome(page);
 const run = <T>(body: string) => inApp<T>(page, body);
 
 describe('oidc-client-ts monitorSession', () => {
@@ -44,13 +43,7 @@ describe('oidc-client-ts monitorSession', () => {
     page.on('request', (request) => {
       if (request.url().includes('/login-status-iframe.html/init')) initRequests.push(request);
     });
-    await page.goto(`${spa.origin}/app.html`);
-    expect(await outcome()).toEqual({ ready: true });
-    await Promise.all([page.waitForSelector('#username'), run('manager.signinRedirect();')]);
-    await page.fill('#username', USER.username);
-    await page.fill('#password', USER.password);
-    await Promise.all([page.waitForURL((url) => url.href.startsWith(`${spa.origin}/app.html?`)), page.click('#kc-login')]);
-    expect(await outcome()).toEqual({ signedIn: USER.username });
+    expect(await signInThroughApp(page, spa.origin, USER)).toEqual({ before: { ready: true }, after: { signedIn: USER.username } });
     await run(`window.sessionEvents = [];
       manager.events.addUserSignedOut(() => window.sessionEvents.push('signed-out'));
       manager.events.addUserSessionChanged(() => window.sessionEvents.push('session-changed'));`);

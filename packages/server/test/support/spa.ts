@@ -111,3 +111,17 @@ export async function appOutcome(page: Page): Promise<AppOutcome> {
 
 /** Runs `body` in the app's page with its UserManager as `manager`; what it returns. */
 export const inApp = <T>(page: Page, body: string): Promise<T> => page.evaluate(`(async (manager) => { ${body} })(window.manager)`) as Promise<T>;
+
+/**
+ * The app's sign-in by redirect in `page`: the app page, signinRedirect, the login form, back to the app with a
+ * code. Returns the app's outcome before (`ready` expected) and after (`signedIn` expected).
+ */
+export async function signInThroughApp(page: Page, appOrigin: string, user: { username: string; password: string }): Promise<{ before: AppOutcome; after: AppOutcome }> {
+  await page.goto(`${appOrigin}/app.html`);
+  const before = await appOutcome(page);
+  await Promise.all([page.waitForSelector('#username'), inApp(page, 'manager.signinRedirect();')]);
+  await page.fill('#username', user.username);
+  await page.fill('#password', user.password);
+  await Promise.all([page.waitForURL((url) => url.href.startsWith(`${appOrigin}/app.html?`)), page.click('#kc-login')]);
+  return { before, after: await appOutcome(page) };
+}
