@@ -3,39 +3,26 @@
  * headless Chromium on another origin (CORS preflights with the DPoP header): the code it redeems gives DPoP-bound
  * tokens, its proofs call userinfo, and its refresh (a public client's bound refresh token) works with the same key.
  */
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from './support/browser.js';
-import { startServer, type TestServer } from './support/server.js';
-import { inApp, oidcClientTsApp, signInThroughApp, spaRealm, startSpa } from './support/spa.js';
+import { inApp, signInThroughApp, startOidcClientTsHarness, type AppHarness } from './support/spa.js';
 
 const REALM = 'dpop-spa';
 const CLIENT = 'dpop-app';
 const USER = { username: 'dana', password: 'dana-pass-1', email: 'dana@example.com' };
 
-let t: TestServer;
-let spa: Awaited<ReturnType<typeof startSpa>>;
-let browser: Browser;
-let page: Page;
+let h: AppHarness;
 
 beforeAll(async () => {
-  t = await startServer();
-  spa = await startSpa(oidcClientTsApp(`${t.url}/realms/${REALM}`, CLIENT, {}, 'window.settings.dpop = { store: new oidc.IndexedDbDPoPStore() };'));
-  await spaRealm(t.url, { realm: REALM, clientId: CLIENT, appOrigin: spa.origin, user: USER });
-  browser = await launchBrowser();
-  page = await (await browser.newContext()).newPage();
+  h = await startOidcClientTsHarness({ realm: REALM, clientId: CLIENT, user: USER, script: 'window.settings.dpop = { store: new oidc.IndexedDbDPoPStore() };' });
 });
-afterAll(async () => {
-  await browser?.close();
-  await spa?.close();
-  await t?.close();
-});
+afterAll(() => h?.close());
 
 const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
 
 describe('oidc-client-ts with DPoP', () => {
   it('signs in with DPoP-bound tokens, calls userinfo with a proof, refreshes with the same key', async () => {
-    expect(await signInThroughApp(page, spa.origin, USER)).toEqual({ before: { ready: true }, after: { signedIn: USER.username } });
+    const { t, page, appOrigin } = h;
+    expect(await signInThroughApp(page, appOrigin, USER)).toEqual({ before: { ready: true }, after: { signedIn: USER.username } });
 
     const user = await inApp<{ token_type: string; access_token: string; refresh_token: string }>(page, 'return await manager.getUser();');
     expect(user.token_type).toBe('DPoP');

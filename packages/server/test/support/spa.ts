@@ -3,8 +3,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
-import type { Page } from 'playwright-core';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT } from './server.js';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from './browser.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, REPO_ROOT, startServer, type TestServer } from './server.js';
 
 /** A library file from node_modules, served unchanged. */
 export const libraryFile = (path: string) => readFileSync(join(REPO_ROOT, 'node_modules', path), 'utf8');
@@ -124,4 +125,39 @@ export async function signInThroughApp(page: Page, appOrigin: string, user: { us
   await page.fill('#password', user.password);
   await Promise.all([page.waitForURL((url) => url.href.startsWith(`${appOrigin}/app.html?`)), page.click('#kc-login')]);
   return { before, after: await appOutcome(page) };
+}
+
+/** A server, an oidc-client-ts app on another origin for one realm and client (spaRealm), and a page in Chromium. */
+export interface AppHarness {
+  t: TestServer;
+  appOrigin: string;
+  page: Page;
+  close(): Promise<void>;
+}
+
+export async function startOidcClientTsHarness(options: {
+  realm: string;
+  clientId: string;
+  user: { username: string; password: string; email: string };
+  overrides?: Record<string, unknown>;
+  script?: string;
+}): Promise<AppHarness> {
+  const t = await startServer();
+  let spa: Awaited<ReturnType<typeof startSpa>> | undefined;
+  let browser: Browser | undefined;
+  const close = async () => {
+    await browser?.close();
+    await spa?.close();
+    await t.close();
+  };
+  try {
+    spa = await startSpa(oidcClientTsApp(`${t.url}/realms/${options.realm}`, options.clientId, options.overrides, options.script));
+    await spaRealm(t.url, { realm: options.realm, clientId: options.clientId, appOrigin: spa.origin, user: options.user });
+    browser = await launchBrowser();
+    const page = await (await browser.newContext()).newPage();
+    return { t, appOrigin: spa.origin, page, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
