@@ -102,8 +102,10 @@ export class BackchannelLogout {
     this.store = new OutboxRepository(deps.storage.db, deps.storage.dialect, LOGOUT_OUTBOX_ID, outboxNodeId());
   }
 
+  /** Starts this node's worker (again, after close). */
   start(): void {
-    if (this.loopDone) return;
+    if (this.loopDone && !this.closing) return;
+    this.closing = false;
     this.loopDone = this.loop();
     this.purgeTimer = setInterval(() => void this.purge(), PURGE_EVERY_MS);
     this.purgeTimer.unref?.();
