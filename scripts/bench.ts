@@ -15,6 +15,7 @@ import * as host from './host-bench.js';
 import * as scale from './scale-bench.js';
 import * as signIn from './sign-in-bench.js';
 import * as token from './token-bench.js';
+import * as logoutDpop from './logout-dpop-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -63,6 +64,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await signIn.run();
       console.log(signIn.format(figures));
       record('sign-in-flow', figures);
+    },
+  ],
+  [
+    'Issue 40: a DPoP-bound client_credentials grant beside a Bearer one; the logout of a session with 10 back-channel clients beside one without',
+    async () => {
+      const figures = await logoutDpop.run();
+      console.log(logoutDpop.format(figures));
+      record('issue-40', figures);
     },
   ],
   [

@@ -15,6 +15,7 @@ import type { LoginForms, LoginProtocol } from './authentication/ports.js';
 import type { PageRenderer } from './pages/render.js';
 import type { HostStore, OwnedSharedStore } from './store/index.js';
 import type { OutboundGuard } from '@realmgate/spi';
+import type { BackchannelLogout } from './protocol/openid-connect/logout-notifications.js';
 
 /** The services the composition root builds once and hands to every route module. */
 export interface ServerContext {
@@ -45,4 +46,6 @@ export interface ServerContext {
   mailFailures: Counter;
   /** The guard of the server's own requests to identity providers and JWKS URLs (http/target-guard.ts, as webhooks'). */
   outbound: OutboundGuard;
+  /** Back-channel logout notifications: written to the outbox at logout, sent by this node's worker with retries. */
+  logoutNotifications: BackchannelLogout;
 }

@@ -13,11 +13,12 @@ import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
 import { ClientKeys } from './keys/client-keys.js';
 import { secretsEqual } from './credentials/index.js';
 import { createLogger, listenForMetrics, MetricsRegistry, operationsRoutes, spiLogger, type MetricsAccess, type ServerLogger } from './observability/index.js';
-import { openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
+import { BackchannelLogout, openIdConnectLoginProtocol, openIdConnectRoutes, TokenService } from './protocol/openid-connect/index.js';
 import { builtinProviders, loadProviderPackages, mountRealmResources, providerContext, ProviderRegistry } from './providers/index.js';
 import { Storage } from './storage/index.js';
 import { createSharedStore, namespacedStore, type HostStore, type OwnedSharedStore } from './store/index.js';
 import { Mailer } from './mail/index.js';
+
 import { ActionTokens, AuthSessions } from './authentication/index.js';
 import { firstPage, PageRenderer, pageForms, pageRoutes } from './pages/index.js';
 
@@ -179,6 +180,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     mailer: new Mailer(logger, config.mode),
     mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),
     outbound,
+    logoutNotifications: new BackchannelLogout({ storage, tokens, outbound, logger }),
   };
   const closeProviders = () =>
     providers.close(config.shutdownGraceMs, (id, error) => logger.error({ err: error, provider: id }, 'provider failed to close'));
@@ -238,6 +240,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     metricsUrl: null,
     async listen() {
       const url = await http.listen({ host: config.httpHost, port: config.httpPort });
+      context.logoutNotifications.start();
       if (config.metricsPort !== null) {
         metricsListener = await listenForMetrics(metrics, metricsAccessOf(config), config.metricsHost, config.metricsPort);
         server.metricsUrl = metricsListener.url;
@@ -255,6 +258,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
       const cutOff = setTimeout(() => http.server.closeAllConnections(), config.shutdownGraceMs);
       cutOff.unref();
       await http.close().finally(() => clearTimeout(cutOff));
+      await context.logoutNotifications.close(config.shutdownGraceMs);
       await closeProviders();
       await storage.cache.disconnect().catch(() => {});
       await store.close().catch((error) => logger.warn({ err: error }, 'shared store failed to close'));

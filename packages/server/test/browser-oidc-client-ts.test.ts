@@ -6,7 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
 import { startServer, type TestServer } from './support/server.js';
-import { libraryFile, spaRealm, startSpa } from './support/spa.js';
+import { appOutcome, inApp, oidcClientTsApp, spaRealm, startSpa } from './support/spa.js';
 
 const REALM = 'oidc';
 const CLIENT = 'oidc-app';
@@ -18,44 +18,9 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 
-/** The app's UserManager settings, shared by its page and its silent-renew page. */
-const settingsScript = (serverUrl: string) => `window.settings = {
-  authority: ${JSON.stringify(`${serverUrl}/realms/${REALM}`)},
-  client_id: ${JSON.stringify(CLIENT)},
-  redirect_uri: location.origin + '/app.html',
-  silent_redirect_uri: location.origin + '/silent.html',
-  post_logout_redirect_uri: location.origin + '/app.html?signed-out',
-  scope: 'openid profile email',
-  automaticSilentRenew: false,
-  monitorSession: false,
-};`;
-
-/** The app: finishes a sign-in or sign-out redirect when it comes back with one, then exposes its UserManager. */
-const APP_SCRIPT = `const manager = new oidc.UserManager(window.settings);
-window.manager = manager;
-(async () => {
-  const query = new URLSearchParams(location.search);
-  if (query.has('code') || query.has('error')) {
-    const user = await manager.signinCallback();
-    window.outcome = { signedIn: user.profile.preferred_username };
-  } else if (query.has('signed-out')) {
-    await manager.signoutCallback();
-    window.outcome = { signedOut: true };
-  } else window.outcome = { ready: true };
-})().catch((error) => { window.outcome = { error: String(error) }; });`;
-
-const page_ = (scripts: string[]) => `<!doctype html><html><head><meta charset="utf-8"><title>app</title></head><body>${scripts.map((s) => `<script src="${s}"></script>`).join('')}</body></html>`;
-
 beforeAll(async () => {
   t = await startServer();
-  spa = await startSpa({
-    '/app.html': page_(['/oidc-client-ts.js', '/settings.js', '/app.js']),
-    '/silent.html': page_(['/oidc-client-ts.js', '/settings.js', '/silent.js']),
-    '/oidc-client-ts.js': libraryFile('oidc-client-ts/dist/browser/oidc-client-ts.js'),
-    '/settings.js': settingsScript(t.url),
-    '/app.js': APP_SCRIPT,
-    '/silent.js': 'new oidc.UserManager(window.settings).signinCallback();',
-  });
+  spa = await startSpa(oidcClientTsApp(`${t.url}/realms/${REALM}`, CLIENT));
   await spaRealm(t.url, { realm: REALM, clientId: CLIENT, appOrigin: spa.origin, user: USER });
   browser = await launchBrowser();
   context = await browser.newContext();
@@ -67,12 +32,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-type Outcome = { ready?: boolean; signedIn?: string; signedOut?: boolean; error?: string };
-async function outcome(): Promise<Outcome> {
-  await page.waitForFunction(() => (window as unknown as { outcome?: unknown }).outcome !== undefined, undefined, { timeout: 15_000 });
-  return page.evaluate(() => (window as unknown as { outcome: Outcome }).outcome);
-}
-const run = <T>(body: string): Promise<T> => page.evaluate(`(async (manager) => { ${body} })(window.manager)`) as Promise<T>;
+const outcome = () => appOutcome(page);
+const run = <T>(body: string) => inApp<T>(page, body);
 const userinfo = (token: string) => fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${token}` } });
 
 async function signInByRedirect(): Promise<void> {

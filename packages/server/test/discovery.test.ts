@@ -110,10 +110,11 @@ async function exerciseAll(advertised: string[], exercisers: Record<string, () =
 }
 
 describe('discovery advertises exactly what works', () => {
-  it('advertises no registration endpoint and no front- or back-channel logout notification', () => {
+  it('advertises no registration endpoint; front- and back-channel logout with sid (exercised in logout-notifications.test.ts)', () => {
     expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
     expect(meta.registration_endpoint).toBeUndefined();
-    expect(meta).toMatchObject({ frontchannel_logout_supported: false, backchannel_logout_supported: false, claims_parameter_supported: false, request_parameter_supported: true, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ claims_parameter_supported: false, request_parameter_supported: true, request_uri_parameter_supported: false });
+    expect(meta).toMatchObject({ frontchannel_logout_supported: true, frontchannel_logout_session_supported: true, backchannel_logout_supported: true, backchannel_logout_session_supported: true });
   });
 
   it('advertises iss in authorization responses (RFC 9207) and sends it in every mode, errors included', async () => {
@@ -174,6 +175,13 @@ describe('discovery advertises exactly what works', () => {
         const done = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dina', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
         const code = new URL(done.location!).searchParams.get('code')!;
         expect((await json(await form(meta.token_endpoint, { grant_type: 'authorization_code', client_id: 'spa', code, redirect_uri: CALLBACK, code_verifier: verifier }))).status).toBe(200);
+      },
+      check_session_iframe: async () => {
+        // The frame page and its script; what it answers is tested in browser-session-monitor.test.ts.
+        const frame = await fetch(meta.check_session_iframe);
+        expect(frame.status).toBe(200);
+        expect(frame.headers.get('content-type')).toContain('text/html');
+        expect(await frame.text()).toContain('login-status-iframe.js');
       },
       jwks_uri: async () => {
         const keys = (await json(await fetch(meta.jwks_uri))).body.keys as { kid: string }[];

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { requestInfo } from '../http/index.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import { issuerOf } from '../protocol/openid-connect/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { sessionAlive } from '../model/sessions.js';
 import type { Realm, UserSession } from '../model/types.js';
@@ -127,7 +128,9 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/users/:id/logout', async (request: AdminRequest<Params>, reply) => {
     const { realm, user } = await userOf(request);
-    await ctx.storage.sessions.deleteForUser(user.id);
+    // As Keycloak's: each SSO session's clients with a back-channel URL are told (offline sessions end silently).
+    const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    await ctx.logoutNotifications.endSessions(realm, live(realm, await ctx.storage.sessions.forUser(realm.id, user.id)), issuer, (trx) => ctx.storage.sessions.deleteForUser(user.id, trx));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/logout`);
     return reply.code(204).send();
   });
@@ -137,7 +140,9 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const offline = queryBool(request.query, 'isOffline') ?? false;
     const session = await ctx.storage.sessions.byId(pathId(request.params.id, 'Session'));
     if (!session || session.realmId !== realm.id || (session.offline ?? false) !== offline) throw notFound('Session not found');
-    await ctx.storage.sessions.delete(session.id);
+    const end = (trx?: Parameters<typeof ctx.storage.sessions.delete>[1]) => ctx.storage.sessions.delete(session.id, trx);
+    if (offline) await end();
+    else await ctx.logoutNotifications.endSessions(realm, [session], issuerOf(baseUrl(request, ctx.config.hostname), realm.name), end);
     if (!offline) {
       await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, request: requestInfo(request) });
     }

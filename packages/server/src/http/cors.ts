@@ -24,7 +24,7 @@ import type { Client } from '../model/types.js';
 export const MAX_ORIGIN_LENGTH = 300;
 const PREFLIGHT_MAX_AGE_SECONDS = 3600;
 /** Request headers a browser app may send to these endpoints (beyond the CORS-safelisted ones). */
-const ALLOWED_REQUEST_HEADERS = ['authorization', 'content-type', 'accept', 'accept-language', 'content-language', 'x-requested-with', 'origin'];
+const ALLOWED_REQUEST_HEADERS = ['authorization', 'content-type', 'accept', 'accept-language', 'content-language', 'x-requested-with', 'origin', 'dpop'];
 /** Response headers a browser app may read. */
 const EXPOSED_HEADERS = ['Access-Control-Allow-Methods', 'WWW-Authenticate', 'Location'];
 

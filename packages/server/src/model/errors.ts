@@ -26,6 +26,8 @@ export const OAUTH_ERRORS = {
   authorization_pending: 400, slow_down: 400, access_denied: 400, expired_token: 400,
   // RFC 9101 6.3: a request object (`request`) pushed to the PAR endpoint that cannot be read or verified
   invalid_request_object: 400,
+  // RFC 9449 5, 7.1: a DPoP proof missing where required, malformed, replayed, for another URL or key (401 at userinfo)
+  invalid_dpop_proof: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -157,6 +159,7 @@ export const TOKEN_VERIFICATION_REASONS = [
   'session_ended',
   'user_disabled',
   'client_disabled',
+  'dpop_binding',
 ] as const;
 
 export type TokenVerificationReason = (typeof TOKEN_VERIFICATION_REASONS)[number];

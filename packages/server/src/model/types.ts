@@ -98,6 +98,11 @@ export interface Client {
    * revocation and logout endpoints (protocol/openid-connect/client-auth.ts). Only the methods this server runs.
    */
   clientAuthenticatorType: ClientAuthenticatorType;
+  /**
+   * Keycloak's `frontchannelLogout` (true for new clients): at a browser logout the client is told through an iframe
+   * to its `frontchannel.logout.url`; when false, through its `backchannel.logout.url` (protocol/openid-connect/logout.ts).
+   */
+  frontchannelLogout: boolean;
 }
 
 /** Keycloak's client authenticators this server runs (client-x509 is not one: representations/client.ts refuses it). */

@@ -21,6 +21,9 @@ const contentSecurityPolicy = [
   "base-uri 'none'",
 ].join('; ');
 
+/** An http(s) origin as URL.origin writes it: nothing that could end or extend a CSP directive. */
+const isOrigin = (origin: string) => /^https?:\/\/[a-z0-9.\-[\]:]+$/i.test(origin);
+
 export interface FieldErrors {
   [field: string]: string;
 }
@@ -40,7 +43,8 @@ export class PageRenderer {
     };
   }
 
-  async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200): Promise<FastifyReply> {
+  /** `frameSrc`: origins the page may frame (the front-channel logout page's clients), besides its own. */
+  async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200, options: { frameSrc?: string[] } = {}): Promise<FastifyReply> {
     const html = await this.eta.renderAsync(template, {
       realmName: realm.name,
       realmTitle: realm.displayName || realm.name,
@@ -54,7 +58,7 @@ export class PageRenderer {
       .type('text/html; charset=utf-8')
       .headers({
         'cache-control': 'no-store',
-        'content-security-policy': contentSecurityPolicy,
+        'content-security-policy': options.frameSrc?.length ? `${contentSecurityPolicy}; frame-src 'self' ${options.frameSrc.filter(isOrigin).join(' ')}` : contentSecurityPolicy,
         'x-frame-options': 'DENY',
         'x-content-type-options': 'nosniff',
         'referrer-policy': 'no-referrer',

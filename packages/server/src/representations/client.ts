@@ -27,10 +27,11 @@ export const clientSpec: Spec = {
   consentRequired: { type: 'boolean' },
   authenticationFlowBindingOverrides: { type: 'stringMap', max: 36 },
   clientAuthenticatorType: { type: 'string', max: 64 },
+  frontchannelLogout: { type: 'boolean' },
 };
 export const clientIgnored = [
   'id', 'access', 'adminUrl', 'authorizationServicesEnabled', 'authorizationSettings',
-  'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole', 'frontchannelLogout',
+  'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole',
   'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
   'useTemplateScope', 'useTemplateMappers',
@@ -60,6 +61,7 @@ export const clientFieldUse: Record<string, string> = {
   attributes: 'protocol/openid-connect/auth.ts',
   authenticationFlowBindingOverrides: 'flows/runner.ts',
   clientAuthenticatorType: 'protocol/openid-connect/client-auth.ts',
+  frontchannelLogout: 'protocol/openid-connect/logout.ts',
 };
 
 /** A client's scopes by name and its own mappers, as its representation shows them. */
@@ -92,7 +94,7 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     directAccessGrantsEnabled: client.directAccessGrantsEnabled,
     serviceAccountsEnabled: client.serviceAccountsEnabled,
     publicClient: client.publicClient,
-    frontchannelLogout: true,
+    frontchannelLogout: client.frontchannelLogout,
     protocol: client.protocol,
     attributes: client.attributes,
     authenticationFlowBindingOverrides: client.authenticationFlowBindingOverrides,

@@ -30,6 +30,7 @@ function toClient(row: Selectable<ClientTable>): Client {
     authenticationFlowBindingOverrides: fromJson(row.flow_binding_overrides, {}),
     authorizationSettings: fromJson(row.authorization_settings, null),
     clientAuthenticatorType: (row.authenticator_type ?? 'client-secret') as ClientAuthenticatorType,
+    frontchannelLogout: row.frontchannel_logout === null ? true : bool(row.frontchannel_logout),
   };
 }
 
@@ -58,6 +59,7 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
     flow_binding_overrides: Object.keys(client.authenticationFlowBindingOverrides).length ? toJson(client.authenticationFlowBindingOverrides) : null,
     authorization_settings: client.authorizationSettings === null ? null : toJson(client.authorizationSettings),
     authenticator_type: client.clientAuthenticatorType === 'client-secret' ? null : client.clientAuthenticatorType,
+    frontchannel_logout: client.frontchannelLogout === false ? flag(false) : null,
   };
 }
 

@@ -703,4 +703,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('realm_key_component').unique().on('realm_key').column('component_id').execute();
     },
   },
+  // Keycloak's frontchannelLogout (issue 40): before this every client answered true whatever it was given. Null is true.
+  '0027-client-frontchannel-logout': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('frontchannel_logout', 'integer').execute();
+    },
+  },
 };

@@ -215,7 +215,15 @@ export class OutboxRepository implements OutboxStore {
     }
   }
 
-  private async write(items: OutboxItemInput[]): Promise<void> {
+  /**
+   * Writes items inside the caller's transaction `trx` (not tried again: the caller's transaction succeeds or fails
+   * with its own change), so that they commit with it: one commit for both.
+   */
+  async enqueueIn(trx: Db, items: OutboxItemInput[]): Promise<void> {
+    await this.write(items, trx.withTables<OutboxTables>() as unknown as OutboxDb);
+  }
+
+  private async write(items: OutboxItemInput[], db: OutboxDb = this.db): Promise<void> {
     const now = this.clock();
     const p = this.providerId;
     for (let start = 0; start < items.length; start += INSERT_BATCH) {
@@ -223,7 +231,7 @@ export class OutboxRepository implements OutboxStore {
       const endpoints = new Map(batch.map((item) => [`${item.realmId}\u0000${item.endpoint}`, item]));
       for (const key of endpoints.keys()) if (this.registered.has(key)) endpoints.delete(key);
       if (endpoints.size > 0) {
-        await this.db
+        await db
           .insertInto('provider_outbox_endpoint')
           .values(
             [...endpoints.values()].map((item) => ({ provider_id: p, realm_id: item.realmId, endpoint: item.endpoint, paused: 0, consecutive_failures: 0, paused_at: null, reason: null, hold_until: null, updated_at: now })),
@@ -241,7 +249,7 @@ export class OutboxRepository implements OutboxStore {
       }
       const source = this.rows(ENQUEUE_TYPES, values);
       await this.run(
-        this.db,
+        db,
         `with v(id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, max_attempts) as (${source.text})
         insert into provider_outbox (provider_id, id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, state,
           attempts, total_attempts, max_attempts, due_at, claimed_by, created_at, updated_at, last_status, last_error)

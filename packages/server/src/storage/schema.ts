@@ -96,6 +96,8 @@ export interface ClientTable {
   attributes: string;
   /** Keycloak's clientAuthenticatorType; null is client-secret (clients from before migration 0024). */
   authenticator_type: string | null;
+  /** Keycloak's frontchannelLogout; null is true (clients from before migration 0027). */
+  frontchannel_logout: number | null;
   created_at: number;
 }
 

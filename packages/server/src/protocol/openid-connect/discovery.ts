@@ -6,6 +6,7 @@ import { realmOrError } from './realm-lookup.js';
 import { issuerOf } from './tokens.js';
 import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-assertion.js';
 import { TOKEN_SIGNATURE_ALGS } from '../../keys/index.js';
+import { DPOP_ALGS } from './dpop.js';
 
 /** Keycloak's order: private_key_jwt (client-jwt), the secret's two, client_secret_jwt (client-secret-jwt). */
 const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
@@ -26,12 +27,14 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       end_session_endpoint: endpoint('logout'),
       revocation_endpoint: endpoint('revoke'),
       jwks_uri: endpoint('certs'),
-      // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration, no
-      // front- or back-channel logout notifications to clients (logging out with a refresh token is not those).
-      frontchannel_logout_session_supported: false,
-      frontchannel_logout_supported: false,
-      backchannel_logout_supported: false,
-      backchannel_logout_session_supported: false,
+      // OIDC Session Management 1.0: the session-status frame (frames.ts), as Keycloak advertises it.
+      check_session_iframe: endpoint('login-status-iframe.html'),
+      // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration.
+      // Front- and back-channel logout with `sid` (logout-notifications.ts, test/logout-notifications.test.ts).
+      frontchannel_logout_session_supported: true,
+      frontchannel_logout_supported: true,
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
       grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token', DEVICE_CODE_GRANT],
       response_types_supported: ['code'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
@@ -62,6 +65,8 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       device_authorization_endpoint: endpoint('auth/device'),
       pushed_authorization_request_endpoint: endpoint('ext/par/request'),
       require_pushed_authorization_requests: false,
+      // RFC 9449 5.1: DPoP proofs' algorithms (dpop.ts).
+      dpop_signing_alg_values_supported: DPOP_ALGS,
     };
   };
   app.get('/realms/:realm/.well-known/openid-configuration', metadata);

@@ -43,6 +43,8 @@ export function frameRoutes(app: FastifyInstance, ctx: ServerContext): void {
   serve(app, ctx, '3p-cookies/step2.js', 'js', script('3p-cookies-step2.js'));
   serve(app, ctx, 'login-status-iframe.html', 'html', framePage('Session status', 'login-status-iframe.js'));
   serve(app, ctx, 'login-status-iframe.js', 'js', script('login-status-iframe.js'));
+  // The front-channel logout page's one script (logout.ts): on to the redirect once the clients' frames loaded.
+  serve(app, ctx, 'logout/frontchannel-logout.js', 'js', script('frontchannel-logout.js'));
 
   app.get(`${PREFIX}/login-status-iframe.html/init`, async (request: RealmRequest, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);

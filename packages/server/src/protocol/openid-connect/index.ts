@@ -16,6 +16,7 @@ import { userinfoRoutes } from './userinfo.js';
 export { TokenService, issuerOf, type IssuedTokens } from './tokens.js';
 export { bearerToken, requireBearer } from './bearer.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
+export { BackchannelLogout } from './logout-notifications.js';
 
 export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
   corsPreflightRoutes(app, ctx);

@@ -24,7 +24,8 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
     reply.header('cache-control', 'no-store');
     for (const type of order) {
       try {
-        const claims = await ctx.tokens.verify(realm, token, type, ctx.config.hostname);
+        // A DPoP-bound token is introspected as any other: the resource server checks the proof it got (RFC 9449 6.2).
+        const claims = await ctx.tokens.verify(realm, token, type, ctx.config.hostname, { dpop: 'any' });
         if (type !== 'Bearer') return { ...claims, active: true, client_id: claims.azp, username: claims.preferred_username, token_type: type };
         // An access token: its mechanics, then what the mappers with `introspection.token.claim` write now (as
         // Keycloak 26, the roles are the user's current ones).
@@ -47,10 +48,11 @@ export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void
           ...(claims.sid !== undefined ? { sid: claims.sid } : {}),
           ...withoutMechanics(mapped),
           scope: claims.scope,
+          ...(claims.cnf !== undefined ? { cnf: claims.cnf } : {}),
           active: true,
           client_id: claims.azp,
           username: typeof mapped.preferred_username === 'string' ? mapped.preferred_username : user.username,
-          token_type: type,
+          token_type: claims.typ === 'DPoP' ? 'DPoP' : type,
         };
       } catch (error) {
         if (!(error instanceof TokenVerificationError)) throw error;

@@ -10,6 +10,10 @@ import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { refreshTokenType } from './offline.js';
 import { realmOrError } from './realm-lookup.js';
+import { frontchannelFrames, type FrontchannelFrame } from './logout-notifications.js';
+import { issuerOf } from './tokens.js';
+
+const issuerPath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}`;
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 const CONFIRM_LIFETIME_MS = 10 * 60 * 1000;
@@ -28,9 +32,21 @@ function param(request: FastifyRequest, name: string): string | undefined {
  */
 export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const signed = new SignedState(ctx.keys);
-  const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null) => {
+  /**
+   * Ends a session. Its clients are told first (the notifications need its client sessions): with `browser` as
+   * Keycloak's browser logout, the clients with `frontchannelLogout` through the frames returned (for the logout page)
+   * and the others by back-channel; otherwise (a refresh token's logout) every client with a back-channel URL.
+   */
+  const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null, browser = false): Promise<FrontchannelFrame[]> => {
     const user = await ctx.storage.users.byId(realm.id, userId);
-    await ctx.storage.sessions.delete(sessionId);
+    const session = await ctx.storage.sessions.byId(sessionId);
+    let frames: FrontchannelFrame[] = [];
+    if (session && session.realmId === realm.id) {
+      const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+      if (browser) frames = await frontchannelFrames(ctx.storage, realm, session, issuer);
+      // Committed with the session's end; sent by the background worker (never awaited here).
+      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(sessionId, trx), browser ? (client) => !client.frontchannelLogout : undefined);
+    } else await ctx.storage.sessions.delete(sessionId);
     await ctx.events.user(realm, {
       type: 'LOGOUT',
       clientId,
@@ -39,6 +55,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       request: requestInfo(request),
       user: user ? () => userSnapshot(ctx.storage, user) : null,
     });
+    return frames;
   };
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
@@ -98,17 +115,26 @@ export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (state) hidden.state = state;
       return ctx.pages.send(reply, realm, 'logout-confirm', { action: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`, csrf: token, hidden });
     }
-    if (sso) await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null);
+    let frames: FrontchannelFrame[] = [];
+    if (sso) frames = await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null, true);
     else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
       // No session in this browser: the hint's own session ends (the client holding its ID token asks), as Keycloak.
-      await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null);
+      frames = await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null, true);
     }
     clearSsoCookie(ctx, request, reply, realm);
+    let next: string | null = null;
     if (redirect) {
       const url = new URL(redirect);
       if (state) url.searchParams.set('state', state);
-      return reply.code(302).header('location', url.href).send();
+      next = url.href;
     }
+    if (frames.length > 0) {
+      // Keycloak's front-channel logout page: one hidden frame per client; once they have loaded, a script goes on
+      // to the redirect (a "Continue" link without scripts). Frames only to those clients' origins.
+      const origins = [...new Set(frames.map((frame) => new URL(frame.url).origin))];
+      return ctx.pages.send(reply, realm, 'frontchannel-logout', { frames, next, script: `${issuerPath(realm)}/protocol/openid-connect/logout/frontchannel-logout.js` }, 200, { frameSrc: origins });
+    }
+    if (next) return reply.code(302).header('location', next).send();
     return ctx.forms.info(reply, realm, 'You are signed out', 'You have been signed out.');
   };
 

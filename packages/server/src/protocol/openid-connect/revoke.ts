@@ -28,7 +28,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     try {
       const refresh = typ === 'Refresh' || typ === 'Offline';
-      const claims = await ctx.tokens.verify(realm, token, refresh ? (typ as 'Refresh' | 'Offline') : 'Bearer', ctx.config.hostname);
+      const claims = await ctx.tokens.verify(realm, token, refresh ? (typ as 'Refresh' | 'Offline') : 'Bearer', ctx.config.hostname, { dpop: 'any' });
       if (claims.azp !== client.clientId) throw oauthError.unauthorized_client('Unmatching clients');
       if (refresh && typeof claims.sid === 'string') {
         await ctx.storage.sessions.delete(claims.sid);

@@ -8,6 +8,7 @@ import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
 import { clientScopeSet } from '../../services/client-scope-set.js';
 import type { Storage } from '../../storage/index.js';
+import type { DpopBinding, DpopProof } from './dpop.js';
 import { loadMapperData, needsOf, runMappers, scopePlan, type Claims, type ScopePlan } from './mappers/index.js';
 
 /** `Offline`: the refresh token of an offline session (`offline_access`), as Keycloak types it. */
@@ -20,7 +21,7 @@ export interface IssuedTokens {
   expires_in: number;
   refresh_expires_in: number;
   refresh_token?: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   id_token?: string;
   'not-before-policy': 0;
   session_state?: string;
@@ -50,6 +51,8 @@ export interface TokenRequestContext {
   offline?: boolean;
   /** The refresh token's family: new at sign-in, passed on by every refresh (Keycloak's `reuse_id`). */
   reuseId?: string;
+  /** RFC 9449: the access token (and, when `bindRefresh`, the refresh token) bound to this key (`cnf.jkt`). */
+  dpop?: DpopBinding;
 }
 
 export class TokenService {
@@ -108,10 +111,12 @@ export class TokenService {
       iss: issuer,
       ...audience(mapped.aud),
       ...(mapped.sub !== undefined ? { sub: mapped.sub } : {}),
-      typ: 'Bearer',
+      // A DPoP-bound token is typed so, as Keycloak's DpopProtocolMapper does.
+      typ: ctx.dpop ? 'DPoP' : 'Bearer',
       azp: client.clientId,
       ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
       ...withoutMechanics(mapped),
+      ...(ctx.dpop ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
       scope: plan.scope,
     }, signatureAlgorithm(realm, client, 'access'));
 
@@ -119,7 +124,7 @@ export class TokenService {
       access_token: accessToken,
       expires_in: realm.accessTokenLifespan,
       refresh_expires_in: 0,
-      token_type: 'Bearer',
+      token_type: ctx.dpop ? 'DPoP' : 'Bearer',
       'not-before-policy': 0,
       scope: plan.scope,
     };
@@ -149,6 +154,7 @@ export class TokenService {
           sid: ctx.sessionId,
           scope: plan.scope,
           reuse_id: ctx.reuseId ?? newId(),
+          ...(ctx.dpop?.bindRefresh ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
         },
         key.secret,
       );
@@ -179,14 +185,21 @@ export class TokenService {
     return result;
   }
 
-  /** A document (signed userinfo) signed with the realm's key of `algorithm`. */
-  signDocument(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
-    return this.signPayload(realmId, payload, algorithm);
+  /** This service with every token it issues bound to a DPoP key (the token endpoint hands it to the grant). */
+  withDpop(dpop: DpopBinding): TokenService {
+    const bound = Object.create(this) as TokenService;
+    bound.issue = (context, withRefresh) => this.issue({ ...context, dpop }, withRefresh);
+    return bound;
   }
 
-  private async signPayload(realmId: string, payload: Record<string, unknown>, algorithm: string): Promise<string> {
+  /** A document (signed userinfo, a logout token with `typ` logout+jwt) signed with the realm's key of `algorithm`. */
+  signDocument(realmId: string, payload: Record<string, unknown>, algorithm: string, typ = 'JWT'): Promise<string> {
+    return this.signPayload(realmId, payload, algorithm, typ);
+  }
+
+  private async signPayload(realmId: string, payload: Record<string, unknown>, algorithm: string, typ = 'JWT'): Promise<string> {
     const key = await this.keys.signingKey(realmId, algorithm);
-    return signJws({ alg: key.algorithm, typ: 'JWT', kid: key.kid }, payload, key.keyObject);
+    return signJws({ alg: key.algorithm, typ, kid: key.kid }, payload, key.keyObject);
   }
 
   /**
@@ -198,8 +211,13 @@ export class TokenService {
     token: string,
     expectedType: TokenType,
     base: string | null,
-    /** For an `id_token_hint`: an expired token, or one whose session ended, still names who it was. */
-    options: { hint?: boolean } = {},
+    /**
+     * `hint`: for an `id_token_hint`, an expired token, or one whose session ended, still names who it was.
+     * `dpop` (access tokens): the checked proof of the request, or 'any' (introspection, revocation: the holder's
+     * proof is not theirs to check). Without it a DPoP-bound token is refused; with a proof, a token not bound to
+     * its key is.
+     */
+    options: { hint?: boolean; dpop?: DpopProof | 'any' } = {},
   ): Promise<AccessTokenClaims & JWTPayload> {
     let header;
     try {
@@ -235,7 +253,15 @@ export class TokenService {
       ? payload.iss === expectedIssuer
       : typeof payload.iss === 'string' && payload.iss.endsWith(`/realms/${encodeURIComponent(realm.name)}`);
     if (!issuerOk) throw new TokenVerificationError('wrong_issuer', 'token issued by another realm or server');
-    if (payload.typ !== expectedType) throw new TokenVerificationError('wrong_type', `expected a ${expectedType} token`);
+    const bearerOrDpop = expectedType === 'Bearer' && payload.typ === 'DPoP';
+    if (payload.typ !== expectedType && !bearerOrDpop) throw new TokenVerificationError('wrong_type', `expected a ${expectedType} token`);
+    if (expectedType === 'Bearer' && options.dpop !== 'any') {
+      const jkt = (payload.cnf as { jkt?: unknown } | undefined)?.jkt;
+      if (bearerOrDpop || jkt !== undefined) {
+        if (!options.dpop) throw new TokenVerificationError('dpop_binding', 'The access token type is DPoP but Authorization Header is not DPoP');
+        if (jkt !== options.dpop.jkt) throw new TokenVerificationError('dpop_binding', "DPoP confirmation doesn't match DPoP proof");
+      } else if (options.dpop) throw new TokenVerificationError('dpop_binding', 'The access token type is not DPoP but Authorization Header is DPoP');
+    }
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('revoked', 'token revoked');
     }

@@ -4,23 +4,28 @@ import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
-import { bearerToken, requireBearer } from './bearer.js';
+import { requireBearer } from './bearer.js';
 import { formField, isFormRequest } from './client-auth.js';
+import { authorizationToken, verifyDpopProof } from './dpop.js';
 import { realmOrError } from './realm-lookup.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
+    // `Authorization: DPoP …` with a proof for this request (RFC 9449 7), or a Bearer token (never a DPoP-bound one);
     // RFC 6750 2.2: a POST may carry the token as the form parameter `access_token` instead of the header.
-    const formToken = request.method === 'POST' && !bearerToken(request) && isFormRequest(request) ? formField(request.body, 'access_token') : undefined;
-    const token = formToken || requireBearer(request);
+    const presented = authorizationToken(request);
+    const formToken = request.method === 'POST' && !presented && isFormRequest(request) ? formField(request.body, 'access_token') : undefined;
+    const token = presented?.token ?? (formToken || requireBearer(request));
+    const proof = presented?.scheme === 'DPoP' ? await verifyDpopProof(ctx, realm, request, { accessToken: token, status: 401 }) : undefined;
     let claims;
     try {
-      claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);
+      claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname, { dpop: proof });
     } catch (error) {
       if (error instanceof TokenVerificationError) {
-        throw oauthError.invalid_token(error.message, { headers: { 'www-authenticate': 'Bearer realm="realmgate", error="invalid_token"' } });
+        const scheme = presented?.scheme === 'DPoP' || error.reason === 'dpop_binding' ? 'DPoP' : 'Bearer realm="realmgate",';
+        throw oauthError.invalid_token(error.message, { headers: { 'www-authenticate': `${scheme} error="invalid_token"` } });
       }
       throw error;
     }

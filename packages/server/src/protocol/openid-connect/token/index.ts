@@ -1,4 +1,6 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Client, Realm } from '../../../model/types.js';
+import { dpopHeader, dpopRequired, rememberTokenRequestProof, verifyDpopProof } from '../dpop.js';
 import type { ServerContext } from '../../../context.js';
 import { oauthError } from '../../../model/errors.js';
 import { corsPending } from '../../../http/index.js';
@@ -13,6 +15,19 @@ import { passwordGrant } from './password.js';
 import { refreshTokenGrant } from './refresh-token.js';
 
 export type GrantHandler = typeof passwordGrant;
+
+/**
+ * RFC 9449 5 at the token endpoint, as Keycloak's: a request with a `DPoP` header (or of a client with
+ * `dpop.bound.access.tokens`, which must send one) has its proof checked for POST and this URL; the grant then
+ * issues an access token bound to the proof's key (`cnf.jkt`, `token_type` DPoP), and for a public client the
+ * refresh token too (a confidential client's refresh token is bound by its credentials, RFC 9449 5).
+ */
+async function withDpopProof(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<ServerContext> {
+  if (!dpopRequired(client) && dpopHeader(request) === undefined) return ctx;
+  const proof = await verifyDpopProof(ctx, realm, request);
+  rememberTokenRequestProof(request, proof);
+  return { ...ctx, tokens: ctx.tokens.withDpop({ jkt: proof.jkt, bindRefresh: client.publicClient }) };
+}
 
 export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const grants: Record<string, GrantHandler> = {
@@ -32,7 +47,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
     const client = await authenticateClient(ctx, realm, request);
     corsForClient(ctx, request, client);
-    const tokens = await grant(ctx, realm, client, request);
+    const tokens = await grant(await withDpopProof(ctx, realm, client, request), realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });
   // Keycloak's token endpoint takes POST only: any other method is JAX-RS's 405.

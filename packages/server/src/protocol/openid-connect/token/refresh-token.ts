@@ -7,6 +7,7 @@ import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 import { refreshTokenType } from '../offline.js';
+import { tokenRequestProof } from '../dpop.js';
 import { narrowedScope } from './scope.js';
 
 /**
@@ -32,6 +33,13 @@ export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client
     throw error;
   }
   if (claims.azp !== client.clientId) throw await refuse('Invalid refresh token. Token client and authorized client don\'t match', 'invalid_token', claims.sub);
+  // RFC 9449 5: a DPoP-bound refresh token (a public client's) is refreshed only with a proof of the same key.
+  const boundTo = (claims.cnf as { jkt?: unknown } | undefined)?.jkt;
+  if (boundTo !== undefined) {
+    const proof = tokenRequestProof(request);
+    if (!proof) throw oauthError.invalid_dpop_proof('DPoP proof is missing');
+    if (proof.jkt !== boundTo) throw oauthError.invalid_dpop_proof('DPoP proof and token binding verification failed');
+  }
   const sessionId = claims.sid as string;
   const session = await ctx.storage.sessions.byId(sessionId);
   const clientSession = session ? await ctx.storage.sessions.clientSession(sessionId, client.id) : null;
