@@ -1,6 +1,6 @@
 /**
  * Issue 16, point 2: the required actions of a realm file that this server does not carry out (Keycloak's
- * webauthn-register, VERIFY_PROFILE, delete_account, …) are kept as data, as Keycloak keeps every
+ * delete_credential, VERIFY_PROFILE, delete_account, …) are kept as data, as Keycloak keeps every
  * RequiredActionProviderRepresentation of a realm: stored by the realm import and named once each by JSON path in
  * `keptAsData` (the answer and the log), listed by the admin API and the console's Required actions tab, exported
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
@@ -22,17 +22,17 @@ const REALM = 'kc26-full';
 const R = `/admin/realms/${REALM}/authentication`;
 const PASSWORD = 'Kept-as-data-1';
 /** What this server carries out (required-actions/ of issue 35). */
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'webauthn-register', 'webauthn-register-passwordless']);
 /** The registry's providers this server does not carry out: named in keptAsData only when a file turns them on. */
 const REGISTERED_OFF = new Set(['delete_account', 'UPDATE_EMAIL']);
 /** The registry's providers that have settings (config-description). */
-const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL']);
+const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless']);
 const KEPT = 'realm import: parts of the file are kept as data, not used for sign-in';
 const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 
 type Action = Awaited<ReturnType<KcAdminClient['authenticationManagement']['getRequiredActions']>>[number];
 const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>;
-/** Keycloak 26.7.3's list: the six this server carries out, two of its registry it does not (off), six more. */
+/** Keycloak 26.7.3's list: the eight this server carries out, two of its registry it does not (off), four more. */
 const fileActions = file().requiredActions as Action[];
 const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) || (REGISTERED_OFF.has(a.alias!) && !a.enabled) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
@@ -61,7 +61,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the import stores every entry; each one not carried out is named once by JSON path in keptAsData, in the answer and the log', async () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(keptPaths).toHaveLength(6);
+    expect(keptPaths).toHaveLength(4);
     expect(created.body.keptAsData.filter((p: string) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
     expect(created.body.notImported.filter((p: string) => p.includes('requiredActions'))).toEqual([]);
     const logged = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
@@ -73,7 +73,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
   it('the admin API lists all of them as the file had them, in priority order; each is found by alias; none is left to register', async () => {
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(fileActions);
     expect(await byAlias('delete_account')).toEqual(fileActions.find((a) => a.alias === 'delete_account'));
-    expect(await byAlias('webauthn-register')).toMatchObject({ name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} });
+    expect(await byAlias('delete_credential')).toMatchObject({ name: 'Delete Credential', providerId: 'delete_credential', enabled: true, defaultAction: false, priority: 110, config: {} });
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect((await api(t.url, 'GET', `${R}/required-actions/NO_SUCH_ACTION`, admin)).status).toBe(404);
   });
@@ -115,29 +115,29 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const terms = await byAlias('delete_account');
     await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true }), 400, /requiredAction\.enabled: "delete_account" is not carried out by this server/);
     await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...terms, enabled: true, defaultAction: true }), 400, /not carried out by this server/);
-    const webauthn = await byAlias('webauthn-register');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "webauthn-register" is not carried out by this server/);
-    const config = await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, admin, { ...webauthn, config: { max_auth_age: '60' } });
+    const webauthn = await byAlias('delete_credential');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "delete_credential" is not carried out by this server/);
+    const config = await api(t.url, 'PUT', `${R}/required-actions/delete_credential`, admin, { ...webauthn, config: { max_auth_age: '60' } });
     expect(config.status).toBe(400);
     expect(config.body.field).toBe('config');
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
     // What the console sends back as it read it (its name with the note included) changes nothing and is accepted.
     const listed = (await api(t.url, 'GET', `/admin/realms/${REALM}/ui-ext/authentication-management/required-actions`, admin)).body as (Action & { configurable?: boolean })[];
-    const { configurable: _, ...asRead } = listed.find((a) => a.alias === 'webauthn-register')!;
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, asRead);
+    const { configurable: _, ...asRead } = listed.find((a) => a.alias === 'delete_credential')!;
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, asRead);
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
   });
 
   it('one kept as data is turned off and reordered like the others; the export says so; once off, it stays off', async () => {
-    const webauthn = await byAlias('webauthn-register');
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: false, priority: 5 });
-    expect(await byAlias('webauthn-register')).toEqual({ ...webauthn, enabled: false, priority: 5 });
-    expect((await order())[0]).toBe('webauthn-register');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: true, priority: 5 }), 400, /not carried out/);
+    const webauthn = await byAlias('delete_credential');
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: false, priority: 5 });
+    expect(await byAlias('delete_credential')).toEqual({ ...webauthn, enabled: false, priority: 5 });
+    expect((await order())[0]).toBe('delete_credential');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: true, priority: 5 }), 400, /not carried out/);
     const exported = await kc.realms.export({ realm: REALM });
     expect(exported.requiredActions![0]).toEqual({ ...webauthn, enabled: false, priority: 5 });
     // Back where the file had it, still off.
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: false });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: false });
     expect(await order()).toEqual(fileActions.map((a) => a.alias));
   });
 
@@ -165,7 +165,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     expect(now.find((a) => a.alias === 'UPDATE_PROFILE')!.priority).toBe(20);
     expect(now.find((a) => a.alias === 'TERMS_AND_CONDITIONS')!.priority).toBe(50);
     expect(now.find((a) => a.alias === 'update_user_locale')!.priority).toBe(130);
-    expect(now.find((a) => a.alias === 'webauthn-register')!.priority).toBe(80);
+    expect(now.find((a) => a.alias === 'delete_credential')!.priority).toBe(110);
     // Back as the file had them.
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'TERMS_AND_CONDITIONS' });
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'UPDATE_PROFILE' });
@@ -196,7 +196,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
       expect((await kc.users.findOne({ id }))?.requiredActions).toEqual([]);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // Even if a user held it (a row written by other means), nothing is asked: no one could carry it out.
-      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_account', 'webauthn-register']);
+      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_account', 'delete_credential']);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // The admin API does not give a user one either (it names the action).
       await rejects(kc.users.update({ id }, { requiredActions: ['delete_account'] }), 400, /delete_account/);
@@ -290,9 +290,9 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const viewer = await token('viewer');
     expect((await api(t.url, 'GET', `${R}/required-actions`, viewer)).body).toEqual(before);
     expect((await api(t.url, 'GET', `${R}/required-actions/delete_account`, viewer)).status).toBe(200);
-    const webauthn = before.find((a) => a.alias === 'webauthn-register')!;
+    const webauthn = before.find((a) => a.alias === 'delete_credential')!;
     for (const [method, path, body] of [
-      ['PUT', `${R}/required-actions/webauthn-register`, { ...webauthn, enabled: false }],
+      ['PUT', `${R}/required-actions/delete_credential`, { ...webauthn, enabled: false }],
       ['PUT', `${R}/required-actions/delete_account`, { enabled: true, defaultAction: true }],
       ['PUT', `${R}/required-actions/update_user_locale`, { priority: 1 }],
       ['POST', `${R}/required-actions/update_user_locale/raise-priority`, undefined],
@@ -303,7 +303,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const plain = await token('plain');
     expect((await api(t.url, 'GET', `${R}/required-actions`, plain)).status).toBe(403);
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/ui-ext/authentication-management/required-actions`, plain)).status).toBe(403);
-    expect((await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, plain, { enabled: false })).status).toBe(403);
+    expect((await api(t.url, 'PUT', `${R}/required-actions/delete_credential`, plain, { enabled: false })).status).toBe(403);
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
   });
 });

@@ -12,7 +12,10 @@ import {
   UPDATE_PROFILE,
   UPDATE_USER_LOCALE,
   VERIFY_EMAIL,
+  WEBAUTHN_REGISTER,
+  WEBAUTHN_REGISTER_PASSWORDLESS,
 } from '../required-actions/index.js';
+import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, inPriorityOrder, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword } from './step-pages.js';
@@ -116,6 +119,9 @@ async function showRequiredAction(
       const key = await state.seal(realm, 'terms', claims);
       return ctx.pages.send(reply, realm, 'terms', { ...signInStep(realm, auth, 'terms'), key }, 200);
     }
+    case WEBAUTHN_REGISTER:
+    case WEBAUTHN_REGISTER_PASSWORDLESS:
+      return webauthnRegisterPage(ctx, request, reply, realm, auth, user, alias === WEBAUTHN_REGISTER ? 'two-factor' : 'passwordless', aia);
     default:
       // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
       throw new Error(`required action ${alias} has no page`);

@@ -8,15 +8,15 @@ import { UPDATE_PASSWORD, updatePassword } from './update-password.js';
 import { UPDATE_PROFILE, updateProfile } from './update-profile.js';
 import { UPDATE_USER_LOCALE, updateUserLocale } from './update-user-locale.js';
 import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
+import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS, webauthnRegister, webauthnRegisterPasswordless } from './webauthn-register.js';
 
-export { CONFIGURE_TOTP, DELETE_ACCOUNT, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL };
+export { CONFIGURE_TOTP, DELETE_ACCOUNT, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
 
 /**
  * The required-action providers this server has, each registered in every new realm with Keycloak 26.7.3's
- * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (WebAuthn,
- * recovery codes, VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
+ * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (recovery codes, VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
  */
 export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   termsAndConditions,
@@ -26,6 +26,8 @@ export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   updatePassword,
   deleteAccount,
   updateEmail,
+  webauthnRegister,
+  webauthnRegisterPasswordless,
   updateUserLocale,
 ];
 

@@ -91,6 +91,12 @@ export async function insertUser(ctx: Pick<ServerContext, 'storage' | 'config'>,
       db,
     );
   }
+  for (const key of input.webAuthnCredentials ?? []) {
+    await storage.credentials.insert(
+      { id: newId(), userId: user.id, type: key.type, userLabel: key.userLabel, secretData: key.userHandle ? { userHandle: key.userHandle } : {}, credentialData: { ...key.credentialData }, createdDate: key.createdDate ?? Date.now(), priority: 30 },
+      db,
+    );
+  }
   return user;
 }
 
