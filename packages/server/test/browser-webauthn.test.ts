@@ -247,6 +247,18 @@ describe('a security key as the second factor (webauthn-register, webauthn-authe
     expect(await dana.page.textContent('#page-message')).toContain('Failed to authenticate');
     expect(await dana.page.isVisible('#authenticateWebAuthnButton')).toBe(true);
   });
+  it('lists, relabels and deletes the key through the admin API; without it the next sign-in asks for a new one', async () => {
+    const id = await userId(t.url, 'keys', 'dana');
+    const path = `/admin/realms/keys/users/${id}/credentials`;
+    const key = ((await api(t.url, 'GET', path, token)).body as Record<string, string>[]).find((c) => c.type === 'webauthn')!;
+    expect((await api(t.url, 'PUT', `${path}/${key.id}/userLabel`, token, 'Dana old laptop', { 'content-type': 'text/plain' })).status).toBe(204);
+    expect(((await api(t.url, 'GET', path, token)).body as Record<string, string>[]).find((c) => c.id === key.id)?.userLabel).toBe('Dana old laptop');
+    expect((await api(t.url, 'DELETE', `${path}/${key.id}`, token)).status).toBe(204);
+    expect(((await api(t.url, 'GET', path, token)).body as Record<string, string>[]).map((c) => c.type)).toEqual(['password']);
+    await openAuthorization(dana, base, 'keys');
+    await signInWithPassword(dana, 'dana');
+    await dana.page.waitForSelector('#registerWebAuthn');
+  });
 });
 
 describe('user verification required by the policy', () => {
@@ -336,5 +348,63 @@ describe('passkeys (webauthn-register-passwordless, webauthn-authenticator-passw
     const data = JSON.parse(back.credentialData as string) as Record<string, unknown>;
     expect({ ...data, counter: 0 }).toEqual({ ...JSON.parse(passkey.credentialData as string), counter: 0 });
     expect(data.counter).toBeGreaterThan(0);
+  });
+  it('refuses a cloned authenticator: a sign counter lower than the one stored', async () => {
+    const id = await userId(t.url, 'passkeys', 'erin');
+    const storage = t.server.context.storage;
+    const [stored] = await storage.credentials.ofUser(id, 'webauthn-passwordless');
+    // The stored counter is ahead of the authenticator's: another copy of the key signed since.
+    const ahead = { ...stored.credentialData, counter: 1_000_000 };
+    expect(await storage.credentials.replaceData(id, stored.id, stored.credentialData, ahead)).toBe(true);
+    await openAuthorization(erin, base, 'passkeys', 'passkey-app');
+    await erin.page.waitForSelector('#authenticateWebAuthnButton');
+    expect(await ceremony(erin, '#authenticateWebAuthnButton')).toBe(401);
+    expect(atCallback(erin)).toBe(false);
+    expect((await storage.credentials.ofUser(id, 'webauthn-passwordless'))[0].credentialData.counter).toBe(1_000_000);
+  });
+});
+
+describe('two nodes on one PostgreSQL and one Redis', () => {
+  let pair: Awaited<ReturnType<typeof startServerPair>>;
+  beforeAll(async () => {
+    pair = await startServerPair();
+  }, 120_000);
+  afterAll(async () => {
+    await pair?.close();
+  });
+
+  it('a challenge node A issued is answered on node B, once', async () => {
+    const baseA = pair.a.url.replace('127.0.0.1', 'localhost');
+    const baseB = pair.b.url.replace('127.0.0.1', 'localhost');
+    const adminA = await adminToken(pair.a.url);
+    // One deployment would have one hostname; here the nodes have a port each, so B accepts A's origin by policy.
+    const realm = twoFactorRealm('nodes', { users: [user('hana')], webAuthnPolicyExtraOrigins: [baseA] });
+    expect((await api(pair.a.url, 'POST', '/admin/realms', adminA, realm)).status).toBe(201);
+    const hana = await device();
+    await openAuthorization(hana, baseA, 'nodes');
+    await signInWithPassword(hana, 'hana');
+    await hana.page.waitForSelector('#registerWebAuthn');
+    expect(await ceremony(hana, '#registerWebAuthn')).toBe(302);
+
+    // The options come from A; the answer goes to B.
+    await openAuthorization(hana, baseA, 'nodes');
+    await signInWithPassword(hana, 'hana');
+    await hana.page.waitForSelector('#authenticateWebAuthnButton');
+    const sentToB: string[] = [];
+    let answer = '';
+    await hana.page.route('**/login-actions/login-webauthn', async (route) => {
+      const url = route.request().url().replace(baseA, baseB);
+      sentToB.push(url);
+      answer = route.request().postData() ?? '';
+      await route.continue({ url });
+    });
+    expect(await ceremony(hana, '#authenticateWebAuthnButton')).toBe(302);
+    await hana.page.waitForURL((u) => u.href.startsWith(callback));
+    expect(sentToB).toHaveLength(1);
+    expect(sentToB[0].startsWith(baseB)).toBe(true);
+    // The same answer posted again to A (its key and CSRF token with it) signs nobody in.
+    const replay = await hana.page.request.post(`${baseA}/realms/nodes/login-actions/login-webauthn`, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, data: answer, maxRedirects: 0 });
+    expect(replay.status()).toBeLessThan(500);
+    expect(replay.status()).not.toBe(302);
   });
 });
