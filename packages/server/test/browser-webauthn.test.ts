@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
+import { flow, step, subflow } from './support/flow-files.js';
 import { realmExporter } from '../src/services/realm-export.js';
 import { adminToken, api, startServer, startServerPair, type TestServer } from './support/server.js';
 
@@ -23,11 +24,6 @@ let token: string;
 let browser: Browser;
 let app: Server;
 let callback: string;
-
-type Execution = Record<string, unknown>;
-const step = (authenticator: string, requirement: string, priority: number): Execution => ({ authenticator, authenticatorFlow: false, requirement, priority, autheticatorFlow: false, userSetupAllowed: false });
-const subflow = (flowAlias: string, requirement: string, priority: number): Execution => ({ authenticatorFlow: true, flowAlias, requirement, priority, autheticatorFlow: true, userSetupAllowed: false });
-const flow = (alias: string, topLevel: boolean, authenticationExecutions: Execution[]) => ({ alias, description: alias, providerId: 'basic-flow', topLevel, builtIn: false, authenticationExecutions });
 
 /** A realm whose browser flow asks for a security key after the password (webauthn-authenticator, REQUIRED). */
 const twoFactorRealm = (realm: string, extra: Record<string, unknown> = {}) => ({

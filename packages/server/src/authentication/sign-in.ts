@@ -12,7 +12,8 @@ import { authenticatePassword, findLoginUser, type PasswordResult } from './pass
 import type { SecondFactorError } from './second-factor.js';
 import { identityProviderRedirector, type RedirectChallenge } from './brokering/redirector.js';
 import { hasWebAuthnCredential, verifyAssertion, type WebAuthnKind } from './webauthn.js';
-import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
+import { CONFIGURE_RECOVERY_AUTHN_CODES, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
+import { hasRecoveryCodes, verifyRecoveryCode } from './recovery-codes.js';
 
 /**
  * Every step of a sign-in as an authenticator registered under Keycloak's provider id, run by the one flow runner
@@ -32,10 +33,11 @@ export type SignInFailure =
   | { kind: 'password'; result: Extract<PasswordResult, { ok: false }> }
   | { kind: 'otp'; error: SecondFactorError }
   | { kind: 'webauthn'; error: SecondFactorError; reason: string }
+  | { kind: 'recovery-code'; error: SecondFactorError }
   | { kind: 'protector'; provider: string; reason: string; error: ProviderEventError; status?: number; retryAfterSeconds?: number };
 
 /** The page a browser step asks to show. */
-export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp' | 'webauthn' | 'webauthn-passwordless' | RedirectChallenge;
+export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp' | 'webauthn' | 'webauthn-passwordless' | 'recovery-code' | RedirectChallenge;
 
 export interface SignInEnv {
   ctx: SignInContext;
@@ -164,6 +166,18 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     setupAction: WEBAUTHN_REGISTER,
     configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'two-factor'),
     authenticate: ({ env, user }) => webauthnStep(env, user, 'two-factor'),
+  },
+  'auth-recovery-authn-code-form': {
+    id: 'auth-recovery-authn-code-form',
+    requiresUser: true,
+    setupAction: CONFIGURE_RECOVERY_AUTHN_CODES,
+    configuredFor: (user, env) => hasRecoveryCodes(env.ctx, user),
+    async authenticate({ env, user }) {
+      const fields = take(env, ['recoveryCodeInput']);
+      if (!fields) return { status: 'challenge', challenge: 'recovery-code' };
+      const result = await verifyRecoveryCode(env.ctx, env.realm, user!, fields.recoveryCodeInput ?? '', { clientId: env.clientId, details: env.details, request: env.request });
+      return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'recovery-code', error: result.error } };
+    },
   },
   'webauthn-authenticator-passwordless': {
     id: 'webauthn-authenticator-passwordless',

@@ -14,7 +14,9 @@ import {
   VERIFY_EMAIL,
   WEBAUTHN_REGISTER,
   WEBAUTHN_REGISTER_PASSWORDLESS,
+  CONFIGURE_RECOVERY_AUTHN_CODES,
 } from '../required-actions/index.js';
+import { recoveryCodesSetupPage } from './recovery-code-pages.js';
 import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, inPriorityOrder, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
@@ -122,6 +124,8 @@ async function showRequiredAction(
     case WEBAUTHN_REGISTER:
     case WEBAUTHN_REGISTER_PASSWORDLESS:
       return webauthnRegisterPage(ctx, request, reply, realm, auth, user, alias === WEBAUTHN_REGISTER ? 'two-factor' : 'passwordless', aia);
+    case CONFIGURE_RECOVERY_AUTHN_CODES:
+      return recoveryCodesSetupPage(ctx, reply, realm, auth, user, aia);
     default:
       // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
       throw new Error(`required action ${alias} has no page`);

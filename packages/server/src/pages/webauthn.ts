@@ -15,7 +15,7 @@ import { showPage } from './pages.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
-import { MAX_LABEL, STEP_LIFETIME_MS, type ShowNewPassword } from './step-pages.js';
+import { MAX_LABEL, STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from './step-pages.js';
 import { ceremonyOf, LOGIN_PURPOSE, MAX_RESPONSE, openKey, REGISTER_PURPOSE, webauthnChallengePage, webauthnRegisterPage } from './webauthn-pages.js';
 
 /** The WebAuthn pages' routes (webauthn-pages.ts renders them): the assertion's post, the registration's post, the scripts. */
@@ -23,8 +23,7 @@ import { ceremonyOf, LOGIN_PURPOSE, MAX_RESPONSE, openKey, REGISTER_PURPOSE, web
 const scriptFile = (path: string) => readFileSync(path, 'utf8');
 
 export function webauthnRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
-  const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
-    showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+  const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => stepExpired(ctx, request, reply, realm, auth);
 
   // The assertion: the step's result goes back through the flow (runBrowserSignIn), as the OTP code does.
   loginActionForm(app, ctx, LOGIN_PURPOSE, {

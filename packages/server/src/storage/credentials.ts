@@ -131,6 +131,18 @@ export class CredentialRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** As replaceData, for the secret and the data together, compare-and-set on the secret (a recovery code taken once). */
+  async replaceSecret(userId: string, id: string, expectedSecret: Record<string, unknown>, secret: Record<string, unknown>, data: Record<string, unknown>, db: Db = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('credential')
+      .set({ secret_data: toJson(secret), credential_data: toJson(data) })
+      .where('user_id', '=', userId)
+      .where('id', '=', id)
+      .where('secret_data', '=', toJson(expectedSecret))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Removes the user's credential `id`; false when the user has none of that id. */
   async delete(userId: string, id: string, db: Db = this.db): Promise<boolean> {
     const result = await db.deleteFrom('credential').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
