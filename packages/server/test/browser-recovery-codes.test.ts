@@ -4,6 +4,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
 import { flow, step, subflow } from './support/flow-files.js';
+import { createHash } from 'node:crypto';
+import { realmExporter } from '../src/services/realm-export.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -26,7 +28,15 @@ beforeAll(async () => {
   t = await startServer();
   token = await adminToken(t.url);
   const realm = {
-    realm: 'codes',
+    ...codesRealm('codes'),
+    users: [{ username: 'ivy', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }],
+  };
+  expect((await api(t.url, 'POST', '/admin/realms', token, realm)).status).toBe(201);
+  browser = await launchBrowser();
+});
+
+const codesRealm = (name: string) => ({
+    realm: name,
     enabled: true,
     browserFlow: 'codes browser',
     authenticationFlows: [
@@ -34,10 +44,6 @@ beforeAll(async () => {
       flow('codes forms', false, [step('auth-username-password-form', 'REQUIRED', 10), step('auth-recovery-authn-code-form', 'REQUIRED', 20)]),
     ],
     clients: [{ clientId: 'web', publicClient: true, standardFlowEnabled: true, redirectUris: [callback] }],
-    users: [{ username: 'ivy', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }],
-  };
-  expect((await api(t.url, 'POST', '/admin/realms', token, realm)).status).toBe(201);
-  browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
@@ -45,10 +51,10 @@ afterAll(async () => {
   app?.close();
 });
 
-async function signIn(page: Page): Promise<void> {
+async function signIn(page: Page, realm = 'codes'): Promise<void> {
   await page.context().clearCookies();
   const query = new URLSearchParams({ client_id: 'web', redirect_uri: callback, response_type: 'code', scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
-  await page.goto(`${t.url}/realms/codes/protocol/openid-connect/auth?${query}`);
+  await page.goto(`${t.url}/realms/${realm}/protocol/openid-connect/auth?${query}`);
   await page.fill('#username', 'ivy');
   await page.fill('#password', PASSWORD);
   await page.click('#kc-login');
@@ -118,5 +124,24 @@ describe('recovery authentication codes', () => {
     }
     // The last one used: new codes are asked for before the application gets its code.
     await page.waitForSelector('#kc-recovery-codes-list');
+  });
+
+  it('imports recovery codes in Keycloak’s export format (hashes only); the saved codes work there, and the export writes them back', async () => {
+    // Keycloak's RecoveryAuthnCodesCredentialModel: the Base64 of each code's SHA-512, in order.
+    const saved = ['ABCDEFGHIJKL', 'MNPQRSTUVWXY', 'Z12345678912'];
+    const secretData = JSON.stringify({ codes: saved.map((code, i) => ({ number: i + 1, encodedHashedValue: createHash('sha512').update(code).digest('base64') })) });
+    const credentialData = JSON.stringify({ hashIterations: 1, algorithm: 'RS512', totalCodes: 12, remainingCodes: 3 });
+    const file = { ...codesRealm('codes-import'), users: [{ username: 'ivy', enabled: true, credentials: [{ type: 'password', value: PASSWORD }, { type: 'recovery-authn-codes', createdDate: 1700000000000, secretData, credentialData }] }] };
+    expect((await api(t.url, 'POST', '/admin/realms', token, file)).status).toBe(201);
+    const imported = await (await browser.newContext()).newPage();
+    await signIn(imported, 'codes-import');
+    await imported.waitForSelector('#recoveryCodeInput');
+    expect(await imported.textContent('#page-message')).toContain('3 recovery codes');
+    expect(await enterCode(imported, 'ABCD-EFGH-IJKL')).toBe(302);
+    const realm = (await t.server.context.storage.realms.byName('codes-import'))!;
+    const { users } = await (await realmExporter(t.server.context, realm)).users(null, 10);
+    const back = (users[0] as { credentials: Record<string, unknown>[] }).credentials.find((c) => c.type === 'recovery-authn-codes')!;
+    expect(JSON.parse(back.secretData as string)).toEqual({ codes: JSON.parse(secretData).codes.slice(1) });
+    expect(JSON.parse(back.credentialData as string)).toMatchObject({ algorithm: 'RS512', totalCodes: 12, remainingCodes: 2 });
   });
 });

@@ -44,3 +44,35 @@ export function recoveryCodeMatches(input: string, stored: StoredRecoveryCode): 
   const saved = Buffer.from(stored.encodedHashedValue, 'base64');
   return given.length === saved.length && timingSafeEqual(given, saved);
 }
+
+/** A Keycloak export's recovery codes (secretData and credentialData as JSON strings), read; an error names what is wrong. */
+export function importedRecoveryCodes(secretData: string, credentialData: string): { secretData: Record<string, unknown>; credentialData: Record<string, unknown> } | { error: string } {
+  let secret: unknown;
+  let data: unknown;
+  try {
+    secret = JSON.parse(secretData);
+    data = JSON.parse(credentialData);
+  } catch {
+    return { error: 'secretData and credentialData must be JSON' };
+  }
+  if (typeof secret !== 'object' || secret === null || typeof data !== 'object' || data === null || Array.isArray(data)) return { error: 'secretData and credentialData must be JSON objects' };
+  const codes = remainingRecoveryCodes(secret as Record<string, unknown>);
+  const given = (secret as { codes?: unknown }).codes;
+  if (!Array.isArray(given) || codes.length !== given.length || codes.length > 100 || codes.some((c) => Buffer.from(c.encodedHashedValue, 'base64').length !== 64)) {
+    return { error: 'secretData.codes must list {number, encodedHashedValue} with Base64 SHA-512 hashes' };
+  }
+  return { secretData: { codes }, credentialData: { ...(data as Record<string, unknown>), remainingCodes: codes.length } };
+}
+
+/** Keycloak's CredentialRepresentation of stored recovery codes, for the realm export (hashes only, as Keycloak's). */
+export function exportedRecoveryCodes(stored: { id: string; type: string; secretData: Record<string, unknown>; credentialData: Record<string, unknown>; userLabel: string | null; createdDate: number; priority: number }): Record<string, unknown> {
+  return {
+    id: stored.id,
+    type: stored.type,
+    ...(stored.userLabel !== null ? { userLabel: stored.userLabel } : {}),
+    createdDate: stored.createdDate,
+    secretData: JSON.stringify({ codes: remainingRecoveryCodes(stored.secretData) }),
+    credentialData: JSON.stringify(stored.credentialData),
+    priority: stored.priority,
+  };
+}

@@ -12,6 +12,7 @@ import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { exportedWebAuthnCredential, WEBAUTHN_TYPES } from '../credentials/webauthn.js';
+import { exportedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import type { Client, Component, Group, Realm, Role, UserConsent } from '../model/types.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
@@ -217,7 +218,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           createdTimestamp: user.createdTimestamp,
           ...(Object.keys(user.attributes).length ? { attributes: user.attributes } : {}),
           ...(user.serviceAccountClientId ? { serviceAccountClientId: clientById.get(user.serviceAccountClientId)?.clientId } : {}),
-          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential), ...webAuthn.map(exportedWebAuthnCredential)],
+          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential), ...webAuthn.map(exportedWebAuthnCredential), ...(await storage.credentials.ofUser(user.id, RECOVERY_CODES_TYPE)).map(exportedRecoveryCodes)],
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),

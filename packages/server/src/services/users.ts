@@ -1,6 +1,7 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../representations/user.js';
 import { hashNeedsUpgrade, hashPassword, newId, verifyPassword, type PasswordHashCost } from '../credentials/index.js';
+import { RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { checkPassword, policyHashCost, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
@@ -96,6 +97,10 @@ export async function insertUser(ctx: Pick<ServerContext, 'storage' | 'config'>,
       { id: newId(), userId: user.id, type: key.type, userLabel: key.userLabel, secretData: key.userHandle ? { userHandle: key.userHandle } : {}, credentialData: { ...key.credentialData }, createdDate: key.createdDate ?? Date.now(), priority: 30 },
       db,
     );
+  }
+  if (input.recoveryCodes) {
+    const { secretData, credentialData, createdDate } = input.recoveryCodes;
+    await storage.credentials.insert({ id: newId(), userId: user.id, type: RECOVERY_CODES_TYPE, userLabel: null, secretData, credentialData, createdDate: createdDate ?? Date.now(), priority: 40 }, db);
   }
   return user;
 }
