@@ -97,6 +97,19 @@ describe('recovery authentication codes', () => {
     }
   });
 
+  it('the account API lists the codes as Keycloak’s account console reads them (the hashes never answered)', async () => {
+    const grant = await fetch(`${t.url}/realms/codes/protocol/openid-connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', username: 'ivy', password: PASSWORD }),
+    });
+    const { access_token } = (await grant.json()) as { access_token: string };
+    const listed = await api(t.url, 'GET', '/realms/codes/account/credentials?type=recovery-authn-codes', access_token);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject([{ type: 'recovery-authn-codes', category: 'two-factor', createAction: 'CONFIGURE_RECOVERY_AUTHN_CODES', removeable: true }]);
+    expect(JSON.stringify(listed.body)).not.toContain('encodedHashedValue');
+  });
+
   it('signs in with the next code once; the same code again is refused; a wrong code is refused', async () => {
     await signIn(page);
     await page.waitForSelector('#recoveryCodeInput');
