@@ -54,10 +54,12 @@ export async function webauthnChallengePage(
   signIn: { challenge: 'webauthn' | 'webauthn-passwordless'; user: User | null; done: Record<string, ExecutionStatus>; requiredActions: string[]; env: { login?: string; passwordChecked?: boolean } },
   message?: { type: string; text: string },
   status = 200,
+  /** The page shown again: its key, whose attempts go on counting. */
+  sameKey?: string,
 ): Promise<FastifyReply> {
   const kind: WebAuthnKind = signIn.challenge === 'webauthn-passwordless' ? 'passwordless' : 'two-factor';
   const claims: WebAuthnClaims = { sub: signIn.user?.id ?? null, azp: auth.clientId, auth: authBinding(auth), kind, done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked };
-  const key = await new SignedState(ctx.keys).seal(realm.id, LOGIN_PURPOSE, claims, STEP_LIFETIME_MS);
+  const key = sameKey ?? (await new SignedState(ctx.keys).seal(realm.id, LOGIN_PURPOSE, claims, STEP_LIFETIME_MS));
   const options = await authenticationOptions(ctx, realm, signIn.user, kind, ceremonyOf(ctx, request, auth));
   return ctx.pages.send(reply, realm, 'webauthn-authenticate', { action: actionUrl(realm, LOGIN_PURPOSE), csrf: auth.csrf, key, options: JSON.stringify(options), passwordless: kind === 'passwordless', message }, status);
 }

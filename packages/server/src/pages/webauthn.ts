@@ -37,13 +37,13 @@ export function webauthnRoutes(app: FastifyInstance, ctx: ServerContext, newPass
       const { claims, user } = step;
       const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked };
       const again = (text: string, status: number) =>
-        webauthnChallengePage(ctx, request, reply, realm, auth, { challenge: claims.kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn', ...progress, env: progress }, { type: 'error', text }, status);
+        webauthnChallengePage(ctx, request, reply, realm, auth, { challenge: claims.kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn', ...progress, env: progress }, { type: 'error', text }, status, form.key);
+      // The key takes a few answers (STEP_ATTEMPTS, the browser's refusals included: each makes a new challenge), then the sign-in starts again.
+      const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
+      if (left === null) return expired(request, reply, realm, auth);
       // The browser's own refusal (no authenticator, cancelled, timed out): nothing was checked; the user may try again.
       if (!form.response || form.error) return again('Failed to authenticate by the passkey or security key. Please try again.', 400);
       if (form.response.length > MAX_RESPONSE) return again('Failed to authenticate by the passkey or security key.', 400);
-      // The key takes a few answers (STEP_ATTEMPTS), then the sign-in starts again.
-      const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
-      if (left === null) return expired(request, reply, realm, auth);
       const ceremony = ceremonyOf(ctx, request, auth);
       const submitted: Record<string, string> = { [WEBAUTHN_FIELDS[0]]: form.response, [WEBAUTHN_FIELDS[1]]: ceremony.origin, [WEBAUTHN_FIELDS[2]]: ceremony.session };
       const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), progress, submitted);
