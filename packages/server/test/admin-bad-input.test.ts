@@ -393,7 +393,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   },
   'POST /admin/realms/:realm/localization/:locale': objectBody([{ key: 5 }, { key: { nested: 'x' } }, { key: ['x'] }, { '': 'x' }, { key: 'x\u0000' }, { ['k'.repeat(300)]: 'x' }, { key: 'x'.repeat(20000) }]),
   'PUT /admin/realms/:realm/users/:id/execute-actions-email': {
-    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['webauthn-register'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
+    shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['delete_credential'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
   'POST /admin/realms/:realm/identity-provider/instances': objectBody([...idpFields, { alias: 'fixture-idp', providerId: 'oidc' }]),

@@ -177,7 +177,7 @@ describe.each(databases)('execute-actions-email and send-verify-email (%s)', (da
     const refused = (call: Promise<unknown>, message: string) => expect(call).rejects.toMatchObject({ response: { status: 400 }, responseData: { errorMessage: expect.stringContaining(message) } });
     await refused(kc.users.executeActionsEmail({ id: noMail, actions: ['UPDATE_PASSWORD'] }), 'User email missing');
     await refused(kc.users.sendVerifyEmail({ id: off }), 'User is disabled');
-    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['webauthn-register'] }), 'webauthn-register');
+    await refused(kc.users.executeActionsEmail({ id: ok, actions: ['delete_credential'] }), 'delete_credential');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'portal', redirectUri: 'https://evil.example/' }), 'Invalid redirect uri');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], redirectUri: 'https://portal.example/x' }), 'Client id missing');
     await refused(kc.users.executeActionsEmail({ id: ok, actions: ['UPDATE_PASSWORD'], clientId: 'nobody' }), "Client doesn't exist");

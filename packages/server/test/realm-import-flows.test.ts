@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
+import { step, subflow, type Execution } from './support/flow-files.js';
 import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 import type { Realm, User } from '../src/model/types.js';
@@ -22,17 +23,6 @@ const CALLBACK = 'http://127.0.0.1:9/cb';
 const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 const KEPT_AS_DATA = 'realm import: parts of the file are kept as data, not used for sign-in';
 
-type Execution = Record<string, unknown>;
-const step = (authenticator: string, requirement: string, priority: number, extra: Execution = {}): Execution => ({
-  authenticator,
-  authenticatorFlow: false,
-  requirement,
-  priority,
-  autheticatorFlow: false,
-  userSetupAllowed: false,
-  ...extra,
-});
-const subflow = (flowAlias: string, requirement: string, priority: number): Execution => ({ authenticatorFlow: true, flowAlias, requirement, priority, autheticatorFlow: true, userSetupAllowed: false });
 const flow = (alias: string, topLevel: boolean, builtIn: boolean, authenticationExecutions: Execution[]) => ({ alias, description: `${alias} of the file`, providerId: 'basic-flow', topLevel, builtIn, authenticationExecutions });
 
 /** A realm file as Keycloak exports one: two flows of its own that use providers Realmgate does not have, and Keycloak's built-in flows as an administrator edited them. */

@@ -1,6 +1,6 @@
 /**
  * Issue 16, point 2: the required actions of a realm file that this server does not carry out (Keycloak's
- * webauthn-register, VERIFY_PROFILE, delete_credential, …) are kept as data, as Keycloak keeps every
+ * delete_credential, VERIFY_PROFILE, idp_link, …) are kept as data, as Keycloak keeps every
  * RequiredActionProviderRepresentation of a realm: stored by the realm import and named once each by JSON path in
  * `keptAsData` (the answer and the log), listed by the admin API and the console's Required actions tab, exported
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
@@ -22,15 +22,15 @@ const REALM = 'kc26-full';
 const R = `/admin/realms/${REALM}/authentication`;
 const PASSWORD = 'Kept-as-data-1';
 /** What this server carries out (required-actions/ of issue 35). */
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES']);
 /** The registry's providers that have settings (config-description). */
-const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL']);
+const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES']);
 const KEPT = 'realm import: parts of the file are kept as data, not used for sign-in';
 const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 
 type Action = Awaited<ReturnType<KcAdminClient['authenticationManagement']['getRequiredActions']>>[number];
 const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>;
-/** Keycloak 26.7.3's list: the eight this server carries out, six more. */
+/** Keycloak 26.7.3's list: the eleven this server carries out, three more. */
 const fileActions = file().requiredActions as Action[];
 const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
@@ -59,7 +59,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the import stores every entry; each one not carried out is named once by JSON path in keptAsData, in the answer and the log', async () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(keptPaths).toHaveLength(6);
+    expect(keptPaths).toHaveLength(3);
     expect(created.body.keptAsData.filter((p: string) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
     expect(created.body.notImported.filter((p: string) => p.includes('requiredActions'))).toEqual([]);
     const logged = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
@@ -70,8 +70,8 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('the admin API lists all of them as the file had them, in priority order; each is found by alias; none is left to register', async () => {
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(fileActions);
-    expect(await byAlias('delete_credential')).toEqual(fileActions.find((a) => a.alias === 'delete_credential'));
-    expect(await byAlias('webauthn-register')).toMatchObject({ name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} });
+    expect(await byAlias('idp_link')).toEqual(fileActions.find((a) => a.alias === 'idp_link'));
+    expect(await byAlias('delete_credential')).toMatchObject({ name: 'Delete Credential', providerId: 'delete_credential', enabled: true, defaultAction: false, priority: 110, config: {} });
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect((await api(t.url, 'GET', `${R}/required-actions/NO_SUCH_ACTION`, admin)).status).toBe(404);
   });
@@ -110,31 +110,29 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
 
   it('one kept as data is never turned on: enabling it or making it a default action is refused (400, naming why); nothing changes', async () => {
     const before = await kc.authenticationManagement.getRequiredActions();
-    const credential = await byAlias('delete_credential');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...credential, defaultAction: true }), 400, /requiredAction\.defaultAction: "delete_credential" is not carried out by this server/);
-    const webauthn = await byAlias('webauthn-register');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "webauthn-register" is not carried out by this server/);
-    const config = await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, admin, { ...webauthn, config: { max_auth_age: '60' } });
+    const webauthn = await byAlias('delete_credential');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "delete_credential" is not carried out by this server/);
+    const config = await api(t.url, 'PUT', `${R}/required-actions/delete_credential`, admin, { ...webauthn, config: { max_auth_age: '60' } });
     expect(config.status).toBe(400);
     expect(config.body.field).toBe('config');
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
     // What the console sends back as it read it (its name with the note included) changes nothing and is accepted.
     const listed = (await api(t.url, 'GET', `/admin/realms/${REALM}/ui-ext/authentication-management/required-actions`, admin)).body as (Action & { configurable?: boolean })[];
-    const { configurable: _, ...asRead } = listed.find((a) => a.alias === 'webauthn-register')!;
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, asRead);
+    const { configurable: _, ...asRead } = listed.find((a) => a.alias === 'delete_credential')!;
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, asRead);
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
   });
 
   it('one kept as data is turned off and reordered like the others; the export says so; once off, it stays off', async () => {
-    const webauthn = await byAlias('webauthn-register');
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: false, priority: 5 });
-    expect(await byAlias('webauthn-register')).toEqual({ ...webauthn, enabled: false, priority: 5 });
-    expect((await order())[0]).toBe('webauthn-register');
-    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: true, priority: 5 }), 400, /not carried out/);
+    const webauthn = await byAlias('delete_credential');
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: false, priority: 5 });
+    expect(await byAlias('delete_credential')).toEqual({ ...webauthn, enabled: false, priority: 5 });
+    expect((await order())[0]).toBe('delete_credential');
+    await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: true, priority: 5 }), 400, /not carried out/);
     const exported = await kc.realms.export({ realm: REALM });
     expect(exported.requiredActions![0]).toEqual({ ...webauthn, enabled: false, priority: 5 });
     // Back where the file had it, still off.
-    await kc.authenticationManagement.updateRequiredAction({ alias: 'webauthn-register' }, { ...webauthn, enabled: false });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, enabled: false });
     expect(await order()).toEqual(fileActions.map((a) => a.alias));
   });
 
@@ -162,7 +160,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     expect(now.find((a) => a.alias === 'UPDATE_PROFILE')!.priority).toBe(20);
     expect(now.find((a) => a.alias === 'TERMS_AND_CONDITIONS')!.priority).toBe(50);
     expect(now.find((a) => a.alias === 'update_user_locale')!.priority).toBe(130);
-    expect(now.find((a) => a.alias === 'webauthn-register')!.priority).toBe(80);
+    expect(now.find((a) => a.alias === 'delete_credential')!.priority).toBe(110);
     // Back as the file had them.
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'TERMS_AND_CONDITIONS' });
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'UPDATE_PROFILE' });
@@ -172,20 +170,20 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
   });
 
   it('never carried out: one enabled and a default action in the file asks nothing of new or imported users; a user is never locked out by one', async () => {
-    const actions = fileActions.map((a) => (a.alias === 'delete_credential' ? { ...a, enabled: true, defaultAction: true } : a));
+    const actions = fileActions.map((a) => (a.alias === 'idp_link' ? { ...a, enabled: true, defaultAction: true } : a));
     const user = (username: string, requiredActions: string[]) => ({ username, enabled: true, requiredActions, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
     // A user's pending action this server does not carry out is refused by the admin API, naming it (as before; the
     // --import-realm test below: imported without it, named in notImported); nothing of the file is imported.
-    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['delete_credential'])] });
+    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['idp_link'])] });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "delete_credential" is not supported');
+    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "idp_link" is not supported');
     expect((await api(t.url, 'GET', '/admin/realms/terms', admin)).status).toBe(404);
     const made = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', []), user('must-update', ['UPDATE_PASSWORD'])] });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     kc.setConfig({ realmName: 'terms' });
     try {
       // Stored as the file had it, enabled and a default action: data, never asked of anyone.
-      expect(await byAlias('delete_credential')).toMatchObject({ enabled: true, defaultAction: true });
+      expect(await byAlias('idp_link')).toMatchObject({ enabled: true, defaultAction: true });
       expect((await grant('agreed-in-keycloak', 'terms')).status).toBe(200);
       expect((await grant('must-update', 'terms')).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
       // A new user gets the default actions this server carries out, and not this one.
@@ -193,15 +191,15 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
       expect((await kc.users.findOne({ id }))?.requiredActions).toEqual([]);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // Even if a user held it (a row written by other means), nothing is asked: no one could carry it out.
-      await t.server.context.storage.credentials.setRequiredActions(id, ['delete_credential', 'webauthn-register']);
+      await t.server.context.storage.credentials.setRequiredActions(id, ['idp_link', 'delete_credential']);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // The admin API does not give a user one either (it names the action).
-      await rejects(kc.users.update({ id }, { requiredActions: ['delete_credential'] }), 400, /delete_credential/);
+      await rejects(kc.users.update({ id }, { requiredActions: ['idp_link'] }), 400, /idp_link/);
       // Turned off, it is stored off; turned on again, refused.
-      const kept = await byAlias('delete_credential');
-      await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...kept, enabled: false, defaultAction: false });
-      expect(await byAlias('delete_credential')).toMatchObject({ enabled: false, defaultAction: false });
-      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, kept), 400, /not carried out by this server/);
+      const terms = await byAlias('idp_link');
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'idp_link' }, { ...terms, enabled: false });
+      expect(await byAlias('idp_link')).toMatchObject({ enabled: false, defaultAction: false });
+      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'idp_link' }, terms), 400, /not carried out by this server/);
     } finally {
       kc.setConfig({ realmName: REALM });
     }
@@ -287,9 +285,9 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const viewer = await token('viewer');
     expect((await api(t.url, 'GET', `${R}/required-actions`, viewer)).body).toEqual(before);
     expect((await api(t.url, 'GET', `${R}/required-actions/delete_account`, viewer)).status).toBe(200);
-    const webauthn = before.find((a) => a.alias === 'webauthn-register')!;
+    const webauthn = before.find((a) => a.alias === 'delete_credential')!;
     for (const [method, path, body] of [
-      ['PUT', `${R}/required-actions/webauthn-register`, { ...webauthn, enabled: false }],
+      ['PUT', `${R}/required-actions/delete_credential`, { ...webauthn, enabled: false }],
       ['PUT', `${R}/required-actions/delete_account`, { enabled: true, defaultAction: true }],
       ['PUT', `${R}/required-actions/update_user_locale`, { priority: 1 }],
       ['POST', `${R}/required-actions/update_user_locale/raise-priority`, undefined],
@@ -300,7 +298,7 @@ describe.each(databases)('required actions kept as data (%s)', (database) => {
     const plain = await token('plain');
     expect((await api(t.url, 'GET', `${R}/required-actions`, plain)).status).toBe(403);
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/ui-ext/authentication-management/required-actions`, plain)).status).toBe(403);
-    expect((await api(t.url, 'PUT', `${R}/required-actions/webauthn-register`, plain, { enabled: false })).status).toBe(403);
+    expect((await api(t.url, 'PUT', `${R}/required-actions/delete_credential`, plain, { enabled: false })).status).toBe(403);
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
   });
 });
@@ -311,7 +309,7 @@ describe('required actions kept as data through --import-realm', () => {
     // Keycloak's user `alice` with a pending action this server does not carry out.
     const kc26 = file();
     const alice = (kc26.users as { username: string; requiredActions?: string[] }[]).findIndex((u) => u.username === 'alice');
-    kc26.users[alice].requiredActions = ['delete_credential'];
+    kc26.users[alice].requiredActions = ['idp_link'];
     writeFileSync(join(dir, 'kc26.json'), JSON.stringify(kc26));
     writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'delete_account', config: 'not a map' }] }));
     const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
@@ -321,9 +319,9 @@ describe('required actions kept as data through --import-realm', () => {
       const kept = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
       expect(kept).toHaveLength(1);
       expect((kept[0].keptAsData as string[]).filter((p) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
-      // alice's pending delete_credential is not imported, and named; she signs in with her Keycloak password.
+      // alice's pending idp_link is not imported, and named; she signs in with her Keycloak password.
       const notImported = t.logs.find((l) => l.msg === NOT_IMPORTED && l.realm === REALM)?.notImported as string[];
-      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("delete_credential" is not supported)`);
+      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("idp_link" is not supported)`);
       expect(notImported.filter((p) => p.startsWith('realm.requiredActions'))).toEqual([]);
       const [stored] = await kc.users.find({ username: 'alice', exact: true });
       expect(stored.requiredActions).toEqual([]);

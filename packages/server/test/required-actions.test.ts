@@ -37,7 +37,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
   afterAll(() => t?.close());
 
   it('lists the registry’s actions with Keycloak 26.7.3’s names, priorities and switches; none left to register', async () => {
-    // As a new realm of a Keycloak 26.7.3 lists them (less the providers this server has not: WebAuthn, recovery codes, …).
+    // As a new realm of a Keycloak 26.7.3 lists them (less the providers this server has not: VERIFY_PROFILE, delete_credential, idp_link).
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual([
       { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
       { alias: 'UPDATE_PROFILE', name: 'Update Profile', providerId: 'UPDATE_PROFILE', enabled: true, defaultAction: false, priority: 40, config: {} },
@@ -46,11 +46,14 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
       { alias: 'UPDATE_PASSWORD', name: 'Update Password', providerId: 'UPDATE_PASSWORD', enabled: true, defaultAction: false, priority: 57, config: {} },
       { alias: 'delete_account', name: 'Delete Account', providerId: 'delete_account', enabled: false, defaultAction: false, priority: 60, config: {} },
       { alias: 'UPDATE_EMAIL', name: 'Update Email', providerId: 'UPDATE_EMAIL', enabled: false, defaultAction: false, priority: 70, config: {} },
+      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} },
+      { alias: 'webauthn-register-passwordless', name: 'Webauthn Register Passwordless', providerId: 'webauthn-register-passwordless', enabled: true, defaultAction: false, priority: 90, config: {} },
+      { alias: 'CONFIGURE_RECOVERY_AUTHN_CODES', name: 'Recovery Authentication Codes', providerId: 'CONFIGURE_RECOVERY_AUTHN_CODES', enabled: true, defaultAction: false, priority: 130, config: {} },
       { alias: 'update_user_locale', name: 'Update User Locale', providerId: 'update_user_locale', enabled: true, defaultAction: false, priority: 1000, config: {} },
     ]);
     expect(await kc.authenticationManagement.getUnregisteredRequiredActions()).toEqual([]);
     expect(await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_PROFILE' })).toMatchObject({ name: 'Update Profile' });
-    expect((await api(t.url, 'GET', `${R}/required-actions/webauthn-register`, (await kc.getAccessToken())!)).status).toBe(404);
+    expect((await api(t.url, 'GET', `${R}/required-actions/VERIFY_PROFILE`, (await kc.getAccessToken())!)).status).toBe(404);
   });
 
   it('a default action is given to every new user; turned off, new users get none', async () => {
@@ -79,7 +82,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
   });
 
   it('raise and lower priority swap neighbours; at either end they change nothing', async () => {
-    const tail = ['delete_account', 'UPDATE_EMAIL', 'update_user_locale'];
+    const tail = ['delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'update_user_locale'];
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'VERIFY_EMAIL' });
     expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'VERIFY_EMAIL', 'UPDATE_PROFILE', 'CONFIGURE_TOTP', 'UPDATE_PASSWORD', ...tail]);
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'CONFIGURE_TOTP' });
@@ -102,12 +105,12 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
     expect(exported.requiredActions).toEqual(settings);
     const keycloakOnly = [
       { alias: 'VERIFY_PROFILE', name: 'Verify Profile', providerId: 'VERIFY_PROFILE', enabled: false, defaultAction: false, priority: 100, config: {} },
-      { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} },
+      { alias: 'delete_credential', name: 'Delete Credential', providerId: 'delete_credential', enabled: true, defaultAction: false, priority: 110, config: {} },
     ];
     const created = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'copy', enabled: true, requiredActions: [...exported.requiredActions, ...keycloakOnly], users: [{ username: 'imported', enabled: true, requiredActions: [] }] });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     // Keycloak's own actions are kept as data, each named once by its JSON path; listed with the others by priority.
-    expect(created.body).toEqual({ notImported: [], keptAsData: [`realm.requiredActions[${settings.length}] ("VERIFY_PROFILE" is not carried out here)`, `realm.requiredActions[${settings.length + 1}] ("webauthn-register" is not carried out here)`] });
+    expect(created.body).toEqual({ notImported: [], keptAsData: [`realm.requiredActions[${settings.length}] ("VERIFY_PROFILE" is not carried out here)`, `realm.requiredActions[${settings.length + 1}] ("delete_credential" is not carried out here)`] });
     kc.setConfig({ realmName: 'copy' });
     try {
       expect(await kc.authenticationManagement.getRequiredActions()).toEqual([...settings, ...keycloakOnly].sort((a, b) => a.priority! - b.priority!));
@@ -122,7 +125,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
     // Enabled or not, they are data: kept and named, never as not imported.
     const parsed = parseRealmImport({ realm: 'x', requiredActions: keycloakOnly }, () => true);
     expect(parsed.notImported).toEqual([]);
-    expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("VERIFY_PROFILE" is not carried out here)', 'realm.requiredActions[1] ("webauthn-register" is not carried out here)']);
+    expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("VERIFY_PROFILE" is not carried out here)', 'realm.requiredActions[1] ("delete_credential" is not carried out here)']);
     const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
     expect(bad.status).toBe(400);
     expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');

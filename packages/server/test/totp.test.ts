@@ -230,7 +230,7 @@ describe('TOTP (sqlite, memory store)', () => {
     ok(await api(t.url, 'PUT', `${path}/reset-password`, token, { type: 'password', value: PASSWORD, temporary: false }));
     expect((await grant(r, user.username)).status).toBe(200);
 
-    const refused = await api(t.url, 'PUT', path, token, { requiredActions: ['webauthn-register'] });
+    const refused = await api(t.url, 'PUT', path, token, { requiredActions: ['delete_credential'] });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ field: 'requiredActions' });
     // UPDATE_PASSWORD set by an admin: the password grant refuses, the browser asks for a new password first.

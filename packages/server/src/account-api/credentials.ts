@@ -6,7 +6,19 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
-import { CONFIGURE_TOTP, UPDATE_PASSWORD } from '../required-actions/index.js';
+import { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, UPDATE_PASSWORD, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
+import { WEBAUTHN_CREDENTIAL_TYPE, WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE } from '../credentials/webauthn.js';
+import { RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
+
+/**
+ * The credential types of issue 38 as Keycloak's account console lists them; each is listed for a user who has one
+ * (the console then shows and removes them), so a realm that does not use them lists what it did before.
+ */
+const SECOND_FACTORS = [
+  { type: WEBAUTHN_CREDENTIAL_TYPE, category: 'two-factor', displayName: 'webauthn-display-name', helptext: 'webauthn-help-text', iconCssClass: 'kcAuthenticatorWebAuthnClass', createAction: WEBAUTHN_REGISTER },
+  { type: WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, category: 'passwordless', displayName: 'webauthn-passwordless-display-name', helptext: 'webauthn-passwordless-help-text', iconCssClass: 'kcAuthenticatorWebAuthnPasswordlessClass', createAction: WEBAUTHN_REGISTER_PASSWORDLESS },
+  { type: RECOVERY_CODES_TYPE, category: 'two-factor', displayName: 'recovery-authn-codes-display-name', helptext: 'recovery-authn-codes-help-text', iconCssClass: 'kcAuthenticatorRecoveryAuthnCodesClass', createAction: CONFIGURE_RECOVERY_AUTHN_CODES },
+] as const;
 
 /**
  * GET /realms/{realm}/account/credentials: the credential types the user can have, as Keycloak's account console
@@ -20,7 +32,7 @@ export function credentialsRoute(app: FastifyInstance, ctx: ServerContext): void
     const withOwn = query['user-credentials'] !== 'false';
     const password = passwordCredentialRep(user);
     const otp = await ctx.storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE);
-    const types = [
+    const types: Record<string, unknown>[] = [
       {
         type: 'password',
         category: 'basic-authentication',
@@ -42,22 +54,29 @@ export function credentialsRoute(app: FastifyInstance, ctx: ServerContext): void
         ...(withOwn ? { userCredentialMetadatas: otp.map((c) => ({ credential: credentialRep(c) })) } : {}),
       },
     ];
+    const own = await ctx.storage.credentials.ofUser(user.id);
+    for (const kind of SECOND_FACTORS) {
+      const held = own.filter((c) => c.type === kind.type);
+      if (held.length === 0) continue;
+      types.push({ ...kind, removeable: true, ...(withOwn ? { userCredentialMetadatas: held.map((c) => ({ credential: credentialRep(c) })) } : {}) });
+    }
     return typeof query.type === 'string' ? types.filter((t) => t.type === query.type) : types;
   });
 
-  // DELETE /account/credentials/{id} (manage-account): an OTP credential of the caller; the password is not removable.
+  // DELETE /account/credentials/{id} (manage-account): an OTP, WebAuthn or recovery-codes credential of the caller; the password is not removable.
   app.delete('/realms/:realm/account/credentials/:id', async (request: FastifyRequest<{ Params: { realm: string; id: string } }>, reply) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account');
     const id = request.params.id.toLowerCase();
     if (!uuidPattern.test(id)) throw notFound('Credential not found');
     if (passwordCredentialRep(caller.user)?.id === id) throw badRequest('The password cannot be removed here');
-    if (!(await ctx.storage.credentials.delete(caller.user.id, id))) throw notFound('Credential not found');
+    const removed = (await ctx.storage.credentials.ofUser(caller.user.id)).find((c) => c.id === id);
+    if (!removed || !(await ctx.storage.credentials.delete(caller.user.id, id))) throw notFound('Credential not found');
     await ctx.events.user(caller.realm, {
       type: 'REMOVE_CREDENTIAL',
       clientId: caller.clientId,
       userId: caller.user.id,
       sessionId: caller.sessionId,
-      details: { credential_type: OTP_CREDENTIAL_TYPE, credential_id: id, context: 'ACCOUNT', username: caller.user.username },
+      details: { credential_type: removed.type, credential_id: id, context: 'ACCOUNT', username: caller.user.username },
       request: requestInfo(request),
     });
     return reply.code(204).send();

@@ -11,6 +11,9 @@ import { hasOtpCredential, verifyOtp } from './otp.js';
 import { authenticatePassword, findLoginUser, type PasswordResult } from './password.js';
 import type { SecondFactorError } from './second-factor.js';
 import { identityProviderRedirector, type RedirectChallenge } from './brokering/redirector.js';
+import { hasWebAuthnCredential, verifyAssertion, type WebAuthnKind } from './webauthn.js';
+import { CONFIGURE_RECOVERY_AUTHN_CODES, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
+import { hasRecoveryCodes, verifyRecoveryCode } from './recovery-codes.js';
 
 /**
  * Every step of a sign-in as an authenticator registered under Keycloak's provider id, run by the one flow runner
@@ -29,10 +32,12 @@ type SignInContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'c
 export type SignInFailure =
   | { kind: 'password'; result: Extract<PasswordResult, { ok: false }> }
   | { kind: 'otp'; error: SecondFactorError }
+  | { kind: 'webauthn'; error: SecondFactorError; reason: string }
+  | { kind: 'recovery-code'; error: SecondFactorError }
   | { kind: 'protector'; provider: string; reason: string; error: ProviderEventError; status?: number; retryAfterSeconds?: number };
 
 /** The page a browser step asks to show. */
-export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp' | RedirectChallenge;
+export type BrowserChallenge = 'username-password' | 'username' | 'password' | 'otp' | 'webauthn' | 'webauthn-passwordless' | 'recovery-code' | RedirectChallenge;
 
 export interface SignInEnv {
   ctx: SignInContext;
@@ -87,6 +92,21 @@ type OtpFailure = Extract<SignInFailure, { kind: 'otp' }>;
 const otpStep = async (env: SignInEnv, user: User | null, code: string): Promise<StepOutcome<never, OtpFailure>> => {
   const result = await verifyOtp(env.ctx, env.realm, user!, code, { clientId: env.clientId, details: env.details, request: env.request });
   return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'otp', error: result.error } };
+};
+
+/**
+ * The WebAuthn steps (authentication/webauthn.ts): the page's ceremony result, with the origin and the auth session
+ * the page handler (not the browser) adds, checked for the user the flow named (or, passwordless without one, the
+ * user the credential's user handle names).
+ */
+export const WEBAUTHN_FIELDS = ['webauthn.response', 'webauthn.origin', 'webauthn.session'] as const;
+
+const webauthnStep = async (env: BrowserEnv, user: User | null, kind: WebAuthnKind): Promise<Outcome> => {
+  const fields = take(env, WEBAUTHN_FIELDS);
+  if (!fields) return { status: 'challenge', challenge: kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn' };
+  const ceremony = { origin: fields['webauthn.origin'] ?? '', session: fields['webauthn.session'] ?? '' };
+  const result = await verifyAssertion(env.ctx, env.realm, user, kind, ceremony, fields['webauthn.response'] ?? '', { clientId: env.clientId, details: env.details, request: env.request });
+  return result.ok ? { status: 'success', user: result.user } : { status: 'failure', failure: { kind: 'webauthn', error: result.error, reason: result.reason } };
 };
 
 /** The posted fields a step reads, when the page posted them all (taken: no later step reads them again). */
@@ -145,6 +165,32 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     },
   },
   'auth-otp-form': otpForm,
+  'webauthn-authenticator': {
+    id: 'webauthn-authenticator',
+    requiresUser: true,
+    setupAction: WEBAUTHN_REGISTER,
+    configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'two-factor'),
+    authenticate: ({ env, user }) => webauthnStep(env, user, 'two-factor'),
+  },
+  'auth-recovery-authn-code-form': {
+    id: 'auth-recovery-authn-code-form',
+    requiresUser: true,
+    setupAction: CONFIGURE_RECOVERY_AUTHN_CODES,
+    configuredFor: (user, env) => hasRecoveryCodes(env.ctx, user),
+    async authenticate({ env, user }) {
+      const fields = take(env, ['recoveryCodeInput']);
+      if (!fields) return { status: 'challenge', challenge: 'recovery-code' };
+      const result = await verifyRecoveryCode(env.ctx, env.realm, user!, fields.recoveryCodeInput ?? '', { clientId: env.clientId, details: env.details, request: env.request });
+      return result.ok ? { status: 'success' } : { status: 'failure', failure: { kind: 'recovery-code', error: result.error } };
+    },
+  },
+  'webauthn-authenticator-passwordless': {
+    id: 'webauthn-authenticator-passwordless',
+    requiresUser: false,
+    setupAction: WEBAUTHN_REGISTER_PASSWORDLESS,
+    configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'passwordless'),
+    authenticate: ({ env, user }) => webauthnStep(env, user, 'passwordless'),
+  },
 };
 
 /** The direct grant's authenticators (Keycloak's direct-grant providers), by provider id. */

@@ -100,6 +100,9 @@ const builtInProviders: readonly AuthProvider[] = [
   builtIn('direct-grant-validate-password', 'authenticator', 'Password', "Validates the password supplied as a 'password' form parameter in direct grant request", ['REQUIRED']),
   builtIn('direct-grant-validate-otp', 'authenticator', 'OTP', "Checks the one-time code sent as the 'totp' form parameter of a direct grant request", ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('auth-otp-form', 'authenticator', 'OTP Form', 'Asks for a one-time code from an authenticator app on a page of its own.', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('webauthn-authenticator', 'authenticator', 'WebAuthn Authenticator', 'Authenticator for WebAuthn. Usually used for WebAuthn two-factor authentication', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('webauthn-authenticator-passwordless', 'authenticator', 'WebAuthn Passwordless Authenticator', 'Authenticator for Passwordless WebAuthn authentication', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
+  builtIn('auth-recovery-authn-code-form', 'authenticator', 'Recovery Authentication Code Form', 'Validates a Recovery Authentication Code', ['REQUIRED', 'ALTERNATIVE', 'DISABLED']),
   builtIn('conditional-user-configured', 'authenticator', 'Condition - user configured', 'Runs the subflow only when the user has set up what its authenticators check (an OTP credential).', ['REQUIRED', 'DISABLED']),
   {
     ...builtIn('conditional-user-role', 'authenticator', 'Condition - user role', 'Flow is executed only if user has the given role.', ['REQUIRED', 'DISABLED']),

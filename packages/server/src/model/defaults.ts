@@ -1,5 +1,6 @@
 import { defaultBruteForce } from './brute-force.js';
 import { defaultOtpPolicy } from './otp-policy.js';
+import { defaultWebAuthnPolicies } from './webauthn-policy.js';
 import type { Client, Realm } from './types.js';
 
 /** Keycloak's built-in clients of every realm. */
@@ -98,6 +99,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     attributes: {},
     bruteForce: defaultBruteForce(),
     otpPolicy: defaultOtpPolicy(),
+    webAuthnPolicies: defaultWebAuthnPolicies(),
     createdAt: now,
     passwordPolicy: '',
     sslRequired: 'external',

@@ -1,5 +1,6 @@
 import type { BruteForceSettings } from './brute-force.js';
 import type { OtpPolicy } from './otp-policy.js';
+import type { WebAuthnPolicies } from './webauthn-policy.js';
 
 export interface SmtpServer {
   host?: string;
@@ -56,6 +57,8 @@ export interface Realm {
   bruteForce: BruteForceSettings;
   /** Keycloak's otpPolicy* fields (model/otp-policy.ts). */
   otpPolicy: OtpPolicy;
+  /** Keycloak's webAuthnPolicy* and webAuthnPolicyPasswordless* fields (model/webauthn-policy.ts). */
+  webAuthnPolicies: WebAuthnPolicies;
   createdAt: number;
   /** Keycloak's passwordPolicy string, '' for none (credentials/password-policy.ts reads it). */
   passwordPolicy: string;

@@ -29,6 +29,7 @@ import type { EventError } from '../model/errors.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
 import { brokerLoginUrl, brokerPath, providerName } from './broker-links.js';
 import { csrfRejected, loginContext } from './login-context.js';
+import { webauthnChallengePage } from './webauthn-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { nextRequiredAction } from './required-actions.js';
@@ -55,6 +56,8 @@ export async function firstPage(ctx: ServerContext, request: FastifyRequest, rep
   if (walk.status === 'challenge' && typeof walk.challenge === 'object') {
     return reply.code(302).header('location', brokerLoginUrl(realm, auth, walk.challenge.identityProvider)).header('cache-control', 'no-store').send();
   }
+  // A flow that starts with a passkey (webauthn-authenticator-passwordless before any username step): its page.
+  if (walk.status === 'challenge' && (walk.challenge === 'webauthn-passwordless' || walk.challenge === 'webauthn')) return webauthnChallengePage(ctx, request, reply, realm, auth, { ...walk, challenge: walk.challenge });
   return showPage.login(ctx, request, reply, realm, auth, {});
 }
 

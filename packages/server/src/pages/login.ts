@@ -14,6 +14,8 @@ import { answerSignIn, otpRoutes } from './otp.js';
 import { brokerRoutes } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
 import type { ShowNewPassword } from './step-pages.js';
+import { webauthnRoutes } from './webauthn.js';
+import { recoveryCodeRoutes } from './recovery-codes.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 const MAX_USERNAME = 255;
@@ -81,6 +83,8 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
   otpRoutes(app, ctx, newPasswordPage);
   brokerRoutes(app, ctx, newPasswordPage);
   requiredActionRoutes(app, ctx, newPasswordPage);
+  webauthnRoutes(app, ctx, newPasswordPage);
+  recoveryCodeRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());

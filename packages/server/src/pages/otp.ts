@@ -19,6 +19,8 @@ import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
+import { webauthnChallengePage } from './webauthn-pages.js';
+import { recoveryCodePage } from './recovery-code-pages.js';
 import {
   authBinding,
   configPage,
@@ -53,7 +55,7 @@ export async function answerSignIn(
   auth: AuthSession,
   signIn: Awaited<ReturnType<typeof runBrowserSignIn>>,
   newPasswordPage: ShowNewPassword,
-  answers: { values?: Record<string, string>; otpRefused?: (error: SecondFactorError) => Promise<FastifyReply> },
+  answers: { values?: Record<string, string>; otpRefused?: (error: SecondFactorError) => Promise<FastifyReply>; webauthnRefused?: (error: SecondFactorError) => Promise<FastifyReply>; recoveryRefused?: (error: SecondFactorError) => Promise<FastifyReply> },
 ): Promise<FastifyReply> {
   const values = answers.values ?? {};
   const loginPage = (state: FormState) => showPage.login(ctx, request, reply, realm, auth, { values, ...state });
@@ -66,6 +68,8 @@ export async function answerSignIn(
       return nextRequiredAction(ctx, request, reply, realm, auth, signIn.user, newPasswordPage);
     }
     case 'challenge': {
+      if (signIn.challenge === 'webauthn' || signIn.challenge === 'webauthn-passwordless') return webauthnChallengePage(ctx, request, reply, realm, auth, { ...signIn, challenge: signIn.challenge });
+      if (signIn.challenge === 'recovery-code' && signIn.user) return recoveryCodePage(ctx, reply, realm, auth, { ...signIn, user: signIn.user });
       if (signIn.challenge !== 'otp' || !signIn.user) return loginPage({});
       const claims: StepClaims = {
         sub: signIn.user.id,
@@ -83,6 +87,10 @@ export async function answerSignIn(
     case 'failure': {
       const { failure } = signIn;
       if (failure.kind === 'otp' && answers.otpRefused) return answers.otpRefused(failure.error);
+      if (failure.kind === 'recovery-code' && answers.recoveryRefused) return answers.recoveryRefused(failure.error);
+      if (failure.kind === 'recovery-code') return loginPage({ message: { type: 'error', text: 'Invalid recovery authentication code.' }, status: 401 });
+      if (failure.kind === 'webauthn' && answers.webauthnRefused) return answers.webauthnRefused(failure.error);
+      if (failure.kind === 'webauthn') return loginPage({ message: { type: 'error', text: 'Failed to authenticate by the passkey or security key.' }, status: failure.error === 'ip_temporarily_blocked' ? 429 : 401 });
       if (failure.kind === 'otp' || (failure.kind === 'password' && answeredAsBadCredentials(failure.result))) {
         return loginPage({ errors: { username: 'Invalid username or password.' }, status: 401 });
       }

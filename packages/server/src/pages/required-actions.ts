@@ -16,7 +16,12 @@ import {
   UPDATE_PROFILE,
   UPDATE_USER_LOCALE,
   VERIFY_EMAIL,
+  WEBAUTHN_REGISTER,
+  WEBAUTHN_REGISTER_PASSWORDLESS,
+  CONFIGURE_RECOVERY_AUTHN_CODES,
 } from '../required-actions/index.js';
+import { recoveryCodesSetupPage } from './recovery-code-pages.js';
+import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, effectiveRoles, inPriorityOrder, realmRequiredActions, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
@@ -132,6 +137,11 @@ async function showRequiredAction(
       const key = await state.seal(realm, 'delete-account', claims);
       return ctx.pages.send(reply, realm, 'delete-account-confirm', { ...signInStep(realm, auth, 'delete-account', aia), key }, 200);
     }
+    case WEBAUTHN_REGISTER:
+    case WEBAUTHN_REGISTER_PASSWORDLESS:
+      return webauthnRegisterPage(ctx, request, reply, realm, auth, user, alias === WEBAUTHN_REGISTER ? 'two-factor' : 'passwordless', aia);
+    case CONFIGURE_RECOVERY_AUTHN_CODES:
+      return recoveryCodesSetupPage(ctx, reply, realm, auth, user, aia);
     default:
       // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
       throw new Error(`required action ${alias} has no page`);

@@ -6,7 +6,8 @@ import type { ExecutionStatus } from '../flows/index.js';
 import type { ServerContext } from '../context.js';
 import { otpauthUri } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
-import { actionUrl } from './pages.js';
+import type { FastifyRequest } from 'fastify';
+import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 
 /**
@@ -18,6 +19,10 @@ import type { FieldErrors } from './render.js';
 
 
 export const STEP_LIFETIME_MS = 10 * 60 * 1000;
+
+/** A step page's key that is no longer valid (expired, another sign-in's, used up): the login page again. */
+export const stepExpired = (ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
+  showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
 export const INVALID_CODE = 'Invalid one-time code.';
 export const MAX_LABEL = 255;
 

@@ -2,10 +2,27 @@ import { parsePasswordPolicy } from '../credentials/password-policy.js';
 import { badRequest } from '../model/errors.js';
 import { BRUTE_FORCE_FIELDS } from '../model/brute-force.js';
 import { OTP_POLICY_FIELDS } from '../model/otp-policy.js';
+import {
+  applyWebAuthnPolicyRep,
+  ATTESTATION_PREFERENCES,
+  AUTHENTICATOR_ATTACHMENTS,
+  PASSKEYS_ENABLED_FIELD,
+  PASSWORDLESS_PREFIX,
+  REQUIRE_RESIDENT_KEY,
+  RESIDENT_KEY,
+  TWO_FACTOR_PREFIX,
+  USER_VERIFICATION,
+  WEBAUTHN_SIGNATURE_ALGORITHMS,
+  webAuthnPolicyRep,
+} from '../model/webauthn-policy.js';
 import type { Realm } from '../model/types.js';
 import type { Spec } from './fields.js';
 
 const SMTP_MASK = '**********';
+
+function oneOf(values: readonly string[]) {
+  return { type: 'string', pattern: new RegExp(`^(${values.map((v) => v.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')).join('|')})$`), patternHint: values.map((v) => `"${v}"`).join(', ') } as const;
+}
 
 export const realmSpec: Spec = {
   realm: { type: 'string', min: 1, max: 100, pattern: /^[A-Za-z0-9][A-Za-z0-9_.-]*$/, patternHint: 'letters, digits, ".", "_" or "-"' },
@@ -49,10 +66,57 @@ export const realmSpec: Spec = {
   otpPolicyLookAheadWindow: { type: 'integer', min: 0, max: 100 },
   otpPolicyCodeReusable: { type: 'boolean' },
   otpPolicyInitialCounter: { type: 'integer', min: 0, max: 2147483647 },
+  ...webAuthnPolicySpec(TWO_FACTOR_PREFIX),
+  ...webAuthnPolicySpec(PASSWORDLESS_PREFIX),
+  [PASSKEYS_ENABLED_FIELD]: { type: 'boolean' },
   passwordPolicy: { type: 'string', max: 2048 },
   sslRequired: { type: 'string', pattern: /^(all|external|none)$/i, patternHint: 'all, external or none' },
   defaultSignatureAlgorithm: { type: 'string', pattern: /^(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA)?$/, patternHint: 'RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 or EdDSA' },
 };
+
+
+/** Keycloak's WebAuthn policy fields under `prefix` (model/webauthn-policy.ts); the lists are checked item by item in applyRealmSettings. */
+function webAuthnPolicySpec(prefix: string): Spec {
+  return {
+    [`${prefix}RpEntityName`]: { type: 'string', max: 255 },
+    [`${prefix}SignatureAlgorithms`]: { type: 'stringArray' },
+    [`${prefix}RpId`]: { type: 'string', max: 255, pattern: /^$|^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/, patternHint: 'a domain name (or empty: the server\'s host)' },
+    [`${prefix}AttestationConveyancePreference`]: oneOf(ATTESTATION_PREFERENCES),
+    [`${prefix}AuthenticatorAttachment`]: oneOf(AUTHENTICATOR_ATTACHMENTS),
+    [`${prefix}RequireResidentKey`]: oneOf(REQUIRE_RESIDENT_KEY),
+    [`${prefix}ResidentKey`]: oneOf(RESIDENT_KEY),
+    [`${prefix}UserVerificationRequirement`]: oneOf(USER_VERIFICATION),
+    [`${prefix}CreateTimeout`]: { type: 'integer', min: 0, max: 31536 },
+    [`${prefix}AvoidSameAuthenticatorRegister`]: { type: 'boolean' },
+    [`${prefix}AcceptableAaguids`]: { type: 'stringArray' },
+    [`${prefix}ExtraOrigins`]: { type: 'stringArray' },
+  };
+}
+
+const AAGUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The items of the WebAuthn policies' lists: Keycloak's algorithm names, AAGUIDs, and origins (scheme, host, port). */
+function checkWebAuthnLists(rep: Record<string, unknown>, path: string): void {
+  for (const prefix of [TWO_FACTOR_PREFIX, PASSWORDLESS_PREFIX]) {
+    const each = (suffix: string, ok: (v: string) => boolean, hint: string) => {
+      const field = `${prefix}${suffix}`;
+      for (const [i, v] of ((rep[field] as string[] | undefined) ?? []).entries()) {
+        if (!ok(v)) throw badRequest(`${path}.${field}[${i}]: must be ${hint}`, field);
+      }
+    };
+    each('SignatureAlgorithms', (v) => (WEBAUTHN_SIGNATURE_ALGORITHMS as readonly string[]).includes(v), WEBAUTHN_SIGNATURE_ALGORITHMS.join(', '));
+    each('AcceptableAaguids', (v) => AAGUID.test(v), 'an AAGUID (a UUID)');
+    each('ExtraOrigins', (v) => {
+      if (/^android:apk-key-hash:[A-Za-z0-9_-]{1,128}$/.test(v)) return true;
+      try {
+        const url = new URL(v);
+        return url.origin === v && url.origin !== 'null';
+      } catch {
+        return false;
+      }
+    }, 'an origin such as https://example.com or android:apk-key-hash:… (scheme, host and port only)');
+  }
+}
 
 /** Keycloak's brute-force fields (model/brute-force.ts); realmIgnored still names them, the spec comes first. */
 function bruteForceSpec(): Spec {
@@ -87,16 +151,7 @@ export const realmIgnored = [
   'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
   'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
   'supportedLocales', 'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
-  'webAuthnPolicyPasswordlessPasskeysEnabled', 'scimApiEnabled', 'webAuthnPolicyRpEntityName', 'webAuthnPolicySignatureAlgorithms',
-  'webAuthnPolicyRpId', 'webAuthnPolicyAttestationConveyancePreference', 'webAuthnPolicyAuthenticatorAttachment',
-  'webAuthnPolicyRequireResidentKey', 'webAuthnPolicyResidentKey', 'webAuthnPolicyUserVerificationRequirement', 'webAuthnPolicyCreateTimeout',
-  'webAuthnPolicyAvoidSameAuthenticatorRegister', 'webAuthnPolicyAcceptableAaguids', 'webAuthnPolicyExtraOrigins',
-  'webAuthnPolicyPasswordlessRpEntityName', 'webAuthnPolicyPasswordlessSignatureAlgorithms', 'webAuthnPolicyPasswordlessRpId',
-  'webAuthnPolicyPasswordlessAttestationConveyancePreference', 'webAuthnPolicyPasswordlessAuthenticatorAttachment',
-  'webAuthnPolicyPasswordlessRequireResidentKey', 'webAuthnPolicyPasswordlessResidentKey', 'webAuthnPolicyPasswordlessUserVerificationRequirement',
-  'webAuthnPolicyPasswordlessCreateTimeout', 'webAuthnPolicyPasswordlessAvoidSameAuthenticatorRegister',
-  'webAuthnPolicyPasswordlessAcceptableAaguids', 'webAuthnPolicyPasswordlessExtraOrigins',
-  'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
+  'scimApiEnabled', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
   // In every Keycloak export (not in the admin client's RealmRepresentation): the credential types a realm asks for.
   'requiredCredentials',
 ];
@@ -145,7 +200,15 @@ export const realmFieldUse: Record<string, string> = {
   passwordPolicy: 'authentication/password.ts',
   sslRequired: 'http/ssl-required.ts',
   defaultSignatureAlgorithm: 'protocol/openid-connect/tokens.ts',
+  ...webAuthnFieldUse(TWO_FACTOR_PREFIX),
+  ...webAuthnFieldUse(PASSWORDLESS_PREFIX),
 };
+
+/** Where each WebAuthn policy field takes effect; RequireResidentKey (Keycloak's older setting) is only kept. */
+function webAuthnFieldUse(prefix: string): Record<string, string> {
+  const fields = ['RpEntityName', 'SignatureAlgorithms', 'RpId', 'AttestationConveyancePreference', 'AuthenticatorAttachment', 'ResidentKey', 'UserVerificationRequirement', 'CreateTimeout', 'AvoidSameAuthenticatorRegister', 'AcceptableAaguids', 'ExtraOrigins'];
+  return Object.fromEntries(fields.map((f) => [`${prefix}${f}`, 'authentication/webauthn.ts']));
+}
 
 export function realmRep(realm: Realm) {
   const smtp = { ...realm.smtpServer };
@@ -176,6 +239,7 @@ export function realmRep(realm: Realm) {
     editUsernameAllowed: false,
     ...realm.bruteForce,
     ...realm.otpPolicy,
+    ...webAuthnPolicyRep(realm.webAuthnPolicies),
     otpSupportedApplications: ['totpAppFreeOTPName', 'totpAppGoogleName', 'totpAppMicrosoftAuthenticatorName'],
     organizationsEnabled: realm.organizationsEnabled,
     ...eventsConfigRep(realm),
@@ -233,6 +297,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
     const parsed = parsePasswordPolicy(policy);
     if (!parsed.ok) throw badRequest(`${path}.passwordPolicy: ${parsed.rule} ${parsed.message}`, 'passwordPolicy');
   }
+  checkWebAuthnLists(rep, path);
   if (rep.otpPolicyDigits === 7) throw badRequest(`${path}.otpPolicyDigits: must be 6 or 8`, 'otpPolicyDigits');
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
@@ -251,6 +316,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   const otpPolicy = { ...realm.otpPolicy };
   for (const key of OTP_POLICY_FIELDS) if (rep[key] !== undefined) Object.assign(otpPolicy, { [key]: rep[key] });
   realm.otpPolicy = otpPolicy;
+  realm.webAuthnPolicies = applyWebAuthnPolicyRep(realm.webAuthnPolicies, rep);
   // Keycloak's OAuth2DeviceConfig writes these two as realm attributes; the device grant reads them there.
   // A value that is already in effect (the default, say) writes nothing, so an export imported again is the same realm.
   const effective = deviceFields(realm);

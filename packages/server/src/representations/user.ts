@@ -1,5 +1,7 @@
 import { importedPasswordHash } from '../credentials/keycloak-hash.js';
 import { importedOtpCredential, type ImportedOtpCredential } from '../credentials/otp.js';
+import { importedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
+import { importedWebAuthnCredential, WEBAUTHN_TYPES, type ImportedWebAuthnCredential } from '../credentials/webauthn.js';
 import { badRequest } from '../model/errors.js';
 import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
@@ -47,6 +49,10 @@ export interface UserInput {
   requiredActions?: string[];
   /** Authenticator apps from a Keycloak export (credentials of type `otp`). */
   otpCredentials?: ImportedOtpCredential[];
+  /** Security keys and passkeys from a Keycloak export (`webauthn`, `webauthn-passwordless`), with the file's user id as their user handle. */
+  webAuthnCredentials?: (ImportedWebAuthnCredential & { userHandle: string | null })[];
+  /** Recovery codes (their hashes) from a Keycloak export (`recovery-authn-codes`). */
+  recoveryCodes?: { secretData: Record<string, unknown>; credentialData: Record<string, unknown>; createdDate: number | null };
 }
 
 /**
@@ -99,10 +105,36 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
           userLabel: typeof userLabel === 'string' ? userLabel.slice(0, 255) : null,
           createdDate: typeof createdDate === 'number' && Number.isFinite(createdDate) ? createdDate : null,
         });
+      } else if (typeof c?.type === 'string' && WEBAUTHN_TYPES.includes(c.type) && typeof c.credentialData === 'string') {
+        // A Keycloak export's security key or passkey: it keeps signing in (credentials/webauthn.ts).
+        const imported = importedWebAuthnCredential(c.type, c.credentialData);
+        if ('error' in imported && onUnknown) {
+          onUnknown(`${at} (${imported.error})`);
+          continue;
+        }
+        if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
+        const { userLabel, createdDate } = credential as { userLabel?: unknown; createdDate?: unknown };
+        const fileId = (body as { id?: unknown }).id;
+        (input.webAuthnCredentials ??= []).push({
+          ...imported,
+          userLabel: typeof userLabel === 'string' ? userLabel.slice(0, 255) : null,
+          createdDate: isTimestamp(createdDate) ? createdDate : null,
+          userHandle: typeof fileId === 'string' && fileId.length > 0 && fileId.length <= 64 ? fileId : null,
+        });
+      } else if (c?.type === RECOVERY_CODES_TYPE && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
+        // A Keycloak export's recovery codes: hashes, kept as they are, so the user's saved codes go on working.
+        const imported = importedRecoveryCodes(c.secretData, c.credentialData);
+        if ('error' in imported && onUnknown) {
+          onUnknown(`${at} (${imported.error})`);
+          continue;
+        }
+        if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
+        const { createdDate } = credential as { createdDate?: unknown };
+        input.recoveryCodes = { ...imported, createdDate: isTimestamp(createdDate) ? createdDate : null };
       } else if (onUnknown && typeof c?.type === 'string' && c.type !== 'password') {
         onUnknown(`${at} (type "${c.type}")`);
       } else {
-        throw badRequest(`${at}: only password credentials ({"type":"password","value":"…"} or Keycloak's hashed secretData/credentialData) and Keycloak's otp credentials (secretData/credentialData) are supported`, 'credentials');
+        throw badRequest(`${at}: only password credentials ({"type":"password","value":"…"} or Keycloak's hashed secretData/credentialData) and Keycloak's otp, webauthn, webauthn-passwordless and recovery-authn-codes credentials (secretData/credentialData) are supported`, 'credentials');
       }
     }
   }

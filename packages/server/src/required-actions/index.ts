@@ -1,4 +1,5 @@
 import { badRequest } from '../model/errors.js';
+import { CONFIGURE_RECOVERY_AUTHN_CODES, configureRecoveryCodes } from './configure-recovery-codes.js';
 import { CONFIGURE_TOTP, configureTotp } from './configure-totp.js';
 import { DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, deleteAccount } from './delete-account.js';
 import type { RequiredActionProvider } from './provider.js';
@@ -8,16 +9,16 @@ import { UPDATE_PASSWORD, updatePassword } from './update-password.js';
 import { UPDATE_PROFILE, updateProfile } from './update-profile.js';
 import { UPDATE_USER_LOCALE, updateUserLocale } from './update-user-locale.js';
 import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
+import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS, webauthnRegister, webauthnRegisterPasswordless } from './webauthn-register.js';
 
-export { CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL };
+export { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
 export { EMAIL_PENDING_ATTRIBUTE } from './update-email.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
 
 /**
  * The required-action providers this server has, each registered in every new realm with Keycloak 26.7.3's
- * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (WebAuthn,
- * recovery codes, VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
+ * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
  */
 export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   termsAndConditions,
@@ -27,6 +28,9 @@ export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   updatePassword,
   deleteAccount,
   updateEmail,
+  webauthnRegister,
+  webauthnRegisterPasswordless,
+  configureRecoveryCodes,
   updateUserLocale,
 ];
 

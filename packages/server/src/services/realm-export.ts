@@ -11,6 +11,8 @@ import { realmRep } from '../representations/realm.js';
 import type { ServerContext } from '../context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
+import { exportedWebAuthnCredential, WEBAUTHN_TYPES } from '../credentials/webauthn.js';
+import { exportedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import type { Client, Component, Group, Realm, Role, UserConsent } from '../model/types.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
@@ -203,7 +205,10 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
         const direct = byContainer(await storage.roles.userRoleIds(user.id));
         const hashed = user.passwordHash ? exportedPasswordCredential(user.passwordHash, user.passwordCreated) : null;
         const credential = hashed && user.passwordLabel ? { ...hashed, userLabel: user.passwordLabel } : hashed;
+        const webAuthn = (await storage.credentials.ofUser(user.id)).filter((c) => WEBAUTHN_TYPES.includes(c.type));
         return {
+          // A user with security keys or passkeys keeps, as Keycloak's id, the user handle their authenticators hold.
+          ...(webAuthn.length ? { id: webAuthn.map((c) => c.secretData.userHandle).find((h): h is string => typeof h === 'string') ?? user.id } : {}),
           username: user.username,
           ...(user.firstName !== null ? { firstName: user.firstName } : {}),
           ...(user.lastName !== null ? { lastName: user.lastName } : {}),
@@ -213,7 +218,7 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
           createdTimestamp: user.createdTimestamp,
           ...(Object.keys(user.attributes).length ? { attributes: user.attributes } : {}),
           ...(user.serviceAccountClientId ? { serviceAccountClientId: clientById.get(user.serviceAccountClientId)?.clientId } : {}),
-          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential)],
+          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential), ...webAuthn.map(exportedWebAuthnCredential), ...(await storage.credentials.ofUser(user.id, RECOVERY_CODES_TYPE)).map(exportedRecoveryCodes)],
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),

@@ -1,6 +1,7 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../representations/user.js';
 import { hashNeedsUpgrade, hashPassword, newId, verifyPassword, type PasswordHashCost } from '../credentials/index.js';
+import { RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { checkPassword, policyHashCost, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
@@ -90,6 +91,16 @@ export async function insertUser(ctx: Pick<ServerContext, 'storage' | 'config'>,
       { id: newId(), userId: user.id, type: OTP_CREDENTIAL_TYPE, userLabel: otp.userLabel, secretData: { value: otp.secret }, credentialData: { ...otp.data }, createdDate: otp.createdDate ?? Date.now(), priority: 20 },
       db,
     );
+  }
+  for (const key of input.webAuthnCredentials ?? []) {
+    await storage.credentials.insert(
+      { id: newId(), userId: user.id, type: key.type, userLabel: key.userLabel, secretData: key.userHandle ? { userHandle: key.userHandle } : {}, credentialData: { ...key.credentialData }, createdDate: key.createdDate ?? Date.now(), priority: 30 },
+      db,
+    );
+  }
+  if (input.recoveryCodes) {
+    const { secretData, credentialData, createdDate } = input.recoveryCodes;
+    await storage.credentials.insert({ id: newId(), userId: user.id, type: RECOVERY_CODES_TYPE, userLabel: null, secretData, credentialData, createdDate: createdDate ?? Date.now(), priority: 40 }, db);
   }
   return user;
 }

@@ -99,6 +99,50 @@ export class CredentialRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /**
+   * The credential of `type` whose Keycloak credentialData names `credentialId` (standard Base64, as Keycloak writes
+   * it), among the users of `realmId` only: how a passkey names its owner.
+   */
+  async byWebAuthnId(realmId: string, type: string, credentialId: string, db: Db = this.db): Promise<StoredCredential | null> {
+    if (!/^[A-Za-z0-9+/=]{1,2048}$/.test(credentialId)) return null;
+    const rows = await db
+      .selectFrom('credential')
+      .innerJoin('user_entity', 'user_entity.id', 'credential.user_id')
+      .selectAll('credential')
+      .where('user_entity.realm_id', '=', realmId)
+      .where('credential.type', '=', type)
+      .where('credential.credential_data', 'like', `%"credentialId":"${credentialId}"%`)
+      .execute();
+    return rows.length === 1 ? toCredential(rows[0]) : null;
+  }
+
+  /**
+   * Replaces the data of the user's credential `id` only while it still holds `expected` (compare-and-set: of two
+   * sign-ins with one WebAuthn sign counter, one stores it); false when it did not.
+   */
+  async replaceData(userId: string, id: string, expected: Record<string, unknown>, data: Record<string, unknown>, db: Db = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('credential')
+      .set({ credential_data: toJson(data) })
+      .where('user_id', '=', userId)
+      .where('id', '=', id)
+      .where('credential_data', '=', toJson(expected))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** As replaceData, for the secret and the data together, compare-and-set on the secret (a recovery code taken once). */
+  async replaceSecret(userId: string, id: string, expectedSecret: Record<string, unknown>, secret: Record<string, unknown>, data: Record<string, unknown>, db: Db = this.db): Promise<boolean> {
+    const result = await db
+      .updateTable('credential')
+      .set({ secret_data: toJson(secret), credential_data: toJson(data) })
+      .where('user_id', '=', userId)
+      .where('id', '=', id)
+      .where('secret_data', '=', toJson(expectedSecret))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Removes the user's credential `id`; false when the user has none of that id. */
   async delete(userId: string, id: string, db: Db = this.db): Promise<boolean> {
     const result = await db.deleteFrom('credential').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();

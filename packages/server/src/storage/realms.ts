@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
 import { OTP_ALGORITHMS, OTP_POLICY_FIELDS, defaultOtpPolicy, type OtpPolicy } from '../model/otp-policy.js';
+import { readWebAuthnPolicies } from '../model/webauthn-policy.js';
 import { SSL_REQUIRED, type Realm, type SslRequired } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ConfigCache } from './config-cache.js';
@@ -16,6 +17,8 @@ const BRUTE_FORCE_KEY = 'realmgate.bruteForce';
 const SSL_REQUIRED_KEY = 'realmgate.sslRequired';
 /** The OTP policy (otpPolicy* fields), kept the same way. */
 const OTP_POLICY_KEY = 'realmgate.otpPolicy';
+/** The WebAuthn policies (webAuthnPolicy* and webAuthnPolicyPasswordless* fields), kept the same way. */
+const WEBAUTHN_POLICIES_KEY = 'realmgate.webAuthnPolicies';
 /** defaultSignatureAlgorithm, kept the same way (absent: RS256). */
 const SIGNATURE_ALGORITHM_KEY = 'realmgate.defaultSignatureAlgorithm';
 
@@ -42,7 +45,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -76,6 +79,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     attributes,
     bruteForce: readBruteForce(bruteForce),
     otpPolicy: readOtpPolicy(otpPolicy),
+    webAuthnPolicies: readWebAuthnPolicies(fromJson(webAuthnPolicies, {})),
     createdAt: row.created_at,
     passwordPolicy: row.password_policy,
     sslRequired: readSslRequired(sslRequired),
@@ -114,7 +118,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

@@ -72,7 +72,7 @@ function grantRefusal(ctx: ServerContext, failure: SignInFailure): Error {
       : oauthError.invalid_grant('Proof of the client could not be verified');
   }
   // A locked-out user is told what a wrong password is told (Keycloak's answer), the same status included.
-  if (failure.kind === 'otp') {
+  if (failure.kind === 'otp' || failure.kind === 'webauthn' || failure.kind === 'recovery-code') {
     if (failure.error === 'ip_temporarily_blocked') return tooManyFromAddress(ctx);
     return oauthError.invalid_grant('Invalid user credentials');
   }
