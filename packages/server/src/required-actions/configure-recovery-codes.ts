@@ -7,6 +7,5 @@ export const configureRecoveryCodes: RequiredActionProvider = {
   alias: CONFIGURE_RECOVERY_AUTHN_CODES,
   name: 'Recovery Authentication Codes',
   defaults: { priority: 130, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };

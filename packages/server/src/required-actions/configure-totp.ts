@@ -7,7 +7,6 @@ export const configureTotp: RequiredActionProvider = {
   alias: CONFIGURE_TOTP,
   name: 'Configure OTP',
   defaults: { priority: 54, enabled: true },
-  carriedOut: true,
   config: [
     maxAuthAge,
     {

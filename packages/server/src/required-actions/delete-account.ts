@@ -15,7 +15,6 @@ export const deleteAccount: RequiredActionProvider = {
   alias: DELETE_ACCOUNT,
   name: 'Delete Account',
   defaults: { priority: 60, enabled: false },
-  carriedOut: true,
   config: [],
   maxAuthAgeSeconds: 0,
 };

@@ -39,9 +39,9 @@ const byAlias = new Map(REQUIRED_ACTION_PROVIDERS.map((p) => [p.alias, p]));
 export const requiredActionProvider = (alias: string): RequiredActionProvider | undefined => byAlias.get(alias);
 
 /** The aliases this server carries out: the only ones a user may be given (admin API, realm files). */
-export const CARRIED_OUT_ACTIONS: readonly string[] = REQUIRED_ACTION_PROVIDERS.filter((p) => p.carriedOut).map((p) => p.alias);
+export const CARRIED_OUT_ACTIONS: readonly string[] = REQUIRED_ACTION_PROVIDERS.map((p) => p.alias);
 
-export const carriedOut = (alias: string): boolean => byAlias.get(alias)?.carriedOut === true;
+export const carriedOut = (alias: string): boolean => byAlias.has(alias);
 
 /**
  * A required action's settings as a PUT gives them: every key must be one of the provider's, every value of its

@@ -21,11 +21,6 @@ export interface RequiredActionProvider {
   name: string;
   /** Keycloak 26.7.3's settings of the action in a new realm. */
   defaults: { priority: number; enabled: boolean };
-  /**
-   * Carried out here: asked of a user at sign-in (and by `kc_action`). An action that is not is registered and
-   * listed as Keycloak lists it, but cannot be enabled (nobody would ever be asked for it).
-   */
-  carriedOut: boolean;
   /** Its settings (`required-actions/{alias}/config`); empty: not configurable (Keycloak's 400/404). */
   config: readonly RequiredActionConfigProperty[];
   /** A max_auth_age the action fixes whatever its settings say (Keycloak's getMaxAuthAge: 0 for delete_account). */

@@ -13,6 +13,5 @@ export const termsAndConditions: RequiredActionProvider = {
   alias: TERMS_AND_CONDITIONS,
   name: 'Terms and Conditions',
   defaults: { priority: 20, enabled: false },
-  carriedOut: true,
   config: [maxAuthAge],
 };

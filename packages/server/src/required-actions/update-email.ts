@@ -15,7 +15,6 @@ export const updateEmail: RequiredActionProvider = {
   alias: UPDATE_EMAIL,
   name: 'Update Email',
   defaults: { priority: 70, enabled: false },
-  carriedOut: true,
   config: [
     maxAuthAge,
     {

@@ -7,6 +7,5 @@ export const updatePassword: RequiredActionProvider = {
   alias: UPDATE_PASSWORD,
   name: 'Update Password',
   defaults: { priority: 57, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };

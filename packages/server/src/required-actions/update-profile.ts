@@ -7,6 +7,5 @@ export const updateProfile: RequiredActionProvider = {
   alias: UPDATE_PROFILE,
   name: 'Update Profile',
   defaults: { priority: 40, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };

@@ -10,6 +10,5 @@ export const updateUserLocale: RequiredActionProvider = {
   alias: UPDATE_USER_LOCALE,
   name: 'Update User Locale',
   defaults: { priority: 1000, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };

@@ -7,6 +7,5 @@ export const verifyEmail: RequiredActionProvider = {
   alias: VERIFY_EMAIL,
   name: 'Verify Email',
   defaults: { priority: 50, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge, emailResendCooldown],
 };

@@ -8,7 +8,6 @@ export const webauthnRegister: RequiredActionProvider = {
   alias: WEBAUTHN_REGISTER,
   name: 'Webauthn Register',
   defaults: { priority: 80, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };
 
@@ -17,6 +16,5 @@ export const webauthnRegisterPasswordless: RequiredActionProvider = {
   alias: WEBAUTHN_REGISTER_PASSWORDLESS,
   name: 'Webauthn Register Passwordless',
   defaults: { priority: 90, enabled: true },
-  carriedOut: true,
   config: [maxAuthAge],
 };

@@ -183,7 +183,7 @@ export async function registerRequiredAction(storage: Storage, realmId: string, 
     const actions = await realmRequiredActions(storage, realmId, trx);
     if (actions.some((a) => a.alias === provider.alias)) throw conflict('A Required Action Provider with given alias already exists.');
     const priority = Math.min(2147483647, Math.max(0, ...actions.map((a) => a.priority)) + 1);
-    const action: RequiredAction = { alias: provider.alias, name: name || provider.name, providerId: provider.alias, enabled: provider.carriedOut, defaultAction: false, priority, config: {} };
+    const action: RequiredAction = { alias: provider.alias, name: name || provider.name, providerId: provider.alias, enabled: true, defaultAction: false, priority, config: {} };
     await storage.credentials.saveRealmRequiredActions(realmId, [{ ...action, registered: true }], trx);
     return action;
   });
@@ -339,12 +339,11 @@ export function parseRequiredActions(value: unknown, notImported: string[], kept
     seen.add(alias);
     const config = rep.config ?? {};
     const provider = requiredActionProvider(alias);
-    if (!provider || !provider.carriedOut) {
-      // The registry's own (delete_account, UPDATE_EMAIL) are named only when the file turns them on.
-      if (!provider || rep.enabled === true) keptAsData.push(`${path} ("${alias}" is not carried out here)`);
+    if (!provider) {
+      keptAsData.push(`${path} ("${alias}" is not carried out here)`);
       // As Keycloak reads the representation (primitive fields): what the entry does not give is false, or 0.
       const enabled = rep.enabled === true;
-      return { alias, name: rep.name ?? null, providerId: rep.providerId ?? null, enabled, defaultAction: enabled && rep.defaultAction === true, priority: rep.priority ?? provider?.defaults.priority ?? 0, config };
+      return { alias, name: rep.name ?? null, providerId: rep.providerId ?? null, enabled, defaultAction: enabled && rep.defaultAction === true, priority: rep.priority ?? 0, config };
     }
     // The server's own action is on unless the entry turns it off (its defaults, as a realm made here has them).
     const enabled = rep.enabled !== false;
