@@ -1,17 +1,93 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import SlowestFilesReporter from './scripts/slowest-files-reporter.js';
+
+/**
+ * Files run with `isolate: false` (issue 36): a worker imports the server's modules once for all of them instead of
+ * once per file. Only server files that launch no browser, patch no global (Date, timers, mocks, process.env), load
+ * no extension package (whose module state, such as disposable-email's process-wide blocklist, would carry from one
+ * file to the next) and start no second node; each passed three runs in a row in this project before it was added
+ * (21 files, then these 67: packages/server/README.md, "One import of the server per worker").
+ */
+const SHARED_MODULES = [
+  'account-anonymous.test.ts',
+  'admin-account-takeover.test.ts',
+  'admin-api.test.ts',
+  'admin-bad-input.test.ts',
+  'admin-client-setup.test.ts',
+  'admin-clients-hardening.test.ts',
+  'admin-composite-escalation.test.ts',
+  'admin-console-mappings.test.ts',
+  'admin-permissions.test.ts',
+  'admin-sessions.test.ts',
+  'admin-temporary-password.test.ts',
+  'admin-user-emails.test.ts',
+  'admin-user-profile.test.ts',
+  'anonymous-state.test.ts',
+  'client-authenticator-type.test.ts',
+  'client-authorization-settings.test.ts',
+  'client-scope-tokens.test.ts',
+  'client-scopes-admin.test.ts',
+  'client-security-settings.test.ts',
+  'config-reference.test.ts',
+  'cors.test.ts',
+  'credential-labels.test.ts',
+  'discovery.test.ts',
+  'error-catalogue.test.ts',
+  'federated-identities.test.ts',
+  'federation-admin.test.ts',
+  'groups-permissions.test.ts',
+  'groups-storage.test.ts',
+  'groups.test.ts',
+  'keycloak-connect.test.ts',
+  'keycloak-email-rule.test.ts',
+  'keycloak-full-export.test.ts',
+  'layers.test.ts',
+  'legacy-user-federation.test.ts',
+  'metrics-access.test.ts',
+  'otp.test.ts',
+  'password-policy.test.ts',
+  'protocol-mappers.test.ts',
+  'protocol.test.ts',
+  'realm-import-bom.test.ts',
+  'realm-import-keys.test.ts',
+  'realm-import-size.test.ts',
+  'realm-keys.test.ts',
+  'realm-localization.test.ts',
+  'realm-partial-import.test.ts',
+  'redirect-uri-keycloak.test.ts',
+  'refresh-tokens.test.ts',
+  'request-logger.test.ts',
+  'required-action-providers.test.ts',
+  'required-actions.test.ts',
+  'reset-and-broker-flows.test.ts',
+  'sign-in-flows.test.ts',
+  'sign-in.test.ts',
+  'silent-settings.test.ts',
+  'ssl-required.test.ts',
+  'storage-client-scopes.test.ts',
+  'storage-components.test.ts',
+  'storage-consents.test.ts',
+  'storage-federation.test.ts',
+  'storage-groups.test.ts',
+  'storage-import-export.test.ts',
+  'target-guard.test.ts',
+  'token-claims-pin.test.ts',
+  'update-profile-action.test.ts',
+  'user-attribute-groups.test.ts',
+  'user-consents.test.ts',
+  'users-bulk.test.ts',
+].map((file) => `packages/server/test/${file}`);
 
 export default defineConfig({
   test: {
-    include: ['packages/*/test/**/*.test.ts'],
     // Generous: the route sweeps and browser tests send thousands of requests on two shared cores.
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Each file in a fresh module graph. `isolate: false` (one import of the server per worker) saved about 55% of
-    // the CPU on a 10-file sample, but a full run with it (2026-11-28, load 15-27) failed files that pass alone:
-    // probably module state shared between files (disposable-email's defaultBlocklist), not yet verified. Off until
-    // each is understood and fixed at its source (issue 36); test/support/server.ts names what a slow close waited for.
+    // Each file in a fresh module graph, except the project `shared-modules` below. `isolate: false` everywhere failed
+    // six files in a full run (2026-11-28, load 15-27): module state shared between files (disposable-email's
+    // process-wide defaultBlocklist, configured by one file's server, read by the next file). Files join the shared
+    // project one set at a time, each set after three passing runs in it (issue 36).
     isolate: true,
     // Two cores on CI machines: more parallel files only adds contention (Argon2, Chromium).
     maxWorkers: 2,
@@ -19,5 +95,10 @@ export default defineConfig({
     expect: { requireAssertions: true },
     // The default output, then the ten slowest files (issue 36: the next slow file is seen).
     reporters: ['default', new SlowestFilesReporter()],
+    projects: [
+      { extends: true, test: { name: 'shared-modules', include: SHARED_MODULES, isolate: false } },
+      // Each project names its files (an `include` at the root would be added to a project's, not replaced).
+      { extends: true, test: { name: 'isolated', include: ['packages/*/test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SHARED_MODULES] } },
+    ],
   },
 });

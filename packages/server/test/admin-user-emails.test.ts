@@ -3,16 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstForm, textOf } from './support/forms.js';
 import { linkIn, startSmtp } from './support/smtp.js';
 import { CodeSource, fromBase32, totpCode } from './support/totp.js';
-import { databases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 16, point 5: the e-mails an administrator sends with the official admin client — execute-actions-email
  * (the invitation: a new user without a password sets one through the link) and send-verify-email — over a real
  * SMTP server, and the links carried out as a person's browser would (GET the link, POST the form on its page), on
- * SQLite and PostgreSQL.
+ * SQLite (issue 36: users, their required actions and credentials are stored alike on PostgreSQL, checked by
+ * storage-import-export.test.ts and users-bulk.test.ts).
  */
-describe.each(databases)('execute-actions-email and send-verify-email (%s)', (database) => {
+describe.each(httpDatabases)('execute-actions-email and send-verify-email (%s)', (database) => {
   let t: TestServer;
   let smtp: Awaited<ReturnType<typeof startSmtp>>;
   let kc: KcAdminClient;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rejects, startAdminServer } from './support/admin-client.js';
-import { api, databases } from './support/server.js';
+import { api, httpDatabases } from './support/server.js';
 
 /**
  * Issue 16: a client's `authorizationSettings` (Keycloak's authorization services: resources, policies, permissions)
@@ -20,7 +20,7 @@ const SETTINGS = {
   decisionStrategy: 'UNANIMOUS',
 };
 
-describe.each(databases)('clients\' authorization settings, kept as data (%s)', (database) => {
+describe.each(httpDatabases)('clients\' authorization settings, kept as data (%s)', (database) => {
   let server: Awaited<ReturnType<typeof startAdminServer>>;
   beforeAll(async () => {
     server = await startAdminServer(database);

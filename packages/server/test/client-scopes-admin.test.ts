@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientScopeSet, effectiveRoles } from '../src/services/index.js';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Client scopes as Keycloak 26 has them, through the official admin client: the built-ins of a new realm, the
@@ -23,7 +23,7 @@ const hardcoded = (name: string, value = 'v') => ({ name, protocol: 'openid-conn
 
 const names = (list: { name?: string }[]) => list.map((s) => s.name!).sort();
 
-describe.each(databases)('client scopes through the official admin client (%s)', (database) => {
+describe.each(httpDatabases)('client scopes through the official admin client (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   const scopeId = async (name: string) => (await kc.clientScopes.findOneByName({ name }))!.id!;

@@ -2,7 +2,7 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realmExporter } from '../src/services/realm-export.js';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { api, databases, startServer, type TestServer } from './support/server.js';
+import { api, httpDatabases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issues 16 and 18: users' links to identity providers (Keycloak's FederatedIdentityRepresentation, the console's
@@ -37,7 +37,7 @@ const realmFile = (realm: string) => ({
   ],
 });
 
-describe.each(databases)("users' links to identity providers (%s)", (database) => {
+describe.each(httpDatabases)("users' links to identity providers (%s)", (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let token: () => Promise<string>;

@@ -1,7 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { api, databases, startServer, type TestServer } from './support/server.js';
+import { api, httpDatabases, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issues 16 and 18: identity providers, their mappers and components through Keycloak's admin API (the admin client's
@@ -14,7 +14,7 @@ const LDAP_MAPPER = 'org.keycloak.storage.ldap.mappers.LDAPStorageMapper';
 const KEYS = 'org.keycloak.keys.KeyProvider';
 const MASK = '**********';
 
-describe.each(databases)('identity providers and components through the admin API (%s)', (database) => {
+describe.each(httpDatabases)('identity providers and components through the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let realmId: string;

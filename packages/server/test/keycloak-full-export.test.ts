@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
 import { masterAdminClient } from './support/admin-client.js';
@@ -21,7 +21,7 @@ const REALM = 'kc26-full';
 const BOB_TOTP_KEY = 'OJLW K3BX JB4W 633X JZ5E ESST HFWH ASJU';
 const insecure = { execute: [oidc.allowInsecureRequests] };
 
-describe.each(databases)('a full Keycloak 26.7.3 export (%s)', (database) => {
+describe.each(httpDatabases)('a full Keycloak 26.7.3 export (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   // Each code is taken once (the realm's otpPolicyCodeReusable is off), so the tests share one source.

@@ -1,6 +1,6 @@
 import { startAdminServer } from './support/admin-client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, databases } from './support/server.js';
+import { api, httpDatabases } from './support/server.js';
 
 /**
  * Issue 16: Keycloak 1–3's `userFederationProviders` / `userFederationMappers` are converted as Keycloak 26's import
@@ -26,7 +26,7 @@ const legacyFile = (realm: string) => ({
   ],
 });
 
-describe.each(databases)('legacy user federation of old realm files (%s)', (database) => {
+describe.each(httpDatabases)('legacy user federation of old realm files (%s)', (database) => {
   let server: Awaited<ReturnType<typeof startAdminServer>>;
   beforeAll(async () => {
     server = await startAdminServer(database);

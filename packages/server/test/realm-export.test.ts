@@ -5,7 +5,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -27,7 +27,7 @@ async function addFederationData(kc: KcAdminClient, realmId: string, secret: str
   await kc.components.create({ name: 'Max Clients Limit', providerId: 'max-clients', providerType: 'org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy', subType: 'anonymous', parentId: realmId, config: { 'max-clients': ['200'] } });
 }
 
-describe.each(databases)('realm partial export (%s)', (database) => {
+describe.each(httpDatabases)('realm partial export (%s)', (database) => {
   let source: TestServer;
   let target: TestServer;
   let kc: KcAdminClient;
@@ -126,7 +126,7 @@ describe.each(databases)('realm partial export (%s)', (database) => {
   });
 });
 
-describe.each(databases)('realmgate export, then --import-realm on an empty server (%s)', (database) => {
+describe.each(httpDatabases)('realmgate export, then --import-realm on an empty server (%s)', (database) => {
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-export-'));
   let source: TestServer;
   let kc: KcAdminClient;

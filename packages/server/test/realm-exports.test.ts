@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -32,7 +32,8 @@ const majorVersion = (name: string) => Number(String(fixture(name).keycloakVersi
 const USED_HERE = new Set(['wirtshaus-demo.json', 'omicsdm-shinyproxy-kc24.json', '2zmeal-easymeal.json', 'keycloak-26.7.3-full-export.json']);
 /**
  * The files that import as they are (afyacheck.json's own user breaks its own password policy: refused, below);
- * the Keycloak 18–26 exports are imported by realm-exports-kc18-26.test.ts, on both databases, besides those used here.
+ * the Keycloak 18–26 exports are imported by realm-exports-kc18-26.test.ts besides those used here;
+ * storage-import-export.test.ts imports and exports every file on both databases.
  */
 const IMPORTABLE = readdirSync(FIXTURES)
   .filter((f) => f.endsWith('.json') && f !== 'afyacheck.json')
@@ -47,10 +48,10 @@ async function authorize(t: TestServer, realm: string, clientId: string, redirec
   return { status: response.status, text: await response.text() };
 }
 
-describe.each(databases)('real Keycloak exports through the admin API (%s)', (database) => {
+describe.each(httpDatabases)('real Keycloak exports through the admin API (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
-  // Every file on SQLite; on PostgreSQL the richest one (the suite's time goes to what differs between them).
+  // Every file (on SQLite: storage-import-export.test.ts compares what each file becomes on both databases).
   const files = database === 'sqlite' ? IMPORTABLE : ['wirtshaus-demo.json'];
 
   beforeAll(async () => {
@@ -321,7 +322,7 @@ describe('Keycloak hashed passwords in an import', () => {
   });
 });
 
-describe.each(databases)('--import-realm with a directory of real and broken files (%s)', (database) => {
+describe.each(httpDatabases)('--import-realm with a directory of real and broken files (%s)', (database) => {
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-import-'));
   beforeAll(() => {
     copyFileSync(join(FIXTURES, 'wirtshaus-demo.json'), join(dir, 'a-wirtshaus.json'));

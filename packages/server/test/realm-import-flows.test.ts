@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { step, subflow, type Execution } from './support/flow-files.js';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 import type { Realm, User } from '../src/model/types.js';
 
@@ -96,7 +96,7 @@ const layout = async (kc: KcAdminClient, flowAlias: string) =>
 
 const reportOf = (t: TestServer, message: string, realm: string) => t.logs.filter((l) => l.msg === message && l.realm === realm);
 
-describe.each(databases)('realm import of flows with providers Realmgate lacks (%s)', (database) => {
+describe.each(httpDatabases)('realm import of flows with providers Realmgate lacks (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   const inRealm = async <T>(realm: string, work: () => Promise<T>): Promise<T> => {
@@ -296,7 +296,7 @@ describe.each(databases)('realm import of flows with providers Realmgate lacks (
   });
 });
 
-describe.each(databases)('--import-realm of a file binding a flow that cannot run (%s)', (database) => {
+describe.each(httpDatabases)('--import-realm of a file binding a flow that cannot run (%s)', (database) => {
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-import-flows-'));
   let t: TestServer;
   beforeAll(async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, firstForm, pkce } from './support/forms.js';
-import { adminToken, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -35,7 +35,7 @@ async function jwks(t: TestServer, realm: string): Promise<Rep[]> {
   return ((await (await fetch(`${t.url}/realms/${realm}/protocol/openid-connect/certs`)).json()) as { keys: Rep[] }).keys;
 }
 
-describe.each(databases)('a realm file\'s RSA signing keys (%s)', (database) => {
+describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let token: string;

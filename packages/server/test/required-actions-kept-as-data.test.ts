@@ -6,7 +6,8 @@
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
  * refuses to turn one on (enabled or default action), since an operator would believe it now works. Turning one
  * off and reordering work over the whole list. A hostile file is refused naming the path, nothing imported; a
- * view-realm-only administrator changes nothing. With the official admin client, on SQLite and PostgreSQL.
+ * view-realm-only administrator changes nothing. With the official admin client, on SQLite
+ * (issue 36: the kept actions' rows on PostgreSQL are checked by storage-import-export.test.ts, whose files hold them).
  */
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { spawnSync } from 'node:child_process';
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { REPO_ROOT, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { REPO_ROOT, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.3-full-export.json');
 const REALM = 'kc26-full';
@@ -34,7 +35,7 @@ const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>
 const fileActions = file().requiredActions as Action[];
 const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
-describe.each(databases)('required actions kept as data (%s)', (database) => {
+describe.each(httpDatabases)('required actions kept as data (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let admin: string;

@@ -5,7 +5,7 @@ import type { ClientScopeSet, ProtocolMapper, User } from '../src/model/types.js
 import { needsOf, scopePlan } from '../src/protocol/openid-connect/mappers/index.js';
 import type { UserGroupAttributes } from '../src/protocol/openid-connect/mappers/types.js';
 import { resolveUserAttribute } from '../src/protocol/openid-connect/mappers/user-attribute.js';
-import { databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -80,7 +80,7 @@ describe("Keycloak's resolveAttribute", () => {
   });
 });
 
-describe.each(databases)('group attributes in tokens (%s)', (database) => {
+describe.each(httpDatabases)('group attributes in tokens (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   const REALM = 'groupattrs';

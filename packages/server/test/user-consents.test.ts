@@ -2,7 +2,7 @@ import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realmExporter } from '../src/services/realm-export.js';
 import { masterAdminClient, rejects, tokenOfUserWithRoles } from './support/admin-client.js';
-import { adminToken, api, databases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16: users' `clientConsents` of a realm file are kept: `GET …/users/{id}/consents` lists them beside the
@@ -25,7 +25,7 @@ const realmFile = (realm: string, users: unknown[]) => ({
   users,
 });
 
-describe.each(databases)('users\' client consents (%s)', (database) => {
+describe.each(httpDatabases)('users\' client consents (%s)', (database) => {
   let t: TestServer;
   let kc: KcAdminClient;
   let token: string;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -45,8 +45,18 @@ export function passwordHashingEnv(config: Record<string, string> = {}, password
   return { REALMGATE_PASSWORD_HASHING_TEST_COST: String(cost === 'test') };
 }
 
+/**
+ * Counts what a test run sets up, for measuring the suite (issue 36): with REALMGATE_TEST_COUNTS=<file> set, each
+ * server start and each PostgreSQL database created appends one line (`server sqlite`, `server postgres`, `pg-database`).
+ */
+export function countSetup(what: string): void {
+  const file = process.env.REALMGATE_TEST_COUNTS;
+  if (file) appendFileSync(file, `${what}\n`);
+}
+
 /** A throw-away PostgreSQL database, so each server starts from an empty schema. */
 export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  countSetup('pg-database');
   const name = `realmgate_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
@@ -65,9 +75,10 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
   };
 }
 
-/** Starts a real server on a random port with its own database. */
-export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
+/** A server built on its own database but not listening: for tests that call its services directly (no HTTP). */
+export async function createTestServer(options: TestServerOptions = {}): Promise<{ server: RealmgateServer; logs: Record<string, unknown>[]; dispose(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-test-'));
+  countSetup(`server ${options.config?.REALMGATE_DB_URL?.startsWith('postgres') || options.database === 'postgres' ? 'postgres' : 'sqlite'}`);
   const pgDb = options.database === 'postgres' ? await createPgDatabase() : null;
   const providersDir = options.providersDir ?? join(dir, 'providers');
   const config = loadConfig({
@@ -85,14 +96,23 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   });
   const logs: Record<string, unknown>[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const dispose = async () => {
+    await pgDb?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  };
   let server: RealmgateServer;
   try {
     server = await createServer(config, { logger, env: options.env ?? {}, sharedStoreClock: options.sharedStoreClock, rsaKeyPairs: testRsaKeyPairs });
   } catch (error) {
-    await pgDb?.drop();
-    rmSync(dir, { recursive: true, force: true });
+    await dispose();
     throw error;
   }
+  return { server, logs, dispose };
+}
+
+/** Starts a real server on a random port with its own database. */
+export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const { server, logs, dispose } = await createTestServer(options);
   const url = await server.listen();
   const inFlight = requestsInFlight(server);
   return {
@@ -108,8 +128,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
       if (Date.now() - started >= CLOSE_REPORTED_MS) {
         process.stderr.write(`test server ${url}: close() took ${Date.now() - started} ms; requests in flight when it began: ${open.length ? open.join(', ') : 'none'}\n`);
       }
-      await pgDb?.drop();
-      rmSync(dir, { recursive: true, force: true });
+      await dispose();
     },
   };
 }
