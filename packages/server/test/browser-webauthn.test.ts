@@ -99,9 +99,15 @@ async function signInWithPassword(d: Device, username: string): Promise<void> {
   await d.page.click('#kc-login');
 }
 
-/** Clicks the page's WebAuthn button and waits for the form post it makes; its status. */
+/**
+ * Clicks the page's WebAuthn button and waits for the form post it makes; its status. A redirect is followed to the
+ * page it lands on before this returns, so the next step never races the browser's navigation to it.
+ */
 async function ceremony(d: Device, button: string): Promise<number> {
+  const landed = d.page.waitForEvent('framenavigated', { predicate: (frame) => frame === d.page.mainFrame() });
+  landed.catch(() => {});
   const [response] = await Promise.all([d.page.waitForResponse((r) => r.request().method() === 'POST' && /login-actions\/(login-webauthn|webauthn-register)/.test(r.url())), d.page.click(button)]);
+  if (response.status() === 302) await landed;
   return response.status();
 }
 

@@ -159,7 +159,7 @@ describe('each server of a process gets factories of its own from createProvider
       firstOpen = false;
       // The second server's listener was not closed with the first one's.
       const response = await tokenRequest(second.url, 'master', { grant_type: 'password', client_id: 'admin-cli', username: 'admin', password: 'wrong' });
-      expect(response.status).toBe(401);
+      expect(response.status).toBe(400);
       expect(second.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
     } finally {
       if (firstOpen) await first.close();
