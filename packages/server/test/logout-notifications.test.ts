@@ -265,14 +265,16 @@ describe('back-channel logout', () => {
 });
 
 describe('front-channel logout', () => {
-  it('frontchannelLogout false is kept false (it was saved as true), true by default', async () => {
+  it('frontchannelLogout false is kept false (it was saved as true); false for a client created without it, as Keycloak 26.7.3 answers', async () => {
     const id = await clientUuid('app-a');
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${id}`, token)).body.frontchannelLogout).toBe(false);
     const created = await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'plain', publicClient: true });
     ok(created);
     const plain = created.headers.get('location')!.split('/').pop()!;
     const rep = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${plain}`, token)).body;
-    expect(rep.frontchannelLogout).toBe(true);
+    expect(rep.frontchannelLogout).toBe(false);
+    ok(await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${plain}`, token, { ...rep, frontchannelLogout: true }));
+    expect((await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${plain}`, token)).body.frontchannelLogout).toBe(true);
     ok(await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${plain}`, token, { ...rep, frontchannelLogout: false }));
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${plain}`, token)).body.frontchannelLogout).toBe(false);
   });

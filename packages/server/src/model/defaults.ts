@@ -132,6 +132,6 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     authenticationFlowBindingOverrides: {},
     authorizationSettings: null,
     clientAuthenticatorType: 'client-secret',
-    frontchannelLogout: true,
+    frontchannelLogout: false,
   };
 }

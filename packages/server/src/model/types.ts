@@ -102,7 +102,7 @@ export interface Client {
    */
   clientAuthenticatorType: ClientAuthenticatorType;
   /**
-   * Keycloak's `frontchannelLogout` (true for new clients): at a browser logout the client is told through an iframe
+   * Keycloak's `frontchannelLogout` (false for a client created without it, as Keycloak 26.7.3 answers): at a browser logout the client is told through an iframe
    * to its `frontchannel.logout.url`; when false, through its `backchannel.logout.url` (protocol/openid-connect/logout.ts).
    */
   frontchannelLogout: boolean;
