@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { badRequest, forbidden, notFound, oauthError, TokenVerificationError } from '../../model/errors.js';
-import { requireBearer } from './bearer.js';
+import { badRequest, forbidden, notFound, oauthError } from '../../model/errors.js';
+import { requireBearer, verifiedAccessToken } from './bearer.js';
 import { realmOrError } from './realm-lookup.js';
 
 /**
@@ -12,14 +12,7 @@ import { realmOrError } from './realm-lookup.js';
 export function brokerTokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/realms/:realm/broker/:alias/token', async (request: FastifyRequest<{ Params: { realm: string; alias: string } }>, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const token = requireBearer(request);
-    let claims;
-    try {
-      claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);
-    } catch (error) {
-      if (error instanceof TokenVerificationError) throw oauthError.invalid_token(error.message, { headers: { 'www-authenticate': 'Bearer realm="realmgate", error="invalid_token"' } });
-      throw error;
-    }
+    const claims = await verifiedAccessToken(ctx, realm, requireBearer(request));
     const alias = request.params.alias.slice(0, 255);
     const roles = (claims.resource_access as Record<string, { roles?: unknown }> | undefined)?.broker?.roles;
     if (!Array.isArray(roles) || !roles.includes('read-token')) throw forbidden(`Client [${String(claims.azp ?? '')}] not authorized to retrieve tokens from identity provider [${alias}].`);

@@ -3,8 +3,8 @@ import type { ServerContext } from '../../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
-import { oauthError, TokenVerificationError } from '../../model/errors.js';
-import { requireBearer } from './bearer.js';
+import { oauthError } from '../../model/errors.js';
+import { requireBearer, verifiedAccessToken } from './bearer.js';
 import { formField, isFormRequest } from './client-auth.js';
 import { authorizationToken, verifyDpopProof } from './dpop.js';
 import { realmOrError } from './realm-lookup.js';
@@ -19,16 +19,7 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const formToken = request.method === 'POST' && !presented && isFormRequest(request) ? formField(request.body, 'access_token') : undefined;
     const token = presented?.token ?? (formToken || requireBearer(request));
     const proof = presented?.scheme === 'DPoP' ? await verifyDpopProof(ctx, realm, request, { accessToken: token, status: 401 }) : undefined;
-    let claims;
-    try {
-      claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname, { dpop: proof });
-    } catch (error) {
-      if (error instanceof TokenVerificationError) {
-        const scheme = presented?.scheme === 'DPoP' || error.reason === 'dpop_binding' ? 'DPoP' : 'Bearer realm="realmgate",';
-        throw oauthError.invalid_token(error.message, { headers: { 'www-authenticate': `${scheme} error="invalid_token"` } });
-      }
-      throw error;
-    }
+    const claims = await verifiedAccessToken(ctx, realm, token, { scheme: presented?.scheme, dpop: proof });
     const client = typeof claims.azp === 'string' ? await ctx.storage.clients.cachedByClientId(realm.id, claims.azp) : null;
     if (client) corsForClient(ctx, request, client);
     const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
