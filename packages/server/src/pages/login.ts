@@ -13,7 +13,7 @@ import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
 import { brokerRoutes } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
-import type { ShowNewPassword } from './step-pages.js';
+import { stepExpired, type ShowNewPassword } from './step-pages.js';
 import { webauthnRoutes } from './webauthn.js';
 import { recoveryCodeRoutes } from './recovery-codes.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
@@ -59,7 +59,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (rejected) return rejected;
       const claims = await ctx.actionTokens.read(realm, form.key, 'update-password');
       const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
-      const expired = () => showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      const expired = () => stepExpired(ctx, request, reply, realm, auth);
       if (!claims || !user || !user.enabled) return expired();
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, newPasswordPage);
       const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors, 400, undefined, auth.kcAction === UPDATE_PASSWORD && !auth.kcActionStatus);

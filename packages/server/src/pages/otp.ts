@@ -32,6 +32,7 @@ import {
   updateProfilePage,
   type ShowNewPassword,
   type StepClaims,
+  stepExpired,
 } from './step-pages.js';
 
 /**
@@ -125,8 +126,7 @@ const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: Au
 
 export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
-  const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
-    showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+  const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => stepExpired(ctx, request, reply, realm, auth);
 
   // auth-otp-form: the code of the user the password step named.
   loginActionForm(app, ctx, 'login-otp', {

@@ -24,7 +24,7 @@ import { recoveryCodesSetupPage } from './recovery-code-pages.js';
 import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, effectiveRoles, inPriorityOrder, realmRequiredActions, userSnapshot } from '../services/index.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
-import { authBinding, configPage, profileValues, signInStep, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
+import { authBinding, configPage, profileValues, signInStep, stepExpired, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { newEmailErrors } from './profile-form.js';
 import { formValues } from './protection.js';
@@ -199,7 +199,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'terms', auth, form.key);
-      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      if (!step) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       const info = requestInfo(request);
       if (form.cancel || !form.accept) {
@@ -224,7 +224,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'delete-account', auth, form.key);
-      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      if (!step) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, DELETE_ACCOUNT, 'cancelled'), user, newPasswordPage);
       const info = requestInfo(request);
@@ -249,7 +249,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, n
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'update-email', auth, form.key);
-      if (!step) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+      if (!step) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'cancelled'), user, newPasswordPage);
       const email = form.email.trim().toLowerCase();
