@@ -12,7 +12,7 @@ import { accountCallerWith, type AccountRequest } from './caller.js';
  * `GET /account/linked-accounts` lists the realm's enabled providers with whether the user is linked (`?linked=true`
  * only the linked ones, `?linked=false` only the realm-level ones left to link; `search`, `first`, `max`), each
  * shown as its `showInAccountConsole` says (ALWAYS, WHEN_LINKED, NEVER); `DELETE /account/linked-accounts/{alias}`
- * removes a link, unless it is the user's last way to sign in (no password, no other link).
+ * removes a link, unless it is the user's last way to sign in (no password, no passkey, no other link).
  */
 
 interface LinkedAccount {
@@ -100,8 +100,9 @@ export function linkedAccountsRoute(app: FastifyInstance, ctx: ServerContext): v
     const links = await ctx.storage.federation.links(user.id);
     const link = links.find((l) => l.identityProvider === alias);
     if (!link) throw badRequest('This link to an identity provider is not active.');
-    // The last way in is kept: a user without a password signs in through their only link.
-    if (links.length < 2 && !passwordCredentialRep(user)) throw badRequest('You cannot remove your last linked account: set a password first.');
+    // The last way in is kept: a user without a password or a passkey signs in through their only link.
+    const passkey = (await ctx.storage.credentials.cachedTypes(user.id)).includes('webauthn-passwordless');
+    if (links.length < 2 && !passwordCredentialRep(user) && !passkey) throw badRequest('You cannot remove your last linked account: set a password first.');
     await ctx.storage.federation.removeLink(realm.id, user.id, alias);
     await ctx.events.user(realm, {
       type: 'REMOVE_FEDERATED_IDENTITY',
