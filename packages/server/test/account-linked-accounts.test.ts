@@ -69,7 +69,7 @@ describe('account REST API: linked accounts', () => {
     expect((await kc.users.listFederatedIdentities({ id: ben.id })).map((l) => l.identityProvider)).toEqual(['github']);
   });
 
-  it('the last way to sign in is kept: a user without a password cannot remove their only link', async () => {
+  it('the last way to sign in is kept: a user without a password or a passkey cannot remove their only link', async () => {
     const dee = await user('dee', ['github']);
     const [password] = await kc.users.getCredentials({ id: dee.id });
     await kc.users.deleteCredential({ id: dee.id, credentialId: password.id! });
@@ -77,6 +77,10 @@ describe('account REST API: linked accounts', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.errorMessage).toContain('last');
     expect((await kc.users.listFederatedIdentities({ id: dee.id })).map((l) => l.identityProvider)).toEqual(['github']);
+    // A passkey is a way in too: with one, the last link goes.
+    await t.server.context.storage.credentials.insert({ id: crypto.randomUUID(), userId: dee.id, type: 'webauthn-passwordless', userLabel: 'laptop', secretData: {}, credentialData: {}, createdDate: Date.now(), priority: 10 });
+    expect((await account(dee.token, 'DELETE', '/github')).status).toBe(204);
+    expect(await kc.users.listFederatedIdentities({ id: dee.id })).toEqual([]);
   });
 
   it('a caller holding only view-profile reads the links but removes none (403)', async () => {
