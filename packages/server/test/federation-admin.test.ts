@@ -114,6 +114,45 @@ describe.each(httpDatabases)('identity providers and components through the admi
     }
   });
 
+  it("import-config reads an OpenID Provider's metadata from its URL or an uploaded file into config fields (nothing stored); bad input is a 400", async () => {
+    kc.setConfig({ realmName: 'fed' });
+    const issuer = `${t.url}/realms/fed`;
+    const expected = {
+      issuer,
+      authorizationUrl: `${issuer}/protocol/openid-connect/auth`,
+      tokenUrl: `${issuer}/protocol/openid-connect/token`,
+      userInfoUrl: `${issuer}/protocol/openid-connect/userinfo`,
+      logoutUrl: `${issuer}/protocol/openid-connect/logout`,
+      jwksUrl: `${issuer}/protocol/openid-connect/certs`,
+      validateSignature: 'true',
+      useJwksUrl: 'true',
+    };
+    const before = await kc.identityProviders.find();
+    expect(await kc.identityProviders.importFromUrl({ providerId: 'oidc', fromUrl: `${issuer}/.well-known/openid-configuration` })).toEqual(expected);
+    const metadata = await (await fetch(`${issuer}/.well-known/openid-configuration`)).text();
+    const form = new FormData();
+    form.append('providerId', 'keycloak-oidc');
+    form.append('file', new Blob([metadata]), 'openid-configuration.json');
+    expect(await kc.identityProviders.importFromUrl(form)).toEqual(expected);
+    expect(await kc.identityProviders.find()).toEqual(before);
+    for (const [body, pattern] of [
+      [{ providerId: 'saml', fromUrl: `${issuer}/.well-known/openid-configuration` }, /providerId: "saml" has no configuration to import/],
+      [{ providerId: 'oidc', fromUrl: 'ftp://127.0.0.1/metadata' }, /fromUrl: must be an http or https URL/],
+      [{ providerId: 'oidc', fromUrl: `${issuer}/.well-known/no-such-document` }, /answered status 404/],
+      [{ providerId: 'oidc', fromUrl: `${t.url}/realms/fed/account` }, /fromUrl/],
+      [{ providerId: 'oidc', fromUrl: `${issuer}/protocol/openid-connect/certs` }, /names no authorization_endpoint or token_endpoint/],
+      [{ providerId: 'oidc' }, /fromUrl: is required/],
+    ] as const) {
+      await rejects(kc.identityProviders.importFromUrl(body as { providerId: string; fromUrl: string }), 400, pattern);
+    }
+    const bad = new FormData();
+    bad.append('providerId', 'oidc');
+    bad.append('file', new Blob(['{not json']), 'x.json');
+    await rejects(kc.identityProviders.importFromUrl(bad), 400, /file: the metadata is not JSON/);
+    const viewer = await holding('idp-import-viewer', ['view-identity-providers']);
+    await rejects(viewer.client.identityProviders.importFromUrl({ providerId: 'oidc', fromUrl: `${issuer}/.well-known/openid-configuration` }), 403);
+  });
+
   it('components: an LDAP provider with a mapper under it, filtered by type, parent and name; secrets masked and kept; deleted with what is under it', async () => {
     kc.setConfig({ realmName: 'fed' });
     const { id: ldap } = await kc.components.create({ name: 'corp-ldap', providerId: 'ldap', providerType: LDAP, parentId: realmId, config: { connectionUrl: ['ldap://127.0.0.1:1'], bindCredential: ['bind-secret-1'], enabled: ['true'] } });

@@ -1,13 +1,13 @@
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { CLIENT_KEY_ATTRIBUTES, ClientKeyError, parseCertificate, parseJwksText, parsePublicKey, publicKeyProblem } from '../keys/client-keys.js';
 import { selfSignedCertificate } from '../keys/certificate.js';
-import { certificateFromPkcs12, KEYSTORE_FORMATS, MAX_KEYSTORE_BYTES, pkcs12Keystore } from '../keys/keystore.js';
+import { certificateFromPkcs12, KEYSTORE_FORMATS, pkcs12Keystore } from '../keys/keystore.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Client } from '../model/types.js';
 import { loadClient, requireMayChangeAdministrationClient } from './clients.js';
+import { acceptMultipart, readMultipart } from './multipart.js';
 import { callerOf, recordAdminEvent, type AdminRequest } from './routing.js';
 
 /**
@@ -112,8 +112,7 @@ export function clientCertificateRoutes(app: FastifyInstance, ctx: ServerContext
   };
 
   app.register(async (scoped) => {
-    // Multipart only here (the keystore and file uploads), bounded: one small file and a few short fields.
-    await scoped.register(multipart, { limits: { fileSize: MAX_KEYSTORE_BYTES, files: 1, fields: 8, fieldSize: MAX_FIELD, parts: 9 } });
+    await acceptMultipart(scoped);
 
     scoped.post('/realms/:realm/clients/:id/certificates/:attr/:operation', { config: { multipartBody: true } }, async (request: AdminRequest<{ realm: string; id: string; attr: string; operation: string }>, reply) => {
       const { realm, client, attr } = await load(request, true);
@@ -148,19 +147,7 @@ export function clientCertificateRoutes(app: FastifyInstance, ctx: ServerContext
         }
         case 'upload':
         case 'upload-certificate': {
-          if (!request.isMultipart()) throw badRequest('the upload is a multipart/form-data body with a keystoreFormat and a file');
-          const fields: Record<string, string> = {};
-          let file: Buffer | null = null;
-          try {
-            for await (const part of request.parts()) {
-              if (part.type === 'file') file = await part.toBuffer();
-              else if (typeof part.value === 'string') fields[part.fieldname.slice(0, 64)] = part.value;
-            }
-          } catch (error) {
-            const code = (error as { code?: string }).code ?? '';
-            if (code.startsWith('FST_')) throw badRequest(`the upload is too large or malformed (at most one file of ${MAX_KEYSTORE_BYTES} bytes and a few short fields)`);
-            throw error;
-          }
+          const { fields, file } = await readMultipart(request);
           if (!file || file.length === 0) throw badRequest('file: is required', 'file');
           const key = keyFromFile(fields.keystoreFormat ?? '', file, fields);
           await saved(withKey(client, key));

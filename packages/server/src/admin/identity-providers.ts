@@ -4,7 +4,8 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { idpMapperTypes, SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
+import { configFromMetadata, configFromMetadataUrl, idpMapperTypes, ImportConfigError, SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
+import { acceptMultipart, readMultipart } from './multipart.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
   identityProviderMapperRep,
@@ -166,5 +167,35 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     await ctx.storage.federation.deleteMapper(provider.internalId, mapper.id);
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'IDENTITY_PROVIDER_MAPPER', `identity-provider/instances/${provider.alias}/mappers/${mapper.id}`);
     return reply.code(204).send();
+  });
+
+  // Keycloak's import-config (the console's "Use discovery endpoint" and metadata file): the provider's config fields
+  // read from its OpenID Provider Metadata, fetched through the outbound guard or uploaded; nothing is stored.
+  app.register(async (scoped) => {
+    await acceptMultipart(scoped);
+    scoped.post('/realms/:realm/identity-provider/import-config', { config: { multipartBody: true } }, async (request: AdminRequest) => {
+      await targetRealm(ctx, request);
+      try {
+        if (request.isMultipart()) {
+          const { fields, file } = await readMultipart(request);
+          if (!file) throw badRequest('file: is required', 'file');
+          let document: unknown;
+          try {
+            document = JSON.parse(file.toString('utf8'));
+          } catch {
+            throw badRequest('file: the metadata is not JSON', 'file');
+          }
+          return configFromMetadata(fields.providerId ?? '', document);
+        }
+        const body = request.body as Record<string, unknown> | null;
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The body must be a JSON object with providerId and fromUrl');
+        const providerId = typeof body.providerId === 'string' ? body.providerId : '';
+        if (typeof body.fromUrl !== 'string') throw badRequest('fromUrl: is required', 'fromUrl');
+        return await configFromMetadataUrl(ctx.outbound, providerId, body.fromUrl);
+      } catch (error) {
+        if (error instanceof ImportConfigError) throw badRequest(error.message);
+        throw error;
+      }
+    });
   });
 }

@@ -6,3 +6,4 @@ export { canSignIn, identityProviderRedirector, type RedirectChallenge } from '.
 export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, UpstreamError, type BrokeredIdentity } from './upstream-oidc.js';
 export { completeBrokerLogin, providerDisplayName, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, upstreamAuthorizationRequest } from './social-providers.js';
 export { idpMapperTypes } from './idp-mapper-types.js';
+export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './import-config.js';
