@@ -1,5 +1,7 @@
-import { decodeJwt } from 'jose';
+import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
+import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { movableDate, type MovableClock } from './support/clock.js';
 import { adminToken, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
@@ -17,6 +19,7 @@ const ON = { 'standard.token.exchange.enabled': 'true' };
 
 let t: TestServer;
 let admin: string;
+let clock: MovableClock;
 const basic = (id: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${id}-secret`).toString('base64')}` });
 const audienceMapper = (name: string, audience: string) => ({
   name, protocol: 'openid-connect', protocolMapper: 'oidc-audience-mapper', config: { 'included.client.audience': audience, 'access.token.claim': 'true' },
@@ -62,12 +65,16 @@ const events = (type: string) => api(t.url, 'GET', `/admin/realms/${REALM}/event
 
 describe('token exchange (standard V2)', () => {
   beforeAll(async () => {
+    clock = movableDate();
     t = await startServer();
     admin = await adminToken(t.url);
     await setUpRealm(REALM);
     await setUpRealm(OTHER);
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    clock.restore();
+  });
 
   describe('as an attacker', () => {
     it('a client with the switch off is refused', async () => {
@@ -107,6 +114,13 @@ describe('token exchange (standard V2)', () => {
       const [h, p, s] = (await subjectToken()).split('.');
       const payload = { ...JSON.parse(Buffer.from(p, 'base64url').toString()), exp: 1 };
       expect((await exchange('gateway', `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`)).status).toBe(400);
+    });
+
+    it('an expired subject token is refused', async () => {
+      const subject = await subjectToken();
+      clock.pass(((decodeJwt(subject).exp as number) - Math.floor(Date.now() / 1000) + 10) * 1000);
+      expect(await exchange('gateway', subject)).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'Invalid token' } });
+      admin = await adminToken(t.url); // the admin's token expired too
     });
 
     it('a token whose session ended is refused', async () => {
@@ -176,5 +190,17 @@ describe('token exchange (standard V2)', () => {
     const refreshed = await tokenRequest(t.url, REALM, { grant_type: 'refresh_token', refresh_token: response.body.refresh_token }, basic('refresher'));
     expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
     expect(decodeJwt(refreshed.body.access_token as string).azp).toBe('refresher');
+  });
+
+  it('with openid-client (genericGrantRequest) and a DPoP proof: the new token is bound to its key', async () => {
+    const config = await oidc.discovery(new URL(`${t.url}/realms/${REALM}`), 'gateway', undefined, oidc.ClientSecretBasic('gateway-secret'), { execute: [oidc.allowInsecureRequests] });
+    expect(config.serverMetadata().grant_types_supported).toContain(GRANT);
+    const keys = (await generateKeyPair('ES256', { extractable: true })) as CryptoKeyPair;
+    const answer = await oidc.genericGrantRequest(config, GRANT, { subject_token: await subjectToken(), subject_token_type: ACCESS, audience: 'backend' }, { DPoP: oidc.getDPoPHandle(config, keys) });
+    expect(answer.token_type.toLowerCase()).toBe('dpop');
+    expect(answer.issued_token_type).toBe(ACCESS);
+    const claims = decodeJwt(answer.access_token);
+    expect(claims.aud).toBe('backend');
+    expect((claims.cnf as { jkt: string }).jkt).toBe(await calculateJwkThumbprint(await exportJWK(keys.publicKey), 'sha256'));
   });
 });
