@@ -1,4 +1,4 @@
-import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
+import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { movableDate, type MovableClock } from './support/clock.js';
@@ -93,6 +93,31 @@ describe('token exchange (standard V2)', () => {
       expect(response).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'Requested audience not available: stranger' } });
       const both = await exchange('gateway', await subjectToken(), new URLSearchParams([['audience', 'backend'], ['audience', 'stranger']]));
       expect(both.status).toBe(400);
+    });
+
+    it('a refused exchange leaves the requester no part in the user session', async () => {
+      const subject = await subjectToken();
+      const { sid, sub } = decodeJwt(subject) as { sid: string; sub: string };
+      expect((await exchange('gateway', subject, { audience: 'stranger' })).status).toBe(400);
+      const sessions = (await api(t.url, 'GET', `/admin/realms/${REALM}/users/${sub}/sessions`, admin)).body as { id: string; clients: Record<string, string> }[];
+      const session = sessions.find((s) => s.id === sid)!;
+      expect(Object.values(session.clients)).toEqual(['spa']);
+      // The same request that succeeds gives gateway its part (the check above can fail).
+      expect((await exchange('gateway', subject, { audience: 'backend' })).status).toBe(200);
+      const after = (await api(t.url, 'GET', `/admin/realms/${REALM}/users/${sub}/sessions`, admin)).body as { id: string; clients: Record<string, string> }[];
+      expect(Object.values(after.find((s) => s.id === sid)!.clients).sort()).toEqual(['gateway', 'spa']);
+    });
+
+    it('a DPoP-bound subject token of another client is refused (sender-constrained)', async () => {
+      const keys = (await generateKeyPair('ES256', { extractable: true })) as CryptoKeyPair;
+      const htu = `${t.server.context.config.hostname ?? t.url}/realms/${REALM}/protocol/openid-connect/token`;
+      const dpop = await new SignJWT({ jti: crypto.randomUUID(), htm: 'POST', htu, iat: Math.floor(Date.now() / 1000) })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keys.publicKey) })
+        .sign(keys.privateKey);
+      const bound = await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'spa', username: 'dina', password: PASSWORD, scope: 'openid' }, { dpop });
+      expect(bound.body.token_type).toBe('DPoP');
+      const response = await exchange('gateway', bound.body.access_token as string);
+      expect(response).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'Sender-constrained token exchange rejected as the token was not issued for the requesting client' } });
     });
 
     it('an unknown audience is refused', async () => {
