@@ -84,7 +84,7 @@ beforeAll(async () => {
   adminBearer = admin;
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'spa', publicClient: true, directAccessGrantsEnabled: true, redirectUris: [CALLBACK], attributes: { 'post.logout.redirect.uris': '+' } })).status).toBe(201);
-  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'], attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api', publicClient: false, serviceAccountsEnabled: true, secret: 'api-secret-value-1', webOrigins: ['https://api.example'], attributes: { 'allow.token.introspection.without.audience.check': 'true', 'standard.token.exchange.enabled': 'true' } })).status).toBe(201);
   secret = 'api-secret-value-1';
   const jwks = [];
   for (const alg of ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']) {
@@ -199,6 +199,13 @@ describe('discovery advertises exactly what works', () => {
         expect((await json(await form(meta.token_endpoint, { grant_type: 'refresh_token', client_id: 'spa', refresh_token: tokens.body.refresh_token }))).status).toBe(200);
       },
       'urn:ietf:params:oauth:grant-type:device_code': async () => expect((await deviceGrant()).status).toBe(200),
+      // Token exchange (its own test: token-exchange.test.ts): api trades its own access token for a new one.
+      'urn:ietf:params:oauth:grant-type:token-exchange': async () => {
+        const own = await json(await form(meta.token_endpoint, { grant_type: 'client_credentials' }, basic('api', secret)));
+        const exchanged = await json(await form(meta.token_endpoint, { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: own.body.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' }, basic('api', secret)));
+        expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
+        expect(exchanged.body.issued_token_type).toBe('urn:ietf:params:oauth:token-type:access_token');
+      },
       client_credentials: async () => {
         const response = await json(await form(meta.token_endpoint, { grant_type: 'client_credentials' }, basic('api', secret)));
         expect(decodeJwt(response.body.access_token).preferred_username).toBe('service-account-api');

@@ -28,7 +28,7 @@ const FEATURES: Record<string, boolean> = {
   ORGANIZATION: true,
   OID4VC_VCI: false,
   QUICK_THEME: false,
-  TOKEN_EXCHANGE_STANDARD_V2: false,
+  TOKEN_EXCHANGE_STANDARD_V2: true,
   JWT_AUTHORIZATION_GRANT: false,
   PASSKEYS: false,
   CLIENT_AUTH_FEDERATED: false,

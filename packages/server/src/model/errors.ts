@@ -214,6 +214,9 @@ export const EVENT_ERRORS = [
   // Brokering (Keycloak's Errors): the upstream refused or failed, the provider is unknown, disabled or link-only.
   'identity_provider_error',
   'identity_provider_not_found',
+  // Token exchange (Keycloak's Errors): an `audience` naming no client of the realm, or a disabled one.
+  'client_not_found',
+  'client_disabled',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEVICE_CODE_GRANT } from './device.js';
+import { TOKEN_EXCHANGE_GRANT } from './token/token-exchange.js';
 import type { ServerContext } from '../../context.js';
 import { allowCorsForAnyOrigin, baseUrl } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
@@ -35,7 +36,7 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void 
       frontchannel_logout_supported: true,
       backchannel_logout_supported: true,
       backchannel_logout_session_supported: true,
-      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token', DEVICE_CODE_GRANT],
+      grant_types_supported: ['authorization_code', 'client_credentials', 'password', 'refresh_token', DEVICE_CODE_GRANT, TOKEN_EXCHANGE_GRANT],
       response_types_supported: ['code'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
       subject_types_supported: ['public'],

@@ -26,6 +26,8 @@ export interface IssuedTokens {
   'not-before-policy': 0;
   session_state?: string;
   scope: string;
+  /** RFC 8693 2.2.1: what a token exchange issued (the access token's type, or the refresh token's). */
+  issued_token_type?: string;
 }
 
 export interface TokenRequestContext {
@@ -53,6 +55,18 @@ export interface TokenRequestContext {
   reuseId?: string;
   /** RFC 9449: the access token (and, when `bindRefresh`, the refresh token) bound to this key (`cnf.jkt`). */
   dpop?: DpopBinding;
+  /**
+   * Token exchange's `audience`: the access token's `aud` kept to these client ids, each of which the client's own
+   * token must have had (its mappers' `aud`); one it would not have is refused (MissingAudience), never added.
+   */
+  audience?: readonly string[];
+}
+
+/** Requested audiences the client's token would not have (token exchange refuses them: no widening). */
+export class MissingAudience extends Error {
+  constructor(readonly missing: string[]) {
+    super(`Requested audience not available: ${missing.join(', ')}`);
+  }
 }
 
 export class TokenService {
@@ -104,6 +118,12 @@ export class TokenService {
 
     // The token's mechanics are written here; everything else (sub and aud included) by the applied mappers.
     const mapped = runMappers(plan.mappers.access, data, 'access');
+    if (ctx.audience) {
+      const had = Array.isArray(mapped.aud) ? (mapped.aud as string[]) : typeof mapped.aud === 'string' ? [mapped.aud] : [];
+      const missing = ctx.audience.filter((a) => !had.includes(a));
+      if (missing.length) throw new MissingAudience(missing);
+      mapped.aud = [...ctx.audience];
+    }
     const accessToken = await this.signPayload(realm.id, {
       exp: now + realm.accessTokenLifespan,
       iat: now,

@@ -13,6 +13,7 @@ import { deviceCodeGrant } from './device-code.js';
 import { DEVICE_CODE_GRANT } from '../device.js';
 import { passwordGrant } from './password.js';
 import { refreshTokenGrant } from './refresh-token.js';
+import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './token-exchange.js';
 
 export type GrantHandler = typeof passwordGrant;
 
@@ -36,6 +37,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
     refresh_token: refreshTokenGrant,
     authorization_code: authorizationCodeGrant,
     [DEVICE_CODE_GRANT]: deviceCodeGrant,
+    [TOKEN_EXCHANGE_GRANT]: tokenExchangeGrant,
   };
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token', async (request, reply) => {
     corsPending(request);
