@@ -214,6 +214,9 @@ export const EVENT_ERRORS = [
   // Brokering (Keycloak's Errors): the upstream refused or failed, the provider is unknown, disabled or link-only.
   'identity_provider_error',
   'identity_provider_not_found',
+  // Client-initiated account linking: no SSO session in the browser; the upstream account is another user's.
+  'not_logged_in',
+  'federated_identity_account_exists',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];
