@@ -55,14 +55,14 @@ describe('client-initiated account linking', () => {
   }
 
   /** A signed-in browser of `down` for this user, and its SSO session id. */
-  async function signedIn(username: string, password: string) {
+  async function signedIn(username: string, password: string, clientId = 'app') {
     const browser = new Browser(t.url);
     const user = await downUser(username);
     const before = new Set(await sessionsOf(user.id));
     const { verifier, challenge } = pkce();
-    const code = await signIn(browser, { username, password }, 'app', APP_REDIRECT, challenge);
+    const code = await signIn(browser, { username, password }, clientId, APP_REDIRECT, challenge);
     // The application's tokens (its client session: what the link's hash is checked against).
-    expect((await tokenRequest(t.url, 'down', { grant_type: 'authorization_code', client_id: 'app', code, redirect_uri: APP_REDIRECT, code_verifier: verifier })).status).toBe(200);
+    expect((await tokenRequest(t.url, 'down', { grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: APP_REDIRECT, code_verifier: verifier })).status).toBe(200);
     const sessionId = (await sessionsOf(user.id)).find((id) => !before.has(id))!;
     expect(sessionId).toBeTruthy();
     return { browser, user, sessionId };
@@ -90,7 +90,11 @@ describe('client-initiated account linking', () => {
           realm: 'down',
           enabled: true,
           eventsEnabled: true,
-          clients: [{ clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true }],
+          clients: [
+            { clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true },
+            // Its tokens carry no account roles: it may not start a link.
+            { clientId: 'narrow', enabled: true, publicClient: true, fullScopeAllowed: false, redirectUris: [APP_REDIRECT], standardFlowEnabled: true },
+          ],
           users: [localUser('alice'), localUser('bob'), localUser('carol')],
           identityProviders: [
             {
@@ -159,6 +163,15 @@ describe('client-initiated account linking', () => {
     const other = await signedIn('bob', 'bob-Pass-123');
     expect(other.sessionId).not.toBe(sessionId);
     refused(await browser.get(linkUrl({ nonce, hash: linkHash(nonce, other.sessionId, 'app', 'up') })), 'invalid_token');
+    expect(await linksOf(user.id)).toEqual([]);
+  });
+
+  it('refuses a client whose scope lacks the account client’s manage-account(-links)', async () => {
+    const { browser, user, sessionId } = await signedIn('bob', 'bob-Pass-123', 'narrow');
+    const nonce = randomUUID();
+    const answer = await browser.get(linkUrl({ client_id: 'narrow', nonce, hash: linkHash(nonce, sessionId, 'narrow', 'up') }));
+    expect(answer.status).toBe(302);
+    expect(new URL(answer.location!).searchParams.get('link_error')).toBe('not_allowed');
     expect(await linksOf(user.id)).toEqual([]);
   });
 
