@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
+import { firstForm, inputValue, pkce } from './support/forms.js';
+import { BrokerBrowser as Browser } from './support/broker-browser.js';
 import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -11,26 +12,6 @@ import { adminToken, api, eventually, startServer, type TestServer } from './sup
 
 const APP_REDIRECT = 'http://app.test/callback';
 const SECRET = 'upstream-client-secret';
-
-class Browser {
-  readonly down: FormClient;
-  readonly up: FormClient;
-  constructor(base: string) {
-    this.down = new FormClient(base);
-    this.up = new FormClient(base);
-  }
-  /** Only this test server is ever asked (the application's redirect URI is looked at, never fetched). */
-  private jar(url: string) {
-    if (/^https?:/.test(url) && !url.startsWith(this.down.base)) throw new Error(`the test browser does not leave the test server: ${url}`);
-    return url.includes('/realms/up/') ? this.up : this.down;
-  }
-  get(url: string) {
-    return this.jar(url).get(url);
-  }
-  post(url: string, form: Record<string, string>) {
-    return this.jar(url).post(url, form);
-  }
-}
 
 const { challenge } = pkce();
 const authQuery = (extra: Record<string, string> = {}) =>

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { providerDisplayName, SOCIAL_PROVIDERS } from '../authentication/index.js';
+import { randomUUID } from 'node:crypto';
+import { accountLinkHash, providerDisplayName, SOCIAL_PROVIDERS } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
-import { requestInfo } from '../http/index.js';
+import { baseUrl, requestInfo } from '../http/index.js';
 import { badRequest } from '../model/errors.js';
 import type { FederatedIdentity, IdentityProvider } from '../model/types.js';
 import { passwordCredentialRep } from '../representations/credential.js';
@@ -13,7 +14,12 @@ import { accountCallerWith, type AccountRequest } from './caller.js';
  * only the linked ones, `?linked=false` only the realm-level ones left to link; `search`, `first`, `max`), each
  * shown as its `showInAccountConsole` says (ALWAYS, WHEN_LINKED, NEVER); `DELETE /account/linked-accounts/{alias}`
  * removes a link, unless it is the user's last way to sign in (no password, no passkey, no other link).
+ * `GET /account/linked-accounts/{alias}?redirectUri=` (deprecated in Keycloak, kept): the account console's
+ * client-initiated link URI for the token's session, `{accountLinkUri, nonce, hash}`.
  */
+
+/** The client the deprecated link URI names, as Keycloak's (Constants.ACCOUNT_CONSOLE_CLIENT_ID). */
+const ACCOUNT_CONSOLE = 'account-console';
 
 interface LinkedAccount {
   connected: boolean;
@@ -88,6 +94,22 @@ export function linkedAccountsRoute(app: FastifyInstance, ctx: ServerContext): v
       .filter((account) => matches(account, search))
       .sort(order);
     return linked === null ? accounts : accounts.slice(first, first + max);
+  });
+
+  app.get('/realms/:realm/account/linked-accounts/:alias', async (request: FastifyRequest<{ Params: { realm: string; alias: string }; Querystring: Record<string, unknown> }>) => {
+    const { realm, sessionId } = await accountCallerWith(ctx, request, 'manage-account');
+    const alias = request.params.alias.slice(0, 255);
+    const redirectUri = request.query.redirectUri;
+    // Keycloak's message keys; the redirect URI itself is checked by the link endpoint against account-console.
+    if (typeof redirectUri !== 'string' || !redirectUri || redirectUri.length > 4096) throw badRequest('invalidRedirectUriMessage', 'redirectUri');
+    if (!alias) throw badRequest('missingIdentityProviderMessage');
+    if (!(await ctx.storage.federation.providerByAlias(realm.id, alias))) throw badRequest('identityProviderNotFoundMessage');
+    if (!sessionId) throw badRequest('sessionNotActiveMessage');
+    const nonce = randomUUID();
+    const hash = accountLinkHash(nonce, sessionId, ACCOUNT_CONSOLE, alias);
+    const link = new URL(`${baseUrl(request, ctx.config.hostname)}/realms/${encodeURIComponent(realm.name)}/broker/${encodeURIComponent(alias)}/link`);
+    for (const [name, value] of Object.entries({ redirect_uri: redirectUri, hash, nonce, client_id: ACCOUNT_CONSOLE })) link.searchParams.append(name, value);
+    return { accountLinkUri: link.href, nonce, hash };
   });
 
   app.delete('/realms/:realm/account/linked-accounts/:alias', async (request: FastifyRequest<{ Params: { realm: string; alias: string } }>, reply) => {

@@ -217,6 +217,9 @@ export const EVENT_ERRORS = [
   // Token exchange (Keycloak's Errors): an `audience` naming no client of the realm, or a disabled one.
   'client_not_found',
   'client_disabled',
+  // Client-initiated account linking: no SSO session in the browser; the upstream account is another user's.
+  'not_logged_in',
+  'federated_identity_account_exists',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

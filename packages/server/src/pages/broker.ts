@@ -2,8 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   answeredAsBadCredentials,
   authBindingOf,
+  canLink,
   canSignIn,
   brokeredIdentityOf,
+  currentSsoSession,
   completeBrokerLogin,
   dropProgress,
   keepProgress,
@@ -27,6 +29,7 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { EventError } from '../model/errors.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
+import { accountLinkRoutes, linkCallback } from './broker-account-link.js';
 import { brokerLoginUrl, brokerPath, providerName } from './broker-links.js';
 import { csrfRejected, loginContext } from './login-context.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
@@ -62,6 +65,7 @@ export async function firstPage(ctx: ServerContext, request: FastifyRequest, rep
 }
 
 export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+  accountLinkRoutes(app, ctx);
   const redirectUri = (request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
   const query = (request: AliasRequest, name: string) => {
     const value = request.query?.[name];
@@ -110,9 +114,12 @@ export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswo
     const provider = await loadProvider(realm, request.params.alias);
     const auth = await ctx.authSessions.current(request, realm);
     const state = query(request, 'state') ?? '';
-    const pending = provider && canSignIn(provider) ? await takeUpstream(ctx, state, auth, provider.alias) : 'unknown';
+    const sso = await currentSsoSession(ctx, request, realm);
+    const pending = provider && canLink(provider) ? await takeUpstream(ctx, state, auth, provider.alias, sso?.session.id ?? null) : 'unknown';
     const info = requestInfo(request);
-    if (typeof pending === 'string' || !provider || !auth) {
+    // Client-initiated account linking: the signed-in user's (takeUpstream checked the SSO session).
+    if (typeof pending !== 'string' && pending.link && provider && sso) return linkCallback(ctx, request, reply, realm, provider, { ...pending, link: pending.link }, sso.user, query(request, 'code'), query(request, 'error'));
+    if (typeof pending === 'string' || pending.link || !provider || !canSignIn(provider) || !auth) {
       // Someone else's state (swapped), a used one (replayed), an expired sign-in: nothing is exchanged.
       await brokerError(request, realm, auth, provider, 'invalid_code', { reason: `state ${pending === 'unknown' ? 'unknown or already used' : pending === 'other_session' ? 'of another sign-in' : 'of another provider'}` });
       return showPage.error(ctx, reply, realm, 'This sign-in is no longer valid. Please start again from the application.', 400);

@@ -24,7 +24,18 @@ export interface PendingUpstream {
   clientId: string;
   nonce: string;
   codeVerifier: string | null;
+  /**
+   * Client-initiated account linking: the upstream account is linked to the user of this SSO session (bound to it
+   * instead of an auth session), then the browser goes to the application's `redirectUri`.
+   */
+  link?: { sessionId: string; userId: string; redirectUri: string };
 }
+
+/**
+ * Keycloak's client-initiated account linking hash: base64url(SHA-256(nonce + SSO session id + client id + provider
+ * alias)); only a holder of the session's id (a token's `sid`) and the nonce can make it.
+ */
+export const accountLinkHash = (nonce: string, sessionId: string, clientId: string, alias: string) => createHash('sha256').update(`${nonce}${sessionId}${clientId}${alias}`, 'utf8').digest('base64url');
 
 /** A new upstream request's `state`: an unguessable id of what the callback needs (rememberUpstream). */
 export const newUpstreamState = random;
@@ -39,7 +50,7 @@ export type UpstreamStateRefusal = 'unknown' | 'other_session' | 'other_provider
  * The callback's `state`, taken once: a replay finds it used. Refused when it belongs to another browser's sign-in
  * (swapped state: an attacker's code fed to a victim) or to another provider.
  */
-export async function takeUpstream(ctx: BrokerStore, state: string, auth: AuthSession | null, alias: string): Promise<PendingUpstream | UpstreamStateRefusal> {
+export async function takeUpstream(ctx: BrokerStore, state: string, auth: AuthSession | null, alias: string, ssoSessionId: string | null = null): Promise<PendingUpstream | UpstreamStateRefusal> {
   if (!/^[A-Za-z0-9_-]{32}$/.test(state)) return 'unknown';
   const key = `broker-state:${state}`;
   const stored = await ctx.hostStore.get(key);
@@ -47,7 +58,10 @@ export async function takeUpstream(ctx: BrokerStore, state: string, auth: AuthSe
   // Atomic: of two callbacks with one state, one takes it.
   if (!(await ctx.hostStore.compareAndSet(key, stored, 'used', LIFETIME_MS))) return 'unknown';
   const pending = JSON.parse(stored) as PendingUpstream;
-  if (!auth || pending.auth !== authBindingOf(auth) || pending.clientId !== auth.clientId) return 'other_session';
+  if (pending.link) {
+    // A link belongs to the SSO session that asked for it: another browser's (or a later) session opens nothing.
+    if (ssoSessionId === null || pending.link.sessionId !== ssoSessionId) return 'other_session';
+  } else if (!auth || pending.auth !== authBindingOf(auth) || pending.clientId !== auth.clientId) return 'other_session';
   if (pending.alias !== alias) return 'other_provider';
   return pending;
 }

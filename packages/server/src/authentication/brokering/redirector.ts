@@ -11,6 +11,9 @@ export interface RedirectChallenge {
 /** A provider a browser may sign in through here: enabled, not link-only, of a type this server brokers. */
 export const canSignIn = (provider: IdentityProvider) => provider.enabled && provider.rest.linkOnly !== true && SIGN_IN_PROVIDER_IDS.has(provider.providerId);
 
+/** A provider a signed-in user may link an account of: enabled and brokered here (a link-only one included). */
+export const canLink = (provider: IdentityProvider) => provider.enabled && SIGN_IN_PROVIDER_IDS.has(provider.providerId);
+
 /**
  * Keycloak's identity-provider-redirector: the application's `kc_idp_hint`, else the step's `defaultProvider`,
  * sends the browser straight to that provider when it is enabled, can sign in (not link-only) and is one this

@@ -1,0 +1,161 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  accountLinkHash,
+  brokeredIdentityOf,
+  canLink,
+  completeBrokerLogin,
+  currentSsoSession,
+  linkedUser,
+  linkFirstLogin,
+  newUpstreamState,
+  rememberUpstream,
+  updateLinkedUser,
+  UpstreamError,
+  upstreamAuthorizationRequest,
+  type PendingUpstream,
+} from '../authentication/index.js';
+import type { ServerContext } from '../context.js';
+import { secretsEqual } from '../credentials/index.js';
+import { baseUrl, requestInfo } from '../http/index.js';
+import { ACCOUNT } from '../model/defaults.js';
+import type { EventError } from '../model/errors.js';
+import { redirectUriAllowed } from '../model/redirect-uri.js';
+import type { IdentityProvider, Realm, User } from '../model/types.js';
+import { effectiveRoles } from '../services/index.js';
+import { brokerPath, providerName } from './broker-links.js';
+import { showPage } from './pages.js';
+
+/**
+ * Client-initiated account linking (Keycloak's IdentityBrokerService.clientInitiatedAccountLinking):
+ * `GET /realms/{r}/broker/{alias}/link?client_id&redirect_uri&nonce&hash` links an upstream account to the user
+ * signed in in this browser. The hash (accountLinkHash) proves the application holds the SSO session's id; the
+ * session must have signed in to that client, whose token must carry the account client's manage-account(-links).
+ * A bad client or redirect URI is a page (nothing is sent to an unchecked URI); after that, refusals go back to
+ * the redirect URI as `link_error` with the `nonce`, as Keycloak's. On the callback (linkCallback) the upstream
+ * account is linked to that user, never to another: an account already linked to someone else is refused.
+ */
+
+type LinkRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Querystring: Record<string, unknown> }>;
+
+export const brokerEndpointUri = (ctx: ServerContext, request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
+
+/** Whether the user holds the account client's `role` within `client`'s scope (without a client: at all). */
+async function holdsAccountRole(ctx: ServerContext, realm: Realm, user: User, roles: string[], client?: Parameters<typeof effectiveRoles>[3]) {
+  const held = (await effectiveRoles(ctx.storage, realm.id, user.id, client)).clientRoles[ACCOUNT] ?? [];
+  return roles.some((role) => held.includes(role));
+}
+
+export function accountLinkRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  app.get('/realms/:realm/broker/:alias/link', async (request: LinkRequest, reply) => {
+    const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
+    const query = (name: string) => {
+      const value = request.query?.[name];
+      return typeof value === 'string' && value.length <= 4096 ? value : undefined;
+    };
+    const alias = request.params.alias.slice(0, 255);
+    const info = requestInfo(request);
+    const clientId = query('client_id') ?? '';
+    const event = (error: EventError | null, extra: Record<string, string> = {}, userId: string | null = null, sessionId: string | null = null) =>
+      ctx.events.user(realm, { type: error ? 'CLIENT_INITIATED_ACCOUNT_LINKING_ERROR' : 'CLIENT_INITIATED_ACCOUNT_LINKING', clientId: clientId.slice(0, 255) || null, userId, sessionId, ...(error ? { error } : {}), details: { identity_provider: alias, ...extra }, request: info });
+    const client = clientId ? await ctx.storage.clients.cachedByClientId(realm.id, clientId) : null;
+    if (!client || !client.enabled) {
+      await event('invalid_client');
+      return showPage.error(ctx, reply, realm, 'Client not found.', 400);
+    }
+    const redirectUri = query('redirect_uri');
+    if (!redirectUri || !redirectUriAllowed(client, redirectUri, baseUrl(request, ctx.config.hostname))) {
+      await event('invalid_redirect_uri');
+      return showPage.error(ctx, reply, realm, 'Invalid parameter: redirect_uri', 400);
+    }
+    const nonce = query('nonce');
+    const hash = query('hash');
+    if (!nonce || !hash) {
+      await event('invalid_redirect_uri', { redirect_uri: redirectUri });
+      return showPage.error(ctx, reply, realm, 'Invalid request', 400);
+    }
+    const back = (error: string) => {
+      const url = new URL(redirectUri);
+      url.searchParams.append('link_error', error);
+      url.searchParams.append('nonce', nonce);
+      return reply.code(302).header('location', url.href).header('cache-control', 'no-store').send();
+    };
+    const sso = await currentSsoSession(ctx, request, realm);
+    if (!sso) {
+      await event('not_logged_in', { redirect_uri: redirectUri });
+      return back('not_logged_in');
+    }
+    const { session, user } = sso;
+    // The hash names this session and this client, and the session signed in to the client.
+    const expected = accountLinkHash(nonce, session.id, client.clientId, alias);
+    if (!secretsEqual(hash, expected) || !(await ctx.storage.sessions.clientSession(session.id, client.id))) {
+      await event('invalid_token', { redirect_uri: redirectUri }, user.id, session.id);
+      return back('invalid_token');
+    }
+    if (client.clientId !== ACCOUNT && !(await holdsAccountRole(ctx, realm, user, ['manage-account', 'manage-account-links'], client))) {
+      await event('not_allowed', { redirect_uri: redirectUri }, user.id, session.id);
+      return back('not_allowed');
+    }
+    const provider = await ctx.storage.federation.providerByAlias(realm.id, alias);
+    if (!provider || !canLink(provider)) {
+      await event('identity_provider_not_found', { redirect_uri: redirectUri }, user.id, session.id);
+      return back('unknown_identity_provider');
+    }
+    const state = newUpstreamState();
+    let upstream;
+    try {
+      upstream = upstreamAuthorizationRequest(ctx.config, provider, brokerEndpointUri(ctx, request, realm, provider.alias), state, { prompt: undefined });
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      await event(error.error, { reason: error.message }, user.id, session.id);
+      return showPage.error(ctx, reply, realm, `Linking ${providerName(provider)} is not set up correctly. Please contact your administrator.`, 400);
+    }
+    await rememberUpstream(ctx, state, {
+      alias: provider.alias,
+      auth: '',
+      clientId: client.clientId,
+      nonce: upstream.nonce,
+      codeVerifier: upstream.codeVerifier,
+      link: { sessionId: session.id, userId: user.id, redirectUri },
+    });
+    await event(null, { redirect_uri: redirectUri, username: user.username }, user.id, session.id);
+    return reply.code(302).header('location', upstream.url).header('cache-control', 'no-store').send();
+  });
+}
+
+/**
+ * The upstream's answer to a link request (the state bound to this browser's SSO session, checked by takeUpstream):
+ * the account linked to the signed-in user (FEDERATED_IDENTITY_LINK), then the application's redirect URI.
+ */
+export async function linkCallback(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, provider: IdentityProvider, pending: PendingUpstream & { link: NonNullable<PendingUpstream['link']> }, user: User, code: string | undefined, upstreamError: string | undefined): Promise<FastifyReply> {
+  const info = requestInfo(request);
+  const failed = async (error: EventError, reason: string, text: string, status = 400, extra: Record<string, string> = {}) => {
+    await ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId: pending.clientId, userId: user.id, sessionId: pending.link.sessionId, error, details: { identity_provider: provider.alias, reason, ...extra }, request: info });
+    return showPage.error(ctx, reply, realm, text, status);
+  };
+  if (user.id !== pending.link.userId) return failed('invalid_code', 'another user', 'This link request is no longer valid. Please start again from the application.');
+  if (upstreamError !== undefined || !code) {
+    const cancelled = upstreamError === 'access_denied';
+    return failed(cancelled ? 'rejected_by_user' : 'identity_provider_error', (upstreamError ?? 'no code').slice(0, 64), cancelled ? `Linking ${providerName(provider)} was cancelled.` : `Linking ${providerName(provider)} failed.`);
+  }
+  // Keycloak: the user must hold manage-account to link (whatever client asked).
+  if (!(await holdsAccountRole(ctx, realm, user, ['manage-account']))) return failed('not_allowed', 'no manage-account', 'You do not have permission to link this account.', 403);
+  let identity;
+  try {
+    identity = await brokeredIdentityOf(ctx, realm, provider, await completeBrokerLogin(ctx.outbound, ctx.config, provider, code, brokerEndpointUri(ctx, request, realm, provider.alias), pending, info.ipAddress ?? null));
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    ctx.logger.warn({ realm: realm.name, provider: provider.alias, reason: error.message }, 'identity provider link refused');
+    return failed(error.error, error.message.slice(0, 200), `Linking ${providerName(provider)} failed.`);
+  }
+  const details = { identity_provider_identity: identity.username };
+  const owner = await linkedUser(ctx, realm, provider, identity);
+  if (owner && owner.id !== user.id) {
+    return failed('federated_identity_account_exists', 'identity provider already linked', `Federated identity returned by ${providerName(provider)} is already linked to another user.`, 400, details);
+  }
+  if (owner) await updateLinkedUser(ctx, realm, provider, identity, owner);
+  else if (!(await linkFirstLogin(ctx, realm, provider, identity, user, { clientId: pending.clientId, request: info }))) {
+    return failed('federated_identity_account_exists', 'user already linked to this provider', `Your account is already linked to another ${providerName(provider)} account.`, 400, details);
+  }
+  return reply.code(302).header('location', pending.link.redirectUri).header('cache-control', 'no-store').send();
+}
