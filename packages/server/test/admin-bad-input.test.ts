@@ -400,6 +400,8 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   'PUT /admin/realms/:realm/identity-provider/instances/:alias': objectBody([...idpFields, { alias: 'other-idp', providerId: 'oidc' }, { alias: 'fixture-idp', providerId: 'oidc', internalId: randomUUID() }]),
   'POST /admin/realms/:realm/identity-provider/instances/:alias/mappers': objectBody([...idpMapperFields, { name: 'fixture-idp-mapper', identityProviderMapper: 'x' }]),
   'PUT /admin/realms/:realm/identity-provider/instances/:alias/mappers/:id': objectBody([...idpMapperFields, { name: 'other-idp-mapper', identityProviderMapper: 'x' }]),
+  // Refused before anything is fetched (the provider kind, the URL's form).
+  'POST /admin/realms/:realm/identity-provider/import-config': objectBody([{ providerId: 'oidc' }, { providerId: 5, fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 5 }, { providerId: 'oidc', fromUrl: 'ftp://127.0.0.1/x' }, { providerId: 'saml', fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 'x'.repeat(3000) }, { fromUrl: 'http://127.0.0.1/x' }]),
   'POST /admin/realms/:realm/components': objectBody(componentFields),
   'PUT /admin/realms/:realm/components/:id': objectBody([...componentFields.slice(2), { parentId: 'self' }]),
   'POST /admin/realms/:realm/partialImport': objectBody([

@@ -29,8 +29,12 @@ const isHttpUrl = (value: string) => {
 };
 
 /** The config fields of a provider of `providerId` from its metadata document (parsed JSON). */
-export function configFromMetadata(providerId: string, document: unknown): Record<string, string> {
+function checkProviderId(providerId: string): void {
   if (!OIDC_PROVIDER_IDS.has(providerId)) throw new ImportConfigError(`providerId: "${providerId.slice(0, 64)}" has no configuration to import (${[...OIDC_PROVIDER_IDS].join(', ')})`);
+}
+
+export function configFromMetadata(providerId: string, document: unknown): Record<string, string> {
+  checkProviderId(providerId);
   if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new ImportConfigError('the metadata is not a JSON object');
   const metadata = document as Record<string, unknown>;
   const config: Record<string, string> = {};
@@ -51,6 +55,8 @@ export function configFromMetadata(providerId: string, document: unknown): Recor
 
 /** The metadata at `url`, fetched through the guard, then read as configFromMetadata does. */
 export async function configFromMetadataUrl(guard: OutboundGuard, providerId: string, url: string): Promise<Record<string, string>> {
+  // Nothing is fetched for a request that would be refused anyway.
+  checkProviderId(providerId);
   if (!isHttpUrl(url) || url.length > 2048) throw new ImportConfigError('fromUrl: must be an http or https URL');
   let response;
   try {
