@@ -3,7 +3,7 @@ import { newId } from '../credentials/index.js';
 import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_TYPE, otpCredentialData, storedOtpData, type OtpCredentialData } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
 import type { StoredCredential } from '../storage/index.js';
-import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
+import { checkSecondFactor, recordCredentialSetUp, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 import { CONFIGURE_TOTP } from '../required-actions/index.js';
 
 /**
@@ -97,12 +97,6 @@ export async function configureOtp(
     await ctx.storage.credentials.insert(credential, trx);
     await ctx.storage.credentials.removeRequiredAction(user.id, CONFIGURE_TOTP, trx);
   });
-  await ctx.events.user(realm, {
-    type: 'UPDATE_CREDENTIAL',
-    clientId: attempt.clientId,
-    userId: user.id,
-    details: { ...attempt.details, credential_type: OTP_CREDENTIAL_TYPE, username: user.username },
-    request: attempt.request,
-  });
+  await recordCredentialSetUp(ctx, realm, user, OTP_CREDENTIAL_TYPE, attempt);
   return true;
 }

@@ -3,7 +3,7 @@ import { newId } from '../credentials/index.js';
 import { RECOVERY_CODES_TYPE, recoveryCodeMatches, recoveryCodesCredential, remainingRecoveryCodes } from '../credentials/recovery-codes.js';
 import type { Realm, User } from '../model/types.js';
 import { CONFIGURE_RECOVERY_AUTHN_CODES } from '../required-actions/index.js';
-import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorResult } from './second-factor.js';
+import { checkSecondFactor, recordCredentialSetUp, type SecondFactorAttempt, type SecondFactorResult } from './second-factor.js';
 
 /**
  * Keycloak's recovery codes (`auth-recovery-authn-code-form`, `CONFIGURE_RECOVERY_AUTHN_CODES`): the step asks for
@@ -47,11 +47,5 @@ export async function saveRecoveryCodes(ctx: RecoveryContext, realm: Realm, user
     await ctx.storage.credentials.insert({ id: newId(), userId: user.id, type: RECOVERY_CODES_TYPE, userLabel: null, secretData, credentialData, createdDate: Date.now(), priority: 40 }, trx);
     await ctx.storage.credentials.removeRequiredAction(user.id, CONFIGURE_RECOVERY_AUTHN_CODES, trx);
   });
-  await ctx.events.user(realm, {
-    type: 'UPDATE_CREDENTIAL',
-    clientId: attempt.clientId,
-    userId: user.id,
-    details: { ...attempt.details, credential_type: RECOVERY_CODES_TYPE, username: user.username },
-    request: attempt.request,
-  });
+  await recordCredentialSetUp(ctx, realm, user, RECOVERY_CODES_TYPE, attempt);
 }

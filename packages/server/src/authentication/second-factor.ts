@@ -77,3 +77,17 @@ export async function takeStepAttempt(ctx: Pick<ServerContext, 'hostStore'>, key
   const taken = await ctx.hostStore.increment(`second-factor-step:${createHash('sha256').update(key).digest('base64url')}`, lifetimeMs);
   return taken > STEP_ATTEMPTS ? null : STEP_ATTEMPTS - taken;
 }
+
+/**
+ * UPDATE_CREDENTIAL for a credential a user just set up (an OTP app, a WebAuthn key, recovery codes), as Keycloak
+ * records it: the entry point's details, the credential's type and the username, and what the type adds.
+ */
+export async function recordCredentialSetUp(ctx: Pick<ServerContext, 'events'>, realm: Realm, user: User, credentialType: string, attempt: SecondFactorAttempt, extra: Record<string, string> = {}): Promise<void> {
+  await ctx.events.user(realm, {
+    type: 'UPDATE_CREDENTIAL',
+    clientId: attempt.clientId,
+    userId: user.id,
+    details: { ...attempt.details, credential_type: credentialType, username: user.username, ...extra },
+    request: attempt.request,
+  });
+}

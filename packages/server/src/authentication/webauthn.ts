@@ -14,7 +14,7 @@ import type { Realm, User } from '../model/types.js';
 import { NOT_SPECIFIED, type WebAuthnPolicy } from '../model/webauthn-policy.js';
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
 import type { StoredCredential } from '../storage/index.js';
-import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorError } from './second-factor.js';
+import { checkSecondFactor, recordCredentialSetUp, type SecondFactorAttempt, type SecondFactorError } from './second-factor.js';
 
 /**
  * WebAuthn as Keycloak has it, on @simplewebauthn/server (no CBOR or attestation parsing of our own): the
@@ -226,13 +226,7 @@ export async function completeRegistration(
     return true;
   });
   if (!saved) return refuse('this authenticator is registered already');
-  await ctx.events.user(realm, {
-    type: 'UPDATE_CREDENTIAL',
-    clientId: attempt.clientId,
-    userId: user.id,
-    details: { ...attempt.details, credential_type: credential.type, username: user.username, public_key_credential_aaguid: info.aaguid, ...(label ? { public_key_credential_label: label } : {}) },
-    request: attempt.request,
-  });
+  await recordCredentialSetUp(ctx, realm, user, credential.type, attempt, { public_key_credential_aaguid: info.aaguid, ...(label ? { public_key_credential_label: label } : {}) });
   return { ok: true, credential };
 }
 
