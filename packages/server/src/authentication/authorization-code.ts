@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import type { RequestInfo } from '@realmgate/spi';
 import type { EventError } from '../model/errors.js';
@@ -24,7 +24,7 @@ export interface CodeGrant {
 const codeKey = (code: string) => `code:${createHash('sha256').update(code).digest('base64url')}`;
 
 /** A new single-use code for the login that `session` stands for, kept (hashed) in the shared store for 60 s. */
-export async function issueAuthorizationCode(ctx: Pick<ServerContext, 'hostStore'>, auth: AuthSession, session: UserSession, userId: string): Promise<string> {
+export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'hostStore'>, auth: AuthSession, session: UserSession, userId: string): Promise<string> {
   const code = randomBytes(32).toString('base64url');
   const grant: CodeGrant = {
     realmId: auth.realmId,
@@ -61,7 +61,7 @@ export interface CodeRedemptionInput {
  * the first attempt is refused or two arrive together. A refusal is recorded as CODE_TO_TOKEN_ERROR.
  */
 export async function redeemAuthorizationCode(
-  ctx: Pick<ServerContext, 'hostStore' | 'storage' | 'events'>,
+  ctx: Pick<AuthenticationContext, 'hostStore' | 'storage' | 'events'>,
   realm: Realm,
   client: Client,
   input: CodeRedemptionInput,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import type { BruteForceSettings } from '../model/brute-force.js';
 import type { Realm, User } from '../model/types.js';
 
@@ -14,7 +14,7 @@ import type { Realm, User } from '../model/types.js';
  * the password (second factors) even in a realm without brute-force detection.
  */
 
-type BruteForceContext = Pick<ServerContext, 'hostStore' | 'storage' | 'config'>;
+type BruteForceContext = Pick<AuthenticationContext, 'hostStore' | 'storage' | 'config'>;
 
 /** A user's login failures, as the shared store keeps them (times in epoch milliseconds). */
 export interface LoginFailures {

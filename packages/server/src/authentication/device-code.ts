@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import type { UserSession } from '../model/types.js';
 
@@ -29,7 +29,7 @@ export interface DeviceGrant {
   consentHash?: string;
 }
 
-type StoreCtx = Pick<ServerContext, 'hostStore'>;
+type StoreCtx = Pick<AuthenticationContext, 'hostStore'>;
 
 /** Keycloak's user codes: eight upper-case letters, shown as XXXX-XXXX (consonants only: no words, no 0/O or 1/I). */
 const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';

@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
@@ -19,7 +19,7 @@ export interface DirectSession {
  * `completeLogin` is for the browser.
  */
 export async function completeDirectLogin<T>(
-  ctx: Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>,
+  ctx: Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config'>,
   realm: Realm,
   client: Client,
   user: User,

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
@@ -14,7 +14,7 @@ import { startSsoSession } from './sso-session.js';
  * session ended, LOGIN event, a single-use code; the login protocol then answers the client with it.
  */
 export async function completeLogin(
-  ctx: Pick<ServerContext, 'storage' | 'config' | 'keys' | 'events' | 'hostStore' | 'authSessions' | 'loginProtocol'>,
+  ctx: Pick<AuthenticationContext, 'storage' | 'config' | 'keys' | 'events' | 'hostStore' | 'authSessions' | 'loginProtocol'>,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,

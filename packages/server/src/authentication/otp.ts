@@ -1,4 +1,4 @@
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
 import { base32Decode, matchTotp, MAX_OTP_LENGTH, newOtpSecret, OTP_CREDENTIAL_TYPE, otpCredentialData, storedOtpData, type OtpCredentialData } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
@@ -16,7 +16,7 @@ import { CONFIGURE_TOTP } from '../required-actions/index.js';
  * `invalid_user_credentials`. The failures are forgotten only when the whole login completes.
  */
 
-type OtpContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
+type OtpContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
 export { OTP_CREDENTIAL_TYPE };
 
@@ -28,7 +28,7 @@ export type OtpError = SecondFactorError;
 
 export type OtpResult = SecondFactorResult;
 
-export async function hasOtpCredential(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<boolean> {
+export async function hasOtpCredential(ctx: Pick<AuthenticationContext, 'storage'>, user: User): Promise<boolean> {
   return (await ctx.storage.credentials.cachedTypes(user.id)).includes(OTP_CREDENTIAL_TYPE);
 }
 

@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { verifyPassword } from '../credentials/index.js';
 import { MAX_PASSWORD_LENGTH, policyHashCost, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { upgradePasswordHash } from '../services/index.js';
@@ -8,13 +8,13 @@ import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginFailureWorkWithoutUser, loginLockout, recordAddressFailure, recordLoginFailure } from './brute-force.js';
 import { checkSecondFactor, type SecondFactorAttempt, type SecondFactorResult } from './second-factor.js';
 
-type PasswordContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
+type PasswordContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
 /**
  * The user a login name stands for: the username, or the e-mail address where the realm allows it. Read through
  * the configuration cache (frozen: copy before changing), which every write to the users' table empties.
  */
-export async function findLoginUser(ctx: Pick<ServerContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
+export async function findLoginUser(ctx: Pick<AuthenticationContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
   // Keycloak's order (findUserByNameOrEmail): a name with '@' is an e-mail address first, so a user whose username
   // is someone else's address cannot take that person's sign-in by e-mail.
   if (realm.loginWithEmailAllowed && login.includes('@')) {

@@ -27,6 +27,11 @@ export interface LoginForms {
   registration(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState): Promise<FastifyReply>;
 }
 
+/** A page by its template name (Keycloak's LoginFormsProvider#createForm): how `protocol/` shows its own pages. */
+export interface PageSender {
+  send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status?: number, options?: { frameSrc?: string[] }): Promise<FastifyReply>;
+}
+
 /**
  * How a finished browser login answers the client (Keycloak's LoginProtocol#authenticated): implemented by
  * `protocol/openid-connect`, called by `completeLogin` with the code it issued.

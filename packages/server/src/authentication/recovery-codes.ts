@@ -1,4 +1,4 @@
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
 import { RECOVERY_CODES_TYPE, recoveryCodeMatches, recoveryCodesCredential, remainingRecoveryCodes } from '../credentials/recovery-codes.js';
 import type { Realm, User } from '../model/types.js';
@@ -11,17 +11,17 @@ import { checkSecondFactor, recordCredentialSetUp, type SecondFactorAttempt, typ
  * by compare-and-set on the stored codes, so it works once however many requests race with it.
  */
 
-type RecoveryContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
+type RecoveryContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
 /** Keycloak warns when this few codes are left. */
 export const FEW_RECOVERY_CODES_LEFT = 3;
 
-export async function hasRecoveryCodes(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<boolean> {
+export async function hasRecoveryCodes(ctx: Pick<AuthenticationContext, 'storage'>, user: User): Promise<boolean> {
   return (await ctx.storage.credentials.cachedTypes(user.id)).includes(RECOVERY_CODES_TYPE);
 }
 
 /** The number of the code the user is asked for, and how many are left; null without codes. */
-export async function nextRecoveryCode(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<{ number: number; remaining: number } | null> {
+export async function nextRecoveryCode(ctx: Pick<AuthenticationContext, 'storage'>, user: User): Promise<{ number: number; remaining: number } | null> {
   const [credential] = await ctx.storage.credentials.ofUser(user.id, RECOVERY_CODES_TYPE);
   const codes = credential ? remainingRecoveryCodes(credential.secretData) : [];
   return codes.length > 0 ? { number: codes[0].number, remaining: codes.length } : null;

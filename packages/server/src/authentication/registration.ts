@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { realmInfo } from '../events/index.js';
 import type { Authenticator, FlowResult } from '../flows/index.js';
 import { PasswordPolicyError, providerEventError, type RecordedEventError } from '../model/errors.js';
@@ -19,7 +19,7 @@ import { signInCondition } from './sign-in.js';
  * one, as Keycloak does). pages/registration.ts only shows the page and maps the result.
  */
 
-type RegistrationContext = Pick<ServerContext, 'storage' | 'events' | 'config' | 'providers' | 'flows'>;
+type RegistrationContext = Pick<AuthenticationContext, 'storage' | 'events' | 'config' | 'providers' | 'flows'>;
 
 export const REGISTRATION_FIELDS = ['firstName', 'lastName', 'email', 'username', 'password', 'password-confirm'] as const;
 const MAX_PASSWORD = 1024;

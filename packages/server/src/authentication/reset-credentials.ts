@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { RESET_OTP_REMOVE_ALL, type Authenticator, type FlowResult } from '../flows/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
@@ -21,7 +21,7 @@ import { signInCondition, take } from './sign-in.js';
  * it; so does the end of the flow.
  */
 
-type ResetContext = Pick<ServerContext, 'storage' | 'events' | 'config' | 'actionTokens' | 'providers'>;
+type ResetContext = Pick<AuthenticationContext, 'storage' | 'events' | 'config' | 'actionTokens' | 'providers'>;
 
 /** The page a reset step asks for. */
 export type ResetChallenge = 'choose-user' | 'email-sent' | 'new-password';
@@ -54,7 +54,7 @@ type ResetStep = Authenticator<ResetEnv, ResetChallenge, ResetFailure>;
  * Who may be mailed a reset-credentials link for this login name (username or, where allowed, e-mail): an
  * enabled user with an address, not a service account; null for anyone else (the page answers alike).
  */
-export async function resetCredentialsUser(ctx: Pick<ServerContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
+export async function resetCredentialsUser(ctx: Pick<AuthenticationContext, 'storage'>, realm: Realm, login: string): Promise<User | null> {
   const user = await findLoginUser(ctx, realm, login);
   return user && user.enabled && user.email && !user.serviceAccountClientId ? user : null;
 }
@@ -154,7 +154,7 @@ const passedProtector = (id: string): ResetStep => ({ id, requiresUser: false, a
  * the page just posted given to the step whose page it is.
  */
 export async function runResetCredentials(
-  ctx: ResetContext & Pick<ServerContext, 'flows'>,
+  ctx: ResetContext & Pick<AuthenticationContext, 'flows'>,
   realm: Realm,
   env: Omit<ResetEnv, 'ctx' | 'realm'>,
   user: User | null,

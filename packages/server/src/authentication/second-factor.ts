@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import type { EventError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { addressBlocked, loginLockout, recordAddressFailure, recordLoginFailure, releaseProof, reserveProof } from './brute-force.js';
@@ -14,7 +14,7 @@ import { addressBlocked, loginLockout, recordAddressFailure, recordLoginFailure,
  * for all three (Keycloak's per-user counter with the password failures). Each refusal is recorded as an event.
  */
 
-type SecondFactorContext = Pick<ServerContext, 'events' | 'hostStore' | 'storage' | 'config'>;
+type SecondFactorContext = Pick<AuthenticationContext, 'events' | 'hostStore' | 'storage' | 'config'>;
 
 export interface SecondFactorAttempt {
   /** The client the proof is for (its clientId), for the event. */
@@ -73,7 +73,7 @@ export const STEP_ATTEMPTS = 5;
  * Takes one of the attempts of the step page whose key is `key` (kept in the shared store for the key's
  * `lifetimeMs`): the attempts left after this one, or null when none was left.
  */
-export async function takeStepAttempt(ctx: Pick<ServerContext, 'hostStore'>, key: string, lifetimeMs: number): Promise<number | null> {
+export async function takeStepAttempt(ctx: Pick<AuthenticationContext, 'hostStore'>, key: string, lifetimeMs: number): Promise<number | null> {
   const taken = await ctx.hostStore.increment(`second-factor-step:${createHash('sha256').update(key).digest('base64url')}`, lifetimeMs);
   return taken > STEP_ATTEMPTS ? null : STEP_ATTEMPTS - taken;
 }
@@ -82,7 +82,7 @@ export async function takeStepAttempt(ctx: Pick<ServerContext, 'hostStore'>, key
  * UPDATE_CREDENTIAL for a credential a user just set up (an OTP app, a WebAuthn key, recovery codes), as Keycloak
  * records it: the entry point's details, the credential's type and the username, and what the type adds.
  */
-export async function recordCredentialSetUp(ctx: Pick<ServerContext, 'events'>, realm: Realm, user: User, credentialType: string, attempt: SecondFactorAttempt, extra: Record<string, string> = {}): Promise<void> {
+export async function recordCredentialSetUp(ctx: Pick<AuthenticationContext, 'events'>, realm: Realm, user: User, credentialType: string, attempt: SecondFactorAttempt, extra: Record<string, string> = {}): Promise<void> {
   await ctx.events.user(realm, {
     type: 'UPDATE_CREDENTIAL',
     clientId: attempt.clientId,

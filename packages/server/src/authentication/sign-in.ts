@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { realmInfo } from '../events/index.js';
 import type { Authenticator, Condition, ExecutionStatus, FlowResult, StepOutcome } from '../flows/index.js';
 import { providerEventError, type ProviderEventError } from '../model/errors.js';
@@ -26,7 +26,7 @@ import { hasRecoveryCodes, verifyRecoveryCode } from './recovery-codes.js';
  * Keycloak's password steps require a user; these take the name from the step before (or from their own field).
  */
 
-type SignInContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers'>;
+type SignInContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers'>;
 
 /** What a password or code step refused; the adapter answers it (its event is already recorded). */
 export type SignInFailure =
@@ -245,12 +245,12 @@ function protectorStep<Env extends SignInEnv>(id: string, submitted: (env: Env) 
 
 /** What a condition reads: the realm and its storage. */
 interface ConditionEnv {
-  ctx: Pick<ServerContext, 'storage'>;
+  ctx: Pick<AuthenticationContext, 'storage'>;
   realm: Realm;
 }
 
 /** The user holds the role (realm role `name`, client role `clientId.name`: Keycloak's getRoleFromString), composites and groups included. */
-async function holdsRole(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user: User, role: string): Promise<boolean> {
+async function holdsRole(ctx: Pick<AuthenticationContext, 'storage'>, realm: Realm, user: User, role: string): Promise<boolean> {
   const held = await effectiveRoles(ctx.storage, realm.id, user.id);
   for (let dot = role.indexOf('.'); dot > 0; dot = role.indexOf('.', dot + 1)) {
     const clientId = role.slice(0, dot);
@@ -263,7 +263,7 @@ async function holdsRole(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user
  * The values of an attribute on the user's groups and the groups above them (Keycloak's `include_group_attributes`:
  * an attribute a group carries holds for its members, and a parent group's for the members of its sub-groups).
  */
-async function groupAttributeValues(ctx: Pick<ServerContext, 'storage'>, realm: Realm, user: User, name: string): Promise<string[]> {
+async function groupAttributeValues(ctx: Pick<AuthenticationContext, 'storage'>, realm: Realm, user: User, name: string): Promise<string[]> {
   const values: string[] = [];
   const seen = new Set<string>();
   for (let pending = await ctx.storage.groups.userGroupIds(user.id); pending.length > 0; ) {
@@ -333,7 +333,7 @@ export interface BrowserProgress {
  * this sign-in settled, and the page just posted given to the step whose page it is.
  */
 export function runBrowserSignIn(
-  ctx: SignInContext & Pick<ServerContext, 'flows'>,
+  ctx: SignInContext & Pick<AuthenticationContext, 'flows'>,
   realm: Realm,
   clientId: string,
   request: RequestInfo,
@@ -358,7 +358,7 @@ export function runBrowserSignIn(
 
 /** The direct grant adapter's run: the client's direct grant flow (or the realm's) in one request. */
 export function runGrantSignIn(
-  ctx: SignInContext & Pick<ServerContext, 'flows'>,
+  ctx: SignInContext & Pick<AuthenticationContext, 'flows'>,
   realm: Realm,
   clientId: string,
   request: RequestInfo,

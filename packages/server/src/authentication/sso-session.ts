@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { newId, newSecret, secretsEqual } from '../credentials/index.js';
 import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
 import { sessionAlive } from '../model/sessions.js';
@@ -14,7 +14,7 @@ const PURPOSE = 'sso-session';
 /** A sealed `{sid, key}` is under 300 characters; anything much longer is not one of ours. */
 const MAX_COOKIE_VALUE = 1024;
 
-type SsoContext = Pick<ServerContext, 'storage' | 'config' | 'keys'>;
+type SsoContext = Pick<AuthenticationContext, 'storage' | 'config' | 'keys'>;
 
 /** What the cookie carries: the session, and the random value only the sign-in that started it knew. */
 interface SsoCookie {
@@ -66,6 +66,6 @@ export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, 
   return session;
 }
 
-export function clearSsoCookie(ctx: Pick<ServerContext, 'config'>, request: FastifyRequest, reply: FastifyReply, realm: Realm): void {
+export function clearSsoCookie(ctx: Pick<AuthenticationContext, 'config'>, request: FastifyRequest, reply: FastifyReply, realm: Realm): void {
   clearCookie(reply, SSO_COOKIE, { path: realmCookiePath(realm), secure: secureCookies(request, ctx.config.hostname) });
 }

@@ -7,7 +7,7 @@ import {
   type AuthenticationResponseJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import type { ServerContext } from '../context.js';
+import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
 import { readWebAuthnData, WEBAUTHN_CREDENTIAL_TYPE, WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, webAuthnCredentialData } from '../credentials/webauthn.js';
 import type { Realm, User } from '../model/types.js';
@@ -56,7 +56,7 @@ export const credentialTypeOf = (kind: WebAuthnKind) => (kind === 'passwordless'
 export const registerActionOf = (kind: WebAuthnKind) => (kind === 'passwordless' ? WEBAUTHN_REGISTER_PASSWORDLESS : WEBAUTHN_REGISTER);
 export const policyOf = (realm: Realm, kind: WebAuthnKind): WebAuthnPolicy => (kind === 'passwordless' ? realm.webAuthnPolicies.passwordless : realm.webAuthnPolicies.twoFactor);
 
-type WebAuthnContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config'>;
+type WebAuthnContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config'>;
 
 /** Where the ceremony runs: the server's public origin (hostname, or the request's), and the auth session it belongs to. */
 export interface Ceremony {
@@ -77,7 +77,7 @@ const originsOf = (policy: WebAuthnPolicy, origin: string) => [origin, ...policy
 const specified = <T extends string>(value: string): T | undefined => (value === NOT_SPECIFIED ? undefined : (value as T));
 const lifetimeOf = (policy: WebAuthnPolicy) => Math.max(CHALLENGE_LIFETIME_MS, policy.createTimeout * 1000);
 
-export async function hasWebAuthnCredential(ctx: Pick<ServerContext, 'storage'>, user: User, kind: WebAuthnKind): Promise<boolean> {
+export async function hasWebAuthnCredential(ctx: Pick<AuthenticationContext, 'storage'>, user: User, kind: WebAuthnKind): Promise<boolean> {
   return (await ctx.storage.credentials.cachedTypes(user.id)).includes(credentialTypeOf(kind));
 }
 
@@ -117,7 +117,7 @@ async function takeChallenge(ctx: WebAuthnContext, challenge: string, expected: 
  * The user's WebAuthn user handle (Keycloak's: the user id's UTF-8 bytes): their id in the realm file their first
  * credential came from (kept in its secretData, never exported), else their id here; every new credential gets it.
  */
-export async function userHandleOf(ctx: Pick<ServerContext, 'storage'>, user: User): Promise<string> {
+export async function userHandleOf(ctx: Pick<AuthenticationContext, 'storage'>, user: User): Promise<string> {
   for (const type of [WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, WEBAUTHN_CREDENTIAL_TYPE]) {
     for (const c of await ctx.storage.credentials.ofUser(user.id, type)) if (typeof c.secretData.userHandle === 'string') return c.secretData.userHandle;
   }

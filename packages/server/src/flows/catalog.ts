@@ -1,6 +1,5 @@
 import type { ConfigProperty, FormActionFactory, FormProtectorFactory, Requirement } from '@realmgate/spi';
-import type { ProviderRegistry } from '../providers/registry.js';
-import type { FlowType } from './model.js';
+import type { FlowExtensions, FlowType } from './model.js';
 
 /** What a provider does in a flow, which decides where it may be added and which admin list shows it. */
 export type ProviderRole = 'authenticator' | 'form' | 'form-action' | 'client-authenticator' | 'form-protector';
@@ -179,7 +178,7 @@ const fromFactory = (factory: FormActionFactory | FormProtectorFactory): AuthPro
 export class ProviderCatalog {
   private readonly builtIns = new Map(builtInProviders.map((p) => [p.id, p]));
 
-  constructor(private readonly providers: ProviderRegistry) {}
+  constructor(private readonly providers: FlowExtensions) {}
 
   get(id: string): AuthProvider | undefined {
     const known = this.builtIns.get(id);

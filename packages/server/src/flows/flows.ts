@@ -2,7 +2,6 @@ import type { FormAction, FormProtectorFactory } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
 import { ProviderLoadError } from '../model/errors.js';
-import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { addMissingConditionalOtp, addMissingFirstBrokerLogin, addMissingProtectors, provisionBuiltInFlows } from './builtin-flows.js';
 import { ProviderCatalog } from './catalog.js';
@@ -15,7 +14,7 @@ import { RealmFlows } from './realm-flows.js';
 import { FlowRepository } from './repository.js';
 import { flowBlocker } from './runnable.js';
 import { FlowRunner, type BindingProblem, type FormSteps, type RegistrationSteps, type SigningClient } from './runner.js';
-import type { OverrideBinding } from './model.js';
+import type { FlowExtensions, OverrideBinding } from './model.js';
 
 /** Authentication flows as data: built-in flows, the admin API's edits, and the runner the pages use. */
 export class Flows {
@@ -26,7 +25,7 @@ export class Flows {
 
   constructor(
     private readonly storage: Storage,
-    private readonly providers: ProviderRegistry,
+    private readonly providers: FlowExtensions,
     private readonly logger: ServerLogger,
   ) {
     this.repository = new FlowRepository(storage.db, storage.cache);

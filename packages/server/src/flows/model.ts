@@ -1,4 +1,4 @@
-import type { Requirement } from '@realmgate/spi';
+import type { FormAction, FormActionFactory, FormProtector, FormProtectorFactory, ProviderFactory, Requirement } from '@realmgate/spi';
 
 /** Keycloak's flow provider ids: a sequence of authenticators, a form with form actions, or client authentication. */
 export type FlowType = 'basic-flow' | 'form-flow' | 'client-flow';
@@ -64,3 +64,13 @@ export const aliasHint = 'a name of 1 to 255 characters without <, >, &, ", \\ o
 export const overrideBindings = ['browser', 'direct_grant'] as const;
 export type OverrideBinding = (typeof overrideBindings)[number];
 export const isOverrideBinding = (key: string): key is OverrideBinding => (overrideBindings as readonly string[]).includes(key);
+
+/**
+ * The installed extensions as the flows read them (their form actions and protectors): providers/registry.ts
+ * implements it a layer above, so the flows name it by what they use.
+ */
+export interface FlowExtensions {
+  list(): readonly { factory: ProviderFactory }[];
+  readonly formActions: ReadonlyMap<string, { factory: FormActionFactory; instance: FormAction }>;
+  readonly formProtectors: ReadonlyMap<string, { factory: FormProtectorFactory; instance: FormProtector }>;
+}

@@ -1,11 +1,10 @@
 import type { FormAction, FormProtector } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
-import type { ProviderRegistry } from '../providers/registry.js';
 import type { Db, Storage } from '../storage/index.js';
 import { defaultBindings } from './builtin-flows.js';
 import type { ProviderCatalog } from './catalog.js';
-import { flowBindings, type AuthExecution, type AuthFlow, type FlowBinding, type OverrideBinding } from './model.js';
+import { flowBindings, type FlowExtensions, type AuthExecution, type AuthFlow, type FlowBinding, type OverrideBinding } from './model.js';
 import { RealmFlows } from './realm-flows.js';
 import { passwordAction, userCreationAction } from './registration-actions.js';
 import { runFlow, type FlowResult, type FlowRun } from './engine.js';
@@ -67,7 +66,7 @@ export class FlowRunner {
   constructor(
     private readonly repository: FlowRepository,
     private readonly catalog: ProviderCatalog,
-    private readonly providers: ProviderRegistry,
+    private readonly providers: FlowExtensions,
     private readonly storage: Storage,
     private readonly logger: ServerLogger,
   ) {

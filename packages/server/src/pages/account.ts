@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
@@ -22,7 +22,7 @@ export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed
  * The account pages use the realm's SSO session directly (no tokens): a visitor without one signs in through
  * the account-console client and comes back here.
  */
-export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
   const base = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account`;
 
   /** The signed-in user, or null when a page (the sign-in form, an error) has been sent instead. */

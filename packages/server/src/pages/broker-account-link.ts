@@ -14,7 +14,7 @@ import {
   upstreamAuthorizationRequest,
   type PendingUpstream,
 } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { ACCOUNT } from '../model/defaults.js';
@@ -37,15 +37,15 @@ import { showPage } from './pages.js';
 
 type LinkRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Querystring: Record<string, unknown> }>;
 
-export const brokerEndpointUri = (ctx: ServerContext, request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
+export const brokerEndpointUri = (ctx: PagesContext, request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
 
 /** Whether the user holds the account client's `role` within `client`'s scope (without a client: at all). */
-async function holdsAccountRole(ctx: ServerContext, realm: Realm, user: User, roles: string[], client?: Parameters<typeof effectiveRoles>[3]) {
+async function holdsAccountRole(ctx: PagesContext, realm: Realm, user: User, roles: string[], client?: Parameters<typeof effectiveRoles>[3]) {
   const held = (await effectiveRoles(ctx.storage, realm.id, user.id, client)).clientRoles[ACCOUNT] ?? [];
   return roles.some((role) => held.includes(role));
 }
 
-export function accountLinkRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function accountLinkRoutes(app: FastifyInstance, ctx: PagesContext): void {
   app.get('/realms/:realm/broker/:alias/link', async (request: LinkRequest, reply) => {
     const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
@@ -127,7 +127,7 @@ export function accountLinkRoutes(app: FastifyInstance, ctx: ServerContext): voi
  * The upstream's answer to a link request (the state bound to this browser's SSO session, checked by takeUpstream):
  * the account linked to the signed-in user (FEDERATED_IDENTITY_LINK), then the application's redirect URI.
  */
-export async function linkCallback(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, provider: IdentityProvider, pending: PendingUpstream & { link: NonNullable<PendingUpstream['link']> }, user: User, code: string | undefined, upstreamError: string | undefined): Promise<FastifyReply> {
+export async function linkCallback(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, provider: IdentityProvider, pending: PendingUpstream & { link: NonNullable<PendingUpstream['link']> }, user: User, code: string | undefined, upstreamError: string | undefined): Promise<FastifyReply> {
   const info = requestInfo(request);
   const failed = async (error: EventError, reason: string, text: string, status = 400, extra: Record<string, string> = {}) => {
     await ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId: pending.clientId, userId: user.id, sessionId: pending.link.sessionId, error, details: { identity_provider: provider.alias, reason, ...extra }, request: info });

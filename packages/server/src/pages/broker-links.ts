@@ -1,6 +1,6 @@
 import type { AuthSession } from '../authentication/index.js';
 import { canSignIn, providerDisplayName } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
 
 /** Where a browser goes to sign in through an identity provider, and which providers the login page offers. */
@@ -13,7 +13,7 @@ export const brokerLoginUrl = (realm: Realm, auth: AuthSession, alias: string) =
 export const providerName = (provider: IdentityProvider) => providerDisplayName(provider);
 
 /** The login page's buttons (Keycloak's `social.providers`): by guiOrder, then name; hidden and organization ones left out. */
-export async function loginButtons(ctx: Pick<ServerContext, 'storage'>, realm: Realm, auth: AuthSession) {
+export async function loginButtons(ctx: Pick<PagesContext, 'storage'>, realm: Realm, auth: AuthSession) {
   const providers = (await ctx.storage.federation.cachedProviders(realm.id)).filter((p) => canSignIn(p) && p.rest.hideOnLogin !== true && p.config.hideOnLogin !== 'true' && !p.rest.organizationId);
   const order = (p: IdentityProvider) => {
     const n = Number.parseInt(p.config.guiOrder ?? '', 10);

@@ -25,7 +25,7 @@ import {
   type BrokerProgress,
   type FormState,
 } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { EventError } from '../model/errors.js';
 import type { IdentityProvider, Realm } from '../model/types.js';
@@ -54,7 +54,7 @@ type AliasRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Q
  * The authorization request's first page: the browser flow's walk (identity-provider-redirector may send the browser
  * to a provider: kc_idp_hint or its defaultProvider), else the login page.
  */
-export async function firstPage(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply> {
+export async function firstPage(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply> {
   const walk = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), null, null, undefined, { idpHint: auth.idpHint });
   if (walk.status === 'challenge' && typeof walk.challenge === 'object') {
     return reply.code(302).header('location', brokerLoginUrl(realm, auth, walk.challenge.identityProvider)).header('cache-control', 'no-store').send();
@@ -64,7 +64,7 @@ export async function firstPage(ctx: ServerContext, request: FastifyRequest, rep
   return showPage.login(ctx, request, reply, realm, auth, {});
 }
 
-export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   accountLinkRoutes(app, ctx);
   const redirectUri = (request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
   const query = (request: AliasRequest, name: string) => {

@@ -1,4 +1,4 @@
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import type { Realm, User } from '../model/types.js';
 import type { Mail } from '../mail/index.js';
 
@@ -27,7 +27,7 @@ function mail(realm: Realm, to: string, subject: string, intro: string, link: st
  * Sends in the background: SMTP is slow and may fail, and neither may hold up or fail the page.
  * A failure is logged and counted.
  */
-export function sendInBackground(ctx: ServerContext, realm: Realm, message: Mail): void {
+export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail): void {
   ctx.mailer.send(realm, message).catch((error: unknown) => {
     ctx.mailFailures.inc({ realm: realm.name });
     ctx.logger.error({ err: error, realm: realm.name }, 'sending e-mail failed');

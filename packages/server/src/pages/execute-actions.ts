@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { configureOtp, newOtpSetup, type ActionClaims } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
@@ -40,7 +40,7 @@ interface LinkState {
 
 /** The page of the first of `actions` a link carries out (in the realm's priority order), or the end when none is left. */
 export async function showLinkStep(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -64,7 +64,7 @@ export async function showLinkStep(
   return updateProfilePage(ctx, reply, realm, form, user, await issue(), profileValues(user), {}, 200);
 }
 
-export function executeActionsRoutes(app: FastifyInstance, ctx: ServerContext, signInLink: SignInLink, expired: (request: FastifyRequest, reply: FastifyReply, realm: Realm) => Promise<FastifyReply>): void {
+export function executeActionsRoutes(app: FastifyInstance, ctx: PagesContext, signInLink: SignInLink, expired: (request: FastifyRequest, reply: FastifyReply, realm: Realm) => Promise<FastifyReply>): void {
   app.post('/realms/:realm/login-actions/execute-actions', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);

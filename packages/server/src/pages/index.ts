@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { accountRoutes } from './account.js';
 import { loginRoutes } from './login.js';
 import { registrationRoutes } from './registration.js';
@@ -9,7 +9,7 @@ export { pageForms, showPage } from './pages.js';
 export { firstPage } from './broker.js';
 export { PageRenderer } from './render.js';
 
-export function pageRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginRoutes(app, ctx);
   registrationRoutes(app, ctx);
   resetRoutes(app, ctx);

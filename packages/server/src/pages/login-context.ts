@@ -1,7 +1,7 @@
 import type { RequestInfo } from '@realmgate/spi';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthSession, FormState } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { keepValues, showPage } from './pages.js';
@@ -19,7 +19,7 @@ export interface PageSwitch {
  * The realm and auth session behind a login-actions request, or the page that explains why there is none
  * (or, with `needs`, why this realm does not offer the page).
  */
-export async function loginContext(ctx: ServerContext, request: RealmRequest, reply: FastifyReply, needs?: PageSwitch): Promise<{ realm: Realm; auth: AuthSession } | FastifyReply> {
+export async function loginContext(ctx: PagesContext, request: RealmRequest, reply: FastifyReply, needs?: PageSwitch): Promise<{ realm: Realm; auth: AuthSession } | FastifyReply> {
   const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
   if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
   const auth = await ctx.authSessions.current(request, realm);
@@ -31,7 +31,7 @@ export async function loginContext(ctx: ServerContext, request: RealmRequest, re
 }
 
 /** A form post must carry the auth session's CSRF token; anything else changes nothing. */
-export function csrfRejected(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, form: Record<string, string>): Promise<FastifyReply> | null {
+export function csrfRejected(ctx: PagesContext, reply: FastifyReply, realm: Realm, auth: AuthSession, form: Record<string, string>): Promise<FastifyReply> | null {
   if (ctx.authSessions.csrfValid(auth, form.session_code)) return null;
   return showPage.error(ctx, reply, realm, 'This form has expired or was not sent from this page. Please go back and try again.', 400);
 }
@@ -55,7 +55,7 @@ export interface ProtectedPost {
  * logged as an error after every refused post).
  */
 export async function protectedPost(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -79,7 +79,7 @@ export async function protectedPost(
   return null;
 }
 
-type ShowForm = (ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => Promise<FastifyReply>;
+type ShowForm = (ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => Promise<FastifyReply>;
 
 /**
  * A form of the login pages at `/realms/:realm/login-actions/<action>`: GET shows it, POST hands it to `post`;
@@ -87,7 +87,7 @@ type ShowForm = (ctx: ServerContext, request: FastifyRequest, reply: FastifyRepl
  */
 export function loginActionForm(
   app: FastifyInstance,
-  ctx: ServerContext,
+  ctx: PagesContext,
   action: string,
   form: { needs?: PageSwitch; show: ShowForm; post: (request: RealmRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => Promise<FastifyReply> },
 ): void {

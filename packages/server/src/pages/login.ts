@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { runBrowserSignIn } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
@@ -21,7 +21,7 @@ import { UPDATE_PASSWORD } from '../required-actions/index.js';
 const MAX_USERNAME = 255;
 const MAX_PASSWORD = 1024;
 
-export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginActionForm(app, ctx, 'authenticate', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
@@ -93,6 +93,6 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
 /** The new-password page of a signed-in user (an expired password, an UPDATE_PASSWORD required action). */
 export const showNewPassword =
-  (ctx: ServerContext): ShowNewPassword =>
+  (ctx: PagesContext): ShowNewPassword =>
   (reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status = 400, message?: { type: string; text: string }, cancelAia = false) =>
     ctx.pages.send(reply, realm, 'update-password', { action: actionUrl(realm, 'update-password'), csrf: auth.csrf, key, errors, message, cancelAia }, status);

@@ -9,7 +9,7 @@ import {
   type FormState,
   type SecondFactorError,
 } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { CONFIGURE_TOTP, UPDATE_PROFILE } from '../required-actions/index.js';
@@ -49,7 +49,7 @@ import {
  * code on the code page, which counts its attempts.
  */
 export async function answerSignIn(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -121,10 +121,10 @@ export async function answerSignIn(
   }
 }
 
-const otpPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
+const otpPage = (ctx: PagesContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
   ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors, message }, status);
 
-export function otpRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
   const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => stepExpired(ctx, request, reply, realm, auth);
 

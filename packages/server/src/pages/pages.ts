@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import type { AuthSession, FormState, LoginForms } from '../authentication/index.js';
@@ -10,7 +10,7 @@ import { loginButtons } from './broker-links.js';
 export type { FormState };
 
 /** What rendering a page needs: the renderer and the realm's flows (for protectors and form-action assets). */
-type PageContext = Pick<ServerContext, 'pages' | 'flows' | 'storage'>;
+type PageContext = Pick<PagesContext, 'pages' | 'flows' | 'storage'>;
 
 export const actionUrl = (realm: Realm, action: string) => `/realms/${encodeURIComponent(realm.name)}/login-actions/${action}`;
 

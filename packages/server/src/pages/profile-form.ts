@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { emailPattern, personNamePattern } from '../model/user-profile.js';
@@ -29,7 +29,7 @@ export type ProfileFormResult =
  * when it may. `names`: the form's other values the rules see (the profile page's names).
  */
 export async function newEmailErrors(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   realm: Realm,
   user: User,
@@ -57,7 +57,7 @@ export async function newEmailErrors(
  * when its link is opened.
  */
 export async function saveProfileForm(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   realm: Realm,
   user: User,

@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { realmInfo } from '../events/index.js';
 import { providerEventError, type ProviderEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
@@ -16,7 +16,7 @@ export interface ProfileRefusal {
  * cannot be set afterwards. Every place where users edit themselves calls this one function.
  */
 export async function profileRefusal(
-  ctx: ServerContext,
+  ctx: PagesContext,
   realm: Realm,
   clientId: string,
   profile: { email: string; firstName: string; lastName: string; username: string },

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { SignedState, type AuthSession } from '../authentication/index.js';
 import { FEW_RECOVERY_CODES_LEFT, nextRecoveryCode } from '../authentication/recovery-codes.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { hashRecoveryCode, newRecoveryCodes } from '../credentials/recovery-codes.js';
 import type { ExecutionStatus } from '../flows/index.js';
 import type { Realm, User } from '../model/types.js';
@@ -28,7 +28,7 @@ export interface RecoveryClaims {
 export const RECOVERY_LOGIN = 'login-recovery-authn-code';
 export const RECOVERY_SETUP = 'recovery-authn-codes-config';
 
-export async function openRecoveryKey(ctx: ServerContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: RecoveryClaims; user: User } | null> {
+export async function openRecoveryKey(ctx: PagesContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: RecoveryClaims; user: User } | null> {
   const claims = await new SignedState(ctx.keys).open<RecoveryClaims>(realm.id, purpose, key, 8192);
   if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || typeof claims.sub !== 'string') return null;
   const user = await ctx.storage.users.byId(realm.id, claims.sub);
@@ -37,7 +37,7 @@ export async function openRecoveryKey(ctx: ServerContext, realm: Realm, purpose:
 
 /** The page asking for the user's next recovery code. */
 export async function recoveryCodePage(
-  ctx: ServerContext,
+  ctx: PagesContext,
   reply: FastifyReply,
   realm: Realm,
   auth: AuthSession,
@@ -52,7 +52,7 @@ export async function recoveryCodePage(
 }
 
 /** CONFIGURE_RECOVERY_AUTHN_CODES: new codes, shown once. */
-export async function recoveryCodesSetupPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, aia: boolean, status = 200, message?: { type: string; text: string }): Promise<FastifyReply> {
+export async function recoveryCodesSetupPage(ctx: PagesContext, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, aia: boolean, status = 200, message?: { type: string; text: string }): Promise<FastifyReply> {
   const codes = newRecoveryCodes();
   const claims: RecoveryClaims = { sub: user.id, azp: auth.clientId, auth: authBinding(auth), hashes: codes.map(hashRecoveryCode) };
   const key = await new SignedState(ctx.keys).seal(realm.id, RECOVERY_SETUP, claims, STEP_LIFETIME_MS);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { runBrowserSignIn, takeStepAttempt, type AuthSession } from '../authentication/index.js';
 import { saveRecoveryCodes } from '../authentication/recovery-codes.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { CONFIGURE_RECOVERY_AUTHN_CODES } from '../required-actions/index.js';
@@ -14,7 +14,7 @@ import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import { STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from './step-pages.js';
 
 /** The recovery-code pages' posts (recovery-code-pages.ts renders them). */
-export function recoveryCodeRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+export function recoveryCodeRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => stepExpired(ctx, request, reply, realm, auth);
 
   loginActionForm(app, ctx, RECOVERY_LOGIN, {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import { REGISTRATION_FIELDS, runRegistration } from '../authentication/index.js';
 import type { Realm } from '../model/types.js';
@@ -14,7 +14,7 @@ const KEPT = ['firstName', 'lastName', 'email', 'username'] as const;
 
 const registrationAllowed = { on: (realm: Realm) => realm.registrationAllowed, off: 'Registration is not allowed in this realm.' };
 
-export function registrationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function registrationRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginActionForm(app, ctx, 'registration', {
     needs: registrationAllowed,
     show: showPage.registration,

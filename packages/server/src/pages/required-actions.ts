@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { completeLogin, currentSsoSession, newOtpSetup, type AuthSession, type KcActionStatus } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
@@ -41,7 +41,7 @@ import { sendVerification } from './verify-email.js';
  * pages: each page's key names the user and this sign-in, and the auth session's cookie carries the AIA's outcome.
  */
 export async function nextRequiredAction(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -83,7 +83,7 @@ export async function nextRequiredAction(
 
 /** The page of one required action (`aia`: asked by the application, so it can be cancelled). */
 async function showRequiredAction(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -148,11 +148,11 @@ async function showRequiredAction(
   }
 }
 
-const updateEmailPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, key: string, values: { email: string }, errors: FieldErrors, status: number, pending?: string) =>
+const updateEmailPage = (ctx: PagesContext, reply: FastifyReply, realm: Realm, form: StepForm, key: string, values: { email: string }, errors: FieldErrors, status: number, pending?: string) =>
   ctx.pages.send(reply, realm, 'update-email', { ...form, key, values, errors, ...(pending ? { message: { type: 'info', text: `A link to confirm ${pending} was sent: open it, or enter the address again for a new link.` } } : {}) }, status);
 
 /** UPDATE_EMAIL's settings in this realm: whether the new address is confirmed by a link, and the wait between links. */
-async function updateEmailSettings(ctx: ServerContext, realm: Realm): Promise<{ verify: boolean; cooldownSeconds: number }> {
+async function updateEmailSettings(ctx: PagesContext, realm: Realm): Promise<{ verify: boolean; cooldownSeconds: number }> {
   const config = (await realmRequiredActions(ctx.storage, realm.id)).find((a) => a.alias === UPDATE_EMAIL)?.config ?? {};
   const cooldown = Number(config.emailResendCooldownSeconds ?? '30');
   return { verify: realm.verifyEmail || config.verifyEmail === 'true', cooldownSeconds: Number.isSafeInteger(cooldown) && cooldown >= 0 ? cooldown : 30 };
@@ -161,7 +161,7 @@ async function updateEmailSettings(ctx: ServerContext, realm: Realm): Promise<{ 
 const NO_DELETE_ROLE = 'You do not have permission to delete your own account. Ask an administrator of this realm.';
 
 /** Keycloak's rule for delete_account: the user holds the `account` client's delete-account role (directly or not). */
-async function mayDeleteOwnAccount(ctx: ServerContext, realm: Realm, user: User): Promise<boolean> {
+async function mayDeleteOwnAccount(ctx: PagesContext, realm: Realm, user: User): Promise<boolean> {
   const roles = await effectiveRoles(ctx.storage, realm.id, user.id);
   return roles.clientRoles.account?.includes(DELETE_ACCOUNT_ROLE) === true;
 }
@@ -170,12 +170,12 @@ async function mayDeleteOwnAccount(ctx: ServerContext, realm: Realm, user: User)
  * Records what became of the application-initiated action `alias` (when it is this sign-in's kc_action and had no
  * outcome yet) in the auth session's cookie, and answers the session as it now is.
  */
-export async function aiaOutcome(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, alias: string, status: KcActionStatus): Promise<AuthSession> {
+export async function aiaOutcome(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, alias: string, status: KcActionStatus): Promise<AuthSession> {
   if (auth.kcAction !== alias || auth.kcActionStatus) return auth;
   return ctx.authSessions.save(reply, request, realm, { ...auth, kcActionStatus: status });
 }
 
-export function requiredActionRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
 
   // An application-initiated action of a signed-in user (the authorization endpoint sends the browser here with

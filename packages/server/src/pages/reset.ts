@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
 import { runResetCredentials, type AuthSession } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
@@ -18,7 +18,7 @@ const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'R
 const linkExpired = 'This link has expired or has already been used. Please ask for a new one.';
 const mailedText = 'You should receive an e-mail shortly with further instructions.';
 
-export function resetRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginActionForm(app, ctx, 'reset-credentials', {
     needs: resetAllowed,
     show: showPage.resetRequest,

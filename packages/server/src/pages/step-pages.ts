@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import qrcode from 'qrcode-generator';
 import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
 import type { ExecutionStatus } from '../flows/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { otpauthUri } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
 import type { FastifyRequest } from 'fastify';
@@ -21,7 +21,7 @@ import type { FieldErrors } from './render.js';
 export const STEP_LIFETIME_MS = 10 * 60 * 1000;
 
 /** A step page's key that is no longer valid (expired, another sign-in's, used up): the login page again. */
-export const stepExpired = (ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
+export const stepExpired = (ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
   showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
 export const INVALID_CODE = 'Invalid one-time code.';
 export const MAX_LABEL = 255;
@@ -45,7 +45,7 @@ type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'd
 
 export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 
-export function stepState(ctx: ServerContext) {
+export function stepState(ctx: PagesContext) {
   const signed = new SignedState(ctx.keys);
   return {
     seal: (realm: Realm, purpose: StepPurpose, claims: StepClaims) => signed.seal(realm.id, purpose, claims, STEP_LIFETIME_MS),
@@ -114,10 +114,10 @@ export interface StepForm {
 
 export const signInStep = (realm: Realm, auth: AuthSession, step: string, cancelAia = false): StepForm => ({ action: actionUrl(realm, step), csrf: auth.csrf, cancelAia });
 
-export const updateProfilePage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
+export const updateProfilePage = (ctx: PagesContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, values: Record<string, string>, errors: FieldErrors, status: number) =>
   ctx.pages.send(reply, realm, 'login-update-profile', { ...form, key, username: user.username, values, errors }, status);
 
-export function configPage(ctx: ServerContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
+export function configPage(ctx: PagesContext, reply: FastifyReply, realm: Realm, form: StepForm, user: User, key: string, secret: string, values: Record<string, string>, errors: FieldErrors, status: number) {
   const { data } = newOtpSetup(realm);
   return ctx.pages.send(
     reply,

@@ -1,16 +1,16 @@
 import type { FastifyRequest } from 'fastify';
 import { ACTION_TOKEN_LIFETIME_S } from '../authentication/index.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { sendInBackground, verifyEmailMail } from './emails.js';
 
-export const actionTokenUrl = (request: FastifyRequest, ctx: ServerContext, realm: Realm, token: string) =>
+export const actionTokenUrl = (request: FastifyRequest, ctx: PagesContext, realm: Realm, token: string) =>
   `${baseUrl(request, ctx.config.hostname)}/realms/${encodeURIComponent(realm.name)}/login-actions/action-token?key=${encodeURIComponent(token)}`;
 
 /** Mails a single-use link that confirms `email` for the user (the current address, or a new one being set). */
 export async function sendVerification(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   realm: Realm,
   user: User,

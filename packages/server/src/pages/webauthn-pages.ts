@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SignedState, type AuthSession } from '../authentication/index.js';
 import { authenticationOptions, registrationOptions, type WebAuthnKind } from '../authentication/webauthn.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import type { ExecutionStatus } from '../flows/index.js';
 import { baseUrl } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
@@ -34,9 +34,9 @@ export const LOGIN_PURPOSE = 'login-webauthn';
 export const REGISTER_PURPOSE = 'webauthn-register';
 export const MAX_RESPONSE = 32768;
 
-export const ceremonyOf = (ctx: ServerContext, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
+export const ceremonyOf = (ctx: PagesContext, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
 
-export async function openKey(ctx: ServerContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: WebAuthnClaims; user: User | null } | null> {
+export async function openKey(ctx: PagesContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: WebAuthnClaims; user: User | null } | null> {
   const claims = await new SignedState(ctx.keys).open<WebAuthnClaims>(realm.id, purpose, key, 8192);
   if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || (claims.kind !== 'two-factor' && claims.kind !== 'passwordless')) return null;
   if (claims.sub === null) return { claims, user: null };
@@ -46,7 +46,7 @@ export async function openKey(ctx: ServerContext, realm: Realm, purpose: string,
 
 /** The assertion page for where the flow stands (a `webauthn` or `webauthn-passwordless` challenge). */
 export async function webauthnChallengePage(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,
@@ -66,7 +66,7 @@ export async function webauthnChallengePage(
 
 /** The registration page of `webauthn-register` / `webauthn-register-passwordless` (`aia`: it can be cancelled). */
 export async function webauthnRegisterPage(
-  ctx: ServerContext,
+  ctx: PagesContext,
   request: FastifyRequest,
   reply: FastifyReply,
   realm: Realm,

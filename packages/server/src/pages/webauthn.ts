@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { runBrowserSignIn, takeStepAttempt, type AuthSession } from '../authentication/index.js';
 import { WEBAUTHN_FIELDS } from '../authentication/sign-in.js';
 import { completeRegistration, registerActionOf } from '../authentication/webauthn.js';
-import type { ServerContext } from '../context.js';
+import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
@@ -22,7 +22,7 @@ import { ceremonyOf, LOGIN_PURPOSE, MAX_RESPONSE, openKey, REGISTER_PURPOSE, web
 
 const scriptFile = (path: string) => readFileSync(path, 'utf8');
 
-export function webauthnRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
+export function webauthnRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const expired = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) => stepExpired(ctx, request, reply, realm, auth);
 
   // The assertion: the step's result goes back through the flow (runBrowserSignIn), as the OTP code does.

@@ -1,9 +1,9 @@
-import type { ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/spi';
-import type { ServerContext } from '../context.js';
+import type { AccessTokenClaims, ClientInfo, ProviderContext, ProviderFactory } from '@realmgate/spi';
+import type { ServiceContext } from '../services/context.js';
 import { realmInfo } from '../events/index.js';
 import { outboundGuards } from '../http/target-guard.js';
 import { TokenVerificationError } from '../model/errors.js';
-import type { Client } from '../model/types.js';
+import type { Client, Realm } from '../model/types.js';
 import { spiLogger } from '../observability/index.js';
 import { userSnapshot } from '../services/index.js';
 import { namespacedStore } from '../store/index.js';
@@ -11,8 +11,16 @@ import { OUTBOX_LATENESS, providerOutbox } from './outbox.js';
 
 const clientInfo = (c: Client): ClientInfo => ({ id: c.id, clientId: c.clientId, enabled: c.enabled, attributes: { ...c.attributes } });
 
+/**
+ * What providerContext reads from the server's context: the services, and the access-token check it lends to
+ * providers (the token service of protocol/, named here by the one method used, as it lives a layer above).
+ */
+export interface ProviderHostContext extends ServiceContext {
+  tokens: { verify(realm: Realm, token: string, expectedType: 'Bearer', base: string | null): Promise<AccessTokenClaims> };
+}
+
 /** The narrow API a provider gets: read models, token verification, its own log, store namespace and config. */
-export function providerContext(ctx: Omit<ServerContext, 'providers'>, factory: ProviderFactory, env: Readonly<Record<string, string | undefined>>): ProviderContext {
+export function providerContext(ctx: ProviderHostContext, factory: ProviderFactory, env: Readonly<Record<string, string | undefined>>): ProviderContext {
   const { storage } = ctx;
   // Realms and clients through the configuration cache, as the host's own hot paths read them: a provider's lookups
   // run on requests too (the webhook's, for every event), and each miss is a database round trip. Cached objects are

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpMethod, RealmResource, ResourceRequest, ResourceResponse, ResourceRoute } from '@realmgate/spi';
 import type { Realm } from '../model/types.js';
-import type { ServerContext } from '../context.js';
+import type { ServiceContext } from '../services/context.js';
 import { realmInfo } from '../events/index.js';
 import { requestInfo } from '../http/index.js';
 import { notFound, ProviderLoadError } from '../model/errors.js';
 
 /** Mounts each RealmResource's routes under /realms/{realm}/{providerId}, adapting Fastify to the SPI shapes. */
-export function mountRealmResources(app: FastifyInstance, ctx: ServerContext, resources: Map<string, RealmResource>): void {
+export function mountRealmResources(app: FastifyInstance, ctx: ServiceContext, resources: Map<string, RealmResource>): void {
   for (const [providerId, resource] of resources) {
     for (const route of resource.routes) {
       const path = `/realms/:realm/${providerId}${route.path.startsWith('/') ? route.path : `/${route.path}`}`;
@@ -21,7 +21,7 @@ export function mountRealmResources(app: FastifyInstance, ctx: ServerContext, re
   }
 }
 
-function mountRoute(app: FastifyInstance, ctx: ServerContext, path: string, route: ResourceRoute): void {
+function mountRoute(app: FastifyInstance, ctx: ServiceContext, path: string, route: ResourceRoute): void {
   app.route<{ Params: Record<string, string>; Querystring: Record<string, string> }>({
     method: route.method,
     url: path,

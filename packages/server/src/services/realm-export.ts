@@ -8,7 +8,7 @@ import { clientRep } from '../representations/client.js';
 import { clientScopeRep } from '../representations/client-scope.js';
 import { componentRep, identityProviderMapperRep, identityProviderRep } from '../representations/federation.js';
 import { realmRep } from '../representations/realm.js';
-import type { ServerContext } from '../context.js';
+import type { ServiceContext } from './context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { exportedWebAuthnCredential, WEBAUTHN_TYPES } from '../credentials/webauthn.js';
@@ -47,7 +47,7 @@ export interface RealmExporter {
   users(afterUsername: string | null, limit: number): Promise<{ last: string | null; users: Record<string, unknown>[] }>;
 }
 
-export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'>, realm: Realm): Promise<RealmExporter> {
+export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows'>, realm: Realm): Promise<RealmExporter> {
   const { storage } = ctx;
   const clients = await storage.clients.list(realm.id);
   const clientById = new Map(clients.map((c) => [c.id, c]));
@@ -234,6 +234,6 @@ export async function realmExporter(ctx: Pick<ServerContext, 'storage' | 'flows'
 }
 
 /** The partial export of the admin API: one realm's document, secrets masked, no users. */
-export async function exportRealm(ctx: Pick<ServerContext, 'storage' | 'flows'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
+export async function exportRealm(ctx: Pick<ServiceContext, 'storage' | 'flows'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
   return (await realmExporter(ctx, realm)).document(options);
 }

@@ -5,7 +5,7 @@ import { RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
 import { checkPassword, policyHashCost, policyMessage, realmPasswordPolicy, type PasswordPolicy, type PolicyViolation } from '../credentials/password-policy.js';
 import { badRequest, conflict, PasswordPolicyError } from '../model/errors.js';
-import type { ServerContext } from '../context.js';
+import type { ServiceContext } from './context.js';
 import type { Client, Realm, User } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { joinDefaultGroups } from './groups.js';
@@ -66,7 +66,7 @@ export async function createUser(storage: Storage, realm: Realm, input: NewUser,
  * Creates a user from an admin representation (e-mail and username must be free, password set when given);
  * used by the users API and by realm import.
  */
-export async function insertUser(ctx: Pick<ServerContext, 'storage' | 'config'>, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
+export async function insertUser(ctx: Pick<ServiceContext, 'storage' | 'config'>, realm: Realm, input: UserInput, db: Db, path = 'user'): Promise<User> {
   const { storage } = ctx;
   if (!input.username) throw badRequest(`${path}.username: is required`, 'username');
   if (input.email && !realm.duplicateEmailsAllowed && (await db.selectFrom('user_entity').select('id').where('realm_id', '=', realm.id).where('email', '=', input.email.toLowerCase()).executeTakeFirst())) {
@@ -118,7 +118,7 @@ export async function ensureServiceAccount(storage: Storage, realm: Realm, clien
  * policy refuses throws PasswordPolicyError and changes nothing; with passwordHistory(n) the new password may
  * equal neither the current one nor the n-1 before it, and the replaced hash is remembered.
  */
-export async function setPassword(ctx: Pick<ServerContext, 'storage' | 'config'>, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
+export async function setPassword(ctx: Pick<ServiceContext, 'storage' | 'config'>, realm: Realm, user: User, password: string, db?: Db): Promise<User> {
   const { storage } = ctx;
   const policy = await checkNewPassword(storage, realm, user, password, db);
   const now = Date.now();

@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../../context.js';
+import type { AuthenticationContext } from '../context.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { userSnapshot } from '../../services/index.js';
 import { isUniqueViolation } from '../../storage/index.js';
@@ -13,7 +13,7 @@ import type { BrokeredIdentity } from './upstream-oidc.js';
  * (FEDERATED_IDENTITY_LINK) and the mappers import.
  */
 
-type BrokerLoginContext = Pick<ServerContext, 'storage' | 'events' | 'logger'>;
+type BrokerLoginContext = Pick<AuthenticationContext, 'storage' | 'events' | 'logger'>;
 
 export interface BrokerEventBase {
   clientId: string;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ServerContext } from '../../context.js';
+import type { AuthenticationContext } from '../context.js';
 import type { ExecutionStatus } from '../../flows/index.js';
 import type { AuthSession } from '../auth-session.js';
 import type { BrokeredIdentity } from './upstream-oidc.js';
@@ -11,7 +11,7 @@ import type { BrokeredIdentity } from './upstream-oidc.js';
  * it (a hash of its CSRF token), so a `state` or a page key from another browser's sign-in opens nothing here.
  */
 
-type BrokerStore = Pick<ServerContext, 'hostStore'>;
+type BrokerStore = Pick<AuthenticationContext, 'hostStore'>;
 
 const LIFETIME_MS = 30 * 60 * 1000;
 const random = () => randomBytes(24).toString('base64url');

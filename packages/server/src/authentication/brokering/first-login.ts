@@ -1,5 +1,5 @@
 import type { RequestInfo } from '@realmgate/spi';
-import type { ServerContext } from '../../context.js';
+import type { AuthenticationContext } from '../context.js';
 import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { UPDATE_PASSWORD } from '../../required-actions/index.js';
@@ -28,7 +28,7 @@ export type BrokerFailure =
   | { kind: 'otp'; error: SecondFactorError }
   | { kind: 'profile'; errors: Record<string, string> };
 
-type BrokerContext = Pick<ServerContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers' | 'flows' | 'logger'>;
+type BrokerContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers' | 'flows' | 'logger'>;
 
 export interface BrokerEnv extends SignInEnv {
   ctx: BrokerContext;

@@ -1,4 +1,4 @@
-import type { ServerContext } from '../../context.js';
+import type { AuthenticationContext } from '../context.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm, Role, User } from '../../model/types.js';
 import type { BrokeredIdentity } from './upstream-oidc.js';
 
@@ -10,7 +10,7 @@ import type { BrokeredIdentity } from './upstream-oidc.js';
  * and takes nothing away. A mapper type this server does not have is skipped (and named in the log once).
  */
 
-type MapperContext = Pick<ServerContext, 'storage' | 'logger'>;
+type MapperContext = Pick<AuthenticationContext, 'storage' | 'logger'>;
 
 export const IDP_MAPPER_TYPES = [
   'hardcoded-role-idp-mapper',

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
 import type { AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
@@ -26,7 +26,7 @@ function paramOf(params: Params, name: string): string | undefined {
  * The authorization endpoint (and Keycloak's `registrations` entry point). Problems with the client or the
  * redirect URI are shown on an error page, never sent to an unverified URI; the rest go back to the client.
  */
-export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const handler = (entry: 'login' | 'registration') => async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);

@@ -3,7 +3,7 @@ import type { AuthSession, LoginProtocol } from '../../authentication/index.js';
 import type { ServerConfig } from '../../config/index.js';
 import { baseUrl } from '../../http/index.js';
 import { issuerOf } from './tokens.js';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { deviceSignedIn, deviceSignInRefused } from './device.js';
 
 /** Sends the browser back to the client with the authorization response (query, fragment or form_post). */
@@ -26,7 +26,7 @@ export function redirectToClient(reply: FastifyReply, redirectUri: string, respo
 }
 
 /** OpenID Connect's answer to a finished browser login: the code, session_state, iss and state, back to the client. */
-export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'>, context: () => ServerContext): LoginProtocol {
+export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'>, context: () => ProtocolContext): LoginProtocol {
   return {
     authenticated(request: FastifyRequest, reply, realm, auth, session, code) {
       // A sign-in the device page started ends on its consent page, with the consent token as its "code".

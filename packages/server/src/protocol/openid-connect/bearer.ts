@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AccessTokenClaims } from '@realmgate/spi';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import type { Realm } from '../../model/types.js';
 import type { DpopProof } from './dpop.js';
@@ -26,7 +26,7 @@ export function requireBearer(request: FastifyRequest): string {
  * RFC 6750's `invalid_token` with the challenge of the scheme it came with (DPoP for a proof-bound one).
  */
 export async function verifiedAccessToken(
-  ctx: Pick<ServerContext, 'tokens' | 'config'>,
+  ctx: Pick<ProtocolContext, 'tokens' | 'config'>,
   realm: Realm,
   token: string,
   options: { scheme?: 'Bearer' | 'DPoP'; dpop?: DpopProof } = {},

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { badRequest, forbidden, notFound, oauthError } from '../../model/errors.js';
 import { requireBearer, verifiedAccessToken } from './bearer.js';
 import { realmOrError } from './realm-lookup.js';
@@ -9,7 +9,7 @@ import { realmOrError } from './realm-lookup.js';
  * (the provider's `storeToken`), for an access token that holds the `broker` client's `read-token` role. The stored
  * token is answered as it was received; it is never logged.
  */
-export function brokerTokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function brokerTokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   app.get('/realms/:realm/broker/:alias/token', async (request: FastifyRequest<{ Params: { realm: string; alias: string } }>, reply) => {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const claims = await verifiedAccessToken(ctx, realm, requireBearer(request));

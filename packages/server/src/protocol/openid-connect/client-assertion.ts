@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { baseUrl } from '../../http/index.js';
 import { ClientKeyError } from '../../keys/client-keys.js';
 import { oauthError } from '../../model/errors.js';
@@ -39,7 +39,7 @@ export function assertionSubject(assertion: string): string | undefined {
  * audience of this realm (its issuer, its token endpoint, or the endpoint called); not expired; a `jti`, used once
  * across every node (the shared host store, kept until the assertion expires).
  */
-export async function verifyClientAssertion(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest, fields: { type?: string; assertion?: string }): Promise<void> {
+export async function verifyClientAssertion(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest, fields: { type?: string; assertion?: string }): Promise<void> {
   if (fields.type === undefined) throw oauthError.invalid_client('Parameter client_assertion_type is missing');
   if (fields.type !== JWT_BEARER_ASSERTION_TYPE) throw oauthError.invalid_client(`Parameter client_assertion_type has value '${fields.type.slice(0, 100)}' but expected is '${JWT_BEARER_ASSERTION_TYPE}'`);
   if (!fields.assertion) throw oauthError.invalid_client('client_assertion parameter missing');

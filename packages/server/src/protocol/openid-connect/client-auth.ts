@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { secretsEqual } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { assertionSubject, verifyClientAssertion } from './client-assertion.js';
 
 export type FormBody = Record<string, string | undefined>;
@@ -50,7 +50,7 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
  * `client-jwt` (private_key_jwt) or `client-secret-jwt` (client_secret_jwt). A client set up for an assertion is
  * never let in by its secret.
  */
-export async function authenticateClient(ctx: ServerContext, realm: Realm, request: FastifyRequest): Promise<Client> {
+export async function authenticateClient(ctx: ProtocolContext, realm: Realm, request: FastifyRequest): Promise<Client> {
   const basic = basicCredentials(request);
   const assertion = formField(request.body, 'client_assertion');
   const assertionType = formField(request.body, 'client_assertion_type');

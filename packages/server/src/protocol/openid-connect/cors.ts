@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { allowCorsForClient, answerPreflight, baseUrl } from '../../http/index.js';
 import type { Client } from '../../model/types.js';
 import { realmOrError } from './realm-lookup.js';
@@ -16,12 +16,12 @@ const corsEndpoints: { path: string; methods: string[]; public?: boolean }[] = [
 ];
 
 /** The request's origin is granted when this client's web origins allow it (http/cors.ts decides). */
-export function corsForClient(ctx: ServerContext, request: FastifyRequest, client: Client): void {
+export function corsForClient(ctx: ProtocolContext, request: FastifyRequest, client: Client): void {
   allowCorsForClient(request, client, baseUrl(request, ctx.config.hostname));
 }
 
 /** Preflight (`OPTIONS`) for every endpoint above. */
-export function corsPreflightRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function corsPreflightRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   for (const endpoint of corsEndpoints) {
     app.options<{ Params: { realm: string } }>(`/realms/:realm/${endpoint.path}`, async (request, reply) => {
       const realm = await realmOrError(ctx.storage, request.params.realm);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import {
   answerDeviceConsent,
   completeLogin,
@@ -45,7 +45,7 @@ const devicePath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/
  * which starts a sign-in through the realm's browser flow and ends on a consent page, and the page that says how it
  * ended. The grant itself is token/device-code.ts; its state is authentication/device-code.ts (shared store).
  */
-export function deviceRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/auth/device', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
@@ -129,7 +129,7 @@ export function deviceRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 }
 
-async function enabledRealm(ctx: ServerContext, request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply): Promise<Realm | null> {
+async function enabledRealm(ctx: ProtocolContext, request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply): Promise<Realm | null> {
   allowCorsForAnyOrigin(request);
   const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
   if (realm && realm.enabled) return realm;
@@ -137,14 +137,14 @@ async function enabledRealm(ctx: ServerContext, request: FastifyRequest<{ Params
   return null;
 }
 
-const verifyPage = (ctx: ServerContext, reply: FastifyReply, realm: Realm, error?: string, status = 200) =>
+const verifyPage = (ctx: ProtocolContext, reply: FastifyReply, realm: Realm, error?: string, status = 200) =>
   ctx.pages.send(reply, realm, 'device-verify', { action: devicePath(realm), errors: error ? { device_user_code: error } : {}, values: {} }, status);
 
 /**
  * A typed user code: a wrong one is counted against the client address (a user code has 20^8 values; a limit per
  * address keeps guessing slow), a right one starts a sign-in through the client's browser flow for that device.
  */
-async function verifyUserCode(ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, typed: string): Promise<FastifyReply> {
+async function verifyUserCode(ctx: ProtocolContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, typed: string): Promise<FastifyReply> {
   const info = requestInfo(request);
   const attemptsKey = `device-user-code-attempts:${realm.id}:${info.ipAddress}`;
   if ((await ctx.hostStore.countHits(attemptsKey, USER_CODE_WINDOW_MS)) >= USER_CODE_ATTEMPTS) {
@@ -182,7 +182,7 @@ async function verifyUserCode(ctx: ServerContext, request: FastifyRequest, reply
 }
 
 /** LoginProtocol's answer for a device-page sign-in: the consent page (its form carries the grant's consent token). */
-export async function deviceSignedIn(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession, token: string): Promise<FastifyReply> {
+export async function deviceSignedIn(ctx: ProtocolContext, reply: FastifyReply, realm: Realm, auth: AuthSession, token: string): Promise<FastifyReply> {
   if (!token || !auth.device) return reply.code(302).header('location', `${devicePath(realm)}/status?error=expired_token`).header('cache-control', 'no-store').send();
   const client = await ctx.storage.clients.cachedByClientId(realm.id, auth.clientId);
   const set = client ? await clientScopeSet(ctx.storage, client) : null;
@@ -204,7 +204,7 @@ export async function deviceSignedIn(ctx: ServerContext, reply: FastifyReply, re
 }
 
 /** The user cancelled a device-page sign-in (declined the terms …): the device hears access_denied. */
-export async function deviceSignInRefused(ctx: ServerContext, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply> {
+export async function deviceSignInRefused(ctx: ProtocolContext, reply: FastifyReply, realm: Realm, auth: AuthSession): Promise<FastifyReply> {
   if (auth.device) await denyDeviceGrant(ctx, realm.id, auth.device);
   return reply.code(302).header('location', `${devicePath(realm)}/status?error=access_denied`).header('cache-control', 'no-store').send();
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEVICE_CODE_GRANT } from './device.js';
 import { TOKEN_EXCHANGE_GRANT } from './token/token-exchange.js';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { allowCorsForAnyOrigin, baseUrl } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
 import { issuerOf } from './tokens.js';
@@ -13,7 +13,7 @@ import { DPOP_ALGS } from './dpop.js';
 const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
 const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 
-export function discoveryRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function discoveryRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const metadata = async (request: FastifyRequest<{ Params: { realm: string } }>) => {
     allowCorsForAnyOrigin(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);

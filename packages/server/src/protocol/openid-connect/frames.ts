@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { currentSsoSession } from '../../authentication/index.js';
 import { baseUrl, MAX_ORIGIN_LENGTH, webOriginAllowed } from '../../http/index.js';
 import { realmOrError } from './realm-lookup.js';
@@ -20,7 +20,7 @@ const framePage = (title: string, src: string) =>
   `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${title}</title><script src="${src}"></script></head><body></body></html>\n`;
 
 /** A frame's HTML page, or one of its scripts: the realm must exist, nothing else is read. */
-function serve(app: FastifyInstance, ctx: ServerContext, path: string, type: 'html' | 'js', body: string): void {
+function serve(app: FastifyInstance, ctx: ProtocolContext, path: string, type: 'html' | 'js', body: string): void {
   app.get(`${PREFIX}/${path}`, async (request: RealmRequest, reply: FastifyReply) => {
     await realmOrError(ctx.storage, request.params.realm);
     return reply
@@ -36,7 +36,7 @@ function serve(app: FastifyInstance, ctx: ServerContext, path: string, type: 'ht
  * endpoint: 204 when the client allows the app's origin, 403 otherwise; its `status` endpoint compares the
  * app's session with the browser's session cookie).
  */
-export function frameRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function frameRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   serve(app, ctx, '3p-cookies/step1.html', 'html', framePage('Third-party cookie check', 'step1.js'));
   serve(app, ctx, '3p-cookies/step1.js', 'js', script('3p-cookies-step1.js'));
   serve(app, ctx, '3p-cookies/step2.html', 'html', framePage('Third-party cookie check', 'step2.js'));

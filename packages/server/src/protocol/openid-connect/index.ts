@@ -1,6 +1,6 @@
 import { brokerTokenRoutes } from './broker-token.js';
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { authorizationRoutes } from './auth.js';
 import { corsPreflightRoutes } from './cors.js';
 import { deviceRoutes } from './device.js';
@@ -18,7 +18,7 @@ export { bearerToken, requireBearer } from './bearer.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
 export { BackchannelLogout } from './logout-notifications.js';
 
-export function openIdConnectRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function openIdConnectRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   corsPreflightRoutes(app, ctx);
   discoveryRoutes(app, ctx);
   authorizationRoutes(app, ctx);

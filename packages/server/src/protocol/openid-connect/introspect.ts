@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { baseUrl, corsPending } from '../../http/index.js';
@@ -10,7 +10,7 @@ import { audienceClaim, withoutMechanics, type TokenType } from './tokens.js';
 const INTROSPECTION_WITHOUT_AUDIENCE = 'allow.token.introspection.without.audience.check';
 
 /** RFC 7662; an invalid, expired or revoked token is simply `{"active": false}`. */
-export function introspectRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function introspectRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token/introspect', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
@@ -30,7 +30,7 @@ function param(request: FastifyRequest, name: string): string | undefined {
  * from the browser with `id_token_hint` and a registered `post_logout_redirect_uri`. Without a hint, or with one
  * whose session is not the browser's, the user confirms first, so a link on another site cannot sign people out.
  */
-export function logoutRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const signed = new SignedState(ctx.keys);
   /**
    * Ends a session. Its clients are told first (the notifications need its client sessions): with `browser` as

@@ -1,5 +1,5 @@
 import { decodeJwt } from 'jose';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { newId } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm, User } from '../../model/types.js';
@@ -16,7 +16,7 @@ const OFFLINE_ACCESS = 'offline_access';
  * the grant's error event (`onRefusal`).
  */
 export async function offlineRequested(
-  ctx: Pick<ServerContext, 'storage'>,
+  ctx: Pick<ProtocolContext, 'storage'>,
   realm: Realm,
   client: Client,
   user: User,
@@ -38,7 +38,7 @@ export async function offlineRequested(
  * the browser leaves it) and client session, created beside the SSO session the login opened.
  */
 export async function openOfflineSession(
-  ctx: Pick<ServerContext, 'storage'>,
+  ctx: Pick<ProtocolContext, 'storage'>,
   realm: Realm,
   client: Client,
   user: User,

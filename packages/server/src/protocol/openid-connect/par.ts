@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { corsPending } from '../../http/index.js';
 import { baseUrl } from '../../http/index.js';
 import { oauthError } from '../../model/errors.js';
@@ -36,7 +36,7 @@ const parKey = (id: string) => `par:${id}`;
  * single-use and short-lived (realm attribute `parRequestUriLifespan`, 60 s), kept in the shared store so any node
  * can take it. The authorization endpoint (auth.ts) takes it with `takePushedRequest`.
  */
-export function parRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/ext/par/request', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
@@ -79,7 +79,7 @@ function requestUriLifespan(realm: Realm): number {
  * The pushed request a `request_uri` names, for `client` only, taken once across nodes: another client's is refused
  * without being spent (so it cannot be burned by a client that learns it), an unknown, expired or spent one is null.
  */
-export async function takePushedRequest(ctx: Pick<ServerContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<Record<string, string> | null> {
+export async function takePushedRequest(ctx: Pick<ProtocolContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<Record<string, string> | null> {
   if (!requestUri.startsWith(REQUEST_URI_PREFIX)) return null;
   const id = requestUri.slice(REQUEST_URI_PREFIX.length);
   if (!/^[0-9a-f-]{36}$/.test(id)) return null;

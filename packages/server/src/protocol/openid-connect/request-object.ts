@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { baseUrl } from '../../http/index.js';
 import { ClientKeyError } from '../../keys/client-keys.js';
 import type { Client, Realm } from '../../model/types.js';
@@ -26,7 +26,7 @@ export type RequestObjectResult = { ok: true; params: Record<string, string> } |
  * secret (HS*); its `client_id`, `iss` and `aud`, when present, must be the client, the client and this realm; not
  * expired. Its claims are authorization request parameters that take precedence over the query's.
  */
-export async function readRequestObject(ctx: ServerContext, request: FastifyRequest, realm: Realm, client: Client, jwt: string): Promise<RequestObjectResult> {
+export async function readRequestObject(ctx: ProtocolContext, request: FastifyRequest, realm: Realm, client: Client, jwt: string): Promise<RequestObjectResult> {
   if (jwt.length > MAX_REQUEST_OBJECT) return { ok: false, reason: 'the request object is too long' };
   let alg: string;
   let kid: string | undefined;
@@ -68,7 +68,7 @@ function unsecured(jwt: string): JWTPayload | string {
   }
 }
 
-async function signedPayload(ctx: ServerContext, client: Client, jwt: string, alg: string, kid: string | undefined): Promise<JWTPayload | string> {
+async function signedPayload(ctx: ProtocolContext, client: Client, jwt: string, alg: string, kid: string | undefined): Promise<JWTPayload | string> {
   const verify = async (key: Parameters<typeof jwtVerify>[1]) => {
     try {
       return (await jwtVerify(jwt, key, { algorithms: [alg], clockTolerance: CLOCK_SKEW_SECONDS })).payload;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { corsPending, requestInfo } from '../../http/index.js';
 import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
@@ -11,7 +11,7 @@ import { realmOrError } from './realm-lookup.js';
  * RFC 7009: revoking a refresh token ends its session; revoking an access token blocks it until it expires.
  * Unknown or invalid tokens answer 200 too, so a caller learns nothing.
  */
-export function revokeRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function revokeRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/revoke', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerContext } from '../../context.js';
+import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
 import { corsForClient } from './cors.js';
@@ -9,7 +9,7 @@ import { formField, isFormRequest } from './client-auth.js';
 import { authorizationToken, verifyDpopProof } from './dpop.js';
 import { realmOrError } from './realm-lookup.js';
 
-export function userinfoRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function userinfoRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);

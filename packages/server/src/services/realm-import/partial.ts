@@ -1,4 +1,4 @@
-import type { ServerContext } from '../../context.js';
+import type { ServiceContext } from '../context.js';
 import { newId } from '../../credentials/index.js';
 import { ACCOUNT, ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE, adminClientId } from '../../model/defaults.js';
 import { AppError, badRequest, conflict, forbidden } from '../../model/errors.js';
@@ -77,7 +77,7 @@ export function parsePartialImport(body: unknown, realm: Realm): { policy: IfRes
  * checked first, then written in one transaction: all or nothing.
  */
 export async function partialImport(
-  ctx: Pick<ServerContext, 'storage' | 'config' | 'flows' | 'logger'>,
+  ctx: Pick<ServiceContext, 'storage' | 'config' | 'flows' | 'logger'>,
   realm: Realm,
   input: { policy: IfResourceExists; data: RealmImport },
   guard: PartialImportGuard,

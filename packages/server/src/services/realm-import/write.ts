@@ -1,4 +1,4 @@
-import type { ServerContext } from '../../context.js';
+import type { ServiceContext } from '../context.js';
 import { newId } from '../../credentials/index.js';
 import { badRequest, conflict, PasswordPolicyError } from '../../model/errors.js';
 import type { Group, Realm } from '../../model/types.js';
@@ -20,7 +20,7 @@ import { saveFederatedIdentities, type ImportedFederatedIdentity } from './feder
 import type { RealmImport } from './parse.js';
 
 /** Creates what a realm import holds, inside the realm's creating transaction (all or nothing). */
-export async function importRealmContents(ctx: Pick<ServerContext, 'storage' | 'config' | 'flows' | 'logger'>, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
+export async function importRealmContents(ctx: Pick<ServiceContext, 'storage' | 'config' | 'flows' | 'logger'>, realm: Realm, data: RealmImport, trx: Db): Promise<void> {
   const { storage } = ctx;
   const clientUuid = new Map<string, string>();
   for (const row of await trx.selectFrom('client').select(['id', 'client_id']).where('realm_id', '=', realm.id).execute()) {

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { redeemAuthorizationCode, type CodeRefusal } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
@@ -19,7 +19,7 @@ const refusalDescription: Record<CodeRefusal, string> = {
 };
 
 /** Redeems a code once: same client, same redirect_uri, PKCE verifier matching the challenge. */
-export async function authorizationCodeGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function authorizationCodeGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const code = formField(request.body, 'code');
   if (!code) throw oauthError.invalid_request('Missing parameter: code');

@@ -1,14 +1,14 @@
 import type { FastifyRequest } from 'fastify';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { checkedScope } from './scope.js';
 import { formField } from '../client-auth.js';
 
 /** A token for the client's service-account user; no session and no refresh token, as Keycloak 26. */
-export async function clientCredentialsGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function clientCredentialsGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   if (client.publicClient) throw oauthError.unauthorized_client('Public client not allowed to retrieve service account', { status: 401 });
   const user = client.serviceAccountsEnabled ? await ctx.storage.users.cachedServiceAccountOf(client.id) : null;

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { pollDeviceGrant } from '../../../authentication/index.js';
 import { oauthError, type EventError, type OAuthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
@@ -10,7 +10,7 @@ import { deviceGrantEnabled } from '../device.js';
 import { tokensForBrowserSession } from './session-tokens.js';
 
 /** RFC 8628 3.4: the device polls with its device code; Keycloak's answers, in Keycloak's order (authentication/device-code.ts). */
-export async function deviceCodeGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function deviceCodeGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const refuse = async (error: EventError, answer: OAuthError, userId: string | null = null): Promise<never> => {
     await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_CODE_TO_TOKEN_ERROR', clientId: client.clientId, userId, error, request: info });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Client, Realm } from '../../../model/types.js';
 import { dpopHeader, dpopRequired, rememberTokenRequestProof, verifyDpopProof } from '../dpop.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { oauthError } from '../../../model/errors.js';
 import { corsPending } from '../../../http/index.js';
 import { corsForClient } from '../cors.js';
@@ -23,14 +23,14 @@ export type GrantHandler = typeof passwordGrant;
  * issues an access token bound to the proof's key (`cnf.jkt`, `token_type` DPoP), and for a public client the
  * refresh token too (a confidential client's refresh token is bound by its credentials, RFC 9449 5).
  */
-async function withDpopProof(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<ServerContext> {
+async function withDpopProof(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<ProtocolContext> {
   if (!dpopRequired(client) && dpopHeader(request) === undefined) return ctx;
   const proof = await verifyDpopProof(ctx, realm, request);
   rememberTokenRequestProof(request, proof);
   return { ...ctx, tokens: ctx.tokens.withDpop({ jkt: proof.jkt, bindRefresh: client.publicClient }) };
 }
 
-export function tokenRoutes(app: FastifyInstance, ctx: ServerContext): void {
+export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const grants: Record<string, GrantHandler> = {
     password: passwordGrant,
     client_credentials: clientCredentialsGrant,

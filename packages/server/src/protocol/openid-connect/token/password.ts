@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { answeredAsBadCredentials, completeDirectLogin, refusedUser, runGrantSignIn, type SignInFailure } from '../../../authentication/index.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { checkedScope } from './scope.js';
@@ -11,7 +11,7 @@ import { offlineRequested, openOfflineSession } from '../offline.js';
 import { dueRequiredActions } from '../../../services/index.js';
 
 /** Resource-owner password grant (Keycloak's "direct access grants"). */
-export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function passwordGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   if (!client.directAccessGrantsEnabled) {
     throw oauthError.unauthorized_client('Client not allowed for direct access grants');
   }
@@ -65,7 +65,7 @@ export async function passwordGrant(ctx: ServerContext, realm: Realm, client: Cl
 }
 
 /** A step's refusal as Keycloak's direct grant answers it (the step recorded its event). */
-function grantRefusal(ctx: ServerContext, failure: SignInFailure): Error {
+function grantRefusal(ctx: ProtocolContext, failure: SignInFailure): Error {
   if (failure.kind === 'protector') {
     return failure.status === 503
       ? oauthError.invalid_grant('The server is busy, try again later', { status: 503, headers: { 'retry-after': String(failure.retryAfterSeconds ?? 5) } })
@@ -83,5 +83,5 @@ function grantRefusal(ctx: ServerContext, failure: SignInFailure): Error {
   return oauthError.invalid_grant('Invalid user credentials');
 }
 
-const tooManyFromAddress = (ctx: ServerContext) =>
+const tooManyFromAddress = (ctx: ProtocolContext) =>
   oauthError.invalid_grant('Too many failed logins from this address, try again later', { status: 429, headers: { 'retry-after': String(ctx.config.bruteForceIpWindowSeconds) } });

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { newId } from '../../../credentials/index.js';
 import { oauthError, TokenVerificationError, type EventError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
@@ -17,7 +17,7 @@ import { narrowedScope } from './scope.js';
  * refresh token reuse exceeded"). A refusal does not end the session, as in Keycloak. An `Offline` token refreshes
  * its offline session.
  */
-export async function refreshTokenGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function refreshTokenGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const presented = formField(request.body, 'refresh_token');
   if (!presented) throw oauthError.invalid_request('Missing parameter: refresh_token');

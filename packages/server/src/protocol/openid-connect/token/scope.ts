@@ -1,4 +1,4 @@
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { oauthError } from '../../../model/errors.js';
 import type { Client } from '../../../model/types.js';
 import { clientScopeSet } from '../../../services/index.js';
@@ -10,7 +10,7 @@ import { normalizeScope, unknownScopes } from '../mappers/index.js';
  * is kept only where the grant can give an offline session.
  */
 export async function checkedScope(
-  ctx: Pick<ServerContext, 'storage'>,
+  ctx: Pick<ProtocolContext, 'storage'>,
   client: Client,
   requested: string | undefined,
   offlineAllowed: boolean,
@@ -29,7 +29,7 @@ export async function checkedScope(
  * A refresh's `scope` parameter: absent, the scope of the login; present, it must name only scopes the login asked
  * for (a default scope always counts as asked), and the new tokens carry only those. null: refused.
  */
-export async function narrowedScope(ctx: Pick<ServerContext, 'storage'>, client: Client, granted: string, requested: string | undefined): Promise<string | null> {
+export async function narrowedScope(ctx: Pick<ProtocolContext, 'storage'>, client: Client, granted: string, requested: string | undefined): Promise<string | null> {
   if (requested === undefined || requested.trim() === '') return granted;
   const had = new Set([...granted.split(' '), ...(await clientScopeSet(ctx.storage, client)).defaultScopes.map((s) => s.name)]);
   const asked = normalizeScope(requested, true).split(' ');

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { newId } from '../../../credentials/index.js';
 import type { Client, Realm, User, UserSession } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { offlineRequested, openOfflineSession } from '../offline.js';
@@ -11,7 +11,7 @@ import { offlineRequested, openOfflineSession } from '../offline.js';
  * client's session in the user's SSO session, or with `offline_access` an offline session beside it, which outlives it.
  */
 export async function tokensForBrowserSession(
-  ctx: ServerContext,
+  ctx: ProtocolContext,
   request: FastifyRequest,
   realm: Realm,
   client: Client,

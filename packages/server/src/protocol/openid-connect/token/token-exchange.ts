@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { newId } from '../../../credentials/index.js';
 import { oauthError, TokenVerificationError, type EventError } from '../../../model/errors.js';
 import type { Client, Realm } from '../../../model/types.js';
-import type { ServerContext } from '../../../context.js';
+import type { ProtocolContext } from '../../context.js';
 import { baseUrl, requestInfo } from '../../../http/index.js';
 import { MissingAudience, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
@@ -32,7 +32,7 @@ function formValues(body: unknown, name: string): string[] {
  * switch on, confidential) trades a user's access token of this realm, in whose audience it is, for its own token,
  * with `audience` kept to clients its own token would have and `scope` to the subject token's and its own scopes.
  */
-export async function tokenExchangeGrant(ctx: ServerContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
+export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, client: Client, request: FastifyRequest): Promise<IssuedTokens> {
   const info = requestInfo(request);
   const body = request.body;
   const details: Record<string, string> = { grant_type: TOKEN_EXCHANGE_GRANT };
