@@ -185,6 +185,30 @@ describe('reset credentials and first broker login as Keycloak 26 builds them', 
     }
   });
 
+  it("opens the reset page through the realm's reset flow: a copy without the choose-user step answers as its e-mail step does for no user (Keycloak's 'e-mail sent', back on the login page)", async () => {
+    const resetPage = async () => {
+      const client = new FormClient(t.url);
+      const query = new URLSearchParams({ client_id: 'web', redirect_uri: OTP_CALLBACK, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+      await client.get(`${R()}/protocol/openid-connect/auth?${query}`);
+      return client.get(`${R()}/login-actions/reset-credentials`);
+    };
+    const built = await resetPage();
+    expect(built.status).toBe(200);
+    const resetForm = /<form[^>]*action="[^"]*login-actions\/reset-credentials"/;
+    expect(built.text).toMatch(resetForm);
+    await copy('reset credentials', 'no choose user');
+    ok(await call('DELETE', `/authentication/executions/${(await execution('no choose user', 'reset-credentials-choose-user')).id}`));
+    ok(await call('PUT', '', { resetCredentialsFlow: 'no choose user' }));
+    try {
+      const page = await resetPage();
+      expect(page.status).toBe(200);
+      expect(textOf(page.text, 'page-message')).toContain('receive an e-mail');
+      expect(page.text).not.toMatch(resetForm);
+    } finally {
+      ok(await call('PUT', '', { resetCredentialsFlow: 'reset credentials' }));
+    }
+  });
+
   describe('registration through the flow runner', () => {
     const register = async (fields: Record<string, string>) => {
       const client = new FormClient(t.url);

@@ -21,7 +21,11 @@ const mailedText = 'You should receive an e-mail shortly with further instructio
 export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginActionForm(app, ctx, 'reset-credentials', {
     needs: resetAllowed,
-    show: showPage.resetRequest,
+    // The page the realm's reset flow asks for first (its choose-user step's form in the built-in flow).
+    show: async (_ctx, request, reply, realm, auth) => {
+      const result = await runResetCredentials(ctx, realm, { clientId: auth.clientId, request: requestInfo(request), submitted: null, link: null, mailLink: mailer(request, realm) }, null);
+      return answerReset(request, reply, realm, result, { auth, values: {} });
+    },
     post: async (request, reply, realm, auth) => {
       const posted = await protectedPost(ctx, request, reply, realm, auth, {
         form: 'reset-credentials',
