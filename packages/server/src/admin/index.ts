@@ -18,6 +18,7 @@ import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
+import { revocationRoutes } from './revocation.js';
 import { clientInstallationRoutes } from './client-installation.js';
 import { userActionEmailRoutes } from './user-action-emails.js';
 import { userProfileRoutes } from './user-profile.js';
@@ -96,6 +97,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         identityProviderRoutes(realms, ctx);
         federatedIdentityRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
+        revocationRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);
         userProfileRoutes(realms);

@@ -93,6 +93,16 @@ export function containerRoleRoutes(
     return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
   });
 
+  app.get(`${prefix}/:roleName/composites/realm`, async (request: AdminRequest) => {
+    const { realm, role } = await byName(request);
+    return compositesIn(ctx, realm, role, null);
+  });
+
+  app.get(`${prefix}/:roleName/composites/clients/:clientUuid`, async (request: AdminRequest<{ realm: string; roleName: string; clientUuid: string }>) => {
+    const { realm, role } = await byName(request);
+    return compositesIn(ctx, realm, role, request.params.clientUuid);
+  });
+
   app.post(`${prefix}/:roleName/composites`, async (request: AdminRequest, reply) => {
     const { realm, role, clientRole, eventPath } = await byName(request);
     await ctx.storage.roles.addComposites(role.id, await compositeChange(ctx, request, role));
@@ -119,6 +129,21 @@ export function containerRoleRoutes(
     const users = await Promise.all(rows.map((r) => ctx.storage.users.byId(realm.id, r.user_id)));
     return users.filter((u) => u !== null).map((u) => userRep(u!));
   });
+}
+
+/**
+ * The direct composites of `role` held by one container, as Keycloak's `composites/realm` and
+ * `composites/clients/{client-uuid}` list them: the realm's roles (`clientUuid` null) or that client's.
+ */
+async function compositesIn(ctx: ServerContext, realm: Realm, role: Role, clientUuid: string | null) {
+  let containerId = realm.id;
+  if (clientUuid !== null) {
+    const client = await ctx.storage.clients.byId(realm.id, pathId(clientUuid, 'Client'));
+    if (!client) throw notFound('Could not find client');
+    containerId = client.id;
+  }
+  const children = (await ctx.storage.roles.composites(role.id)).filter((child) => child.clientRole === (clientUuid !== null) && child.containerId === containerId);
+  return roleReps(ctx.storage, children);
 }
 
 /** The roles a composites call adds to or removes from `parent`, once the caller may (requireMayCompose). */
@@ -174,6 +199,16 @@ export function realmRoleRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const { realm, role } = await byId(request);
     requireRole(callerOf(request), realm, permissionFor(role, false));
     return roleReps(ctx.storage, await ctx.storage.roles.composites(role.id));
+  });
+  app.get('/realms/:realm/roles-by-id/:id/composites/realm', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    return compositesIn(ctx, realm, role, null);
+  });
+  app.get('/realms/:realm/roles-by-id/:id/composites/clients/:clientUuid', async (request: AdminRequest<{ realm: string; id: string; clientUuid: string }>) => {
+    const { realm, role } = await byId(request);
+    requireRole(callerOf(request), realm, permissionFor(role, false));
+    return compositesIn(ctx, realm, role, request.params.clientUuid);
   });
   // The console's view of a role's composites (Realm settings → User registration edits default-roles-<realm>):
   // its children as a MappingsRepresentation, realm roles and client roles by clientId.

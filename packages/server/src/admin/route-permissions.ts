@@ -89,6 +89,10 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/users`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/users`), { roles: ['manage-users'] }],
   [write, new RegExp(`${R}/sessions/:id$`), { roles: ['manage-users'] }],
+  [write, new RegExp(`${R}/logout-all$`), { roles: ['manage-users'], note: "also sets the realm's notBefore, as Keycloak's" }],
+  [write, new RegExp(`${R}/push-revocation$`), { roles: ['manage-realm'] }],
+  [write, new RegExp(`${R}/clients/:id/push-revocation$`), { roles: ['manage-clients'] }],
+  [read, new RegExp(`${R}/client-session-stats$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/attack-detection/brute-force/users/:id$`), { roles: ['view-users'] }],
   [write, new RegExp(`${R}/attack-detection/brute-force/users(/:id)?$`), { roles: ['manage-users'] }],
 

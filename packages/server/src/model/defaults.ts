@@ -104,6 +104,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     passwordPolicy: '',
     sslRequired: 'external',
     defaultSignatureAlgorithm: null,
+    notBefore: 0,
   };
 }
 
@@ -133,5 +134,7 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     authorizationSettings: null,
     clientAuthenticatorType: 'client-secret',
     frontchannelLogout: false,
+    adminUrl: null,
+    notBefore: 0,
   };
 }

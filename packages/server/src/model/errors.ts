@@ -156,6 +156,7 @@ export const TOKEN_VERIFICATION_REASONS = [
   'wrong_issuer',
   'wrong_type',
   'revoked',
+  'not_before',
   'session_ended',
   'user_disabled',
   'client_disabled',

@@ -66,6 +66,8 @@ export interface Realm {
   sslRequired: SslRequired;
   /** Keycloak's defaultSignatureAlgorithm: what tokens are signed with unless the client names another; null: RS256. */
   defaultSignatureAlgorithm: string | null;
+  /** Keycloak's realm `notBefore` (seconds, set by logout-all or the Revocation tab): tokens issued before it are refused; 0: none. */
+  notBefore: number;
 }
 
 export interface Client {
@@ -106,6 +108,13 @@ export interface Client {
    * to its `frontchannel.logout.url`; when false, through its `backchannel.logout.url` (protocol/openid-connect/logout.ts).
    */
   frontchannelLogout: boolean;
+  /**
+   * Keycloak's `adminUrl` (the management URL): where the realm's admin actions reach the application (`k_logout`,
+   * `k_push_not_before`, as keycloak-connect's admin middleware answers them); null: none.
+   */
+  adminUrl: string | null;
+  /** Keycloak's client `notBefore` (seconds): tokens issued to this client before it are refused; 0: none. */
+  notBefore: number;
 }
 
 /** Keycloak's client authenticators this server runs (client-x509 is not one: representations/client.ts refuses it). */

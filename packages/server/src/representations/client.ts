@@ -28,11 +28,13 @@ export const clientSpec: Spec = {
   authenticationFlowBindingOverrides: { type: 'stringMap', max: 36 },
   clientAuthenticatorType: { type: 'string', max: 64 },
   frontchannelLogout: { type: 'boolean' },
+  adminUrl: { type: 'string', max: 2048 },
+  notBefore: { type: 'integer', min: 0, max: 2_147_483_647 },
 };
 export const clientIgnored = [
-  'id', 'access', 'adminUrl', 'authorizationServicesEnabled', 'authorizationSettings',
+  'id', 'access', 'authorizationServicesEnabled', 'authorizationSettings',
   'defaultClientScopes', 'defaultRoles', 'alwaysDisplayInConsole',
-  'nodeReRegistrationTimeout', 'notBefore', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
+  'nodeReRegistrationTimeout', 'optionalClientScopes', 'origin', 'protocolMappers', 'registeredNodes',
   'registrationAccessToken', 'surrogateAuthRequired', 'type', 'directGrantsOnly', 'clientTemplate', 'useTemplateConfig',
   'useTemplateScope', 'useTemplateMappers',
 ];
@@ -62,6 +64,8 @@ export const clientFieldUse: Record<string, string> = {
   authenticationFlowBindingOverrides: 'flows/runner.ts',
   clientAuthenticatorType: 'protocol/openid-connect/client-auth.ts',
   frontchannelLogout: 'protocol/openid-connect/logout.ts',
+  adminUrl: 'admin/revocation.ts',
+  notBefore: 'protocol/openid-connect/tokens.ts',
 };
 
 /** A client's scopes by name and its own mappers, as its representation shows them. */
@@ -77,7 +81,8 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     clientId: client.clientId,
     ...(client.name !== null ? { name: client.name } : {}),
     ...(client.description !== null ? { description: client.description } : {}),
-    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl, adminUrl: client.rootUrl } : {}),
+    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl } : {}),
+    ...(client.adminUrl ? { adminUrl: client.adminUrl } : {}),
     ...(client.baseUrl !== null ? { baseUrl: client.baseUrl } : {}),
     surrogateAuthRequired: false,
     enabled: client.enabled,
@@ -86,7 +91,7 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     ...(client.publicClient || client.secret === null ? {} : { secret: client.secret }),
     redirectUris: client.redirectUris,
     webOrigins: client.webOrigins,
-    notBefore: 0,
+    notBefore: client.notBefore,
     bearerOnly: client.bearerOnly,
     consentRequired: false,
     standardFlowEnabled: client.standardFlowEnabled,

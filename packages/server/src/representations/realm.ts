@@ -71,6 +71,7 @@ export const realmSpec: Spec = {
   [PASSKEYS_ENABLED_FIELD]: { type: 'boolean' },
   passwordPolicy: { type: 'string', max: 2048 },
   sslRequired: { type: 'string', pattern: /^(all|external|none)$/i, patternHint: 'all, external or none' },
+  notBefore: { type: 'integer', min: 0, max: 2_147_483_647 },
   defaultSignatureAlgorithm: { type: 'string', pattern: /^(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA)?$/, patternHint: 'RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 or EdDSA' },
 };
 
@@ -145,7 +146,7 @@ export const realmIgnored = [
   'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
   'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
-  'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'notBefore', 'verifiableCredentialsEnabled',
+  'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'verifiableCredentialsEnabled',
   'otpSupportedApplications', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
   'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
@@ -183,6 +184,7 @@ export const realmFieldUse: Record<string, string> = {
   registrationFlow: 'flows/index.ts',
   resetCredentialsFlow: 'flows/runner.ts',
   accessTokenLifespan: 'protocol/openid-connect/tokens.ts',
+  notBefore: 'protocol/openid-connect/tokens.ts',
   ssoSessionIdleTimeout: 'model/sessions.ts',
   ssoSessionMaxLifespan: 'model/sessions.ts',
   revokeRefreshToken: 'protocol/openid-connect/token/refresh-token.ts',
@@ -217,7 +219,7 @@ export function realmRep(realm: Realm) {
     id: realm.id,
     realm: realm.name,
     ...(realm.displayName !== null ? { displayName: realm.displayName } : {}),
-    notBefore: 0,
+    notBefore: realm.notBefore,
     defaultSignatureAlgorithm: realm.defaultSignatureAlgorithm ?? 'RS256',
     revokeRefreshToken: realm.revokeRefreshToken,
     refreshTokenMaxReuse: realm.refreshTokenMaxReuse,
@@ -303,6 +305,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
     if (value !== undefined) realm[key] = value as Realm[K];
   };
   set('name', rep.realm);
+  set('notBefore', rep.notBefore);
   set('eventsListeners', listeners);
   set('smtpServer', smtp);
   // Keycloak reads the value case-insensitively (kcadm's `-s sslRequired=NONE`) and answers it in lower case.

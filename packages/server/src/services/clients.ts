@@ -19,6 +19,9 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
   client.secret = client.publicClient || client.bearerOnly ? base.secret : (input.secret ?? base.secret ?? newSecret());
   // Kept as data from a realm file; the admin API neither shows nor takes it (Keycloak's client PUT leaves it too).
   client.authorizationSettings = input.authorizationSettings ?? base.authorizationSettings;
+  // As Keycloak's client update: a body without them leaves the management URL and the not-before time.
+  client.adminUrl = input.adminUrl ?? base.adminUrl;
+  client.notBefore = input.notBefore ?? base.notBefore;
   return client;
 }
 
@@ -28,7 +31,8 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
  */
 export async function insertClient(storage: Storage, realm: Realm, input: Partial<Client>, db: Db, path = 'client', extras: ClientExtras = {}): Promise<Client> {
   if (!input.clientId) throw badRequest(`${path}.clientId: is required`, 'clientId');
-  const client = clientFrom(input, defaultClient(newId(), realm.id, input.clientId));
+  // Keycloak's default at creation: a client with a root URL and no admin URL is managed at its root URL.
+  const client = clientFrom({ ...input, adminUrl: input.adminUrl ?? input.rootUrl ?? null }, defaultClient(newId(), realm.id, input.clientId));
   try {
     await storage.clients.insert(client, db);
   } catch (error) {

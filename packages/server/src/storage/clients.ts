@@ -31,6 +31,8 @@ function toClient(row: Selectable<ClientTable>): Client {
     authorizationSettings: fromJson(row.authorization_settings, null),
     clientAuthenticatorType: (row.authenticator_type ?? 'client-secret') as ClientAuthenticatorType,
     frontchannelLogout: row.frontchannel_logout === null ? true : bool(row.frontchannel_logout),
+    adminUrl: row.admin_url,
+    notBefore: row.not_before ?? 0,
   };
 }
 
@@ -60,6 +62,8 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
     authorization_settings: client.authorizationSettings === null ? null : toJson(client.authorizationSettings),
     authenticator_type: client.clientAuthenticatorType === 'client-secret' ? null : client.clientAuthenticatorType,
     frontchannel_logout: client.frontchannelLogout === false ? flag(false) : null,
+    admin_url: client.adminUrl,
+    not_before: client.notBefore || null,
   };
 }
 

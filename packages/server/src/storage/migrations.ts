@@ -709,4 +709,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('client').addColumn('frontchannel_logout', 'integer').execute();
     },
   },
+  // Keycloak's client adminUrl and notBefore (issue 41: logout-all and push-revocation). The representation showed a
+  // client's root URL as its adminUrl (Keycloak's default at creation); older clients keep that as their stored one.
+  '0029-client-admin-url-not-before': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('admin_url', 'text').execute();
+      await db.schema.alterTable('client').addColumn('not_before', 'integer').execute();
+      await db.updateTable('client').set((eb: any) => ({ admin_url: eb.ref('root_url') })).execute();
+    },
+  },
 };

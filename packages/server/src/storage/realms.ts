@@ -21,6 +21,8 @@ const OTP_POLICY_KEY = 'realmgate.otpPolicy';
 const WEBAUTHN_POLICIES_KEY = 'realmgate.webAuthnPolicies';
 /** defaultSignatureAlgorithm, kept the same way (absent: RS256). */
 const SIGNATURE_ALGORITHM_KEY = 'realmgate.defaultSignatureAlgorithm';
+/** The realm's notBefore (seconds), kept beside the other reserved attributes: 0 is not stored. */
+const NOT_BEFORE_KEY = 'realmgate.notBefore';
 
 const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
@@ -45,7 +47,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -84,6 +86,7 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     passwordPolicy: row.password_policy,
     sslRequired: readSslRequired(sslRequired),
     defaultSignatureAlgorithm: signatureAlgorithm ?? null,
+    notBefore: Number(notBefore ?? 0) || 0,
   };
 }
 
@@ -118,7 +121,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

@@ -98,6 +98,10 @@ export interface ClientTable {
   authenticator_type: string | null;
   /** Keycloak's frontchannelLogout; null is true (clients from before migration 0027). */
   frontchannel_logout: number | null;
+  /** Keycloak's adminUrl (management URL); null: none (migration 0029 gave older clients their root URL, as their representation showed). */
+  admin_url: string | null;
+  /** Keycloak's client notBefore (seconds); null: 0. */
+  not_before: number | null;
   created_at: number;
 }
 

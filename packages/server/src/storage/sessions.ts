@@ -123,6 +123,11 @@ export class SessionRepository {
     await db.deleteFrom('user_session').where('id', '=', id).execute();
   }
 
+  /** Every online session of the realm (Keycloak's logout-all); offline sessions stay. */
+  async deleteOnlineForRealm(realmId: string, db: Db = this.db): Promise<void> {
+    await db.deleteFrom('user_session').where('realm_id', '=', realmId).where('offline', '=', flag(false)).execute();
+  }
+
   async deleteForUser(userId: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('user_session').where('user_id', '=', userId).execute();
   }

@@ -285,6 +285,10 @@ export class TokenService {
     if (typeof payload.jti === 'string' && (await this.storage.sessions.isRevoked(payload.jti))) {
       throw new TokenVerificationError('revoked', 'token revoked');
     }
+    if (!options.hint && realm.notBefore && (payload.iat ?? 0) < realm.notBefore) {
+      // Keycloak's revocation policy: the realm's logout-all (or its Revocation tab) ends every token issued before.
+      throw new TokenVerificationError('not_before', 'token issued before the realm\'s not-before time');
+    }
     let sessionUserId: string | null = null;
     if (!options.hint && typeof payload.sid === 'string') {
       const session = await this.storage.sessions.byId(payload.sid);
@@ -308,6 +312,7 @@ export class TokenService {
       const user = typeof payload.sub === 'string' ? await this.storage.users.cachedById(realm.id, payload.sub) : null;
       if (!user || !user.enabled) throw new TokenVerificationError('user_disabled', 'user not found or disabled');
       if (!client || !client.enabled) throw new TokenVerificationError('client_disabled', 'client not found or disabled');
+      if (client.notBefore && (payload.iat ?? 0) < client.notBefore) throw new TokenVerificationError('not_before', 'token issued before the client\'s not-before time');
     }
     return payload as AccessTokenClaims & JWTPayload;
   }
