@@ -6,7 +6,7 @@ import SlowestFilesReporter from './scripts/slowest-files-reporter.js';
  * once per file. Only server files that launch no browser, patch no global (Date, timers, mocks, process.env), load
  * no extension package (whose module state, such as disposable-email's process-wide blocklist, would carry from one
  * file to the next) and start no second node; each passed three runs in a row in this project before it was added
- * (21 files, then these 67: packages/server/README.md, "One import of the server per worker").
+ * (21 files, then 67, then the three storage contract files of 2026-11-29 (sessions, flows, admin records): packages/server/README.md, "One import of the server per worker").
  */
 const SHARED_MODULES = [
   'account-anonymous.test.ts',
@@ -64,12 +64,15 @@ const SHARED_MODULES = [
   'sign-in.test.ts',
   'silent-settings.test.ts',
   'ssl-required.test.ts',
+  'storage-admin-records.test.ts',
   'storage-client-scopes.test.ts',
   'storage-components.test.ts',
   'storage-consents.test.ts',
   'storage-federation.test.ts',
+  'storage-flows.test.ts',
   'storage-groups.test.ts',
   'storage-import-export.test.ts',
+  'storage-sessions.test.ts',
   'target-guard.test.ts',
   'token-claims-pin.test.ts',
   'update-profile-action.test.ts',

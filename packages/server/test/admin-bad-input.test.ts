@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminRoutes, fillPath, paramCount, rawRequest, type PathValues, type Route } from './support/admin-routes.js';
-import { databases, startServer, type TestServer } from './support/server.js';
+import { databases, httpDatabases, startServer, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'bad';
@@ -616,8 +616,20 @@ const badIds: Record<string, string> = {
   'uppercase unknown uuid': randomUUID().toUpperCase(),
   whitespace: '%20',
 };
+/**
+ * The path values whose handling differs by database (PostgreSQL refuses NUL in text, SQLite cuts the string at it):
+ * the only ones swept on PostgreSQL too. Every other one is a lookup of a text no row has, alike on both (every column
+ * is `text`, every query bound), so it is swept on `httpDatabases` (issue 36).
+ */
+const databaseDependentIds = ['NUL', 'embedded NUL'];
 
+/**
+ * Every case on SQLite; on PostgreSQL only what reaches the database and can differ there: bodies (a value that passes
+ * validation is written), NUL path values, query parameters and search terms (each dialect's LIKE), and that nothing
+ * changed and nothing answered 5xx. Malformed JSON, content types and sizes are refused before any query (issue 36).
+ */
 describe.each(databases)('admin API refuses bad input on every route, with a 4xx and no change (%s)', (database) => {
+  const everyCase = httpDatabases.includes(database);
   let t: TestServer;
   let token: string;
   let values: PathValues;
@@ -770,20 +782,23 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     for (const k of [...Object.keys(bodyRoutes), ...Object.keys(queryRoutes)]) expect(routes.map(key), `${k} is not a route`).toContain(k);
   });
 
-  it('malformed JSON, other content types and bodies over 1 MiB (a realm import: 10 MiB) on every route that accepts a body', async () => {
-    const oversized = JSON.stringify({ description: 'a'.repeat(1024 * 1024) });
-    const oversizedImport = JSON.stringify({ description: 'a'.repeat(10 * 1024 * 1024) });
-    for (const route of routes.filter((r) => r.method !== 'GET')) {
-      const path = fillPath(route.url, values);
-      const label = key(route);
-      for (const [name, body] of Object.entries(malformedJson)) check(`${label} ${name}`, await send(route.method, path, body));
-      check(`${label} oversized`, await send(route.method, path, REALM_IMPORT_ROUTES.includes(label) ? oversizedImport : oversized), 413);
-      check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
-      // A credential's label is a text/plain body (Keycloak's): there a text body is read (credential-labels.test.ts).
-      if (!TEXT_BODY_ROUTES.includes(label)) check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
-    }
-    expect(failures).toEqual([]);
-  });
+  // Refused before any query: not run again on PostgreSQL.
+  if (everyCase) {
+    it('malformed JSON, other content types and bodies over 1 MiB (a realm import: 10 MiB) on every route that accepts a body', async () => {
+      const oversized = JSON.stringify({ description: 'a'.repeat(1024 * 1024) });
+      const oversizedImport = JSON.stringify({ description: 'a'.repeat(10 * 1024 * 1024) });
+      for (const route of routes.filter((r) => r.method !== 'GET')) {
+        const path = fillPath(route.url, values);
+        const label = key(route);
+        for (const [name, body] of Object.entries(malformedJson)) check(`${label} ${name}`, await send(route.method, path, body));
+        check(`${label} oversized`, await send(route.method, path, REALM_IMPORT_ROUTES.includes(label) ? oversizedImport : oversized), 413);
+        check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
+        // A credential's label is a text/plain body (Keycloak's): there a text body is read (credential-labels.test.ts).
+        if (!TEXT_BODY_ROUTES.includes(label)) check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
+      }
+      expect(failures).toEqual([]);
+    });
+  }
 
   it('wrong shapes and wrong field types in the body of every route that reads one', async () => {
     for (const [k, cases] of Object.entries(bodyRoutes)) {
@@ -797,14 +812,15 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     expect(failures).toEqual([]);
   });
 
-  it('path traversal, injection, over-long and malformed ids in every path parameter of every route', async () => {
+  it(everyCase ? 'path traversal, injection, over-long and malformed ids in every path parameter of every route' : 'NUL in every path parameter of every route', async () => {
+    const ids = Object.entries(badIds).filter(([name]) => everyCase || databaseDependentIds.includes(name));
     for (const route of routes.filter((r) => paramCount(r.url) > 0)) {
       for (let index = 0; index < paramCount(route.url); index++) {
-        for (const [name, raw] of Object.entries(badIds)) {
+        for (const [name, raw] of ids) {
           check(`${key(route)} param ${index} ${name}`, await send(route.method, fillPath(route.url, values, { index, raw })));
         }
         // Unencoded: `..` segments and slashes reach the router as they are.
-        check(`${key(route)} param ${index} raw traversal`, await send(route.method, fillPath(route.url, values, { index, raw: '../../../../etc/passwd' })));
+        if (everyCase) check(`${key(route)} param ${index} raw traversal`, await send(route.method, fillPath(route.url, values, { index, raw: '../../../../etc/passwd' })));
       }
     }
     expect(failures).toEqual([]);

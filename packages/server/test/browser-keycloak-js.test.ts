@@ -27,7 +27,10 @@ import Keycloak from '/keycloak.js';
 const query = new URLSearchParams(location.search);
 const keycloak = new Keycloak({ url: ${JSON.stringify(serverUrl)}, realm: ${JSON.stringify(REALM)}, clientId: ${JSON.stringify(CLIENT)} });
 window.keycloak = keycloak;
-const options = { checkLoginIframe: query.get('iframe') === 'on', checkLoginIframeInterval: 1 };
+const options = { checkLoginIframe: query.get('iframe') === 'on', checkLoginIframeInterval: Number(query.get('interval') ?? 1) };
+// The session-status frame's answers to each check, in order, for the test to count.
+window.statusAnswers = [];
+window.addEventListener('message', (event) => { if (event.origin === new URL(${JSON.stringify(serverUrl)}).origin && ['unchanged', 'changed', 'error'].includes(event.data)) window.statusAnswers.push(event.data); });
 if (query.get('onLoad')) options.onLoad = query.get('onLoad');
 if (query.get('silent') === 'on') options.silentCheckSsoRedirectUri = location.origin + '/silent-check-sso.html';
 if (query.get('logoutMethod')) options.logoutMethod = query.get('logoutMethod');
@@ -73,9 +76,9 @@ async function signInOnLoginPage(page: Page): Promise<void> {
 }
 
 /** A page of a fresh browser context (no session), signed in through login-required. */
-async function signedIn(context: BrowserContext, iframe: string): Promise<Page> {
+async function signedIn(context: BrowserContext, iframe: string, extra: Record<string, string> = {}): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(appUrl({ onLoad: 'login-required', iframe }));
+  await page.goto(appUrl({ onLoad: 'login-required', iframe, ...extra }));
   await signInOnLoginPage(page);
   expect(await outcome(page)).toEqual({ authenticated: true });
   return page;
@@ -86,7 +89,8 @@ const kcEval = <T>(page: Page, body: string): Promise<T> => page.evaluate(`(asyn
 describe.each(['on', 'off'])('keycloak-js with checkLoginIframe %s', (iframe) => {
   it('login-required, updateToken, loadUserInfo, loadUserProfile, hasRealmRole/hasResourceRole', async () => {
     const context = await browser.newContext();
-    const page = await signedIn(context, iframe);
+    // Checks every 0.2 s (keycloak-js takes seconds, fractions too), so two of them pass in well under a second.
+    const page = await signedIn(context, iframe, { interval: '0.2' });
     const before = await kcEval<string>(page, 'return keycloak.token;');
     expect(await kcEval(page, 'return await keycloak.updateToken(-1);')).toBe(true);
     expect(await kcEval<string>(page, 'return keycloak.token;')).not.toBe(before);
@@ -95,9 +99,13 @@ describe.each(['on', 'off'])('keycloak-js with checkLoginIframe %s', (iframe) =>
     expect(await kcEval(page, 'return await keycloak.loadUserProfile();')).toMatchObject({ username: USER.username, email: USER.email, firstName: USER.firstName, lastName: USER.lastName, emailVerified: true });
     expect(await kcEval(page, "return [keycloak.hasRealmRole('reader'), keycloak.hasRealmRole('admin'), keycloak.hasResourceRole('manage-account', 'account'), keycloak.hasResourceRole('manage-account')];")).toEqual([true, false, true, false]);
     if (iframe === 'on') {
-      // The session-status frame is there and keeps the session: after two check intervals the token is still held.
+      // The session-status frame is there and keeps the session: two more checks answered "unchanged" (counted, not
+      // waited for by the clock), and the token is still held.
       expect(await page.locator('iframe[title="keycloak-session-iframe"]').count()).toBe(1);
-      await page.waitForTimeout(2500);
+      const answers = () => page.evaluate(() => (window as unknown as { statusAnswers: string[] }).statusAnswers);
+      const seen = (await answers()).length;
+      await page.waitForFunction((n) => (window as unknown as { statusAnswers: string[] }).statusAnswers.length >= n + 2, seen);
+      expect((await answers()).slice(seen, seen + 2)).toEqual(['unchanged', 'unchanged']);
       expect(await kcEval(page, 'return keycloak.authenticated;')).toBe(true);
     }
     await context.close();
