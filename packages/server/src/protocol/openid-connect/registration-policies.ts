@@ -139,7 +139,11 @@ async function runOne(ctx: Pick<ServerContext, 'storage'>, realm: Realm, policy:
 
 /** Runs the realm's policies for `auth` at `hook`; the first refusal is a 403 naming the policy. */
 export async function runRegistrationPolicies(ctx: Pick<ServerContext, 'storage'>, realm: Realm, auth: RegistrationAuth, hook: PolicyHook, input: PolicyInput): Promise<void> {
-  const policies = (await ctx.storage.federation.components(realm.id, { parentId: realm.id, providerType: CLIENT_REGISTRATION_POLICY_TYPE })).filter((c) => c.subType === auth);
+  // Who may call first: Trusted Hosts policies run before the others (then name order), so an untrusted sender hears
+  // "Host not trusted." whatever else would refuse, as Keycloak's defaults (in the order it creates them) answer.
+  const policies = (await ctx.storage.federation.components(realm.id, { parentId: realm.id, providerType: CLIENT_REGISTRATION_POLICY_TYPE }))
+    .filter((c) => c.subType === auth)
+    .sort((a, b) => Number(b.providerId === POLICY.trustedHosts) - Number(a.providerId === POLICY.trustedHosts));
   for (const policy of policies) {
     try {
       await runOne(ctx, realm, policy, hook, input);
