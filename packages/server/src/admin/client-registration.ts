@@ -12,7 +12,7 @@ import { clientScopeViews } from '../services/index.js';
 import type { InitialAccess } from '../storage/index.js';
 import { loadClient, mayHoldSecret, requireMayChangeAdministrationClient } from './clients.js';
 import { forbidden } from '../model/errors.js';
-import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 /** Keycloak's ClientInitialAccessPresentation, without the token (shown once, in the POST's answer). */
 const presentation = (m: InitialAccess) => ({ id: m.id, timestamp: m.timestamp, expiration: m.expiration, count: m.count, remainingCount: m.remainingCount });
@@ -30,7 +30,7 @@ export function clientRegistrationAdminRoutes(app: FastifyInstance, ctx: ServerC
 
   app.post('/realms/:realm/clients-initial-access', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    const input = parseRepresentation(request.body ?? {}, { expiration: { type: 'integer', min: 0 }, count: { type: 'integer', min: 0 } }, ['webOrigins'], 'clientInitialAccess') as {
+    const input = parseRepresentation(request.body, { expiration: { type: 'integer', min: 0 }, count: { type: 'integer', min: 0 } }, ['webOrigins'], 'clientInitialAccess') as {
       expiration?: number;
       count?: number;
     };
@@ -47,7 +47,7 @@ export function clientRegistrationAdminRoutes(app: FastifyInstance, ctx: ServerC
 
   app.delete('/realms/:realm/clients-initial-access/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const realm = await targetRealm(ctx, request);
-    if (request.params.id.length > 64 || !(await ctx.storage.clientRegistration.deleteInitialAccess(realm.id, request.params.id))) throw notFound('Initial access token not found');
+    if (!(await ctx.storage.clientRegistration.deleteInitialAccess(realm.id, pathId(request.params.id, 'Initial access token')))) throw notFound('Initial access token not found');
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'CLIENT_INITIAL_ACCESS_MODEL', `clients-initial-access/${request.params.id}`);
     return reply.code(204).send();
   });
