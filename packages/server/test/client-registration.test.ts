@@ -303,6 +303,11 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     expect(read.body).toMatchObject({ clientId: 'managed', registrationAccessToken: second.body.registrationAccessToken });
     // Not for a user without manage-clients.
     expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients/${managed.id}/registration-access-token`, await userToken('plain'))).status).toBe(403);
+    // A path that names no storable client id (NUL, over-long): refused like an unknown client, never a 5xx.
+    for (const raw of ['%00', 'a'.repeat(300), '..%2F..%2Fadmin']) {
+      expect((await api(t.url, 'GET', `${defaultPath}/${raw}`, second.body.registrationAccessToken)).status, raw).toBe(401);
+      expect((await api(t.url, 'GET', `${defaultPath}/${raw}`, await userToken('manager'))).status, raw).toBe(404);
+    }
     // No provider beyond Keycloak's two.
     expect((await api(t.url, 'GET', `/realms/${REALM}/clients-registrations/install/managed`, second.body.registrationAccessToken)).status).toBe(404);
   });

@@ -45,6 +45,9 @@ type Caller =
 
 type Params = { realm: string; provider: string; clientId?: string };
 
+/** A client id from the path that could name a client (no NUL, not longer than a stored one), else null. */
+const storableClientId = (id: string): string | null => (id.length <= 255 && !id.includes('\u0000') ? id : null);
+
 const unauthorized = (description: string) => oauthError.invalid_token(description);
 const forbidden = (description = 'Forbidden') => oauthError.insufficient_scope(description);
 
@@ -257,10 +260,10 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
 
   app.get<{ Params: Params & { clientId: string } }>('/realms/:realm/clients-registrations/:provider/:clientId', async (request, reply) => {
     const { realm, base, provider } = await start(request);
-    const clientId = request.params.clientId;
+    const clientId = storableClientId(request.params.clientId);
     return withEvent(realm, request, 'CLIENT_INFO', () => clientId, async () => {
       const caller = await callerOf(realm, base, request);
-      const client = await ctx.storage.clients.byClientId(realm.id, clientId);
+      const client = clientId === null ? null : await ctx.storage.clients.byClientId(realm.id, clientId);
       const auth = await requireClientAccess(realm, caller, client, 'view');
       await runRegistrationPolicies(ctx, realm, auth, 'view', { ip: request.ip, client: client! });
       const token = caller.kind === 'registration' ? await tokenForReader(realm, base, caller, auth) : undefined;
@@ -271,10 +274,10 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
 
   app.put<{ Params: Params & { clientId: string } }>('/realms/:realm/clients-registrations/:provider/:clientId', async (request, reply) => {
     const { realm, base, provider } = await start(request);
-    const clientId = request.params.clientId;
+    const clientId = storableClientId(request.params.clientId);
     return withEvent(realm, request, 'CLIENT_UPDATE', () => clientId, async () => {
       const caller = await callerOf(realm, base, request);
-      const client = await ctx.storage.clients.byClientId(realm.id, clientId);
+      const client = clientId === null ? null : await ctx.storage.clients.byClientId(realm.id, clientId);
       const auth = await requireClientAccess(realm, caller, client, 'update');
       const current = client!;
       const parsed = await readBody(provider, request.body, current);
@@ -313,10 +316,10 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
 
   app.delete<{ Params: Params & { clientId: string } }>('/realms/:realm/clients-registrations/:provider/:clientId', async (request, reply) => {
     const { realm, base } = await start(request);
-    const clientId = request.params.clientId;
+    const clientId = storableClientId(request.params.clientId);
     return withEvent(realm, request, 'CLIENT_DELETE', () => clientId, async () => {
       const caller = await callerOf(realm, base, request);
-      const client = await ctx.storage.clients.byClientId(realm.id, clientId);
+      const client = clientId === null ? null : await ctx.storage.clients.byClientId(realm.id, clientId);
       const auth = await requireClientAccess(realm, caller, client, 'update');
       await runRegistrationPolicies(ctx, realm, auth, 'delete', { ip: request.ip, client: client! });
       await ctx.storage.transaction(async (trx) => {
