@@ -285,6 +285,12 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     const masterRegistration = await api(t.url, 'POST', '/realms/master/clients-registrations/default', masterInitial.token, { clientId: 'future-realm' });
     expect(masterRegistration.body.error).toBe('invalid_client_metadata');
 
+    // Flow overrides decide how users sign in: not set by an initial access token's holder.
+    const flows = (await api(t.url, 'GET', `/admin/realms/${REALM}/authentication/flows`, admin)).body as { id: string; alias: string }[];
+    const overridden = await api(t.url, 'POST', defaultPath, initial.token, { clientId: 'weak-flow', authenticationFlowBindingOverrides: { browser: flows.find((f) => f.alias === 'direct grant')!.id } });
+    expect(overridden.status).toBe(400);
+    expect(overridden.body.error_description).toContain('authenticationFlowBindingOverrides are set by an administrator');
+
     expect(await clientCount()).toBe(before);
     const left = ((await api(t.url, 'GET', `/admin/realms/${REALM}/clients-initial-access`, admin)).body as { id: string; remainingCount: number }[]).find((m) => m.id === initial.id);
     expect(left?.remainingCount).toBe(20);

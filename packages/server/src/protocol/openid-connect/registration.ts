@@ -154,7 +154,13 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
     });
   }
 
-  async function checkClient(realm: Realm, client: Client, previousOverrides: Record<string, string>): Promise<void> {
+  async function checkClient(realm: Realm, caller: Caller, client: Client, previousOverrides: Record<string, string>): Promise<void> {
+    // A client's flow overrides decide how users sign in (and an SSO session made through a weaker flow serves every
+    // client): only an administrator's token sets them here, as through the admin API (a deliberate restriction).
+    const overrides = JSON.stringify(Object.entries(client.authenticationFlowBindingOverrides).sort());
+    if (caller.kind !== 'user' && overrides !== JSON.stringify(Object.entries(previousOverrides).sort())) {
+      throw oauthError.invalid_client_metadata('Client metadata invalid: authenticationFlowBindingOverrides are set by an administrator (the admin API or a user token with manage-clients)');
+    }
     await metadataWork(() => checkClientAttributes(ctx, client.attributes));
     const problem = await ctx.flows.validateOverrides(realm, client.authenticationFlowBindingOverrides, previousOverrides);
     if (problem) throw oauthError.invalid_client_metadata(problem);
@@ -235,7 +241,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
       };
       await runRegistrationPolicies(ctx, realm, auth, 'register', policyInput);
       const draft = { ...input, attributes: input.attributes ?? {}, authenticationFlowBindingOverrides: input.authenticationFlowBindingOverrides ?? {} } as Client;
-      await checkClient(realm, draft, {});
+      await checkClient(realm, caller, draft, {});
       const issued = await issueRegistrationToken(ctx, realm, base, REGISTRATION_ACCESS_TOKEN, { registrationAuth: auth });
       const client = await metadataWork(() =>
         ctx.storage.transaction(async (trx) => {
@@ -295,7 +301,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
         existingScopes: [...(view?.defaultClientScopes ?? []), ...(view?.optionalClientScopes ?? [])],
         mapperTypes: (parsed.protocolMappers ?? []).map((m) => m.protocolMapper),
       });
-      await checkClient(realm, updated, current.authenticationFlowBindingOverrides);
+      await checkClient(realm, caller, updated, current.authenticationFlowBindingOverrides);
       const next = caller.kind === 'registration' ? await issueRegistrationToken(ctx, realm, base, REGISTRATION_ACCESS_TOKEN, { registrationAuth: auth }) : null;
       await metadataWork(() =>
         ctx.storage.transaction(async (trx) => {
