@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 40, item 7: dynamic client registration as Keycloak 26.7.3 answers it (SQLite: HTTP behaviour; the storage
@@ -184,6 +184,11 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
   it('an anonymous registration passes once 127.0.0.1 is trusted (and consent is not required); its URIs must be on trusted hosts; max clients', async () => {
     const all = await policies();
     const trusted = all.find((p) => p.name === 'Trusted Hosts')!;
+    // A forwarded address is not the sender's unless it came through a trusted proxy (none here); no DNS is asked.
+    ok(await api(t.url, 'PUT', `/admin/realms/${REALM}/components/${trusted.id}`, admin, { ...trusted, config: { ...trusted.config, 'trusted-hosts': ['10.9.9.9', 'registrar.example'] } }));
+    const spoofed = await api(t.url, 'POST', oidcPath, null, { redirect_uris: ['http://127.0.0.1:9/cb'] }, { 'x-forwarded-for': '10.9.9.9', 'x-real-ip': '10.9.9.9' });
+    expect(spoofed.status).toBe(403);
+    expect(spoofed.body.error_description).toContain('Host not trusted.');
     ok(await api(t.url, 'PUT', `/admin/realms/${REALM}/components/${trusted.id}`, admin, { ...trusted, config: { ...trusted.config, 'trusted-hosts': ['127.0.0.1'] } }));
     const register = (body: Record<string, unknown>) => api(t.url, 'POST', oidcPath, null, body);
 
@@ -316,5 +321,38 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     }
     // No provider beyond Keycloak's two.
     expect((await api(t.url, 'GET', `/realms/${REALM}/clients-registrations/install/managed`, second.body.registrationAccessToken)).status).toBe(404);
+  });
+});
+
+describe('dynamic client registration on two nodes', () => {
+  let pair: Awaited<ReturnType<typeof startServerPair>>;
+  let admin: string;
+  beforeAll(async () => {
+    // One public base URL for both nodes, as behind a load balancer: tokens of one node are the other's too.
+    pair = await startServerPair({ REALMGATE_HOSTNAME: 'http://auth.dcr.localhost' });
+    admin = await adminToken(pair.a.url);
+    expect((await api(pair.a.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
+  }, 60_000);
+  afterAll(async () => {
+    await pair?.close();
+  });
+
+  it('the last use of an initial access token and a registration access token are each taken once across nodes', async () => {
+    const path = `/realms/${REALM}/clients-registrations/openid-connect`;
+    const initial = await api(pair.a.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, admin, { count: 1 });
+    const registrations = await Promise.all([pair.a, pair.b, pair.a, pair.b].map((node) => api(node.url, 'POST', path, initial.body.token, { redirect_uris: ['http://127.0.0.1:9/cb'] })));
+    expect(registrations.map((r) => r.status).sort()).toEqual([201, 401, 401, 401]);
+    const created = registrations.find((r) => r.status === 201)!.body;
+    expect(registrations.filter((r) => r.status === 401).map((r) => r.body.error_description)).toEqual(Array(3).fill('No remaining count on initial access token'));
+    expect(created.registration_client_uri).toBe(`http://auth.dcr.localhost${path}/${created.client_id}`);
+    const uri = `${path}/${created.client_id}`;
+    const updates = await Promise.all([pair.a, pair.b, pair.a, pair.b].map((n) => api(n.url, 'PUT', uri, created.registration_access_token, { client_id: created.client_id, redirect_uris: ['http://127.0.0.1:9/cb'] })));
+    expect(updates.map((u) => u.status).sort()).toEqual([200, 401, 401, 401]);
+    // Both nodes refuse the old token and take the new one.
+    const next = updates.find((u) => u.status === 200)!.body.registration_access_token;
+    for (const n of [pair.a, pair.b]) {
+      expect((await api(n.url, 'GET', uri, created.registration_access_token)).status).toBe(401);
+      expect((await api(n.url, 'GET', uri, next)).status).toBe(200);
+    }
   });
 });
