@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminToken, api, httpDatabases, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
@@ -269,6 +271,22 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     expect(metadataAddress.status).toBe(400);
     expect(metadataAddress.body.error).toBe('invalid_client_metadata');
     expect(metadataAddress.body.error_description).toContain('jwks.url');
+    // A JWKS URL the guard lets through is kept, not fetched at registration: a loopback listener sees no connection.
+    let connections = 0;
+    const listener = createServer((_req, res) => res.end('{"keys":[]}'));
+    listener.on('connection', () => (connections += 1));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    try {
+      const jwksUri = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/jwks`;
+      const kept = await api(t.url, 'POST', oidcPath, (await initialToken(REALM, { count: 1 })).token, { redirect_uris: ['http://127.0.0.1:9/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri });
+      expect(kept.status, JSON.stringify(kept.body)).toBe(201);
+      expect(kept.body).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri });
+      expect(kept.body.client_secret).toBeUndefined();
+      expect(connections).toBe(0);
+      expect((await api(t.url, 'DELETE', `${oidcPath}/${kept.body.client_id}`, kept.body.registration_access_token)).status).toBe(204);
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
     const both = await register({ redirect_uris: ['http://127.0.0.1:9/cb'], jwks_uri: 'http://127.0.0.1:9/jwks', jwks: { keys: [] } });
     expect(both.body).toEqual({ error: 'invalid_client_metadata', error_description: 'Client metadata invalid: Illegal to use both jwks_uri and jwks' });
     const keyless = await register({ redirect_uris: ['http://127.0.0.1:9/cb'], token_endpoint_auth_method: 'private_key_jwt' });
