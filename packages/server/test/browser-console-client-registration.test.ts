@@ -52,4 +52,23 @@ describe('client registration in the console', () => {
     expect(problems).toEqual([]);
     expect(await session.page.content()).not.toContain(created.body.token);
   });
+
+  it("creates an initial access token with the console's form: the token is shown once, the list gets it", async () => {
+    const before = ((await api(t.url, 'GET', `/admin/realms/${REALM}/clients-initial-access`, admin)).body as { id: string }[]).map((m) => m.id);
+    expect(await session.open(`${REALM}/clients/initialAccessToken/create`, 'registration-create-token', (p) => p.getByTestId('save').waitFor(wait))).toEqual([]);
+    const { page } = session;
+    await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === `/admin/realms/${REALM}/clients-initial-access` && r.status() === 201, wait), page.getByTestId('save').click()]);
+    await session.ready('registration-token-shown', (p) => p.getByTestId('initialAccessToken').waitFor(wait));
+    const field = page.locator('[data-testid="initialAccessToken"] input, input[data-testid="initialAccessToken"]').first();
+    const shown = (await field.inputValue()).trim();
+    expect(shown.split('.')).toHaveLength(3);
+    expect(session.problems).toEqual([]);
+    const after = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients-initial-access`, admin)).body as { id: string; count: number; expiration: number }[];
+    const added = after.filter((m) => !before.includes(m.id));
+    expect(added).toHaveLength(1);
+    expect(added[0]).toMatchObject({ count: 1, expiration: 86400 });
+    // The token the console showed registers a client.
+    const registered = await api(t.url, 'POST', `/realms/${REALM}/clients-registrations/openid-connect`, shown, { redirect_uris: ['http://127.0.0.1:9/cb'] });
+    expect(registered.status, JSON.stringify(registered.body)).toBe(201);
+  });
 });
