@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../../context.js';
-import { newSecret } from '../../credentials/index.js';
+import { newSecret, secretsEqual } from '../../credentials/index.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
 import { adminClientId, REALM_MANAGEMENT } from '../../model/defaults.js';
 import { AppError, OAuthError, oauthError, TokenVerificationError, type EventError } from '../../model/errors.js';
@@ -131,7 +131,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ServerContex
     }
     if (caller.kind === 'registration' && client) {
       const stored = await ctx.storage.clientRegistration.registrationToken(client.id);
-      if (stored && stored.tokenHash === caller.hash) return stored.registrationAuth === 'anonymous' ? 'anonymous' : 'authenticated';
+      if (stored && secretsEqual(stored.tokenHash, caller.hash)) return stored.registrationAuth === 'anonymous' ? 'anonymous' : 'authenticated';
     }
     if (mode === 'view') {
       if (caller.kind === 'initial') throw unauthorized('Not initial access token allowed');
