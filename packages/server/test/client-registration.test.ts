@@ -142,6 +142,13 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     const allEvents = JSON.stringify((await api(t.url, 'GET', `/admin/realms/${REALM}/events?max=500`, admin)).body);
     expect(allEvents).not.toContain(firstToken.split('.')[2]);
     expect(allEvents).not.toContain(initial.token.split('.')[2]);
+    // Nor in the server's log.
+    const logged = JSON.stringify(t.logs);
+    for (const token of [initial.token, firstToken, secondToken]) expect(logged).not.toContain(token.split('.')[2]);
+    // The database keeps hashes only: no token's secret `jti` is stored.
+    const jti = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).jti as string;
+    const stored = JSON.stringify([...(await t.server.context.storage.db.selectFrom('client_initial_access').selectAll().execute()), ...(await t.server.context.storage.db.selectFrom('client_registration_token').selectAll().execute())]);
+    for (const token of [initial.token, secondToken]) expect(stored).not.toContain(jti(token));
   });
 
   it('refuses a spent, expired, deleted or foreign initial access token, and a registration with none when the anonymous policies refuse', async () => {
