@@ -403,6 +403,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   // Refused before anything is fetched (the provider kind, the URL's form).
   'POST /admin/realms/:realm/identity-provider/import-config': objectBody([{ providerId: 'oidc' }, { providerId: 5, fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 5 }, { providerId: 'oidc', fromUrl: 'ftp://127.0.0.1/x' }, { providerId: 'saml', fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 'x'.repeat(3000) }, { fromUrl: 'http://127.0.0.1/x' }]),
   'POST /admin/realms/:realm/components': objectBody(componentFields),
+  'POST /admin/realms/:realm/clients-initial-access': objectBody([{ count: -1 }, { count: 'many' }, { count: 1.5 }, { expiration: -5 }, { expiration: '60' }, { expiration: 2 ** 40 }, { count: 1, token: 'chosen' }]),
   'PUT /admin/realms/:realm/components/:id': objectBody([...componentFields.slice(2), { parentId: 'self' }]),
   'POST /admin/realms/:realm/partialImport': objectBody([
     { ifResourceExists: 'MERGE' },
@@ -424,6 +425,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
 /** POST and PUT routes that take no body (any body is ignored, as Keycloak ignores it). */
 const noBodyRoutes = [
   'POST /admin/realms/:realm/clients/:id/client-secret',
+  'POST /admin/realms/:realm/clients/:id/registration-access-token',
   'POST /admin/realms/:realm/authentication/executions/:id/raise-priority',
   'POST /admin/realms/:realm/authentication/executions/:id/lower-priority',
   'POST /admin/realms/:realm/authentication/required-actions/:alias/raise-priority',
@@ -481,6 +483,8 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/clients-initial-access',
+  'GET /admin/realms/:realm/client-registration-policy/providers',
   'GET /admin/serverinfo',
   'GET /admin/:realm/console',
   'GET /admin/realms/:realm/ui-ext/info',
@@ -666,6 +670,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       realms: (await get('/admin/realms')) as unknown,
       realm: await get(base),
       clients: await get(`${base}/clients`),
+      initialAccess: await get(`${base}/clients-initial-access`),
       users: await get(`${base}/users?max=1000`),
       userCount: await get(`${base}/users/count`),
       serviceAccount: await get(`${base}/clients/${values['clients:id']}/service-account-user`),

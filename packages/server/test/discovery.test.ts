@@ -110,9 +110,9 @@ async function exerciseAll(advertised: string[], exercisers: Record<string, () =
 }
 
 describe('discovery advertises exactly what works', () => {
-  it('advertises no registration endpoint; front- and back-channel logout with sid (exercised in logout-notifications.test.ts)', () => {
+  it("advertises Keycloak's registration endpoint (client-registration.test.ts); front- and back-channel logout with sid (exercised in logout-notifications.test.ts)", () => {
     expect(meta.issuer).toBe(`${t.url}/realms/${REALM}`);
-    expect(meta.registration_endpoint).toBeUndefined();
+    expect(meta.registration_endpoint).toBe(`${meta.issuer}/clients-registrations/openid-connect`);
     expect(meta).toMatchObject({ claims_parameter_supported: false, request_parameter_supported: true, request_uri_parameter_supported: false });
     expect(meta).toMatchObject({ frontchannel_logout_supported: true, frontchannel_logout_session_supported: true, backchannel_logout_supported: true, backchannel_logout_session_supported: true });
   });
@@ -175,6 +175,12 @@ describe('discovery advertises exactly what works', () => {
         const done = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dina', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
         const code = new URL(done.location!).searchParams.get('code')!;
         expect((await json(await form(meta.token_endpoint, { grant_type: 'authorization_code', client_id: 'spa', code, redirect_uri: CALLBACK, code_verifier: verifier }))).status).toBe(200);
+      },
+      registration_endpoint: async () => {
+        const initial = await api(t.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, adminBearer, { count: 1 });
+        const registered = await json(await fetch(meta.registration_endpoint, { method: 'POST', headers: { authorization: `Bearer ${initial.body.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [CALLBACK] }) }));
+        expect(registered.status).toBe(201);
+        expect(registered.body.registration_client_uri).toBe(`${meta.registration_endpoint}/${registered.body.client_id}`);
       },
       check_session_iframe: async () => {
         // The frame page and its script; what it answers is tested in browser-session-monitor.test.ts.

@@ -13,29 +13,13 @@ import { roleMappingRoutes } from './role-mappings.js';
 import { containerRoleRoutes } from './roles.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import type { ProtocolMapperInput } from '../representations/client-scope.js';
-import { clientKeyAttributeProblems } from '../keys/client-keys.js';
-import { TOKEN_SIGNATURE_ALGS } from '../keys/index.js';
-import { CLIENT_ALG_ATTRIBUTE, USERINFO_ALG_ATTRIBUTE } from '../protocol/openid-connect/tokens.js';
-import { ASSERTION_ALG_ATTRIBUTE, ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
-
-const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
+import { checkClientAttributes } from '../protocol/openid-connect/client-attributes.js';
 import { clientEventRep, clientRep, parseClient, parseClientExtras } from '../representations/client.js';
 import { userRep } from '../representations/user.js';
 import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
-/** The providers' rules for client attributes (a webhook URL, say): 400 naming each problem, nothing written. */
-async function checkAttributes(ctx: ServerContext, attributes: Readonly<Record<string, string>>): Promise<void> {
-  const problems = [...clientKeyAttributeProblems(attributes, ctx.clientKeys), ...(await ctx.providers.clientAttributeProblems(attributes))];
-  for (const name of [CLIENT_ALG_ATTRIBUTE.access, CLIENT_ALG_ATTRIBUTE.id, USERINFO_ALG_ATTRIBUTE]) {
-    const value = attributes[name];
-    if (value && !(name === USERINFO_ALG_ATTRIBUTE && value === 'unsigned') && !(TOKEN_SIGNATURE_ALGS as readonly string[]).includes(value)) {
-      problems.unshift(`${name}: ${JSON.stringify(value.slice(0, 20))} is not a signature algorithm Realmgate signs with (${TOKEN_SIGNATURE_ALGS.join(', ')})`);
-    }
-  }
-  const alg = attributes[ASSERTION_ALG_ATTRIBUTE];
-  if (alg && !(ASSERTION_ALGS as readonly string[]).includes(alg)) problems.unshift(`${ASSERTION_ALG_ATTRIBUTE}: ${JSON.stringify(alg.slice(0, 20))} is not an algorithm Realmgate accepts (${ASSERTION_ALGS.join(', ')})`);
-  if (problems.length > 0) throw badRequest(`client.attributes: ${problems.join('; ')}`, 'attributes');
-}
+/** The rules for client attributes (protocol/openid-connect/client-attributes.ts): 400 naming each problem, nothing written. */
+const checkAttributes = checkClientAttributes;
 
 /**
  * A client's flow overrides name top-level flows of its realm that can run: 400 naming the binding otherwise

@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Component, Realm } from '../model/types.js';
+import { CLIENT_REGISTRATION_POLICY_TYPE } from '../model/client-registration.js';
 import { KeyProviderError } from '../keys/index.js';
 import { keyProviderComponents } from './keys.js';
 import { queryString } from './query.js';
@@ -72,7 +73,9 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
     const component: Component = { ...input, id: newId(), realmId: realm.id, parentId: input.parentId ?? realm.id, providerType: input.providerType };
     await checkParent(realm, component.parentId);
     await ctx.storage.federation.insertComponent(component);
-    ctx.logger.warn({ realm: realm.name, providerType: component.providerType, providerId: component.providerId }, 'component stored as data: Realmgate does not run it');
+    if (component.providerType !== CLIENT_REGISTRATION_POLICY_TYPE) {
+      ctx.logger.warn({ realm: realm.name, providerType: component.providerType, providerId: component.providerId }, 'component stored as data: Realmgate does not run it');
+    }
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'COMPONENT', `components/${component.id}`, componentRep(component));
     return reply.code(201).header('location', locationOf(ctx, request, component.id)).send();
   });

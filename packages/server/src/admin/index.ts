@@ -9,6 +9,7 @@ import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientCertificateRoutes } from './client-certificates.js';
 import { clientRoutes } from './clients.js';
+import { clientRegistrationAdminRoutes } from './client-registration.js';
 import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
 import { componentRoutes } from './components.js';
@@ -84,6 +85,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
       const scoped = async (realms: FastifyInstance) => {
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
+        clientRegistrationAdminRoutes(realms, ctx);
         clientCertificateRoutes(realms, ctx);
         clientScopeRoutes(realms, ctx);
         clientScopeLinkRoutes(realms, ctx);

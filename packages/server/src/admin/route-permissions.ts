@@ -51,6 +51,10 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/partialImport$`), { roles: ['manage-realm'], note: `users and groups also need manage-users, clients and client roles manage-clients; ${ADMIN_ROLE_RULE}; a user it replaces: ${ACCOUNT_RULE}` }],
   [/^(GET|POST)$/, new RegExp(`${R}/partial-export$`), { roles: ['view-realm'], note: 'exportClients=true also needs view-clients' }],
 
+  [read, new RegExp(`${R}/clients-initial-access$`), { roles: ['view-clients'] }],
+  [write, new RegExp(`${R}/clients-initial-access(/:id)?$`), { roles: ['manage-clients'], note: 'the token is answered once, by the POST' }],
+  [write, new RegExp(`${R}/clients/:id/registration-access-token$`), { roles: ['manage-clients'], note: `${ADMIN_CLIENT_RULE}; ${SECRET_RULE}` }],
+  [read, new RegExp(`${R}/client-registration-policy/providers$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'], note: ADMIN_ROLE_RULE }],
   [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'], note: ADMIN_ROLE_RULE }],

@@ -28,6 +28,9 @@ export const OAUTH_ERRORS = {
   invalid_request_object: 400,
   // RFC 9449 5, 7.1: a DPoP proof missing where required, malformed, replayed, for another URL or key (401 at userinfo)
   invalid_dpop_proof: 400,
+  // RFC 7591 3.2.2 / RFC 6750 3.1, dynamic client registration's (Keycloak's ErrorCodes): metadata or a redirect URI
+  // refused; a caller (or a registration policy) not allowed to do what it asked (403)
+  invalid_client_metadata: 400, invalid_redirect_uri: 400, insufficient_scope: 403,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;

@@ -6,6 +6,18 @@ import { conflict } from '../model/errors.js';
 import type { Client, Realm, Role } from '../model/types.js';
 import type { Db, Storage } from '../storage/index.js';
 import { attachClientScopes, provisionClientScopes } from './client-scopes.js';
+import { CLIENT_REGISTRATION_POLICY_TYPE, defaultRegistrationPolicies } from '../model/client-registration.js';
+
+/**
+ * Keycloak's default client registration policies (model/client-registration.ts), added to a realm that has none of
+ * its own: at creation, and after an import whose file names none.
+ */
+export async function addDefaultRegistrationPolicies(storage: Storage, realmId: string, db: Db): Promise<void> {
+  if ((await storage.federation.components(realmId, { parentId: realmId, providerType: CLIENT_REGISTRATION_POLICY_TYPE }, db)).length > 0) return;
+  for (const policy of defaultRegistrationPolicies()) {
+    await storage.federation.insertComponent({ id: newId(), realmId, parentId: realmId, providerType: CLIENT_REGISTRATION_POLICY_TYPE, ...policy }, db);
+  }
+}
 
 const MASTER = 'master';
 
@@ -85,6 +97,7 @@ export async function provisionRealm(
       await storage.roles.addComposites(admin.id, [createRealm.id], db);
     }
     await addAdminClient(storage, name, db);
+    await addDefaultRegistrationPolicies(storage, realm.id, db);
   };
   if (trx) await work(trx);
   else await storage.transaction(work);

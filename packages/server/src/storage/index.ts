@@ -3,6 +3,7 @@ import { openDatabase, type Db, type DatabaseHandle, type OpenDatabaseOptions } 
 import type { ConfigCache } from './config-cache.js';
 import type { StatementCache } from './sqlite-driver.js';
 import { ClientRepository } from './clients.js';
+import { ClientRegistrationRepository } from './client-registration.js';
 import { ClientScopeRepository } from './client-scopes.js';
 import { CredentialRepository } from './credentials.js';
 import { EventRepository } from './events.js';
@@ -25,6 +26,7 @@ export type { RequiredActionSetting, StoredCredential } from './credentials.js';
 export type { EventQuery, AdminEventQuery } from './events.js';
 export type { AdminEventTable, AuthExecutionTable, AuthFlowTable, AuthenticatorConfigTable, EventTable } from './schema.js';
 export { isUniqueViolation } from './codec.js';
+export type { InitialAccess, RegistrationToken } from './client-registration.js';
 
 /** The database and one repository per aggregate. */
 export class Storage {
@@ -44,6 +46,8 @@ export class Storage {
   readonly consents: ConsentRepository;
   /** A realm's localization texts (stored and served; the pages do not read them). */
   readonly localization: LocalizationRepository;
+  /** Dynamic client registration: initial access tokens and registration access tokens (hashes). */
+  readonly clientRegistration: ClientRegistrationRepository;
 
   private constructor(private readonly handle: DatabaseHandle) {
     const db = handle.db;
@@ -60,6 +64,7 @@ export class Storage {
     this.federation = new FederationRepository(db, handle.cache);
     this.consents = new ConsentRepository(db);
     this.localization = new LocalizationRepository(db);
+    this.clientRegistration = new ClientRegistrationRepository(db);
   }
 
   static async open(url: string, options: OpenDatabaseOptions = {}): Promise<Storage> {

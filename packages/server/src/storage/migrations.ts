@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { CLIENT_REGISTRATION_POLICY_TYPE, defaultRegistrationPolicies } from '../model/client-registration.js';
 
 // One ordered set for SQLite and PostgreSQL: only portable column types (text, integer, bigint).
 export const migrations: Record<string, Migration> = {
@@ -707,6 +709,44 @@ export const migrations: Record<string, Migration> = {
   '0027-client-frontchannel-logout': {
     async up(db: Kysely<any>) {
       await db.schema.alterTable('client').addColumn('frontchannel_logout', 'integer').execute();
+    },
+  },
+  // Dynamic client registration (issue 40, item 7): initial access tokens and registration access tokens (hashes
+  // only), and Keycloak's default client registration policies for every realm that has none (new realms get them at
+  // creation: services/realm-provisioning.ts).
+  '0028-client-registration': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('client_initial_access')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expiration', 'integer', (c) => c.notNull())
+        .addColumn('count', 'integer', (c) => c.notNull())
+        .addColumn('remaining_count', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('client_initial_access_realm').on('client_initial_access').column('realm_id').execute();
+      await db.schema
+        .createTable('client_registration_token')
+        .addColumn('client_id', 'text', (c) => c.primaryKey().references('client.id').onDelete('cascade'))
+        .addColumn('realm_id', 'text', (c) => c.notNull().references('realm.id').onDelete('cascade'))
+        .addColumn('token_hash', 'text', (c) => c.notNull())
+        .addColumn('registration_auth', 'text', (c) => c.notNull())
+        .execute();
+      const realms: { id: string }[] = await db.selectFrom('realm').select('id').execute();
+      const having = new Set(
+        (await db.selectFrom('component').select('realm_id').where('provider_type', '=', CLIENT_REGISTRATION_POLICY_TYPE).execute()).map((r: { realm_id: string }) => r.realm_id),
+      );
+      for (const realm of realms) {
+        if (having.has(realm.id)) continue;
+        for (const policy of defaultRegistrationPolicies()) {
+          await db
+            .insertInto('component')
+            .values({ id: randomUUID(), realm_id: realm.id, parent_id: realm.id, name: policy.name, provider_id: policy.providerId, provider_type: CLIENT_REGISTRATION_POLICY_TYPE, sub_type: policy.subType, config: JSON.stringify(policy.config) })
+            .execute();
+        }
+      }
     },
   },
   // Keycloak's client adminUrl and notBefore (issue 41: logout-all and push-revocation). The representation showed a

@@ -465,6 +465,29 @@ export interface RealmLocalizationTable {
   text: string;
 }
 
+/** Keycloak's client initial access tokens: the token itself is never stored, only its SHA-256. */
+export interface ClientInitialAccessTable {
+  id: string;
+  realm_id: string;
+  /** base64url SHA-256 of the token's secret `jti` */
+  token_hash: string;
+  /** Seconds since the epoch (Keycloak's `timestamp`). */
+  created_at: number;
+  /** Seconds the token is valid for; 0 never expires. */
+  expiration: number;
+  count: number;
+  remaining_count: number;
+}
+
+/** The registration access token of a client (one at a time, rotated at each update): its hash and how it was registered. */
+export interface ClientRegistrationTokenTable {
+  client_id: string;
+  realm_id: string;
+  token_hash: string;
+  /** `anonymous` or `authenticated`: the policies that govern the token's holder. */
+  registration_auth: string;
+}
+
 export interface Database {
   realm: RealmTable;
   realm_key: RealmKeyTable;
@@ -502,6 +525,8 @@ export interface Database {
   identity_provider: IdentityProviderTable;
   identity_provider_mapper: IdentityProviderMapperTable;
   component: ComponentTable;
+  client_initial_access: ClientInitialAccessTable;
+  client_registration_token: ClientRegistrationTokenTable;
   federated_identity: FederatedIdentityTable;
   user_consent: UserConsentTable;
   realm_localization: RealmLocalizationTable;

@@ -30,7 +30,9 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ProtocolContext): voi
       jwks_uri: endpoint('certs'),
       // OIDC Session Management 1.0: the session-status frame (frames.ts), as Keycloak advertises it.
       check_session_iframe: endpoint('login-status-iframe.html'),
-      // Only what works (test/discovery.test.ts exercises every advertised value): no dynamic registration.
+      // Only what works (test/discovery.test.ts exercises every advertised value). Dynamic client registration
+      // (RFC 7591, registration.ts) at Keycloak's path.
+      registration_endpoint: `${issuer}/clients-registrations/openid-connect`,
       // Front- and back-channel logout with `sid` (logout-notifications.ts, test/logout-notifications.test.ts).
       frontchannel_logout_session_supported: true,
       frontchannel_logout_supported: true,

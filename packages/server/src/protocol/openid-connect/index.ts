@@ -6,6 +6,7 @@ import { corsPreflightRoutes } from './cors.js';
 import { deviceRoutes } from './device.js';
 import { discoveryRoutes } from './discovery.js';
 import { parRoutes } from './par.js';
+import { clientRegistrationRoutes } from './registration.js';
 import { frameRoutes } from './frames.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
@@ -17,6 +18,7 @@ export { TokenService, issuerOf, type IssuedTokens } from './tokens.js';
 export { bearerToken, requireBearer } from './bearer.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
 export { BackchannelLogout } from './logout-notifications.js';
+export { INITIAL_ACCESS_TOKEN, REGISTRATION_ACCESS_TOKEN, issueRegistrationToken } from './registration-tokens.js';
 
 export function openIdConnectRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   corsPreflightRoutes(app, ctx);
@@ -25,6 +27,7 @@ export function openIdConnectRoutes(app: FastifyInstance, ctx: ProtocolContext):
   tokenRoutes(app, ctx);
   deviceRoutes(app, ctx);
   parRoutes(app, ctx);
+  clientRegistrationRoutes(app, ctx);
   userinfoRoutes(app, ctx);
   brokerTokenRoutes(app, ctx);
   introspectRoutes(app, ctx);

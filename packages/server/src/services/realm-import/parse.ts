@@ -1,4 +1,5 @@
 import { parseAuthentication } from '../../representations/authentication.js';
+import { CLIENT_REGISTRATION_POLICY_TYPE } from '../../model/client-registration.js';
 import { parseClient, parseClientExtras } from '../../representations/client.js';
 import { parseClientScope, type ClientScopeInput } from '../../representations/client-scope.js';
 import {
@@ -323,7 +324,8 @@ function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string
   components.push(...legacy.components);
   if (identityProviders.length) keptAsData.push('realm.identityProviders');
   if (identityProviderMappers.length) keptAsData.push('realm.identityProviderMappers');
-  for (const type of new Set(components.filter((c) => c.path.startsWith('realm.components')).map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
+  // Client registration policies are run (protocol/openid-connect/registration-policies.ts), not kept as data.
+  for (const type of new Set(components.filter((c) => c.path.startsWith('realm.components') && c.providerType !== CLIENT_REGISTRATION_POLICY_TYPE).map((c) => c.providerType))) keptAsData.push(`realm.components["${type}"]`);
   if (legacy.components.length) keptAsData.push('realm.userFederationProviders (as components of type org.keycloak.storage.UserStorageProvider)');
   if (legacy.components.some((c) => c.subComponents.length)) keptAsData.push('realm.userFederationMappers (as their sub-components)');
   return { identityProviders, identityProviderMappers, components, signingKeys: keyProviders.keys, keptAsData, notImported };

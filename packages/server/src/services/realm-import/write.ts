@@ -11,6 +11,7 @@ import { insertClient, type ClientExtras } from '../clients.js';
 import { addScopesOlderExportsLack, attachClientScopes } from '../client-scopes.js';
 import { REALM_DEFAULT_CLIENT_SCOPES, REALM_OPTIONAL_CLIENT_SCOPES } from '../../model/builtin-client-scopes.js';
 import { REALM_MANAGEMENT, adminClientRealmName } from '../../model/defaults.js';
+import { CLIENT_REGISTRATION_POLICY_TYPE } from '../../model/client-registration.js';
 import { saveOrganization } from '../organizations.js';
 import { createGroup, GroupTree } from '../groups.js';
 import { insertUser } from '../users.js';
@@ -293,5 +294,10 @@ async function importFederation(storage: Storage, realm: Realm, data: RealmImpor
       await insert(subComponents, id);
     }
   };
+  // A file with client registration policies of its own has those instead of the defaults the realm was made with
+  // (Keycloak adds its defaults only to a realm that has none).
+  if (data.components.some((c) => c.providerType === CLIENT_REGISTRATION_POLICY_TYPE)) {
+    for (const c of await storage.federation.components(realm.id, { parentId: realm.id, providerType: CLIENT_REGISTRATION_POLICY_TYPE }, trx)) await storage.federation.deleteComponent(realm.id, c.id, trx);
+  }
   await insert(data.components, realm.id);
 }
