@@ -34,7 +34,7 @@ export const LOGIN_PURPOSE = 'login-webauthn';
 export const REGISTER_PURPOSE = 'webauthn-register';
 export const MAX_RESPONSE = 32768;
 
-export const ceremonyOf = (ctx: ServerContext, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
+export const ceremonyOf = (ctx: Pick<ServerContext, 'config'>, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
 
 export async function openKey(ctx: ServerContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: WebAuthnClaims; user: User | null } | null> {
   const claims = await new SignedState(ctx.keys).open<WebAuthnClaims>(realm.id, purpose, key, 8192);
