@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from './support/browser.js';
+import { flow, step, subflow } from './support/flow-files.js';
+import { CodeSource, fromBase32 } from './support/totp.js';
 import { adminToken, api, startServer, startServerPair, type TestServer } from './support/server.js';
 import { authorizationQuery, credentialsOn, jwtClaims, redeemCode, virtualDevice, type Device } from './support/webauthn-device.js';
 
@@ -11,7 +13,9 @@ import { authorizationQuery, credentialsOn, jwtClaims, redeemCode, virtualDevice
  * its virtual authenticator: the username field offers the passkeys (autocomplete "username webauthn", conditional
  * mediation, which the virtual authenticator answers at once with the passkey it holds) and a passkey picked there
  * signs its owner in without a password. And the attacks on that form: another user's handle, a handle naming
- * nobody, an assertion replayed in a later sign-in, the same assertion sent to two nodes at once.
+ * nobody, an assertion replayed in a later sign-in, the same assertion sent to two nodes at once. Then "try another
+ * way" (Keycloak's select-authenticator) at a level of alternative second factors: the list, the choice going back
+ * through the flow, switching back, and a choice the page did not offer.
  */
 
 const PASSWORD = 'Passkeys-pass-1';
@@ -33,6 +37,8 @@ const realmFile = (realm: string, passkeys: boolean, extra: Record<string, unkno
 
 /** Opens a new sign-in (the context's cookies cleared first); `commit`: return once the page starts loading (its autofill may post before it has loaded). */
 async function openAuthorization(d: Device, origin: string, realm: string, waitUntil: 'load' | 'commit' = 'load'): Promise<string> {
+  // Away from the page first: a sign-in page shown again after a refusal starts its autofill again, which the virtual authenticator answers at once.
+  await d.page.goto('about:blank');
   await d.context.clearCookies();
   const { query, verifier } = authorizationQuery('web', callback);
   await d.page.goto(`${origin}/realms/${realm}/protocol/openid-connect/auth?${query}`, { waitUntil });
@@ -41,7 +47,8 @@ async function openAuthorization(d: Device, origin: string, realm: string, waitU
 
 /** Opens a sign-in whose page posts the passkey at once (the autofill); the status of that post, after any redirect landed. */
 async function autofillSignIn(d: Device, origin: string, realm: string): Promise<{ status: number; verifier: string }> {
-  const posted = d.page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/login-actions/authenticate'));
+  await d.page.goto('about:blank');
+  const posted = d.page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/login-actions/authenticate') && r.status() !== 204);
   const verifier = await openAuthorization(d, origin, realm, 'commit');
   const response = await posted;
   if (response.status() === 302) await d.page.waitForURL((u) => u.href.startsWith(callback));
@@ -60,16 +67,34 @@ async function registerPasskey(d: Device, origin: string, realm: string, usernam
   await d.page.waitForURL((u) => u.href.startsWith(callback));
 }
 
-/** The next post of the sign-in form with its passkey answer changed by `change`. */
-async function tamperPosted(d: Device, change: (response: Record<string, unknown>) => void): Promise<void> {
+/**
+ * The next post of the sign-in form, with its passkey answer changed by `change`. The page a refusal shows starts
+ * its autofill again, which the virtual authenticator answers at once: that second post is dropped (a 204, so the
+ * browser stays on the page), and untamper() waits for it before it leaves the page.
+ */
+async function tamperPosted(d: Device & { settled?: Promise<void> }, change: (response: Record<string, unknown>) => void = () => {}): Promise<void> {
+  let posts = 0;
+  let dropped = () => {};
+  d.settled = new Promise<void>((resolve) => (dropped = resolve));
   await d.page.route('**/login-actions/authenticate', async (route) => {
     if (route.request().method() !== 'POST') return route.continue();
+    if (posts++ > 0) {
+      await route.fulfill({ status: 204 });
+      return dropped();
+    }
     const form = new URLSearchParams(route.request().postData() ?? '');
     const response = JSON.parse(form.get('response') ?? '{}') as Record<string, unknown>;
     change(response);
     form.set('response', JSON.stringify(response));
     await route.continue({ postData: form.toString() });
   });
+}
+
+/** Once the refusal page's own autofill has posted (and was dropped), leaves it and stops tampering. */
+async function untamper(d: Device & { settled?: Promise<void> }): Promise<void> {
+  await d.settled;
+  await d.page.goto('about:blank');
+  await d.page.unroute('**/login-actions/authenticate');
 }
 
 async function userId(url: string, realm: string, username: string): Promise<string> {
@@ -147,7 +172,7 @@ describe('passkeys on the username form (conditional mediation)', () => {
     expect(status).toBe(401);
     expect(atCallback(jack)).toBe(false);
     expect(await jack.page.textContent('#page-message')).toContain('Failed to authenticate');
-    await jack.page.unroute('**/login-actions/authenticate');
+    await untamper(jack);
   });
 
   it('refuses a passkey answer whose user handle names nobody', async () => {
@@ -157,7 +182,7 @@ describe('passkeys on the username form (conditional mediation)', () => {
     const { status } = await autofillSignIn(jack, base, 'autofill');
     expect(status).toBe(401);
     expect(atCallback(jack)).toBe(false);
-    await jack.page.unroute('**/login-actions/authenticate');
+    await untamper(jack);
     // Jack's own answer, untouched, still signs him in.
     expect((await autofillSignIn(jack, base, 'autofill')).status).toBe(302);
   });
@@ -171,16 +196,18 @@ describe('passkeys on the username form (conditional mediation)', () => {
     const { status } = await autofillSignIn(ivy, base, 'autofill');
     expect(status).toBe(401);
     expect(atCallback(ivy)).toBe(false);
-    await ivy.page.unroute('**/login-actions/authenticate');
+    await untamper(ivy);
   });
 
   it('refuses the passkey of a disabled user', async () => {
     const id = await userId(t.url, 'autofill', 'ivy');
     expect((await api(t.url, 'PUT', `/admin/realms/autofill/users/${id}`, token, { enabled: false })).status).toBe(204);
+    await tamperPosted(ivy);
     const { status } = await autofillSignIn(ivy, base, 'autofill');
     expect(status).toBeGreaterThanOrEqual(400);
     expect(status).toBeLessThan(500);
     expect(atCallback(ivy)).toBe(false);
+    await untamper(ivy);
     expect((await api(t.url, 'PUT', `/admin/realms/autofill/users/${id}`, token, { enabled: true })).status).toBe(204);
     expect((await autofillSignIn(ivy, base, 'autofill')).status).toBe(302);
   });
@@ -222,5 +249,121 @@ describe('two nodes on one PostgreSQL and one Redis', () => {
     const signedIn = answers.filter((r) => r.status() === 302 && (r.headers().location ?? '').startsWith(callback));
     expect(signedIn).toHaveLength(1);
     for (const r of answers) expect(r.status()).toBeLessThan(500);
+  });
+});
+
+describe('"try another way" between alternative second factors', () => {
+  const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DP';
+  const codes = new CodeSource(fromBase32(SECRET), { window: 1 });
+  let mia: Device;
+
+  const waysRealm = () => ({
+    ...realmFile('ways', false),
+    browserFlow: 'ways browser',
+    authenticationFlows: [
+      flow('ways browser', true, [step('auth-cookie', 'ALTERNATIVE', 10), subflow('ways forms', 'ALTERNATIVE', 20)]),
+      flow('ways forms', false, [step('auth-username-password-form', 'REQUIRED', 10), subflow('ways second', 'REQUIRED', 20)]),
+      flow('ways second', false, [step('webauthn-authenticator', 'ALTERNATIVE', 10), step('auth-otp-form', 'ALTERNATIVE', 20), step('auth-recovery-authn-code-form', 'ALTERNATIVE', 30)]),
+    ],
+    users: [
+      {
+        ...user('mia', ['webauthn-register']),
+        credentials: [
+          { type: 'password', value: PASSWORD },
+          { type: 'otp', userLabel: 'phone', secretData: JSON.stringify({ value: SECRET }), credentialData: JSON.stringify({ subType: 'totp', digits: 6, period: 30, algorithm: 'HmacSHA1', secretEncoding: 'BASE32' }) },
+        ],
+      },
+    ],
+  });
+
+  async function passwordFirst(): Promise<void> {
+    await openAuthorization(mia, base, 'ways');
+    await mia.page.fill('#username', 'mia');
+    await mia.page.fill('#password', PASSWORD);
+    await mia.page.click('#kc-login');
+  }
+  const ways = () => mia.page.$$eval('button[name="authenticationExecution"] strong', (names) => names.map((n) => n.textContent));
+  async function choose(name: string): Promise<void> {
+    await mia.page.click('#try-another-way');
+    await mia.page.waitForSelector('#kc-select-credential-form');
+    await mia.page.click(`button[name="authenticationExecution"]:has-text("${name}")`);
+  }
+
+  beforeAll(async () => {
+    const created = await api(t.url, 'POST', '/admin/realms', token, waysRealm());
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    mia = await virtualDevice(browser);
+  });
+
+  it('offers no other way while the user has only one (the code), then registers a security key', async () => {
+    await passwordFirst();
+    await mia.page.waitForSelector('#otp');
+    expect(await mia.page.$('#try-another-way')).toBeNull();
+    await mia.page.fill('#otp', codes.next());
+    await mia.page.click('#kc-login');
+    await mia.page.waitForSelector('#registerWebAuthn');
+    await mia.page.click('#registerWebAuthn');
+    await mia.page.waitForURL((u) => u.href.startsWith(callback));
+  });
+
+  it('lists the user’s ways, and the one chosen is asked next: the code instead of the key', async () => {
+    await passwordFirst();
+    await mia.page.waitForSelector('#authenticateWebAuthnButton');
+    await mia.page.click('#try-another-way');
+    await mia.page.waitForSelector('#kc-select-credential-form');
+    // Security key first (the step that asked), then the code; recovery codes are not set up, so not offered.
+    expect(await ways()).toEqual(['Security key', 'Authenticator app']);
+    await mia.page.click('button[name="authenticationExecution"]:has-text("Authenticator app")');
+    await mia.page.waitForSelector('#otp');
+    // A wrong code: the code page again, still with the way back.
+    await mia.page.fill('#otp', '000000');
+    await mia.page.click('#kc-login');
+    await mia.page.waitForSelector('#otp');
+    expect(await mia.page.textContent('#input-error-otp')).toContain('Invalid');
+    expect(await mia.page.isVisible('#try-another-way')).toBe(true);
+    await mia.page.fill('#otp', codes.next());
+    await mia.page.click('#kc-login');
+    await mia.page.waitForURL((u) => u.href.startsWith(callback));
+  });
+
+  it('switches back: key, then code, then the key again, which signs in', async () => {
+    await passwordFirst();
+    await mia.page.waitForSelector('#authenticateWebAuthnButton');
+    await choose('Authenticator app');
+    await mia.page.waitForSelector('#otp');
+    await choose('Security key');
+    await mia.page.waitForSelector('#authenticateWebAuthnButton');
+    expect(await mia.page.$('#otp')).toBeNull();
+    await mia.page.click('#authenticateWebAuthnButton');
+    await mia.page.waitForURL((u) => u.href.startsWith(callback));
+    expect(atCallback(mia)).toBe(true);
+  });
+
+  it('refuses a way the page did not offer, and a list of another sign-in', async () => {
+    const executions = (await api(t.url, 'GET', '/admin/realms/ways/authentication/flows/ways%20forms/executions', token)).body as { id: string; providerId?: string }[];
+    const passwordStep = executions.find((e) => e.providerId === 'auth-username-password-form')!;
+    expect(passwordStep).toBeDefined();
+    await passwordFirst();
+    await mia.page.waitForSelector('#authenticateWebAuthnButton');
+    await mia.page.click('#try-another-way');
+    await mia.page.waitForSelector('#kc-select-credential-form');
+    const key = await mia.page.getAttribute('#kc-select-credential-form input[name="key"]', 'value');
+    // The button's value changed to a step that was not offered (the password step before it).
+    await mia.page.$eval('button[name="authenticationExecution"]', (b, id) => ((b as HTMLButtonElement).value = id), passwordStep.id);
+    const [refused] = await Promise.all([mia.page.waitForResponse((r) => r.request().method() === 'POST'), mia.page.click('button[name="authenticationExecution"]')]);
+    expect(refused.status()).toBe(400);
+    expect(await ways()).toEqual(['Security key', 'Authenticator app']);
+    expect(atCallback(mia)).toBe(false);
+    // The list's key in a new sign-in (another auth session): expired, nothing chosen.
+    await openAuthorization(mia, base, 'ways');
+    const csrf = await mia.page.getAttribute('input[name="session_code"]', 'value');
+    const executionsOffered = await api(t.url, 'GET', '/admin/realms/ways/authentication/flows/ways%20second/executions', token);
+    const otpStep = (executionsOffered.body as { id: string; providerId?: string }[]).find((e) => e.providerId === 'auth-otp-form')!;
+    const stale = await mia.page.request.post(`${base}/realms/ways/login-actions/select-authenticator`, {
+      form: { session_code: csrf!, key: key!, authenticationExecution: otpStep.id },
+      maxRedirects: 0,
+    });
+    expect(stale.status()).toBe(400);
+    expect(await stale.text()).toContain('expired');
   });
 });

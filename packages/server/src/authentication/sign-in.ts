@@ -138,6 +138,7 @@ export const otpForm: Authenticator<SignInEnv & { submitted: Record<string, stri
   id: 'auth-otp-form',
   requiresUser: true,
   setupAction: CONFIGURE_TOTP,
+  selectable: true,
   configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
   async authenticate({ env, user }) {
     const fields = take(env, ['otp']);
@@ -188,6 +189,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'webauthn-authenticator',
     requiresUser: true,
     setupAction: WEBAUTHN_REGISTER,
+    selectable: true,
     configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'two-factor'),
     authenticate: ({ env, user }) => webauthnStep(env, user, 'two-factor'),
   },
@@ -195,6 +197,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'auth-recovery-authn-code-form',
     requiresUser: true,
     setupAction: CONFIGURE_RECOVERY_AUTHN_CODES,
+    selectable: true,
     configuredFor: (user, env) => hasRecoveryCodes(env.ctx, user),
     async authenticate({ env, user }) {
       const fields = take(env, ['recoveryCodeInput']);
@@ -207,6 +210,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'webauthn-authenticator-passwordless',
     requiresUser: false,
     setupAction: WEBAUTHN_REGISTER_PASSWORDLESS,
+    selectable: true,
     configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'passwordless'),
     authenticate: ({ env, user }) => webauthnStep(env, user, 'passwordless'),
   },
@@ -345,6 +349,8 @@ export interface BrowserProgress {
   requiredActions: string[];
   login?: string;
   passwordChecked?: boolean;
+  /** "Try another way": the alternative execution the user chose (flows/engine.ts). */
+  selected?: string;
 }
 
 /**
@@ -370,6 +376,7 @@ export function runBrowserSignIn(
       done: progress?.done,
       user: progress?.user ?? null,
       requiredActions: progress?.requiredActions,
+      selected: progress?.selected,
       actionEnabled: async (alias) => (await realmRequiredActions(ctx.storage, realm.id)).some((action) => action.alias === alias && action.enabled),
     })
     .then((result) => ({ ...result, env }));

@@ -18,6 +18,7 @@ import { webauthnRoutes } from './webauthn.js';
 import { ceremonyOf, MAX_RESPONSE } from './webauthn-pages.js';
 import { WEBAUTHN_FIELDS } from '../authentication/sign-in.js';
 import { recoveryCodeRoutes } from './recovery-codes.js';
+import { selectAuthenticatorRoutes } from './select-authenticator.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 const MAX_USERNAME = 255;
@@ -94,6 +95,7 @@ export function loginRoutes(app: FastifyInstance, ctx: ServerContext): void {
   requiredActionRoutes(app, ctx, newPasswordPage);
   webauthnRoutes(app, ctx, newPasswordPage);
   recoveryCodeRoutes(app, ctx, newPasswordPage);
+  selectAuthenticatorRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import qrcode from 'qrcode-generator';
 import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
-import type { ExecutionStatus } from '../flows/index.js';
+import type { Alternative, ExecutionStatus } from '../flows/index.js';
 import type { ServerContext } from '../context.js';
 import { otpauthUri } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
@@ -39,6 +39,8 @@ export interface StepClaims {
   setup?: string[];
   login?: string;
   checked?: boolean;
+  /** login-otp: the ways "try another way" offers there (pages/select-authenticator.ts). */
+  ways?: Alternative[];
 }
 
 type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email';

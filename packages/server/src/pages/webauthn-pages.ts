@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SignedState, type AuthSession } from '../authentication/index.js';
 import { authenticationOptions, registrationOptions, type WebAuthnKind } from '../authentication/webauthn.js';
 import type { ServerContext } from '../context.js';
-import type { ExecutionStatus } from '../flows/index.js';
+import type { Alternative, ExecutionStatus } from '../flows/index.js';
+import { anotherWay } from './select-authenticator.js';
 import { baseUrl } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { actionUrl } from './pages.js';
@@ -28,6 +29,7 @@ export interface WebAuthnClaims {
   setup?: string[];
   login?: string;
   checked?: boolean;
+  ways?: Alternative[];
 }
 
 export const LOGIN_PURPOSE = 'login-webauthn';
@@ -51,17 +53,17 @@ export async function webauthnChallengePage(
   reply: FastifyReply,
   realm: Realm,
   auth: AuthSession,
-  signIn: { challenge: 'webauthn' | 'webauthn-passwordless'; user: User | null; done: Record<string, ExecutionStatus>; requiredActions: string[]; env: { login?: string; passwordChecked?: boolean } },
+  signIn: { challenge: 'webauthn' | 'webauthn-passwordless'; user: User | null; done: Record<string, ExecutionStatus>; requiredActions: string[]; alternatives?: Alternative[]; env: { login?: string; passwordChecked?: boolean } },
   message?: { type: string; text: string },
   status = 200,
   /** The page shown again: its key, whose attempts go on counting. */
   sameKey?: string,
 ): Promise<FastifyReply> {
   const kind: WebAuthnKind = signIn.challenge === 'webauthn-passwordless' ? 'passwordless' : 'two-factor';
-  const claims: WebAuthnClaims = { sub: signIn.user?.id ?? null, azp: auth.clientId, auth: authBinding(auth), kind, done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked };
+  const claims: WebAuthnClaims = { sub: signIn.user?.id ?? null, azp: auth.clientId, auth: authBinding(auth), kind, done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked, ways: signIn.alternatives };
   const key = sameKey ?? (await new SignedState(ctx.keys).seal(realm.id, LOGIN_PURPOSE, claims, STEP_LIFETIME_MS));
   const options = await authenticationOptions(ctx, realm, signIn.user, kind, ceremonyOf(ctx, request, auth));
-  return ctx.pages.send(reply, realm, 'webauthn-authenticate', { action: actionUrl(realm, LOGIN_PURPOSE), csrf: auth.csrf, key, options: JSON.stringify(options), passwordless: kind === 'passwordless', message }, status);
+  return ctx.pages.send(reply, realm, 'webauthn-authenticate', { action: actionUrl(realm, LOGIN_PURPOSE), csrf: auth.csrf, key, options: JSON.stringify(options), passwordless: kind === 'passwordless', message, anotherWay: await anotherWay(ctx, realm, auth, claims) }, status);
 }
 
 /** The registration page of `webauthn-register` / `webauthn-register-passwordless` (`aia`: it can be cancelled). */
