@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
@@ -365,5 +366,53 @@ describe('"try another way" between alternative second factors', () => {
     });
     expect(stale.status()).toBe(400);
     expect(await stale.text()).toContain('expired');
+  });
+});
+
+describe('the last way in (account API)', () => {
+  it('a user without a password cannot remove their only passkey; with a password they can; an administrator can', async () => {
+    const users = [user('nora', ['webauthn-register-passwordless']), user('otto', ['webauthn-register-passwordless'])];
+    expect((await api(t.url, 'POST', '/admin/realms', token, realmFile('lastway', true, { users }))).status).toBe(201);
+    const signedIn = async (name: string) => {
+      const d = await virtualDevice(browser);
+      await registerPasskey(d, base, 'lastway', name);
+      const { status, verifier } = await autofillSignIn(d, base, 'lastway');
+      expect(status).toBe(302);
+      const bearer = (await redeemCode(base, 'lastway', 'web', d.page, callback, verifier)).access_token;
+      const id = await userId(t.url, 'lastway', name);
+      const passkeys = async () => ((await api(t.url, 'GET', `/admin/realms/lastway/users/${id}/credentials`, token)).body as { id: string; type: string }[]).filter((c) => c.type === 'webauthn-passwordless');
+      const listed = async () => ((await api(t.url, 'GET', '/realms/lastway/account/credentials?type=webauthn-passwordless', bearer)).body as { removeable: boolean }[])[0];
+      return { id, bearer, passkeys, listed };
+    };
+
+    // Otto keeps his password: his only passkey is removable, and removed.
+    const otto = await signedIn('otto');
+    expect((await otto.listed()).removeable).toBe(true);
+    const [ottoKey] = await otto.passkeys();
+    expect((await api(t.url, 'DELETE', `/realms/lastway/account/credentials/${ottoKey.id}`, otto.bearer)).status).toBe(204);
+    expect(await otto.passkeys()).toEqual([]);
+
+    // Nora's password removed by an administrator: her passkey is now her only way in.
+    const nora = await signedIn('nora');
+    const password = ((await api(t.url, 'GET', `/admin/realms/lastway/users/${nora.id}/credentials`, token)).body as { id: string; type: string }[]).find((c) => c.type === 'password')!;
+    expect((await api(t.url, 'DELETE', `/admin/realms/lastway/users/${nora.id}/credentials/${password.id}`, token)).status).toBe(204);
+    expect((await nora.listed()).removeable).toBe(false);
+    const [noraKey] = await nora.passkeys();
+    const refused = await api(t.url, 'DELETE', `/realms/lastway/account/credentials/${noraKey.id}`, nora.bearer);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ errorMessage: 'The last way to sign in cannot be removed' });
+    expect(await nora.passkeys()).toHaveLength(1);
+    // Two passkeys removed at once: each request sees the other passkey, yet one stays.
+    const storage = t.server.context.storage;
+    const [stored] = await storage.credentials.ofUser(nora.id, 'webauthn-passwordless');
+    await storage.credentials.insert({ ...stored, id: randomUUID(), userLabel: 'second' });
+    const both = (await nora.passkeys()).map((c) => c.id);
+    expect(both).toHaveLength(2);
+    const statuses = await Promise.all(both.map(async (id) => (await api(t.url, 'DELETE', `/realms/lastway/account/credentials/${id}`, nora.bearer)).status));
+    expect(statuses).toContain(400);
+    expect((await nora.passkeys()).length).toBeGreaterThanOrEqual(1);
+    // An administrator may remove the last one (as in Keycloak).
+    for (const key of await nora.passkeys()) expect((await api(t.url, 'DELETE', `/admin/realms/lastway/users/${nora.id}/credentials/${key.id}`, token)).status).toBe(204);
+    expect(await nora.passkeys()).toEqual([]);
   });
 });
