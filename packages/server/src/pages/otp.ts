@@ -21,7 +21,7 @@ import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { recoveryCodePage } from './recovery-code-pages.js';
-import { anotherWay } from './select-authenticator.js';
+import { anotherWay } from './another-way.js';
 import {
   authBinding,
   configPage,

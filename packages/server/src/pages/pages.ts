@@ -7,7 +7,7 @@ import type { ProtectedForm } from '@realmgate/spi';
 import { protectorMarkup, type ProtectorStep } from './protection.js';
 import { loginButtons } from './broker-links.js';
 import { authenticationOptions } from '../authentication/webauthn.js';
-import { ceremonyOf } from './webauthn-pages.js';
+import { ceremonyOf } from './binding.js';
 
 export type { FormState };
 

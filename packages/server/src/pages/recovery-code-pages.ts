@@ -4,7 +4,7 @@ import { FEW_RECOVERY_CODES_LEFT, nextRecoveryCode } from '../authentication/rec
 import type { ServerContext } from '../context.js';
 import { hashRecoveryCode, newRecoveryCodes } from '../credentials/recovery-codes.js';
 import type { Alternative, ExecutionStatus } from '../flows/index.js';
-import { anotherWay } from './select-authenticator.js';
+import { anotherWay } from './another-way.js';
 import type { Realm, User } from '../model/types.js';
 import { actionUrl } from './pages.js';
 import type { FieldErrors } from './render.js';

@@ -1,14 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { runBrowserSignIn, SignedState, type AuthSession } from '../authentication/index.js';
+import { runBrowserSignIn, SignedState } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
-import type { Alternative, ExecutionStatus } from '../flows/index.js';
 import { requestInfo } from '../http/index.js';
-import type { Realm } from '../model/types.js';
 import { csrfRejected, loginActionForm } from './login-context.js';
 import { answerSignIn } from './otp.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
-import { authBinding, STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from './step-pages.js';
+import { SELECT_PURPOSE, WAYS, type SelectClaims } from './another-way.js';
+import { authBinding, stepExpired, type ShowNewPassword } from './step-pages.js';
 
 /**
  * "Try another way" (Keycloak's select-authenticator): a step page whose step has alternatives the user could take
@@ -17,38 +16,6 @@ import { authBinding, STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from
  * realm's state secret, carries where the sign-in stands (as the step page's own key) and the ways offered: only
  * one of those can be chosen, and only in this auth session.
  */
-
-export const SELECT_PURPOSE = 'select-authenticator';
-
-/** Where a step page's sign-in stands, with the ways its step offers (the asking one first). */
-export interface WaysProgress {
-  sub: string | null;
-  done?: Record<string, ExecutionStatus>;
-  setup?: string[];
-  login?: string;
-  checked?: boolean;
-  ways?: Alternative[];
-}
-
-interface SelectClaims extends WaysProgress {
-  azp: string;
-  auth: string;
-}
-
-/** Our names for the steps "try another way" lists (Keycloak's ids). */
-const WAYS: Record<string, { name: string; help: string }> = {
-  'auth-otp-form': { name: 'Authenticator app', help: 'A one-time code from the authenticator app on your phone.' },
-  'webauthn-authenticator': { name: 'Security key', help: 'The security key or passkey registered for this account.' },
-  'webauthn-authenticator-passwordless': { name: 'Passkey', help: 'A passkey on this device, or on a security key.' },
-  'auth-recovery-authn-code-form': { name: 'Recovery code', help: 'One of the recovery codes you saved.' },
-};
-
-/** The "try another way" link of a step page (the layout shows it), or null when its step has no alternative. */
-export async function anotherWay(ctx: ServerContext, realm: Realm, auth: AuthSession, progress: WaysProgress): Promise<{ action: string; csrf: string; key: string } | null> {
-  if (!progress.ways || progress.ways.length < 2) return null;
-  const claims: SelectClaims = { ...progress, azp: auth.clientId, auth: authBinding(auth) };
-  return { action: actionUrl(realm, SELECT_PURPOSE), csrf: auth.csrf, key: await new SignedState(ctx.keys).seal(realm.id, SELECT_PURPOSE, claims, STEP_LIFETIME_MS) };
-}
 
 export function selectAuthenticatorRoutes(app: FastifyInstance, ctx: ServerContext, newPasswordPage: ShowNewPassword): void {
   loginActionForm(app, ctx, SELECT_PURPOSE, {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import qrcode from 'qrcode-generator';
 import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
@@ -8,6 +7,9 @@ import { otpauthUri } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
 import type { FastifyRequest } from 'fastify';
 import { actionUrl, showPage } from './pages.js';
+import { authBinding } from './binding.js';
+
+export { authBinding };
 import type { FieldErrors } from './render.js';
 
 /**
@@ -45,7 +47,6 @@ export interface StepClaims {
 
 type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email';
 
-export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 
 export function stepState(ctx: ServerContext) {
   const signed = new SignedState(ctx.keys);

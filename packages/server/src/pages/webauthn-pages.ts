@@ -3,8 +3,8 @@ import { SignedState, type AuthSession } from '../authentication/index.js';
 import { authenticationOptions, registrationOptions, type WebAuthnKind } from '../authentication/webauthn.js';
 import type { ServerContext } from '../context.js';
 import type { Alternative, ExecutionStatus } from '../flows/index.js';
-import { anotherWay } from './select-authenticator.js';
-import { baseUrl } from '../http/index.js';
+import { anotherWay } from './another-way.js';
+import { ceremonyOf } from './binding.js';
 import type { Realm, User } from '../model/types.js';
 import { actionUrl } from './pages.js';
 import type { FieldErrors } from './render.js';
@@ -36,7 +36,7 @@ export const LOGIN_PURPOSE = 'login-webauthn';
 export const REGISTER_PURPOSE = 'webauthn-register';
 export const MAX_RESPONSE = 32768;
 
-export const ceremonyOf = (ctx: Pick<ServerContext, 'config'>, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
+export { ceremonyOf };
 
 export async function openKey(ctx: ServerContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: WebAuthnClaims; user: User | null } | null> {
   const claims = await new SignedState(ctx.keys).open<WebAuthnClaims>(realm.id, purpose, key, 8192);
