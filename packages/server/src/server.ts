@@ -175,7 +175,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     authSessions: new AuthSessions(keys, config.hostname),
     actionTokens: new ActionTokens(keys, hostStore),
     pages,
-    forms: pageForms({ pages, flows, storage }, (request, reply, realm, auth) => firstPage(context, request, reply, realm, auth)),
+    forms: pageForms({ pages, flows, storage, hostStore, config, events }, (request, reply, realm, auth) => firstPage(context, request, reply, realm, auth)),
     loginProtocol: openIdConnectLoginProtocol(config, () => context),
     mailer: new Mailer(logger, config.mode),
     mailFailures: metrics.counter('realmgate_mail_failures_total', 'E-mails that could not be sent', ['realm']),

@@ -5,7 +5,7 @@ import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { badRequest } from '../model/errors.js';
 import type { FederatedIdentity, IdentityProvider } from '../model/types.js';
-import { passwordCredentialRep } from '../representations/credential.js';
+import { keepsWayIn, waysIn } from './ways-in.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
 
 /**
@@ -123,8 +123,7 @@ export function linkedAccountsRoute(app: FastifyInstance, ctx: ServerContext): v
     const link = links.find((l) => l.identityProvider === alias);
     if (!link) throw badRequest('This link to an identity provider is not active.');
     // The last way in is kept: a user without a password or a passkey signs in through their only link.
-    const passkey = (await ctx.storage.credentials.cachedTypes(user.id)).includes('webauthn-passwordless');
-    if (links.length < 2 && !passwordCredentialRep(user) && !passkey) throw badRequest('You cannot remove your last linked account: set a password first.');
+    if (!keepsWayIn(await waysIn(ctx, user), 'link')) throw badRequest('You cannot remove your last linked account: set a password first.');
     await ctx.storage.federation.removeLink(realm.id, user.id, alias);
     await ctx.events.user(realm, {
       type: 'REMOVE_FEDERATED_IDENTITY',

@@ -104,6 +104,21 @@ export const WEBAUTHN_FIELDS = ['webauthn.response', 'webauthn.origin', 'webauth
 const webauthnStep = async (env: BrowserEnv, user: User | null, kind: WebAuthnKind): Promise<Outcome> => {
   const fields = take(env, WEBAUTHN_FIELDS);
   if (!fields) return { status: 'challenge', challenge: kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn' };
+  return assertionOutcome(env, user, kind, fields);
+};
+
+/**
+ * Keycloak 26's passkeys on the username form (`webAuthnPolicyPasswordlessPasskeysEnabled`): the form's autofill
+ * (conditional mediation) posts a passkey's assertion instead of the name; the passkey names its owner, who is then
+ * signed in without a password. Null when the realm has passkeys off or the page posted a name instead.
+ */
+const passkeyOnUsernameForm = async (env: BrowserEnv): Promise<Outcome | null> => {
+  if (!env.realm.webAuthnPolicies.passwordless.passkeysEnabled) return null;
+  const fields = take(env, WEBAUTHN_FIELDS);
+  return fields && assertionOutcome(env, null, 'passwordless', fields);
+};
+
+const assertionOutcome = async (env: BrowserEnv, user: User | null, kind: WebAuthnKind, fields: Record<string, string>): Promise<Outcome> => {
   const ceremony = { origin: fields['webauthn.origin'] ?? '', session: fields['webauthn.session'] ?? '' };
   const result = await verifyAssertion(env.ctx, env.realm, user, kind, ceremony, fields['webauthn.response'] ?? '', { clientId: env.clientId, details: env.details, request: env.request });
   return result.ok ? { status: 'success', user: result.user } : { status: 'failure', failure: { kind: 'webauthn', error: result.error, reason: result.reason } };
@@ -123,6 +138,7 @@ export const otpForm: Authenticator<SignInEnv & { submitted: Record<string, stri
   id: 'auth-otp-form',
   requiresUser: true,
   setupAction: CONFIGURE_TOTP,
+  selectable: true,
   configuredFor: (user, env) => hasOtpCredential(env.ctx, user),
   async authenticate({ env, user }) {
     const fields = take(env, ['otp']);
@@ -141,6 +157,8 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'auth-username-password-form',
     requiresUser: false,
     async authenticate({ env }) {
+      const passkey = await passkeyOnUsernameForm(env);
+      if (passkey) return passkey;
       const fields = take(env, ['username', 'password']);
       if (!fields) return { status: 'challenge', challenge: 'username-password' };
       return passwordStep(env, fields.username ?? '', fields.password ?? '');
@@ -150,6 +168,8 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'auth-username-form',
     requiresUser: false,
     async authenticate({ env }) {
+      const passkey = await passkeyOnUsernameForm(env);
+      if (passkey) return passkey;
       const fields = take(env, ['username']);
       if (!fields) return { status: 'challenge', challenge: 'username' };
       return usernameStep(env, fields.username ?? '');
@@ -169,6 +189,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'webauthn-authenticator',
     requiresUser: true,
     setupAction: WEBAUTHN_REGISTER,
+    selectable: true,
     configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'two-factor'),
     authenticate: ({ env, user }) => webauthnStep(env, user, 'two-factor'),
   },
@@ -176,6 +197,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'auth-recovery-authn-code-form',
     requiresUser: true,
     setupAction: CONFIGURE_RECOVERY_AUTHN_CODES,
+    selectable: true,
     configuredFor: (user, env) => hasRecoveryCodes(env.ctx, user),
     async authenticate({ env, user }) {
       const fields = take(env, ['recoveryCodeInput']);
@@ -188,6 +210,7 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
     id: 'webauthn-authenticator-passwordless',
     requiresUser: false,
     setupAction: WEBAUTHN_REGISTER_PASSWORDLESS,
+    selectable: true,
     configuredFor: (user, env) => hasWebAuthnCredential(env.ctx, user, 'passwordless'),
     authenticate: ({ env, user }) => webauthnStep(env, user, 'passwordless'),
   },
@@ -326,6 +349,8 @@ export interface BrowserProgress {
   requiredActions: string[];
   login?: string;
   passwordChecked?: boolean;
+  /** "Try another way": the alternative execution the user chose (flows/engine.ts). */
+  selected?: string;
 }
 
 /**
@@ -351,6 +376,7 @@ export function runBrowserSignIn(
       done: progress?.done,
       user: progress?.user ?? null,
       requiredActions: progress?.requiredActions,
+      selected: progress?.selected,
       actionEnabled: async (alias) => (await realmRequiredActions(ctx.storage, realm.id)).some((action) => action.alias === alias && action.enabled),
     })
     .then((result) => ({ ...result, env }));

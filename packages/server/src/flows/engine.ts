@@ -24,6 +24,12 @@ import { isCondition } from './runnable.js';
  * - a subflow whose steps ran without success (an empty one, one whose only step is DISABLED) fails, and so does
  *   the level it is REQUIRED in.
  *
+ * "Try another way" (Keycloak's authentication selection): a challenge from a level of ALTERNATIVE executions names
+ * the other alternatives of that level the user could take now (`alternatives`: steps the adapter marks `selectable`,
+ * set up for the user, or a subflow whose first step is one); a run given `selected`, one of them, takes it instead:
+ * the level's other alternatives are marked `attempted` in what the run settles, so later requests of the same
+ * sign-in (given `done` back) go on with the chosen one. The flow, not the page, decides what comes next.
+ *
  * A walk starts again from the top at every request (as Keycloak's processFlow does after each action); what
  * earlier requests of the same sign-in settled is given back as `done`, so a finished step is not asked again.
  */
@@ -65,6 +71,8 @@ export interface Authenticator<Env, Challenge, Failure> {
    * setRequiredActions), when the realm has that action enabled (areRequiredActionsEnabled).
    */
   setupAction?: string;
+  /** Offered by "try another way" when it sits beside the step asking (it has a page of its own). */
+  selectable?: boolean;
   authenticate(context: StepContext<Env>): Promise<StepOutcome<Challenge, Failure>>;
 }
 
@@ -82,6 +90,12 @@ export interface Condition<Env> {
   matches(context: ConditionContext<Env>): Promise<boolean>;
 }
 
+/** One way at a level of alternatives: the execution at that level, and the step it starts with (a subflow's first). */
+export interface Alternative {
+  execution: string;
+  authenticator: string;
+}
+
 /** How an execution ended in an earlier request of this sign-in (Keycloak's execution status). */
 export type ExecutionStatus = 'success' | 'attempted' | 'setup' | 'skipped' | 'failed';
 
@@ -90,7 +104,16 @@ export type FlowIncomplete = 'unknown_user' | 'credential_setup_required' | 'not
 
 export type FlowResult<Challenge, Failure> =
   | { status: 'success'; user: User; requiredActions: string[]; done: Record<string, ExecutionStatus> }
-  | { status: 'challenge'; challenge: Challenge; execution: AuthExecution; user: User | null; requiredActions: string[]; done: Record<string, ExecutionStatus> }
+  | {
+      status: 'challenge';
+      challenge: Challenge;
+      execution: AuthExecution;
+      user: User | null;
+      requiredActions: string[];
+      done: Record<string, ExecutionStatus>;
+      /** "Try another way": the asking alternative first, then the others of its level the user could take (empty: none). */
+      alternatives: Alternative[];
+    }
   | { status: 'failure'; failure: Failure; execution: AuthExecution; user: User | null }
   | { status: 'incomplete'; reason: FlowIncomplete; provider: string | null; user: User | null };
 
@@ -104,6 +127,8 @@ export interface FlowRun<Env, Challenge, Failure> {
   done?: Readonly<Record<string, ExecutionStatus>>;
   user?: User | null;
   requiredActions?: readonly string[];
+  /** "Try another way": the alternative execution (by id) the user chose at the level that asked. */
+  selected?: string;
   /** Whether the realm has this required action enabled (a step may set it for the user only then). */
   actionEnabled?(alias: string): Promise<boolean>;
   /** A level that lists REQUIRED and ALTERNATIVE executions together (its alternatives are ignored). */
@@ -119,7 +144,7 @@ class Incomplete extends Error {
   }
 }
 
-type Exit<C, F> = { exit: 'challenge'; challenge: C; execution: AuthExecution } | { exit: 'failure'; failure: F; execution: AuthExecution };
+type Exit<C, F> = { exit: 'challenge'; challenge: C; execution: AuthExecution; alternatives?: Alternative[] } | { exit: 'failure'; failure: F; execution: AuthExecution };
 
 const settled = (status: ExecutionStatus | undefined) => status === 'success' || status === 'setup';
 
@@ -214,6 +239,21 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     }
   };
 
+  /** An alternative "try another way" may offer: a selectable step the user can take now, or a subflow starting with one. */
+  const selectable = async (execution: AuthExecution, depth = 0): Promise<Alternative | null> => {
+    if (execution.subFlowId) {
+      if (depth > 3) return null;
+      const first = flows.executionsOf(execution.subFlowId).find((e) => e.requirement !== 'DISABLED' && !isCondition(e));
+      const inner = first ? await selectable(first, depth + 1) : null;
+      return inner && { execution: execution.id, authenticator: inner.authenticator };
+    }
+    const authenticator = execution.authenticator ? run.authenticator(execution.authenticator) : undefined;
+    if (!authenticator?.selectable) return null;
+    if (authenticator.requiresUser && !user) return null;
+    if (authenticator.configuredFor && !(user && (await authenticator.configuredFor(user, env)))) return null;
+    return { execution: execution.id, authenticator: authenticator.id };
+  };
+
   /** One level: an exit (a step's own answer), or whether the level succeeded. */
   const level = async (flow: AuthFlow): Promise<Exit<C, F> | boolean> => {
     // Damaged data (a subflow reached twice): once is enough, and it does not count as passed.
@@ -235,10 +275,29 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
         return true;
       }
       if (alternative.some((e) => settled(status[e.id]))) return true;
+      const chosen = run.selected ? alternative.find((e) => e.id === run.selected) : undefined;
+      if (chosen) {
+        // The user's choice: the level's other alternatives are set aside, the chosen one asked (again).
+        for (const e of alternative) if (e !== chosen && status[e.id] === undefined) status[e.id] = 'attempted';
+        for (const e of alternative) if (e !== chosen && (status[e.id] === 'skipped' || status[e.id] === 'failed')) status[e.id] = 'attempted';
+        delete status[chosen.id];
+      }
       for (const execution of alternative) {
         try {
           const exit = await single(execution);
-          if (exit) return exit;
+          if (exit) {
+            if (exit.exit === 'challenge' && !exit.alternatives) {
+              const start = await selectable(execution);
+              const others: Alternative[] = [];
+              for (const e of alternative) {
+                if (e === execution) continue;
+                const way = await selectable(e);
+                if (way) others.push(way);
+              }
+              exit.alternatives = start && others.length > 0 ? [start, ...others] : [];
+            }
+            return exit;
+          }
           if (settled(status[execution.id])) return true;
         } catch (error) {
           if (!(error instanceof Incomplete)) throw error;
@@ -256,7 +315,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     const result = await level(run.root);
     if (typeof result === 'object') {
       if (result.exit === 'failure') return { status: 'failure', failure: result.failure, execution: result.execution, user };
-      return { status: 'challenge', challenge: result.challenge, execution: result.execution, user, requiredActions: [...requiredActions], done: status };
+      return { status: 'challenge', challenge: result.challenge, execution: result.execution, user, requiredActions: [...requiredActions], done: status, alternatives: result.alternatives ?? [] };
     }
     if (!user) return { status: 'incomplete', reason: 'unknown_user', provider: null, user };
     if (!result) return { status: 'incomplete', reason: 'not_successful', provider: null, user };

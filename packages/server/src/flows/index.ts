@@ -49,7 +49,7 @@ export { Flows } from './flows.js';
 export type { FlowImport, FlowImportReport, ImportedBinding, ImportedConfig, ImportedExecution, ImportedFlow } from './import.js';
 export { aliasHint, aliasPattern, isOverrideBinding, keycloakBindingDefaults, overrideBindings, type OverrideBinding, type AuthExecution, type AuthFlow, type AuthenticatorConfig, type FlowType, type KeycloakBinding } from './model.js';
 export { FlowCannotRunError, type FlowBlocker } from './runnable.js';
-export type { Authenticator, Condition, ConditionContext, ExecutionStatus, FlowIncomplete, FlowResult, FlowRun, StepContext, StepOutcome } from './engine.js';
+export type { Alternative, Authenticator, Condition, ConditionContext, ExecutionStatus, FlowIncomplete, FlowResult, FlowRun, StepContext, StepOutcome } from './engine.js';
 export { firstBrokerLoginProviders, RESET_OTP_REMOVE_ALL, RESET_OTP_REMOVE_ONE, type AuthProvider, type ProviderRole } from './catalog.js';
 export type { RealmFlows, WalkedExecution } from './realm-flows.js';
 export type { BindingProblem, FormActionStep, FormSteps, ProtectorStep, RegistrationSteps, SigningClient } from './runner.js';

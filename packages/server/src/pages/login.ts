@@ -15,7 +15,10 @@ import { brokerRoutes } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
 import { stepExpired, type ShowNewPassword } from './step-pages.js';
 import { webauthnRoutes } from './webauthn.js';
+import { ceremonyOf, MAX_RESPONSE } from './webauthn-pages.js';
+import { WEBAUTHN_FIELDS } from '../authentication/sign-in.js';
 import { recoveryCodeRoutes } from './recovery-codes.js';
+import { selectAuthenticatorRoutes } from './select-authenticator.js';
 import { UPDATE_PASSWORD } from '../required-actions/index.js';
 
 const MAX_USERNAME = 255;
@@ -27,13 +30,20 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
     post: async (request, reply, realm, auth) => {
       const posted = await protectedPost(ctx, request, reply, realm, auth, {
         form: 'login',
-        fields: ['username', 'password'],
+        fields: ['username', 'password', 'response'],
         errorEvent: 'LOGIN_ERROR',
         refusedText: 'We could not verify this sign-in. Please try again.',
         show: (state) => showPage.login(ctx, request, reply, realm, auth, state),
       });
       if (!posted) return reply;
       const { form, values, info } = posted;
+      // A passkey picked in the username field's autofill (realms with passkeys on): its assertion goes to the flow's username step instead of a name.
+      if (form.response && realm.webAuthnPolicies.passwordless.passkeysEnabled) {
+        if (form.response.length > MAX_RESPONSE) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Failed to authenticate by the passkey or security key.' }, status: 400 });
+        const ceremony = ceremonyOf(ctx, request, auth);
+        const submitted = { [WEBAUTHN_FIELDS[0]]: form.response, [WEBAUTHN_FIELDS[1]]: ceremony.origin, [WEBAUTHN_FIELDS[2]]: ceremony.session };
+        return answerSignIn(ctx, request, reply, realm, auth, await runBrowserSignIn(ctx, realm, auth.clientId, info, null, submitted), newPasswordPage, {});
+      }
       if (!form.username || !form.password || form.username.length > MAX_USERNAME || form.password.length > MAX_PASSWORD) {
         const errors: FieldErrors = {};
         if (!form.username) errors.username = 'Please enter your username.';
@@ -85,6 +95,7 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
   requiredActionRoutes(app, ctx, newPasswordPage);
   webauthnRoutes(app, ctx, newPasswordPage);
   recoveryCodeRoutes(app, ctx, newPasswordPage);
+  selectAuthenticatorRoutes(app, ctx, newPasswordPage);
 
   app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
     return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());

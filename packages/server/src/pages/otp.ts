@@ -21,6 +21,7 @@ import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { recoveryCodePage } from './recovery-code-pages.js';
+import { anotherWay } from './another-way.js';
 import {
   authBinding,
   configPage,
@@ -81,9 +82,10 @@ export async function answerSignIn(
         setup: signIn.requiredActions,
         login: signIn.env.login,
         checked: signIn.env.passwordChecked,
+        ways: signIn.alternatives,
       };
       const key = await stepState(ctx).seal(realm, 'login-otp', claims);
-      return otpPage(ctx, reply, realm, auth, key, {}, 200);
+      return otpPage(ctx, reply, realm, auth, key, claims, {}, 200);
     }
     case 'failure': {
       const { failure } = signIn;
@@ -121,8 +123,8 @@ export async function answerSignIn(
   }
 }
 
-const otpPage = (ctx: PagesContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
-  ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors, message }, status);
+const otpPage = async (ctx: PagesContext, reply: FastifyReply, realm: Realm, auth: AuthSession, key: string, claims: StepClaims, errors: FieldErrors, status: number, message?: { type: string; text: string }) =>
+  ctx.pages.send(reply, realm, 'login-otp', { action: actionUrl(realm, 'login-otp'), csrf: auth.csrf, key, errors, message, anotherWay: await anotherWay(ctx, realm, auth, claims) }, status);
 
 export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
@@ -153,11 +155,11 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
         otpRefused: async (error) => {
           if (error === 'ip_temporarily_blocked') {
             reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
-            return otpPage(ctx, reply, realm, auth, form.key, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
+            return otpPage(ctx, reply, realm, auth, form.key, claims, {}, 429, { type: 'error', text: 'Too many failed sign-ins from your network. Please try again later.' });
           }
           if (left === 0) return showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many wrong codes. Please sign in again.' }, status: 401 });
           // A wrong code and a locked-out user get the same answer (as the password page does), so it tells nothing.
-          return otpPage(ctx, reply, realm, auth, form.key, { otp: INVALID_CODE }, 401);
+          return otpPage(ctx, reply, realm, auth, form.key, claims, { otp: INVALID_CODE }, 401);
         },
       });
     },

@@ -6,11 +6,13 @@ import type { AuthSession, FormState, LoginForms } from '../authentication/index
 import type { ProtectedForm } from '@realmgate/spi';
 import { protectorMarkup, type ProtectorStep } from './protection.js';
 import { loginButtons } from './broker-links.js';
+import { authenticationOptions } from '../authentication/webauthn.js';
+import { ceremonyOf } from './binding.js';
 
 export type { FormState };
 
 /** What rendering a page needs: the renderer and the realm's flows (for protectors and form-action assets). */
-type PageContext = Pick<PagesContext, 'pages' | 'flows' | 'storage'>;
+type PageContext = Pick<PagesContext, 'pages' | 'flows' | 'storage' | 'hostStore' | 'config' | 'events'>;
 
 export const actionUrl = (realm: Realm, action: string) => `/realms/${encodeURIComponent(realm.name)}/login-actions/${action}`;
 
@@ -58,6 +60,8 @@ export const showPage = {
       registerUrl: realm.registrationAllowed ? actionUrl(realm, 'registration') : null,
       resetUrl: realm.resetPasswordAllowed ? actionUrl(realm, 'reset-credentials') : null,
       identityProviders: await loginButtons(ctx, realm, auth),
+      // Keycloak 26's passkeys on the username form: the options of a passkey assertion for no user yet (the passkey names them), for the autofill.
+      passkeys: realm.webAuthnPolicies.passwordless.passkeysEnabled ? JSON.stringify(await authenticationOptions(ctx, realm, null, 'passwordless', ceremonyOf(ctx, request, auth))) : null,
     };
     return formPage(ctx, request, reply, realm, auth, 'login', steps.protectors, fields, state);
   },

@@ -3,7 +3,8 @@ import { SignedState, type AuthSession } from '../authentication/index.js';
 import { FEW_RECOVERY_CODES_LEFT, nextRecoveryCode } from '../authentication/recovery-codes.js';
 import type { PagesContext } from './context.js';
 import { hashRecoveryCode, newRecoveryCodes } from '../credentials/recovery-codes.js';
-import type { ExecutionStatus } from '../flows/index.js';
+import type { Alternative, ExecutionStatus } from '../flows/index.js';
+import { anotherWay } from './another-way.js';
 import type { Realm, User } from '../model/types.js';
 import { actionUrl } from './pages.js';
 import type { FieldErrors } from './render.js';
@@ -23,6 +24,7 @@ export interface RecoveryClaims {
   login?: string;
   checked?: boolean;
   hashes?: string[];
+  ways?: Alternative[];
 }
 
 export const RECOVERY_LOGIN = 'login-recovery-authn-code';
@@ -41,14 +43,14 @@ export async function recoveryCodePage(
   reply: FastifyReply,
   realm: Realm,
   auth: AuthSession,
-  signIn: { user: User; done: Record<string, ExecutionStatus>; requiredActions: string[]; env: { login?: string; passwordChecked?: boolean } },
+  signIn: { user: User; done: Record<string, ExecutionStatus>; requiredActions: string[]; alternatives?: Alternative[]; env: { login?: string; passwordChecked?: boolean } },
   state: { errors?: FieldErrors; status?: number; message?: { type: string; text: string }; key?: string } = {},
 ): Promise<FastifyReply> {
-  const claims: RecoveryClaims = { sub: signIn.user.id, azp: auth.clientId, auth: authBinding(auth), done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked };
+  const claims: RecoveryClaims = { sub: signIn.user.id, azp: auth.clientId, auth: authBinding(auth), done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked, ways: signIn.alternatives };
   const key = state.key ?? (await new SignedState(ctx.keys).seal(realm.id, RECOVERY_LOGIN, claims, STEP_LIFETIME_MS));
   const next = await nextRecoveryCode(ctx, signIn.user);
   const warning = next && next.remaining <= FEW_RECOVERY_CODES_LEFT ? { type: 'warning', text: `You have ${next.remaining} recovery code${next.remaining === 1 ? '' : 's'} left. Set up new ones soon.` } : undefined;
-  return ctx.pages.send(reply, realm, 'login-recovery-authn-code-input', { action: actionUrl(realm, RECOVERY_LOGIN), csrf: auth.csrf, key, number: next?.number ?? 1, errors: state.errors ?? {}, message: state.message ?? warning }, state.status ?? 200);
+  return ctx.pages.send(reply, realm, 'login-recovery-authn-code-input', { action: actionUrl(realm, RECOVERY_LOGIN), csrf: auth.csrf, key, number: next?.number ?? 1, errors: state.errors ?? {}, message: state.message ?? warning, anotherWay: await anotherWay(ctx, realm, auth, claims) }, state.status ?? 200);
 }
 
 /** CONFIGURE_RECOVERY_AUTHN_CODES: new codes, shown once. */

@@ -28,7 +28,7 @@ export function recoveryCodeRoutes(app: FastifyInstance, ctx: PagesContext, newP
       const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
       if (left === null) return expired(request, reply, realm, auth);
       const { claims, user } = step;
-      const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked };
+      const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked, alternatives: claims.ways };
       const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), progress, { recoveryCodeInput: form.recoveryCodeInput.slice(0, 64) });
       return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, {
         recoveryRefused: async (error) => {

@@ -1,13 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import qrcode from 'qrcode-generator';
 import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
-import type { ExecutionStatus } from '../flows/index.js';
+import type { Alternative, ExecutionStatus } from '../flows/index.js';
 import type { PagesContext } from './context.js';
 import { otpauthUri } from '../credentials/otp.js';
 import type { Realm, User } from '../model/types.js';
 import type { FastifyRequest } from 'fastify';
 import { actionUrl, showPage } from './pages.js';
+import { authBinding } from './binding.js';
+
+export { authBinding };
 import type { FieldErrors } from './render.js';
 
 /**
@@ -39,11 +41,12 @@ export interface StepClaims {
   setup?: string[];
   login?: string;
   checked?: boolean;
+  /** login-otp: the ways "try another way" offers there (pages/select-authenticator.ts). */
+  ways?: Alternative[];
 }
 
 type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email';
 
-export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 
 export function stepState(ctx: PagesContext) {
   const signed = new SignedState(ctx.keys);

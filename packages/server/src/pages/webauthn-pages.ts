@@ -2,8 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SignedState, type AuthSession } from '../authentication/index.js';
 import { authenticationOptions, registrationOptions, type WebAuthnKind } from '../authentication/webauthn.js';
 import type { PagesContext } from './context.js';
-import type { ExecutionStatus } from '../flows/index.js';
-import { baseUrl } from '../http/index.js';
+import type { Alternative, ExecutionStatus } from '../flows/index.js';
+import { anotherWay } from './another-way.js';
+import { ceremonyOf } from './binding.js';
 import type { Realm, User } from '../model/types.js';
 import { actionUrl } from './pages.js';
 import type { FieldErrors } from './render.js';
@@ -28,13 +29,14 @@ export interface WebAuthnClaims {
   setup?: string[];
   login?: string;
   checked?: boolean;
+  ways?: Alternative[];
 }
 
 export const LOGIN_PURPOSE = 'login-webauthn';
 export const REGISTER_PURPOSE = 'webauthn-register';
 export const MAX_RESPONSE = 32768;
 
-export const ceremonyOf = (ctx: PagesContext, request: FastifyRequest, auth: AuthSession) => ({ origin: baseUrl(request, ctx.config.hostname), session: authBinding(auth) });
+export { ceremonyOf };
 
 export async function openKey(ctx: PagesContext, realm: Realm, purpose: string, auth: AuthSession, key: string): Promise<{ claims: WebAuthnClaims; user: User | null } | null> {
   const claims = await new SignedState(ctx.keys).open<WebAuthnClaims>(realm.id, purpose, key, 8192);
@@ -51,17 +53,17 @@ export async function webauthnChallengePage(
   reply: FastifyReply,
   realm: Realm,
   auth: AuthSession,
-  signIn: { challenge: 'webauthn' | 'webauthn-passwordless'; user: User | null; done: Record<string, ExecutionStatus>; requiredActions: string[]; env: { login?: string; passwordChecked?: boolean } },
+  signIn: { challenge: 'webauthn' | 'webauthn-passwordless'; user: User | null; done: Record<string, ExecutionStatus>; requiredActions: string[]; alternatives?: Alternative[]; env: { login?: string; passwordChecked?: boolean } },
   message?: { type: string; text: string },
   status = 200,
   /** The page shown again: its key, whose attempts go on counting. */
   sameKey?: string,
 ): Promise<FastifyReply> {
   const kind: WebAuthnKind = signIn.challenge === 'webauthn-passwordless' ? 'passwordless' : 'two-factor';
-  const claims: WebAuthnClaims = { sub: signIn.user?.id ?? null, azp: auth.clientId, auth: authBinding(auth), kind, done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked };
+  const claims: WebAuthnClaims = { sub: signIn.user?.id ?? null, azp: auth.clientId, auth: authBinding(auth), kind, done: signIn.done, setup: signIn.requiredActions, login: signIn.env.login, checked: signIn.env.passwordChecked, ways: signIn.alternatives };
   const key = sameKey ?? (await new SignedState(ctx.keys).seal(realm.id, LOGIN_PURPOSE, claims, STEP_LIFETIME_MS));
   const options = await authenticationOptions(ctx, realm, signIn.user, kind, ceremonyOf(ctx, request, auth));
-  return ctx.pages.send(reply, realm, 'webauthn-authenticate', { action: actionUrl(realm, LOGIN_PURPOSE), csrf: auth.csrf, key, options: JSON.stringify(options), passwordless: kind === 'passwordless', message }, status);
+  return ctx.pages.send(reply, realm, 'webauthn-authenticate', { action: actionUrl(realm, LOGIN_PURPOSE), csrf: auth.csrf, key, options: JSON.stringify(options), passwordless: kind === 'passwordless', message, anotherWay: await anotherWay(ctx, realm, auth, claims) }, status);
 }
 
 /** The registration page of `webauthn-register` / `webauthn-register-passwordless` (`aia`: it can be cancelled). */

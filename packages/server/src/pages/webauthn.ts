@@ -37,7 +37,7 @@ export function webauthnRoutes(app: FastifyInstance, ctx: PagesContext, newPassw
       const { claims, user } = step;
       const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked };
       const again = (text: string, status: number) =>
-        webauthnChallengePage(ctx, request, reply, realm, auth, { challenge: claims.kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn', ...progress, env: progress }, { type: 'error', text }, status, form.key);
+        webauthnChallengePage(ctx, request, reply, realm, auth, { challenge: claims.kind === 'passwordless' ? 'webauthn-passwordless' : 'webauthn', ...progress, alternatives: claims.ways, env: progress }, { type: 'error', text }, status, form.key);
       // The key takes a few answers (STEP_ATTEMPTS, the browser's refusals included: each makes a new challenge), then the sign-in starts again.
       const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
       if (left === null) return expired(request, reply, realm, auth);
