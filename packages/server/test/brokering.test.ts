@@ -94,6 +94,7 @@ describe('signing in through an identity provider (another realm as the upstream
         { alias: 'up', displayName: 'Upstream realm', providerId: 'keycloak-oidc', enabled: true, storeToken: true, config: oidc({ guiOrder: '1' }) },
         { alias: 'off', displayName: 'Disabled one', providerId: 'oidc', enabled: false, config: oidc() },
         { alias: 'hidden', displayName: 'Hidden one', providerId: 'oidc', enabled: true, hideOnLogin: true, config: oidc() },
+        { alias: 'linkonly', displayName: 'Link only', providerId: 'oidc', enabled: true, linkOnly: true, config: oidc() },
       ],
       identityProviderMappers: [
         { name: 'role', identityProviderAlias: 'up', identityProviderMapper: 'hardcoded-role-idp-mapper', config: { role: 'brokered', syncMode: 'INHERIT' } },
@@ -102,14 +103,9 @@ describe('signing in through an identity provider (another realm as the upstream
       ],
     });
     expect(down.status).toBe(201);
-    // Keycloak's browser flow has the redirector before the forms (Realmgate's built-in one does not yet): a copy with it, bound.
-    expect((await admin('POST', '/down/authentication/flows/browser/copy', { newName: 'broker browser' })).status).toBe(201);
-    expect((await admin('POST', '/down/authentication/flows/broker%20browser/executions/execution', { provider: 'identity-provider-redirector' })).status).toBe(201);
-    const executions = (await admin('GET', '/down/authentication/flows/broker%20browser/executions')).body as { id: string; providerId?: string; requirement: string; level: number }[];
-    const redirector = executions.find((e) => e.providerId === 'identity-provider-redirector')!;
-    expect((await admin('PUT', '/down/authentication/flows/broker%20browser/executions', { ...redirector, requirement: 'ALTERNATIVE' })).status).toBe(204);
-    expect((await admin('POST', `/down/authentication/executions/${redirector.id}/raise-priority`)).status).toBe(204);
-    expect((await admin('PUT', '/down', { browserFlow: 'broker browser' })).status).toBe(204);
+    // No copy of the browser flow: the built-in one has Keycloak 26's identity-provider-redirector.
+    const browser = (await admin('GET', '/down/authentication/flows/browser/executions')).body as { providerId?: string; displayName: string; requirement: string; level: number }[];
+    expect(browser.filter((e) => e.level === 0).map((e) => `${e.providerId ?? e.displayName}:${e.requirement}`)).toEqual(['auth-cookie:ALTERNATIVE', 'identity-provider-redirector:ALTERNATIVE', 'forms:ALTERNATIVE']);
   });
 
   afterAll(async () => {
@@ -124,6 +120,7 @@ describe('signing in through an identity provider (another realm as the upstream
     expect(page.text).toContain('Upstream realm');
     expect(page.text).not.toContain('social-off');
     expect(page.text).not.toContain('social-hidden');
+    expect(page.text).not.toContain('social-linkonly');
   });
 
   it('sends the upstream state, nonce and PKCE, and never the client secret', async () => {
@@ -179,6 +176,54 @@ describe('signing in through an identity provider (another realm as the upstream
     const off = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'off' })}`);
     expect(off.status).toBe(200);
     expect(off.text).toContain('kc-form-login');
+  });
+
+  it('kc_idp_hint naming a disabled, link-only or unknown provider shows the login page; a hidden one is followed', async () => {
+    for (const hint of ['off', 'linkonly', 'nope', 'UP']) {
+      const page = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: hint })}`);
+      expect(page.status, hint).toBe(200);
+      expect(page.text).toContain('kc-form-login');
+    }
+    // The broker login URL of a link-only provider, reached directly, is refused too (no upstream redirect).
+    const browser = new Browser(t.url);
+    const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+    const direct = await browser.get(`/realms/down/broker/linkonly/login?session_code=${encodeURIComponent(inputValue(page.text, 'session_code')!)}`);
+    expect(direct.status).toBe(400);
+    expect(direct.location).toBeNull();
+    const hidden = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'hidden' })}`);
+    expect(hidden.status).toBe(302);
+    expect(hidden.location).toMatch(/^\/realms\/down\/broker\/hidden\/login\?session_code=/);
+  });
+
+  it("the built-in redirector's defaultProvider sends every sign-in to that provider; a hint still wins; the cookie comes first", async () => {
+    const executions = (await admin('GET', '/down/authentication/flows/browser/executions')).body as { id: string; providerId?: string }[];
+    const redirector = executions.find((e) => e.providerId === 'identity-provider-redirector')!;
+    const created = await admin('POST', `/down/authentication/executions/${redirector.id}/config`, { alias: 'default idp', config: { defaultProvider: 'up' } });
+    expect(created.status).toBe(201);
+    const configId = (((await admin('GET', '/down/authentication/flows/browser/executions')).body as { id: string; authenticationConfig?: string }[]).find((e) => e.id === redirector.id))!.authenticationConfig!;
+    try {
+      const browser = new Browser(t.url);
+      const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+      expect(page.status).toBe(302);
+      expect(page.location).toMatch(/^\/realms\/down\/broker\/up\/login\?session_code=/);
+      const hinted = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'hidden' })}`);
+      expect(hinted.location).toMatch(/^\/realms\/down\/broker\/hidden\/login/);
+      // As Keycloak's: a hint naming a provider that cannot sign in is the login page, not the default provider.
+      const refused = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery({ kc_idp_hint: 'off' })}`);
+      expect(refused.status).toBe(200);
+      expect(refused.text).toContain('kc-form-login');
+      // Signed in (through the default provider), the next authorization request is answered by the SSO cookie.
+      const toUpstream = await browser.get(page.location!);
+      const callback = await followUpstream(browser, toUpstream.location!, { username: 'upuser', password: 'Up-pass-123' });
+      expect((await browser.get(callback)).location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+      const again = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+      expect(again.status).toBe(302);
+      expect(again.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    } finally {
+      expect((await admin('DELETE', `/down/authentication/config/${configId}`)).status).toBe(204);
+    }
+    const plain = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
+    expect(plain.status).toBe(200);
   });
 
   it('a disabled provider cannot be used even by its URL', async () => {
