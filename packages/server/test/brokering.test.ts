@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstForm, inputValue, pkce } from './support/forms.js';
 import { BrokerBrowser as Browser } from './support/broker-browser.js';
+import { LOOK_AHEAD, newOtpUser, OTP_CALLBACK, withOtp } from './support/otp-users.js';
 import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -62,6 +63,7 @@ describe('signing in through an identity provider (another realm as the upstream
         { username: 'mallory', enabled: true, email: 'alice@example.com', emailVerified: true, firstName: 'Mal', lastName: 'Lory', credentials: [{ type: 'password', value: 'Mal-pass-123', temporary: false }] },
         { username: 'mallory2', enabled: true, email: 'alice@example.com', firstName: 'Mal', lastName: 'Two', credentials: [{ type: 'password', value: 'Mal-pass-123' }] },
         { username: 'nomail', enabled: true, firstName: 'No', lastName: 'Mail', credentials: [{ type: 'password', value: 'No-pass-123', temporary: false }] },
+        { username: 'pbluser', enabled: true, email: 'pbl@example.com', emailVerified: true, firstName: 'Post', lastName: 'Broker', credentials: [{ type: 'password', value: 'Pbl-pass-123', temporary: false }] },
       ],
     });
     expect(created.status).toBe(201);
@@ -88,7 +90,11 @@ describe('signing in through an identity provider (another realm as the upstream
       eventsEnabled: true,
       roles: { realm: [{ name: 'brokered' }] },
       groups: [{ name: 'partners' }],
-      clients: [{ clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true }],
+      clients: [
+        { clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true },
+        { clientId: 'web', enabled: true, publicClient: true, directAccessGrantsEnabled: true, redirectUris: [OTP_CALLBACK] },
+      ],
+      otpPolicyLookAheadWindow: LOOK_AHEAD,
       users: [{ username: 'alice', enabled: true, email: 'alice@example.com', emailVerified: true, firstName: 'Alice', lastName: 'Local', credentials: [{ type: 'password', value: 'Alice-pass-123', temporary: false }] }],
       identityProviders: [
         { alias: 'up', displayName: 'Upstream realm', providerId: 'keycloak-oidc', enabled: true, storeToken: true, config: oidc({ guiOrder: '1' }) },
@@ -224,6 +230,82 @@ describe('signing in through an identity provider (another realm as the upstream
     }
     const plain = await new Browser(t.url).get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
     expect(plain.status).toBe(200);
+  });
+
+  describe("the provider's post broker login flow (postBrokerLoginFlowAlias)", () => {
+    const withPostFlow = async (alias: string | undefined, run: () => Promise<void>) => {
+      const provider = (await admin('GET', '/down/identity-provider/instances/up')).body as Record<string, unknown>;
+      expect((await admin('PUT', '/down/identity-provider/instances/up', { ...provider, postBrokerLoginFlowAlias: alias })).status).toBe(204);
+      try {
+        await run();
+      } finally {
+        expect((await admin('PUT', '/down/identity-provider/instances/up', { ...provider, postBrokerLoginFlowAlias: undefined })).status).toBe(204);
+      }
+    };
+    let app: Awaited<ReturnType<typeof withOtp>>;
+
+    beforeAll(async () => {
+      // A local user with an authenticator app, linked to the upstream's pbluser; a flow asking for the app's code.
+      const r = { t, token, realm: 'down' };
+      const local = await newOtpUser(r, { username: 'pbllocal' });
+      app = await withOtp(r, local);
+      const upstream = ((await api(t.url, 'GET', '/admin/realms/up/users?username=pbluser&exact=true', token)).body as { id: string }[])[0];
+      expect((await admin('POST', `/down/users/${local.id}/federated-identity/up`, { identityProvider: 'up', userId: upstream.id, userName: 'pbluser' })).status).toBe(204);
+      expect((await admin('POST', '/down/authentication/flows', { alias: 'pbl otp', providerId: 'basic-flow', topLevel: true, builtIn: false, description: 'after an upstream sign-in' })).status).toBe(201);
+      expect((await admin('POST', '/down/authentication/flows/pbl%20otp/executions/execution', { provider: 'auth-otp-form' })).status).toBe(201);
+      const [otp] = (await admin('GET', '/down/authentication/flows/pbl%20otp/executions')).body as Record<string, unknown>[];
+      expect((await admin('PUT', '/down/authentication/flows/pbl%20otp/executions', { ...otp, requirement: 'REQUIRED' })).status).toBe(204);
+    });
+
+    it('asks the linked user for their code before any session or code; the callback replayed or the key posted elsewhere skips nothing', async () => {
+      await withPostFlow('pbl otp', async () => {
+        const browser = new Browser(t.url);
+        const callback = await toCallback(browser, { username: 'pbluser', password: 'Pbl-pass-123' });
+        const asked = await browser.get(callback);
+        expect(asked.status).toBe(200);
+        expect(asked.location).toBeNull();
+        expect(asked.text).toContain('kc-otp-login-form');
+        const form = firstForm(asked.text);
+        expect(form.action).toMatch(/\/realms\/down\/login-actions\/post-broker-login$/);
+        // The upstream's callback again: its state is spent, nothing is exchanged, no code.
+        const replayed = await browser.get(callback);
+        expect(replayed.status).toBe(400);
+        expect(replayed.location).toBeNull();
+        // The page's key on the first broker login's route: opens nothing there.
+        const elsewhere = await browser.post(form.action.replace('post-broker-login', 'first-broker-login'), { ...form.hidden, otp: app.wrongCode() });
+        expect(elsewhere.status).toBe(400);
+        expect(elsewhere.location).toBeNull();
+        // No SSO session exists yet: the same cookies at the authorization endpoint get the login page.
+        const peek = new Browser(t.url);
+        for (const [name, value] of browser.down.cookies) peek.down.cookies.set(name, value);
+        const notSignedIn = await peek.get(`/realms/down/protocol/openid-connect/auth?${authQuery({ prompt: 'none' })}`);
+        expect(notSignedIn.location).toMatch(/error=login_required/);
+        // Without a code, and with a wrong one: the page again, no code.
+        expect((await browser.post(form.action, { ...form.hidden })).status).toBe(200);
+        const wrong = await browser.post(form.action, { ...form.hidden, otp: app.wrongCode() });
+        expect(wrong.status).toBe(401);
+        expect(wrong.location).toBeNull();
+        // The right code: the application gets its code.
+        const right = await browser.post(form.action, { ...form.hidden, otp: app.codes.next() });
+        expect(right.status).toBe(302);
+        expect(right.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+        // The key is spent with the flow.
+        expect((await browser.post(form.action, { ...form.hidden, otp: app.codes.next() })).status).toBe(400);
+      });
+    });
+
+    it('a post broker login flow the realm does not have refuses the sign-in (400 page, no code), never skips it', async () => {
+      await withPostFlow('no such flow', async () => {
+        const browser = new Browser(t.url);
+        const answer = await browser.get(await toCallback(browser, { username: 'pbluser', password: 'Pbl-pass-123' }));
+        expect(answer.status).toBe(400);
+        expect(answer.location).toBeNull();
+      });
+      // Without it, the same upstream account signs straight in.
+      const browser = new Browser(t.url);
+      const answer = await browser.get(await toCallback(browser, { username: 'pbluser', password: 'Pbl-pass-123' }));
+      expect(answer.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    });
   });
 
   it('a disabled provider cannot be used even by its URL', async () => {

@@ -18,6 +18,8 @@ export interface AuthSession {
   codeChallenge: string | null;
   /** Keycloak's `kc_action`: the required action the application asked the user to carry out (AIA). */
   kcAction?: string;
+  /** Keycloak 26's parameter of the action (`kc_action=idp_link:{alias}`: the identity provider's alias). */
+  kcActionParameter?: string;
   /** What became of `kcAction` (sent back to the client as `kc_action_status`); absent while it is still to be run. */
   kcActionStatus?: KcActionStatus;
   /** Keycloak's `kc_idp_hint`: the identity provider the application wants the user sent to (identity-provider-redirector). */

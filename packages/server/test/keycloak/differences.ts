@@ -47,7 +47,7 @@ export const differences: ListedDifference[] = [
     'required actions shown in priority order',
     ['others'],
     'open',
-    'Keycloak 26.7.3 also registers webauthn-register, webauthn-register-passwordless (passkeys issue), VERIFY_PROFILE, delete_credential, idp_link (brokering issue) and CONFIGURE_RECOVERY_AUTHN_CODES.',
+    'Keycloak 26.7.3 also registers webauthn-register, webauthn-register-passwordless (passkeys issue), VERIFY_PROFILE, delete_credential and CONFIGURE_RECOVERY_AUTHN_CODES.',
   ),
   ...each('bad input: an execution with an unknown provider id', ['keys'], 'open', ADMIN_ERROR_SHAPE),
   ...each('bad input: a condition outside a conditional sub-flow', ['status', 'keys', 'written'], 'deliberate', REFUSED_BAD_INPUT),
