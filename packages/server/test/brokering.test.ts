@@ -1,3 +1,4 @@
+import { generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstForm, inputValue, pkce } from './support/forms.js';
 import { BrokerBrowser as Browser } from './support/broker-browser.js';
@@ -306,6 +307,42 @@ describe('signing in through an identity provider (another realm as the upstream
       const answer = await browser.get(await toCallback(browser, { username: 'pbluser', password: 'Pbl-pass-123' }));
       expect(answer.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
     });
+  });
+
+  it("the upstream's back-channel logout ends the brokered session; a forged or eventless logout token ends nothing", async () => {
+    const upClient = ((await api(t.url, 'GET', '/admin/realms/up/clients?clientId=broker-client', token)).body as { id: string; attributes?: Record<string, string> }[])[0];
+    const backchannel = `${t.url}/realms/down/protocol/openid-connect/logout/backchannel-logout`;
+    expect((await api(t.url, 'PUT', `/admin/realms/up/clients/${upClient.id}`, token, { ...upClient, attributes: { ...upClient.attributes, 'backchannel.logout.url': backchannel } })).status).toBe(204);
+    const browser = new Browser(t.url);
+    expect((await browser.get(await toCallback(browser, { username: 'upuser', password: 'Up-pass-123' }))).location).toMatch(/code=/);
+    const local = await downUser('upuser');
+    const downSessions = async () => (await admin('GET', `/down/users/${local.id}/sessions`)).body as { id: string }[];
+    expect((await downSessions()).length).toBeGreaterThanOrEqual(1);
+    // Forged: the right issuer, audience and event, signed by a key that is not the upstream's.
+    const upstreamUser = ((await api(t.url, 'GET', '/admin/realms/up/users?username=upuser&exact=true', token)).body as { id: string }[])[0];
+    const { privateKey } = await generateKeyPair('RS256');
+    const forged = await new SignJWT({ events: { 'http://schemas.openid.net/event/backchannel-logout': {} }, sub: upstreamUser.id })
+      .setProtectedHeader({ alg: 'RS256', kid: 'forged', typ: 'logout+jwt' })
+      .setIssuer(`${t.url}/realms/up`)
+      .setAudience('broker-client')
+      .setIssuedAt()
+      .setJti('forged-1')
+      .sign(privateKey);
+    const post = (logout_token: string) => fetch(backchannel, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ logout_token }) });
+    expect((await post(forged)).status).toBe(400);
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${Buffer.from(JSON.stringify({ iss: `${t.url}/realms/up`, aud: 'broker-client', sub: upstreamUser.id, iat: Math.floor(Date.now() / 1000), events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })).toString('base64url')}.`;
+    expect((await post(unsigned)).status).toBe(400);
+    expect((await post('')).status).toBe(400);
+    expect((await downSessions()).length).toBeGreaterThanOrEqual(1);
+    // The upstream ends its session (an administrator there): it tells this realm, whose brokered session ends.
+    const upSessions = (await api(t.url, 'GET', `/admin/realms/up/users/${upstreamUser.id}/sessions`, token)).body as { id: string }[];
+    expect(upSessions.length).toBeGreaterThanOrEqual(1);
+    const before = (await downSessions()).length;
+    for (const session of upSessions) expect((await api(t.url, 'DELETE', `/admin/realms/up/sessions/${session.id}`, token)).status).toBe(204);
+    await eventually(async () => ((await downSessions()).length < before ? true : undefined));
+    const logout = await eventually(async () => ((await admin('GET', '/down/events?type=LOGOUT&max=100')).body as { userId?: string; details?: Record<string, string> }[]).find((e) => e.userId === local.id && e.details?.identity_provider === 'up'));
+    expect(logout).toBeDefined();
+    expect((await admin('GET', '/down/events?type=LOGOUT_ERROR&max=100')).body).toHaveLength(3);
   });
 
   it('a disabled provider cannot be used even by its URL', async () => {

@@ -261,7 +261,11 @@ export function brokerRoutes(app: FastifyInstance, ctx: ServerContext, newPasswo
    * broker login flow when it names one (Keycloak's finishOrRedirectToPostBrokerLogin), else the required actions
    * and the application. No session exists before that flow has succeeded.
    */
-  async function afterUpstream(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, identity: BrokerProgress['identity'], user: User): Promise<FastifyReply> {
+  async function afterUpstream(request: FastifyRequest, reply: FastifyReply, realm: Realm, signingIn: AuthSession, provider: IdentityProvider, identity: BrokerProgress['identity'], user: User): Promise<FastifyReply> {
+    // The SSO session will record the upstream session and user (Keycloak's brokerSessionId / brokerUserId): the
+    // ID token's `sid`, else the token response's `session_state`.
+    const sid = typeof identity.idToken.sid === 'string' ? identity.idToken.sid : typeof identity.tokenResponse.session_state === 'string' ? identity.tokenResponse.session_state : null;
+    const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker: { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}` } });
     if (!postBrokerLoginFlowOf(provider)) return finish(request, reply, realm, auth, user);
     const progress: BrokerProgress = { phase: 'post', alias: provider.alias, auth: authBindingOf(auth), identity, done: {}, userId: user.id, existingUserId: null, newUser: false, requiredActions: [], reviewed: true };
     return runPostAndAnswer(request, reply, realm, auth, provider, user, progress, await keepProgress(ctx, progress), null);

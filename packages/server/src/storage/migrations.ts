@@ -742,4 +742,14 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  // Brokering (issue 37): which upstream session and user a brokered sign-in's session came from (Keycloak's
+  // brokerSessionId, brokerUserId), so an upstream's back-channel logout token can end it.
+  '0029-user-session-broker': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_session').addColumn('broker_session_id', 'text').execute();
+      await db.schema.alterTable('user_session').addColumn('broker_user_id', 'text').execute();
+      await db.schema.createIndex('user_session_broker_session').on('user_session').columns(['realm_id', 'broker_session_id']).execute();
+      await db.schema.createIndex('user_session_broker_user').on('user_session').columns(['realm_id', 'broker_user_id']).execute();
+    },
+  },
 };

@@ -8,3 +8,4 @@ export { completeBrokerLogin, providerDisplayName, SIGN_IN_PROVIDER_IDS, SOCIAL_
 export { idpMapperTypes } from './idp-mapper-types.js';
 export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './import-config.js';
 export { postBrokerLoginFlowOf, runPostBrokerLogin } from './post-login.js';
+export { upstreamLogoutSessions, type UpstreamLogout } from './upstream-logout.js';
