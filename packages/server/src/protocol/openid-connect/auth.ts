@@ -102,7 +102,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ServerContext): v
     if (kcAction) auth.kcAction = kcAction;
     if (kcAction && kcActionParameter) auth.kcActionParameter = kcActionParameter;
     const idpHint = param('kc_idp_hint')?.slice(0, 255);
-    if (idpHint) auth.idpHint = idpHint;
+    // Kept even when empty: as Keycloak's redirector, an empty hint asks for no provider, not the default one.
+    if (idpHint !== undefined) auth.idpHint = idpHint;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.
