@@ -29,7 +29,7 @@ export const differences: ListedDifference[] = [
     path: 'browser',
     kind: 'open',
     reason:
-      "Keycloak 26.7.3's browser flow also has Kerberos (DISABLED), the identity provider redirector, an Organization sub-flow, and a 'Conditional 2FA' sub-flow (condition credential; OTP ALTERNATIVE beside WebAuthn and recovery codes, DISABLED). Realmgate has no Kerberos, brokering, organizations, WebAuthn or recovery codes yet (their issues; src/flows/builtin-flows.ts).",
+      "Keycloak 26.7.3's browser flow also has Kerberos (DISABLED), an Organization sub-flow, and a 'Conditional 2FA' sub-flow (condition credential; OTP ALTERNATIVE beside WebAuthn and recovery codes, DISABLED); its redirector is at priority 25 between Kerberos (20) and the forms (30), Realmgate's at 20 before the forms (30). Realmgate's built-in flow has no Kerberos, organizations, WebAuthn or recovery codes step (src/flows/builtin-flows.ts).",
   },
   ...each(
     'an ALTERNATIVE pair: password form or OTP form after the username',
