@@ -209,6 +209,19 @@ describe('signing in through an identity provider (another realm as the upstream
     expect(created.status).toBe(201);
     const configId = (((await admin('GET', '/down/authentication/flows/browser/executions')).body as { id: string; authenticationConfig?: string }[]).find((e) => e.id === redirector.id))!.authenticationConfig!;
     try {
+      // A realm export carries the built-in flow's redirector and its config; a realm made from it has both.
+      const exported = (await admin('POST', '/down/partial-export')).body as { authenticationFlows: { alias: string; builtIn: boolean; authenticationExecutions: { authenticator?: string; authenticatorConfig?: string; requirement: string }[] }[]; authenticatorConfig: { alias: string; config: Record<string, string> }[] };
+      const exportedBrowser = exported.authenticationFlows.find((f) => f.alias === 'browser')!;
+      expect(exportedBrowser.builtIn).toBe(true);
+      expect(exportedBrowser.authenticationExecutions.find((e) => e.authenticator === 'identity-provider-redirector')).toMatchObject({ requirement: 'ALTERNATIVE', authenticatorConfig: 'default idp' });
+      expect(exported.authenticatorConfig.find((c) => c.alias === 'default idp')?.config).toEqual({ defaultProvider: 'up' });
+      const copy = await api(t.url, 'POST', '/admin/realms', token, { ...exported, id: undefined, realm: 'down-copy' });
+      expect(copy.status, JSON.stringify(copy.body)).toBe(201);
+      const copied = (await api(t.url, 'GET', '/admin/realms/down-copy/authentication/flows/browser/executions', token)).body as { providerId?: string; authenticationConfig?: string; level: number }[];
+      const copiedRedirector = copied.find((e) => e.providerId === 'identity-provider-redirector')!;
+      expect((await api(t.url, 'GET', `/admin/realms/down-copy/authentication/config/${copiedRedirector.authenticationConfig}`, token)).body).toMatchObject({ alias: 'default idp', config: { defaultProvider: 'up' } });
+      expect((await api(t.url, 'DELETE', '/admin/realms/down-copy', token)).status).toBe(204);
+
       const browser = new Browser(t.url);
       const page = await browser.get(`/realms/down/protocol/openid-connect/auth?${authQuery()}`);
       expect(page.status).toBe(302);
