@@ -65,6 +65,7 @@ describe('signing in through an identity provider (another realm as the upstream
         { username: 'mallory2', enabled: true, email: 'alice@example.com', firstName: 'Mal', lastName: 'Two', credentials: [{ type: 'password', value: 'Mal-pass-123' }] },
         { username: 'nomail', enabled: true, firstName: 'No', lastName: 'Mail', credentials: [{ type: 'password', value: 'No-pass-123', temporary: false }] },
         { username: 'pbluser', enabled: true, email: 'pbl@example.com', emailVerified: true, firstName: 'Post', lastName: 'Broker', credentials: [{ type: 'password', value: 'Pbl-pass-123', temporary: false }] },
+        { username: 'pblnew', enabled: true, email: 'pblnew@example.com', emailVerified: true, firstName: 'Post', lastName: 'New', credentials: [{ type: 'password', value: 'Pbl-pass-123', temporary: false }] },
       ],
     });
     expect(created.status).toBe(201);
@@ -307,6 +308,19 @@ describe('signing in through an identity provider (another realm as the upstream
         expect(right.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
         // The key is spent with the flow.
         expect((await browser.post(form.action, { ...form.hidden, otp: app.codes.next() })).status).toBe(400);
+      });
+    });
+
+    it('runs after a first login too: the new user, without an app, is asked to set one up before any code', async () => {
+      await withPostFlow('pbl otp', async () => {
+        const browser = new Browser(t.url);
+        const answer = await browser.get(await toCallback(browser, { username: 'pblnew', password: 'Pbl-pass-123' }));
+        expect(answer.status).toBe(200);
+        expect(answer.location).toBeNull();
+        expect(answer.text).toContain('kc-totp-secret-key');
+        const created = await downUser('pblnew');
+        expect((await admin('GET', `/down/users/${created.id}/federated-identity`)).body).toMatchObject([{ identityProvider: 'up', userName: 'pblnew' }]);
+        expect(((await admin('GET', `/down/users/${created.id}`)).body as { requiredActions: string[] }).requiredActions).toContain('CONFIGURE_TOTP');
       });
     });
 
