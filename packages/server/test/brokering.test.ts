@@ -324,8 +324,16 @@ describe('signing in through an identity provider (another realm as the upstream
       });
     });
 
-    it('a post broker login flow the realm does not have refuses the sign-in (400 page, no code), never skips it', async () => {
-      await withPostFlow('no such flow', async () => {
+    it('a post broker login flow the realm does not have: refused when saved (400 naming the field); gone later, the sign-in is refused, never skipped', async () => {
+      const provider = (await admin('GET', '/down/identity-provider/instances/up')).body as Record<string, unknown>;
+      const refused = await admin('PUT', '/down/identity-provider/instances/up', { ...provider, postBrokerLoginFlowAlias: 'no such flow' });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ field: 'postBrokerLoginFlowAlias' });
+      // A flow deleted after the provider named it.
+      expect((await admin('POST', '/down/authentication/flows', { alias: 'doomed', providerId: 'basic-flow', topLevel: true, builtIn: false, description: '' })).status).toBe(201);
+      await withPostFlow('doomed', async () => {
+        const doomed = ((await admin('GET', '/down/authentication/flows')).body as { id: string; alias: string }[]).find((f) => f.alias === 'doomed')!;
+        expect((await admin('DELETE', `/down/authentication/flows/${doomed.id}`)).status).toBe(204);
         const browser = new Browser(t.url);
         const answer = await browser.get(await toCallback(browser, { username: 'pbluser', password: 'Pbl-pass-123' }));
         expect(answer.status).toBe(400);
