@@ -265,6 +265,9 @@ const idpFields: unknown[] = [
   { alias: 'fresh', providerId: 'oidc', config: JSON.parse('{"__proto__": "x"}') },
   { alias: 'fresh', providerId: 'oidc', config: Object.fromEntries(Array.from({ length: 501 }, (_, i) => [`k${i}`, 'v'])) },
   { alias: 'fresh', providerId: 'oidc', config: { metadata: 'a'.repeat(20_000) } },
+  { alias: 'fresh', providerId: 'oidc', postBrokerLoginFlowAlias: 'no such flow' },
+  { alias: 'fresh', providerId: 'oidc', firstBrokerLoginFlowAlias: 'no such flow' },
+  { alias: 'fresh', providerId: 'oidc', postBrokerLoginFlowAlias: 5 },
 ];
 const idpMapperFields: unknown[] = [
   { name: 'm' },

@@ -78,7 +78,7 @@ describe('client-initiated account linking', () => {
           realm: 'up',
           enabled: true,
           clients: [{ clientId: 'broker-client', enabled: true, publicClient: false, secret: SECRET, redirectUris: [`${t.url}/realms/down/broker/up/endpoint`], standardFlowEnabled: true }],
-          users: [upUser('upalice'), upUser('upcarol')],
+          users: [upUser('upalice'), upUser('upcarol'), upUser('updave'), upUser('upeve')],
         })
       ).status,
     ).toBe(201);
@@ -95,7 +95,7 @@ describe('client-initiated account linking', () => {
             // Its tokens carry no account roles: it may not start a link.
             { clientId: 'narrow', enabled: true, publicClient: true, fullScopeAllowed: false, redirectUris: [APP_REDIRECT], standardFlowEnabled: true },
           ],
-          users: [localUser('alice'), localUser('bob'), localUser('carol')],
+          users: [localUser('alice'), localUser('bob'), localUser('carol'), localUser('dave'), localUser('eve'), localUser('frank')],
           identityProviders: [
             {
               alias: 'up',
@@ -104,6 +104,7 @@ describe('client-initiated account linking', () => {
               enabled: true,
               config: { clientId: 'broker-client', clientSecret: SECRET, authorizationUrl: `${base}/auth`, tokenUrl: `${base}/token`, userInfoUrl: `${base}/userinfo`, jwksUrl: `${base}/certs`, issuer: `${t.url}/realms/up`, validateSignature: 'true', useJwksUrl: 'true', pkceEnabled: 'true', pkceMethod: 'S256', clientAuthMethod: 'client_secret_post' },
             },
+            { alias: 'off', providerId: 'oidc', enabled: false, config: { clientId: 'broker-client', clientSecret: SECRET, authorizationUrl: `${base}/auth`, tokenUrl: `${base}/token` } },
           ],
         })
       ).status,
@@ -214,6 +215,87 @@ describe('client-initiated account linking', () => {
     const answer = await victim.browser.get(callback);
     expect(answer.status).toBe(400);
     expect(await linksOf(victim.user.id)).toEqual([]);
+  });
+
+  describe('kc_action=idp_link:{alias} (Keycloak 26’s application-initiated linking)', () => {
+    /** The application asks a signed-in browser for the action: where the authorization endpoint sends it, followed. */
+    async function askAction(browser: Browser, action: string, clientId = 'app') {
+      const query = new URLSearchParams({ client_id: clientId, redirect_uri: APP_REDIRECT, response_type: 'code', scope: 'openid', state: 'aia', code_challenge: pkce().challenge, code_challenge_method: 'S256', kc_action: action });
+      const start = await browser.get(`/realms/down/protocol/openid-connect/auth?${query}`);
+      expect(start.status).toBe(302);
+      return start.location!.startsWith('/realms/down/login-actions/required-action') ? browser.get(start.location!) : start;
+    }
+    const statusOf = (answer: { status: number; location: string | null }) => {
+      expect(answer.status).toBe(302);
+      const url = new URL(answer.location!);
+      expect(`${url.origin}${url.pathname}`).toBe(APP_REDIRECT);
+      expect(url.searchParams.get('code')).toBeTruthy();
+      return { status: url.searchParams.get('kc_action_status'), action: url.searchParams.get('kc_action') };
+    };
+    const linkErrors = async (userId: string) =>
+      ((await admin('GET', '/down/events?type=FEDERATED_IDENTITY_LINK_ERROR&max=100')).body as { userId?: string; error?: string }[]).filter((e) => e.userId === userId).map((e) => e.error);
+
+    it('is registered as Keycloak registers it (Linking Identity Provider, priority 120, enabled)', async () => {
+      expect((await admin('GET', '/down/authentication/required-actions/idp_link')).body).toMatchObject({ alias: 'idp_link', name: 'Linking Identity Provider', providerId: 'idp_link', enabled: true, defaultAction: false, priority: 120 });
+    });
+
+    it('the user confirms, signs in upstream, and the account is linked; the application gets kc_action_status=success', async () => {
+      const { browser, user } = await signedIn('dave', 'dave-Pass-123');
+      const page = await askAction(browser, 'idp_link:up');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('kc-link-idp-form');
+      expect(page.text).toContain('Upstream realm');
+      const form = firstForm(page.text);
+      const toUpstream = await browser.post(form.action, { ...form.hidden, link: 'true' });
+      expect(toUpstream.status).toBe(302);
+      const callback = await throughUpstream(browser, toUpstream.location!, { username: 'updave', password: 'Up-pass-123' });
+      // The callback in another signed-in browser is not this auth session's: refused, nothing linked there.
+      const other = await signedIn('frank', 'frank-Pass-123');
+      expect((await other.browser.get(callback)).status).toBe(400);
+      expect(await linksOf(other.user.id)).toEqual([]);
+      // That attempt spent the state; a fresh one from the same page key is not possible either (the key's action went on).
+      expect((await browser.get(callback)).status).toBe(400);
+      const again = await askAction(browser, 'idp_link:up');
+      const form2 = firstForm(again.text);
+      const toUpstream2 = await browser.post(form2.action, { ...form2.hidden, link: 'true' });
+      const back = await browser.get(await throughUpstream(browser, toUpstream2.location!, null));
+      expect(statusOf(back)).toEqual({ status: 'success', action: 'idp_link' });
+      expect(await linksOf(user.id)).toMatchObject([{ identityProvider: 'up', userName: 'updave' }]);
+      // Signing in through the upstream is now dave.
+      const login = await eventually(async () => ((await admin('GET', '/down/events?type=FEDERATED_IDENTITY_LINK&max=100')).body as { userId?: string; details?: Record<string, string> }[]).find((e) => e.userId === user.id));
+      expect(login.details).toMatchObject({ identity_provider: 'up', identity_provider_identity: 'updave' });
+    });
+
+    it('"No" ends the action as cancelled, nothing linked', async () => {
+      const { browser, user } = await signedIn('eve', 'eve-Pass-123');
+      const page = await askAction(browser, 'idp_link:up');
+      const form = firstForm(page.text);
+      expect(statusOf(await browser.post(form.action, { ...form.hidden, 'cancel-aia': 'true' }))).toEqual({ status: 'cancelled', action: 'idp_link' });
+      expect(await linksOf(user.id)).toEqual([]);
+    });
+
+    it('a client whose scope lacks manage-account(-links), a disabled, unknown or missing provider: no page, kc_action_status=error', async () => {
+      const narrow = await signedIn('eve', 'eve-Pass-123', 'narrow');
+      expect(statusOf(await askAction(narrow.browser, 'idp_link:up', 'narrow')).status).toBe('error');
+      const { browser, user } = await signedIn('eve', 'eve-Pass-123');
+      for (const action of ['idp_link:off', 'idp_link:nope', 'idp_link']) expect(statusOf(await askAction(browser, action)).status, action).toBe('error');
+      expect(await linksOf(user.id)).toEqual([]);
+      const errors = await eventually(async () => ((await linkErrors(user.id)).length >= 4 ? linkErrors(user.id) : undefined));
+      expect(errors).toEqual(expect.arrayContaining(['not_allowed', 'identity_provider_not_found']));
+    });
+
+    it('an upstream account linked to another user is not linked through it: an error page, nothing linked', async () => {
+      const { browser, user } = await signedIn('eve', 'eve-Pass-123');
+      const page = await askAction(browser, 'idp_link:up');
+      const form = firstForm(page.text);
+      const toUpstream = await browser.post(form.action, { ...form.hidden, link: 'true' });
+      const answer = await browser.get(await throughUpstream(browser, toUpstream.location!, { username: 'updave', password: 'Up-pass-123' }));
+      expect(answer.status).toBe(400);
+      expect(answer.location).toBeNull();
+      expect(answer.text).toContain('already linked to another user');
+      expect(await linksOf(user.id)).toEqual([]);
+      expect((await linksOf((await downUser('dave')).id)).map((l) => l.userName)).toEqual(['updave']);
+    });
   });
 
   it('the account API’s deprecated link URI links the account end to end', async () => {

@@ -18,7 +18,7 @@ import { masterAdminClient } from './support/admin-client.js';
 const REALM = 'kept';
 const FILE = join(import.meta.dirname, 'fixtures/keycloak-exports/keycloak-26.7.3-full-export.json');
 const fileActions = (JSON.parse(readFileSync(FILE, 'utf8')) as { requiredActions: { alias: string; name: string; enabled: boolean }[] }).requiredActions;
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'idp_link']);
 const shown = (a: { alias: string; name: string }) => (OWN.has(a.alias) ? a.name : `${a.name} (not carried out by this server)`);
 
 let t: TestServer;

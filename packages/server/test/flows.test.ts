@@ -93,6 +93,7 @@ describe.each(httpDatabases)('authentication flows through the official admin cl
   it('puts an installed protector, REQUIRED, before the form in the three built-in flows of a new realm', async () => {
     expect(await layout(kc, 'browser')).toEqual([
       '0:auth-cookie:ALTERNATIVE',
+      '0:identity-provider-redirector:ALTERNATIVE',
       '0:forms:ALTERNATIVE',
       '1:test-guard:REQUIRED',
       '1:auth-username-password-form:REQUIRED',
@@ -349,7 +350,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
     try {
       const kc = await masterAdminClient(t.url, 'old');
       await kc.realms.create({ realm: 'old', enabled: true });
-      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
+      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:identity-provider-redirector:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
     } finally {
       await t.close();
     }
@@ -357,7 +358,7 @@ describe('protectors installed after realms exist (sqlite)', () => {
     t = await startServer({ providersDir: withGuard, config: dbConfig });
     try {
       const kc = await masterAdminClient(t.url, 'old');
-      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:test-guard:REQUIRED', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
+      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:identity-provider-redirector:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:test-guard:REQUIRED', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
       expect((await layout(kc, 'registration')).slice(0, 3)).toEqual(['0:registration form:REQUIRED', '1:test-guard:REQUIRED', '1:registration-user-creation:REQUIRED']);
       expect((await layout(kc, 'reset credentials')).slice(0, 2)).toEqual(['0:test-guard:REQUIRED', '0:reset-credentials-choose-user:REQUIRED']);
       // The master realm was there before too.

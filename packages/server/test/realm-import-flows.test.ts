@@ -67,7 +67,6 @@ function realmFile(realm: string, bindings: Record<string, string>) {
 /** What both files' imports name about Keycloak's built-in flows and the configs, before their bindings. */
 const BUILT_IN_REPORT = [
   `realm.authenticationFlows[4].authenticationExecutions[1] (authenticator "auth-spnego", DISABLED): not in Realmgate's built-in "browser" flow`,
-  `realm.authenticationFlows[4].authenticationExecutions[2] (authenticator "identity-provider-redirector", ALTERNATIVE): not in Realmgate's built-in "browser" flow, so it does not run here`,
   `realm.authenticatorConfig[3] ("left over"): no execution of the file uses it`,
 ];
 const MISSING_STEPS = [
@@ -236,7 +235,8 @@ describe.each(httpDatabases)('realm import of flows with providers Realmgate lac
     const user = { id: 'u', username: 'u' } as User;
     await t.server.context.flows.runSignIn(realm, entry, null, {
       env: null,
-      authenticator: (id) => ({ id, requiresUser: false, authenticate: async () => (ran.push(id), { status: id === 'auth-cookie' ? 'attempted' : 'success', user }) }),
+      // No SSO session, no identity provider asked for: the cookie and the redirector are attempted, as at a first sign-in.
+      authenticator: (id) => ({ id, requiresUser: false, authenticate: async () => (ran.push(id), { status: id === 'auth-cookie' || id === 'identity-provider-redirector' ? 'attempted' : 'success', user }) }),
       condition: (id) => ({ id, matches: async () => true }),
     });
     return ran;
@@ -253,7 +253,7 @@ describe.each(httpDatabases)('realm import of flows with providers Realmgate lac
       ]);
       const otpForm = (await kc.authenticationManagement.getExecutions({ flow: 'browser' })).find((e) => e.providerId === 'auth-otp-form')!;
       expect(await kc.authenticationManagement.getConfig({ id: otpForm.authenticationConfig! })).toMatchObject({ alias: 'otp form settings', config: { note: 'kept' } });
-      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
+      expect(await layout(kc, 'browser')).toEqual(['0:auth-cookie:ALTERNATIVE', '0:identity-provider-redirector:ALTERNATIVE', '0:forms:ALTERNATIVE', '1:auth-username-password-form:REQUIRED', '1:Browser - Conditional OTP:CONDITIONAL', '2:conditional-user-configured:REQUIRED', '2:auth-otp-form:REQUIRED']);
       const aliases = (await kc.authenticationManagement.getFlows()).map((f) => f.alias);
       expect(aliases).toEqual(expect.arrayContaining(['browser', 'clients', 'direct grant', 'first broker login', 'registration', 'reset credentials', 'mfa browser', 'picker browser']));
       // The file's first broker login merged into the realm's built-in one (its provisioned config took the file's values).
@@ -263,7 +263,7 @@ describe.each(httpDatabases)('realm import of flows with providers Realmgate lac
     // The direct grant no longer asks a user with an authenticator app for a code, as the file says.
     const realm = (await t.server.context.storage.realms.byName('fortress'))!;
     expect(await stepsRun(realm, 'direct_grant')).toEqual(['direct-grant-validate-username', 'direct-grant-validate-password']);
-    expect(await stepsRun(realm, 'browser')).toEqual(['auth-cookie', 'auth-username-password-form', 'auth-otp-form']);
+    expect(await stepsRun(realm, 'browser')).toEqual(['auth-cookie', 'identity-provider-redirector', 'auth-username-password-form', 'auth-otp-form']);
   });
 
   it("maps a Keycloak 26 export's built-in flows onto the realm's own and names the rest", async () => {

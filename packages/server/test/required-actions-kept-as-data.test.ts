@@ -1,6 +1,6 @@
 /**
  * Issue 16, point 2: the required actions of a realm file that this server does not carry out (Keycloak's
- * delete_credential, VERIFY_PROFILE, idp_link, …) are kept as data, as Keycloak keeps every
+ * delete_credential, VERIFY_PROFILE, …) are kept as data, as Keycloak keeps every
  * RequiredActionProviderRepresentation of a realm: stored by the realm import and named once each by JSON path in
  * `keptAsData` (the answer and the log), listed by the admin API and the console's Required actions tab, exported
  * back as the file had them. They are never carried out: nobody is asked for one at sign-in, and the admin API
@@ -23,15 +23,15 @@ const REALM = 'kc26-full';
 const R = `/admin/realms/${REALM}/authentication`;
 const PASSWORD = 'Kept-as-data-1';
 /** What this server carries out (required-actions/ of issue 35). */
-const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES']);
+const OWN = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'idp_link']);
 /** The registry's providers that have settings (config-description). */
-const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES']);
+const CONFIGURABLE = new Set(['CONFIGURE_TOTP', 'UPDATE_PASSWORD', 'UPDATE_PROFILE', 'VERIFY_EMAIL', 'TERMS_AND_CONDITIONS', 'update_user_locale', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'idp_link']);
 const KEPT = 'realm import: parts of the file are kept as data, not used for sign-in';
 const NOT_IMPORTED = 'realm import: parts of the file are not imported';
 
 type Action = Awaited<ReturnType<KcAdminClient['authenticationManagement']['getRequiredActions']>>[number];
 const file = () => JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, any>;
-/** Keycloak 26.7.3's list: the eleven this server carries out, three more. */
+/** Keycloak 26.7.3's list: the twelve this server carries out, two more. */
 const fileActions = file().requiredActions as Action[];
 const keptPaths = fileActions.flatMap((a, i) => (OWN.has(a.alias!) ? [] : [`realm.requiredActions[${i}] ("${a.alias}" is not carried out here)`]));
 
@@ -60,7 +60,7 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
 
   it('the import stores every entry; each one not carried out is named once by JSON path in keptAsData, in the answer and the log', async () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(keptPaths).toHaveLength(3);
+    expect(keptPaths).toHaveLength(2);
     expect(created.body.keptAsData.filter((p: string) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
     expect(created.body.notImported.filter((p: string) => p.includes('requiredActions'))).toEqual([]);
     const logged = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
@@ -171,20 +171,20 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
   });
 
   it('never carried out: one enabled and a default action in the file asks nothing of new or imported users; a user is never locked out by one', async () => {
-    const actions = fileActions.map((a) => (a.alias === 'idp_link' ? { ...a, enabled: true, defaultAction: true } : a));
+    const actions = fileActions.map((a) => (a.alias === 'VERIFY_PROFILE' ? { ...a, enabled: true, defaultAction: true } : a));
     const user = (username: string, requiredActions: string[]) => ({ username, enabled: true, requiredActions, credentials: [{ type: 'password', value: PASSWORD, temporary: false }] });
     // A user's pending action this server does not carry out is refused by the admin API, naming it (as before; the
     // --import-realm test below: imported without it, named in notImported); nothing of the file is imported.
-    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['idp_link'])] });
+    const refused = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', ['VERIFY_PROFILE'])] });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "idp_link" is not supported');
+    expect(refused.body.errorMessage).toContain('realm.users[0].requiredActions[0]: "VERIFY_PROFILE" is not supported');
     expect((await api(t.url, 'GET', '/admin/realms/terms', admin)).status).toBe(404);
     const made = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'terms', enabled: true, requiredActions: actions, users: [user('agreed-in-keycloak', []), user('must-update', ['UPDATE_PASSWORD'])] });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     kc.setConfig({ realmName: 'terms' });
     try {
       // Stored as the file had it, enabled and a default action: data, never asked of anyone.
-      expect(await byAlias('idp_link')).toMatchObject({ enabled: true, defaultAction: true });
+      expect(await byAlias('VERIFY_PROFILE')).toMatchObject({ enabled: true, defaultAction: true });
       expect((await grant('agreed-in-keycloak', 'terms')).status).toBe(200);
       expect((await grant('must-update', 'terms')).body).toMatchObject({ error: 'invalid_grant', error_description: 'Account is not fully set up' });
       // A new user gets the default actions this server carries out, and not this one.
@@ -192,15 +192,15 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
       expect((await kc.users.findOne({ id }))?.requiredActions).toEqual([]);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // Even if a user held it (a row written by other means), nothing is asked: no one could carry it out.
-      await t.server.context.storage.credentials.setRequiredActions(id, ['idp_link', 'delete_credential']);
+      await t.server.context.storage.credentials.setRequiredActions(id, ['VERIFY_PROFILE', 'delete_credential']);
       expect((await grant('newcomer', 'terms')).status).toBe(200);
       // The admin API does not give a user one either (it names the action).
-      await rejects(kc.users.update({ id }, { requiredActions: ['idp_link'] }), 400, /idp_link/);
+      await rejects(kc.users.update({ id }, { requiredActions: ['VERIFY_PROFILE'] }), 400, /VERIFY_PROFILE/);
       // Turned off, it is stored off; turned on again, refused.
-      const terms = await byAlias('idp_link');
-      await kc.authenticationManagement.updateRequiredAction({ alias: 'idp_link' }, { ...terms, enabled: false });
-      expect(await byAlias('idp_link')).toMatchObject({ enabled: false, defaultAction: false });
-      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'idp_link' }, terms), 400, /not carried out by this server/);
+      const terms = await byAlias('VERIFY_PROFILE');
+      await kc.authenticationManagement.updateRequiredAction({ alias: 'VERIFY_PROFILE' }, { ...terms, enabled: false });
+      expect(await byAlias('VERIFY_PROFILE')).toMatchObject({ enabled: false, defaultAction: false });
+      await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'VERIFY_PROFILE' }, terms), 400, /not carried out by this server/);
     } finally {
       kc.setConfig({ realmName: REALM });
     }
@@ -310,7 +310,7 @@ describe('required actions kept as data through --import-realm', () => {
     // Keycloak's user `alice` with a pending action this server does not carry out.
     const kc26 = file();
     const alice = (kc26.users as { username: string; requiredActions?: string[] }[]).findIndex((u) => u.username === 'alice');
-    kc26.users[alice].requiredActions = ['idp_link'];
+    kc26.users[alice].requiredActions = ['VERIFY_PROFILE'];
     writeFileSync(join(dir, 'kc26.json'), JSON.stringify(kc26));
     writeFileSync(join(dir, 'hostile.json'), JSON.stringify({ realm: 'hostile', enabled: true, requiredActions: [{ alias: 'delete_account', config: 'not a map' }] }));
     const t = await startServer({ config: { REALMGATE_IMPORT_REALM: dir } });
@@ -320,9 +320,9 @@ describe('required actions kept as data through --import-realm', () => {
       const kept = t.logs.filter((l) => l.msg === KEPT && l.realm === REALM);
       expect(kept).toHaveLength(1);
       expect((kept[0].keptAsData as string[]).filter((p) => p.startsWith('realm.requiredActions'))).toEqual(keptPaths);
-      // alice's pending idp_link is not imported, and named; she signs in with her Keycloak password.
+      // alice's pending VERIFY_PROFILE is not imported, and named; she signs in with her Keycloak password.
       const notImported = t.logs.find((l) => l.msg === NOT_IMPORTED && l.realm === REALM)?.notImported as string[];
-      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("idp_link" is not supported)`);
+      expect(notImported).toContain(`realm.users[${alice}].requiredActions[0] ("VERIFY_PROFILE" is not supported)`);
       expect(notImported.filter((p) => p.startsWith('realm.requiredActions'))).toEqual([]);
       const [stored] = await kc.users.find({ username: 'alice', exact: true });
       expect(stored.requiredActions).toEqual([]);

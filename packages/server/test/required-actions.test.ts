@@ -37,7 +37,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
   afterAll(() => t?.close());
 
   it('lists the registry’s actions with Keycloak 26.7.3’s names, priorities and switches; none left to register', async () => {
-    // As a new realm of a Keycloak 26.7.3 lists them (less the providers this server has not: VERIFY_PROFILE, delete_credential, idp_link).
+    // As a new realm of a Keycloak 26.7.3 lists them (less the providers this server has not: VERIFY_PROFILE, delete_credential).
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual([
       { alias: 'TERMS_AND_CONDITIONS', name: 'Terms and Conditions', providerId: 'TERMS_AND_CONDITIONS', enabled: false, defaultAction: false, priority: 20, config: {} },
       { alias: 'UPDATE_PROFILE', name: 'Update Profile', providerId: 'UPDATE_PROFILE', enabled: true, defaultAction: false, priority: 40, config: {} },
@@ -48,6 +48,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
       { alias: 'UPDATE_EMAIL', name: 'Update Email', providerId: 'UPDATE_EMAIL', enabled: false, defaultAction: false, priority: 70, config: {} },
       { alias: 'webauthn-register', name: 'Webauthn Register', providerId: 'webauthn-register', enabled: true, defaultAction: false, priority: 80, config: {} },
       { alias: 'webauthn-register-passwordless', name: 'Webauthn Register Passwordless', providerId: 'webauthn-register-passwordless', enabled: true, defaultAction: false, priority: 90, config: {} },
+      { alias: 'idp_link', name: 'Linking Identity Provider', providerId: 'idp_link', enabled: true, defaultAction: false, priority: 120, config: {} },
       { alias: 'CONFIGURE_RECOVERY_AUTHN_CODES', name: 'Recovery Authentication Codes', providerId: 'CONFIGURE_RECOVERY_AUTHN_CODES', enabled: true, defaultAction: false, priority: 130, config: {} },
       { alias: 'update_user_locale', name: 'Update User Locale', providerId: 'update_user_locale', enabled: true, defaultAction: false, priority: 1000, config: {} },
     ]);
@@ -82,7 +83,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
   });
 
   it('raise and lower priority swap neighbours; at either end they change nothing', async () => {
-    const tail = ['delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'update_user_locale'];
+    const tail = ['delete_account', 'UPDATE_EMAIL', 'webauthn-register', 'webauthn-register-passwordless', 'idp_link', 'CONFIGURE_RECOVERY_AUTHN_CODES', 'update_user_locale'];
     await kc.authenticationManagement.raiseRequiredActionPriority({ alias: 'VERIFY_EMAIL' });
     expect(await order()).toEqual(['TERMS_AND_CONDITIONS', 'VERIFY_EMAIL', 'UPDATE_PROFILE', 'CONFIGURE_TOTP', 'UPDATE_PASSWORD', ...tail]);
     await kc.authenticationManagement.lowerRequiredActionPriority({ alias: 'CONFIGURE_TOTP' });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce, textOf, type FormResponse } from './support/forms.js';
 import { newOtpRealm, newOtpUser, ok, OTP_CALLBACK, OTP_USER_PASSWORD, passwordGrant, withOtp, type Realmed } from './support/otp-users.js';
+import { migrations } from '../src/storage/migrations.js';
 import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
 import { linkIn, startSmtp } from './support/smtp.js';
 
@@ -325,6 +326,51 @@ describe('realms created before reset-otp and first broker login existed (sqlite
       t = await startServer({ config: dbConfig });
       token = await adminToken(t.url);
       expect((await aliases()).length).toBe(count);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('realms created before the browser flow had identity-provider-redirector (sqlite)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'realmgate-redirector-migration-'));
+  const dbConfig = { REALMGATE_DB_URL: `sqlite:${join(root, 'realmgate.db')}` };
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('storage migration 0030 adds it between auth-cookie and the forms, only where the built-in flow is as it was built', async () => {
+    let t = await startServer({ config: dbConfig });
+    let token = await adminToken(t.url);
+    const call = (method: string, path: string, body?: unknown) => api(t.url, method, `/admin/realms${path}`, token, body);
+    const executions = async (realm: string) => (await call('GET', `/${realm}/authentication/flows/browser/executions`)).body as Execution[];
+    const topLevel = async (realm: string) => (await executions(realm)).filter((e) => e.level === 0).map((e) => `${e.providerId ?? e.displayName}:${e.requirement}`);
+    try {
+      for (const realm of ['asbuilt', 'changed']) ok(await call('POST', '', { realm, enabled: true }));
+      expect(await topLevel('asbuilt')).toEqual(['auth-cookie:ALTERNATIVE', 'identity-provider-redirector:ALTERNATIVE', 'forms:ALTERNATIVE']);
+      // As a realm of an earlier version has it (no redirector, the forms at 20), and the migration not yet run.
+      const { db } = t.server.context.storage;
+      const flows = (await db.selectFrom('auth_flow').innerJoin('realm', 'realm.id', 'auth_flow.realm_id').select(['auth_flow.id as id', 'realm.name as realm']).where('auth_flow.alias', '=', 'browser').execute()) as { id: string; realm: string }[];
+      const ids = flows.map((f) => f.id);
+      await db.deleteFrom('auth_execution').where('parent_flow_id', 'in', ids).where('authenticator', '=', 'identity-provider-redirector').execute();
+      await db.updateTable('auth_execution').set({ priority: 20 }).where('parent_flow_id', 'in', ids).where('sub_flow_id', 'is not', null).execute();
+      // An administrator's choice in one realm: the forms REQUIRED (the cookie then ignored), which the migration leaves.
+      const forms = (await executions('changed')).find((e) => e.displayName === 'forms')!;
+      ok(await call('PUT', '/changed/authentication/flows/browser/executions', { ...forms, requirement: 'REQUIRED' }));
+      expect(await topLevel('changed')).toEqual(['auth-cookie:ALTERNATIVE', 'forms:REQUIRED']);
+      // The migration as an upgrade runs it (once, on this database); the restart below reads what it wrote.
+      await migrations['0030-browser-flow-idp-redirector'].up(db as never);
+    } finally {
+      await t.close();
+    }
+    t = await startServer({ config: dbConfig });
+    try {
+      token = await adminToken(t.url);
+      expect(await topLevel('asbuilt')).toEqual(['auth-cookie:ALTERNATIVE', 'identity-provider-redirector:ALTERNATIVE', 'forms:ALTERNATIVE']);
+      expect(await topLevel('master')).toEqual(['auth-cookie:ALTERNATIVE', 'identity-provider-redirector:ALTERNATIVE', 'forms:ALTERNATIVE']);
+      expect(await topLevel('changed')).toEqual(['auth-cookie:ALTERNATIVE', 'forms:REQUIRED']);
+      // It runs: the migrated realm's login page still shows (no hint, no default provider: the step is attempted).
+      const page = await new FormClient(t.url).get(`/realms/asbuilt/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'account-console', redirect_uri: `${t.url}/realms/asbuilt/account/`, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`);
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('kc-form-login');
     } finally {
       await t.close();
     }

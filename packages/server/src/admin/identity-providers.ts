@@ -13,6 +13,7 @@ import {
   parseIdentityProvider,
   parseIdentityProviderMapper,
   unmaskConfig,
+  type IdentityProviderInput,
 } from '../representations/federation.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -59,9 +60,23 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     });
   });
 
+  /**
+   * Keycloak's check when a provider is saved: a first or post broker login flow alias that is not blank names a flow
+   * of the realm (400 naming the field, "No available authentication flow with alias" in Keycloak).
+   */
+  const checkBrokerFlows = async (realm: Realm, input: IdentityProviderInput) => {
+    for (const field of ['firstBrokerLoginFlowAlias', 'postBrokerLoginFlowAlias'] as const) {
+      const alias = input.rest[field];
+      if (typeof alias !== 'string' || !alias.trim()) continue;
+      if (!(await ctx.flows.editor.load(realm.id)).flowByAlias(alias)) throw badRequest(`identityProvider.${field}: no authentication flow "${alias.slice(0, 255)}" in this realm`, field);
+    }
+  };
+
   app.post('/realms/:realm/identity-provider/instances', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    const provider: IdentityProvider = { ...parseIdentityProvider(request.body), internalId: newId(), realmId: realm.id };
+    const input = parseIdentityProvider(request.body);
+    await checkBrokerFlows(realm, input);
+    const provider: IdentityProvider = { ...input, internalId: newId(), realmId: realm.id };
     try {
       await ctx.storage.federation.insertProvider(provider);
     } catch (error) {
@@ -85,6 +100,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
       throw badRequest('identityProvider.internalId: does not match the identity provider in the path', 'internalId');
     }
     const input = parseIdentityProvider(request.body);
+    await checkBrokerFlows(realm, input);
     const updated: IdentityProvider = { ...provider, ...input, config: unmaskConfig(input.config, provider.config) };
     try {
       await ctx.storage.federation.updateProvider(updated);

@@ -18,10 +18,17 @@ export interface AuthSession {
   codeChallenge: string | null;
   /** Keycloak's `kc_action`: the required action the application asked the user to carry out (AIA). */
   kcAction?: string;
+  /** Keycloak 26's parameter of the action (`kc_action=idp_link:{alias}`: the identity provider's alias). */
+  kcActionParameter?: string;
   /** What became of `kcAction` (sent back to the client as `kc_action_status`); absent while it is still to be run. */
   kcActionStatus?: KcActionStatus;
   /** Keycloak's `kc_idp_hint`: the identity provider the application wants the user sent to (identity-provider-redirector). */
   idpHint?: string;
+  /**
+   * Set once an identity provider signed the user in: the upstream session and user (`{alias}.{sid}`,
+   * `{alias}.{sub}`) the SSO session records, so the upstream's back-channel logout can end it.
+   */
+  broker?: { sessionId: string | null; userId: string };
   /** A sign-in the device page started (RFC 8628): the device grant's id; it ends on the consent page, not at a redirect URI. */
   device?: string;
   /** Synchronizer token every form on these pages must echo back. */

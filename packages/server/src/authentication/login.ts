@@ -24,7 +24,7 @@ export async function completeLogin(
 ): Promise<FastifyReply> {
   // The whole login succeeded (password and any OTP): brute-force detection forgets the user's failures.
   await recordLoginSuccess(ctx, realm, user);
-  const session = existing ?? (await startSsoSession(ctx, request, reply, realm, user));
+  const session = existing ?? (await startSsoSession(ctx, request, reply, realm, user, auth.broker));
   if (existing) await ctx.storage.sessions.touch(existing.id, Date.now());
   ctx.authSessions.end(reply, request, realm);
   await ctx.events.user(realm, {

@@ -216,6 +216,14 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
   },
 };
 
+/**
+ * The browser's steps that ask something of a user already known, each with its own page: what a post broker login
+ * flow may hold (Keycloak runs it with the brokered user set). The others (a username, a passkey without a page
+ * here, the SSO cookie, the redirector) are not given to it, so a flow that requires one is refused, never passed.
+ */
+const KNOWN_USER_STEPS = new Set(['auth-otp-form', 'auth-password-form']);
+export const knownUserStep = (id: string): Step<BrowserEnv> | undefined => (KNOWN_USER_STEPS.has(id) ? browserSteps[id] : undefined);
+
 /** The direct grant's authenticators (Keycloak's direct-grant providers), by provider id. */
 const grantSteps: Record<string, Step<GrantEnv>> = {
   'direct-grant-validate-username': {

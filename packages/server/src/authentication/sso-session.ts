@@ -55,9 +55,9 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
  * A new session for a browser sign-in, and its cookie: every sign-in (prompt=login over a live session included)
  * starts a session with a fresh random value, so the cookie changes and a value planted earlier names nothing.
  */
-export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User): Promise<UserSession> {
+export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User, broker?: { sessionId: string | null; userId: string }): Promise<UserSession> {
   const now = Date.now();
-  const session: UserSession = { id: newId(), realmId: realm.id, userId: user.id, ipAddress: requestInfo(request).ipAddress, started: now, lastRefresh: now };
+  const session: UserSession = { id: newId(), realmId: realm.id, userId: user.id, ipAddress: requestInfo(request).ipAddress, started: now, lastRefresh: now, ...(broker ? { brokerSessionId: broker.sessionId, brokerUserId: broker.userId } : {}) };
   const cookie: SsoCookie = { sid: session.id, key: newSecret(32) };
   // Sealed before anything is stored: a realm without an active key fails here, not with an orphan session.
   const value = await new SignedState(ctx.keys).seal(realm.id, PURPOSE, cookie, realm.ssoSessionMaxLifespan * 1000);

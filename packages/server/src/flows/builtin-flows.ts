@@ -135,6 +135,9 @@ const builtInFlows: FlowSpec[] = [
     type: 'basic-flow',
     executions: [
       { authenticator: 'auth-cookie', requirement: 'ALTERNATIVE' },
+      // Keycloak 26's: kc_idp_hint, else its config's defaultProvider, sends the browser to that identity provider.
+      // Realms created before it was here get it from storage migration 0030 (where the flow is still as built).
+      { authenticator: 'identity-provider-redirector', requirement: 'ALTERNATIVE' },
       {
         requirement: 'ALTERNATIVE',
         subflow: {

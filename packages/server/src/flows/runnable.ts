@@ -16,8 +16,11 @@ export const isCondition = (e: AuthExecution) => !e.subFlowId && isConditionProv
 /** Keycloak names its conditions (ConditionalAuthenticator) `conditional-…`. */
 export const isConditionProvider = (providerId: string) => providerId.startsWith('conditional-');
 
-/** Satisfied by an SSO session only: never an alternative a page can take. */
-const SSO_ONLY = 'auth-cookie';
+/**
+ * Never an alternative a page can take: auth-cookie is satisfied by an SSO session only, and
+ * identity-provider-redirector only sends the browser away (the upstream sign-in ends outside this flow).
+ */
+const NOT_A_PAGE = new Set(['auth-cookie', 'identity-provider-redirector']);
 
 /**
  * The first execution, in Keycloak's order, whose provider is not installed and without which a sign-in through
@@ -28,8 +31,8 @@ const SSO_ONLY = 'auth-cookie';
  * - where a level has REQUIRED (or CONDITIONAL) executions, each must be able to run (a CONDITIONAL subflow is
  *   counted as entered, since its conditions may hold; one without an enabled condition never runs), and the
  *   ALTERNATIVE ones beside them are ignored, as Keycloak ignores them;
- * - where a level has only ALTERNATIVE executions, one that can run is enough (`auth-cookie` does not count: it is
- *   the SSO session, never a page): a missing alternative is then skipped, which removes a way in and never lowers
+ * - where a level has only ALTERNATIVE executions, one that can run is enough (`auth-cookie` and
+ *   `identity-provider-redirector` do not count: the SSO session, a redirect, never a page): a missing alternative is then skipped, which removes a way in and never lowers
  *   the bar. When none can run, the level cannot.
  *
  * Keycloak fails a login as soon as it evaluates a level holding any enabled execution without a provider
@@ -55,7 +58,7 @@ export function flowBlocker(flows: RealmFlows, flowId: string, installed: (provi
     let first: FlowBlocker | null = null;
     for (const execution of enabled) {
       const blocker = executionBlocker(execution, flow);
-      if (!blocker && (execution.subFlowId || execution.authenticator !== SSO_ONLY)) return null;
+      if (!blocker && (execution.subFlowId || !NOT_A_PAGE.has(execution.authenticator ?? ''))) return null;
       first ??= blocker;
     }
     return first;

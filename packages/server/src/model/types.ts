@@ -180,6 +180,12 @@ export interface UserSession {
   lastRefresh: number;
   /** An offline session (`offline_access`): outlives the SSO session, kept by the offline timeouts. */
   offline?: boolean;
+  /**
+   * A session a brokered sign-in started (Keycloak's brokerSessionId and brokerUserId): `{alias}.{upstream sid}` and
+   * `{alias}.{upstream sub}`, which an upstream's back-channel logout token names.
+   */
+  brokerSessionId?: string | null;
+  brokerUserId?: string | null;
 }
 
 export interface ClientSession {

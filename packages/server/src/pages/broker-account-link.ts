@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   accountLinkHash,
+  authBindingOf,
   brokeredIdentityOf,
   canLink,
   completeBrokerLogin,
@@ -12,6 +13,7 @@ import {
   updateLinkedUser,
   UpstreamError,
   upstreamAuthorizationRequest,
+  type AuthSession,
   type PendingUpstream,
 } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
@@ -21,6 +23,7 @@ import { ACCOUNT } from '../model/defaults.js';
 import type { EventError } from '../model/errors.js';
 import { redirectUriAllowed } from '../model/redirect-uri.js';
 import type { IdentityProvider, Realm, User } from '../model/types.js';
+import { IDP_LINK } from '../required-actions/index.js';
 import { effectiveRoles } from '../services/index.js';
 import { brokerPath, providerName } from './broker-links.js';
 import { showPage } from './pages.js';
@@ -40,7 +43,7 @@ type LinkRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Qu
 export const brokerEndpointUri = (ctx: PagesContext, request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
 
 /** Whether the user holds the account client's `role` within `client`'s scope (without a client: at all). */
-async function holdsAccountRole(ctx: PagesContext, realm: Realm, user: User, roles: string[], client?: Parameters<typeof effectiveRoles>[3]) {
+export async function holdsAccountRole(ctx: PagesContext, realm: Realm, user: User, roles: string[], client?: Parameters<typeof effectiveRoles>[3]) {
   const held = (await effectiveRoles(ctx.storage, realm.id, user.id, client)).clientRoles[ACCOUNT] ?? [];
   return roles.some((role) => held.includes(role));
 }
@@ -123,39 +126,114 @@ export function accountLinkRoutes(app: FastifyInstance, ctx: PagesContext): void
   });
 }
 
+/** Why linking an upstream account failed: the event's error and reason, and the page's text and status. */
+interface LinkFailure {
+  error: EventError;
+  reason: string;
+  text: string;
+  status: number;
+  extra?: Record<string, string>;
+  cancelled?: boolean;
+}
+
 /**
- * The upstream's answer to a link request (the state bound to this browser's SSO session, checked by takeUpstream):
- * the account linked to the signed-in user (FEDERATED_IDENTITY_LINK), then the application's redirect URI.
+ * The upstream's answer to a link request, linked to `user` (Keycloak's performAccountLinking), written once for
+ * client-initiated linking and the idp_link action: the code exchanged and the identity checked, the account linked
+ * to this user and never to another (an account already linked to someone else is refused, and so is a second
+ * account of the provider for this user). The user must hold one of `roles` of the account client (within
+ * `client`'s scope when given). Null on success (FEDERATED_IDENTITY_LINK recorded by linkFirstLogin).
  */
-export async function linkCallback(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, provider: IdentityProvider, pending: PendingUpstream & { link: NonNullable<PendingUpstream['link']> }, user: User, code: string | undefined, upstreamError: string | undefined): Promise<FastifyReply> {
+async function linkUpstreamAccount(ctx: PagesContext, request: FastifyRequest, realm: Realm, provider: IdentityProvider, pending: PendingUpstream, user: User, code: string | undefined, upstreamError: string | undefined, roles: { names: string[]; client?: Parameters<typeof effectiveRoles>[3] }): Promise<LinkFailure | null> {
   const info = requestInfo(request);
-  const failed = async (error: EventError, reason: string, text: string, status = 400, extra: Record<string, string> = {}) => {
-    await ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId: pending.clientId, userId: user.id, sessionId: pending.link.sessionId, error, details: { identity_provider: provider.alias, reason, ...extra }, request: info });
-    return showPage.error(ctx, reply, realm, text, status);
-  };
-  if (user.id !== pending.link.userId) return failed('invalid_code', 'another user', 'This link request is no longer valid. Please start again from the application.');
   if (upstreamError !== undefined || !code) {
     const cancelled = upstreamError === 'access_denied';
-    return failed(cancelled ? 'rejected_by_user' : 'identity_provider_error', (upstreamError ?? 'no code').slice(0, 64), cancelled ? `Linking ${providerName(provider)} was cancelled.` : `Linking ${providerName(provider)} failed.`);
+    return { error: cancelled ? 'rejected_by_user' : 'identity_provider_error', reason: (upstreamError ?? 'no code').slice(0, 64), text: cancelled ? `Linking ${providerName(provider)} was cancelled.` : `Linking ${providerName(provider)} failed.`, status: 400, cancelled };
   }
-  // Keycloak: the user must hold manage-account to link (whatever client asked).
-  if (!(await holdsAccountRole(ctx, realm, user, ['manage-account']))) return failed('not_allowed', 'no manage-account', 'You do not have permission to link this account.', 403);
+  if (!(await holdsAccountRole(ctx, realm, user, roles.names, roles.client))) return { error: 'not_allowed', reason: `no ${roles.names.join(' or ')}`, text: 'You do not have permission to link this account.', status: 403 };
   let identity;
   try {
     identity = await brokeredIdentityOf(ctx, realm, provider, await completeBrokerLogin(ctx.outbound, ctx.config, provider, code, brokerEndpointUri(ctx, request, realm, provider.alias), pending, info.ipAddress ?? null));
   } catch (error) {
     if (!(error instanceof UpstreamError)) throw error;
     ctx.logger.warn({ realm: realm.name, provider: provider.alias, reason: error.message }, 'identity provider link refused');
-    return failed(error.error, error.message.slice(0, 200), `Linking ${providerName(provider)} failed.`);
+    return { error: error.error, reason: error.message.slice(0, 200), text: `Linking ${providerName(provider)} failed.`, status: 400 };
   }
-  const details = { identity_provider_identity: identity.username };
+  const extra = { identity_provider_identity: identity.username };
   const owner = await linkedUser(ctx, realm, provider, identity);
   if (owner && owner.id !== user.id) {
-    return failed('federated_identity_account_exists', 'identity provider already linked', `Federated identity returned by ${providerName(provider)} is already linked to another user.`, 400, details);
+    return { error: 'federated_identity_account_exists', reason: 'identity provider already linked', text: `Federated identity returned by ${providerName(provider)} is already linked to another user.`, status: 400, extra };
   }
   if (owner) await updateLinkedUser(ctx, realm, provider, identity, owner);
   else if (!(await linkFirstLogin(ctx, realm, provider, identity, user, { clientId: pending.clientId, request: info }))) {
-    return failed('federated_identity_account_exists', 'user already linked to this provider', `Your account is already linked to another ${providerName(provider)} account.`, 400, details);
+    return { error: 'federated_identity_account_exists', reason: 'user already linked to this provider', text: `Your account is already linked to another ${providerName(provider)} account.`, status: 400, extra };
   }
-  return reply.code(302).header('location', pending.link.redirectUri).header('cache-control', 'no-store').send();
+  return null;
+}
+
+const linkFailed = (ctx: PagesContext, request: FastifyRequest, realm: Realm, provider: IdentityProvider, clientId: string, user: User, sessionId: string | null, failure: Pick<LinkFailure, 'error' | 'reason' | 'extra'>) =>
+  ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId, userId: user.id, sessionId, error: failure.error, details: { identity_provider: provider.alias, reason: failure.reason, ...failure.extra }, request: requestInfo(request) });
+
+/**
+ * The upstream's answer to a client-initiated link request (the state bound to this browser's SSO session, checked
+ * by takeUpstream): the account linked to the signed-in user, then the application's redirect URI. As Keycloak,
+ * the user must hold manage-account (whatever client asked).
+ */
+export async function linkCallback(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, provider: IdentityProvider, pending: PendingUpstream & { link: NonNullable<PendingUpstream['link']> }, user: User, code: string | undefined, upstreamError: string | undefined): Promise<FastifyReply> {
+  const failure: LinkFailure | null =
+    user.id !== pending.link.userId
+      ? { error: 'invalid_code', reason: 'another user', text: 'This link request is no longer valid. Please start again from the application.', status: 400 }
+      : await linkUpstreamAccount(ctx, request, realm, provider, pending, user, code, upstreamError, { names: ['manage-account'] });
+  if (!failure) return reply.code(302).header('location', pending.link.redirectUri).header('cache-control', 'no-store').send();
+  await linkFailed(ctx, request, realm, provider, pending.clientId, user, pending.link.sessionId, failure);
+  return showPage.error(ctx, reply, realm, failure.text, failure.status);
+}
+
+/**
+ * Keycloak 26's idp_link action (`kc_action=idp_link:{alias}`): why this user may not link that provider through
+ * this application, or null. As Keycloak's IdpLinkAction: the provider must exist (and be one that links here), and
+ * the user must hold the account client's manage-account, or manage-account-links, within the client's scope.
+ */
+export async function idpLinkRefusal(ctx: PagesContext, realm: Realm, auth: AuthSession, user: User): Promise<{ error: EventError; provider: IdentityProvider | null } | null> {
+  const alias = auth.kcActionParameter;
+  const provider = alias ? await ctx.storage.federation.providerByAlias(realm.id, alias) : null;
+  if (!provider || !canLink(provider)) return { error: 'identity_provider_not_found', provider: null };
+  const client = await ctx.storage.clients.cachedByClientId(realm.id, auth.clientId);
+  if (!client || !(await holdsAccountRole(ctx, realm, user, ['manage-account', 'manage-account-links'], client))) return { error: 'not_allowed', provider };
+  return null;
+}
+
+/** The idp_link action confirmed: off to the upstream, the state bound to this auth session and its user. */
+export async function startIdpLink(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, user: User, provider: IdentityProvider): Promise<FastifyReply> {
+  const state = newUpstreamState();
+  let upstream;
+  try {
+    upstream = upstreamAuthorizationRequest(ctx.config, provider, brokerEndpointUri(ctx, request, realm, provider.alias), state, { prompt: undefined });
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    await linkFailed(ctx, request, realm, provider, auth.clientId, user, null, { error: error.error, reason: error.message });
+    return showPage.error(ctx, reply, realm, `Linking ${providerName(provider)} is not set up correctly. Please contact your administrator.`, 400);
+  }
+  await rememberUpstream(ctx, state, { alias: provider.alias, auth: authBindingOf(auth), clientId: auth.clientId, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier, aiaLink: { userId: user.id } });
+  return reply.code(302).header('location', upstream.url).header('cache-control', 'no-store').send();
+}
+
+/**
+ * The upstream's answer to an idp_link action (the state bound to this auth session, checked by takeUpstream): the
+ * account linked to the action's user, the roles checked again (they may have changed since the page). Success or
+ * a cancel at the upstream go on with the action's outcome (`next`, Keycloak's context.success / cancel); any other
+ * failure is an error page, as Keycloak's.
+ */
+export async function idpLinkCallback(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, pending: PendingUpstream & { aiaLink: NonNullable<PendingUpstream['aiaLink']> }, code: string | undefined, upstreamError: string | undefined, next: (user: User, status: 'success' | 'cancelled') => Promise<FastifyReply>): Promise<FastifyReply> {
+  const user = await ctx.storage.users.byId(realm.id, pending.aiaLink.userId);
+  if (!user || !user.enabled || auth.kcAction !== IDP_LINK || auth.kcActionParameter !== provider.alias || auth.kcActionStatus) {
+    return showPage.error(ctx, reply, realm, 'This link request is no longer valid. Please start again from the application.', 400);
+  }
+  const client = await ctx.storage.clients.cachedByClientId(realm.id, auth.clientId);
+  const failure = client
+    ? await linkUpstreamAccount(ctx, request, realm, provider, pending, user, code, upstreamError, { names: ['manage-account', 'manage-account-links'], client })
+    : { error: 'invalid_client' as const, reason: 'client gone', text: 'Client not found.', status: 400 };
+  if (!failure) return next(user, 'success');
+  await linkFailed(ctx, request, realm, provider, auth.clientId, user, null, failure);
+  if ('cancelled' in failure && failure.cancelled) return next(user, 'cancelled');
+  return showPage.error(ctx, reply, realm, failure.text, failure.status);
 }

@@ -13,10 +13,12 @@ import {
   linkFirstLogin,
   newUpstreamState,
   openProgress,
+  postBrokerLoginFlowOf,
   refusedUser,
   rememberUpstream,
   runBrowserSignIn,
   runFirstBrokerLogin,
+  runPostBrokerLogin,
   takeUpstream,
   updateLinkedUser,
   UpstreamError,
@@ -28,14 +30,15 @@ import {
 import type { PagesContext } from './context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { EventError } from '../model/errors.js';
-import type { IdentityProvider, Realm } from '../model/types.js';
-import { accountLinkRoutes, linkCallback } from './broker-account-link.js';
+import type { IdentityProvider, Realm, User } from '../model/types.js';
+import { IDP_LINK } from '../required-actions/index.js';
+import { accountLinkRoutes, idpLinkCallback, linkCallback } from './broker-account-link.js';
 import { brokerLoginUrl, brokerPath, providerName } from './broker-links.js';
 import { csrfRejected, loginContext } from './login-context.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
-import { nextRequiredAction } from './required-actions.js';
+import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import type { ShowNewPassword } from './step-pages.js';
 
 /**
@@ -119,7 +122,14 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     const info = requestInfo(request);
     // Client-initiated account linking: the signed-in user's (takeUpstream checked the SSO session).
     if (typeof pending !== 'string' && pending.link && provider && sso) return linkCallback(ctx, request, reply, realm, provider, { ...pending, link: pending.link }, sso.user, query(request, 'code'), query(request, 'error'));
-    if (typeof pending === 'string' || pending.link || !provider || !canSignIn(provider) || !auth) {
+    // Keycloak 26's idp_link action: this auth session's user (takeUpstream checked the auth session), then the
+    // action's outcome and what follows it (the remaining actions, the application).
+    if (typeof pending !== 'string' && pending.aiaLink && provider && auth) {
+      return idpLinkCallback(ctx, request, reply, realm, auth, provider, { ...pending, aiaLink: pending.aiaLink }, query(request, 'code'), query(request, 'error'), async (user, status) =>
+        finish(request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, status), user),
+      );
+    }
+    if (typeof pending === 'string' || pending.link || pending.aiaLink || !provider || !canSignIn(provider) || !auth) {
       // Someone else's state (swapped), a used one (replayed), an expired sign-in: nothing is exchanged.
       await brokerError(request, realm, auth, provider, 'invalid_code', { reason: `state ${pending === 'unknown' ? 'unknown or already used' : pending === 'other_session' ? 'of another sign-in' : 'of another provider'}` });
       return showPage.error(ctx, reply, realm, 'This sign-in is no longer valid. Please start again from the application.', 400);
@@ -154,7 +164,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       }
       const user = await updateLinkedUser(ctx, realm, provider, identity, linked);
       await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN', clientId: auth.clientId, userId: user.id, details: { ...details, username: user.username }, request: info });
-      return finish(request, reply, realm, auth, user);
+      return afterUpstream(request, reply, realm, auth, provider, identity, user);
     }
     if (provider.rest.linkOnly === true) {
       await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'link only' });
@@ -175,7 +185,8 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (rejected) return rejected;
     const progress = await openProgress(ctx, form.key, auth);
     const provider = progress ? await loadProvider(realm, progress.alias) : null;
-    if (!progress || !provider || !canSignIn(provider)) return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+    // A post broker login flow's key opens nothing here: its pages post to post-broker-login, and only its flow ends it.
+    if (!progress || progress.phase === 'post' || !provider || !canSignIn(provider)) return expiredPage(request, reply, realm, auth);
     const raw = (request.body ?? {}) as Record<string, unknown>;
     // Only the fields this page sent reach the steps (a step whose field is absent asks for its page).
     const submitted = Object.fromEntries(['username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
@@ -203,7 +214,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
           await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'federated identity already linked' });
           return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `This account is already linked to another ${providerName(provider)} account, or that account to another user.` }, status: 409 });
         }
-        return finish(request, reply, realm, auth, user);
+        return afterUpstream(request, reply, realm, auth, provider, progress.identity, user);
       }
       case 'challenge':
         await keepProgress(ctx, progress, key);
@@ -223,6 +234,90 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
         await brokerError(request, realm, auth, provider, 'invalid_user_credentials', { reason: run.reason });
         return showPage.error(ctx, reply, realm, 'Cannot sign in: this sign-in cannot be completed.', 400, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
     }
+  }
+
+  // The post broker login flow's pages.
+  app.post('/realms/:realm/login-actions/post-broker-login', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
+    const c = await loginContext(ctx, request, reply);
+    if (!('realm' in c)) return c;
+    const { realm, auth } = c;
+    const form = formValues(request.body, ['key', 'session_code', 'password', 'otp']);
+    const rejected = csrfRejected(ctx, reply, realm, auth, form);
+    if (rejected) return rejected;
+    const progress = await openProgress(ctx, form.key, auth);
+    const provider = progress ? await loadProvider(realm, progress.alias) : null;
+    const user = progress?.phase === 'post' && progress.userId ? await ctx.storage.users.byId(realm.id, progress.userId) : null;
+    if (!progress || !user || !provider || !canSignIn(provider)) return expiredPage(request, reply, realm, auth);
+    const raw = (request.body ?? {}) as Record<string, unknown>;
+    const submitted = Object.fromEntries(['password', 'otp'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
+    return runPostAndAnswer(request, reply, realm, auth, provider, user, progress, form.key, submitted);
+  });
+
+  const expiredPage = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
+    loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+
+  /**
+   * The upstream signed the user in and the local user is known (linked, or linked just now): the provider's post
+   * broker login flow when it names one (Keycloak's finishOrRedirectToPostBrokerLogin), else the required actions
+   * and the application. No session exists before that flow has succeeded.
+   */
+  async function afterUpstream(request: FastifyRequest, reply: FastifyReply, realm: Realm, signingIn: AuthSession, provider: IdentityProvider, identity: BrokerProgress['identity'], user: User): Promise<FastifyReply> {
+    // The SSO session will record the upstream session and user (Keycloak's brokerSessionId / brokerUserId): the
+    // ID token's `sid`, else the token response's `session_state`.
+    const sid = typeof identity.idToken.sid === 'string' ? identity.idToken.sid : typeof identity.tokenResponse.session_state === 'string' ? identity.tokenResponse.session_state : null;
+    const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker: { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}` } });
+    if (!postBrokerLoginFlowOf(provider)) return finish(request, reply, realm, auth, user);
+    const progress: BrokerProgress = { phase: 'post', alias: provider.alias, auth: authBindingOf(auth), identity, done: {}, userId: user.id, existingUserId: null, newUser: false, requiredActions: [], reviewed: true };
+    return runPostAndAnswer(request, reply, realm, auth, provider, user, progress, await keepProgress(ctx, progress), null);
+  }
+
+  /** The post broker login flow from the top with this page's fields; its answer: a page, an error, or the application. */
+  async function runPostAndAnswer(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, user: User, progress: BrokerProgress, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
+    const run = await runPostBrokerLogin(ctx, realm, provider, user, auth.clientId, requestInfo(request), progress, submitted);
+    if (!run) {
+      await dropProgress(ctx, key);
+      await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no post broker login flow' });
+      return showPage.error(ctx, reply, realm, 'Cannot sign in: the post broker login flow of this identity provider does not exist.', 400);
+    }
+    const page = { action: actionUrl(realm, 'post-broker-login'), csrf: auth.csrf, key, providerName: providerName(provider) };
+    const reauth = { ...page, username: user.username, hint: `Sign in as ${user.username} to finish signing in with ${providerName(provider)}.` };
+    switch (run.status) {
+      case 'success': {
+        await dropProgress(ctx, key);
+        // The flow's user is the brokered one, never another (a step that names a user names this one).
+        if (run.user.id !== user.id) {
+          await brokerError(request, realm, auth, provider, 'invalid_user_credentials', { reason: 'post broker login flow named another user' });
+          return showPage.error(ctx, reply, realm, 'Cannot sign in: this sign-in cannot be completed.', 400, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
+        }
+        for (const action of run.requiredActions) await ctx.storage.credentials.addRequiredAction(user.id, action);
+        const current = (await ctx.storage.users.byId(realm.id, user.id)) ?? user;
+        if (await refusedUser(ctx, realm, current, run.env)) return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
+        return finish(request, reply, realm, auth, current);
+      }
+      case 'challenge':
+        await keepProgress(ctx, progress, key);
+        if (run.challenge === 'otp') return ctx.pages.send(reply, realm, 'login-otp', { ...page, errors: {} }, 200);
+        if (run.challenge === 'password') return ctx.pages.send(reply, realm, 'idp-reauth', { ...reauth, errors: {} }, 200);
+        break;
+      case 'failure': {
+        const { failure } = run;
+        if (failure.kind === 'otp') return ctx.pages.send(reply, realm, 'login-otp', { ...page, errors: { otp: 'Invalid authenticator code.' } }, 401);
+        if (failure.kind === 'password') {
+          if (!answeredAsBadCredentials(failure.result) && failure.result.error === 'ip_temporarily_blocked') {
+            reply.header('retry-after', String(ctx.config.bruteForceIpWindowSeconds));
+            return ctx.pages.send(reply, realm, 'idp-reauth', { ...reauth, errors: { password: 'Too many failed sign-ins from your network. Please try again later.' } }, 429);
+          }
+          return ctx.pages.send(reply, realm, 'idp-reauth', { ...reauth, errors: { password: 'Invalid username or password.' } }, 401);
+        }
+        break;
+      }
+      case 'incomplete':
+        break;
+    }
+    // A step this server cannot run for it, a page it has not, a flow that does not succeed: refused, never passed.
+    await dropProgress(ctx, key);
+    await brokerError(request, realm, auth, provider, 'invalid_user_credentials', { reason: `post broker login flow: ${run.status === 'incomplete' ? run.reason : run.status}` });
+    return showPage.error(ctx, reply, realm, 'Cannot sign in: this sign-in cannot be completed.', 400, { href: actionUrl(realm, 'authenticate'), label: 'Back to sign in' });
   }
 
   const profileOf = (progress: BrokerProgress) => ({

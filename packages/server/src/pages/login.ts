@@ -54,7 +54,10 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
       }
       // The flow from the top, with the name and password this page posted for its step; what comes next is the flow's.
       const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, info, null, { username: values.username, password: form.password });
-      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, { values });
+      // A local sign-in in an auth session a brokered one left (abandoned at a required action's page) is not brokered:
+      // its session must not record the upstream's ids (which an upstream's back-channel logout names).
+      const local = auth.broker ? await ctx.authSessions.save(reply, request, realm, { ...auth, broker: undefined }) : auth;
+      return answerSignIn(ctx, request, reply, realm, local, signIn, newPasswordPage, { values });
     },
   });
 

@@ -9,6 +9,7 @@ import {
   DELETE_ACCOUNT,
   DELETE_ACCOUNT_ROLE,
   EMAIL_PENDING_ATTRIBUTE,
+  IDP_LINK,
   TERMS_ACCEPTED_ATTRIBUTE,
   TERMS_AND_CONDITIONS,
   UPDATE_EMAIL,
@@ -20,6 +21,8 @@ import {
   WEBAUTHN_REGISTER_PASSWORDLESS,
   CONFIGURE_RECOVERY_AUTHN_CODES,
 } from '../required-actions/index.js';
+import { idpLinkRefusal, startIdpLink } from './broker-account-link.js';
+import { providerName } from './broker-links.js';
 import { recoveryCodesSetupPage } from './recovery-code-pages.js';
 import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, effectiveRoles, inPriorityOrder, realmRequiredActions, userSnapshot } from '../services/index.js';
@@ -67,6 +70,25 @@ export async function nextRequiredAction(
       aia = true;
     }
     if (alias === undefined) break;
+    if (alias === IDP_LINK) {
+      // Keycloak's IdpLinkAction: only asked by an application, with the provider named (idp_link:{alias}); as a
+      // user's pending action it is passed over. A provider that cannot be linked, or a user or client without the
+      // account client's manage-account(-links), ends the action with kc_action_status=error.
+      done.add(alias);
+      if (!aia) continue;
+      const refusal = await idpLinkRefusal(ctx, realm, session, user);
+      if (!refusal) return showRequiredAction(ctx, request, reply, realm, session, user, alias, aia, newPasswordPage);
+      await ctx.events.user(realm, {
+        type: 'FEDERATED_IDENTITY_LINK_ERROR',
+        clientId: session.clientId,
+        userId: user.id,
+        error: refusal.error,
+        details: { identity_provider: (session.kcActionParameter ?? '').slice(0, 255) },
+        request: requestInfo(request),
+      });
+      session = await aiaOutcome(ctx, request, reply, realm, session, alias, 'error');
+      continue;
+    }
     if (alias === UPDATE_USER_LOCALE) {
       // No page: these pages have one language, so there is no choice of locale to store on the user.
       await ctx.storage.credentials.removeRequiredAction(user.id, alias);
@@ -142,6 +164,11 @@ async function showRequiredAction(
       return webauthnRegisterPage(ctx, request, reply, realm, auth, user, alias === WEBAUTHN_REGISTER ? 'two-factor' : 'passwordless', aia);
     case CONFIGURE_RECOVERY_AUTHN_CODES:
       return recoveryCodesSetupPage(ctx, reply, realm, auth, user, aia);
+    case IDP_LINK: {
+      const provider = auth.kcActionParameter ? await ctx.storage.federation.providerByAlias(realm.id, auth.kcActionParameter) : null;
+      const key = await state.seal(realm, 'idp-link', claims);
+      return ctx.pages.send(reply, realm, 'link-idp-action', { ...signInStep(realm, auth, 'idp-link', true), key, providerName: provider ? providerName(provider) : '' }, 200);
+    }
     default:
       // Every action dueRequiredActions answers is carried out here (required-actions/ says which): a new one needs a page.
       throw new Error(`required action ${alias} has no page`);
@@ -212,6 +239,28 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       await ctx.storage.credentials.removeRequiredAction(user.id, TERMS_AND_CONDITIONS);
       await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION', clientId: auth.clientId, userId: user.id, details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info, user: () => userSnapshot(ctx.storage, accepted) });
       return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, newPasswordPage);
+    },
+  });
+  // idp_link (Keycloak 26, kc_action=idp_link:{alias}): "Yes" sends the browser to the provider, the state bound to
+  // this auth session and user (the callback, pages/broker.ts, links the account and goes on); "No" cancels. The
+  // provider and the roles are checked again: they may have changed since the page was shown.
+  loginActionForm(app, ctx, 'idp-link', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['key', 'session_code', 'link', 'cancel-aia']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'idp-link', auth, form.key);
+      if (!step || auth.kcAction !== IDP_LINK || auth.kcActionStatus) return stepExpired(ctx, request, reply, realm, auth);
+      const { user } = step;
+      if (form['cancel-aia'] || !form.link) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, 'cancelled'), user, newPasswordPage);
+      const refusal = await idpLinkRefusal(ctx, realm, auth, user);
+      if (refusal || !auth.kcActionParameter) {
+        await ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId: auth.clientId, userId: user.id, error: refusal?.error ?? 'identity_provider_not_found', details: { identity_provider: (auth.kcActionParameter ?? '').slice(0, 255) }, request: requestInfo(request) });
+        return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, 'error'), user, newPasswordPage);
+      }
+      const provider = (await ctx.storage.federation.providerByAlias(realm.id, auth.kcActionParameter))!;
+      return startIdpLink(ctx, request, reply, realm, auth, user, provider);
     },
   });
   // delete_account: the user confirms and the account is deleted (its sessions and credentials with it); the

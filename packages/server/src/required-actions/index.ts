@@ -2,6 +2,7 @@ import { badRequest } from '../model/errors.js';
 import { CONFIGURE_RECOVERY_AUTHN_CODES, configureRecoveryCodes } from './configure-recovery-codes.js';
 import { CONFIGURE_TOTP, configureTotp } from './configure-totp.js';
 import { DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, deleteAccount } from './delete-account.js';
+import { IDP_LINK, idpLink } from './idp-link.js';
 import type { RequiredActionProvider } from './provider.js';
 import { TERMS_AND_CONDITIONS, termsAndConditions } from './terms-and-conditions.js';
 import { UPDATE_EMAIL, updateEmail } from './update-email.js';
@@ -11,14 +12,14 @@ import { UPDATE_USER_LOCALE, updateUserLocale } from './update-user-locale.js';
 import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS, webauthnRegister, webauthnRegisterPasswordless } from './webauthn-register.js';
 
-export { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
+export { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, IDP_LINK, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
 export { EMAIL_PENDING_ATTRIBUTE } from './update-email.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
 
 /**
  * The required-action providers this server has, each registered in every new realm with Keycloak 26.7.3's
- * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
+ * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential): those come only from realm files, kept as data.
  */
 export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   termsAndConditions,
@@ -31,6 +32,7 @@ export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   webauthnRegister,
   webauthnRegisterPasswordless,
   configureRecoveryCodes,
+  idpLink,
   updateUserLocale,
 ];
 

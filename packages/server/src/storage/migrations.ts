@@ -758,4 +758,46 @@ export const migrations: Record<string, Migration> = {
       await db.updateTable('client').set((eb: any) => ({ admin_url: eb.ref('root_url') })).execute();
     },
   },
+  // Brokering (issue 37): Keycloak 26's built-in `browser` flow has `identity-provider-redirector` (ALTERNATIVE)
+  // between auth-cookie and the forms; realms created before it was built in get it here, once, only where their
+  // browser flow is still as it was built: top-level and built in, its steps auth-cookie then the `forms` sub-flow,
+  // both ALTERNATIVE, and no redirector. An administrator's changed requirements, or an imported file's own shape,
+  // are left as they are (a flow an administrator made is never built in). The steps become 10, 20, 30 as a new
+  // realm's.
+  '0030-browser-flow-idp-redirector': {
+    async up(db: Kysely<any>) {
+      const flows: { id: string; realm_id: string }[] = await db.selectFrom('auth_flow').select(['id', 'realm_id']).where('alias', '=', 'browser').where('top_level', '=', 1).where('built_in', '=', 1).execute();
+      for (const flow of flows) {
+        const steps: { id: string; authenticator: string | null; sub_flow_id: string | null; requirement: string; alias: string | null }[] = await db
+          .selectFrom('auth_execution')
+          .leftJoin('auth_flow', 'auth_flow.id', 'auth_execution.sub_flow_id')
+          .select(['auth_execution.id as id', 'auth_execution.authenticator as authenticator', 'auth_execution.sub_flow_id as sub_flow_id', 'auth_execution.requirement as requirement', 'auth_flow.alias as alias'])
+          .where('auth_execution.parent_flow_id', '=', flow.id)
+          .orderBy('auth_execution.priority')
+          .execute();
+        const [cookie, forms] = steps;
+        const asBuilt =
+          steps.length === 2 &&
+          cookie.authenticator === 'auth-cookie' && cookie.sub_flow_id === null && cookie.requirement === 'ALTERNATIVE' &&
+          forms.sub_flow_id !== null && forms.alias === 'forms' && forms.requirement === 'ALTERNATIVE';
+        if (!asBuilt) continue;
+        await db.updateTable('auth_execution').set({ priority: 10 }).where('id', '=', cookie.id).execute();
+        await db.updateTable('auth_execution').set({ priority: 30 }).where('id', '=', forms.id).execute();
+        await db
+          .insertInto('auth_execution')
+          .values({ id: randomUUID(), realm_id: flow.realm_id, parent_flow_id: flow.id, authenticator: 'identity-provider-redirector', sub_flow_id: null, requirement: 'ALTERNATIVE', priority: 20, authenticator_config_id: null })
+          .execute();
+      }
+    },
+  },
+  // Brokering (issue 37): which upstream session and user a brokered sign-in's session came from (Keycloak's
+  // brokerSessionId, brokerUserId), so an upstream's back-channel logout token can end it.
+  '0031-user-session-broker': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_session').addColumn('broker_session_id', 'text').execute();
+      await db.schema.alterTable('user_session').addColumn('broker_user_id', 'text').execute();
+      await db.schema.createIndex('user_session_broker_session').on('user_session').columns(['realm_id', 'broker_session_id']).execute();
+      await db.schema.createIndex('user_session_broker_user').on('user_session').columns(['realm_id', 'broker_user_id']).execute();
+    },
+  },
 };

@@ -188,6 +188,9 @@ export interface UserSessionTable {
    * session; null for a session no browser signed in to (password grant, offline), which no cookie can name.
    */
   sso_cookie_hash: string | null;
+  /** A brokered sign-in's `{alias}.{upstream sid}` and `{alias}.{upstream sub}` (migration 0031); null otherwise. */
+  broker_session_id: string | null;
+  broker_user_id: string | null;
 }
 
 export interface ClientSessionTable {

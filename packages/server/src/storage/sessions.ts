@@ -12,6 +12,8 @@ const toSession = (row: Selectable<UserSessionTable>): UserSession => ({
   started: row.started,
   lastRefresh: row.last_refresh,
   offline: bool(row.offline),
+  ...(row.broker_session_id ? { brokerSessionId: row.broker_session_id } : {}),
+  ...(row.broker_user_id ? { brokerUserId: row.broker_user_id } : {}),
 });
 
 const toClientSession = (row: Selectable<ClientSessionTable>): ClientSession => ({
@@ -48,8 +50,20 @@ export class SessionRepository {
         last_refresh: session.lastRefresh,
         offline: flag(session.offline ?? false),
         sso_cookie_hash: ssoCookieHash,
+        broker_session_id: session.brokerSessionId ?? null,
+        broker_user_id: session.brokerUserId ?? null,
       })
       .execute();
+  }
+
+  /**
+   * The realm's sessions a brokered sign-in started with this upstream session (`{alias}.{sid}`), or, without a
+   * session id, of this upstream user (`{alias}.{sub}`): what an upstream's back-channel logout ends.
+   */
+  async byBroker(realmId: string, by: { sessionId: string } | { userId: string }): Promise<UserSession[]> {
+    let query = this.db.selectFrom('user_session').selectAll().where('realm_id', '=', realmId);
+    query = 'sessionId' in by ? query.where('broker_session_id', '=', by.sessionId) : query.where('broker_user_id', '=', by.userId);
+    return (await query.limit(1000).execute()).map(toSession);
   }
 
   async byId(id: string): Promise<UserSession | null> {

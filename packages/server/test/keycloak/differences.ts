@@ -29,7 +29,7 @@ export const differences: ListedDifference[] = [
     path: 'browser',
     kind: 'open',
     reason:
-      "Keycloak 26.7.3's browser flow also has Kerberos (DISABLED), the identity provider redirector, an Organization sub-flow, and a 'Conditional 2FA' sub-flow (condition credential; OTP ALTERNATIVE beside WebAuthn and recovery codes, DISABLED). Realmgate has no Kerberos, brokering, organizations, WebAuthn or recovery codes yet (their issues; src/flows/builtin-flows.ts).",
+      "Keycloak 26.7.3's browser flow also has Kerberos (DISABLED), an Organization sub-flow, and a 'Conditional 2FA' sub-flow (condition credential; OTP ALTERNATIVE beside WebAuthn and recovery codes, DISABLED); its redirector is at priority 25 between Kerberos (20) and the forms (30), Realmgate's at 20 before the forms (30). Realmgate's built-in flow has no Kerberos, organizations, WebAuthn or recovery codes step (src/flows/builtin-flows.ts).",
   },
   ...each(
     'an ALTERNATIVE pair: password form or OTP form after the username',
@@ -47,7 +47,7 @@ export const differences: ListedDifference[] = [
     'required actions shown in priority order',
     ['others'],
     'open',
-    'Keycloak 26.7.3 also registers webauthn-register, webauthn-register-passwordless (passkeys issue), VERIFY_PROFILE, delete_credential, idp_link (brokering issue) and CONFIGURE_RECOVERY_AUTHN_CODES.',
+    'Keycloak 26.7.3 also registers webauthn-register, webauthn-register-passwordless (passkeys issue), VERIFY_PROFILE, delete_credential and CONFIGURE_RECOVERY_AUTHN_CODES.',
   ),
   ...each('bad input: an execution with an unknown provider id', ['keys'], 'open', ADMIN_ERROR_SHAPE),
   ...each('bad input: a condition outside a conditional sub-flow', ['status', 'keys', 'written'], 'deliberate', REFUSED_BAD_INPUT),

@@ -29,6 +29,11 @@ export interface PendingUpstream {
    * instead of an auth session), then the browser goes to the application's `redirectUri`.
    */
   link?: { sessionId: string; userId: string; redirectUri: string };
+  /**
+   * Keycloak 26's `kc_action=idp_link:{alias}`: the upstream account is linked to this user of the auth session
+   * (bound to it as a sign-in's state is), then the application-initiated action goes on.
+   */
+  aiaLink?: { userId: string };
 }
 
 /**
@@ -68,6 +73,8 @@ export async function takeUpstream(ctx: BrokerStore, state: string, auth: AuthSe
 
 /** Where a first (or post) broker login stands between its pages. */
 export interface BrokerProgress {
+  /** Which flow the pages are in: the first broker login (absent: it), or the post broker login flow. */
+  phase?: 'first' | 'post';
   alias: string;
   auth: string;
   identity: BrokeredIdentity;

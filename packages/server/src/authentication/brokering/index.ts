@@ -7,3 +7,5 @@ export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, Upstrea
 export { completeBrokerLogin, providerDisplayName, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, upstreamAuthorizationRequest } from './social-providers.js';
 export { idpMapperTypes } from './idp-mapper-types.js';
 export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './import-config.js';
+export { postBrokerLoginFlowOf, runPostBrokerLogin } from './post-login.js';
+export { upstreamLogoutSessions, type UpstreamLogout } from './upstream-logout.js';

@@ -17,21 +17,19 @@ export const canLink = (provider: IdentityProvider) => provider.enabled && SIGN_
 /**
  * Keycloak's identity-provider-redirector: the application's `kc_idp_hint`, else the step's `defaultProvider`,
  * sends the browser straight to that provider when it is enabled, can sign in (not link-only) and is one this
- * server brokers; otherwise the step is attempted and the login page is shown. It acts on the authorization
- * request only: a posted login page (the user came back from a cancelled upstream sign-in) goes on to the form.
+ * server brokers; otherwise the step is attempted and the login page is shown. As Keycloak's, a hint that names no
+ * such provider, or an empty one, does not fall back to the default one (the login page shows). It acts on the authorization request
+ * only: a posted login page (the user came back from a cancelled upstream sign-in) goes on to the form.
  */
 export const identityProviderRedirector: Authenticator<BrowserEnv, RedirectChallenge, never> = {
   id: 'identity-provider-redirector',
   requiresUser: false,
   async authenticate({ env, config }) {
     if (!env.start) return { status: 'attempted' };
-    const wanted = [env.idpHint, config.defaultProvider].filter((alias): alias is string => !!alias);
-    if (!wanted.length) return { status: 'attempted' };
-    const providers = await env.ctx.storage.federation.cachedProviders(env.realm.id);
-    for (const alias of wanted) {
-      const provider = providers.find((p) => p.alias === alias);
-      if (provider && canSignIn(provider)) return { status: 'challenge', challenge: { identityProvider: provider.alias } };
-    }
-    return { status: 'attempted' };
+    // A hint given (even empty: Keycloak's "kc_idp_hint query parameter is empty") decides alone; else the default.
+    const alias = env.idpHint !== undefined ? env.idpHint : config.defaultProvider;
+    if (!alias) return { status: 'attempted' };
+    const provider = (await env.ctx.storage.federation.cachedProviders(env.realm.id)).find((p) => p.alias === alias);
+    return provider && canSignIn(provider) ? { status: 'challenge', challenge: { identityProvider: provider.alias } } : { status: 'attempted' };
   },
 };

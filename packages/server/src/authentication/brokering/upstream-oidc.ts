@@ -186,43 +186,54 @@ async function configuredKey(text: string, alg: string) {
  * configured key, unless the operator turned signature validation off.
  */
 async function verifyIdToken(guard: OutboundGuard, provider: IdentityProvider, idToken: string, nonce: string): Promise<JWTPayload> {
-  const c = provider.config;
-  const skew = Number.parseInt(c.allowedClockSkew ?? '0', 10) || 0;
-  const options = { audience: c.clientId ?? '', ...(c.issuer ? { issuer: c.issuer } : {}), clockTolerance: skew, requiredClaims: ['sub', 'exp'] };
-  let claims: JWTPayload;
-  try {
-    if (!flag(c.validateSignature)) {
-      // Keycloak's default too: the token came straight from the token endpoint over the back channel.
-      claims = decodeJwt(idToken);
-      checkClaims(claims, options.audience, c.issuer, skew);
-    } else if (flag(c.useJwksUrl) || (!c.publicKeySignatureVerifier && c.jwksUrl)) {
-      if (!c.jwksUrl) throw new UpstreamError('invalid_token', 'signature validation by JWKS URL without a JWKS URL');
-      const { kid } = decodeProtectedHeader(idToken);
-      let keys = await fetchJwks(guard, c.jwksUrl, false);
-      if (kid && !keys.keys.some((k) => k.kid === kid)) keys = await fetchJwks(guard, c.jwksUrl, true);
-      ({ payload: claims } = await jwtVerify(idToken, createLocalJWKSet(keys), options));
-    } else {
-      if (!c.publicKeySignatureVerifier) throw new UpstreamError('invalid_token', 'signature validation without a key or a JWKS URL');
-      const { alg } = decodeProtectedHeader(idToken);
-      const key = await configuredKey(c.publicKeySignatureVerifier, alg ?? 'RS256');
-      ({ payload: claims } = await jwtVerify(idToken, key, options));
-    }
-  } catch (error) {
-    if (error instanceof UpstreamError) throw error;
-    throw new UpstreamError('invalid_token', `ID token refused: ${(error as Error).message}`);
-  }
-  if (!flag(c.disableNonce) && claims.nonce !== nonce) throw new UpstreamError('invalid_token', 'ID token refused: its nonce is not this sign-in’s');
+  const claims = await verifyUpstreamJwt(guard, provider, idToken, 'ID token', ['sub', 'exp']);
+  if (!flag(provider.config.disableNonce) && claims.nonce !== nonce) throw new UpstreamError('invalid_token', 'ID token refused: its nonce is not this sign-in’s');
   return claims;
 }
 
+/**
+ * A JWT the provider signed for this server (an ID token, a back-channel logout token): audience the provider's
+ * `clientId`, issuer its `issuer` when set, the clock skew it allows; the signature by its JWKS URL or configured
+ * key, unless the operator turned signature validation off (then only the claims are checked). `requiredClaims`
+ * must be present (jose's check; `exp` is also checked for expiry when present).
+ */
+export async function verifyUpstreamJwt(guard: OutboundGuard, provider: IdentityProvider, jwt: string, what: string, requiredClaims: string[]): Promise<JWTPayload> {
+  const c = provider.config;
+  const skew = Number.parseInt(c.allowedClockSkew ?? '0', 10) || 0;
+  const options = { audience: c.clientId ?? '', ...(c.issuer ? { issuer: c.issuer } : {}), clockTolerance: skew, requiredClaims };
+  try {
+    if (!flag(c.validateSignature)) {
+      // Keycloak's default too: the token came straight from the token endpoint over the back channel.
+      const claims = decodeJwt(jwt);
+      checkClaims(claims, options.audience, c.issuer, skew, what, requiredClaims);
+      return claims;
+    }
+    if (flag(c.useJwksUrl) || (!c.publicKeySignatureVerifier && c.jwksUrl)) {
+      if (!c.jwksUrl) throw new UpstreamError('invalid_token', 'signature validation by JWKS URL without a JWKS URL');
+      const { kid } = decodeProtectedHeader(jwt);
+      let keys = await fetchJwks(guard, c.jwksUrl, false);
+      if (kid && !keys.keys.some((k) => k.kid === kid)) keys = await fetchJwks(guard, c.jwksUrl, true);
+      return (await jwtVerify(jwt, createLocalJWKSet(keys), options)).payload;
+    }
+    if (!c.publicKeySignatureVerifier) throw new UpstreamError('invalid_token', 'signature validation without a key or a JWKS URL');
+    const { alg } = decodeProtectedHeader(jwt);
+    const key = await configuredKey(c.publicKeySignatureVerifier, alg ?? 'RS256');
+    return (await jwtVerify(jwt, key, options)).payload;
+  } catch (error) {
+    if (error instanceof UpstreamError) throw error;
+    throw new UpstreamError('invalid_token', `${what} refused: ${(error as Error).message}`);
+  }
+}
+
 /** The claim checks when the signature is not checked (jose checks them with the signature otherwise). */
-function checkClaims(claims: JWTPayload, audience: string, issuer: string | undefined, skew: number): void {
+function checkClaims(claims: JWTPayload, audience: string, issuer: string | undefined, skew: number, what: string, required: string[]): void {
   const now = Math.floor(Date.now() / 1000);
-  if (typeof claims.sub !== 'string' || !claims.sub) throw new UpstreamError('invalid_token', 'ID token refused: no sub');
-  if (typeof claims.exp !== 'number' || claims.exp + skew < now) throw new UpstreamError('invalid_token', 'ID token refused: expired');
+  for (const name of required) if (claims[name] === undefined || claims[name] === '') throw new UpstreamError('invalid_token', `${what} refused: no ${name}`);
+  if (claims.sub !== undefined && typeof claims.sub !== 'string') throw new UpstreamError('invalid_token', `${what} refused: no sub`);
+  if (claims.exp !== undefined && (typeof claims.exp !== 'number' || claims.exp + skew < now)) throw new UpstreamError('invalid_token', `${what} refused: expired`);
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  if (!audiences.includes(audience)) throw new UpstreamError('invalid_token', 'ID token refused: wrong audience');
-  if (issuer && claims.iss !== issuer) throw new UpstreamError('invalid_token', 'ID token refused: wrong issuer');
+  if (!audiences.includes(audience)) throw new UpstreamError('invalid_token', `${what} refused: wrong audience`);
+  if (issuer && claims.iss !== issuer) throw new UpstreamError('invalid_token', `${what} refused: wrong issuer`);
 }
 
 async function userInfo(guard: OutboundGuard, provider: IdentityProvider, accessToken: string): Promise<Record<string, unknown>> {

@@ -97,10 +97,13 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     };
     // Keycloak's application-initiated action: the user carries out this required action, then goes back to the
     // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
-    const kcAction = param('kc_action')?.slice(0, 255);
+    // Keycloak 26: `action:parameter` (idp_link:{alias}) names the action and its parameter.
+    const [kcAction, kcActionParameter] = splitKcAction(param('kc_action')?.slice(0, 255));
     if (kcAction) auth.kcAction = kcAction;
+    if (kcAction && kcActionParameter) auth.kcActionParameter = kcActionParameter;
     const idpHint = param('kc_idp_hint')?.slice(0, 255);
-    if (idpHint) auth.idpHint = idpHint;
+    // Kept even when empty: as Keycloak's redirector, an empty hint asks for no provider, not the default one.
+    if (idpHint !== undefined) auth.idpHint = idpHint;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.
@@ -126,4 +129,11 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
   app.get('/realms/:realm/protocol/openid-connect/auth', handler('login'));
   app.post('/realms/:realm/protocol/openid-connect/auth', handler('login'));
   app.get('/realms/:realm/protocol/openid-connect/registrations', handler('registration'));
+}
+
+/** `kc_action` as Keycloak 26 reads it: the action, and after the first `:` its parameter (idp_link:{alias}). */
+function splitKcAction(value: string | undefined): [string | undefined, string | undefined] {
+  if (!value) return [undefined, undefined];
+  const colon = value.indexOf(':');
+  return colon < 0 ? [value, undefined] : [value.slice(0, colon) || undefined, value.slice(colon + 1) || undefined];
 }

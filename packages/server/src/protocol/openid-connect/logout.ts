@@ -5,7 +5,7 @@ import { corsForClient } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
-import { clearSsoCookie, currentSsoSession, SignedState } from '../../authentication/index.js';
+import { clearSsoCookie, currentSsoSession, SignedState, upstreamLogoutSessions } from '../../authentication/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { refreshTokenType } from './offline.js';
@@ -142,6 +142,29 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
     return browser(request, reply, realm);
+  });
+
+  // An upstream identity provider's back-channel logout (Keycloak's `logout/backchannel-logout`, for this realm as
+  // the upstream's client): the brokered sessions its logout token names end, their clients told as at any logout.
+  app.post('/realms/:realm/protocol/openid-connect/logout/backchannel-logout', async (request: RealmRequest, reply) => {
+    const realm = await realmOrError(ctx.storage, request.params.realm);
+    const token = formField(request.body, 'logout_token');
+    const info = requestInfo(request);
+    if (!token || token.length > 16_384) {
+      await ctx.events.user(realm, { type: 'LOGOUT_ERROR', clientId: null, error: 'invalid_token', details: { reason: 'no logout token' }, request: info });
+      throw oauthError.invalid_request('No logout token');
+    }
+    const outcome = await upstreamLogoutSessions(ctx, realm, token);
+    if (!outcome.ok) {
+      await ctx.events.user(realm, { type: 'LOGOUT_ERROR', clientId: null, error: 'invalid_token', details: { reason: outcome.reason.slice(0, 200) }, request: info });
+      throw oauthError.invalid_request('The logout token is invalid');
+    }
+    const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
+    for (const session of outcome.sessions) {
+      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(session.id, trx));
+      await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, details: { identity_provider: outcome.alias }, request: info });
+    }
+    return reply.code(200).header('cache-control', 'no-store').send();
   });
 
   app.post('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
