@@ -195,4 +195,49 @@ describe('admin API parity', () => {
       expect(stats.find((s) => s.clientId === 'node-app')).toEqual({ id: appId, clientId: 'node-app', active: '1', offline: '0' });
     });
   });
+
+  describe('organization identity providers', () => {
+    let orgId: string;
+    let otherOrg: string;
+
+    beforeAll(async () => {
+      await kc.realms.update({ realm }, { organizationsEnabled: true });
+      ({ id: orgId } = (await kc.organizations.create({ name: 'Acme', domains: [{ name: 'acme.example' }] })) as { id: string });
+      ({ id: otherOrg } = (await kc.organizations.create({ name: 'Globex', domains: [{ name: 'globex.example' }] })) as { id: string });
+      for (const alias of ['acme-sso', 'spare-sso']) {
+        await kc.identityProviders.create({ alias, providerId: 'oidc', enabled: true, config: { clientId: 'x', clientSecret: 'upstream-secret', authorizationUrl: 'http://127.0.0.1:9/auth', tokenUrl: 'http://127.0.0.1:9/token' } });
+      }
+    });
+
+    it("associates a realm's provider with one organization, lists it with its secret masked, and lets it go", async () => {
+      await kc.organizations.linkIdp({ orgId, alias: 'acme-sso' });
+      const listed = await kc.organizations.listIdentityProviders({ orgId });
+      expect(listed.map((p) => p.alias)).toEqual(['acme-sso']);
+      expect(listed[0]).toMatchObject({ organizationId: orgId });
+      expect(JSON.stringify(listed)).not.toContain('upstream-secret');
+      const one = await api(t.url, 'GET', `/admin/realms/${realm}/organizations/${orgId}/identity-providers/acme-sso`, kc.accessToken!);
+      expect(one.status).toBe(200);
+      expect((await kc.identityProviders.findOne({ alias: 'acme-sso' }))!.organizationId).toBe(orgId);
+      // Twice: a conflict; to another organization: refused; an unknown alias: 400, as Keycloak.
+      await rejects(kc.organizations.linkIdp({ orgId, alias: 'acme-sso' }), 409);
+      await rejects(kc.organizations.linkIdp({ orgId: otherOrg, alias: 'acme-sso' }), 400);
+      await rejects(kc.organizations.linkIdp({ orgId, alias: 'no-such-idp' }), 400);
+      expect((await api(t.url, 'GET', `/admin/realms/${realm}/organizations/${orgId}/identity-providers/spare-sso`, kc.accessToken!)).status).toBe(404);
+      await kc.organizations.unLinkIdp({ orgId, alias: 'acme-sso' });
+      expect(await kc.organizations.listIdentityProviders({ orgId })).toEqual([]);
+      expect((await kc.identityProviders.findOne({ alias: 'acme-sso' }))!.organizationId).toBeUndefined();
+      await rejects(kc.organizations.unLinkIdp({ orgId, alias: 'acme-sso' }), 404);
+    });
+
+    it('keeps the provider, unlinked, when its organization is deleted; a view-realm holder may not link', async () => {
+      const { id: doomed } = (await kc.organizations.create({ name: 'Doomed', domains: [{ name: 'doomed.example' }] })) as { id: string };
+      await kc.organizations.linkIdp({ orgId: doomed, alias: 'spare-sso' });
+      const viewer = await tokenOfUserWithRoles(kc, t.url, 'org-viewer', ['view-realm']);
+      expect((await api(t.url, 'POST', `/admin/realms/${realm}/organizations/${orgId}/identity-providers`, viewer, 'acme-sso')).status).toBe(403);
+      await kc.organizations.delById({ id: doomed });
+      const kept = await kc.identityProviders.findOne({ alias: 'spare-sso' });
+      expect(kept?.alias).toBe('spare-sso');
+      expect(kept!.organizationId).toBeUndefined();
+    });
+  });
 });

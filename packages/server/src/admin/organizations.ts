@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound } from '../model/errors.js';
+import type { IdentityProvider } from '../model/types.js';
 import { saveOrganization, userSnapshot } from '../services/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
+import { identityProviderRep } from '../representations/federation.js';
 import { organizationRep, parseOrganization } from '../representations/organization.js';
 import { userRep } from '../representations/user.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
@@ -61,7 +63,11 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
 
   app.delete('/realms/:realm/organizations/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
     const { realm, org } = await load(request);
-    await ctx.storage.organizations.delete(org.id);
+    await ctx.storage.transaction(async (trx) => {
+      // Its identity providers stay, no longer the organization's (as Keycloak unlinks them).
+      for (const provider of await organizationProviders(realm.id, org.id, trx)) await ctx.storage.federation.updateProvider(unlinked(provider), trx);
+      await ctx.storage.organizations.delete(org.id, trx);
+    });
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION', `organizations/${org.id}`);
     return reply.code(204).send();
   });
@@ -112,4 +118,59 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
     if (!user) throw notFound('User not found');
     return (await ctx.storage.organizations.ofUser(user.id)).map(organizationRep);
   });
+
+  // Keycloak's organization identity providers: an identity provider of the realm associated with one organization
+  // (its `organizationId`); the sign-in pages and the account's linked accounts leave such a provider to the
+  // organization's members.
+  app.post('/realms/:realm/organizations/:id/identity-providers', { config: { rawJsonString: true } }, async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, org } = await load(request);
+    if (typeof request.body !== 'string' || request.body.length > 300) throw badRequest('Request body must be the id or alias of an identity provider');
+    const idOrAlias = request.body.trim().replace(/^"|"$/g, '');
+    const provider = (await ctx.storage.federation.providers(realm.id)).find((p) => p.alias === idOrAlias || p.internalId === idOrAlias);
+    if (!provider) throw badRequest('Identity provider not found with the given alias');
+    if (provider.rest.organizationId === org.id) throw conflict('Identity provider already associated to the organization');
+    if (provider.rest.organizationId) throw badRequest('Identity provider associated with a different organization');
+    await ctx.storage.federation.updateProvider({ ...provider, rest: { ...provider.rest, organizationId: org.id } });
+    await recordAdminEvent(ctx, request, realm, 'CREATE', 'ORGANIZATION', `organizations/${org.id}/identity-providers/${provider.alias}`);
+    return reply.code(204).send();
+  });
+
+  app.get('/realms/:realm/organizations/:id/identity-providers', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { realm, org } = await load(request);
+    return (await organizationProviders(realm.id, org.id)).map((p) => identityProviderRep(p));
+  });
+
+  const organizationProvider = async (request: AdminRequest<{ realm: string; id: string; alias: string }>, missing: string) => {
+    const { realm, org } = await load(request);
+    const alias = request.params.alias;
+    const provider = alias.length <= 255 && !alias.includes('\u0000') ? await ctx.storage.federation.providerByAlias(realm.id, alias) : null;
+    if (!provider || provider.rest.organizationId !== org.id) throw notFound(missing);
+    return { realm, org, provider };
+  };
+
+  app.get('/realms/:realm/organizations/:id/identity-providers/:alias', async (request: AdminRequest<{ realm: string; id: string; alias: string }>) => {
+    return identityProviderRep((await organizationProvider(request, 'Identity provider not associated with the organization')).provider);
+  });
+
+  app.delete('/realms/:realm/organizations/:id/identity-providers/:alias', async (request: AdminRequest<{ realm: string; id: string; alias: string }>, reply) => {
+    const { realm, org, provider } = await organizationProvider(request, 'Identity provider not found with the given alias');
+    await ctx.storage.federation.updateProvider(unlinked(provider));
+    await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION', `organizations/${org.id}/identity-providers/${provider.alias}`);
+    return reply.code(204).send();
+  });
+
+  function organizationProviders(realmId: string, orgId: string, db?: Parameters<typeof ctx.storage.federation.providers>[2]) {
+    return ctx.storage.federation.providers(realmId, undefined, db).then((all) => all.filter((p) => p.rest.organizationId === orgId));
+  }
 }
+
+/** The provider without its organization, and without the organization's settings in its config (as Keycloak removes them). */
+function unlinked(provider: IdentityProvider): IdentityProvider {
+  const { organizationId: _, ...rest } = provider.rest;
+  const { [ORG_DOMAIN]: _domain, [ORG_REDIRECT_EMAIL_MATCHES]: _redirect, ...config } = provider.config;
+  return { ...provider, rest, config };
+}
+
+/** Keycloak's config keys of an organization's identity provider: its domain, and redirecting members whose e-mail matches it. */
+const ORG_DOMAIN = 'kc.org.domain';
+const ORG_REDIRECT_EMAIL_MATCHES = 'kc.org.broker.redirect.mode.email-matches';
