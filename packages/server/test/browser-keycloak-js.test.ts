@@ -175,6 +175,9 @@ describe('the session-status frame', () => {
     expect((await init({ client_id: CLIENT, origin: spa.origin })).status).toBe(204);
     expect((await init({ client_id: CLIENT, origin: 'http://evil.example' })).status).toBe(403);
     expect((await init({ client_id: 'nobody', origin: spa.origin })).status).toBe(403);
+    // The server's own origin, for any client of the realm (Keycloak's preCheck adds it): the account console's page.
+    expect((await init({ client_id: 'account-console', origin: new URL(t.url).origin })).status).toBe(204);
+    expect((await init({ client_id: 'nobody', origin: new URL(t.url).origin })).status).toBe(403);
     expect((await init({ client_id: CLIENT })).status).toBe(400);
     for (const path of ['login-status-iframe.html', '3p-cookies/step1.html', '3p-cookies/step2.html']) {
       const response = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`);

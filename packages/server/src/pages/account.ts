@@ -4,6 +4,7 @@ import type { ServerContext } from '../context.js';
 import { secretsEqual } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
+import { ACCOUNT_CONSOLE } from '../model/defaults.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage } from './pages.js';
@@ -13,20 +14,21 @@ import { clearSsoCookie, currentSsoSession, verifyCurrentPassword } from '../aut
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
-const ACCOUNT_CLIENT = 'account-console';
+const ACCOUNT_CLIENT = ACCOUNT_CONSOLE;
 
 /** Delete-account is Keycloak's `delete_account` action; here a realm attribute switches it on. */
 export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed || realm.attributes.deleteAccountAllowed === 'true';
 
 /**
- * The account pages use the realm's SSO session directly (no tokens): a visitor without one signs in through
- * the account-console client and comes back here.
+ * The server-rendered account pages (/account/profile, /account/password, /account/delete; /account/ itself is
+ * Keycloak's account console, account-api/console.ts) use the realm's SSO session directly (no tokens): a visitor
+ * without one signs in through the account-console client and comes back to the page.
  */
 export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const base = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account`;
 
   /** The signed-in user, or null when a page (the sign-in form, an error) has been sent instead. */
-  const signedIn = async (request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; user: User; session: UserSession } | null> => {
+  const signedIn = async (request: RealmRequest, reply: FastifyReply, path = '/profile'): Promise<{ realm: Realm; user: User; session: UserSession } | null> => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) {
       await showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
@@ -36,7 +38,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (sso) return { realm, ...sso };
     const auth = await ctx.authSessions.start(reply, request, realm, {
       clientId: ACCOUNT_CLIENT,
-      redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}/`,
+      redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}${path}`,
       responseMode: 'query',
       scope: 'openid profile email',
       state: null,
@@ -88,9 +90,9 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return { ...c, form } as const;
   };
 
-  for (const [path, tab] of [['', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
+  for (const [path, tab] of [['/profile', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
     app.get(`/realms/:realm/account${path}`, async (request: RealmRequest, reply) => {
-      const c = await signedIn(request, reply);
+      const c = await signedIn(request, reply, path);
       if (!c) return reply;
       if (tab === 'delete' && !deleteAccountAllowed(c.realm)) return showPage.error(ctx, reply, c.realm, 'Deleting accounts is not allowed in this realm.', 403);
       return render(reply, c.realm, c.user, c.session, tab);

@@ -1,0 +1,104 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { baseUrl } from '../http/index.js';
+import { rawPath, serveUi } from '../http/ui-bundle.js';
+import { ACCOUNT_CONSOLE } from '../model/defaults.js';
+import { badRequest, notFound } from '../model/errors.js';
+import { redirectUriAllowed } from '../model/redirect-uri.js';
+import type { Realm } from '../model/types.js';
+import { localePattern } from '../representations/localization.js';
+
+/**
+ * Keycloak's account console (the npm package @keycloak/keycloak-account-ui, built by packages/account-console into
+ * its dist/ folder, never committed): the page at /realms/{realm}/account/ and every route of the console below it
+ * (a browser's request; a script's, asking for JSON, is the account REST API's), with the environment Keycloak
+ * injects as JSON; its hashed assets under /resources/account-console/; its messages at
+ * /resources/{realm}/account/{locale}. The console signs in through the realm's public `account-console` client
+ * (PKCE S256, redirects only below the realm's /account/) with keycloak-js and calls the account REST API with the
+ * token.
+ */
+
+/** Vite's `base` in packages/account-console/build.ts. */
+export const ACCOUNT_CONSOLE_RESOURCES = '/resources/account-console';
+const DIST = fileURLToPath(new URL('../../../account-console/dist/', import.meta.url));
+
+/** The console's own routes for a browser (the API's requests ask for JSON and are routed to it). */
+const BROWSER = { representation: 'other' } as const;
+
+const accountPath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account/`;
+
+/** Keycloak's `referrer` / `referrer_uri`: back to a client of the realm, at a URI it may redirect to, else at its base URL. */
+async function referrerOf(ctx: ServerContext, realm: Realm, query: Record<string, unknown>, base: string): Promise<{ referrerName?: string; referrerUrl?: string }> {
+  const clientId = typeof query.referrer === 'string' ? query.referrer.slice(0, 255) : '';
+  const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
+  if (!client || !client.enabled) return {};
+  const asked = typeof query.referrer_uri === 'string' ? query.referrer_uri.slice(0, 2048) : null;
+  let url: string | null = null;
+  if (asked !== null) url = redirectUriAllowed(client, asked, base) ? asked : null;
+  else if (client.baseUrl) url = client.baseUrl.startsWith('/') ? `${client.rootUrl ?? base}${client.baseUrl}` : client.baseUrl;
+  if (!url || !/^https?:\/\//i.test(url)) return {};
+  return { referrerName: client.name || client.clientId, referrerUrl: url };
+}
+
+/** The environment Keycloak's account theme injects into the console's page (its index.ftl), for `realm`. */
+export async function accountConsoleEnvironment(ctx: ServerContext, realm: Realm, serverBaseUrl: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const providers = (await ctx.storage.federation.cachedProviders(realm.id)).filter((p) => p.enabled);
+  const locale = typeof query.kc_locale === 'string' && localePattern.test(query.kc_locale) ? query.kc_locale : 'en';
+  return {
+    serverBaseUrl,
+    authUrl: serverBaseUrl,
+    authServerUrl: serverBaseUrl,
+    realm: realm.name,
+    clientId: ACCOUNT_CONSOLE,
+    resourceUrl: ACCOUNT_CONSOLE_RESOURCES,
+    logo: '',
+    logoUrl: '',
+    darkMode: false,
+    baseUrl: `${serverBaseUrl}${accountPath(realm)}`,
+    locale,
+    referrerName: '',
+    referrerUrl: '',
+    ...(await referrerOf(ctx, realm, query, serverBaseUrl)),
+    features: {
+      isRegistrationEmailAsUsername: false,
+      isEditUserNameAllowed: false,
+      isInternationalizationEnabled: false,
+      isLinkedAccountsEnabled: providers.length > 0,
+      isMyResourcesEnabled: false,
+      isViewOrganizationsEnabled: realm.organizationsEnabled,
+      // The console deletes through the application-initiated action delete_account, which this server does not
+      // carry out: the realm's delete page (pages/account.ts, /account/delete) does it.
+      deleteAccountAllowed: false,
+      updateEmailFeatureEnabled: false,
+      updateEmailActionEnabled: false,
+      isViewApplicationsEnabled: true,
+      isViewGroupsEnabled: true,
+      isOid4VciEnabled: false,
+    },
+    scope: '',
+  };
+}
+
+export function accountConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir = DIST): void {
+  const ui = serveUi(app, { dir, resources: ACCOUNT_CONSOLE_RESOURCES, label: 'account console', buildCommand: 'npm run build:account-console' });
+
+  const page = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply, exact: boolean) => {
+    const realm = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
+    if (!realm || !realm.enabled) throw notFound('Realm not found.');
+    // The console's router is rooted at .../account/: the address without the slash is sent there, query kept.
+    if (exact && !rawPath(request).endsWith('/')) return reply.redirect(`${accountPath(realm)}${request.url.slice(rawPath(request).length)}`);
+    const environment = await accountConsoleEnvironment(ctx, realm, baseUrl(request, ctx.config.hostname), request.query as Record<string, unknown>);
+    return ui.sendPage(reply, () => environment);
+  };
+  app.get<{ Params: { realm: string } }>('/realms/:realm/account', { constraints: BROWSER }, (request, reply) => page(request, reply, true));
+  app.get<{ Params: { realm: string } }>('/realms/:realm/account/*', { constraints: BROWSER }, (request, reply) => page(request, reply, false));
+
+  /** The console's messages as Keycloak answers them ([{ key, value }], sorted by key), as the admin console's. */
+  app.get<{ Params: { realm: string; locale: string } }>('/resources/:realm/account/:locale', async (request, reply) => {
+    const realm = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
+    if (!realm) throw notFound('Realm not found.');
+    if (!localePattern.test(request.params.locale)) throw badRequest('Invalid locale', 'locale');
+    return ui.sendMessages(request, reply, request.params.locale);
+  });
+}
