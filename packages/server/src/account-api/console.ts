@@ -7,6 +7,7 @@ import { ACCOUNT_CONSOLE } from '../model/defaults.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { redirectUriAllowed } from '../model/redirect-uri.js';
 import type { Realm } from '../model/types.js';
+import { HTML_REPRESENTATION, OTHER_REPRESENTATION } from './negotiation.js';
 import { localePattern } from '../representations/localization.js';
 
 /**
@@ -23,8 +24,8 @@ import { localePattern } from '../representations/localization.js';
 export const ACCOUNT_CONSOLE_RESOURCES = '/resources/account-console';
 const DIST = fileURLToPath(new URL('../../../account-console/dist/', import.meta.url));
 
-/** The console's own routes for a browser (the API's requests ask for JSON and are routed to it). */
-const BROWSER = { representation: 'other' } as const;
+/** The console's pages that share their path with an API resource: the page for a browser's navigation only. */
+const SHARED_PATHS = ['applications', 'groups', 'organizations'];
 
 const accountPath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account/`;
 
@@ -91,8 +92,11 @@ export function accountConsoleRoutes(app: FastifyInstance, ctx: ServerContext, d
     const environment = await accountConsoleEnvironment(ctx, realm, baseUrl(request, ctx.config.hostname), request.query as Record<string, unknown>);
     return ui.sendPage(reply, () => environment);
   };
-  app.get<{ Params: { realm: string } }>('/realms/:realm/account', { constraints: BROWSER }, (request, reply) => page(request, reply, true));
-  app.get<{ Params: { realm: string } }>('/realms/:realm/account/*', { constraints: BROWSER }, (request, reply) => page(request, reply, false));
+  for (const constraints of [HTML_REPRESENTATION, OTHER_REPRESENTATION]) {
+    app.get<{ Params: { realm: string } }>('/realms/:realm/account', { constraints }, (request, reply) => page(request, reply, true));
+    app.get<{ Params: { realm: string } }>('/realms/:realm/account/*', { constraints }, (request, reply) => page(request, reply, false));
+  }
+  for (const path of SHARED_PATHS) app.get<{ Params: { realm: string } }>(`/realms/:realm/account/${path}`, { constraints: HTML_REPRESENTATION }, (request, reply) => page(request, reply, false));
 
   /** The console's messages as Keycloak answers them ([{ key, value }], sorted by key), as the admin console's. */
   app.get<{ Params: { realm: string; locale: string } }>('/resources/:realm/account/:locale', async (request, reply) => {

@@ -8,6 +8,7 @@ import { credentialsRoute } from './credentials.js';
 import { groupsRoute } from './groups.js';
 import { linkedAccountsRoute } from './linked-accounts.js';
 import { installRepresentationConstraint } from './negotiation.js';
+import { organizationsRoute } from './organizations.js';
 import { profileRoute } from './profile.js';
 import { sessionsRoutes } from './sessions.js';
 import { signOutRoutes } from './sign-out.js';
@@ -29,6 +30,7 @@ export function accountApi(app: FastifyInstance, ctx: ServerContext): void {
   groupsRoute(app, ctx);
   linkedAccountsRoute(app, ctx);
   supportedLocalesRoute(app, ctx);
+  organizationsRoute(app, ctx);
   accountConsoleRoutes(app, ctx);
   // A browser app sends the bearer token in a header, so it asks first; any client of the realm may allow the origin.
   for (const path of ['/realms/:realm/account', '/realms/:realm/account/*']) {
