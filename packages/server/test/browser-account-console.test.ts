@@ -85,3 +85,89 @@ describe('account console', () => {
     expect(problems).toEqual([]);
   });
 });
+
+/**
+ * What the console's API calls cannot do with another token (issue 42's security tests): the console's own token of
+ * one user reads that user only and cannot end or remove another user's sessions or credentials; a token of another
+ * realm, or of a client of the realm whose tokens carry no account role, reads nothing; and the console's sign-in
+ * (the account-console client) is refused for any redirect URI outside the realm's account console.
+ */
+describe('account console: tokens of others', () => {
+  let eve: AccountConsoleSession;
+  let elsewhere: AccountConsoleSession;
+  const account = (token: string, method: string, path: string, realm = 'acme') =>
+    fetch(`${t.url}/realms/${realm}/account${path}`, { method, headers: { authorization: `Bearer ${token}`, accept: 'application/json', 'content-type': 'application/json' } });
+
+  beforeAll(async () => {
+    await kc.users.create({ username: 'eve', email: 'eve@example.com', emailVerified: true, firstName: 'Eve', lastName: 'Spy', enabled: true, credentials: [{ type: 'password', value: 'eve-pass-1' }] });
+    await kc.clients.create({ clientId: 'narrow', publicClient: true, directAccessGrantsEnabled: true, fullScopeAllowed: false });
+    kc.setConfig({ realmName: 'master' });
+    await kc.realms.create({ realm: 'elsewhere', enabled: true });
+    kc.setConfig({ realmName: 'elsewhere' });
+    await kc.users.create({ username: 'dana', email: 'dana@example.com', emailVerified: true, firstName: 'Other', lastName: 'Dana', enabled: true, credentials: [{ type: 'password', value: 'dana-pass-1' }] });
+    kc.setConfig({ realmName: 'acme' });
+    eve = await AccountConsoleSession.start(t, 'acme', s.browser);
+    await eve.signIn('eve', 'eve-pass-1');
+    elsewhere = await AccountConsoleSession.start(t, 'elsewhere', s.browser);
+    await elsewhere.signIn('dana', 'dana-pass-1');
+    expect(eve.problems).toEqual([]);
+    expect(elsewhere.problems).toEqual([]);
+  });
+  afterAll(async () => {
+    await eve?.close();
+    await elsewhere?.close();
+  });
+
+  it("one user's console token reads that user only and cannot end or remove the other's sessions or credentials", async () => {
+    const eveToken = eve.accessToken!;
+    const danaToken = s.accessToken!;
+    expect(((await (await account(eveToken, 'GET', '/')).json()) as { username: string }).username).toBe('eve');
+    expect(((await (await account(danaToken, 'GET', '/')).json()) as { username: string }).username).toBe('dana');
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    const danaSessions = (await (await account(danaToken, 'GET', '/sessions')).json()) as { id: string }[];
+    expect(danaSessions.length).toBeGreaterThan(0);
+    for (const { id } of danaSessions) expect((await account(eveToken, 'DELETE', `/sessions/${id}`)).status).toBe(204);
+    expect(((await (await account(danaToken, 'GET', '/sessions')).json()) as unknown[]).length).toBe(danaSessions.length);
+    const [danaPassword] = await kc.users.getCredentials({ id: dana.id! });
+    expect((await account(eveToken, 'DELETE', `/credentials/${danaPassword.id}`)).status).toBe(404);
+    expect((await kc.users.getCredentials({ id: dana.id! })).map((c) => c.id)).toContain(danaPassword.id);
+    // Eve's own sessions list holds none of Dana's.
+    const eveSessions = (await (await account(eveToken, 'GET', '/sessions')).json()) as { id: string }[];
+    expect(eveSessions.map((x) => x.id).filter((id) => danaSessions.some((d) => d.id === id))).toEqual([]);
+  });
+
+  it("another realm's console token and a token of a client without account roles read nothing", async () => {
+    const foreign = elsewhere.accessToken!;
+    expect((await account(foreign, 'GET', '/')).status).toBe(401);
+    expect((await account(foreign, 'GET', '/sessions/devices')).status).toBe(401);
+    expect((await account(foreign, 'GET', '/credentials')).status).toBe(401);
+    const narrow = (await (
+      await fetch(`${t.url}/realms/acme/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'narrow', username: 'dana', password: 'dana-pass-1' }) })
+    ).json()) as { access_token: string };
+    for (const path of ['/', '/credentials', '/sessions/devices', '/groups', '/organizations', '/supportedLocales']) expect((await account(narrow.access_token, 'GET', path)).status, path).toBe(403);
+  });
+
+  it("the console's sign-in is refused for a redirect URI outside the realm's account console", async () => {
+    const authorize = (redirectUri: string, extra: Record<string, string> = {}) =>
+      fetch(`${t.url}/realms/acme/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'account-console', redirect_uri: redirectUri, response_type: 'code', scope: 'openid', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256', ...extra })}`, { redirect: 'manual' });
+    expect((await authorize(`${t.url}/realms/acme/account/`)).status).toBe(200);
+    expect((await authorize(`${t.url}/realms/acme/account/account-security/signing-in`)).status).toBe(200);
+    for (const outside of [
+      `${t.url}/realms/elsewhere/account/`,
+      `${t.url}/realms/acme/protocol/openid-connect/auth`,
+      `${t.url}/admin/acme/console/`,
+      `${t.url}/realms/acme/account/../../elsewhere/account/`,
+      'https://evil.example/realms/acme/account/',
+      `http://evil.example@127.0.0.1/realms/acme/account/`,
+    ]) {
+      const answer = await authorize(outside);
+      expect(answer.status, outside).toBe(400);
+      expect(answer.headers.get('location'), outside).toBeNull();
+      expect(await answer.text(), outside).toContain('Invalid parameter: redirect_uri');
+    }
+    // Without PKCE S256 the client's sign-in is refused too (back to its own page, with the error).
+    const plain = await authorize(`${t.url}/realms/acme/account/`, { code_challenge_method: 'plain' });
+    expect(plain.status).toBe(302);
+    expect(plain.headers.get('location')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/realms\/acme\/account\/\?error=invalid_request/);
+  });
+});

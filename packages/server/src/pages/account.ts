@@ -14,7 +14,6 @@ import { clearSsoCookie, currentSsoSession, verifyCurrentPassword } from '../aut
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
-const ACCOUNT_CLIENT = ACCOUNT_CONSOLE;
 
 /** Delete-account is Keycloak's `delete_account` action; here a realm attribute switches it on. */
 export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed || realm.attributes.deleteAccountAllowed === 'true';
@@ -37,7 +36,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const sso = await currentSsoSession(ctx, request, realm);
     if (sso) return { realm, ...sso };
     const auth = await ctx.authSessions.start(reply, request, realm, {
-      clientId: ACCOUNT_CLIENT,
+      clientId: ACCOUNT_CONSOLE,
       redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}${path}`,
       responseMode: 'query',
       scope: 'openid profile email',
@@ -103,7 +102,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const p = await posted(request, reply, [...PROFILE_FORM_FIELDS]);
     if ('done' in p) return p.done;
     const { realm, user, session, form } = p;
-    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' } });
+    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: ACCOUNT_CONSOLE, sessionId: session.id, details: { context: 'ACCOUNT' } });
     if (!saved.ok) return render(reply, realm, user, session, 'profile', { values: saved.values, errors: saved.errors, status: 400 });
     const text = saved.verificationSentTo ? `We sent a link to ${saved.verificationSentTo}. Your e-mail address changes when you open it.` : 'Your account has been updated.';
     return render(reply, realm, saved.user, session, 'profile', { message: { type: 'success', text } });
@@ -115,7 +114,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const { realm, user, session, form } = p;
     const errors: Record<string, string> = {};
     // The current password is limited as a sign-in's is (the address, the realm's lockout, the per-user cap).
-    const current = await verifyCurrentPassword(ctx, realm, user, form.password, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' }, request: requestInfo(request), errorEvent: 'UPDATE_PASSWORD_ERROR' });
+    const current = await verifyCurrentPassword(ctx, realm, user, form.password, { clientId: ACCOUNT_CONSOLE, sessionId: session.id, details: { context: 'ACCOUNT' }, request: requestInfo(request), errorEvent: 'UPDATE_PASSWORD_ERROR' });
     if (!current.ok && current.error !== 'invalid_user_credentials') {
       const text = current.error === 'ip_temporarily_blocked' ? 'Too many failed sign-ins from your network. Please try again later.' : 'Too many failed attempts. Please try again later.';
       return render(reply, realm, user, session, 'password', { message: { type: 'error', text }, status: 429 });
@@ -132,7 +131,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (!(error instanceof PasswordPolicyError)) throw error;
       return render(reply, realm, user, session, 'password', { errors: { 'password-new': error.message }, status: 400 });
     }
-    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
+    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CONSOLE, userId: user.id, sessionId: session.id, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
     return render(reply, realm, updated, session, 'password', { message: { type: 'success', text: 'Your password has been updated.' } });
   });
 
@@ -144,7 +143,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const snapshot = await userSnapshot(ctx.storage, user);
     await ctx.storage.users.delete(user.id);
     clearSsoCookie(ctx, request, reply, realm);
-    await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
+    await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CONSOLE, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
     return showPage.info(ctx, reply, realm, 'Your account has been deleted', 'Your profile is gone and you have been signed out.');
   });
 }

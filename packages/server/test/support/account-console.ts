@@ -14,12 +14,15 @@ export class AccountConsoleSession {
   problems: string[] = [];
   /** Every request since the last page began (`METHOD path status`), for the record. */
   requests: string[] = [];
+  /** The access token the console last received from the token endpoint (for the tests' own API calls). */
+  accessToken: string | null = null;
 
   private constructor(
     readonly t: TestServer,
     readonly browser: Browser,
     readonly page: Page,
     readonly realm: string,
+    private readonly ownsBrowser: boolean,
   ) {
     page.on('response', (response) => {
       const url = response.url();
@@ -27,6 +30,9 @@ export class AccountConsoleSession {
       const line = `${response.request().method()} ${url.slice(t.url.length).split('?')[0]} ${response.status()}`;
       this.requests.push(line);
       if (response.status() >= 400) this.problems.push(`${response.request().method()} ${url.slice(t.url.length)} → ${response.status()}`);
+      if (response.status() === 200 && url.endsWith('/protocol/openid-connect/token')) {
+        response.json().then((body: { access_token?: string }) => (this.accessToken = body.access_token ?? null), () => {});
+      }
     });
     page.on('requestfailed', (request) => {
       // A navigation cancels requests in flight: that is the browser's doing, not the server's.
@@ -42,7 +48,8 @@ export class AccountConsoleSession {
   static async start(t: TestServer, realm: string, browser?: Browser): Promise<AccountConsoleSession> {
     await buildAccountConsole({ quiet: true });
     const b = browser ?? (await launchBrowser());
-    return new AccountConsoleSession(t, b, await b.newPage(), realm);
+    // A context of its own: another session started on the same browser does not share its cookies.
+    return new AccountConsoleSession(t, b, await (await b.newContext()).newPage(), realm, browser === undefined);
   }
 
   get base(): string {
@@ -89,6 +96,7 @@ export class AccountConsoleSession {
   }
 
   async close(): Promise<void> {
-    await this.browser.close();
+    if (this.ownsBrowser) await this.browser.close();
+    else await this.page.context().close();
   }
 }
