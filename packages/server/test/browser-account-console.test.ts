@@ -2,6 +2,8 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient } from './support/admin-client.js';
 import { AccountConsoleSession } from './support/account-console.js';
+import { screenshot } from './support/browser.js';
+import { CodeSource, fromBase32 } from './support/totp.js';
 import { startServer, type TestServer } from './support/server.js';
 
 /**
@@ -54,6 +56,22 @@ describe('account console', () => {
     expect(s.requests).toContain('GET /realms/acme/account/credentials 200');
     expect(await s.page.textContent('body')).toContain('My password');
     expect(problems).toEqual([]);
+  });
+
+  it('sets up an authenticator app from the signing-in page (CONFIGURE_TOTP) and lists it', async () => {
+    s.reset();
+    await Promise.all([s.page.waitForSelector('#kc-totp-secret-key', { timeout: 30_000 }), s.page.click('text=Set up Authenticator application')]);
+    await screenshot(s.page, 'account-console-otp-setup');
+    const key = (await s.page.locator('#kc-totp-secret-key').textContent())!.replace(/\s/g, '');
+    await s.page.fill('#totp', new CodeSource(fromBase32(key), { window: 1 }).next());
+    await s.page.fill('#userLabel', 'Dana phone');
+    await s.page.click('#saveTOTPBtn');
+    // Back on the console's signing-in page (keycloak-js reads kc_action_status), the new credential listed.
+    await s.ready('signing-in-otp', (p) => p.waitForSelector('text=Dana phone', { timeout: 30_000 }));
+    expect(s.page.url()).toContain('/realms/acme/account/account-security/signing-in');
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    expect((await kc.users.getCredentials({ id: dana.id! })).map((c) => c.type)).toEqual(['password', 'otp']);
+    expect(s.problems).toEqual([]);
   });
 
   it('lists the session on the device-activity page', async () => {
@@ -142,7 +160,7 @@ describe('account console: tokens of others', () => {
     expect((await account(foreign, 'GET', '/sessions/devices')).status).toBe(401);
     expect((await account(foreign, 'GET', '/credentials')).status).toBe(401);
     const narrow = (await (
-      await fetch(`${t.url}/realms/acme/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'narrow', username: 'dana', password: 'dana-pass-1' }) })
+      await fetch(`${t.url}/realms/acme/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'narrow', username: 'eve', password: 'eve-pass-1' }) })
     ).json()) as { access_token: string };
     for (const path of ['/', '/credentials', '/sessions/devices', '/groups', '/organizations', '/supportedLocales']) expect((await account(narrow.access_token, 'GET', path)).status, path).toBe(403);
   });
@@ -169,5 +187,63 @@ describe('account console: tokens of others', () => {
     const plain = await authorize(`${t.url}/realms/acme/account/`, { code_challenge_method: 'plain' });
     expect(plain.status).toBe(302);
     expect(plain.headers.get('location')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/realms\/acme\/account\/\?error=invalid_request/);
+  });
+});
+
+describe('account console: device activity and deleting the account', () => {
+  let fox: AccountConsoleSession;
+  let foxElsewhere: AccountConsoleSession;
+
+  beforeAll(async () => {
+    kc.setConfig({ realmName: 'acme' });
+    await kc.users.create({ username: 'fox', email: 'fox@example.com', emailVerified: true, firstName: 'Fox', lastName: 'Mulder', enabled: true, credentials: [{ type: 'password', value: 'fox-pass-1' }] });
+    fox = await AccountConsoleSession.start(t, 'acme', s.browser);
+    foxElsewhere = await AccountConsoleSession.start(t, 'acme', s.browser);
+    await fox.signIn('fox', 'fox-pass-1');
+    await foxElsewhere.signIn('fox', 'fox-pass-1');
+  });
+  afterAll(async () => {
+    await fox?.close();
+    await foxElsewhere?.close();
+  });
+
+  it('lists both sessions and signs the other one out', async () => {
+    const problems = await fox.open('account-security/device-activity', 'device-activity-two', (p) => p.waitForSelector('text=Current session', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    const [user] = await kc.users.find({ username: 'fox', exact: true });
+    expect(await kc.users.listSessions({ id: user.id! })).toHaveLength(2);
+    fox.reset();
+    await fox.page.click('button:has-text("Sign out"):not(:has-text("all"))');
+    await fox.page.click('#modal-confirm');
+    await fox.page.waitForSelector('button:has-text("Sign out"):not(:has-text("all"))', { state: 'detached', timeout: 30_000 });
+    await fox.settled();
+    expect(fox.requests.some((line) => /^DELETE \/realms\/acme\/account\/sessions\/[0-9a-f-]+ 204$/.test(line))).toBe(true);
+    expect(await kc.users.listSessions({ id: user.id! })).toHaveLength(1);
+    expect(fox.problems).toEqual([]);
+  });
+
+  it('deletes the account through delete_account when the realm enables it', async () => {
+    const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'delete_account' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...action, enabled: true });
+    const [user] = await kc.users.find({ username: 'fox', exact: true });
+    const [accountClient] = await kc.clients.find({ clientId: 'account' });
+    const role = await kc.clients.findRole({ id: accountClient.id!, roleName: 'delete-account' });
+    await kc.users.addClientRoleMappings({ id: user.id!, clientUniqueId: accountClient.id!, roles: [{ id: role.id!, name: role.name! }] });
+    let problems = await fox.open('', 'personal-info-delete', (p) => p.waitForSelector('button:has-text("Delete account")', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    fox.reset();
+    await fox.page.click('button:has-text("Delete account")');
+    // delete_account's max_auth_age is 0, as Keycloak's: the password is asked again first.
+    await Promise.all([fox.page.waitForSelector('#username', { timeout: 30_000 }), fox.page.click('#delete-account-btn')]);
+    if (await fox.page.locator('#username').isEditable()) await fox.page.fill('#username', 'fox');
+    await fox.page.fill('#password', 'fox-pass-1');
+    await Promise.all([fox.page.waitForURL(/login-actions/), fox.page.click('#kc-login')]);
+    await fox.ready('delete-account-confirm', (p) => p.waitForSelector('#kc-delete-account-confirm', { timeout: 10_000 }));
+    await screenshot(fox.page, 'account-console-delete-account-confirm');
+    // Confirmed: the user is gone, and the page says so.
+    await Promise.all([fox.page.waitForSelector('text=Your account has been deleted', { timeout: 30_000 }), fox.page.click('#kc-delete-account-confirm')]);
+    expect(await kc.users.find({ username: 'fox', exact: true })).toEqual([]);
+    problems = fox.problems;
+    expect(problems).toEqual([]);
   });
 });

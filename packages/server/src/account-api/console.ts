@@ -9,6 +9,8 @@ import { redirectUriAllowed } from '../model/redirect-uri.js';
 import type { Realm } from '../model/types.js';
 import { HTML_REPRESENTATION, OTHER_REPRESENTATION } from './negotiation.js';
 import { localePattern } from '../representations/localization.js';
+import { DELETE_ACCOUNT } from '../required-actions/index.js';
+import { inPriorityOrder } from '../services/index.js';
 
 /**
  * Keycloak's account console (the npm package @keycloak/keycloak-account-ui, built by packages/account-console into
@@ -68,9 +70,8 @@ export async function accountConsoleEnvironment(ctx: ServerContext, realm: Realm
       isLinkedAccountsEnabled: providers.length > 0,
       isMyResourcesEnabled: false,
       isViewOrganizationsEnabled: realm.organizationsEnabled,
-      // The console deletes through the application-initiated action delete_account, which this server does not
-      // carry out: the realm's delete page (pages/account.ts, /account/delete) does it.
-      deleteAccountAllowed: false,
+      // As Keycloak's: the realm's delete_account action is enabled (the user's delete-account role is checked by the action).
+      deleteAccountAllowed: (await inPriorityOrder(ctx.storage, realm.id, [DELETE_ACCOUNT])).length > 0,
       updateEmailFeatureEnabled: false,
       updateEmailActionEnabled: false,
       isViewApplicationsEnabled: true,
