@@ -74,6 +74,20 @@ describe('account console', () => {
     expect(s.problems).toEqual([]);
   });
 
+  it('changes the password from the signing-in page (UPDATE_PASSWORD)', async () => {
+    s.reset();
+    await Promise.all([s.page.waitForSelector('#password-new', { timeout: 30_000 }), s.page.locator('button:has-text("Update")').first().click()]);
+    await screenshot(s.page, 'account-console-update-password');
+    await s.page.fill('#password-new', 'dana-pass-2');
+    await s.page.fill('#password-confirm', 'dana-pass-2');
+    await s.page.locator('form button[type=submit]').first().click();
+    await s.ready('signing-in-password-updated', (p) => p.waitForSelector('text=My password', { timeout: 30_000 }));
+    expect(s.page.url()).toContain('/realms/acme/account/account-security/signing-in');
+    const updated = await kc.realms.findEvents({ realm: 'acme', type: 'UPDATE_PASSWORD' as never });
+    expect(updated.length).toBe(1);
+    expect(s.problems).toEqual([]);
+  });
+
   it('lists the session on the device-activity page', async () => {
     const problems = await s.open('account-security/device-activity', 'device-activity', (p) => p.waitForSelector('text=Current session', { timeout: 30_000 }));
     expect(s.requests).toContain('GET /realms/acme/account/sessions/devices 200');
