@@ -116,6 +116,13 @@ describe('account console', () => {
     expect(s.requests).toContain('GET /realms/acme/account/organizations 200');
     expect(problems).toEqual([]);
   });
+  it('lists the realm\'s identity providers on the linked-accounts page', async () => {
+    await kc.identityProviders.create({ alias: 'github', providerId: 'github', enabled: true, config: { clientId: 'acme-app', clientSecret: 'not-used', syncMode: 'IMPORT' } });
+    const problems = await s.open('account-security/linked-accounts', 'linked-accounts', (p) => p.waitForSelector('text=GitHub', { timeout: 30_000 }));
+    expect(s.requests.filter((line) => line.startsWith('GET /realms/acme/account/linked-accounts ')).every((line) => line.endsWith(' 200'))).toBe(true);
+    expect(s.requests.some((line) => line.startsWith('GET /realms/acme/account/linked-accounts '))).toBe(true);
+    expect(problems).toEqual([]);
+  });
 });
 
 /**
