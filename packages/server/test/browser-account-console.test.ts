@@ -243,6 +243,27 @@ describe('account console: device activity and deleting the account', () => {
     expect(fox.problems).toEqual([]);
   });
 
+  it("removes an application's offline access from the applications page", async () => {
+    await kc.clients.create({ clientId: 'reports', name: 'Reports', publicClient: true, directAccessGrantsEnabled: true });
+    const grant = await fetch(`${t.url}/realms/acme/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'reports', username: 'fox', password: 'fox-pass-1', scope: 'openid offline_access' }) });
+    expect(grant.status).toBe(200);
+    const [user] = await kc.users.find({ username: 'fox', exact: true });
+    const [reports] = await kc.clients.find({ clientId: 'reports' });
+    expect(await kc.users.listOfflineSessions({ id: user.id!, clientId: reports.id! })).toHaveLength(1);
+    const problems = await fox.open('applications', 'applications-offline', (p) => p.waitForSelector('text=Reports', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    fox.reset();
+    await fox.page.locator('[data-testid="applications-list-item"]', { hasText: 'Reports' }).locator('button').first().click();
+    await screenshot(fox.page, 'account-console-applications-offline-expanded');
+    await fox.page.click('button:has-text("Remove access")');
+    await Promise.all([fox.page.waitForResponse((r) => r.url().endsWith('/account/applications/reports/consent'), { timeout: 30_000 }), fox.page.click('#modal-confirm')]);
+    await fox.settled();
+    expect(fox.requests).toContain('DELETE /realms/acme/account/applications/reports/consent 204');
+    expect(await kc.users.listOfflineSessions({ id: user.id!, clientId: reports.id! })).toHaveLength(0);
+    expect((await kc.realms.findEvents({ realm: 'acme', type: 'REVOKE_GRANT' as never }))[0]).toMatchObject({ clientId: 'account-console', details: { revoked_client: 'reports' } });
+    expect(fox.problems).toEqual([]);
+  });
+
   it('deletes the account through delete_account when the realm enables it', async () => {
     const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'delete_account' });
     await kc.authenticationManagement.updateRequiredAction({ alias: 'delete_account' }, { ...action, enabled: true });
