@@ -270,7 +270,7 @@ describe('account console: device activity and deleting the account', () => {
     const [user] = await kc.users.find({ username: 'fox', exact: true });
     const [accountClient] = await kc.clients.find({ clientId: 'account' });
     const role = await kc.clients.findRole({ id: accountClient.id!, roleName: 'delete-account' });
-    await kc.users.addClientRoleMappings({ id: user.id!, clientUniqueId: accountClient.id!, roles: [{ id: role.id!, name: role.name! }] });
+    await kc.users.addClientRoleMappings({ id: user.id!, clientUniqueId: accountClient.id!, roles: [{ id: role!.id!, name: role!.name! }] });
     let problems = await fox.open('', 'personal-info-delete', (p) => p.waitForSelector('button:has-text("Delete account")', { timeout: 30_000 }));
     expect(problems).toEqual([]);
     fox.reset();
