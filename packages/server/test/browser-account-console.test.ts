@@ -74,6 +74,21 @@ describe('account console', () => {
     expect(s.problems).toEqual([]);
   });
 
+  it('removes the authenticator app from the signing-in page (delete_credential)', async () => {
+    s.reset();
+    await Promise.all([s.page.waitForSelector('#kc-delete-credential-confirm', { timeout: 30_000 }), s.page.locator('button:has-text("Delete")').first().click()]);
+    expect(await s.page.textContent('#kc-delete-credential-text')).toContain('Dana phone');
+    await screenshot(s.page, 'account-console-delete-credential');
+    await s.page.click('#kc-delete-credential-confirm');
+    await s.ready('signing-in-otp-removed', (p) => p.waitForSelector('text=Dana phone', { state: 'detached', timeout: 30_000 }).then(() => p.waitForSelector('text=My password', { timeout: 30_000 })));
+    expect(s.page.url()).toContain('/realms/acme/account/account-security/signing-in');
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    expect((await kc.users.getCredentials({ id: dana.id! })).map((c) => c.type)).toEqual(['password']);
+    const [removed] = await kc.realms.findEvents({ realm: 'acme', type: 'REMOVE_CREDENTIAL' as never });
+    expect(removed).toMatchObject({ clientId: 'account-console', details: { credential_type: 'otp', credential_user_label: 'Dana phone' } });
+    expect(s.problems).toEqual([]);
+  });
+
   it('changes the password from the signing-in page (UPDATE_PASSWORD)', async () => {
     s.reset();
     await Promise.all([s.page.waitForSelector('#password-new', { timeout: 30_000 }), s.page.locator('button:has-text("Update")').first().click()]);
@@ -173,6 +188,20 @@ describe('account console: tokens of others', () => {
     // Eve's own sessions list holds none of Dana's.
     const eveSessions = (await (await account(eveToken, 'GET', '/sessions')).json()) as { id: string }[];
     expect(eveSessions.map((x) => x.id).filter((id) => danaSessions.some((d) => d.id === id))).toEqual([]);
+  });
+
+  it("delete_credential cannot remove another user's credential, nor a password", async () => {
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    const [eveUser] = await kc.users.find({ username: 'eve', exact: true });
+    const [danaPassword] = await kc.users.getCredentials({ id: dana.id! });
+    const [evePassword] = await kc.users.getCredentials({ id: eveUser.id! });
+    for (const id of [danaPassword.id!, evePassword.id!]) {
+      const query = new URLSearchParams({ client_id: 'account-console', redirect_uri: `${t.url}/realms/acme/account/`, response_type: 'code', scope: 'openid', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256', kc_action: `delete_credential:${id}` });
+      await eve.page.goto(`${t.url}/realms/acme/protocol/openid-connect/auth?${query}`);
+      await eve.page.waitForURL(/kc_action_status=error/, { timeout: 30_000 });
+    }
+    expect((await kc.users.getCredentials({ id: dana.id! })).map((c) => c.id)).toEqual([danaPassword.id]);
+    expect((await kc.users.getCredentials({ id: eveUser.id! })).map((c) => c.id)).toEqual([evePassword.id]);
   });
 
   it("another realm's console token and a token of a client without account roles read nothing", async () => {

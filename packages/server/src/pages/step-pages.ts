@@ -41,7 +41,7 @@ export interface StepClaims {
   checked?: boolean;
 }
 
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email';
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email';
 
 export const authBinding = (auth: AuthSession) => createHash('sha256').update(auth.csrf).digest('base64url');
 

@@ -12,6 +12,7 @@ import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS, webauthnRegister, webauthnRegisterPasswordless } from './webauthn-register.js';
 
 export { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
+export { DELETE_CREDENTIAL, deleteCredentialTarget } from './delete-credential.js';
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
 export { EMAIL_PENDING_ATTRIBUTE } from './update-email.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
