@@ -19,7 +19,8 @@ export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigPr
 
 /**
  * The required-action providers this server has, each registered in every new realm with Keycloak 26.7.3's
- * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data.
+ * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential, idp_link): those come only from realm files, kept as data
+ * (delete_credential:{id} is carried out as an application's `kc_action` only: delete-credential.ts).
  */
 export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   termsAndConditions,
