@@ -36,6 +36,8 @@ export interface UiBuild {
   /** The Maven artifact id holding the theme, and the messages_en path inside it. */
   messagesArtifact: string;
   messagesEntry: string;
+  /** English texts of this server's own added to the messages (keys the console shows that Keycloak's theme defines elsewhere). */
+  extraMessages?: Readonly<Record<string, string>>;
   /** The UI package's style sheet when its exports do not name it (path below the package): imported as 'realmgate-ui-package-styles'. */
   packageStyles?: string;
 }
@@ -122,7 +124,7 @@ async function writeMessages(spec: UiBuild, out: string, version: string): Promi
     const entry = jar.file(spec.messagesEntry);
     if (!entry) throw new Error(`${spec.messagesEntry} not in the artifact`);
     mkdirSync(join(out, 'messages'), { recursive: true });
-    writeFileSync(join(out, 'messages', 'en.json'), JSON.stringify(parseProperties(await entry.async('string'))));
+    writeFileSync(join(out, 'messages', 'en.json'), JSON.stringify({ ...spec.extraMessages, ...parseProperties(await entry.async('string')) }));
     return true;
   } catch (error) {
     console.error(`${spec.label}: English messages not fetched (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); the console shows message keys`);

@@ -27,6 +27,16 @@ const ACCOUNT_CONSOLE: UiBuild = {
   messagesArtifact: 'keycloak-account-ui',
   messagesEntry: 'theme/keycloak.v3/account/messages/messages_en.properties',
   packageStyles: 'lib/keycloak-account-ui.css',
+  // The built-in clients' names are message keys (`${client_account-console}`) that Keycloak's base theme defines, not
+  // the console's own messages: the console shows them in device activity and applications.
+  extraMessages: {
+    'client_account': 'Account',
+    'client_account-console': 'Account Console',
+    'client_security-admin-console': 'Security Admin Console',
+    'client_admin-cli': 'Admin CLI',
+    'client_realm-management': 'Realm Management',
+    'client_broker': 'Broker',
+  },
 };
 
 export const accountConsoleBuildIsCurrent = (): boolean => uiBuildIsCurrent(ACCOUNT_CONSOLE);
