@@ -1,10 +1,13 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient } from './support/admin-client.js';
 import { AccountConsoleSession } from './support/account-console.js';
 import { screenshot } from './support/browser.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
-import { startServer, type TestServer } from './support/server.js';
+import { REPO_ROOT, startServer, type TestServer } from './support/server.js';
 
 /**
  * Keycloak's account console (issue 42) in headless Chromium, signed in as a user of realm `acme` through the
@@ -15,8 +18,14 @@ let t: TestServer;
 let kc: KcAdminClient;
 let s: AccountConsoleSession;
 
+let scratch: string;
+
 beforeAll(async () => {
-  t = await startServer();
+  // The disposable-e-mail blocker, whose form action judges an e-mail change in the realm's registration flow.
+  scratch = mkdtempSync(join(tmpdir(), 'account-console-'));
+  mkdirSync(join(scratch, 'providers'));
+  symlinkSync(join(REPO_ROOT, 'packages', 'disposable-email'), join(scratch, 'providers', 'disposable-email'));
+  t = await startServer({ providersDir: join(scratch, 'providers') });
   kc = await masterAdminClient(t.url);
   await kc.realms.create({ realm: 'acme', enabled: true, eventsEnabled: true, organizationsEnabled: true });
   kc.setConfig({ realmName: 'acme' });
@@ -26,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
   await t?.close();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 describe('account console', () => {
@@ -49,6 +59,25 @@ describe('account console', () => {
     const [dana] = await kc.users.find({ username: 'dana', exact: true });
     expect(dana.lastName).toBe('Mulder');
     expect(s.problems).toEqual([]);
+  });
+
+  it("refuses a disposable e-mail address with the realm's registration rules, naming the field", async () => {
+    await kc.authenticationManagement.copyFlow({ flow: 'registration', newName: 'guarded registration' });
+    await kc.authenticationManagement.addExecutionToFlow({ flow: 'guarded registration registration form', provider: 'ext-email-domain-validation' });
+    const execution = (await kc.authenticationManagement.getExecutions({ flow: 'guarded registration' })).find((e) => e.providerId === 'ext-email-domain-validation')!;
+    await kc.authenticationManagement.updateExecution({ flow: 'guarded registration' }, { ...execution, requirement: 'REQUIRED' });
+    await kc.realms.update({ realm: 'acme' }, { registrationFlow: 'guarded registration' });
+    await s.open('', 'personal-info-disposable', (p) => p.waitForSelector('#email', { timeout: 30_000 }));
+    s.intended = ['POST /realms/acme/account/ 400'];
+    await s.page.fill('#email', 'dana@mailinator.com');
+    await s.page.click('[data-testid="save"]');
+    await s.ready('personal-info-disposable-refused', (p) => p.waitForSelector('text=Disposable e-mail addresses are not accepted', { timeout: 30_000 }));
+    s.intended = [];
+    expect(s.requests).toContain('POST /realms/acme/account/ 400');
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    expect(dana.email).toBe('dana@example.com');
+    expect(s.problems).toEqual([]);
+    await kc.realms.update({ realm: 'acme' }, { registrationFlow: 'registration' });
   });
 
   it('lists the password on the signing-in page', async () => {
@@ -112,7 +141,7 @@ describe('account console', () => {
   });
 
   it('lists the applications and the groups', async () => {
-    let problems = await s.open('applications', 'applications', (p) => p.waitForSelector('text=account-console', { timeout: 30_000 }));
+    let problems = await s.open('applications', 'applications', (p) => p.waitForSelector('text=Account Console', { timeout: 30_000 }));
     expect(s.requests).toContain('GET /realms/acme/account/applications 200');
     expect(problems).toEqual([]);
     const group = await kc.groups.create({ name: 'agents' });
