@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildAccountConsole } from '../../account-console/build.js';
 import { startServer, type TestServer } from './support/server.js';
 
 // Issue 14, point 7: an anonymous visit to the account pages once logged a TypeError while showing the sign-in
 // form. Every way a visitor without a session arrives must show the form and log nothing at error level.
 let t: TestServer;
 beforeAll(async () => {
+  // The console's page is served from its build (npm test builds it first; a file run alone builds it here).
+  await buildAccountConsole({ quiet: true });
   t = await startServer();
 });
 afterAll(() => t?.close());
@@ -41,6 +44,17 @@ it('an anonymous GET of /account/ answers the account console page, its environm
     const environment = JSON.parse(/<script id="environment" type="application\/json">(.*?)<\/script>/s.exec(html)![1]) as Record<string, unknown>;
     expect(environment).toMatchObject({ realm: 'master', clientId: 'account-console', baseUrl: `${t.url}/realms/master/account/`, referrerUrl: '' });
   }
+  // Where a console page shares its path with an API resource: the page for a browser's navigation, the API otherwise.
+  const page = await fetch(`${t.url}/realms/master/account/applications`, { headers: { accept: 'text/html,application/xhtml+xml' } });
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain('<script id="environment"');
+  for (const headers of [{}, { accept: 'application/json' }, { accept: '*/*' }]) {
+    const api = await fetch(`${t.url}/realms/master/account/applications`, { headers });
+    expect(api.status, JSON.stringify(headers)).toBe(401);
+    expect(api.headers.get('content-type')).toMatch(/^application\/json/);
+  }
+  // A script asking for JSON at a path the API does not have gets a 404, not the console's page.
+  expect((await fetch(`${t.url}/realms/master/account/no-such-resource`, { headers: { accept: 'application/json' } })).status).toBe(404);
   const bare = await fetch(`${t.url}/realms/master/account?referrer=x`, { redirect: 'manual' });
   expect(bare.status).toBe(302);
   expect(bare.headers.get('location')).toBe('/realms/master/account/?referrer=x');
