@@ -8,7 +8,7 @@ import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../admin-console/build.js';
-import { scriptJson } from '../src/admin/console.js';
+import { scriptJson } from '../src/http/ui-bundle.js';
 import { upgradeAdminConsoleClient } from '../src/services/index.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, adminToken, api, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';

@@ -98,7 +98,7 @@ describe('GETs before a user acts', () => {
             : kind === 1
               ? await client.get(`${R}/protocol/openid-connect/registrations?${authQuery()}`)
               : kind === 2
-                ? await client.get(`${R}/account/`)
+                ? await client.get(`${R}/account/profile`)
                 : kind === 3
                   ? await client.get(`${R}/protocol/openid-connect/logout`)
                   : await client.get(`${R}/protocol/openid-connect/logout?${new URLSearchParams({ client_id: 'web', post_logout_redirect_uri: callback, state: `s${i}` })}`);
@@ -141,7 +141,7 @@ describe('GETs before a user acts', () => {
     expect(refused.location).toBeNull();
     // The master realm's cookie is not this realm's.
     const master = new FormClient(t.url);
-    const masterPage = await master.get(`/realms/master/account/`);
+    const masterPage = await master.get(`/realms/master/account/profile`);
     const foreign = new FormClient(t.url);
     foreign.cookies.set('AUTH_SESSION', master.cookies.get('AUTH_SESSION')!);
     expect((await foreign.post(`${R}/login-actions/authenticate`, { username: 'vera', password: PASSWORD, session_code: inputValue(masterPage.text, 'session_code')! })).status).toBe(400);

@@ -37,10 +37,10 @@ afterAll(async () => {
 const events = async (type: string) => kc.realms.findEvents({ realm: 'acct', type: type as never });
 
 async function signIn(page: Page) {
-  await page.goto(`${t.url}/realms/acct/account/`);
+  await page.goto(`${t.url}/realms/acct/account/profile`);
   await page.fill('#username', 'carol');
   await page.fill('#password', 'carol-pass-1');
-  await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+  await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
 }
 
 describe('account pages', () => {
@@ -94,10 +94,10 @@ describe('account pages', () => {
   it('refuses an account form posted without its CSRF token', async () => {
     await kc.users.create({ username: 'dave', email: 'dave@example.com', emailVerified: true, enabled: true, credentials: [{ type: 'password', value: 'dave-pass-1' }] });
     const page = await browser.newPage();
-    await page.goto(`${t.url}/realms/acct/account/`);
+    await page.goto(`${t.url}/realms/acct/account/profile`);
     await page.fill('#username', 'dave');
     await page.fill('#password', 'dave-pass-1');
-    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
     const status = await page.evaluate(async () => (await fetch('/realms/acct/account/delete', { method: 'POST', body: new URLSearchParams({ confirm: 'yes', session_code: 'nope' }) })).status);
     expect(status).toBe(400);
     expect((await kc.users.find({ username: 'dave', exact: true })).length).toBe(1);

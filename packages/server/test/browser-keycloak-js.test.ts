@@ -5,6 +5,7 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildAccountConsole } from '../../account-console/build.js';
 import { launchBrowser } from './support/browser.js';
 import { startServer, type TestServer } from './support/server.js';
 import { libraryFile, spaRealm, startSpa } from './support/spa.js';
@@ -131,11 +132,15 @@ describe.each(['on', 'off'])('keycloak-js with checkLoginIframe %s', (iframe) =>
     await context.close();
   });
 
-  it('accountManagement opens the account page signed in', async () => {
+  it('accountManagement opens the account console signed in, with a link back to the application', async () => {
+    await buildAccountConsole({ quiet: true });
     const context = await browser.newContext();
     const page = await signedIn(context, iframe);
     await Promise.all([page.waitForURL(/\/realms\/spa\/account/), kcEval(page, 'keycloak.accountManagement();')]);
-    expect(await page.locator('h1').textContent()).toBe('Your account');
+    // The console signs in through account-console on the SSO session (no form) and shows the personal-info page.
+    await page.waitForSelector('#email', { timeout: 30_000 });
+    expect(await page.locator('[data-testid="page-heading"]').textContent()).toBe('Personal info');
+    expect(await page.locator('[data-testid="referrer-link"]').getAttribute('href')).toMatch(new RegExp(`^${spa.origin}/app\\.html`));
     await context.close();
   });
 
@@ -183,6 +188,9 @@ describe('the session-status frame', () => {
     expect((await init({ client_id: CLIENT, origin: spa.origin })).status).toBe(204);
     expect((await init({ client_id: CLIENT, origin: 'http://evil.example' })).status).toBe(403);
     expect((await init({ client_id: 'nobody', origin: spa.origin })).status).toBe(403);
+    // The server's own origin, for any client of the realm (Keycloak's preCheck adds it): the account console's page.
+    expect((await init({ client_id: 'account-console', origin: new URL(t.url).origin })).status).toBe(204);
+    expect((await init({ client_id: 'nobody', origin: new URL(t.url).origin })).status).toBe(403);
     expect((await init({ client_id: CLIENT })).status).toBe(400);
     for (const path of ['login-status-iframe.html', '3p-cookies/step1.html', '3p-cookies/step2.html']) {
       const response = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`);

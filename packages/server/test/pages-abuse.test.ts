@@ -91,7 +91,7 @@ async function codeLogin(client: FormClient, username: string, password = PASSWO
 
 /** Signs in to the account pages; returns the profile page and its CSRF token. */
 async function accountLogin(client: FormClient, username: string): Promise<{ html: string; csrf: string }> {
-  const login = await client.get(`${R}/account/`);
+  const login = await client.get(`${R}/account/profile`);
   const done = await client.post(`${R}/login-actions/authenticate`, { username, password: PASSWORD, session_code: inputValue(login.text, 'session_code')! });
   expect(done.status).toBe(302);
   const page = await client.get(done.location!);
@@ -334,12 +334,12 @@ describe('open redirects', () => {
     expect(textOf(confirm.text, 'page-title')).toBe('Sign out');
     const csrf = inputValue(confirm.text, 'session_code')!;
     expectErrorPage(await client.post(`${R}/protocol/openid-connect/logout`, { client_id: 'web', post_logout_redirect_uri: 'https://evil.example/bye', session_code: csrf }), 400, /Invalid redirect uri/);
-    expect((await client.get(`${R}/account/`)).text).toContain('Your account');
+    expect((await client.get(`${R}/account/profile`)).text).toContain('Your account');
 
     const out = await client.post(`${R}/protocol/openid-connect/logout`, { client_id: 'web', post_logout_redirect_uri: `${callback}?bye`, state: 's1', session_code: csrf });
     expect(out.status).toBe(302);
     expect(out.location).toBe(`${callback}?bye=&state=s1`);
-    expect(textOf((await client.get(`${R}/account/`)).text, 'page-title')).toContain('Sign in');
+    expect(textOf((await client.get(`${R}/account/profile`)).text, 'page-title')).toContain('Sign in');
   });
 });
 
@@ -525,7 +525,7 @@ describe('e-mail verification on login and mail in development mode', () => {
         await kc.users.create({ username: 'mo', email: `mo@${realm}.example`, emailVerified: true, enabled: true });
         kc.setConfig({ realmName: 'master' });
         const client = new FormClient(t.url);
-        const login = await client.get(`/realms/${realm}/account/`);
+        const login = await client.get(`/realms/${realm}/account/profile`);
         const sent = await client.post(`/realms/${realm}/login-actions/reset-credentials`, { username: 'mo', session_code: inputValue(login.text, 'session_code')! });
         expect(textOf(sent.text, 'page-message')).toContain('receive an e-mail');
       }
@@ -608,10 +608,10 @@ describe('every page, as a user sees it', () => {
     await page.goto(linkIn(resetMail));
     await shot(page, 'link-expired', 'We are sorry…');
 
-    await page.goto(`${t.url}${R}/account/`);
+    await page.goto(`${t.url}${R}/account/profile`);
     await page.fill('#username', 'tour');
     await page.fill('#password', 'Tour-pass-2');
-    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
     await shot(page, 'account-profile', 'Your account');
     await page.setViewportSize({ width: 390, height: 844 });
     await shot(page, 'account-profile-phone', 'Your account');
@@ -639,10 +639,10 @@ describe('every page, as a user sees it', () => {
     await page.goto(`${t.url}${R}/protocol/openid-connect/auth?${authQuery({ redirect_uri: 'https://evil.example/cb' })}`);
     await shot(page, 'error', 'We are sorry…');
 
-    await page.goto(`${t.url}${R}/account/`);
+    await page.goto(`${t.url}${R}/account/profile`);
     await page.fill('#username', 'tour');
     await page.fill('#password', 'Tour-pass-2');
-    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
     await page.goto(`${t.url}${R}/account/delete`);
     await page.click('#account-delete button[type=submit]');
     await shot(page, 'account-deleted', 'Your account has been deleted');

@@ -307,7 +307,7 @@ describe.each(httpDatabases)('the password policy on the server (%s)', (database
     it('account page password change', async () => {
       await setPolicy('notUsername and length(4)');
       const client = new FormClient(t.url);
-      const login = await client.get(`${R}/account/`);
+      const login = await client.get(`${R}/account/profile`);
       const done = await client.post(`${R}/login-actions/authenticate`, { username: 'rita', password: 'Reset-pass-10', session_code: inputValue(login.text, 'session_code')! });
       expect(done.status).toBe(302);
       const account = await client.get(done.location!);

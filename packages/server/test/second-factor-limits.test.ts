@@ -153,7 +153,7 @@ describe('one server (sqlite, memory store)', () => {
     const r = await newOtpRealm(t, token);
     const user = await newOtpUser(r);
     const client = new FormClient(t.url);
-    const login = await client.get(`/realms/${r.realm}/account/`);
+    const login = await client.get(`/realms/${r.realm}/account/profile`);
     const done = await client.post(`/realms/${r.realm}/login-actions/authenticate`, { username: user.username, password: OTP_USER_PASSWORD, session_code: inputValue(login.text, 'session_code')! });
     expect(done.status).toBe(302);
     const csrf = inputValue((await client.get(done.location!)).text, 'session_code')!;

@@ -117,7 +117,7 @@ describe.each(setups)('the SSO cookie ($name)', ({ start }) => {
       expectCode(await browserWith(node, victim.cookie).get(authPath(REALM, { prompt: 'none' })));
     }
     // The account pages and the login-status frame see the same session.
-    const account = await browserWith(b, victim.cookie).get(`/realms/${REALM}/account/`);
+    const account = await browserWith(b, victim.cookie).get(`/realms/${REALM}/account/profile`);
     expect(account.status).toBe(200);
     expect(inputValue(account.text, 'password')).toBeNull();
     const status = await api(b.url, 'POST', `/realms/${REALM}/protocol/openid-connect/login-status-iframe.html/status`, null, { session_state: victim.sid }, { cookie: `${COOKIE}=${encodeURIComponent(victim.cookie)}` });
@@ -131,7 +131,7 @@ describe.each(setups)('the SSO cookie ($name)', ({ start }) => {
       expect(none.status).toBe(302);
       expect(new URL(none.location!).searchParams.get('error')).toBe('login_required');
       // The account pages and the login-status frame do not take it for the session either.
-      expectLoginPage(await browserWith(node, victim.sid).get(`/realms/${REALM}/account/`));
+      expectLoginPage(await browserWith(node, victim.sid).get(`/realms/${REALM}/account/profile`));
       const status = await api(node.url, 'POST', `/realms/${REALM}/protocol/openid-connect/login-status-iframe.html/status`, null, { session_state: victim.sid }, { cookie: `${COOKIE}=${victim.sid}` });
       expect(status.body).toEqual({ status: 'changed' });
     }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { accountLinkHash, providerDisplayName, SOCIAL_PROVIDERS } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
+import { ACCOUNT_CONSOLE } from '../model/defaults.js';
 import { badRequest } from '../model/errors.js';
 import type { FederatedIdentity, IdentityProvider } from '../model/types.js';
 import { keepsWayIn, waysIn } from './ways-in.js';
@@ -18,8 +19,6 @@ import { accountCallerWith, type AccountRequest } from './caller.js';
  * client-initiated link URI for the token's session, `{accountLinkUri, nonce, hash}`.
  */
 
-/** The client the deprecated link URI names, as Keycloak's (Constants.ACCOUNT_CONSOLE_CLIENT_ID). */
-const ACCOUNT_CONSOLE = 'account-console';
 
 interface LinkedAccount {
   connected: boolean;

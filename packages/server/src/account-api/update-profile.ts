@@ -81,8 +81,11 @@ async function ruleErrors(ctx: ServerContext, caller: AccountCaller, next: { fir
   return errors;
 }
 
-/** Keycloak's answer for validation errors: one error as the body itself, several under `errors`. */
-const validationAnswer = (errors: FieldError[]) => (errors.length === 1 ? errors[0] : { errors });
+/**
+ * Keycloak's account API answer for validation errors: always under `errors`, one or several (its
+ * ErrorResponse.errors without shrinking a single error, which the account console reads as `errors`).
+ */
+const validationAnswer = (errors: FieldError[]) => ({ errors });
 
 /**
  * POST /realms/{realm}/account: the caller changes their names and e-mail address (manage-account). The realm's

@@ -8,6 +8,7 @@ import type { Realm, UserSession } from '../model/types.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import { uuidPattern } from '../representations/fields.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
+import { revokeClientGrants } from '../services/index.js';
 
 type Params = { realm: string; id: string; client: string };
 
@@ -182,15 +183,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const client = await ctx.storage.clients.byClientId(realm.id, request.params.client.slice(0, 255));
     if (!client) throw notFound('Client not found');
     // As Keycloak's: the consent and the client's offline tokens go together; 404 only when there was neither.
-    let revoked = (await ctx.storage.consents.delete(user.id, client.id)) ? 1 : 0;
-    for (const session of await ctx.storage.sessions.forUser(realm.id, user.id, true)) {
-      const clientSessions = await ctx.storage.sessions.clientSessionsOf([session.id]);
-      if (!clientSessions.some((cs) => cs.clientId === client.id)) continue;
-      // An offline session holds one client here (it is opened per grant), so the session goes with it.
-      await ctx.storage.sessions.delete(session.id);
-      revoked++;
-    }
-    if (!revoked) throw notFound('Consent nor offline token not found');
+    if (!(await revokeClientGrants(ctx.storage, realm.id, user.id, client.id))) throw notFound('Consent nor offline token not found');
     await ctx.events.user(realm, { type: 'REVOKE_GRANT', clientId: client.clientId, userId: user.id, details: { revoked_client: client.clientId }, request: requestInfo(request) });
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/consents/${client.clientId}`);
     return reply.code(204).send();

@@ -9,6 +9,8 @@ export const ADMIN_CLI = 'admin-cli';
 export const ACCOUNT = 'account';
 /** The public client Keycloak's admin console signs in with, in every realm. */
 export const SECURITY_ADMIN_CONSOLE = 'security-admin-console';
+/** The account console's client (Keycloak's Constants.ACCOUNT_CONSOLE_CLIENT_ID): public, PKCE S256, every realm has it. */
+export const ACCOUNT_CONSOLE = 'account-console';
 
 /** The master realm's roles that act on every realm: `admin` (all of them) and `create-realm`. */
 export const MASTER_ADMIN_ROLES = ['admin', 'create-realm'] as const;

@@ -4,6 +4,7 @@ import type { PagesContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import { PasswordPolicyError } from '../model/errors.js';
+import { ACCOUNT_CONSOLE } from '../model/defaults.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { setPassword, userSnapshot } from '../services/index.js';
 import { showPage } from './pages.js';
@@ -13,20 +14,20 @@ import { clearSsoCookie, currentSsoSession, verifyCurrentPassword } from '../aut
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 type Tab = 'profile' | 'password' | 'delete';
-const ACCOUNT_CLIENT = 'account-console';
 
 /** Delete-account is Keycloak's `delete_account` action; here a realm attribute switches it on. */
 export const deleteAccountAllowed = (realm: Realm) => realm.deleteAccountAllowed || realm.attributes.deleteAccountAllowed === 'true';
 
 /**
- * The account pages use the realm's SSO session directly (no tokens): a visitor without one signs in through
- * the account-console client and comes back here.
+ * The server-rendered account pages (/account/profile, /account/password, /account/delete; /account/ itself is
+ * Keycloak's account console, account-api/console.ts) use the realm's SSO session directly (no tokens): a visitor
+ * without one signs in through the account-console client and comes back to the page.
  */
 export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
   const base = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account`;
 
   /** The signed-in user, or null when a page (the sign-in form, an error) has been sent instead. */
-  const signedIn = async (request: RealmRequest, reply: FastifyReply): Promise<{ realm: Realm; user: User; session: UserSession } | null> => {
+  const signedIn = async (request: RealmRequest, reply: FastifyReply, path = '/profile'): Promise<{ realm: Realm; user: User; session: UserSession } | null> => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
     if (!realm || !realm.enabled) {
       await showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
@@ -35,8 +36,8 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
     const sso = await currentSsoSession(ctx, request, realm);
     if (sso) return { realm, ...sso };
     const auth = await ctx.authSessions.start(reply, request, realm, {
-      clientId: ACCOUNT_CLIENT,
-      redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}/`,
+      clientId: ACCOUNT_CONSOLE,
+      redirectUri: `${baseUrl(request, ctx.config.hostname)}${base(realm)}${path}`,
       responseMode: 'query',
       scope: 'openid profile email',
       state: null,
@@ -88,9 +89,9 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
     return { ...c, form } as const;
   };
 
-  for (const [path, tab] of [['', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
+  for (const [path, tab] of [['/profile', 'profile'], ['/password', 'password'], ['/delete', 'delete']] as const) {
     app.get(`/realms/:realm/account${path}`, async (request: RealmRequest, reply) => {
-      const c = await signedIn(request, reply);
+      const c = await signedIn(request, reply, path);
       if (!c) return reply;
       if (tab === 'delete' && !deleteAccountAllowed(c.realm)) return showPage.error(ctx, reply, c.realm, 'Deleting accounts is not allowed in this realm.', 403);
       return render(reply, c.realm, c.user, c.session, tab);
@@ -101,7 +102,7 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
     const p = await posted(request, reply, [...PROFILE_FORM_FIELDS]);
     if ('done' in p) return p.done;
     const { realm, user, session, form } = p;
-    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' } });
+    const saved = await saveProfileForm(ctx, request, realm, user, form, { clientId: ACCOUNT_CONSOLE, sessionId: session.id, details: { context: 'ACCOUNT' } });
     if (!saved.ok) return render(reply, realm, user, session, 'profile', { values: saved.values, errors: saved.errors, status: 400 });
     const text = saved.verificationSentTo ? `We sent a link to ${saved.verificationSentTo}. Your e-mail address changes when you open it.` : 'Your account has been updated.';
     return render(reply, realm, saved.user, session, 'profile', { message: { type: 'success', text } });
@@ -113,7 +114,7 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
     const { realm, user, session, form } = p;
     const errors: Record<string, string> = {};
     // The current password is limited as a sign-in's is (the address, the realm's lockout, the per-user cap).
-    const current = await verifyCurrentPassword(ctx, realm, user, form.password, { clientId: ACCOUNT_CLIENT, sessionId: session.id, details: { context: 'ACCOUNT' }, request: requestInfo(request), errorEvent: 'UPDATE_PASSWORD_ERROR' });
+    const current = await verifyCurrentPassword(ctx, realm, user, form.password, { clientId: ACCOUNT_CONSOLE, sessionId: session.id, details: { context: 'ACCOUNT' }, request: requestInfo(request), errorEvent: 'UPDATE_PASSWORD_ERROR' });
     if (!current.ok && current.error !== 'invalid_user_credentials') {
       const text = current.error === 'ip_temporarily_blocked' ? 'Too many failed sign-ins from your network. Please try again later.' : 'Too many failed attempts. Please try again later.';
       return render(reply, realm, user, session, 'password', { message: { type: 'error', text }, status: 429 });
@@ -130,7 +131,7 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
       if (!(error instanceof PasswordPolicyError)) throw error;
       return render(reply, realm, user, session, 'password', { errors: { 'password-new': error.message }, status: 400 });
     }
-    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
+    await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: ACCOUNT_CONSOLE, userId: user.id, sessionId: session.id, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
     return render(reply, realm, updated, session, 'password', { message: { type: 'success', text: 'Your password has been updated.' } });
   });
 
@@ -142,7 +143,7 @@ export function accountRoutes(app: FastifyInstance, ctx: PagesContext): void {
     const snapshot = await userSnapshot(ctx.storage, user);
     await ctx.storage.users.delete(user.id);
     clearSsoCookie(ctx, request, reply, realm);
-    await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CLIENT, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
+    await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: ACCOUNT_CONSOLE, userId: user.id, sessionId: session.id, request: requestInfo(request), user: snapshot });
     return showPage.info(ctx, reply, realm, 'Your account has been deleted', 'Your profile is gone and you have been signed out.');
   });
 }

@@ -20,6 +20,7 @@ import {
   WEBAUTHN_REGISTER,
   WEBAUTHN_REGISTER_PASSWORDLESS,
   CONFIGURE_RECOVERY_AUTHN_CODES,
+  deleteCredentialTarget,
 } from '../required-actions/index.js';
 import { idpLinkRefusal, startIdpLink } from './broker-account-link.js';
 import { providerName } from './broker-links.js';
@@ -61,7 +62,10 @@ export async function nextRequiredAction(
     if (alias === undefined && session.kcAction && !session.kcActionStatus) {
       // Keycloak: an action the realm does not have enabled (or that nobody could carry out, or an address to verify
       // the user lacks) is not run, and the application is told so (kc_action_status=error); the sign-in completes.
-      const runnable = (await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length > 0 && (session.kcAction !== VERIFY_EMAIL || user.email);
+      const target = deleteCredentialTarget(session.kcAction);
+      const runnable = target
+        ? (await removableCredential(ctx, user, target)) !== null
+        : (await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length > 0 && (session.kcAction !== VERIFY_EMAIL || user.email);
       if (!runnable) {
         session = await aiaOutcome(ctx, request, reply, realm, session, session.kcAction, 'error');
         break;
@@ -117,6 +121,12 @@ async function showRequiredAction(
 ): Promise<FastifyReply> {
   const state = stepState(ctx);
   const claims = { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null };
+  const target = deleteCredentialTarget(alias);
+  if (target) {
+    const credential = await removableCredential(ctx, user, target);
+    const key = await state.seal(realm, 'delete-credential', claims);
+    return ctx.pages.send(reply, realm, 'delete-credential-confirm', { ...signInStep(realm, auth, 'delete-credential', aia), key, label: credential?.userLabel || credentialTypeName(credential?.type ?? '') }, 200);
+  }
   switch (alias) {
     case UPDATE_PASSWORD: {
       const key = await ctx.actionTokens.issue(realm, 'update-password', user.id, { azp: auth.clientId });
@@ -192,6 +202,13 @@ async function mayDeleteOwnAccount(ctx: PagesContext, realm: Realm, user: User):
   const roles = await effectiveRoles(ctx.storage, realm.id, user.id);
   return roles.clientRoles.account?.includes(DELETE_ACCOUNT_ROLE) === true;
 }
+
+/** The user's credential `id` that delete_credential may remove (any but the password, as Keycloak's account console offers), or null. */
+async function removableCredential(ctx: PagesContext, user: User, id: string) {
+  return (await ctx.storage.credentials.ofUser(user.id)).find((c) => c.id === id && c.type !== 'password') ?? null;
+}
+
+const credentialTypeName = (type: string) => ({ otp: 'authenticator app', webauthn: 'security key', 'webauthn-passwordless': 'passkey', 'recovery-authn-codes': 'recovery codes' })[type] ?? 'sign-in method';
 
 /**
  * Records what became of the application-initiated action `alias` (when it is this sign-in's kc_action and had no
@@ -286,6 +303,33 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       ctx.authSessions.end(reply, request, realm);
       await ctx.events.user(realm, { type: 'DELETE_ACCOUNT', clientId: auth.clientId, userId: user.id, request: info, user: snapshot });
       return showPage.info(ctx, reply, realm, 'Account deleted', 'Your account has been deleted.');
+    },
+  });
+  // delete_credential:{id} (asked for by the account console): the user confirms and that credential is removed
+  // (REMOVE_CREDENTIAL, as the account API's removal records), then back to the application.
+  loginActionForm(app, ctx, 'delete-credential', {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['key', 'session_code', 'confirm', 'cancel-aia']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return rejected;
+      const step = await state.open(realm, 'delete-credential', auth, form.key);
+      const target = deleteCredentialTarget(auth.kcAction);
+      if (!step || !target) return stepExpired(ctx, request, reply, realm, auth);
+      const { user } = step;
+      if (form['cancel-aia'] || !form.confirm) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, 'cancelled'), user, newPasswordPage);
+      const credential = await removableCredential(ctx, user, target);
+      const removed = credential !== null && (await ctx.storage.credentials.delete(user.id, credential.id));
+      if (removed) {
+        await ctx.events.user(realm, {
+          type: 'REMOVE_CREDENTIAL',
+          clientId: auth.clientId,
+          userId: user.id,
+          details: { credential_type: credential.type, credential_id: credential.id, ...(credential.userLabel ? { credential_user_label: credential.userLabel } : {}), username: user.username },
+          request: requestInfo(request),
+        });
+      }
+      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, removed ? 'success' : 'error'), user, newPasswordPage);
     },
   });
   // UPDATE_EMAIL: the new address passes the profile's rules (as the profile page's does); it is set at once, or,

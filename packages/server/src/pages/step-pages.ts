@@ -45,7 +45,7 @@ export interface StepClaims {
   ways?: Alternative[];
 }
 
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'update-email' | 'idp-link';
+type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email' | 'idp-link';
 
 
 export function stepState(ctx: PagesContext) {

@@ -13,13 +13,15 @@ import { VERIFY_EMAIL, verifyEmail } from './verify-email.js';
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS, webauthnRegister, webauthnRegisterPasswordless } from './webauthn-register.js';
 
 export { CONFIGURE_RECOVERY_AUTHN_CODES, CONFIGURE_TOTP, DELETE_ACCOUNT, DELETE_ACCOUNT_ROLE, IDP_LINK, TERMS_AND_CONDITIONS, UPDATE_EMAIL, UPDATE_PASSWORD, UPDATE_PROFILE, UPDATE_USER_LOCALE, VERIFY_EMAIL, WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS };
+export { DELETE_CREDENTIAL, deleteCredentialTarget } from './delete-credential.js';
 export { TERMS_ACCEPTED_ATTRIBUTE } from './terms-and-conditions.js';
 export { EMAIL_PENDING_ATTRIBUTE } from './update-email.js';
 export { DEFAULT_MAX_AUTH_AGE_SECONDS, MAX_AUTH_AGE, type RequiredActionConfigProperty, type RequiredActionProvider } from './provider.js';
 
 /**
  * The required-action providers this server has, each registered in every new realm with Keycloak 26.7.3's
- * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential): those come only from realm files, kept as data.
+ * settings (`GET …/authentication/required-actions` of a new realm there). Keycloak registers more (VERIFY_PROFILE, delete_credential): those come only from realm files, kept as data
+ * (delete_credential:{id} is carried out as an application's `kc_action` only: delete-credential.ts).
  */
 export const REQUIRED_ACTION_PROVIDERS: readonly RequiredActionProvider[] = [
   termsAndConditions,

@@ -6,6 +6,7 @@ import {
   carriedOut,
   checkRequiredActionConfig,
   DEFAULT_MAX_AUTH_AGE_SECONDS,
+  deleteCredentialTarget,
   EMAIL_PENDING_ATTRIBUTE,
   MAX_AUTH_AGE,
   REQUIRED_ACTION_PROVIDERS,
@@ -282,6 +283,8 @@ export async function dueRequiredActions(storage: Storage, realm: Realm, user: U
  * the realm would not run the action (unknown, off): the application is told so at once, no sign-in is asked.
  */
 export async function requiredActionMaxAuthAge(storage: Storage, realmId: string, alias: string): Promise<number | null> {
+  // delete_credential:{id} (the account console's removal of a credential): Keycloak's default age, not configurable here.
+  if (deleteCredentialTarget(alias)) return DEFAULT_MAX_AUTH_AGE_SECONDS;
   if (!(await askable(storage, realmId)).includes(alias)) return null;
   const fixed = requiredActionProvider(alias)?.maxAuthAgeSeconds;
   if (fixed !== undefined) return fixed;

@@ -33,7 +33,7 @@ function serve(app: FastifyInstance, ctx: ProtocolContext, path: string, type: '
  * The frames keycloak-js loads, as Keycloak 26 serves them (the pages are this server's own): the third-party
  * cookie check before a silent check-sso (3p-cookies/step1.html, step2.html, answering "supported" or
  * "unsupported"), and the session-status frame of `checkLoginIframe` (login-status-iframe.html, its `init`
- * endpoint: 204 when the client allows the app's origin, 403 otherwise; its `status` endpoint compares the
+ * endpoint: 204 when the client allows the app's origin or it is this server's own, 403 otherwise; its `status` endpoint compares the
  * app's session with the browser's session cookie).
  */
 export function frameRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
@@ -52,7 +52,9 @@ export function frameRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     reply.header('cache-control', 'no-store');
     if (typeof query.client_id !== 'string' || typeof query.origin !== 'string' || query.client_id.length > 255 || query.origin.length > MAX_ORIGIN_LENGTH) return reply.code(400).send();
     const client = await ctx.storage.clients.byClientId(realm.id, query.client_id);
-    const allowed = client !== null && client.enabled && webOriginAllowed(client, query.origin, baseUrl(request, ctx.config.hostname));
+    const base = baseUrl(request, ctx.config.hostname);
+    // As Keycloak's: the server's own origin is allowed for every client (the account console's has no web origins).
+    const allowed = client !== null && client.enabled && (query.origin === new URL(base).origin || webOriginAllowed(client, query.origin, base));
     return reply.code(allowed ? 204 : 403).send();
   });
 

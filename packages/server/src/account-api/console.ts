@@ -1,0 +1,109 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { baseUrl } from '../http/index.js';
+import { rawPath, serveUi } from '../http/ui-bundle.js';
+import { ACCOUNT_CONSOLE } from '../model/defaults.js';
+import { badRequest, notFound } from '../model/errors.js';
+import { redirectUriAllowed } from '../model/redirect-uri.js';
+import type { Realm } from '../model/types.js';
+import { HTML_REPRESENTATION, OTHER_REPRESENTATION } from './negotiation.js';
+import { localePattern } from '../representations/localization.js';
+import { DELETE_ACCOUNT } from '../required-actions/index.js';
+import { inPriorityOrder } from '../services/index.js';
+
+/**
+ * Keycloak's account console (the npm package @keycloak/keycloak-account-ui, built by packages/account-console into
+ * its dist/ folder, never committed): the page at /realms/{realm}/account/ and every route of the console below it
+ * (a browser's request; a script's, asking for JSON, is the account REST API's), with the environment Keycloak
+ * injects as JSON; its hashed assets under /resources/account-console/; its messages at
+ * /resources/{realm}/account/{locale}. The console signs in through the realm's public `account-console` client
+ * (PKCE S256, redirects only below the realm's /account/) with keycloak-js and calls the account REST API with the
+ * token.
+ */
+
+/** Vite's `base` in packages/account-console/build.ts. */
+export const ACCOUNT_CONSOLE_RESOURCES = '/resources/account-console';
+const DIST = fileURLToPath(new URL('../../../account-console/dist/', import.meta.url));
+
+/** The console's pages that share their path with an API resource: the page for a browser's navigation only. */
+const SHARED_PATHS = ['applications', 'groups', 'organizations'];
+
+const accountPath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/account/`;
+
+/** Keycloak's `referrer` / `referrer_uri`: back to a client of the realm, at a URI it may redirect to, else at its base URL. */
+async function referrerOf(ctx: ServerContext, realm: Realm, query: Record<string, unknown>, base: string): Promise<{ referrerName?: string; referrerUrl?: string }> {
+  const clientId = typeof query.referrer === 'string' ? query.referrer.slice(0, 255) : '';
+  const client = clientId ? await ctx.storage.clients.byClientId(realm.id, clientId) : null;
+  if (!client || !client.enabled) return {};
+  const asked = typeof query.referrer_uri === 'string' ? query.referrer_uri.slice(0, 2048) : null;
+  let url: string | null = null;
+  if (asked !== null) url = redirectUriAllowed(client, asked, base) ? asked : null;
+  else if (client.baseUrl) url = client.baseUrl.startsWith('/') ? `${client.rootUrl ?? base}${client.baseUrl}` : client.baseUrl;
+  if (!url || !/^https?:\/\//i.test(url)) return {};
+  return { referrerName: client.name || client.clientId, referrerUrl: url };
+}
+
+/** The environment Keycloak's account theme injects into the console's page (its index.ftl), for `realm`. */
+export async function accountConsoleEnvironment(ctx: ServerContext, realm: Realm, serverBaseUrl: string, query: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const providers = (await ctx.storage.federation.cachedProviders(realm.id)).filter((p) => p.enabled);
+  const locale = typeof query.kc_locale === 'string' && localePattern.test(query.kc_locale) ? query.kc_locale : 'en';
+  return {
+    serverBaseUrl,
+    authUrl: serverBaseUrl,
+    authServerUrl: serverBaseUrl,
+    realm: realm.name,
+    clientId: ACCOUNT_CONSOLE,
+    resourceUrl: ACCOUNT_CONSOLE_RESOURCES,
+    logo: '',
+    logoUrl: '',
+    darkMode: false,
+    baseUrl: `${serverBaseUrl}${accountPath(realm)}`,
+    locale,
+    referrerName: '',
+    referrerUrl: '',
+    ...(await referrerOf(ctx, realm, query, serverBaseUrl)),
+    features: {
+      isRegistrationEmailAsUsername: false,
+      isEditUserNameAllowed: false,
+      isInternationalizationEnabled: false,
+      isLinkedAccountsEnabled: providers.length > 0,
+      isMyResourcesEnabled: false,
+      isViewOrganizationsEnabled: realm.organizationsEnabled,
+      // As Keycloak's: the realm's delete_account action is enabled (the user's delete-account role is checked by the action).
+      deleteAccountAllowed: (await inPriorityOrder(ctx.storage, realm.id, [DELETE_ACCOUNT])).length > 0,
+      updateEmailFeatureEnabled: false,
+      updateEmailActionEnabled: false,
+      isViewApplicationsEnabled: true,
+      isViewGroupsEnabled: true,
+      isOid4VciEnabled: false,
+    },
+    scope: '',
+  };
+}
+
+export function accountConsoleRoutes(app: FastifyInstance, ctx: ServerContext, dir = DIST): void {
+  const ui = serveUi(app, { dir, resources: ACCOUNT_CONSOLE_RESOURCES, label: 'account console', buildCommand: 'npm run build:account-console' });
+
+  const page = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply, exact: boolean) => {
+    const realm = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
+    if (!realm || !realm.enabled) throw notFound('Realm not found.');
+    // The console's router is rooted at .../account/: the address without the slash is sent there, query kept.
+    if (exact && !rawPath(request).endsWith('/')) return reply.redirect(`${accountPath(realm)}${request.url.slice(rawPath(request).length)}`);
+    const environment = await accountConsoleEnvironment(ctx, realm, baseUrl(request, ctx.config.hostname), request.query as Record<string, unknown>);
+    return ui.sendPage(reply, () => environment);
+  };
+  for (const constraints of [HTML_REPRESENTATION, OTHER_REPRESENTATION]) {
+    app.get<{ Params: { realm: string } }>('/realms/:realm/account', { constraints }, (request, reply) => page(request, reply, true));
+    app.get<{ Params: { realm: string } }>('/realms/:realm/account/*', { constraints }, (request, reply) => page(request, reply, false));
+  }
+  for (const path of SHARED_PATHS) app.get<{ Params: { realm: string } }>(`/realms/:realm/account/${path}`, { constraints: HTML_REPRESENTATION }, (request, reply) => page(request, reply, false));
+
+  /** The console's messages as Keycloak answers them ([{ key, value }], sorted by key), as the admin console's. */
+  app.get<{ Params: { realm: string; locale: string } }>('/resources/:realm/account/:locale', async (request, reply) => {
+    const realm = request.params.realm.length <= 255 ? await ctx.storage.realms.cachedByName(request.params.realm) : null;
+    if (!realm) throw notFound('Realm not found.');
+    if (!localePattern.test(request.params.locale)) throw badRequest('Invalid locale', 'locale');
+    return ui.sendMessages(request, reply, request.params.locale);
+  });
+}
