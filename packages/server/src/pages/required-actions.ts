@@ -62,7 +62,7 @@ export async function nextRequiredAction(
     if (alias === undefined && session.kcAction && !session.kcActionStatus) {
       // Keycloak: an action the realm does not have enabled (or that nobody could carry out, or an address to verify
       // the user lacks) is not run, and the application is told so (kc_action_status=error); the sign-in completes.
-      const target = deleteCredentialTarget(session.kcAction);
+      const target = deleteCredentialTarget(session.kcAction, session.kcActionParameter);
       const runnable = target
         ? (await removableCredential(ctx, user, target)) !== null
         : (await inPriorityOrder(ctx.storage, realm.id, [session.kcAction])).length > 0 && (session.kcAction !== VERIFY_EMAIL || user.email);
@@ -121,7 +121,7 @@ async function showRequiredAction(
 ): Promise<FastifyReply> {
   const state = stepState(ctx);
   const claims = { sub: user.id, azp: auth.clientId, auth: authBinding(auth), pending: null };
-  const target = deleteCredentialTarget(alias);
+  const target = deleteCredentialTarget(alias, auth.kcActionParameter);
   if (target) {
     const credential = await removableCredential(ctx, user, target);
     const key = await state.seal(realm, 'delete-credential', claims);
@@ -314,7 +314,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       const rejected = csrfRejected(ctx, reply, realm, auth, form);
       if (rejected) return rejected;
       const step = await state.open(realm, 'delete-credential', auth, form.key);
-      const target = deleteCredentialTarget(auth.kcAction);
+      const target = deleteCredentialTarget(auth.kcAction, auth.kcActionParameter);
       if (!step || !target) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       if (form['cancel-aia'] || !form.confirm) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, 'cancelled'), user, newPasswordPage);

@@ -6,8 +6,11 @@
  */
 export const DELETE_CREDENTIAL = 'delete_credential';
 
-/** The credential id `kc_action` names, or null when it is not a delete_credential action. */
-export function deleteCredentialTarget(kcAction: string | undefined): string | null {
-  const match = /^delete_credential:([0-9a-fA-F-]{36})$/.exec(kcAction ?? '');
-  return match ? match[1].toLowerCase() : null;
+/**
+ * The credential id a `kc_action=delete_credential:{id}` names (the authorization endpoint splits the action from its
+ * parameter at the first colon), or null when it is not a delete_credential action with an id.
+ */
+export function deleteCredentialTarget(kcAction: string | undefined, parameter: string | undefined): string | null {
+  if (kcAction !== DELETE_CREDENTIAL || !parameter || !/^[0-9a-fA-F-]{36}$/.test(parameter)) return null;
+  return parameter.toLowerCase();
 }

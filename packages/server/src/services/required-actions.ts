@@ -6,7 +6,7 @@ import {
   carriedOut,
   checkRequiredActionConfig,
   DEFAULT_MAX_AUTH_AGE_SECONDS,
-  deleteCredentialTarget,
+  DELETE_CREDENTIAL,
   EMAIL_PENDING_ATTRIBUTE,
   MAX_AUTH_AGE,
   REQUIRED_ACTION_PROVIDERS,
@@ -284,7 +284,7 @@ export async function dueRequiredActions(storage: Storage, realm: Realm, user: U
  */
 export async function requiredActionMaxAuthAge(storage: Storage, realmId: string, alias: string): Promise<number | null> {
   // delete_credential:{id} (the account console's removal of a credential): Keycloak's default age, not configurable here.
-  if (deleteCredentialTarget(alias)) return DEFAULT_MAX_AUTH_AGE_SECONDS;
+  if (alias === DELETE_CREDENTIAL) return DEFAULT_MAX_AUTH_AGE_SECONDS;
   if (!(await askable(storage, realmId)).includes(alias)) return null;
   const fixed = requiredActionProvider(alias)?.maxAuthAgeSeconds;
   if (fixed !== undefined) return fixed;
