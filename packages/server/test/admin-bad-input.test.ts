@@ -434,6 +434,7 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/authentication/required-actions/:alias/raise-priority',
   'POST /admin/realms/:realm/authentication/required-actions/:alias/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
+  'POST /admin/realms/:realm/users/:id/impersonation',
   'POST /admin/realms/:realm/logout-all',
   'POST /admin/realms/:realm/push-revocation',
   'POST /admin/realms/:realm/clients/:id/push-revocation',

@@ -17,6 +17,7 @@ import { identityProviderRoutes } from './identity-providers.js';
 import { federatedIdentityRoutes } from './federated-identities.js';
 import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
+import { impersonationRoutes } from './impersonation.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { revocationRoutes } from './revocation.js';
@@ -102,6 +103,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         revocationRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);
+        impersonationRoutes(realms, ctx);
         userProfileRoutes(realms);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);

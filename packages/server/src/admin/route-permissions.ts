@@ -80,6 +80,7 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/users/profile$`), { roles: ['manage-realm'], note: 'the profile is fixed: only an unchanged configuration is accepted' }],
   [write, new RegExp(`${R}/users/:id/role-mappings`), { roles: ['manage-users'], note: ADMIN_ROLE_RULE }],
   [write, new RegExp(`${R}/users/:id(/reset-password|/credentials/:credentialId)?$`), { roles: ['manage-users'], note: ACCOUNT_RULE }],
+  [/^POST$/, new RegExp(`${R}/users/:id/impersonation$`), { roles: ['impersonation'], note: `${ACCOUNT_RULE}; a caller signed in to that realm has its own session ended` }],
   [write, new RegExp(`${R}/users/:id/groups/:groupId$`), { roles: ['manage-users'], note: GROUP_ROLES_RULE }],
   [read, new RegExp(`${R}/groups(/count)?$`), { roles: ['query-groups'] }],
   [read, new RegExp(`${R}/(groups|group-by-path)/`), { roles: ['view-users'] }],
