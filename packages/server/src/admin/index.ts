@@ -9,6 +9,7 @@ import { attackDetectionRoutes } from './attack-detection.js';
 import { authenticationRoutes } from './authentication.js';
 import { clientCertificateRoutes } from './client-certificates.js';
 import { clientRoutes } from './clients.js';
+import { clientEvaluateRoutes } from './client-evaluate.js';
 import { clientRegistrationAdminRoutes } from './client-registration.js';
 import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
@@ -104,6 +105,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);
         impersonationRoutes(realms, ctx);
+        clientEvaluateRoutes(realms, ctx);
         userProfileRoutes(realms);
         authenticationRoutes(realms, ctx);
         attackDetectionRoutes(realms, ctx);
