@@ -205,8 +205,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   // Keycloak removes any credential here, the password too: the user then has none (a password sign-in fails as
-  // a wrong password's) until reset-password sets one. The password's id changes with each password, so an id
-  // read before a reset no longer names it (404).
+  // a wrong password's) until reset-password sets one. A reset keeps the password credential's id (Keycloak updates
+  // it in place), so an id read before a reset still names it; one set after a removal is a new credential.
   app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
     const { realm, user } = await load(request);
     await requireMayChangeAccount(ctx, callerOf(request), user.id);
