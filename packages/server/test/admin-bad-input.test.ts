@@ -437,6 +437,9 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/users/:id/impersonation',
   'POST /admin/realms/:realm/logout-all',
   'POST /admin/realms/:realm/push-revocation',
+  'POST /admin/realms/:realm/clear-realm-cache',
+  'POST /admin/realms/:realm/clear-user-cache',
+  'POST /admin/realms/:realm/clear-keys-cache',
   'POST /admin/realms/:realm/clients/:id/push-revocation',
   'POST /admin/realms/:realm/partial-export',
   'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
@@ -491,6 +494,7 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/clients/:id/client-secret/rotated',
   'GET /admin/realms/:realm/clients-initial-access',
   'GET /admin/realms/:realm/client-registration-policy/providers',
   'GET /admin/serverinfo',
