@@ -8,9 +8,8 @@ import { roleReps } from '../representations/role.js';
 import { MissingAudience, normalizeScope } from '../protocol/openid-connect/index.js';
 import { clientRoleScope } from '../services/index.js';
 import { clientScopeSet } from '../services/client-scope-set.js';
-import { requireRole } from './permissions.js';
 import { queryString } from './query.js';
-import { callerOf, pathId, targetRealm, type AdminRequest } from './routing.js';
+import { pathId, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string };
 
@@ -21,7 +20,7 @@ const SCOPE_LIMIT = 2048;
  * Keycloak's Client scopes → Evaluate tab (ClientScopeEvaluateResource): for a client and a requested `scope`, the
  * protocol mappers and the roles its tokens would get, and example documents for a user — the access token, the ID
  * token and the userinfo answer as JSON claims, made by the token service's own plan and mappers (tokens.ts
- * exampleClaims), never signed. view-clients at the door; an example names a user, so it also needs view-users.
+ * exampleClaims), never signed. view-clients at the door; an example names a user, so it also needs view-users (route-permissions.ts).
  */
 export function clientEvaluateRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const load = async (request: AdminRequest<Params>) => {
@@ -63,7 +62,6 @@ export function clientEvaluateRoutes(app: FastifyInstance, ctx: ServerContext): 
 
   const example = (kind: 'access' | 'id' | 'userinfo') => async (request: AdminRequest<Params>) => {
     const { realm, client, scope } = await load(request);
-    requireRole(callerOf(request), realm, 'view-users');
     // `audience` (the access token's): kept to that client id, which the client's token must have had, as token exchange's.
     const audience = kind === 'access' ? queryString(request.query, 'audience') || undefined : undefined;
     const userId = queryString(request.query, 'userId');

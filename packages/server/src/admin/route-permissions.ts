@@ -70,7 +70,7 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/clients/:id/roles`), { roles: ['manage-clients'], note: FIXED }],
   [/^DELETE$/, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: `administration clients are not deleted; ${ADMIN_CLIENT_RULE}` }],
   [write, new RegExp(`${R}/clients/:id$`), { roles: ['manage-clients'], note: `administration clients are not renamed; ${ADMIN_CLIENT_RULE}; a secret set: ${SECRET_RULE}` }],
-  [read, new RegExp(`${R}/clients/:id/evaluate-scopes/generate-example-(access-token|id-token|userinfo)$`), { roles: ['view-clients'], note: 'also view-users: an example names a user' }],
+  [read, new RegExp(`${R}/clients/:id/evaluate-scopes/generate-example-(access-token|id-token|userinfo)$`), { roles: ['view-clients', 'view-users'], note: 'view-users too: an example names a user' }],
   [read, new RegExp(`${R}/clients/:id/evaluate-scopes/`), { roles: ['view-clients'] }],
   [read, new RegExp(`${R}/clients(/:id|/:id/client-secret|/:id/installation/providers/:provider)?$`), { roles: ['view-clients'], note: `the secret: ${SECRET_RULE}` }],
   [read, new RegExp(`${R}/clients/:id/client-secret/rotated$`), { roles: ['view-clients'], note: `always 404: no secret rotation here; ${SECRET_RULE}` }],
