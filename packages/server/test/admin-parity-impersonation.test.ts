@@ -79,6 +79,17 @@ describe('impersonation', () => {
     expect(((await api(t.url, 'GET', `/admin/realms/${REALM}/users/${target}`, manager)).body as { access: { impersonate: boolean } }).access.impersonate).toBe(false);
   });
 
+  it("provisions the impersonation role as Keycloak: in realm-management, inside realm-admin, and in master's {realm}-realm", async () => {
+    const [management] = await kc.clients.find({ clientId: 'realm-management' });
+    const role = await kc.clients.findRole({ id: management.id!, roleName: 'impersonation' });
+    expect(role).toMatchObject({ name: 'impersonation', clientRole: true });
+    const realmAdmin = await kc.clients.findRole({ id: management.id!, roleName: 'realm-admin' });
+    expect((await kc.roles.getCompositeRoles({ id: realmAdmin!.id! })).map((r) => r.name)).toContain('impersonation');
+    const master = await masterAdminClient(t.url);
+    const [adminClient] = await master.clients.find({ clientId: `${REALM}-realm` });
+    expect((await master.clients.listRoles({ id: adminClient.id! })).map((r) => r.name)).toContain('impersonation');
+  });
+
   it('refuses a manage-users holder without the impersonation role (403)', async () => {
     const manager = await tokenOfUserWithRoles(kc, t.url, 'manager-no-imp', ['manage-users', 'view-users']);
     const answer = await api(t.url, 'POST', `/admin/realms/${REALM}/users/${target}/impersonation`, manager);
