@@ -33,7 +33,8 @@ export function impersonationRoutes(app: FastifyInstance, ctx: ServerContext): v
     if (!impersonator) throw notFound('User not found');
     const callerSessionId = typeof caller.claims.sid === 'string' ? caller.claims.sid : null;
     const sameRealm = caller.realm.id === realm.id && callerSessionId !== null;
-    if (sameRealm) {
+    // As Keycloak: not when the caller impersonates itself (its session would be the one it is about to get).
+    if (sameRealm && user.id !== caller.userId) {
       const session = await ctx.storage.sessions.byId(callerSessionId);
       if (session && session.realmId === realm.id && !session.offline && sessionAlive(realm, session)) {
         await ctx.logoutNotifications.endSessions(realm, [session], issuerOf(baseUrl(request, ctx.config.hostname), realm.name), (trx) => ctx.storage.sessions.delete(session.id, trx));
