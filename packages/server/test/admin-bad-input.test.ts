@@ -438,8 +438,12 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/authentication/required-actions/:alias/raise-priority',
   'POST /admin/realms/:realm/authentication/required-actions/:alias/lower-priority',
   'POST /admin/realms/:realm/users/:id/logout',
+  'POST /admin/realms/:realm/users/:id/impersonation',
   'POST /admin/realms/:realm/logout-all',
   'POST /admin/realms/:realm/push-revocation',
+  'POST /admin/realms/:realm/clear-realm-cache',
+  'POST /admin/realms/:realm/clear-user-cache',
+  'POST /admin/realms/:realm/clear-keys-cache',
   'POST /admin/realms/:realm/clients/:id/push-revocation',
   'POST /admin/realms/:realm/partial-export',
   'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
@@ -455,6 +459,8 @@ const noBodyRoutes = [
 /** Query parameters each searching or paging GET route reads, with bad values for them. */
 const paging = ['first=-1', 'max=abc', 'first=1e3', 'max=99999999999', 'first=1&first=2', 'first=%00', 'max=0x10'];
 const text = (name: string) => [`${name}=${'a'.repeat(300)}`, `${name}=x&${name}=y`, `${name}=%00`, `${name}=a%00b`];
+/** A client's Evaluate tools read `scope` as the token endpoint keeps it (up to 2,048 characters). */
+const evaluateScope = [`scope=${'a'.repeat(3000)}`, 'scope=x&scope=y', 'scope=%00', 'scope=a%00b'];
 const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/clients': [...paging, ...text('clientId'), 'search=maybe'],
   'GET /admin/realms/:realm/users': [...paging, ...text('username'), ...text('email'), ...text('search'), ...text('firstName'), 'exact=maybe', 'enabled=1', 'emailVerified=yes'],
@@ -486,10 +492,13 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/identity-provider/instances': [...paging, ...text('search'), 'realmOnly=maybe', 'briefRepresentation=1'],
   'GET /admin/realms/:realm/components': [...text('type'), ...text('parent'), ...text('name')],
   'GET /admin/realms/:realm/components/:id/sub-component-types': text('type'),
+  ...Object.fromEntries(['protocol-mappers', 'scope-mappings/:container/granted', 'scope-mappings/:container/not-granted'].map((tail) => [`GET /admin/realms/:realm/clients/:id/evaluate-scopes/${tail}`, evaluateScope])),
+  ...Object.fromEntries(['access-token', 'id-token', 'userinfo'].map((doc) => [`GET /admin/realms/:realm/clients/:id/evaluate-scopes/generate-example-${doc}`, [...evaluateScope, 'userId=x&userId=y', 'userId=%00', `userId=${'a'.repeat(300)}`, ...(doc === 'access-token' ? ['audience=x&audience=y', 'audience=%00'] : [])]])),
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/clients/:id/client-secret/rotated',
   'GET /admin/realms/:realm/clients-initial-access',
   'GET /admin/realms/:realm/client-registration-policy/providers',
   'GET /admin/serverinfo',

@@ -52,7 +52,11 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
   it('reset-password with temporary: true adds UPDATE_PASSWORD; the grant is refused until the new password is chosen at the login page', async () => {
     const id = await newUser('tina', { value: 'Tina-pass-1', temporary: false });
     expect(await actionsOf(id)).toEqual([]);
+    const passwordId = async () => (await kc.users.getCredentials({ id })).find((c) => c.type === 'password')!.id;
+    const credentialId = await passwordId();
     await kc.users.resetPassword({ id, credential: { type: 'password', value: 'Tina-temp-1', temporary: true } });
+    // Keycloak updates the password credential in place: the administrator's reset keeps its id.
+    expect(await passwordId()).toBe(credentialId);
     expect(await actionsOf(id)).toEqual(['UPDATE_PASSWORD']);
     expect(await grant('tina', 'Tina-temp-1')).toMatchObject(notSetUp);
     // The temporary password replaced the old one.
@@ -69,6 +73,8 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
     expect(done.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/cb\?.*code=/);
 
     expect(await actionsOf(id)).toEqual([]);
+    // So does the user's own change at the login page.
+    expect(await passwordId()).toBe(credentialId);
     expect((await grant('tina', 'Tina-new-1')).status).toBe(200);
     expect(await grant('tina', 'Tina-temp-1')).toMatchObject(badCredentials);
   });
@@ -170,7 +176,7 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
     expect((await signIn('dora', 'Dora-pass-2')).page.status).toBe(302);
   });
 
-  it("an id read before a reset no longer names the password; the other credentials stay when it goes", async () => {
+  it("an id read before a reset still names the password (Keycloak keeps it); the other credentials stay when it goes", async () => {
     const id = (
       await kc.users.create({
         username: 'olga',
@@ -183,11 +189,14 @@ describe.each(httpDatabases)('temporary passwords and removing the password (%s)
     ).id;
     const stale = (await kc.users.getCredentials({ id })).find((c) => c.type === 'password')!;
     await kc.users.resetPassword({ id, credential: { type: 'password', value: 'Olga-pass-2', temporary: false } });
-    await rejects(kc.users.deleteCredential({ id, credentialId: stale.id! }), 404);
-    const current = (await kc.users.getCredentials({ id })).find((c) => c.type === 'password')!;
-    await kc.users.deleteCredential({ id, credentialId: current.id! });
+    expect((await kc.users.getCredentials({ id })).find((c) => c.type === 'password')!.id).toBe(stale.id);
+    await kc.users.deleteCredential({ id, credentialId: stale.id! });
     expect((await kc.users.getCredentials({ id })).map((c) => c.type)).toEqual(['otp']);
     expect(await grant('olga', 'Olga-pass-2')).toEqual(badCredentials);
+    // Gone, it is gone: its id names nothing, and a password set again is a new credential.
+    await rejects(kc.users.deleteCredential({ id, credentialId: stale.id! }), 404);
+    await kc.users.resetPassword({ id, credential: { type: 'password', value: 'Olga-pass-3', temporary: false } });
+    expect((await kc.users.getCredentials({ id })).find((c) => c.type === 'password')!.id).not.toBe(stale.id);
   });
 
   it('an administrator with view-users only gets 403 deleting a credential or resetting a password, and nothing changes', async () => {

@@ -6,7 +6,7 @@ import { httpDatabases, startServer, type TestServer } from './support/server.js
 /**
  * `PUT …/users/{id}/credentials/{credentialId}/userLabel` (a text/plain body, as Keycloak's): the admin console
  * labels a password it has just set ("My password"), and an administrator renames an authenticator app. Only
- * manage-users may; a new password is a new credential, without the old label.
+ * manage-users may; a password reset keeps the credential (its id) and clears its label, as Keycloak's.
  */
 describe.each(httpDatabases)('credential labels (%s)', (database) => {
   let t: TestServer;
@@ -36,12 +36,28 @@ describe.each(httpDatabases)('credential labels (%s)', (database) => {
     expect((await credential('password')).userLabel).toBe('My password');
     await kc.users.updateCredentialLabel({ id: userId, credentialId: (await credential('otp')).id! }, '  new phone ');
     expect((await credential('otp')).userLabel).toBe('new phone');
-    // A new password is a new credential: its id changes and the label is not carried over.
+    // As Keycloak's PasswordCredentialProvider: a reset updates the credential in place, its id kept, its creation
+    // date new and its label cleared (the new credential model has none); the old id still names it.
     const before = await credential('password');
+    await new Promise((done) => setTimeout(done, 5));
     await kc.users.resetPassword({ id: userId, credential: { type: 'password', value: 'Dana-pass-2', temporary: false } });
     const after = await credential('password');
-    expect(after.id).not.toBe(before.id);
+    expect(after.id).toBe(before.id);
+    expect(after.createdDate!).toBeGreaterThan(before.createdDate!);
     expect(after.userLabel).toBeUndefined();
+    await kc.users.updateCredentialLabel({ id: userId, credentialId: before.id! }, 'My password');
+    expect((await credential('password')).userLabel).toBe('My password');
+    // Also through a password in the user representation, and again by reset: the same credential each time.
+    await kc.users.update({ id: userId }, { credentials: [{ type: 'password', value: 'Dana-pass-3', temporary: false }] });
+    expect((await credential('password')).id).toBe(before.id);
+    // Removed, then set again: a new credential (Keycloak creates one when the user has no password).
+    await kc.users.deleteCredential({ id: userId, credentialId: before.id! });
+    expect(await credential('password')).toBeUndefined();
+    await kc.users.resetPassword({ id: userId, credential: { type: 'password', value: 'Dana-pass-4', temporary: false } });
+    const fresh = await credential('password');
+    expect(fresh.id).not.toBe(before.id);
+    await kc.users.resetPassword({ id: userId, credential: { type: 'password', value: 'Dana-pass-5', temporary: false } });
+    expect((await credential('password')).id).toBe(fresh.id);
   });
 
   it('refuses a label that is too long, has control characters, or is not text/plain; an unknown credential is 404', async () => {

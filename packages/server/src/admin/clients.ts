@@ -218,6 +218,22 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return { type: 'secret', value: updated.secret };
   });
 
+  // Keycloak's rotated secret (the secret-rotation client policy keeps the previous secret for a while). Realmgate runs
+  // no secret rotation, so no client ever has one: GET is Keycloak's 404, DELETE (invalidate it) a 204 as Keycloak's.
+  app.get('/realms/:realm/clients/:id/client-secret/rotated', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    const { client } = await load(request);
+    await requireMayHoldSecret(ctx, callerOf(request), client);
+    throw notFound('Client does not have a rotated secret');
+  });
+
+  app.delete('/realms/:realm/clients/:id/client-secret/rotated', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {
+    const { realm, client } = await load(request);
+    requireMayChangeAdministrationClient(callerOf(request), realm, client);
+    await requireMayHoldSecret(ctx, callerOf(request), client);
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'CLIENT', `clients/${client.id}/client-secret/rotated`);
+    return reply.code(204).send();
+  });
+
   app.get('/realms/:realm/clients/:id/service-account-user', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { client } = await load(request);
     const user = client.serviceAccountsEnabled ? await ctx.storage.users.serviceAccountOf(client.id) : null;

@@ -28,6 +28,7 @@ export type AdminRole =
   | 'manage-events'
   | 'view-identity-providers'
   | 'manage-identity-providers'
+  | 'impersonation'
   | 'create-realm';
 
 const MASTER = 'master';

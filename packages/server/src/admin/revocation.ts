@@ -98,6 +98,23 @@ export function revocationRoutes(app: FastifyInstance, ctx: ServerContext): void
     return result;
   });
 
+  // Keycloak's cache clears (Realm settings → Action): the configuration cache (storage/config-cache.ts) dropped on
+  // every node, through the same invalidation a database write sends: all of it for the realm cache (realms, clients,
+  // roles, groups, flows, scopes), the users' tables for the user cache, the signing keys for the keys cache.
+  const clearRoutes: [path: string, tables: string[]][] = [
+    ['clear-realm-cache', ['*']],
+    ['clear-user-cache', ['user_entity', 'credential', 'user_required_action']],
+    ['clear-keys-cache', ['realm_key']],
+  ];
+  for (const [path, tables] of clearRoutes) {
+    app.post(`/realms/:realm/${path}`, async (request: AdminRequest, reply) => {
+      const realm = await targetRealm(ctx, request);
+      ctx.storage.cache.tablesWritten(tables);
+      await recordAdminEvent(ctx, request, realm, 'ACTION', 'REALM', path);
+      return reply.code(204).send();
+    });
+  }
+
   // The console's Sessions page header (Keycloak's client-session-stats): each client with sessions, its counts as strings.
   app.get('/realms/:realm/client-session-stats', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);

@@ -9,7 +9,7 @@ const CREDENTIAL_LABEL_LIMIT = 255;
 import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { markPasswordTemporary, removePassword } from '../services/users.js';
 import { parseFederatedIdentities, saveFederatedIdentities } from '../services/realm-import/federated-identities.js';
-import { requireMayChangeAccount, requireMayMapRoles } from './permissions.js';
+import { hasRole, mayChangeAccount, requireMayChangeAccount, requireMayMapRoles } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import { credentialRep, passwordCredentialRep } from '../representations/credential.js';
@@ -105,8 +105,11 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (!self) throw notFound('User not found');
       return fullRep(self);
     }
-    const { user } = await load(request);
-    return fullRep(user);
+    const { realm, user } = await load(request);
+    const rep = await fullRep(user);
+    // Keycloak's access.impersonate: whether this caller may impersonate this user (the console's Impersonate action).
+    const impersonate = hasRole(caller, realm, 'impersonation') && (await mayChangeAccount(ctx, caller, user.id)) && user.enabled && !user.serviceAccountClientId;
+    return { ...rep, access: { ...rep.access, impersonate } };
   });
 
   // The attributes the user profile does not declare (its policy is ADMIN_EDIT): every stored attribute here.
@@ -202,8 +205,8 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   // Keycloak removes any credential here, the password too: the user then has none (a password sign-in fails as
-  // a wrong password's) until reset-password sets one. The password's id changes with each password, so an id
-  // read before a reset no longer names it (404).
+  // a wrong password's) until reset-password sets one. A reset keeps the password credential's id (Keycloak updates
+  // it in place), so an id read before a reset still names it; one set after a removal is a new credential.
   app.delete('/realms/:realm/users/:id/credentials/:credentialId', async (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => {
     const { realm, user } = await load(request);
     await requireMayChangeAccount(ctx, callerOf(request), user.id);

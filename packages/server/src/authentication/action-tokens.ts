@@ -7,7 +7,8 @@ import type { Realm } from '../model/types.js';
 
 /** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
 /** `execute-actions`: an administrator's e-mail (`execute-actions-email`) asking the user to carry out `act`. */
-export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions';
+/** `impersonate`: an administrator's impersonation link (admin/impersonation.ts), opened in the administrator's browser. */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate';
 
 export interface ActionClaims {
   jti: string;
@@ -24,6 +25,8 @@ export interface ActionClaims {
   totpSecret?: string;
   /** For reset-credentials: what the flow settled before the link (execution id → status), so it resumes after it. */
   done?: Record<string, ExecutionStatus>;
+  /** For impersonate: who impersonates (their id, username and realm), for the IMPERSONATE event. */
+  imp?: { id: string; username: string; realm: string };
   exp: number;
 }
 
@@ -44,7 +47,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done'> = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

@@ -137,6 +137,11 @@ export interface User {
   passwordCreated: number | null;
   /** The password credential's label (the console names it "My password"); a new password has none. */
   passwordLabel?: string | null;
+  /**
+   * The password credential's id, kept when the password is reset or changed (Keycloak updates its credential in
+   * place); null or absent for a password set before migration 0032, whose id is derived from its creation time.
+   */
+  passwordCredentialId?: string | null;
 }
 
 export interface Role {

@@ -6,6 +6,7 @@ import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import { resetPasswordMail, sendInBackground } from './emails.js';
+import { redeemImpersonation } from './impersonation.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -67,6 +68,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
       return expired(request, reply, realm);
     }
     if (typ === 'reset-credentials') return resumeReset(request, reply, realm, key, null);
+    if (typ === 'impersonate') return redeemImpersonation(ctx, request, reply, realm, key);
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;

@@ -3,8 +3,12 @@ import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import type { User } from '../model/types.js';
 import type { StoredCredential } from '../storage/index.js';
 
-/** A stable id for the user's password credential: it changes when the password does, as a new Keycloak credential's. */
+/**
+ * The user's password credential id: the stored one, kept across resets as Keycloak's; for a password set before it
+ * was stored (migration 0032), one derived from the password's creation time.
+ */
 export function passwordCredentialId(user: User): string {
+  if (user.passwordCredentialId) return user.passwordCredentialId;
   const hex = createHash('sha256').update(`password:${user.id}:${user.passwordCreated ?? 0}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }

@@ -1,6 +1,6 @@
 // Realm import has its own entry, services/realm-import/index.ts: it reads representations/ and, through them,
 // flows/, which the modules importing this index (protocol/, http/) must not load in a cycle.
-export { effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from './roles.js';
+export { clientRoleScope, effectiveRoles, heldRoleIds, rolesStillHeld, type EffectiveRoles } from './roles.js';
 export { clientScopeSet } from './client-scope-set.js';
 export { attachClientScopes, clientScopeViews, provisionClientScopes, realmDefaultScopeNames, syncServiceAccountScope, upgradeClientScopes, type RequestedScopes } from './client-scopes.js';
 export { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, joinDefaultGroups, moveGroup, updateGroup, byName, type GroupInput } from './groups.js';

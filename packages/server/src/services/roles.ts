@@ -13,7 +13,7 @@ export interface EffectiveRoles {
  * client's own roles, its scope mappings and the role scope mappings of the client scopes applied to the
  * request, composites expanded. Only scopes linked to the client count: an id of another one is ignored.
  */
-async function clientScope(storage: Storage, client: Client, clientScopeIds: readonly string[]): Promise<Set<string> | null> {
+export async function clientRoleScope(storage: Storage, client: Client, clientScopeIds: readonly string[]): Promise<Set<string> | null> {
   if (client.fullScopeAllowed) return null;
   const own = (await storage.roles.list(client.id)).map((r) => r.id);
   const linked = new Set((await storage.clientScopes.clientLinks(client.id)).map((l) => l.scopeId));
@@ -48,7 +48,7 @@ export async function effectiveRoles(storage: Storage, realmId: string, userId: 
 const ROLE_TABLES = ['role', 'role_composite', 'user_role', 'scope_mapping', 'client', 'realm_group', 'user_group', 'group_role', 'client_scope_role', 'client_client_scope'];
 
 async function loadEffectiveRoles(storage: Storage, realmId: string, userId: string, client: Client | undefined, clientScopeIds: readonly string[]): Promise<EffectiveRoles> {
-  const scope = client ? await clientScope(storage, client, clientScopeIds) : null;
+  const scope = client ? await clientRoleScope(storage, client, clientScopeIds) : null;
   const ids = [...(await heldRoleIds(storage, userId))].filter((id) => scope === null || scope.has(id));
   const roles = await storage.roles.byIds(ids);
   const realmRoles: string[] = [];

@@ -1,5 +1,6 @@
 import type { UserSnapshot } from '@realmgate/spi';
 import type { UserInput } from '../representations/user.js';
+import { passwordCredentialId } from '../representations/credential.js';
 import { hashNeedsUpgrade, hashPassword, newId, verifyPassword, type PasswordHashCost } from '../credentials/index.js';
 import { RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
@@ -122,8 +123,10 @@ export async function setPassword(ctx: Pick<ServiceContext, 'storage' | 'config'
   const { storage } = ctx;
   const policy = await checkNewPassword(storage, realm, user, password, db);
   const now = Date.now();
-  // A new password is a new credential: the old one's label does not carry over (Keycloak's console labels it anew).
-  const updated = { ...user, passwordHash: await hashPassword(password, policyHashCost(policy, ctx.config.passwordHashingTestCost)), passwordCreated: now, passwordLabel: null };
+  // As Keycloak's PasswordCredentialProvider: a user with a password keeps its credential, updated in place (same id,
+  // a new creation date, the label cleared as the new credential model has none); a user without one gets a new one.
+  const credentialId = user.passwordHash !== null ? passwordCredentialId(user) : newId();
+  const updated = { ...user, passwordHash: await hashPassword(password, policyHashCost(policy, ctx.config.passwordHashingTestCost)), passwordCreated: now, passwordLabel: null, passwordCredentialId: credentialId };
   await storage.users.update(updated, db);
   if (user.passwordHash) await storage.users.rememberPassword(user.id, user.passwordHash, now, Math.max((policy.passwordHistory ?? 0) - 1, 0), db);
   return updated;
@@ -149,7 +152,7 @@ export async function removePassword(storage: Storage, user: User, db: Db = stor
   if (!user.passwordHash) return false;
   const result = await db
     .updateTable('user_entity')
-    .set({ password_hash: null, password_created: null, password_label: null })
+    .set({ password_hash: null, password_created: null, password_label: null, password_credential_id: null })
     .where('id', '=', user.id)
     .where('password_hash', '=', user.passwordHash)
     .executeTakeFirst();

@@ -800,4 +800,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('user_session_broker_user').on('user_session').columns(['realm_id', 'broker_user_id']).execute();
     },
   },
+  // Issue 41: the password credential's id kept across resets, as Keycloak updates its credential in place. Existing
+  // passwords keep the id they were shown with (derived from their creation time) until they are next set.
+  '0032-password-credential-id': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_entity').addColumn('password_credential_id', 'text').execute();
+    },
+  },
 };

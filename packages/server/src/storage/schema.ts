@@ -122,6 +122,8 @@ export interface UserTable {
   password_hash: string | null;
   password_created: number | null;
   password_label: string | null;
+  /** The password credential's id (migration 0032), kept across resets as Keycloak's; null: derived (representations/credential.ts). */
+  password_credential_id: string | null;
 }
 
 export interface RoleTable {

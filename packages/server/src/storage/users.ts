@@ -35,6 +35,7 @@ export function toUser(row: Selectable<UserTable>): User {
     passwordHash: row.password_hash,
     passwordCreated: row.password_created,
     passwordLabel: row.password_label,
+    passwordCredentialId: row.password_credential_id,
   };
 }
 
@@ -81,6 +82,7 @@ function toRow(user: User): Selectable<UserTable> {
     password_hash: user.passwordHash,
     password_created: user.passwordCreated,
     password_label: user.passwordLabel ?? null,
+    password_credential_id: user.passwordHash === null ? null : (user.passwordCredentialId ?? null),
   };
 }
 

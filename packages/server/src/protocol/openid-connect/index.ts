@@ -14,8 +14,9 @@ import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token/index.js';
 import { userinfoRoutes } from './userinfo.js';
 
-export { TokenService, issuerOf, type IssuedTokens } from './tokens.js';
+export { MissingAudience, TokenService, issuerOf, type IssuedTokens } from './tokens.js';
 export { bearerToken, requireBearer } from './bearer.js';
+export { normalizeScope } from './mappers/index.js';
 export { openIdConnectLoginProtocol } from './authorization-response.js';
 export { BackchannelLogout } from './logout-notifications.js';
 export { INITIAL_ACCESS_TOKEN, REGISTRATION_ACCESS_TOKEN, issueRegistrationToken } from './registration-tokens.js';

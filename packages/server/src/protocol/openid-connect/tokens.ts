@@ -117,28 +117,8 @@ export class TokenService {
     });
 
     // The token's mechanics are written here; everything else (sub and aud included) by the applied mappers.
-    const mapped = runMappers(plan.mappers.access, data, 'access');
-    if (ctx.audience) {
-      const had = Array.isArray(mapped.aud) ? (mapped.aud as string[]) : typeof mapped.aud === 'string' ? [mapped.aud] : [];
-      const missing = ctx.audience.filter((a) => !had.includes(a));
-      if (missing.length) throw new MissingAudience(missing);
-      mapped.aud = [...ctx.audience];
-    }
-    const accessToken = await this.signPayload(realm.id, {
-      exp: now + realm.accessTokenLifespan,
-      iat: now,
-      jti: newId(),
-      iss: issuer,
-      ...audience(mapped.aud),
-      ...(mapped.sub !== undefined ? { sub: mapped.sub } : {}),
-      // A DPoP-bound token is typed so, as Keycloak's DpopProtocolMapper does.
-      typ: ctx.dpop ? 'DPoP' : 'Bearer',
-      azp: client.clientId,
-      ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
-      ...withoutMechanics(mapped),
-      ...(ctx.dpop ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
-      scope: plan.scope,
-    }, signatureAlgorithm(realm, client, 'access'));
+    const mapped = restrictAudience(ctx, runMappers(plan.mappers.access, data, 'access'));
+    const accessToken = await this.signPayload(realm.id, accessPayload(ctx, plan, mapped, now, issuer), signatureAlgorithm(realm, client, 'access'));
 
     const result: IssuedTokens = {
       access_token: accessToken,
@@ -187,22 +167,25 @@ export class TokenService {
       const digest = createHash(hash).update(accessToken).digest();
       const atHash = digest.subarray(0, digest.length / 2).toString('base64url');
       const idClaims = runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] });
-      result.id_token = await this.signPayload(realm.id, {
-        exp: now + realm.accessTokenLifespan,
-        iat: now,
-        jti: newId(),
-        iss: issuer,
-        ...audience(idClaims.aud),
-        sub: user.id,
-        typ: 'ID',
-        azp: client.clientId,
-        ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
-        ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
-        at_hash: atHash,
-        ...withoutMechanics(idClaims),
-      }, idAlg);
+      result.id_token = await this.signPayload(realm.id, idPayload(ctx, idClaims, now, issuer, atHash), idAlg);
     }
     return result;
+  }
+
+  /**
+   * Keycloak's Client scopes → Evaluate: the claims a token of this kind (or the userinfo answer) would carry for
+   * `ctx`'s user, client and scope, made by the same plan, mappers and payload as `issue` and the userinfo endpoint,
+   * never signed. `ctx.sessionId` stands for the session Keycloak creates for the example and removes.
+   */
+  async exampleClaims(kind: 'access' | 'id' | 'userinfo', ctx: TokenRequestContext): Promise<Record<string, unknown>> {
+    const { realm, client, user } = ctx;
+    const now = Math.floor(Date.now() / 1000);
+    const plan = await this.plan(client, ctx.scope);
+    const data = await loadMapperData(this.storage, plan.needs[kind], { realm, client, user, scopeIds: plan.scopeIds, notes: sessionNotes(ctx), base: ctx.base });
+    const issuer = issuerOf(ctx.base, realm.name);
+    if (kind === 'access') return accessPayload(ctx, plan, restrictAudience(ctx, runMappers(plan.mappers.access, data, 'access')), now, issuer);
+    if (kind === 'id') return idPayload(ctx, runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] }), now, issuer, null);
+    return userinfoClaims(user, runMappers(plan.mappers.userinfo, data, 'userinfo'));
   }
 
   /** This service with every token it issues bound to a DPoP key (the token endpoint hands it to the grant). */
@@ -388,6 +371,58 @@ export function sessionNotes(ctx: Pick<TokenRequestContext, 'authTime' | 'user' 
     if (ctx.clientAddress) notes.clientHost = notes.clientAddress = ctx.clientAddress;
   }
   return notes;
+}
+
+/** `aud` kept to the requested audiences, each of which the mappers must have given (MissingAudience otherwise). */
+function restrictAudience(ctx: TokenRequestContext, mapped: Claims): Claims {
+  if (!ctx.audience) return mapped;
+  const had = Array.isArray(mapped.aud) ? (mapped.aud as string[]) : typeof mapped.aud === 'string' ? [mapped.aud] : [];
+  const missing = ctx.audience.filter((a) => !had.includes(a));
+  if (missing.length) throw new MissingAudience(missing);
+  mapped.aud = [...ctx.audience];
+  return mapped;
+}
+
+/** The access token's payload: its mechanics written here, everything else (sub and aud included) by the mappers. */
+function accessPayload(ctx: TokenRequestContext, plan: ScopePlan, mapped: Claims, now: number, issuer: string): Record<string, unknown> {
+  return {
+    exp: now + ctx.realm.accessTokenLifespan,
+    iat: now,
+    jti: newId(),
+    iss: issuer,
+    ...audience(mapped.aud),
+    ...(mapped.sub !== undefined ? { sub: mapped.sub } : {}),
+    // A DPoP-bound token is typed so, as Keycloak's DpopProtocolMapper does.
+    typ: ctx.dpop ? 'DPoP' : 'Bearer',
+    azp: ctx.client.clientId,
+    ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
+    ...withoutMechanics(mapped),
+    ...(ctx.dpop ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
+    scope: plan.scope,
+  };
+}
+
+/** The ID token's payload; `atHash` null for Keycloak's example ID token (no access token beside it). */
+function idPayload(ctx: TokenRequestContext, idClaims: Claims, now: number, issuer: string, atHash: string | null): Record<string, unknown> {
+  return {
+    exp: now + ctx.realm.accessTokenLifespan,
+    iat: now,
+    jti: newId(),
+    iss: issuer,
+    ...audience(idClaims.aud),
+    sub: ctx.user.id,
+    typ: 'ID',
+    azp: ctx.client.clientId,
+    ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
+    ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
+    ...(atHash !== null ? { at_hash: atHash } : {}),
+    ...withoutMechanics(idClaims),
+  };
+}
+
+/** The userinfo answer's claims: those of the mappers with `userinfo.token.claim`; `sub` always. */
+export function userinfoClaims(user: User, mapped: Claims): Record<string, unknown> {
+  return { sub: user.id, ...withoutMechanics(mapped) };
 }
 
 export { audience as audienceClaim, withoutMechanics };

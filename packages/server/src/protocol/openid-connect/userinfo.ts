@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
-import { USERINFO_ALG_ATTRIBUTE, issuerOf, withoutMechanics } from './tokens.js';
+import { USERINFO_ALG_ATTRIBUTE, issuerOf, userinfoClaims } from './tokens.js';
 import { corsForClient } from './cors.js';
 import { oauthError } from '../../model/errors.js';
 import { requireBearer, verifiedAccessToken } from './bearer.js';
@@ -27,7 +27,7 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ProtocolContext): void
     // The claims of the mappers the token's scopes apply with `userinfo.token.claim`; `sub` always.
     const mapped = await ctx.tokens.mappedClaims('userinfo', { realm, client, user, token: claims, base: baseUrl(request, ctx.config.hostname) });
     await ctx.events.user(realm, { type: 'USER_INFO_REQUEST', clientId: claims.azp ?? null, userId: user.id, sessionId: (claims.sid as string) ?? null, request: requestInfo(request) });
-    const userinfo = { sub: user.id, ...withoutMechanics(mapped) };
+    const userinfo = userinfoClaims(user, mapped);
     // OIDC Core 5.3.2: a client with user.info.response.signature.alg gets the claims as a JWT signed with it.
     const alg = client.attributes[USERINFO_ALG_ATTRIBUTE];
     if (!alg || alg === 'unsigned') return userinfo;
