@@ -16,6 +16,8 @@ export interface AuthSession {
   state: string | null;
   nonce: string | null;
   codeChallenge: string | null;
+  /** RFC 9449 10 (`dpop_jkt`): the code this request ends in is redeemed only with a DPoP proof of this key. */
+  dpopJkt?: string;
   /** Keycloak's `kc_action`: the required action the application asked the user to carry out (AIA). */
   kcAction?: string;
   /** Keycloak 26's parameter of the action (`kc_action=idp_link:{alias}`: the identity provider's alias). */

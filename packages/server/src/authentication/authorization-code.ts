@@ -18,6 +18,8 @@ export interface CodeGrant {
   scope: string;
   nonce: string | null;
   codeChallenge: string | null;
+  /** The DPoP key thumbprint the authorization request bound the code to (`dpop_jkt`), checked by the token endpoint. */
+  dpopJkt?: string;
   authTime: number;
 }
 
@@ -35,6 +37,7 @@ export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'h
     scope: auth.scope,
     nonce: auth.nonce,
     codeChallenge: auth.codeChallenge,
+    ...(auth.dpopJkt !== undefined ? { dpopJkt: auth.dpopJkt } : {}),
     authTime: Math.floor(session.started / 1000),
   };
   await ctx.hostStore.set(codeKey(code), JSON.stringify(grant), CODE_LIFETIME_MS);

@@ -95,6 +95,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
       nonce: param('nonce') ?? null,
       codeChallenge: challenge ?? null,
     };
+    // RFC 9449 10: the code is bound to this DPoP key (from a pushed request: the key of the push's proof, par.ts).
+    const dpopJkt = param('dpop_jkt');
+    if (dpopJkt) auth.dpopJkt = dpopJkt;
     // Keycloak's application-initiated action: the user carries out this required action, then goes back to the
     // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
     // Keycloak 26: `action:parameter` (idp_link:{alias}) names the action and its parameter.
