@@ -5,7 +5,7 @@
  */
 export { ActionTokens, ACTION_TOKEN_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
 export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession, type KcActionStatus } from './auth-session.js';
-export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
+export { issueAuthorizationCode, pkceRefusal, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal, type PkceRefusal } from './authorization-code.js';
 export { answerDeviceConsent, denyDeviceGrant, deviceGrantByUserCode, normalizeUserCode, pollDeviceGrant, startDeviceGrant, type DeviceGrant, type DevicePoll } from './device-code.js';
 export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';

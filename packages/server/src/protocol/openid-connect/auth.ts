@@ -7,6 +7,7 @@ import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, t
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { parRequired, takePushedRequest } from './par.js';
+import { pkceChallengeProblem } from './pkce.js';
 import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
@@ -73,14 +74,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     if (parRequired(client) && requestUri === undefined) return fail('invalid_request', 'Pushed Authorization Request is only allowed.');
     if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
     const challenge = param('code_challenge');
-    const method = param('code_challenge_method');
-    const pkceRequired = client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256';
-    if (challenge !== undefined || method !== undefined) {
-      if (method !== 'S256') return fail('invalid_request', 'Invalid parameter: code challenge method is not supported (use S256)');
-      if (!challenge || !/^[A-Za-z0-9\-._~]{43,128}$/.test(challenge)) return fail('invalid_request', 'Invalid parameter: code_challenge');
-    } else if (pkceRequired) {
-      return fail('invalid_request', 'Missing parameter: code_challenge_method');
-    }
+    const pkceProblem = pkceChallengeProblem(challenge, param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
+    if (pkceProblem) return fail('invalid_request', pkceProblem);
     // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
     const requestedScope = param('scope');
     if (unknownScopes(await clientScopeSet(ctx.storage, client), requestedScope).length) return fail('invalid_scope', `Invalid scopes: ${requestedScope}`);

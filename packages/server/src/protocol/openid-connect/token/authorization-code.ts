@@ -10,7 +10,7 @@ import { tokenRequestProof } from '../dpop.js';
 import { tokensForBrowserSession } from './session-tokens.js';
 
 /** Keycloak's error_description for each refusal of a code (all are invalid_grant). */
-const refusalDescription: Record<CodeRefusal, string> = {
+export const refusalDescription: Record<CodeRefusal, string> = {
   not_valid: 'Code not valid',
   redirect_uri: 'Incorrect redirect_uri',
   verifier_malformed: 'PKCE code verifier not specified or malformed',
