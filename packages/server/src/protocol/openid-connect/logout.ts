@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
@@ -60,7 +60,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     let claims;
     try {
       claims = await ctx.tokens.verify(realm, refreshToken, refreshTokenType(refreshToken), ctx.config.hostname);

@@ -8,7 +8,7 @@ import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clientScopeSet } from '../../services/index.js';
 import { authenticateClient, formFields, isFormRequest } from './client-auth.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
 import { dpopHeader, verifyDpopProof } from './dpop.js';
 import { unknownScopes } from './mappers/index.js';
 import { realmOrError } from './realm-lookup.js';
@@ -43,7 +43,7 @@ export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     if (!isFormRequest(request)) throw oauthError.invalid_request('The pushed authorization request must be a form (application/x-www-form-urlencoded)');
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     const params = formFields(request.body);
     if (params.request_uri !== undefined) throw oauthError.invalid_request('It is not allowed to include request_uri to PAR.');
     // RFC 9449 10.1, as Keycloak: a DPoP proof sent with the push (checked as at the token endpoint, for this URL)
