@@ -30,7 +30,7 @@ export interface AuthSession {
    * Set once an identity provider signed the user in: the upstream session and user (`{alias}.{sid}`,
    * `{alias}.{sub}`) the SSO session records, so the upstream's back-channel logout can end it.
    */
-  broker?: { sessionId: string | null; userId: string };
+  broker?: { sessionId: string | null; userId: string; idTokenRef?: string };
   /** A sign-in the device page started (RFC 8628): the device grant's id; it ends on the consent page, not at a redirect URI. */
   device?: string;
   /** Synchronizer token every form on these pages must echo back. */

@@ -18,5 +18,5 @@ export { resetCredentialsUser, runResetCredentials, type ResetChallenge, type Re
 export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 export { SignedState } from './signed-state.js';
 export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
-export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';
+export { clearSsoCookie, currentSsoSession, keepBrokerIdToken, startSsoSession } from './sso-session.js';
 export * from './brokering/index.js';

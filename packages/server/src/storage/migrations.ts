@@ -800,4 +800,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('user_session_broker_user').on('user_session').columns(['realm_id', 'broker_user_id']).execute();
     },
   },
+  // Issue 40: the upstream's ID token of a brokered sign-in whose identity provider has `backchannelSupported`
+  // (Keycloak's FEDERATED_ID_TOKEN session note), sent as `id_token_hint` when this server logs the upstream out.
+  '0033-user-session-broker-id-token': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_session').addColumn('broker_id_token', 'text').execute();
+    },
+  },
 };

@@ -161,7 +161,8 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     }
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
     for (const session of outcome.sessions) {
-      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(session.id, trx));
+      // The upstream that asked is not told back (Keycloak's initiatingIdp).
+      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(session.id, trx), undefined, { initiatingIdp: outcome.alias });
       await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, details: { identity_provider: outcome.alias }, request: info });
     }
     return reply.code(200).header('cache-control', 'no-store').send();
