@@ -3,7 +3,7 @@ import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair,
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { adminToken, api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 40, DPoP completeness (RFC 9449 10) as Keycloak 26.7.3: `dpop_jkt` on the authorization request and a DPoP
@@ -141,5 +141,43 @@ describe('DPoP binding of the authorization code (dpop_jkt, PAR)', () => {
     expect(await push(appPush(), { dpop: once })).toEqual({ status: 400, body: { error: 'invalid_dpop_proof', error_description: 'DPoP proof has already been used' } });
     // The same key named by dpop_jkt and proved is accepted.
     expect((await push({ ...appPush(), dpop_jkt: await thumbprint(a) }, { dpop: await proof(a, 'POST', endpoint('ext/par/request')) })).status).toBe(201);
+  });
+});
+
+describe('DPoP binding of the code across two nodes', () => {
+  let pair: Awaited<ReturnType<typeof startServerPair>>;
+  const endpointOf = (node: TestServer, path: string) => `${node.server.context.config.hostname ?? node.url}/realms/${REALM}/protocol/openid-connect/${path}`;
+  beforeAll(async () => {
+    pair = await startServerPair();
+    const token = await adminToken(pair.a.url);
+    expect((await api(pair.a.url, 'POST', '/admin/realms', token, { realm: REALM, enabled: true })).status).toBe(201);
+    expect((await api(pair.a.url, 'POST', `/admin/realms/${REALM}/users`, token, { username: 'erin', email: 'erin@example.com', emailVerified: true, firstName: 'Erin', lastName: 'Key', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] })).status).toBe(201);
+    expect((await api(pair.a.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'app', publicClient: false, secret: 'app-secret', redirectUris: [callback] })).status).toBe(201);
+  });
+  afterAll(() => pair?.close());
+
+  it('pushed with key A on node A, signed in and redeemed on node B: key B refused, key A served', async () => {
+    const { a, b } = pair;
+    const keyA = await newKey();
+    const keyB = await newKey();
+    const codeVia = async () => {
+      const response = await fetch(`${a.url}/realms/${REALM}/protocol/openid-connect/ext/par/request`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof(keyA, 'POST', endpointOf(a, 'ext/par/request')) },
+        body: new URLSearchParams({ client_id: 'app', client_secret: 'app-secret', response_type: 'code', redirect_uri: callback, scope: 'openid' }),
+      });
+      expect(response.status).toBe(201);
+      const { request_uri } = (await response.json()) as { request_uri: string };
+      const browser = new FormClient(b.url);
+      const page = await browser.get(`/realms/${REALM}/protocol/openid-connect/auth?client_id=app&request_uri=${encodeURIComponent(request_uri)}`);
+      const back = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'erin', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+      return new URL(back.location!).searchParams.get('code')!;
+    };
+    const form = (code: string) => ({ grant_type: 'authorization_code', client_id: 'app', client_secret: 'app-secret', code, redirect_uri: callback });
+    const refused = await tokenRequest(b.url, REALM, form(await codeVia()), { dpop: await proof(keyB, 'POST', endpointOf(b, 'token')) });
+    expect(refused.body).toMatchObject({ error: 'invalid_request', error_description: 'DPoP Proof public key thumbprint does not match dpop_jkt' });
+    const served = await tokenRequest(b.url, REALM, form(await codeVia()), { dpop: await proof(keyA, 'POST', endpointOf(b, 'token')) });
+    expect(served.status, JSON.stringify(served.body)).toBe(200);
+    expect((decodeJwt(served.body.access_token as string).cnf as { jkt: string }).jkt).toBe(await thumbprint(keyA));
   });
 });
