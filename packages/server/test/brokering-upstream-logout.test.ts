@@ -134,4 +134,19 @@ describe('logging the upstream identity provider out (backchannelSupported)', ()
       expect((await admin('PUT', '/down/identity-provider/instances/up', up)).status).toBe(204);
     }
   });
+
+  it('a logout the upstream started (its logout token) is not sent back to the upstream', async () => {
+    const upClient = ((await admin('GET', '/up/clients?clientId=broker-client')).body as { id: string; attributes?: Record<string, string> }[])[0];
+    const backchannel = `${t.url}/realms/down/protocol/openid-connect/logout/backchannel-logout`;
+    expect((await admin('PUT', `/up/clients/${upClient.id}`, { ...upClient, attributes: { ...upClient.attributes, 'backchannel.logout.url': backchannel } })).status).toBe(204);
+    await signIn();
+    const downUser = ((await admin('GET', '/down/users?username=upuser&exact=true')).body as { id: string }[])[0];
+    const downSessions = async () => (await admin('GET', `/down/users/${downUser.id}/sessions`)).body as { id: string }[];
+    expect((await downSessions()).length).toBe(1);
+    const before = (await brokerRows()).length;
+    for (const session of await upSessions()) expect((await admin('DELETE', `/up/sessions/${session.id}`)).status).toBe(204);
+    // The upstream told this realm, whose brokered session ended; no row was written to call the upstream back.
+    await eventually(async () => ((await downSessions()).length === 0 ? true : undefined));
+    expect((await brokerRows()).length).toBe(before);
+  });
 });
