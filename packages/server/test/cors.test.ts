@@ -57,7 +57,7 @@ describe('CORS on the token endpoint, by the client\'s webOrigins', () => {
     expect((await password('plus', 'https://spa.example:8443')).headers.get('access-control-allow-origin')).toBe('https://spa.example:8443');
     expect((await password('plus', 'https://root.example')).headers.get('access-control-allow-origin')).toBe('https://root.example');
     const other = await password('plus', 'https://spa.example');
-    expect(other.status).toBe(200);
+    expect(other.status).toBe(403);
     expect(corsHeaders(other)).toEqual([]);
   });
 
@@ -65,12 +65,21 @@ describe('CORS on the token endpoint, by the client\'s webOrigins', () => {
     expect((await password('star', 'http://localhost:3000')).headers.get('access-control-allow-origin')).toBe('http://localhost:3000');
   });
 
-  it('a disallowed origin gets no CORS headers (the answer itself is unchanged)', async () => {
-    for (const [clientId, origin] of [['listed', 'https://evil.example'], ['none', 'https://none.example'], ['listed', 'https://app.example.evil.example']]) {
+  it('a disallowed origin is refused, 403 "Invalid origin" without CORS headers (Keycloak 26.6.3 and later), no token issued', async () => {
+    for (const [clientId, origin] of [['listed', 'https://evil.example'], ['none', 'https://none.example'], ['listed', 'https://app.example.evil.example'], ['listed', 'null']]) {
       const response = await password(clientId, origin);
-      expect(response.status).toBe(200);
+      expect(response.status).toBe(403);
+      expect(await response.json()).toEqual({ error: 'Invalid origin' });
       expect(corsHeaders(response)).toEqual([]);
     }
+  });
+
+  it("the server's own origin (same-origin) passes without a grant; a wrong client secret is still answered first", async () => {
+    const own = await password('none', new URL(t.url).origin);
+    expect(own.status).toBe(200);
+    expect(corsHeaders(own)).toEqual([]);
+    const unknown = await token({ grant_type: 'password', client_id: 'nobody', username: 'x', password: 'y' }, 'https://evil.example');
+    expect(unknown.status).toBe(401);
   });
 
   it('an error after the client is known carries the grant, so the app can read it', async () => {
@@ -94,8 +103,13 @@ describe('CORS on the other endpoints', () => {
     expect(userinfo.status).toBe(200);
     expect(userinfo.headers.get('access-control-allow-origin')).toBe('https://app.example');
     const denied = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}`, origin: 'https://evil.example' } });
-    expect(denied.status).toBe(200);
+    expect(denied.status).toBe(403);
     expect(corsHeaders(denied)).toEqual([]);
+    const evilForm = (body: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' }, body: new URLSearchParams(body) });
+    expect((await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/revoke`, evilForm({ client_id: 'listed', token: tokens.access_token }))).status).toBe(403);
+    expect((await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/logout`, evilForm({ client_id: 'listed', refresh_token: tokens.refresh_token }))).status).toBe(403);
+    // Refused before anything was done: the token still works.
+    expect((await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
     const form = (body: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://app.example' }, body: new URLSearchParams(body) });
     const revoke = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/revoke`, form({ client_id: 'listed', token: tokens.access_token }));
     expect(revoke.status).toBe(200);

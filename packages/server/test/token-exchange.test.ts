@@ -1,4 +1,4 @@
-import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
+import { SignJWT, calculateJwkThumbprint, createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { movableDate, type MovableClock } from './support/clock.js';
@@ -15,6 +15,7 @@ const PASSWORD = 'Exchange-password-4';
 const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 const REFRESH = 'urn:ietf:params:oauth:token-type:refresh_token';
+const ID = 'urn:ietf:params:oauth:token-type:id_token';
 const ON = { 'standard.token.exchange.enabled': 'true' };
 
 let t: TestServer;
@@ -227,5 +228,39 @@ describe('token exchange (standard V2)', () => {
     const claims = decodeJwt(answer.access_token);
     expect(claims.aud).toBe('backend');
     expect((claims.cnf as { jkt: string }).jkt).toBe(await calculateJwkThumbprint(await exportJWK(keys.publicKey), 'sha256'));
+  });
+  describe('requested_token_type id_token (as Keycloak 26: the ID token in access_token, token_type N_A)', () => {
+    it('openid-client: gateway asks for an ID token of dina, signed by the realm, for gateway, without at_hash or other tokens', async () => {
+      const config = await oidc.discovery(new URL(`${t.url}/realms/${REALM}`), 'gateway', undefined, oidc.ClientSecretBasic('gateway-secret'), { execute: [oidc.allowInsecureRequests] });
+      const subject = await subjectToken(REALM, 'openid');
+      const answer = await oidc.genericGrantRequest(config, GRANT, { subject_token: subject, subject_token_type: ACCESS, requested_token_type: ID });
+      expect(answer.issued_token_type).toBe(ID);
+      expect(answer.token_type.toUpperCase()).toBe('N_A');
+      expect(answer.refresh_token).toBeUndefined();
+      expect(answer.id_token).toBeUndefined();
+      const { payload } = await jwtVerify(answer.access_token, createRemoteJWKSet(new URL(`${t.url}/realms/${REALM}/protocol/openid-connect/certs`)), { issuer: `${t.url}/realms/${REALM}`, audience: 'gateway' });
+      expect(payload).toMatchObject({ typ: 'ID', azp: 'gateway', sub: decodeJwt(subject).sub, preferred_username: 'dina' });
+      expect(payload.at_hash).toBeUndefined();
+    });
+
+    it('without openid in any scope, still an ID token (Keycloak generates it for this type)', async () => {
+      const response = await exchange('gateway', await subjectToken(REALM, 'phone'), { requested_token_type: ID });
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      expect(decodeJwt(response.body.access_token).typ).toBe('ID');
+    });
+
+    it('attacker: asking for more than the subject token had is refused for an ID token too', async () => {
+      const subject = await subjectToken(REALM, 'openid');
+      expect(await exchange('gateway', subject, { requested_token_type: ID, audience: 'stranger' })).toMatchObject({
+        status: 400,
+        body: { error: 'invalid_request', error_description: 'Requested audience not available: stranger' },
+      });
+      expect(await exchange('gateway', subject, { requested_token_type: ID, scope: 'phone' })).toMatchObject({ status: 400, body: { error: 'invalid_scope' } });
+      expect(await exchange('stranger', subject, { requested_token_type: ID })).toMatchObject({ status: 403, body: { error: 'access_denied' } });
+      expect(await exchange('gateway', subject, { requested_token_type: 'urn:ietf:params:oauth:token-type:saml2' })).toMatchObject({
+        status: 400,
+        body: { error: 'invalid_request', error_description: 'requested_token_type unsupported' },
+      });
+    });
   });
 });

@@ -16,6 +16,8 @@ export interface AuthSession {
   state: string | null;
   nonce: string | null;
   codeChallenge: string | null;
+  /** RFC 9449 10 (`dpop_jkt`): the code this request ends in is redeemed only with a DPoP proof of this key. */
+  dpopJkt?: string;
   /** Keycloak's `kc_action`: the required action the application asked the user to carry out (AIA). */
   kcAction?: string;
   /** Keycloak 26's parameter of the action (`kc_action=idp_link:{alias}`: the identity provider's alias). */
@@ -28,7 +30,7 @@ export interface AuthSession {
    * Set once an identity provider signed the user in: the upstream session and user (`{alias}.{sid}`,
    * `{alias}.{sub}`) the SSO session records, so the upstream's back-channel logout can end it.
    */
-  broker?: { sessionId: string | null; userId: string };
+  broker?: { sessionId: string | null; userId: string; idTokenRef?: string };
   /** A sign-in the device page started (RFC 8628): the device grant's id; it ends on the consent page, not at a redirect URI. */
   device?: string;
   /** Synchronizer token every form on these pages must echo back. */

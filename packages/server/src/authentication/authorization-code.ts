@@ -18,6 +18,8 @@ export interface CodeGrant {
   scope: string;
   nonce: string | null;
   codeChallenge: string | null;
+  /** The DPoP key thumbprint the authorization request bound the code to (`dpop_jkt`), checked by the token endpoint. */
+  dpopJkt?: string;
   authTime: number;
 }
 
@@ -35,6 +37,7 @@ export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'h
     scope: auth.scope,
     nonce: auth.nonce,
     codeChallenge: auth.codeChallenge,
+    ...(auth.dpopJkt !== undefined ? { dpopJkt: auth.dpopJkt } : {}),
     authTime: Math.floor(session.started / 1000),
   };
   await ctx.hostStore.set(codeKey(code), JSON.stringify(grant), CODE_LIFETIME_MS);
@@ -43,6 +46,19 @@ export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'h
 
 /** Why a code was refused; the protocol words each for the client. */
 export type CodeRefusal = 'not_valid' | 'redirect_uri' | 'verifier_malformed' | 'verifier_mismatch' | 'verifier_unexpected' | 'session_not_active';
+
+/** Why a PKCE verifier (RFC 7636 4.6) is refused for a grant of `challenge` (S256, or none); null when it passes. */
+export type PkceRefusal = Extract<CodeRefusal, 'verifier_malformed' | 'verifier_mismatch' | 'verifier_unexpected'>;
+
+/** The one PKCE verifier check, for authorization codes and device codes alike. */
+export function pkceRefusal(challenge: string | null | undefined, verifier: string | undefined): PkceRefusal | null {
+  if (challenge) {
+    if (!verifier || !/^[A-Za-z0-9\-._~]{43,128}$/.test(verifier)) return 'verifier_malformed';
+    const computed = createHash('sha256').update(verifier).digest('base64url');
+    return secretsEqual(computed, challenge) ? null : 'verifier_mismatch';
+  }
+  return verifier !== undefined ? 'verifier_unexpected' : null;
+}
 
 export type CodeRedemption =
   | { ok: true; grant: CodeGrant; session: UserSession; user: User }
@@ -80,14 +96,8 @@ export async function redeemAuthorizationCode(
   const grant = JSON.parse(raw) as CodeGrant;
   if (grant.realmId !== realm.id || grant.clientId !== client.clientId) return refuse('not_valid', 'invalid_client_credentials');
   if (input.redirectUri !== grant.redirectUri) return refuse('redirect_uri', 'invalid_redirect_uri');
-  const verifier = input.codeVerifier;
-  if (grant.codeChallenge !== null) {
-    if (!verifier || !/^[A-Za-z0-9\-._~]{43,128}$/.test(verifier)) return refuse('verifier_malformed', 'invalid_code_verifier');
-    const computed = createHash('sha256').update(verifier).digest('base64url');
-    if (!secretsEqual(computed, grant.codeChallenge)) return refuse('verifier_mismatch', 'invalid_code_verifier');
-  } else if (verifier !== undefined) {
-    return refuse('verifier_unexpected', 'invalid_code_verifier');
-  }
+  const pkce = pkceRefusal(grant.codeChallenge, input.codeVerifier);
+  if (pkce) return refuse(pkce, 'invalid_code_verifier');
   const session = await ctx.storage.sessions.byId(grant.sessionId);
   const user = session ? await ctx.storage.users.byId(realm.id, grant.userId) : null;
   if (!session || !user || !user.enabled) return refuse('session_not_active');

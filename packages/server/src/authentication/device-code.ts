@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { AuthenticationContext } from './context.js';
 import { secretsEqual } from '../credentials/index.js';
 import type { UserSession } from '../model/types.js';
+import { pkceRefusal, type PkceRefusal } from './authorization-code.js';
 
 /**
  * The device authorization grant's state (RFC 8628), kept in the shared store as authorization codes are, so any
@@ -14,6 +15,8 @@ export interface DeviceGrant {
   clientId: string;
   scope: string;
   nonce: string | null;
+  /** RFC 7636 at the device authorization endpoint (Keycloak 26): the S256 challenge the poll's `code_verifier` must meet. */
+  codeChallenge?: string;
   userCode: string;
   /** Epoch ms after which the device code answers `expired_token`. */
   expiresAt: number;
@@ -56,7 +59,7 @@ export function normalizeUserCode(input: string): string | null {
 /** A new device code and user code for `client`, pending until a user answers on the device page. */
 export async function startDeviceGrant(
   ctx: StoreCtx,
-  fields: Pick<DeviceGrant, 'realmId' | 'clientId' | 'scope' | 'nonce' | 'interval'> & { lifespanSeconds: number },
+  fields: Pick<DeviceGrant, 'realmId' | 'clientId' | 'scope' | 'nonce' | 'interval' | 'codeChallenge'> & { lifespanSeconds: number },
 ): Promise<{ deviceCode: string; userCode: string }> {
   const deviceCode = randomBytes(32).toString('base64url');
   const id = hash(deviceCode);
@@ -129,6 +132,7 @@ export async function denyDeviceGrant(ctx: StoreCtx, realmId: string, id: string
 
 export type DevicePoll =
   | { status: 'not_valid' | 'expired' | 'other_client' | 'slow_down' | 'denied' | 'pending' }
+  | { status: 'pkce'; reason: PkceRefusal }
   | { status: 'approved'; grant: DeviceGrant & { sessionId: string; userId: string } };
 
 /**
@@ -136,7 +140,7 @@ export type DevicePoll =
  * too soon after the last poll (`slow_down`, which does not stamp the clock again), denied, pending. An approved code
  * is claimed before it is answered, so it is redeemed once across nodes, even by two polls at once.
  */
-export async function pollDeviceGrant(ctx: StoreCtx, realmId: string, clientId: string, deviceCode: string): Promise<DevicePoll> {
+export async function pollDeviceGrant(ctx: StoreCtx, realmId: string, clientId: string, deviceCode: string, codeVerifier?: string): Promise<DevicePoll> {
   if (deviceCode.length > 256) return { status: 'not_valid' };
   const id = hash(deviceCode);
   const raw = await ctx.hostStore.get(grantKey(id));
@@ -148,6 +152,9 @@ export async function pollDeviceGrant(ctx: StoreCtx, realmId: string, clientId: 
   if (!(await ctx.hostStore.setIfAbsent(`${grantKey(id)}:poll`, '1', grant.interval * 1000))) return { status: 'slow_down' };
   if (grant.status === 'denied') return { status: 'denied' };
   if (grant.status !== 'approved' || !grant.sessionId || !grant.userId) return { status: 'pending' };
+  // As Keycloak's DeviceGrantType: checked once approved, before the code is spent (a wrong verifier spends nothing).
+  const pkce = pkceRefusal(grant.codeChallenge, codeVerifier);
+  if (pkce) return { status: 'pkce', reason: pkce };
   if (!(await ctx.hostStore.setIfAbsent(`${grantKey(id)}:used`, '1', Math.max(1, keptMs(grant))))) return { status: 'not_valid' };
   await ctx.hostStore.delete(grantKey(id));
   return { status: 'approved', grant: grant as DeviceGrant & { sessionId: string; userId: string } };

@@ -5,7 +5,7 @@
  */
 export { ActionTokens, ACTION_TOKEN_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
 export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession, type KcActionStatus } from './auth-session.js';
-export { issueAuthorizationCode, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal } from './authorization-code.js';
+export { issueAuthorizationCode, pkceRefusal, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal, type PkceRefusal } from './authorization-code.js';
 export { answerDeviceConsent, denyDeviceGrant, deviceGrantByUserCode, normalizeUserCode, pollDeviceGrant, startDeviceGrant, type DeviceGrant, type DevicePoll } from './device-code.js';
 export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';
@@ -18,5 +18,5 @@ export { resetCredentialsUser, runResetCredentials, type ResetChallenge, type Re
 export { checkSecondFactor, STEP_ATTEMPTS, takeStepAttempt, type SecondFactorAttempt, type SecondFactorError, type SecondFactorResult } from './second-factor.js';
 export { SignedState } from './signed-state.js';
 export { refusedUser, runBrowserSignIn, runGrantSignIn, type BrowserChallenge, type BrowserProgress, type SignInFailure } from './sign-in.js';
-export { clearSsoCookie, currentSsoSession, startSsoSession } from './sso-session.js';
+export { clearSsoCookie, currentSsoSession, keepBrokerIdToken, startSsoSession } from './sso-session.js';
 export * from './brokering/index.js';

@@ -14,7 +14,24 @@ const PURPOSE = 'sso-session';
 /** A sealed `{sid, key}` is under 300 characters; anything much longer is not one of ours. */
 const MAX_COOKIE_VALUE = 1024;
 
-type SsoContext = Pick<AuthenticationContext, 'storage' | 'config' | 'keys'>;
+type SsoContext = Pick<AuthenticationContext, 'storage' | 'config' | 'keys' | 'hostStore'>;
+
+/** Where a brokered sign-in leaves the upstream's ID token until its session is made (the auth session is a cookie: too small). */
+const brokerIdTokenKey = (ref: string) => `broker-id-token:${ref}`;
+const BROKER_ID_TOKEN_MS = 30 * 60 * 1000;
+const MAX_BROKER_ID_TOKEN = 16_384;
+
+/**
+ * Keeps the upstream's raw ID token of a brokered sign-in for its session (returns the reference the auth session
+ * carries), only where the identity provider logs the upstream out by back-channel (`backchannelSupported`), the one
+ * use of it; otherwise nothing is kept.
+ */
+export async function keepBrokerIdToken(ctx: Pick<AuthenticationContext, 'hostStore'>, providerConfig: Record<string, string>, idToken: unknown): Promise<string | undefined> {
+  if (providerConfig.backchannelSupported !== 'true' || typeof idToken !== 'string' || !idToken || idToken.length > MAX_BROKER_ID_TOKEN) return undefined;
+  const ref = newSecret(24);
+  await ctx.hostStore.set(brokerIdTokenKey(ref), idToken, BROKER_ID_TOKEN_MS);
+  return ref;
+}
 
 /** What the cookie carries: the session, and the random value only the sign-in that started it knew. */
 interface SsoCookie {
@@ -55,9 +72,20 @@ export async function currentSsoSession(ctx: SsoContext, request: FastifyRequest
  * A new session for a browser sign-in, and its cookie: every sign-in (prompt=login over a live session included)
  * starts a session with a fresh random value, so the cookie changes and a value planted earlier names nothing.
  */
-export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User, broker?: { sessionId: string | null; userId: string }): Promise<UserSession> {
+export async function startSsoSession(ctx: SsoContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, user: User, broker?: { sessionId: string | null; userId: string; idTokenRef?: string }): Promise<UserSession> {
   const now = Date.now();
-  const session: UserSession = { id: newId(), realmId: realm.id, userId: user.id, ipAddress: requestInfo(request).ipAddress, started: now, lastRefresh: now, ...(broker ? { brokerSessionId: broker.sessionId, brokerUserId: broker.userId } : {}) };
+  const idToken = broker?.idTokenRef ? await ctx.hostStore.get(brokerIdTokenKey(broker.idTokenRef)) : null;
+  if (broker?.idTokenRef) await ctx.hostStore.delete(brokerIdTokenKey(broker.idTokenRef));
+  const session: UserSession = {
+    id: newId(),
+    realmId: realm.id,
+    userId: user.id,
+    ipAddress: requestInfo(request).ipAddress,
+    started: now,
+    lastRefresh: now,
+    ...(broker ? { brokerSessionId: broker.sessionId, brokerUserId: broker.userId } : {}),
+    ...(idToken ? { brokerIdToken: idToken } : {}),
+  };
   const cookie: SsoCookie = { sid: session.id, key: newSecret(32) };
   // Sealed before anything is stored: a realm without an active key fails here, not with an orphan session.
   const value = await new SignedState(ctx.keys).seal(realm.id, PURPOSE, cookie, realm.ssoSessionMaxLifespan * 1000);

@@ -88,6 +88,21 @@ export function allowCorsForClient(request: FastifyRequest, client: Pick<Client,
   return granted !== null;
 }
 
+/**
+ * Keycloak 26.6.3 and later (Cors.checkAllowedOrigins, CVE-2026-37977's fix): a request to a client's endpoint whose
+ * `Origin` its web origins do not allow is refused (403), not merely answered without CORS headers. No `Origin`, the
+ * server's own origin (same-origin) and a client with `*` pass; anything else sent as `Origin` (several, `null`, one
+ * not allowed) is refused.
+ */
+export function originRefused(request: FastifyRequest, client: Pick<Client, 'webOrigins' | 'redirectUris' | 'rootUrl' | 'enabled'>, base: string): boolean {
+  const header = request.headers.origin;
+  if (header === undefined) return false;
+  if (typeof header !== 'string') return true;
+  if (header === originOf(base) || client.webOrigins.includes('*')) return false;
+  const origin = parseOrigin(header);
+  return !(origin !== null && client.enabled && webOriginAllowed(client, origin, base));
+}
+
 /** Marks a CORS-aware endpoint before its client is known: no grant yet, but `Vary: Origin`. */
 export function corsPending(request: FastifyRequest): void {
   if (!grants.has(request)) grants.set(request, null);

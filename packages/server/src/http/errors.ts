@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { DependencyUnavailableError, RequestAbandonedError } from '../store/index.js';
 import { JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT, sizeInWords } from './limits.js';
-import { APP_ERRORS, AppError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
+import { APP_ERRORS, AppError, InvalidOriginError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
 /** Fastify's own errors a request can cause, as the catalogue's codes. */
 const fastifyErrors: Record<string, { code: AppErrorCode; message: string }> = {
@@ -40,6 +40,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         .headers({ 'cache-control': 'no-store', ...error.headers })
         .send({ error: error.error, error_description: error.description });
     }
+    if (error instanceof InvalidOriginError) return reply.code(error.status).header('cache-control', 'no-store').send({ error: error.message });
     if (error instanceof TokenVerificationError) {
       return reply.code(OAUTH_ERRORS[TOKEN_REFUSED]).send({ error: TOKEN_REFUSED, error_description: error.message });
     }

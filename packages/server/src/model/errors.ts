@@ -104,6 +104,21 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * Keycloak's answer to a request from an `Origin` the client's web origins do not allow (Cors.checkAllowedOrigins,
+ * 26.6.3 and later): JAX-RS's ForbiddenException, `403 {"error": "Invalid origin"}`, without CORS headers.
+ */
+export const INVALID_ORIGIN_ERROR = 'Invalid origin';
+
+export class InvalidOriginError extends Error {
+  readonly status = APP_ERRORS.forbidden;
+
+  constructor() {
+    super(INVALID_ORIGIN_ERROR);
+    this.name = 'InvalidOriginError';
+  }
+}
+
 export const badRequest = (message: string, field?: string) => new AppError('invalid_input', message, field);
 export const unauthorized = (message: string) => new AppError('unauthorized', message);
 export const forbidden = (message = 'Forbidden') => new AppError('forbidden', message);

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  keepBrokerIdToken,
   answeredAsBadCredentials,
   authBindingOf,
   canLink,
@@ -265,7 +266,9 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     // The SSO session will record the upstream session and user (Keycloak's brokerSessionId / brokerUserId): the
     // ID token's `sid`, else the token response's `session_state`.
     const sid = typeof identity.idToken.sid === 'string' ? identity.idToken.sid : typeof identity.tokenResponse.session_state === 'string' ? identity.tokenResponse.session_state : null;
-    const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker: { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}` } });
+    const idTokenRef = await keepBrokerIdToken(ctx, provider.config, identity.tokenResponse.id_token);
+    const broker = { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}`, ...(idTokenRef ? { idTokenRef } : {}) };
+    const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker });
     if (!postBrokerLoginFlowOf(provider)) return finish(request, reply, realm, auth, user);
     const progress: BrokerProgress = { phase: 'post', alias: provider.alias, auth: authBindingOf(auth), identity, done: {}, userId: user.id, existingUserId: null, newUser: false, requiredActions: [], reviewed: true };
     return runPostAndAnswer(request, reply, realm, auth, provider, user, progress, await keepProgress(ctx, progress), null);

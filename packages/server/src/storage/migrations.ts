@@ -807,4 +807,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('user_entity').addColumn('password_credential_id', 'text').execute();
     },
   },
+  // Issue 40: the upstream's ID token of a brokered sign-in whose identity provider has `backchannelSupported`
+  // (Keycloak's FEDERATED_ID_TOKEN session note), sent as `id_token_hint` when this server logs the upstream out.
+  '0033-user-session-broker-id-token': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_session').addColumn('broker_id_token', 'text').execute();
+    },
+  },
 };

@@ -193,6 +193,7 @@ export interface UserSessionTable {
   /** A brokered sign-in's `{alias}.{upstream sid}` and `{alias}.{upstream sub}` (migration 0031); null otherwise. */
   broker_session_id: string | null;
   broker_user_id: string | null;
+  broker_id_token: string | null;
 }
 
 export interface ClientSessionTable {

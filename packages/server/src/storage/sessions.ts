@@ -14,6 +14,7 @@ const toSession = (row: Selectable<UserSessionTable>): UserSession => ({
   offline: bool(row.offline),
   ...(row.broker_session_id ? { brokerSessionId: row.broker_session_id } : {}),
   ...(row.broker_user_id ? { brokerUserId: row.broker_user_id } : {}),
+  ...(row.broker_id_token ? { brokerIdToken: row.broker_id_token } : {}),
 });
 
 const toClientSession = (row: Selectable<ClientSessionTable>): ClientSession => ({
@@ -52,6 +53,7 @@ export class SessionRepository {
         sso_cookie_hash: ssoCookieHash,
         broker_session_id: session.brokerSessionId ?? null,
         broker_user_id: session.brokerUserId ?? null,
+        broker_id_token: session.brokerIdToken ?? null,
       })
       .execute();
   }

@@ -7,6 +7,7 @@ import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, t
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { parRequired, takePushedRequest } from './par.js';
+import { pkceChallengeProblem } from './pkce.js';
 import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
@@ -73,14 +74,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     if (parRequired(client) && requestUri === undefined) return fail('invalid_request', 'Pushed Authorization Request is only allowed.');
     if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
     const challenge = param('code_challenge');
-    const method = param('code_challenge_method');
-    const pkceRequired = client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256';
-    if (challenge !== undefined || method !== undefined) {
-      if (method !== 'S256') return fail('invalid_request', 'Invalid parameter: code challenge method is not supported (use S256)');
-      if (!challenge || !/^[A-Za-z0-9\-._~]{43,128}$/.test(challenge)) return fail('invalid_request', 'Invalid parameter: code_challenge');
-    } else if (pkceRequired) {
-      return fail('invalid_request', 'Missing parameter: code_challenge_method');
-    }
+    const pkceProblem = pkceChallengeProblem(challenge, param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
+    if (pkceProblem) return fail('invalid_request', pkceProblem);
     // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
     const requestedScope = param('scope');
     if (unknownScopes(await clientScopeSet(ctx.storage, client), requestedScope).length) return fail('invalid_scope', `Invalid scopes: ${requestedScope}`);
@@ -95,6 +90,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
       nonce: param('nonce') ?? null,
       codeChallenge: challenge ?? null,
     };
+    // RFC 9449 10: the code is bound to this DPoP key (from a pushed request: the key of the push's proof, par.ts).
+    const dpopJkt = param('dpop_jkt');
+    if (dpopJkt) auth.dpopJkt = dpopJkt;
     // Keycloak's application-initiated action: the user carries out this required action, then goes back to the
     // client with kc_action_status (pages/required-actions.ts). An action the realm does not have answers error there.
     // Keycloak 26: `action:parameter` (idp_link:{alias}) names the action and its parameter.

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
-import { allowCorsForClient, answerPreflight, baseUrl } from '../../http/index.js';
+import { allowCorsForClient, answerPreflight, baseUrl, originRefused } from '../../http/index.js';
+import { InvalidOriginError } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
 import { realmOrError } from './realm-lookup.js';
 
@@ -18,6 +19,16 @@ const corsEndpoints: { path: string; methods: string[]; public?: boolean }[] = [
 /** The request's origin is granted when this client's web origins allow it (http/cors.ts decides). */
 export function corsForClient(ctx: ProtocolContext, request: FastifyRequest, client: Client): void {
   allowCorsForClient(request, client, baseUrl(request, ctx.config.hostname));
+}
+
+/**
+ * As corsForClient, and a request from an origin the client's web origins do not allow is refused (403 "Invalid
+ * origin"), as Keycloak 26.6.3 and later refuse it at the token, userinfo, revocation, logout and PAR endpoints.
+ */
+export function checkAllowedOrigin(ctx: ProtocolContext, request: FastifyRequest, client: Client): void {
+  const base = baseUrl(request, ctx.config.hostname);
+  allowCorsForClient(request, client, base);
+  if (originRefused(request, client, base)) throw new InvalidOriginError();
 }
 
 /** Preflight (`OPTIONS`) for every endpoint above. */

@@ -18,6 +18,7 @@ import { clientScopeSet } from '../../services/index.js';
 import { authenticateClient, formField, isFormRequest } from './client-auth.js';
 import { corsForClient } from './cors.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
+import { pkceChallengeProblem, pkceEnforced } from './pkce.js';
 import { realmOrError } from './realm-lookup.js';
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -67,7 +68,23 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const lifespan = positiveInt(client.attributes['oauth2.device.code.lifespan']) ?? positiveInt(realm.attributes.oauth2DeviceCodeLifespan) ?? DEFAULT_LIFESPAN_S;
     const interval = positiveInt(client.attributes['oauth2.device.polling.interval']) ?? positiveInt(realm.attributes.oauth2DevicePollingInterval) ?? DEFAULT_INTERVAL_S;
     const nonce = formField(request.body, 'nonce')?.slice(0, 2048) ?? null;
-    const { deviceCode, userCode } = await startDeviceGrant(ctx, { realmId: realm.id, clientId: client.clientId, scope, nonce, interval, lifespanSeconds: lifespan });
+    // RFC 7636 here too, as Keycloak 26's device endpoint (checkPKCEParams): required only by the client's
+    // `pkce.code.challenge.method`; the poll must then send the verifier (token/device-code.ts).
+    const codeChallenge = formField(request.body, 'code_challenge');
+    const pkceProblem = pkceChallengeProblem(codeChallenge, formField(request.body, 'code_challenge_method'), pkceEnforced(client));
+    if (pkceProblem) {
+      await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'invalid_request', request: info, details: { reason: pkceProblem } });
+      throw oauthError.invalid_request(pkceProblem);
+    }
+    const { deviceCode, userCode } = await startDeviceGrant(ctx, {
+      realmId: realm.id,
+      clientId: client.clientId,
+      scope,
+      nonce,
+      interval,
+      lifespanSeconds: lifespan,
+      ...(codeChallenge !== undefined ? { codeChallenge } : {}),
+    });
     await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH', clientId: client.clientId, request: info, details: { scope } });
     const verificationUri = `${baseUrl(request, ctx.config.hostname)}${devicePath(realm)}`;
     return reply.header('cache-control', 'no-store').send({

@@ -43,8 +43,37 @@ const flagOn = (value: string | undefined, fallback: boolean) => (value === unde
 
 export const backchannelLogoutUrl = (client: Client): string | null => client.attributes[LOGOUT_ATTRIBUTES.backchannelUrl]?.trim() || null;
 
+/** An identity provider's logout URL when it logs the upstream out by back-channel (`backchannelSupported`), else null. */
+const brokerLogoutUrl = (config: Record<string, string>): string | null => {
+  const url = config.backchannelSupported === 'true' ? config.logoutUrl?.trim() : '';
+  if (!url) return null;
+  try {
+    return ['http:', 'https:'].includes(new URL(url).protocol) ? url : null;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * A row telling an upstream identity provider (brokering) that the user's session here ended, as Keycloak's
+ * OIDCIdentityProvider.backchannelLogout: a GET of the provider's `logoutUrl` with `state` (the session's id),
+ * `id_token_hint` (the upstream's ID token of that sign-in, unless `sendIdTokenOnLogout` is "false") and, with
+ * `sendClientIdOnLogout`, `client_id`. Only for a provider with `backchannelSupported`.
+ */
+interface StoredBrokerLogout {
+  kind: 'broker';
+  realmId: string;
+  alias: string;
+  state: string;
+  idToken: string;
+}
+
+/** The outbox row type of a logout towards an upstream identity provider. */
+export const BROKER_LOGOUT_TYPE = 'BROKER_BACKCHANNEL_LOGOUT';
+
 /** What a row carries: enough to sign the token at each attempt (a fresh iat and exp, the same jti). */
 interface StoredLogout {
+  kind?: 'client';
   realmId: string;
   /** The client's UUID. */
   client: string;
@@ -132,7 +161,7 @@ export class BackchannelLogout {
    * Call it before the sessions are deleted (their client sessions go with them). Returns how many were written.
    */
   async enqueue(realm: Realm, sessions: UserSession[], issuer: string, only?: (client: Client) => boolean): Promise<number> {
-    const items = await this.notifications(realm, sessions, issuer, only);
+    const items = await this.notifications(realm, sessions, issuer, only, {});
     if (items.length === 0) return 0;
     await this.store.enqueue(items);
     this.wake();
@@ -143,8 +172,16 @@ export class BackchannelLogout {
    * Ends sessions: their notifications (as `enqueue`) and `end` (which deletes the sessions, with `trx`) in one
    * transaction, one commit: a logout that fails leaves both undone, one that answers has written both.
    */
-  async endSessions(realm: Realm, sessions: UserSession[], issuer: string, end: (trx: Db) => Promise<void>, only?: (client: Client) => boolean): Promise<number> {
-    const items = await this.notifications(realm, sessions, issuer, only);
+  async endSessions(
+    realm: Realm,
+    sessions: UserSession[],
+    issuer: string,
+    end: (trx: Db) => Promise<void>,
+    only?: (client: Client) => boolean,
+    /** `initiatingIdp`: the identity provider whose own logout this is (Keycloak's): it is not told back. */
+    options: { initiatingIdp?: string } = {},
+  ): Promise<number> {
+    const items = await this.notifications(realm, sessions, issuer, only, options);
     if (items.length === 0) {
       await end(this.deps.storage.db);
       return 0;
@@ -157,11 +194,11 @@ export class BackchannelLogout {
     return items.length;
   }
 
-  private async notifications(realm: Realm, sessions: UserSession[], issuer: string, only?: (client: Client) => boolean): Promise<OutboxItemInput[]> {
+  private async notifications(realm: Realm, sessions: UserSession[], issuer: string, only: ((client: Client) => boolean) | undefined, options: { initiatingIdp?: string }): Promise<OutboxItemInput[]> {
     if (sessions.length === 0) return [];
     const clientSessions = await this.deps.storage.sessions.clientSessionsOf(sessions.map((s) => s.id));
     const byId = new Map(sessions.map((s) => [s.id, s]));
-    const items: OutboxItemInput[] = [];
+    const items: OutboxItemInput[] = await this.brokerLogouts(realm, sessions, options.initiatingIdp);
     for (const cs of clientSessions) {
       const client = await this.deps.storage.clients.cachedById(realm.id, cs.clientId);
       const session = byId.get(cs.sessionId);
@@ -174,6 +211,32 @@ export class BackchannelLogout {
         endpointLabel: client.clientId,
         orderKey: null,
         type: 'BACKCHANNEL_LOGOUT',
+        label: session.id,
+        payload: JSON.stringify(stored),
+        maxAttempts: this.settings.maxAttempts,
+      });
+    }
+    return items;
+  }
+
+  /** A row for each brokered session whose identity provider logs the upstream out by back-channel (StoredBrokerLogout). */
+  private async brokerLogouts(realm: Realm, sessions: UserSession[], initiatingIdp: string | undefined): Promise<OutboxItemInput[]> {
+    const brokered = sessions.filter((s) => s.brokerIdToken && s.brokerUserId);
+    if (brokered.length === 0) return [];
+    const providers = await this.deps.storage.federation.cachedProviders(realm.id);
+    const items: OutboxItemInput[] = [];
+    for (const session of brokered) {
+      // The longest alias the recorded `{alias}.{upstream sub}` starts with (an alias may hold a dot).
+      const provider = providers.filter((p) => session.brokerUserId!.startsWith(`${p.alias}.`)).sort((a, b) => b.alias.length - a.alias.length)[0];
+      if (!provider || provider.alias === initiatingIdp || !brokerLogoutUrl(provider.config)) continue;
+      const stored: StoredBrokerLogout = { kind: 'broker', realmId: realm.id, alias: provider.alias, state: session.id, idToken: session.brokerIdToken! };
+      items.push({
+        id: newId(),
+        realmId: realm.id,
+        endpoint: provider.internalId,
+        endpointLabel: provider.alias,
+        orderKey: null,
+        type: BROKER_LOGOUT_TYPE,
         label: session.id,
         payload: JSON.stringify(stored),
         maxAttempts: this.settings.maxAttempts,
@@ -236,11 +299,14 @@ export class BackchannelLogout {
     let final = false;
     let target = '';
     try {
-      const stored = JSON.parse(item.payload) as StoredLogout;
-      const realm = await this.deps.storage.realms.byId(stored.realmId);
-      const client = realm ? await this.deps.storage.clients.byId(realm.id, stored.client) : null;
+      const parsed = JSON.parse(item.payload) as StoredLogout | StoredBrokerLogout;
+      const stored = parsed.kind === 'broker' ? null : parsed;
+      const realm = stored ? await this.deps.storage.realms.byId(stored.realmId) : null;
+      const client = realm && stored ? await this.deps.storage.clients.byId(realm.id, stored.client) : null;
       const url = client ? backchannelLogoutUrl(client) : null;
-      if (!realm || !client || !url) {
+      if (parsed.kind === 'broker') {
+        ({ status, error, final, target, excerpt } = await this.brokerAttempt(parsed));
+      } else if (!realm || !client || !url || !stored) {
         final = true;
         error = 'the client or its back-channel logout URL no longer exists';
       } else {
@@ -284,6 +350,23 @@ export class BackchannelLogout {
       // The row stays leased; once the lease runs out it is due again (a receiver may get the same jti twice).
       this.logError('back-channel logout: recording an attempt failed', caught);
     }
+  }
+
+  /** One GET of an upstream's logout URL (StoredBrokerLogout); 2xx and 3xx are success, as Keycloak's. */
+  private async brokerAttempt(stored: StoredBrokerLogout): Promise<{ status: number | null; error: string | null; final: boolean; target: string; excerpt: string | null }> {
+    const provider = (await this.deps.storage.federation.cachedProviders(stored.realmId)).find((p) => p.alias === stored.alias);
+    const base = provider ? brokerLogoutUrl(provider.config) : null;
+    if (!provider || !base) return { status: null, error: 'the identity provider or its back-channel logout no longer exists', final: true, target: '', excerpt: null };
+    const url = new URL(base);
+    url.searchParams.set('state', stored.state);
+    if (provider.config.sendIdTokenOnLogout !== 'false') url.searchParams.set('id_token_hint', stored.idToken);
+    if (provider.config.sendClientIdOnLogout === 'true' && provider.config.clientId) url.searchParams.set('client_id', provider.config.clientId);
+    // The target logged is the logout URL without its query: the ID token is not written to the logs.
+    const target = `${url.origin}${url.pathname}`;
+    const response = await outboundRequest(this.deps.outbound, url.href, { method: 'GET' });
+    const status = response.status;
+    const failed = status < 200 || status >= 400;
+    return { status, error: failed ? `HTTP ${status}` : null, final: failed && status >= 400 && status < 500 && status !== 408 && status !== 429, target, excerpt: response.body.slice(0, EXCERPT_CHARS) || null };
   }
 
   private async purge(): Promise<void> {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
@@ -60,7 +60,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     let claims;
     try {
       claims = await ctx.tokens.verify(realm, refreshToken, refreshTokenType(refreshToken), ctx.config.hostname);
@@ -161,7 +161,8 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     }
     const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
     for (const session of outcome.sessions) {
-      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(session.id, trx));
+      // The upstream that asked is not told back (Keycloak's initiatingIdp).
+      await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(session.id, trx), undefined, { initiatingIdp: outcome.alias });
       await ctx.events.user(realm, { type: 'LOGOUT', clientId: null, userId: session.userId, sessionId: session.id, details: { identity_provider: outcome.alias }, request: info });
     }
     return reply.code(200).header('cache-control', 'no-store').send();

@@ -8,7 +8,8 @@ import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clientScopeSet } from '../../services/index.js';
 import { authenticateClient, formFields, isFormRequest } from './client-auth.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
+import { dpopHeader, verifyDpopProof } from './dpop.js';
 import { unknownScopes } from './mappers/index.js';
 import { realmOrError } from './realm-lookup.js';
 import { readRequestObject } from './request-object.js';
@@ -42,9 +43,12 @@ export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     if (!isFormRequest(request)) throw oauthError.invalid_request('The pushed authorization request must be a form (application/x-www-form-urlencoded)');
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     const params = formFields(request.body);
     if (params.request_uri !== undefined) throw oauthError.invalid_request('It is not allowed to include request_uri to PAR.');
+    // RFC 9449 10.1, as Keycloak: a DPoP proof sent with the push (checked as at the token endpoint, for this URL)
+    // binds the code to its key, over any `dpop_jkt` the request names (which must then be the same key).
+    const proof = dpopHeader(request) !== undefined ? await verifyDpopProof(ctx, realm, request) : undefined;
     // A request object's claims are the pushed parameters, over the form's (Keycloak's ParEndpointRequestObjectParser).
     if (params.request !== undefined) {
       const read = await readRequestObject(ctx, request, realm, client, params.request);
@@ -60,6 +64,10 @@ export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     }
     if (params.response_type !== 'code') throw oauthError.invalid_request('Unsupported response type');
     if (unknownScopes(await clientScopeSet(ctx.storage, client), params.scope).length) throw oauthError.invalid_request(`Invalid scopes: ${params.scope}`);
+    if (proof) {
+      if (params.dpop_jkt !== undefined && params.dpop_jkt !== proof.jkt) throw oauthError.invalid_request('DPoP Proof public key thumbprint does not match dpop_jkt.');
+      params.dpop_jkt = proof.jkt;
+    }
     const lifespan = requestUriLifespan(realm);
     const id = randomUUID();
     const pushed: PushedRequest = { realmId: realm.id, clientId: client.clientId, params: { ...params, client_id: client.clientId } };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { ProtocolContext } from '../context.js';
 import { corsPending, requestInfo } from '../../http/index.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { realmOrError } from './realm-lookup.js';
@@ -16,7 +16,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');
     // RFC 7009: a refresh token (or an offline one) ends its session, an access token is blocked until it expires.

@@ -21,7 +21,8 @@ export interface IssuedTokens {
   expires_in: number;
   refresh_expires_in: number;
   refresh_token?: string;
-  token_type: 'Bearer' | 'DPoP';
+  /** `N_A` (RFC 8693 2.2.1): a token exchange answering an ID token in `access_token`, which is no access token. */
+  token_type: 'Bearer' | 'DPoP' | 'N_A';
   id_token?: string;
   'not-before-policy': 0;
   session_state?: string;
@@ -60,6 +61,11 @@ export interface TokenRequestContext {
    * token must have had (its mappers' `aud`); one it would not have is refused (MissingAudience), never added.
    */
   audience?: readonly string[];
+  /**
+   * Token exchange's `requested_token_type` id_token: an ID token whatever the scope (Keycloak's generateIDToken),
+   * without `at_hash` (the access token it would hash is not handed out).
+   */
+  idTokenAlways?: boolean;
 }
 
 /** Requested audiences the client's token would not have (token exchange refuses them: no widening). */
@@ -106,7 +112,7 @@ export class TokenService {
     const issuer = issuerOf(ctx.base, realm.name);
     const serviceAccount = user.serviceAccountClientId !== null;
     const plan = await this.plan(client, ctx.scope);
-    const withIdToken = plan.openid && !serviceAccount;
+    const withIdToken = ctx.idTokenAlways === true || (plan.openid && !serviceAccount);
     const data = await loadMapperData(this.storage, needsOf(plan, withIdToken ? ['access', 'id'] : ['access']), {
       realm,
       client,
@@ -165,7 +171,7 @@ export class TokenService {
       const idAlg = signatureAlgorithm(realm, client, 'id');
       const hash = HASH_OF[idAlg] ?? 'sha256';
       const digest = createHash(hash).update(accessToken).digest();
-      const atHash = digest.subarray(0, digest.length / 2).toString('base64url');
+      const atHash = ctx.idTokenAlways ? null : digest.subarray(0, digest.length / 2).toString('base64url');
       const idClaims = runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] });
       result.id_token = await this.signPayload(realm.id, idPayload(ctx, idClaims, now, issuer, atHash), idAlg);
     }

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
-import { USERINFO_ALG_ATTRIBUTE, issuerOf, userinfoClaims } from './tokens.js';
-import { corsForClient } from './cors.js';
+import { USERINFO_ALG_ATTRIBUTE, issuerOf, userinfoClaims, withoutMechanics } from './tokens.js';
+import { checkAllowedOrigin, corsForClient } from './cors.js';
 import { oauthError } from '../../model/errors.js';
 import { requireBearer, verifiedAccessToken } from './bearer.js';
 import { formField, isFormRequest } from './client-auth.js';
@@ -21,7 +21,7 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ProtocolContext): void
     const proof = presented?.scheme === 'DPoP' ? await verifyDpopProof(ctx, realm, request, { accessToken: token, status: 401 }) : undefined;
     const claims = await verifiedAccessToken(ctx, realm, token, { scheme: presented?.scheme, dpop: proof });
     const client = typeof claims.azp === 'string' ? await ctx.storage.clients.cachedByClientId(realm.id, claims.azp) : null;
-    if (client) corsForClient(ctx, request, client);
+    if (client) checkAllowedOrigin(ctx, request, client);
     const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
     if (!user || !user.enabled || !client) throw oauthError.invalid_token('User not found or disabled');
     // The claims of the mappers the token's scopes apply with `userinfo.token.claim`; `sub` always.

@@ -6,10 +6,11 @@ import type { ProtocolContext } from '../../context.js';
 import { requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
+import { tokenRequestProof } from '../dpop.js';
 import { tokensForBrowserSession } from './session-tokens.js';
 
 /** Keycloak's error_description for each refusal of a code (all are invalid_grant). */
-const refusalDescription: Record<CodeRefusal, string> = {
+export const refusalDescription: Record<CodeRefusal, string> = {
   not_valid: 'Code not valid',
   redirect_uri: 'Incorrect redirect_uri',
   verifier_malformed: 'PKCE code verifier not specified or malformed',
@@ -32,6 +33,16 @@ export async function authorizationCodeGrant(ctx: ProtocolContext, realm: Realm,
   );
   if (!redeemed.ok) throw oauthError.invalid_grant(refusalDescription[redeemed.reason]);
   const { grant, session, user } = redeemed;
+  // RFC 9449 10, as Keycloak's DPoPUtil.validateDPoPJkt: a code the authorization request bound to a key (`dpop_jkt`)
+  // is redeemed only with a proof of that key; the code is spent either way.
+  if (grant.dpopJkt !== undefined) {
+    const proof = tokenRequestProof(request);
+    const refusal = !proof ? 'DPoP Proof missing' : proof.jkt !== grant.dpopJkt ? 'DPoP Proof public key thumbprint does not match dpop_jkt' : null;
+    if (refusal) {
+      await ctx.events.user(realm, { type: 'CODE_TO_TOKEN_ERROR', clientId: client.clientId, userId: user.id, sessionId: session.id, error: 'invalid_request', request: info, details: { reason: refusal } });
+      throw oauthError.invalid_request(refusal);
+    }
+  }
   const tokens = await tokensForBrowserSession(ctx, request, realm, client, user, session, grant, () =>
     ctx.events.user(realm, { type: 'CODE_TO_TOKEN_ERROR', clientId: client.clientId, userId: user.id, sessionId: session.id, error: 'not_allowed', request: info }),
   );

@@ -7,6 +7,7 @@ import { requestInfo } from '../../../http/index.js';
 import type { IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 import { deviceGrantEnabled } from '../device.js';
+import { refusalDescription } from './authorization-code.js';
 import { tokensForBrowserSession } from './session-tokens.js';
 
 /** RFC 8628 3.4: the device polls with its device code; Keycloak's answers, in Keycloak's order (authentication/device-code.ts). */
@@ -19,7 +20,7 @@ export async function deviceCodeGrant(ctx: ProtocolContext, realm: Realm, client
   if (!deviceGrantEnabled(client)) return refuse('not_allowed', oauthError.invalid_grant('Client not allowed OAuth 2.0 Device Authorization Grant'));
   const deviceCode = formField(request.body, 'device_code');
   if (deviceCode === undefined) return refuse('invalid_oauth2_device_code', oauthError.invalid_request('Missing parameter: device_code'));
-  const poll = await pollDeviceGrant(ctx, realm.id, client.clientId, deviceCode);
+  const poll = await pollDeviceGrant(ctx, realm.id, client.clientId, deviceCode, formField(request.body, 'code_verifier'));
   switch (poll.status) {
     case 'not_valid':
       return refuse('invalid_oauth2_device_code', oauthError.invalid_grant('Device code not valid'));
@@ -31,6 +32,8 @@ export async function deviceCodeGrant(ctx: ProtocolContext, realm: Realm, client
       return refuse('slow_down', oauthError.slow_down('Slow down'));
     case 'denied':
       return refuse('access_denied', oauthError.access_denied('The end user denied the authorization request'));
+    case 'pkce':
+      return refuse('invalid_code_verifier', oauthError.invalid_grant(refusalDescription[poll.reason]));
     case 'pending':
       // Not an error event in Keycloak: the device is expected to ask until the user answers.
       throw oauthError.authorization_pending('The authorization request is still pending');

@@ -4,7 +4,7 @@ import { dpopHeader, dpopRequired, rememberTokenRequestProof, verifyDpopProof } 
 import type { ProtocolContext } from '../../context.js';
 import { oauthError } from '../../../model/errors.js';
 import { corsPending } from '../../../http/index.js';
-import { corsForClient } from '../cors.js';
+import { checkAllowedOrigin } from '../cors.js';
 import { authenticateClient, formField, isFormRequest } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
 import { authorizationCodeGrant } from './authorization-code.js';
@@ -48,7 +48,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const grant = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     const tokens = await grant(await withDpopProof(ctx, realm, client, request), realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });

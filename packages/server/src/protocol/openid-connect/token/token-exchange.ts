@@ -13,6 +13,7 @@ import { checkedScope } from './scope.js';
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 export const REFRESH_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:refresh_token';
+export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
 /** Keycloak's client attributes: the switch (off by default) and whether a refresh token may be asked for (NO by default). */
 export const STANDARD_EXCHANGE_ATTRIBUTE = 'standard.token.exchange.enabled';
 export const EXCHANGE_REFRESH_ATTRIBUTE = 'standard.token.exchange.enableRefreshRequestedTokenType';
@@ -83,7 +84,8 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
   const requestedTokenType = formField(body, 'requested_token_type') ?? ACCESS_TOKEN_TYPE;
   details.requested_token_type = requestedTokenType;
   const refreshAllowed = client.attributes['use.refresh.tokens'] !== 'false' && (client.attributes[EXCHANGE_REFRESH_ATTRIBUTE] ?? 'NO') !== 'NO';
-  if (requestedTokenType !== ACCESS_TOKEN_TYPE && !(requestedTokenType === REFRESH_TOKEN_TYPE && refreshAllowed)) {
+  // Keycloak's StandardTokenExchangeProvider: access and ID tokens always, a refresh token where the client allows it.
+  if (requestedTokenType !== ACCESS_TOKEN_TYPE && requestedTokenType !== ID_TOKEN_TYPE && !(requestedTokenType === REFRESH_TOKEN_TYPE && refreshAllowed)) {
     throw await invalidRequest('requested_token_type unsupported');
   }
 
@@ -155,6 +157,7 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
         authTime: session ? Math.floor(session.started / 1000) : undefined,
         clientAddress: info.ipAddress,
         ...(audience.length ? { audience } : {}),
+        ...(requestedTokenType === ID_TOKEN_TYPE ? { idTokenAlways: true } : {}),
       },
       withRefresh,
     );
@@ -172,5 +175,10 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
     details: { ...details, username: user.username, ...(audience.length ? { audience: audience.join(' ') } : {}) },
     request: info,
   });
+  if (requestedTokenType === ID_TOKEN_TYPE) {
+    // RFC 8693 2.2.1 as Keycloak answers it: the ID token in `access_token`, `token_type` N_A, no other token.
+    const { id_token: idToken, access_token: _access, refresh_token: _refresh, ...rest } = tokens;
+    return { ...rest, access_token: idToken!, token_type: 'N_A', issued_token_type: requestedTokenType };
+  }
   return { ...tokens, issued_token_type: requestedTokenType };
 }
