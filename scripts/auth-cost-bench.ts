@@ -19,19 +19,22 @@
  *    the assertion options, and the post of the assertion) beside a password sign-in (the login page and the post of
  *    username and password) on a realm without passkeys, without its hash: the password sign-in's CPU minus one
  *    Argon2id verification with the realm's parameters (@node-rs/argon2 as the server runs it), measured in this
- *    process in the same run (production mode has no test-cost hash setting). The assertions come from a software
+ *    process in the same run (production mode refuses the test-only hash cost); and the same on a realm whose password
+ *    policy is hashIterations(1) (production mode takes it: Argon2id at 7 MiB, 1 pass), where less is subtracted.
+ *    The assertions come from a software
  *    authenticator in this file (an EC P-256 key from node:crypto; authenticatorData with the RP id hash, UP+UV
  *    flags and a counter; clientDataJSON with the challenge and origin; an ES256 signature), registered once through
  *    the server's own ceremony (required action webauthn-register-passwordless after a password sign-in).
  *  - broker (issue 37): the broker callback (`/realms/down/broker/up/endpoint?code&state`: the code exchange with
  *    the upstream, a second Realmgate process on loopback, so the upstream's own work is not on the broker's CPU;
  *    the signature check by its JWKS; the user lookup; the session; the redirect with a code) beside a local
- *    password login on the same realm (the post of the login form) without its hash (as above), same run (goal:
+ *    password login (the post of the login form) without its hash (as above: on the broker realm, and on a realm
+ *    with hashIterations(1)), same run (goal:
  *    <= 1.0). Each request's CPU is read from /proc just before it is sent and just after its answer; the whole
  *    sign-in's CPU on the broker (every request it makes there) is given too.
  *
- * AUTH_BENCH_OPS (sign-ins per block, default 100; grants per block: 4 times as many), AUTH_BENCH_BLOCKS (per kind, default 6), AUTH_BENCH_CONCURRENCY (grants
- * in flight, default 4).
+ * AUTH_BENCH_OPS (sign-ins per block, default 100; grants per block: 4 times as many), AUTH_BENCH_BLOCKS (per kind,
+ * default 6), AUTH_BENCH_CONCURRENCY (grants in flight, default 4).
  */
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
