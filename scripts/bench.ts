@@ -16,6 +16,7 @@ import * as scale from './scale-bench.js';
 import * as signIn from './sign-in-bench.js';
 import * as token from './token-bench.js';
 import * as logoutDpop from './logout-dpop-bench.js';
+import * as authCost from './auth-cost-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -72,6 +73,30 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await logoutDpop.run();
       console.log(logoutDpop.format(figures));
       record('issue-40', figures);
+    },
+  ],
+  [
+    'Issue 39 (client-keys): client_credentials with private_key_jwt (RS256, ES256 assertions) beside client_secret_basic; access tokens signed ES256 beside RS256',
+    async () => {
+      const figures = await authCost.runClientKeys();
+      console.log(authCost.format(figures));
+      record('issue-39-client-keys', figures);
+    },
+  ],
+  [
+    "Issue 38 (passkey): a passkey sign-in's server CPU (options + assertion) beside a password sign-in's without its hash",
+    async () => {
+      const figures = await authCost.runPasskey();
+      console.log(authCost.format(figures));
+      record('issue-38-passkey', figures);
+    },
+  ],
+  [
+    "Issue 37 (broker): the broker callback's server CPU beside a local password login's without its hash",
+    async () => {
+      const figures = await authCost.runBroker();
+      console.log(authCost.format(figures));
+      record('issue-37-broker', figures);
     },
   ],
   [
