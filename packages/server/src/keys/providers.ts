@@ -1,7 +1,7 @@
 import { createPublicKey, type X509Certificate, generateKeyPair as generateKeyPairCallback, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { parseCertificate } from './client-keys.js';
-import { parsePrivateKey } from './import.js';
+import { keycloakKid, parsePrivateKey } from './import.js';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
 
@@ -16,9 +16,9 @@ export const RSA_SIGNATURE_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 
 export const EC_SIGNATURE_ALGS = ['ES256', 'ES384', 'ES512'] as const;
 /** Every algorithm a realm signs tokens with (defaultSignatureAlgorithm, a client's *.signed.response.alg). */
 export const TOKEN_SIGNATURE_ALGS = [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, 'EdDSA'] as const;
-const RSA_ENC_ALGS = ['RSA-OAEP', 'RSA-OAEP-256', 'RSA1_5'];
-const HMAC_ALGS = ['HS256', 'HS384', 'HS512'];
-const CURVES: Record<string, { alg: string; node: string }> = { 'P-256': { alg: 'ES256', node: 'prime256v1' }, 'P-384': { alg: 'ES384', node: 'secp384r1' }, 'P-521': { alg: 'ES512', node: 'secp521r1' } };
+export const RSA_ENC_ALGS = ['RSA-OAEP', 'RSA-OAEP-256', 'RSA1_5'];
+export const HMAC_ALGS = ['HS256', 'HS384', 'HS512'];
+export const EC_CURVES: Record<string, { alg: string; node: string }> = { 'P-256': { alg: 'ES256', node: 'prime256v1' }, 'P-384': { alg: 'ES384', node: 'secp384r1' }, 'P-521': { alg: 'ES512', node: 'secp521r1' } };
 const RSA_SIZES = ['2048', '3072', '4096'];
 const MIN_RSA_BITS = 2048;
 
@@ -53,6 +53,8 @@ function choice(config: Record<string, string[]>, entry: string, allowed: readon
   return value;
 }
 
+// A generated key pair's kid is Keycloak's (SHA-256 of its public key), so an export and re-import keep it; an
+// imported `rsa` key and a secret get a random one (the same key may be given twice).
 const kidOf = () => randomBytes(24).toString('base64url');
 
 const jwks = (privateKey: KeyObject, publicKey: KeyObject | null, members: { kid: string; alg: string; use: string }) => ({
@@ -75,7 +77,7 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       if (/^\d+$/.test(keySize) && Number(keySize) < MIN_RSA_BITS) throw new KeyProviderError('keySize', `${keySize} bits: at least ${MIN_RSA_BITS} are required`);
       choice(config, 'keySize', RSA_SIZES, '2048');
       const { privateKey, publicKey } = await generateKeyPair('rsa', { modulusLength: Number(keySize) });
-      const kid = kidOf();
+      const kid = keycloakKid(publicKey);
       const use = enc ? 'enc' : 'sig';
       return { kid, algorithm, use, ...jwks(privateKey, publicKey, { kid, alg: algorithm, use }), certificate: null, settings: { algorithm, keySize } };
     }
@@ -104,16 +106,18 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       return { kid, algorithm, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: algorithm, use: 'sig' }), certificate, settings: { algorithm } };
     }
     case 'ecdsa-generated': {
-      const curve = choice(config, 'ecdsaEllipticCurveKey', Object.keys(CURVES), 'P-256');
-      const { alg, node } = CURVES[curve];
+      const curve = choice(config, 'ecdsaEllipticCurveKey', Object.keys(EC_CURVES), 'P-256');
+      const { alg, node } = EC_CURVES[curve];
+      const ecGenerateCertificate = choice(config, 'ecGenerateCertificate', ['true', 'false'], 'false');
       const { privateKey, publicKey } = await generateKeyPair('ec', { namedCurve: node });
-      const kid = kidOf();
-      return { kid, algorithm: alg, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg, use: 'sig' }), certificate: null, settings: { ecdsaEllipticCurveKey: curve } };
+      const kid = keycloakKid(publicKey);
+      // The certificate (ecGenerateCertificate) is made when the key is stored, as the RSA keys' are.
+      return { kid, algorithm: alg, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg, use: 'sig' }), certificate: null, settings: { ecdsaEllipticCurveKey: curve, ecGenerateCertificate } };
     }
     case 'eddsa-generated': {
       const curve = choice(config, 'eddsaEllipticCurveKey', ['Ed25519'], 'Ed25519');
       const { privateKey, publicKey } = await generateKeyPair('ed25519');
-      const kid = kidOf();
+      const kid = keycloakKid(publicKey);
       return { kid, algorithm: 'EdDSA', use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: 'EdDSA', use: 'sig' }), certificate: null, settings: { eddsaEllipticCurveKey: curve } };
     }
     case 'hmac-generated':
@@ -177,7 +181,7 @@ export const KEY_PROVIDER_TYPES: readonly { id: KeyProviderId; helpText: string;
     ],
   },
   { id: 'rsa-enc-generated', helpText: 'Generates an RSA encryption key (published; this server decrypts nothing with it).', properties: [...COMMON, keySize, property('algorithm', 'Algorithm', 'The key encryption algorithm.', 'List', 'RSA-OAEP', RSA_ENC_ALGS)] },
-  { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(CURVES))] },
+  { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(EC_CURVES)), property('ecGenerateCertificate', 'Generate Certificate', 'Make a self-signed certificate for the key: the realm\'s JWKS then carries it as x5c, with its thumbprints.', 'boolean', 'false')] },
   { id: 'eddsa-generated', helpText: 'Generates an Edwards-curve signing key (EdDSA).', properties: [...COMMON, property('eddsaEllipticCurveKey', 'Elliptic Curve', 'The curve.', 'List', 'Ed25519', ['Ed25519'])] },
   { id: 'hmac-generated', helpText: 'Generates an HMAC secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '64', ['32', '64', '128', '256', '512']), property('algorithm', 'Algorithm', 'What the secret signs with.', 'List', 'HS512', HMAC_ALGS)] },
   { id: 'aes-generated', helpText: 'Generates an AES secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '16', ['16', '24', '32'])] },

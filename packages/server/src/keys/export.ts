@@ -1,0 +1,41 @@
+import { createPrivateKey, type JsonWebKey } from 'node:crypto';
+import type { StoredKey } from './index.js';
+
+/** What an export without secrets puts where key material was (the import then makes a new key, as Keycloak does). */
+const MASK = '**********';
+
+/**
+ * A realm key as Keycloak's export writes its key-provider component (`components["org.keycloak.keys.KeyProvider"]`
+ * of a realm file): its name, providerId and config in Keycloak's entry names, the key material in Keycloak's
+ * encodings (RSA: `privateKey` PKCS#1 DER and `certificate`, base64; EC and EdDSA: `*PrivateKey` PKCS#8 and
+ * `*PublicKey` SPKI DER, base64; HMAC and AES: `kid` and `secret`, base64url), so that this server's import and
+ * Keycloak's take it back. Without `secrets` (the admin API's partial export) the private parts are masked.
+ */
+export function keyProviderExport(key: StoredKey, privateJwk: JsonWebKey, secrets: boolean): { name: string; providerId: string; subComponents: Record<string, never>; config: Record<string, string[]> } {
+  const config: Record<string, string[]> = { priority: [String(key.priority)], enabled: [String(key.enabled)], active: [String(key.active)] };
+  for (const [entry, value] of Object.entries(key.settings)) config[entry] = [value];
+  const hidden = (value: () => string) => [secrets ? value() : MASK];
+  const der = (type: 'pkcs1' | 'pkcs8') => createPrivateKey({ key: privateJwk, format: 'jwk' }).export({ type, format: 'der' }).toString('base64');
+  switch (key.providerId) {
+    case 'rsa':
+    case 'rsa-generated':
+    case 'rsa-enc-generated':
+      if (key.providerId !== 'rsa') config.keyUse = [key.use.toUpperCase()];
+      config.privateKey = hidden(() => der('pkcs1'));
+      break;
+    case 'ecdsa-generated':
+    case 'eddsa-generated': {
+      const prefix = key.providerId === 'ecdsa-generated' ? 'ecdsa' : 'eddsa';
+      config[`${prefix}PrivateKey`] = hidden(() => der('pkcs8'));
+      if (key.publicKey) config[`${prefix}PublicKey`] = [key.publicKey];
+      break;
+    }
+    case 'hmac-generated':
+    case 'aes-generated':
+      config.kid = [key.kid];
+      config.secret = hidden(() => String(privateJwk.k));
+      break;
+  }
+  if (key.certificate) config.certificate = [key.certificate];
+  return { name: key.name, providerId: key.providerId, subComponents: {}, config };
+}
