@@ -219,7 +219,13 @@ export function parseImportedKeyProviders(components: KeyProviderInput[]): { key
       if (!/^-?\d{1,9}$/.test(priorityValue)) throw new NotTaken('priority is not a whole number');
       const enabled = flag(component.config, 'enabled');
       const active = flag(component.config, 'active');
-      const taken = takeMaterial(component);
+      let taken = takeMaterial(component);
+      // A key pair's kid given in the file (this server's export of a key whose kid is not Keycloak's): kept.
+      const givenKid = first(component.config, 'kid');
+      if (taken?.publicJwk && givenKid !== undefined && givenKid !== taken.kid) {
+        if (!/^[A-Za-z0-9._~-]{1,200}$/.test(givenKid)) throw new NotTaken('kid is not 1 to 200 letters, digits or ._~-');
+        taken = { ...taken, kid: givenKid, privateJwk: { ...taken.privateJwk, kid: givenKid }, publicJwk: { ...taken.publicJwk, kid: givenKid } };
+      }
       if (!taken && !GENERATED.includes(component.providerId)) throw new NotTaken('no key');
       const earlier = taken && keys.find((k) => k.material?.kid === taken.kid);
       if (earlier) throw new NotTaken(`the same key as ${earlier.path}`);

@@ -5,7 +5,7 @@ import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
 import { keyProviderExport } from './export.js';
-import type { ImportedKey } from './import.js';
+import { keycloakKid, type ImportedKey } from './import.js';
 import { KEY_DEFINING_ENTRIES, keyMaterialFor, keyType, type KeyMaterial } from './providers.js';
 
 export { KEY_PROVIDER_IDS, KEY_PROVIDER_TYPES, KeyProviderError, TOKEN_SIGNATURE_ALGS, type KeyProviderProperty } from './providers.js';
@@ -87,9 +87,10 @@ export class RealmKeys {
 
   async generate(realmId: string, db: Db = this.storage.db): Promise<string> {
     const { privateKey, publicKey } = await this.newKeyPair();
-    const kid = newId();
+    const exported = await exportJWK(publicKey);
+    const kid = keycloakKid(createPublicKey({ key: exported as JsonWebKey, format: 'jwk' }));
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM, use: 'sig' };
-    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
+    const publicJwk = { ...exported, kid, alg: ALGORITHM, use: 'sig' };
     const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
     const certificate = certificateFor(JSON.stringify(privateJwk), JSON.stringify(publicJwk), realm?.name ?? realmId);
     await db
@@ -103,7 +104,7 @@ export class RealmKeys {
         certificate,
         active: 1,
         created_at: Date.now(),
-        component_id: kid,
+        component_id: newId(),
         provider_id: 'rsa-generated',
         name: 'rsa-generated',
         priority: DEFAULT_PRIORITY,
@@ -281,9 +282,10 @@ export class RealmKeys {
       return keyMaterialFor(providerId, Object.fromEntries(Object.entries(config).filter(([, v]) => v[0] !== '**********')));
     }
     const { privateKey, publicKey } = await this.newKeyPair();
-    const kid = newId();
+    const exported = await exportJWK(publicKey);
+    const kid = keycloakKid(createPublicKey({ key: exported as JsonWebKey, format: 'jwk' }));
     const members = { kid, alg: ALGORITHM, use: 'sig' };
-    return { kid, algorithm: ALGORITHM, use: 'sig', privateJwk: { ...(await exportJWK(privateKey)), ...members } as JsonWebKey, publicJwk: { ...(await exportJWK(publicKey)), ...members } as JsonWebKey, certificate: null, settings: { algorithm: ALGORITHM, keySize: '2048' } };
+    return { kid, algorithm: ALGORITHM, use: 'sig', privateJwk: { ...(await exportJWK(privateKey)), ...members } as JsonWebKey, publicJwk: { ...exported, ...members } as JsonWebKey, certificate: null, settings: { algorithm: ALGORITHM, keySize: '2048' } };
   }
 
   /** A new active key; older keys stay published so tokens they signed still verify. */
