@@ -186,7 +186,6 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
       [{ ...base({}), providerId: 'rsa' }, 'no privateKey'],
       [base({ privateKey: [pkcs8(other.privateKey)], enabled: ['yes'] }), 'enabled is not "true" or "false"'],
       [base({ privateKey: [pkcs8(other.privateKey)], priority: ['high'] }), 'priority is not a whole number'],
-      [{ name: 'ks', providerId: 'java-keystore', config: { keystore: ['/etc/keystore.jks'], keystorePassword: ['secret-pass'] } }, 'keystore files are not read'],
       [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)] } }, 'no ecdsaPublicKey'],
       [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)], ecdsaPublicKey: [spki(ec2.publicKey)] } }, 'ecdsaPublicKey is not of this ecdsaPrivateKey'],
       [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)], ecdsaPublicKey: [spki(ec.publicKey)], ecdsaEllipticCurveKey: ['P-384'] } }, 'ecdsaPrivateKey is not of the curve P-384 (ecdsaEllipticCurveKey)'],

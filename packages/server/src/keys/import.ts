@@ -24,12 +24,8 @@ const MIN_BITS = 2048;
 // Keycloak offers 1024–4096 for generated keys; a longer one would make every token slow to sign.
 const MAX_BITS = 8192;
 const MASK = '**********';
-const GENERATED = ['rsa-generated', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated'];
-
-/** Why a provider this server has no counterpart for is not taken (by providerId). */
-const NOT_TAKEN: Record<string, string> = {
-  'java-keystore': 'keystore files are not read',
-};
+/** Providers whose key is made (or, `java-keystore`, read from its file) from their config when the file gives none. */
+const MADE_FROM_CONFIG = ['rsa-generated', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated', 'java-keystore'];
 
 /** A component of the file's `org.keycloak.keys.KeyProvider` list. */
 interface KeyProviderInput {
@@ -193,8 +189,10 @@ function takeMaterial(component: KeyProviderInput): KeyMaterial | null {
       const secret = first(config, 'secret');
       return secret ? secretMaterial(providerId, config, secret) : null;
     }
+    case 'java-keystore':
+      return null;
     default:
-      throw new NotTaken(NOT_TAKEN[providerId] ?? 'a key provider this server does not have');
+      throw new NotTaken('a key provider this server does not have');
   }
 }
 
@@ -226,7 +224,7 @@ export function parseImportedKeyProviders(components: KeyProviderInput[]): { key
         if (!/^[A-Za-z0-9._~-]{1,200}$/.test(givenKid)) throw new NotTaken('kid is not 1 to 200 letters, digits or ._~-');
         taken = { ...taken, kid: givenKid, privateJwk: { ...taken.privateJwk, kid: givenKid }, publicJwk: { ...taken.publicJwk, kid: givenKid } };
       }
-      if (!taken && !GENERATED.includes(component.providerId)) throw new NotTaken('no key');
+      if (!taken && !MADE_FROM_CONFIG.includes(component.providerId)) throw new NotTaken('no key');
       const earlier = taken && keys.find((k) => k.material?.kid === taken.kid);
       if (earlier) throw new NotTaken(`the same key as ${earlier.path}`);
       keys.push({ path: component.path, providerId: component.providerId, name: component.name, priority: Number(priorityValue), enabled, active, material: taken, config: component.config });

@@ -138,7 +138,7 @@ export class RealmKeys {
     if (input.providerId !== current.providerId) throw new KeyProviderErrorFromIndex('providerId', 'a key provider\'s type cannot change (delete it and add another)');
     const flags = providerFlags(input.config, current);
     const given = (entry: string) => input.config[entry]?.[0];
-    const renewed = KEY_DEFINING_ENTRIES.some((entry) => given(entry) !== undefined && given(entry) !== '**********' && given(entry) !== current.settings[entry] && !(entry === 'certificate' && given(entry) === current.certificate));
+    const renewed = (current.providerId === 'java-keystore' && given('keyUse') !== undefined && given('keyUse') !== current.settings.keyUse) || KEY_DEFINING_ENTRIES.some((entry) => given(entry) !== undefined && given(entry) !== '**********' && given(entry) !== current.settings[entry] && !(entry === 'certificate' && given(entry) === current.certificate));
     const algorithm = given('algorithm');
     if (renewed || (algorithm !== undefined && algorithm !== current.algorithm)) {
       // Made again from the config (a secret or key not given again is not kept: Keycloak masks and keeps it, but

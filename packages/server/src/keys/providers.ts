@@ -2,6 +2,7 @@ import { createPublicKey, type X509Certificate, generateKeyPair as generateKeyPa
 import { promisify } from 'node:util';
 import { parseCertificate } from './client-keys.js';
 import { keycloakKid, parsePrivateKey } from './import.js';
+import { KEYSTORE_TYPES, KeystoreConfigError, keyFromKeystore } from './java-keystore.js';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
 
@@ -9,7 +10,7 @@ const generateKeyPair = promisify(generateKeyPairCallback);
  * Keycloak's key providers (`org.keycloak.keys.KeyProvider` components) this server runs: what each one's config
  * takes, and the key material it makes. One component holds one key, as Keycloak's generated and imported providers.
  */
-export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated'] as const;
+export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated', 'java-keystore'] as const;
 export type KeyProviderId = (typeof KEY_PROVIDER_IDS)[number];
 
 export const RSA_SIGNATURE_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
@@ -131,9 +132,59 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       const privateJwk = { kty: 'oct', k: randomBytes(Number(secretSize)).toString('base64url'), kid, alg: algorithm, use };
       return { kid, algorithm, use, privateJwk, publicJwk: null, certificate: null, settings: aes ? { secretSize } : { algorithm, secretSize } };
     }
+    case 'java-keystore':
+      return keystoreMaterial(config);
     default:
       throw new KeyProviderError('providerId', `${JSON.stringify(providerId.slice(0, 40))} is not a key provider Realmgate runs (${KEY_PROVIDER_IDS.join(', ')})`);
   }
+}
+
+/**
+ * A `java-keystore` provider's key, read from its file (keys/java-keystore.ts): an RSA key (signing, or encryption
+ * with `keyUse` enc) of at least 2048 bits, or an EC signing key of the three NIST curves, with the keystore's
+ * certificate. The passwords are not kept: the key is (as an imported `rsa` key's), so changing the file, alias or
+ * type later takes the passwords again.
+ */
+async function keystoreMaterial(config: Record<string, string[]>): Promise<KeyMaterial> {
+  const given = (entry: string) => {
+    const value = first(config, entry);
+    return value === undefined || value === '' || value === '**********' ? undefined : value;
+  };
+  const required = (entry: string) => {
+    const value = given(entry);
+    if (value === undefined) throw new KeyProviderError(entry, 'is required (the passwords are not kept: give them again when the keystore, alias or type changes)');
+    return value;
+  };
+  const path = required('keystore');
+  const storePassword = required('keystorePassword');
+  const alias = required('keyAlias');
+  const keyPassword = required('keyPassword');
+  const keystoreType = given('keystoreType');
+  let read: Awaited<ReturnType<typeof keyFromKeystore>>;
+  try {
+    read = await keyFromKeystore({ path, storePassword, keyPassword, alias, type: keystoreType });
+  } catch (error) {
+    if (error instanceof KeystoreConfigError) throw new KeyProviderError(error.entry, error.message);
+    throw error;
+  }
+  const { privateKey, certificate } = read;
+  const use = choice(config, 'keyUse', ['sig', 'enc'], 'sig') as 'sig' | 'enc';
+  let algorithm: string;
+  if (privateKey.asymmetricKeyType === 'rsa') {
+    const bits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (bits < MIN_RSA_BITS) throw new KeyProviderError('keyAlias', `an RSA key of ${bits} bits: at least ${MIN_RSA_BITS} are required`);
+    algorithm = use === 'enc' ? choice(config, 'algorithm', RSA_ENC_ALGS, 'RSA-OAEP') : choice(config, 'algorithm', RSA_SIGNATURE_ALGS, 'RS256');
+  } else if (privateKey.asymmetricKeyType === 'ec') {
+    const curve = Object.values(EC_CURVES).find((c) => c.node === privateKey.asymmetricKeyDetails?.namedCurve);
+    if (!curve) throw new KeyProviderError('keyAlias', 'an EC key off the P-256, P-384 and P-521 curves');
+    if (use !== 'sig') throw new KeyProviderError('keyUse', 'an EC key signs: "sig"');
+    algorithm = choice(config, 'algorithm', [curve.alg], curve.alg);
+  } else {
+    throw new KeyProviderError('keyAlias', `a ${privateKey.asymmetricKeyType ?? 'unknown'} key: RSA or EC expected`);
+  }
+  const kid = kidOf();
+  const settings: Record<string, string> = { keystore: path, keyAlias: alias, keyUse: use, algorithm, ...(keystoreType ? { keystoreType } : {}) };
+  return { kid, algorithm, use, ...jwks(privateKey, certificate.publicKey, { kid, alg: algorithm, use }), certificate: certificate.raw.toString('base64'), settings };
 }
 
 /** A config entry as Keycloak's serverinfo describes it (ConfigPropertyRepresentation): the console builds its form from it. */
@@ -184,6 +235,20 @@ export const KEY_PROVIDER_TYPES: readonly { id: KeyProviderId; helpText: string;
   { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(EC_CURVES)), property('ecGenerateCertificate', 'Generate Certificate', 'Make a self-signed certificate for the key: the realm\'s JWKS then carries it as x5c, with its thumbprints.', 'boolean', 'false')] },
   { id: 'eddsa-generated', helpText: 'Generates an Edwards-curve signing key (EdDSA).', properties: [...COMMON, property('eddsaEllipticCurveKey', 'Elliptic Curve', 'The curve.', 'List', 'Ed25519', ['Ed25519'])] },
   { id: 'hmac-generated', helpText: 'Generates an HMAC secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '64', ['32', '64', '128', '256', '512']), property('algorithm', 'Algorithm', 'What the secret signs with.', 'List', 'HS512', HMAC_ALGS)] },
+  {
+    id: 'java-keystore',
+    helpText: 'A key and its certificate read from a PKCS12 keystore file on the server, when the provider is saved.',
+    properties: [
+      ...COMMON,
+      property('keystore', 'Keystore', 'Path to the keystore file on the server (PKCS12; JKS is refused).', 'String'),
+      property('keystorePassword', 'Keystore Password', 'Password of the keystore (not kept once the key is read).', 'String', undefined, undefined, true),
+      property('keystoreType', 'Keystore Type', 'The keystore\'s format.', 'List', 'PKCS12', KEYSTORE_TYPES),
+      property('keyAlias', 'Key Alias', 'Alias of the private key in the keystore.', 'String'),
+      property('keyPassword', 'Key Password', 'Password of the private key: the keystore password.', 'String', undefined, undefined, true),
+      property('keyUse', 'Key use', 'Whether the key signs or encrypts.', 'List', 'sig', ['sig', 'enc']),
+      property('algorithm', 'Algorithm', 'What the key signs (or encrypts) with; an EC key\'s is its curve\'s.', 'List', 'RS256', [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, ...RSA_ENC_ALGS]),
+    ],
+  },
   { id: 'aes-generated', helpText: 'Generates an AES secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '16', ['16', '24', '32'])] },
 ];
 
@@ -193,4 +258,4 @@ export function keyType(jwk: JsonWebKey): string {
 }
 
 /** The entries of a provider's config that make a new key when they change (size, curve). */
-export const KEY_DEFINING_ENTRIES = ['keySize', 'ecdsaEllipticCurveKey', 'eddsaEllipticCurveKey', 'secretSize', 'privateKey', 'certificate'];
+export const KEY_DEFINING_ENTRIES = ['keySize', 'ecdsaEllipticCurveKey', 'eddsaEllipticCurveKey', 'secretSize', 'privateKey', 'certificate', 'keystore', 'keyAlias', 'keystoreType'];
