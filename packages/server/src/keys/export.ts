@@ -1,6 +1,19 @@
 import { createPrivateKey, createPublicKey, type JsonWebKey } from 'node:crypto';
-import { keycloakKid } from './import.js';
-import type { StoredKey } from './index.js';
+import { keycloakKid } from './algorithms.js';
+
+/** What an export needs of a stored realm key (index.ts's StoredKey). */
+interface ExportedKey {
+  providerId: string;
+  name: string;
+  priority: number;
+  enabled: boolean;
+  active: boolean;
+  kid: string;
+  use: 'sig' | 'enc';
+  publicKey: string | null;
+  certificate: string | null;
+  settings: Record<string, string>;
+}
 
 /**
  * A realm key as Keycloak's export writes its key-provider component (`components["org.keycloak.keys.KeyProvider"]`
@@ -9,7 +22,7 @@ import type { StoredKey } from './index.js';
  * `*PublicKey` SPKI DER, base64; HMAC and AES: `kid` and `secret`, base64url), so that this server's import and
  * Keycloak's take it back. Without `secrets` (the admin API's partial export) the config only, as Keycloak's partial export.
  */
-export function keyProviderExport(key: StoredKey, privateJwk: JsonWebKey, secrets: boolean): { name: string; providerId: string; subComponents: Record<string, never>; config: Record<string, string[]> } {
+export function keyProviderExport(key: ExportedKey, privateJwk: JsonWebKey, secrets: boolean): { name: string; providerId: string; subComponents: Record<string, never>; config: Record<string, string[]> } {
   const config: Record<string, string[]> = { priority: [String(key.priority)], enabled: [String(key.enabled)], active: [String(key.active)] };
   for (const [entry, value] of Object.entries(key.settings)) config[entry] = [value];
   // Keycloak's partial export leaves a key provider's material out (no key, secret, kid or certificate): an import

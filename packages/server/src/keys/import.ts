@@ -1,6 +1,8 @@
-import { type X509Certificate, createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { type X509Certificate, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { parseCertificate, parsePublicKey } from './client-keys.js';
-import { EC_CURVES, HMAC_ALGS, RSA_ENC_ALGS, RSA_SIGNATURE_ALGS, type KeyMaterial } from './providers.js';
+import { EC_CURVES, HMAC_ALGS, RSA_ENC_ALGS, RSA_SIGNATURE_ALGS, keycloakKid, parsePrivateKey } from './algorithms.js';
+import type { KeyMaterial } from './providers.js';
+
 
 /**
  * A realm file's key providers (`components["org.keycloak.keys.KeyProvider"]`, Keycloak's export): each checked and
@@ -42,24 +44,6 @@ const first = (config: Record<string, string[]>, name: string): string | undefin
   const value = config[name]?.[0];
   return value === undefined || value === '' || value === MASK ? undefined : value;
 };
-
-/** The private key of a config value: base64 DER (PKCS#8 or PKCS#1), with or without its PEM armour; null if none parses. */
-export function parsePrivateKey(value: string): KeyObject | null {
-  const body = value.replace(/-----(BEGIN|END) [A-Z ]+-----/g, '').replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) return null;
-  const der = Buffer.from(body, 'base64');
-  for (const type of ['pkcs8', 'pkcs1'] as const) {
-    try {
-      return createPrivateKey({ key: der, format: 'der', type });
-    } catch {
-      // the other encoding, or none
-    }
-  }
-  return null;
-}
-
-/** Keycloak's kid of a public key (KeyUtils.createKeyId): base64url of the SHA-256 of its SPKI DER. */
-export const keycloakKid = (publicKey: KeyObject): string => createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('base64url');
 
 /** A key whose parts do not agree would sign tokens nobody can verify. */
 function consistent(privateKey: KeyObject, publicKey: KeyObject): boolean {

@@ -5,7 +5,8 @@ import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
 import { keyProviderExport } from './export.js';
-import { keycloakKid, type ImportedKey } from './import.js';
+import { keycloakKid } from './algorithms.js';
+import type { ImportedKey } from './import.js';
 import { KEY_DEFINING_ENTRIES, keyMaterialFor, keyType, type KeyMaterial } from './providers.js';
 
 export { KEY_PROVIDER_IDS, KEY_PROVIDER_TYPES, KeyProviderError, TOKEN_SIGNATURE_ALGS, type KeyProviderProperty } from './providers.js';

@@ -1,8 +1,10 @@
 import { createPublicKey, type X509Certificate, generateKeyPair as generateKeyPairCallback, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { parseCertificate } from './client-keys.js';
-import { keycloakKid, parsePrivateKey } from './import.js';
+import { EC_CURVES, EC_SIGNATURE_ALGS, HMAC_ALGS, RSA_ENC_ALGS, RSA_SIGNATURE_ALGS, keycloakKid, parsePrivateKey } from './algorithms.js';
 import { KEYSTORE_TYPES, KeystoreConfigError, keyFromKeystore } from './java-keystore.js';
+
+export { EC_SIGNATURE_ALGS, RSA_SIGNATURE_ALGS, TOKEN_SIGNATURE_ALGS } from './algorithms.js';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
 
@@ -13,13 +15,6 @@ const generateKeyPair = promisify(generateKeyPairCallback);
 export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated', 'java-keystore'] as const;
 export type KeyProviderId = (typeof KEY_PROVIDER_IDS)[number];
 
-export const RSA_SIGNATURE_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
-export const EC_SIGNATURE_ALGS = ['ES256', 'ES384', 'ES512'] as const;
-/** Every algorithm a realm signs tokens with (defaultSignatureAlgorithm, a client's *.signed.response.alg). */
-export const TOKEN_SIGNATURE_ALGS = [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, 'EdDSA'] as const;
-export const RSA_ENC_ALGS = ['RSA-OAEP', 'RSA-OAEP-256', 'RSA1_5'];
-export const HMAC_ALGS = ['HS256', 'HS384', 'HS512'];
-export const EC_CURVES: Record<string, { alg: string; node: string }> = { 'P-256': { alg: 'ES256', node: 'prime256v1' }, 'P-384': { alg: 'ES384', node: 'secp384r1' }, 'P-521': { alg: 'ES512', node: 'secp521r1' } };
 const RSA_SIZES = ['2048', '3072', '4096'];
 const MIN_RSA_BITS = 2048;
 
