@@ -297,7 +297,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
 
 /**
  * Identity providers, their mappers and components of a realm file, kept as data. Key providers are not kept as
- * data: their RSA signing keys become the realm's keys, and each provider not taken is named in `notImported`.
+ * data: they become the realm's keys as the same providers (keys/import.ts), each one not taken named in `notImported`.
  */
 function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string) => void) {
   const keptAsData: string[] = [];
