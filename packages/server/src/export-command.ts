@@ -33,7 +33,7 @@ export async function runExport(argv: readonly string[], env: NodeJS.ProcessEnv)
 
   const server = await createServer(loadConfig({ argv: rest, env }));
   try {
-    const { storage, flows } = server.context;
+    const { storage, flows, keys } = server.context;
     const realms = realmName !== undefined ? [await storage.realms.byName(realmName)] : await storage.realms.list();
     if (realms.some((r) => r === null)) throw new Error(`realm "${realmName}" does not exist`);
     for (const realm of realms) {
@@ -42,7 +42,7 @@ export async function runExport(argv: readonly string[], env: NodeJS.ProcessEnv)
       const partial = `${target}.partial`;
       const out = await open(partial, 'w');
       try {
-        const exporter = await realmExporter({ storage, flows }, realm);
+        const exporter = await realmExporter({ storage, flows, keys }, realm);
         const document = JSON.stringify(await exporter.document({ clients: true, groupsAndRoles: true, secrets: true }), null, 2);
         await out.write(`${document.slice(0, document.lastIndexOf('}')).trimEnd()},\n  "users" : [`);
         let after: string | null = null;

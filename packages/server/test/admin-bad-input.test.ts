@@ -291,6 +291,9 @@ const componentFields: unknown[] = [
   { name: 'c', providerId: 'ecdsa-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { ecdsaEllipticCurveKey: ['P-1'], priority: ['x'] } },
   { name: 'c', providerId: 'rsa', providerType: 'org.keycloak.keys.KeyProvider', config: { privateKey: ['not a key'] } },
   { name: 'c', providerId: 'java-keystore', providerType: 'org.keycloak.keys.KeyProvider' },
+  { name: 'c', providerId: 'java-keystore', providerType: 'org.keycloak.keys.KeyProvider', config: { keystore: ['/nonexistent/realmgate.p12'], keystorePassword: ['p'], keyAlias: ['a'], keyPassword: ['p'] } },
+  { name: 'c', providerId: 'java-keystore', providerType: 'org.keycloak.keys.KeyProvider', config: { keystore: ['/dev/zero'], keystorePassword: ['p'], keyAlias: ['a'], keyPassword: ['p'], keystoreType: ['BCFKS'] } },
+  { name: 'c', providerId: 'java-keystore', providerType: 'org.keycloak.keys.KeyProvider', config: { keystore: ['/dev/zero'], keystorePassword: ['p'], keyAlias: ['a'], keyPassword: ['p'] } },
 ];
 
 /**

@@ -147,9 +147,9 @@ describe.each(httpDatabases)("users' links to identity providers (%s)", (databas
   });
 
   it('the export with users carries the links as Keycloak writes them, and its import restores them; the partial export has no users', async () => {
-    const { storage, flows } = t.server.context;
+    const { storage } = t.server.context;
     const realm = (await storage.realms.byName('links'))!;
-    const exporter = await realmExporter({ storage, flows }, realm);
+    const exporter = await realmExporter(t.server.context, realm);
     const { users } = await exporter.users(null, 100);
     const byName = new Map(users.map((u) => [u.username, u]));
     expect(byName.get('alice')!.federatedIdentities).toEqual([

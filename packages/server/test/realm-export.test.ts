@@ -101,8 +101,8 @@ describe.each(httpDatabases)('realm partial export (%s)', (database) => {
     // The realm's default policies (README: dynamic client registration) and the one added.
     expect(exported.components['org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy']).toContainEqual({ name: 'Max Clients Limit', providerId: 'max-clients', subType: 'anonymous', config: { 'max-clients': ['200'] }, subComponents: {} });
     expect(exported.components['org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy']).toHaveLength(9);
-    // The server's signing keys are not exported as key providers.
-    expect(exported.components).not.toHaveProperty(['org.keycloak.keys.KeyProvider']);
+    // The realm's keys as key providers, without their key material, as Keycloak's partial export writes them.
+    expect(exported.components['org.keycloak.keys.KeyProvider']).toEqual([{ name: 'rsa-generated', providerId: 'rsa-generated', subComponents: {}, config: { priority: ['100'], enabled: ['true'], active: ['true'], algorithm: ['RS256'], keySize: ['2048'] } }]);
 
     const other = await masterAdminClient(target.url);
     await other.realms.create(exported);

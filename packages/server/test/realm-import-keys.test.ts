@@ -28,6 +28,7 @@ const keycloakKid = (key: KeyObject) => createHash('sha256').update(key.export({
 const certificateKey = (b64: string) => new X509Certificate(Buffer.from(b64, 'base64')).publicKey;
 const pkcs8 = (key: KeyObject) => key.export({ type: 'pkcs8', format: 'der' }).toString('base64');
 const pkcs1 = (key: KeyObject) => key.export({ type: 'pkcs1', format: 'der' }).toString('base64');
+const spki = (key: KeyObject) => key.export({ type: 'spki', format: 'der' }).toString('base64');
 const rsaKey = (bits = 2048) => generateKeyPairSync('rsa', { modulusLength: bits });
 const path = (i: number) => `realm.components["${KEYS}"][${i}]`;
 
@@ -61,19 +62,31 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
     const kid = keycloakKid(publicKey);
     // Through the official admin client, as a migration script would.
     await kc.realms.create(rep);
+    const fileEnc = providers(rep).find((c) => c.providerId === 'rsa-enc-generated')!;
+    const encKey = certificateKey(fileEnc.config.certificate[0]);
+    const encKid = keycloakKid(encKey);
     const published = await jwks(t, 'kc26-full');
-    expect(published).toHaveLength(1);
-    expect(published[0]).toMatchObject({ kid, kty: 'RSA', alg: 'RS256', use: 'sig', n: publicKey.export({ format: 'jwk' }).n, e: 'AQAB', x5c: [file.config.certificate[0]] });
+    // The signing key and the encryption key, each with its certificate; the secrets (HMAC, AES) are never published.
+    expect(published).toHaveLength(2);
+    expect(published.find((k) => k.use === 'sig')).toMatchObject({ kid, kty: 'RSA', alg: 'RS256', use: 'sig', n: publicKey.export({ format: 'jwk' }).n, e: 'AQAB', x5c: [file.config.certificate[0]] });
+    expect(published.find((k) => k.use === 'enc')).toMatchObject({ kid: encKid, kty: 'RSA', alg: 'RSA-OAEP', use: 'enc', n: encKey.export({ format: 'jwk' }).n, x5c: [fileEnc.config.certificate[0]] });
 
     kc.setConfig({ realmName: 'kc26-full' });
     try {
       const keys = await kc.realms.getKeys({ realm: 'kc26-full' });
-      expect(keys.active).toEqual({ RS256: kid });
-      expect(keys.keys).toEqual([expect.objectContaining({ kid, providerId: expect.any(String), status: 'ACTIVE', type: 'RSA', algorithm: 'RS256', certificate: file.config.certificate[0], publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') })]);
-      // One key-provider component per key, the file's provider, no key material.
+      // Every provider of the file as the same provider, with the file's kids (the secrets' from their config).
+      const hmac = providers(rep).find((c) => c.providerId === 'hmac-generated')!;
+      const aes = providers(rep).find((c) => c.providerId === 'aes-generated')!;
+      expect(keys.active).toEqual({ RS256: kid, 'RSA-OAEP': encKid, HS512: hmac.config.kid[0], AES: aes.config.kid[0] });
+      const signing = keys.keys!.find((k) => k.kid === kid)!;
+      expect(signing).toEqual(expect.objectContaining({ kid, providerId: expect.any(String), status: 'ACTIVE', type: 'RSA', algorithm: 'RS256', use: 'SIG', certificate: file.config.certificate[0], publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') }));
+      expect(keys.keys!.find((k) => k.kid === hmac.config.kid[0])).toEqual(expect.objectContaining({ type: 'OCT', algorithm: 'HS512', use: 'SIG', status: 'ACTIVE' }));
+      expect(keys.keys!.find((k) => k.kid === aes.config.kid[0])).toEqual(expect.objectContaining({ type: 'OCT', algorithm: 'AES', use: 'ENC', status: 'ACTIVE' }));
+      // One key-provider component per key, the file's provider and name, no key material.
       const components = await kc.components.find({ type: KEYS });
-      expect(components).toEqual([expect.objectContaining({ id: keys.keys![0].providerId, providerId: file.providerId, config: expect.objectContaining({ active: ['true'] }) })]);
-      expect(JSON.stringify(components)).not.toContain(file.config.privateKey[0].slice(40, 80));
+      expect(components.map((c) => [c.providerId, c.name]).sort()).toEqual(providers(rep).map((c) => [c.providerId, c.name]).sort());
+      expect(components.find((c) => c.id === signing.providerId)).toEqual(expect.objectContaining({ providerId: file.providerId, config: expect.objectContaining({ active: ['true'], priority: ['100'] }) }));
+      for (const c of providers(rep)) for (const secret of [c.config.privateKey?.[0], c.config.secret?.[0]].filter(Boolean)) expect(JSON.stringify(components)).not.toContain(secret!.slice(10, 40));
     } finally {
       kc.setConfig({ realmName: 'master' });
     }
@@ -95,29 +108,23 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
     const again = await importRealm(fullExport('kc26-again'));
     expect(again.notImported).toContain(`${path(fileRsaIndex(rep))} (the key is another realm's already: the realm gets a generated key instead)`);
     const other = await jwks(t, 'kc26-again');
+    expect(again.notImported).toContain(`${path(providers(rep).indexOf(fileEnc))} (the key is another realm's already: not taken)`);
     expect(other).toHaveLength(1);
     expect(other[0].kid).not.toBe(kid);
-    expect((await jwks(t, 'kc26-full')).map((k) => k.kid)).toEqual([kid]);
+    expect((await jwks(t, 'kc26-full')).map((k) => k.kid).sort()).toEqual([kid, encKid].sort());
   });
 
-  it('names each key provider it does not take, by JSON path and reason', async () => {
+  it('takes every key provider of a Keycloak 26 export (HMAC, AES, encryption keys too): none is named', async () => {
     const rep = fullExport('kc26-report');
-    // Its own RSA key, so this realm's kid is not another realm's.
+    // Its own RSA keys, so this realm's kids are not another realm's.
     const { privateKey, publicKey } = rsaKey();
     Object.assign(fileRsa(rep).config, { privateKey: [pkcs1(privateKey)], certificate: [] });
+    Object.assign(providers(rep).find((c) => c.providerId === 'rsa-enc-generated')!.config, { privateKey: [pkcs1(rsaKey().privateKey)], certificate: [] });
     const report = await importRealm(rep);
     const named = report.notImported.filter((p) => p.startsWith(`realm.components["${KEYS}"]`));
-    expect(named).toEqual(
-      providers(rep).flatMap((c, i) => {
-        if (c.providerId === 'hmac-generated') return [`${path(i)} (hmac-generated "hmac-generated-hs512": this server derives its HS512 refresh-token key from the realm's RSA key)`];
-        if (c.providerId === 'aes-generated') return [`${path(i)} (aes-generated "aes-generated": this server derives its own secrets from the realm's RSA key)`];
-        if (c.providerId === 'rsa-enc-generated') return [`${path(i)} (rsa-enc-generated "rsa-enc-generated": an encryption key: this server decrypts nothing)`];
-        return [];
-      }),
-    );
-    expect(named).toHaveLength(3);
+    expect(named).toEqual([]);
     // A PKCS#1 key without a certificate: taken, with a self-signed certificate of it.
-    const [published] = await jwks(t, 'kc26-report');
+    const published = (await jwks(t, 'kc26-report')).find((k) => k.use === 'sig')!;
     expect(published.kid).toBe(keycloakKid(publicKey));
     expect(certificateKey(published.x5c[0]).equals(publicKey)).toBe(true);
   });
@@ -139,11 +146,13 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
       },
     };
     const report = await importRealm(rep);
-    expect(report.notImported).toEqual([`${path(3)} (rsa "disabled": enabled is false: Keycloak neither signs nor verifies with it)`]);
+    // A disabled key is kept disabled, as Keycloak keeps it: listed, neither signs nor verifies, not published.
+    expect(report.notImported ?? []).toEqual([]);
     const keys = await api(t.url, 'GET', '/admin/realms/priorities/keys', token);
     expect((keys.body as Rep).active).toEqual({ RS256: keycloakKid(high.publicKey) });
     const status = Object.fromEntries(((keys.body as Rep).keys as Rep[]).map((k) => [k.kid, k.status]));
-    expect(status).toEqual({ [keycloakKid(high.publicKey)]: 'ACTIVE', [keycloakKid(low.publicKey)]: 'ACTIVE', [keycloakKid(passive.publicKey)]: 'PASSIVE' });
+    expect(status).toEqual({ [keycloakKid(high.publicKey)]: 'ACTIVE', [keycloakKid(low.publicKey)]: 'ACTIVE', [keycloakKid(passive.publicKey)]: 'PASSIVE', [keycloakKid(disabled.publicKey)]: 'DISABLED' });
+    expect((await jwks(t, 'priorities')).map((k) => k.kid)).not.toContain(keycloakKid(disabled.publicKey));
     const grant = await tokenRequest(t.url, 'priorities', { grant_type: 'client_credentials', client_id: 'svc', client_secret: 'svc-secret-1' });
     expect(grant.status).toBe(200);
     await jwtVerify((grant.body as Rep).access_token, high.publicKey);
@@ -159,6 +168,8 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
     const file = fileRsa(fullExport('x'));
     const small = rsaKey(1024);
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const ec2 = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const ed = generateKeyPairSync('ed25519');
     const other = rsaKey();
     const base = (config: Record<string, string[]>) => ({ name: 'k', providerId: 'rsa-generated', config });
     const garbage = 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC-not-a-key-at-all-but-long-enough-to-be-noticed';
@@ -169,12 +180,24 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
       [base({ privateKey: [pkcs8(ec.privateKey)] }), 'privateKey is not an RSA key (ec)'],
       [base({ privateKey: [pkcs8(other.privateKey)], certificate: file.config.certificate }), 'certificate is not of this privateKey'],
       [base({ privateKey: [pkcs8(other.privateKey)], certificate: ['bm90IGEgY2VydGlmaWNhdGU='] }), 'certificate does not parse (base64 DER expected)'],
-      [base({ privateKey: [pkcs8(other.privateKey)], algorithm: ['RS384'] }), 'algorithm "RS384": only RS256 keys are taken'],
-      [{ ...base({ privateKey: [pkcs8(other.privateKey)], algorithm: ['PS256'] }), providerId: 'rsa' }, 'algorithm "PS256": only RS256 keys are taken'],
-      [base({ privateKey: [pkcs8(other.privateKey)], keyUse: ['enc'] }), 'keyUse "enc": only signing keys are taken'],
+      [base({ privateKey: [pkcs8(other.privateKey)], algorithm: ['RS999'] }), 'algorithm "RS999" is not one of RS256, RS384, RS512, PS256, PS384, PS512'],
+      [{ ...base({ privateKey: [pkcs8(other.privateKey)], algorithm: ['HS256'] }), providerId: 'rsa' }, 'algorithm "HS256" is not one of RS256, RS384, RS512, PS256, PS384, PS512'],
+      [base({ privateKey: [pkcs8(other.privateKey)], keyUse: ['enc'] }), 'keyUse "enc": a rsa-generated key is for SIG'],
+      [{ ...base({}), providerId: 'rsa' }, 'no privateKey'],
+      [base({ privateKey: [pkcs8(other.privateKey)], enabled: ['yes'] }), 'enabled is not "true" or "false"'],
       [base({ privateKey: [pkcs8(other.privateKey)], priority: ['high'] }), 'priority is not a whole number'],
-      [{ name: 'ks', providerId: 'java-keystore', config: { keystore: ['/etc/keystore.jks'], keystorePassword: ['secret-pass'] } }, 'keystore files are not read'],
-      [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)] } }, 'only RS256 signing keys are taken'],
+      [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)] } }, 'no ecdsaPublicKey'],
+      [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)], ecdsaPublicKey: [spki(ec2.publicKey)] } }, 'ecdsaPublicKey is not of this ecdsaPrivateKey'],
+      [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)], ecdsaPublicKey: [spki(ec.publicKey)], ecdsaEllipticCurveKey: ['P-384'] } }, 'ecdsaPrivateKey is not of the curve P-384 (ecdsaEllipticCurveKey)'],
+      [{ name: 'ec', providerId: 'ecdsa-generated', config: { ecdsaPrivateKey: [pkcs8(ec.privateKey)], ecdsaPublicKey: [spki(ec.publicKey)], certificate: file.config.certificate } }, 'certificate is not of this privateKey'],
+      [{ name: 'ed', providerId: 'eddsa-generated', config: { eddsaPrivateKey: [pkcs8(ec.privateKey)], eddsaPublicKey: [spki(ec.publicKey)] } }, 'eddsaPrivateKey is not an Ed25519 key (ec)'],
+      [{ name: 'ed', providerId: 'eddsa-generated', config: { eddsaPrivateKey: [pkcs8(ed.privateKey)], eddsaPublicKey: [spki(ed.publicKey)], eddsaEllipticCurveKey: ['Ed448'] } }, 'eddsaEllipticCurveKey "Ed448" is not one of Ed25519'],
+      [{ name: 'h', providerId: 'hmac-generated', config: { kid: ['h1'], secret: [Buffer.alloc(8, 1).toString('base64url')] } }, 'secret of 8 bytes: at least 16 are required'],
+      [{ name: 'h', providerId: 'hmac-generated', config: { secret: [Buffer.alloc(64, 1).toString('base64url')] } }, 'no kid'],
+      [{ name: 'h', providerId: 'hmac-generated', config: { kid: ['h2'], secret: ['not base64url!'] } }, 'secret is not base64url'],
+      [{ name: 'h', providerId: 'hmac-generated', config: { kid: ['h3'], secret: [Buffer.alloc(64, 1).toString('base64url')], algorithm: ['HS1'] } }, 'algorithm "HS1" is not one of HS256, HS384, HS512'],
+      [{ name: 'a', providerId: 'aes-generated', config: { kid: ['a1'], secret: [Buffer.alloc(20, 1).toString('base64url')] } }, 'secret of 20 bytes: 16, 24 or 32 are required'],
+      [{ name: 'x', providerId: 'rsa-enc', config: {} }, 'a key provider this server does not have'],
     ];
     const report = await importRealm({ realm: 'hostile', enabled: true, components: { [KEYS]: cases.map(([c]) => c) } });
     expect(report.notImported).toEqual(cases.map(([c, reason], i) => `${path(i)} (${c.providerId} "${c.name}": ${reason})`));
@@ -184,7 +207,7 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
     expect(published[0].kid).not.toBe(keycloakKid(other.publicKey));
     // No key material in the answer or the log.
     const everything = JSON.stringify(report) + JSON.stringify(t.logs);
-    for (const secret of [garbage.slice(40), pkcs8(other.privateKey).slice(100, 160), pkcs8(small.privateKey).slice(100, 160), 'secret-pass']) expect(everything).not.toContain(secret);
+    for (const secret of [garbage.slice(40), pkcs8(other.privateKey).slice(100, 160), pkcs8(small.privateKey).slice(100, 160), pkcs8(ec.privateKey).slice(40, 80), pkcs8(ed.privateKey).slice(20, 48), 'secret-pass', Buffer.alloc(64, 1).toString('base64url')]) expect(everything).not.toContain(secret);
   });
 
   it('signs in through the login form with a key whose Keycloak kid has `_` and `-` (the login state names the kid)', async () => {
@@ -213,12 +236,13 @@ describe.each(httpDatabases)('a realm file\'s RSA signing keys (%s)', (database)
     const rep = fullExport('kc26-cli');
     const { privateKey, publicKey } = rsaKey();
     Object.assign(fileRsa(rep).config, { privateKey: [pkcs8(privateKey)], certificate: [] });
+    Object.assign(providers(rep).find((c) => c.providerId === 'rsa-enc-generated')!.config, { privateKey: [pkcs1(rsaKey().privateKey)], certificate: [] });
     writeFileSync(join(dir, 'realm.json'), JSON.stringify(rep));
     const cli = await startServer({ database, config: { REALMGATE_IMPORT_REALM: dir } });
     try {
-      expect((await jwks(cli, 'kc26-cli')).map((k) => k.kid)).toEqual([keycloakKid(publicKey)]);
+      expect((await jwks(cli, 'kc26-cli')).filter((k) => k.use === 'sig').map((k) => k.kid)).toEqual([keycloakKid(publicKey)]);
       const report = cli.logs.find((l) => l.msg === 'realm import: parts of the file are not imported' && l.realm === 'kc26-cli');
-      expect((report?.notImported as string[]).filter((p) => p.startsWith(`realm.components["${KEYS}"]`))).toHaveLength(3);
+      expect(((report?.notImported ?? []) as string[]).filter((p) => p.startsWith(`realm.components["${KEYS}"]`))).toEqual([]);
       const grant = await tokenRequest(cli.url, 'kc26-cli', { grant_type: 'client_credentials', client_id: 'backend', client_secret: 'backend-secret-1' });
       expect(grant.status, JSON.stringify(grant.body)).toBe(200);
       await jwtVerify((grant.body as Rep).access_token, publicKey);

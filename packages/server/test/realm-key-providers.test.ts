@@ -173,7 +173,7 @@ describe('realm key providers', () => {
       ['ecdsa-generated', { ecdsaEllipticCurveKey: ['P-999'] }, 'ecdsaEllipticCurveKey'],
       ['rsa-generated', { algorithm: ['RS999'] }, 'algorithm'],
       ['hmac-generated', { algorithm: ['none'] }, 'algorithm'],
-      ['java-keystore', {}, 'providerId'],
+      ['java-keystore', {}, 'keystore'],
     ] as const) {
       const response = await addProvider(providerId, config as unknown as Record<string, string[]>);
       expect(response.status, `${providerId} ${entry}`).toBe(400);

@@ -24,11 +24,12 @@ const read = (file: string) => readFileSync(join(FIXTURES, file), 'utf8').replac
 /**
  * What the import makes where the file has none, and so differs between any two imports: ids (replaced by their first
  * place in the document, so a reference to one still has to match), the time of the import (a user's or credential's
- * creation) and what is random (the salt and hash of a password the file gives in clear, a generated secret).
+ * creation) and what is random (the salt and hash of a password the file gives in clear, a generated secret or key).
  */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const STARTED = Date.now();
-const MADE_RANDOM = new Set(['secretData', 'credentialData', 'secret']);
+// A realm key the file gives without its material is made new (Keycloak's key-provider entries).
+const MADE_RANDOM = new Set(['secretData', 'credentialData', 'secret', 'kid', 'privateKey', 'certificate', 'ecdsaPrivateKey', 'ecdsaPublicKey', 'eddsaPrivateKey', 'eddsaPublicKey']);
 function normalise(document: unknown, input: string): unknown {
   const names = new Map<string, string>();
   const walk = (value: unknown, key: string): unknown => {

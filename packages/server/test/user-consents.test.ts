@@ -68,9 +68,9 @@ describe.each(httpDatabases)('users\' client consents (%s)', (database) => {
   });
 
   it('the CLI export writes them back on their users', async () => {
-    const { storage, flows } = t.server.context;
+    const { storage } = t.server.context;
     const realm = (await storage.realms.byName('consent'))!;
-    const { users } = await (await realmExporter({ storage, flows }, realm)).users(null, 100);
+    const { users } = await (await realmExporter(t.server.context, realm)).users(null, 100);
     expect(users.find((u) => u.username === 'dave')!.clientConsents).toEqual([{ clientId: 'blog', grantedClientScopes: ['profile'], createdDate: CREATED }]);
     expect(users.find((u) => u.username === 'carol')!.clientConsents).toEqual([
       { clientId: 'blog', grantedClientScopes: [] },

@@ -17,6 +17,8 @@ export function keyProviderComponent(realm: Realm, k: StoredKey): Component {
     active: [String(k.active)],
     ...Object.fromEntries(Object.entries(k.settings).map(([entry, value]) => [entry, [value]])),
   };
+  // A java-keystore provider's passwords are not kept: answered masked, as Keycloak masks them.
+  if (k.providerId === 'java-keystore') Object.assign(config, { keystorePassword: ['**********'], keyPassword: ['**********'] });
   if (k.providerId === 'rsa') {
     config.privateKey = ['**********'];
     if (k.certificate) config.certificate = [k.certificate];

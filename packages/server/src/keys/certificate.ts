@@ -4,7 +4,8 @@ import { createHash, randomBytes, sign, type KeyObject } from 'node:crypto';
  * A self-signed X.509 certificate for a realm key, as Keycloak keeps one beside each generated RSA key (its
  * JWKS publishes it as `x5c`). Built here as DER with node:crypto (Node has no certificate builder, and one
  * small DER writer is less to trust than a dependency): version 1, subject and issuer `CN=<realm name>`, a random
- * serial, SHA-256 with RSA, valid from a minute ago for ten years.
+ * serial, SHA-256 with RSA (ECDSA with the curve's hash for an EC key, Ed25519 for an EdDSA one), valid from a
+ * minute ago for ten years.
  */
 export const CERTIFICATE_VALIDITY_YEARS = 10;
 
@@ -40,6 +41,24 @@ function time(date: Date): Buffer {
 }
 
 const SHA256_WITH_RSA = sequence(objectIdentifier('1.2.840.113549.1.1.11'), DER_NULL);
+// RFC 5758 3.2 and RFC 8410 3: no parameters. An EC key signs with the hash of its curve's size, as Keycloak's.
+const EC_SIGNATURES: Record<string, { hash: string; id: Buffer }> = {
+  prime256v1: { hash: 'sha256', id: sequence(objectIdentifier('1.2.840.10045.4.3.2')) },
+  secp384r1: { hash: 'sha384', id: sequence(objectIdentifier('1.2.840.10045.4.3.3')) },
+  secp521r1: { hash: 'sha512', id: sequence(objectIdentifier('1.2.840.10045.4.3.4')) },
+};
+const ED25519 = { hash: null, id: sequence(objectIdentifier('1.3.101.112')) };
+
+/** The signature algorithm a key signs its certificate with: SHA-256 with RSA, ECDSA by its curve, or Ed25519. */
+function signatureOf(privateKey: KeyObject): { hash: string | null; id: Buffer } {
+  if (privateKey.asymmetricKeyType === 'ec') {
+    const found = EC_SIGNATURES[privateKey.asymmetricKeyDetails?.namedCurve ?? ''];
+    if (!found) throw new Error('no certificate for an EC key of this curve');
+    return found;
+  }
+  if (privateKey.asymmetricKeyType === 'ed25519') return ED25519;
+  return { hash: 'sha256', id: SHA256_WITH_RSA };
+}
 
 /** The certificate's DER for this key pair, self-signed. */
 export function selfSignedCertificate(privateKey: KeyObject, publicKey: KeyObject, commonName: string, now = new Date()): Buffer {
@@ -49,16 +68,17 @@ export function selfSignedCertificate(privateKey: KeyObject, publicKey: KeyObjec
   const notBefore = new Date(now.getTime() - 60_000);
   const notAfter = new Date(now.getTime());
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CERTIFICATE_VALIDITY_YEARS);
+  const algorithm = signatureOf(privateKey);
   const tbs = sequence(
     tagged(0x02, serial),
-    SHA256_WITH_RSA,
+    algorithm.id,
     name,
     sequence(time(notBefore), time(notAfter)),
     name,
     publicKey.export({ type: 'spki', format: 'der' }),
   );
-  const signature = sign('sha256', tbs, privateKey);
-  return sequence(tbs, SHA256_WITH_RSA, tagged(0x03, Buffer.concat([Buffer.from([0]), signature])));
+  const signature = sign(algorithm.hash, tbs, privateKey);
+  return sequence(tbs, algorithm.id, tagged(0x03, Buffer.concat([Buffer.from([0]), signature])));
 }
 
 /** The JWK members that carry a certificate (RFC 7517 4.6–4.9): the chain, and its SHA-1 and SHA-256 thumbprints. */

@@ -4,7 +4,9 @@ import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 
 import { newId } from '../credentials/index.js';
 import type { Db, Storage } from '../storage/index.js';
 import { certificateJwkMembers, selfSignedCertificate } from './certificate.js';
-import type { ImportedSigningKey } from './import.js';
+import { keyProviderExport } from './export.js';
+import { keycloakKid } from './algorithms.js';
+import type { ImportedKey } from './import.js';
 import { KEY_DEFINING_ENTRIES, keyMaterialFor, keyType, type KeyMaterial } from './providers.js';
 
 export { KEY_PROVIDER_IDS, KEY_PROVIDER_TYPES, KeyProviderError, TOKEN_SIGNATURE_ALGS, type KeyProviderProperty } from './providers.js';
@@ -86,9 +88,10 @@ export class RealmKeys {
 
   async generate(realmId: string, db: Db = this.storage.db): Promise<string> {
     const { privateKey, publicKey } = await this.newKeyPair();
-    const kid = newId();
+    const exported = await exportJWK(publicKey);
+    const kid = keycloakKid(createPublicKey({ key: exported as JsonWebKey, format: 'jwk' }));
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM, use: 'sig' };
-    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
+    const publicJwk = { ...exported, kid, alg: ALGORITHM, use: 'sig' };
     const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
     const certificate = certificateFor(JSON.stringify(privateJwk), JSON.stringify(publicJwk), realm?.name ?? realmId);
     await db
@@ -102,7 +105,7 @@ export class RealmKeys {
         certificate,
         active: 1,
         created_at: Date.now(),
-        component_id: kid,
+        component_id: newId(),
         provider_id: 'rsa-generated',
         name: 'rsa-generated',
         priority: DEFAULT_PRIORITY,
@@ -136,7 +139,7 @@ export class RealmKeys {
     if (input.providerId !== current.providerId) throw new KeyProviderErrorFromIndex('providerId', 'a key provider\'s type cannot change (delete it and add another)');
     const flags = providerFlags(input.config, current);
     const given = (entry: string) => input.config[entry]?.[0];
-    const renewed = KEY_DEFINING_ENTRIES.some((entry) => given(entry) !== undefined && given(entry) !== '**********' && given(entry) !== current.settings[entry] && !(entry === 'certificate' && given(entry) === current.certificate));
+    const renewed = (current.providerId === 'java-keystore' && given('keyUse') !== undefined && given('keyUse') !== current.settings.keyUse) || KEY_DEFINING_ENTRIES.some((entry) => given(entry) !== undefined && given(entry) !== '**********' && given(entry) !== current.settings[entry] && !(entry === 'certificate' && given(entry) === current.certificate));
     const algorithm = given('algorithm');
     if (renewed || (algorithm !== undefined && algorithm !== current.algorithm)) {
       // Made again from the config (a secret or key not given again is not kept: Keycloak masks and keeps it, but
@@ -154,9 +157,22 @@ export class RealmKeys {
       await this.replaceMaterial(realmId, current, await keyMaterialFor(current.providerId, config), input.name ?? current.name, flags);
       return true;
     }
+    // An EC key's certificate, asked for after the key was made: made now, for the same key (a certificate once made stays, as Keycloak keeps it in the config).
+    const settings = { ...current.settings };
+    let certificate = current.certificate;
+    const generateCertificate = given('ecGenerateCertificate');
+    if (current.providerId === 'ecdsa-generated' && generateCertificate !== undefined) {
+      if (generateCertificate !== 'true' && generateCertificate !== 'false') throw new KeyProviderErrorFromIndex('ecGenerateCertificate', 'must be "true" or "false"');
+      settings.ecGenerateCertificate = generateCertificate;
+      if (generateCertificate === 'true' && !certificate) {
+        const row = await this.storage.db.selectFrom('realm_key').select(['private_jwk', 'public_jwk']).where('realm_id', '=', realmId).where('kid', '=', current.kid).executeTakeFirstOrThrow();
+        const realm = await this.storage.realms.byId(realmId);
+        certificate = certificateFor(row.private_jwk, row.public_jwk, realm?.name ?? realmId);
+      }
+    }
     await this.storage.db
       .updateTable('realm_key')
-      .set({ name: input.name ?? current.name, priority: flags.priority, enabled: flags.enabled ? 1 : 0, active: flags.active ? 1 : 0 })
+      .set({ name: input.name ?? current.name, priority: flags.priority, enabled: flags.enabled ? 1 : 0, active: flags.active ? 1 : 0, settings: JSON.stringify(settings), certificate })
       .where('realm_id', '=', realmId)
       .where('kid', '=', current.kid)
       .execute();
@@ -188,11 +204,12 @@ export class RealmKeys {
     material: KeyMaterial,
     component: { componentId: string; providerId: string; name: string; priority: number; enabled: boolean; active: boolean },
     db: Db,
+    createdAt = Date.now(),
   ): Promise<void> {
     const privateJwk = JSON.stringify(material.privateJwk);
     const publicJwk = material.publicJwk ? JSON.stringify(material.publicJwk) : '';
     let certificate = material.certificate;
-    if (!certificate && material.publicJwk?.kty === 'RSA') {
+    if (!certificate && wantsCertificate(material)) {
       const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
       certificate = certificateFor(privateJwk, publicJwk, realm?.name ?? realmId);
     }
@@ -206,7 +223,7 @@ export class RealmKeys {
         public_jwk: publicJwk,
         certificate,
         active: component.active ? 1 : 0,
-        created_at: Date.now(),
+        created_at: createdAt,
         component_id: component.componentId,
         provider_id: component.providerId,
         name: component.name,
@@ -219,51 +236,57 @@ export class RealmKeys {
   }
 
   /**
-   * A new realm's first keys from its realm file (keys/import.ts checked them): each stored with its certificate (a
-   * self-signed one when the file gave none), active or passive as the file says. The signing key is the newest
-   * active one (loadSigningKey), so they are stored in order of priority, the highest last: the active key of
-   * highest priority signs, as in Keycloak (of equal priorities, the later in the file). A realm left without an
-   * active key gets a generated one. A key another realm holds already (the same file imported under another
-   * name) is not taken: its path and reason are returned, for the import's report.
+   * A new realm's first keys from its realm file (keys/import.ts checked them), each as the file's provider with its
+   * priority and flags: the file's key material with its certificate (a self-signed one for an RSA key when the file
+   * gave none, for an EC key when `ecGenerateCertificate` says so), or, for a generated provider the file gives
+   * without keys, a new key made from its config as Keycloak makes one. Stored in order of priority, the highest
+   * last (of equal priorities, the later in the file signs). A realm left without an active RS256 key gets a
+   * generated one. A key another realm holds already (the same file imported under another name), or a config a
+   * new key cannot be made from, is not taken: its path and reason are returned, for the import's report.
    */
-  async importKeys(realmId: string, keys: ImportedSigningKey[], db: Db = this.storage.db): Promise<string[]> {
+  async importKeys(realmId: string, keys: ImportedKey[], db: Db = this.storage.db): Promise<string[]> {
     const notImported: string[] = [];
-    const taken = keys.length ? new Set((await db.selectFrom('realm_key').select('kid').where('kid', 'in', keys.map((k) => k.kid)).execute()).map((r) => r.kid)) : new Set<string>();
-    const fresh = keys.filter((k) => {
-      if (!taken.has(k.kid)) return true;
-      notImported.push(`${k.path} (the key is another realm's already: the realm gets a generated key instead)`);
-      return false;
-    });
-    const ordered = fresh.map((k, i) => ({ k, i })).sort((a, b) => a.k.priority - b.k.priority || a.i - b.i).map(({ k }) => k);
-    const realm = await db.selectFrom('realm').select('name').where('id', '=', realmId).executeTakeFirst();
+    const kids = keys.flatMap((k) => (k.material ? [k.material.kid] : []));
+    const taken = kids.length ? new Set((await db.selectFrom('realm_key').select('kid').where('kid', 'in', kids).execute()).map((r) => r.kid)) : new Set<string>();
+    const ready: { key: ImportedKey; material: KeyMaterial }[] = [];
+    for (const key of keys) {
+      if (key.material && !key.material.publicJwk && taken.has(key.material.kid)) {
+        // A secret's kid is never published: the same file imported under another name keeps the secret under a new kid.
+        const kid = newId();
+        key.material = { ...key.material, kid, privateJwk: { ...key.material.privateJwk, kid } };
+      }
+      if (key.material && taken.has(key.material.kid)) {
+        notImported.push(`${key.path} (the key is another realm's already: ${key.material.use === 'sig' && key.material.algorithm === ALGORITHM ? 'the realm gets a generated key instead' : 'not taken'})`);
+        continue;
+      }
+      try {
+        ready.push({ key, material: key.material ?? (await this.newMaterial(key.providerId, key.config)) });
+      } catch (error) {
+        if (!(error instanceof KeyProviderErrorFromIndex)) throw error;
+        notImported.push(`${key.path} (${key.providerId} ${JSON.stringify(key.name.slice(0, 100))}: ${error.message})`);
+      }
+    }
+    const ordered = ready.map((r, i) => ({ r, i })).sort((a, b) => a.r.key.priority - b.r.key.priority || a.i - b.i).map(({ r }) => r);
     // Before now, so a key generated below (or rotated in later) is newer than all of them.
     const base = Date.now() - ordered.length - 1;
-    for (const [i, key] of ordered.entries()) {
-      const privateJwk = JSON.stringify(key.privateJwk);
-      const publicJwk = JSON.stringify(key.publicJwk);
-      await db
-        .insertInto('realm_key')
-        .values({
-          kid: key.kid,
-          realm_id: realmId,
-          algorithm: ALGORITHM,
-          private_jwk: privateJwk,
-          public_jwk: publicJwk,
-          certificate: key.certificate ?? certificateFor(privateJwk, publicJwk, realm?.name ?? realmId),
-          active: key.active ? 1 : 0,
-          created_at: base + i,
-          component_id: newId(),
-          provider_id: key.providerId,
-          name: key.name,
-          priority: key.priority,
-          enabled: 1,
-          key_use: 'sig',
-          settings: JSON.stringify({ algorithm: ALGORITHM }),
-        })
-        .execute();
+    for (const [i, { key, material }] of ordered.entries()) {
+      await this.insertMaterial(realmId, material, { componentId: newId(), providerId: key.providerId, name: key.name, priority: key.priority, enabled: key.enabled, active: key.active }, db, base + i);
     }
-    if (!ordered.some((k) => k.active)) await this.generate(realmId, db);
+    if (!ordered.some(({ key, material }) => key.active && key.enabled && material.use === 'sig' && material.algorithm === ALGORITHM)) await this.generate(realmId, db);
     return notImported;
+  }
+
+  /** A generated provider's new key from its config; an `rsa-generated` RS256 key of 2048 bits from the key pair source. */
+  private async newMaterial(providerId: string, config: Record<string, string[]>): Promise<KeyMaterial> {
+    const given = (entry: string) => (config[entry]?.[0] === '**********' ? undefined : config[entry]?.[0]);
+    if (providerId !== 'rsa-generated' || (given('algorithm') ?? ALGORITHM) !== ALGORITHM || (given('keySize') ?? '2048') !== '2048') {
+      return keyMaterialFor(providerId, Object.fromEntries(Object.entries(config).filter(([, v]) => v[0] !== '**********')));
+    }
+    const { privateKey, publicKey } = await this.newKeyPair();
+    const exported = await exportJWK(publicKey);
+    const kid = keycloakKid(createPublicKey({ key: exported as JsonWebKey, format: 'jwk' }));
+    const members = { kid, alg: ALGORITHM, use: 'sig' };
+    return { kid, algorithm: ALGORITHM, use: 'sig', privateJwk: { ...(await exportJWK(privateKey)), ...members } as JsonWebKey, publicJwk: { ...exported, ...members } as JsonWebKey, certificate: null, settings: { algorithm: ALGORITHM, keySize: '2048' } };
   }
 
   /** A new active key; older keys stay published so tokens they signed still verify. */
@@ -425,6 +448,12 @@ export class RealmKeys {
     return keys;
   }
 
+  /** The realm's keys as a realm file's key-provider components (keys/export.ts): key material only with `secrets`. */
+  async exportProviders(realmId: string, secrets: boolean): Promise<ReturnType<typeof keyProviderExport>[]> {
+    const material = new Map((await this.storage.db.selectFrom('realm_key').select(['kid', 'private_jwk']).where('realm_id', '=', realmId).execute()).map((r) => [r.kid, JSON.parse(r.private_jwk) as JsonWebKey]));
+    return (await this.list(realmId)).filter((k) => material.has(k.kid)).map((k) => keyProviderExport(k, material.get(k.kid)!, secrets));
+  }
+
   /**
    * The realm's JWKS: every enabled key with a public part (signing and encryption, active and passive), each with
    * its `alg`, `use` and `kid`, and its certificate as `x5c` with the thumbprints where it has one (cached).
@@ -454,6 +483,11 @@ export class RealmKeys {
     }
     return key;
   }
+}
+
+/** Whether a key without a certificate gets a self-signed one: every RSA key, an EC key whose provider asks for one. */
+function wantsCertificate(material: KeyMaterial): boolean {
+  return material.publicJwk?.kty === 'RSA' || (material.publicJwk?.kty === 'EC' && material.settings.ecGenerateCertificate === 'true');
 }
 
 /** A self-signed certificate (base64 DER) for a stored key pair. */

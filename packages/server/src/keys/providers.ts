@@ -1,7 +1,10 @@
 import { createPublicKey, type X509Certificate, generateKeyPair as generateKeyPairCallback, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { parseCertificate } from './client-keys.js';
-import { parsePrivateKey } from './import.js';
+import { EC_CURVES, EC_SIGNATURE_ALGS, HMAC_ALGS, RSA_ENC_ALGS, RSA_SIGNATURE_ALGS, keycloakKid, parsePrivateKey } from './algorithms.js';
+import { KEYSTORE_TYPES, KeystoreConfigError, keyFromKeystore } from './java-keystore.js';
+
+export { EC_SIGNATURE_ALGS, RSA_SIGNATURE_ALGS, TOKEN_SIGNATURE_ALGS } from './algorithms.js';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
 
@@ -9,16 +12,9 @@ const generateKeyPair = promisify(generateKeyPairCallback);
  * Keycloak's key providers (`org.keycloak.keys.KeyProvider` components) this server runs: what each one's config
  * takes, and the key material it makes. One component holds one key, as Keycloak's generated and imported providers.
  */
-export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated'] as const;
+export const KEY_PROVIDER_IDS = ['rsa-generated', 'rsa', 'rsa-enc-generated', 'ecdsa-generated', 'eddsa-generated', 'hmac-generated', 'aes-generated', 'java-keystore'] as const;
 export type KeyProviderId = (typeof KEY_PROVIDER_IDS)[number];
 
-export const RSA_SIGNATURE_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
-export const EC_SIGNATURE_ALGS = ['ES256', 'ES384', 'ES512'] as const;
-/** Every algorithm a realm signs tokens with (defaultSignatureAlgorithm, a client's *.signed.response.alg). */
-export const TOKEN_SIGNATURE_ALGS = [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, 'EdDSA'] as const;
-const RSA_ENC_ALGS = ['RSA-OAEP', 'RSA-OAEP-256', 'RSA1_5'];
-const HMAC_ALGS = ['HS256', 'HS384', 'HS512'];
-const CURVES: Record<string, { alg: string; node: string }> = { 'P-256': { alg: 'ES256', node: 'prime256v1' }, 'P-384': { alg: 'ES384', node: 'secp384r1' }, 'P-521': { alg: 'ES512', node: 'secp521r1' } };
 const RSA_SIZES = ['2048', '3072', '4096'];
 const MIN_RSA_BITS = 2048;
 
@@ -53,6 +49,8 @@ function choice(config: Record<string, string[]>, entry: string, allowed: readon
   return value;
 }
 
+// A generated key pair's kid is Keycloak's (SHA-256 of its public key), so an export and re-import keep it; an
+// imported `rsa` key and a secret get a random one (the same key may be given twice).
 const kidOf = () => randomBytes(24).toString('base64url');
 
 const jwks = (privateKey: KeyObject, publicKey: KeyObject | null, members: { kid: string; alg: string; use: string }) => ({
@@ -75,7 +73,7 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       if (/^\d+$/.test(keySize) && Number(keySize) < MIN_RSA_BITS) throw new KeyProviderError('keySize', `${keySize} bits: at least ${MIN_RSA_BITS} are required`);
       choice(config, 'keySize', RSA_SIZES, '2048');
       const { privateKey, publicKey } = await generateKeyPair('rsa', { modulusLength: Number(keySize) });
-      const kid = kidOf();
+      const kid = keycloakKid(publicKey);
       const use = enc ? 'enc' : 'sig';
       return { kid, algorithm, use, ...jwks(privateKey, publicKey, { kid, alg: algorithm, use }), certificate: null, settings: { algorithm, keySize } };
     }
@@ -104,16 +102,18 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       return { kid, algorithm, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: algorithm, use: 'sig' }), certificate, settings: { algorithm } };
     }
     case 'ecdsa-generated': {
-      const curve = choice(config, 'ecdsaEllipticCurveKey', Object.keys(CURVES), 'P-256');
-      const { alg, node } = CURVES[curve];
+      const curve = choice(config, 'ecdsaEllipticCurveKey', Object.keys(EC_CURVES), 'P-256');
+      const { alg, node } = EC_CURVES[curve];
+      const ecGenerateCertificate = choice(config, 'ecGenerateCertificate', ['true', 'false'], 'false');
       const { privateKey, publicKey } = await generateKeyPair('ec', { namedCurve: node });
-      const kid = kidOf();
-      return { kid, algorithm: alg, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg, use: 'sig' }), certificate: null, settings: { ecdsaEllipticCurveKey: curve } };
+      const kid = keycloakKid(publicKey);
+      // The certificate (ecGenerateCertificate) is made when the key is stored, as the RSA keys' are.
+      return { kid, algorithm: alg, use: 'sig', ...jwks(privateKey, publicKey, { kid, alg, use: 'sig' }), certificate: null, settings: { ecdsaEllipticCurveKey: curve, ecGenerateCertificate } };
     }
     case 'eddsa-generated': {
       const curve = choice(config, 'eddsaEllipticCurveKey', ['Ed25519'], 'Ed25519');
       const { privateKey, publicKey } = await generateKeyPair('ed25519');
-      const kid = kidOf();
+      const kid = keycloakKid(publicKey);
       return { kid, algorithm: 'EdDSA', use: 'sig', ...jwks(privateKey, publicKey, { kid, alg: 'EdDSA', use: 'sig' }), certificate: null, settings: { eddsaEllipticCurveKey: curve } };
     }
     case 'hmac-generated':
@@ -127,9 +127,59 @@ export async function keyMaterialFor(providerId: string, config: Record<string, 
       const privateJwk = { kty: 'oct', k: randomBytes(Number(secretSize)).toString('base64url'), kid, alg: algorithm, use };
       return { kid, algorithm, use, privateJwk, publicJwk: null, certificate: null, settings: aes ? { secretSize } : { algorithm, secretSize } };
     }
+    case 'java-keystore':
+      return keystoreMaterial(config);
     default:
       throw new KeyProviderError('providerId', `${JSON.stringify(providerId.slice(0, 40))} is not a key provider Realmgate runs (${KEY_PROVIDER_IDS.join(', ')})`);
   }
+}
+
+/**
+ * A `java-keystore` provider's key, read from its file (keys/java-keystore.ts): an RSA key (signing, or encryption
+ * with `keyUse` enc) of at least 2048 bits, or an EC signing key of the three NIST curves, with the keystore's
+ * certificate. The passwords are not kept: the key is (as an imported `rsa` key's), so changing the file, alias or
+ * type later takes the passwords again.
+ */
+async function keystoreMaterial(config: Record<string, string[]>): Promise<KeyMaterial> {
+  const given = (entry: string) => {
+    const value = first(config, entry);
+    return value === undefined || value === '' || value === '**********' ? undefined : value;
+  };
+  const required = (entry: string) => {
+    const value = given(entry);
+    if (value === undefined) throw new KeyProviderError(entry, 'is required (the passwords are not kept: give them again when the keystore, alias or type changes)');
+    return value;
+  };
+  const path = required('keystore');
+  const storePassword = required('keystorePassword');
+  const alias = required('keyAlias');
+  const keyPassword = required('keyPassword');
+  const keystoreType = given('keystoreType');
+  let read: Awaited<ReturnType<typeof keyFromKeystore>>;
+  try {
+    read = await keyFromKeystore({ path, storePassword, keyPassword, alias, type: keystoreType });
+  } catch (error) {
+    if (error instanceof KeystoreConfigError) throw new KeyProviderError(error.entry, error.message);
+    throw error;
+  }
+  const { privateKey, certificate } = read;
+  const use = choice(config, 'keyUse', ['sig', 'enc'], 'sig') as 'sig' | 'enc';
+  let algorithm: string;
+  if (privateKey.asymmetricKeyType === 'rsa') {
+    const bits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (bits < MIN_RSA_BITS) throw new KeyProviderError('keyAlias', `an RSA key of ${bits} bits: at least ${MIN_RSA_BITS} are required`);
+    algorithm = use === 'enc' ? choice(config, 'algorithm', RSA_ENC_ALGS, 'RSA-OAEP') : choice(config, 'algorithm', RSA_SIGNATURE_ALGS, 'RS256');
+  } else if (privateKey.asymmetricKeyType === 'ec') {
+    const curve = Object.values(EC_CURVES).find((c) => c.node === privateKey.asymmetricKeyDetails?.namedCurve);
+    if (!curve) throw new KeyProviderError('keyAlias', 'an EC key off the P-256, P-384 and P-521 curves');
+    if (use !== 'sig') throw new KeyProviderError('keyUse', 'an EC key signs: "sig"');
+    algorithm = choice(config, 'algorithm', [curve.alg], curve.alg);
+  } else {
+    throw new KeyProviderError('keyAlias', `a ${privateKey.asymmetricKeyType ?? 'unknown'} key: RSA or EC expected`);
+  }
+  const kid = kidOf();
+  const settings: Record<string, string> = { keystore: path, keyAlias: alias, keyUse: use, algorithm, ...(keystoreType ? { keystoreType } : {}) };
+  return { kid, algorithm, use, ...jwks(privateKey, certificate.publicKey, { kid, alg: algorithm, use }), certificate: certificate.raw.toString('base64'), settings };
 }
 
 /** A config entry as Keycloak's serverinfo describes it (ConfigPropertyRepresentation): the console builds its form from it. */
@@ -177,9 +227,23 @@ export const KEY_PROVIDER_TYPES: readonly { id: KeyProviderId; helpText: string;
     ],
   },
   { id: 'rsa-enc-generated', helpText: 'Generates an RSA encryption key (published; this server decrypts nothing with it).', properties: [...COMMON, keySize, property('algorithm', 'Algorithm', 'The key encryption algorithm.', 'List', 'RSA-OAEP', RSA_ENC_ALGS)] },
-  { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(CURVES))] },
+  { id: 'ecdsa-generated', helpText: 'Generates an elliptic-curve signing key (ES256, ES384 or ES512 by its curve).', properties: [...COMMON, property('ecdsaEllipticCurveKey', 'Elliptic Curve', 'The curve, which decides the algorithm.', 'List', 'P-256', Object.keys(EC_CURVES)), property('ecGenerateCertificate', 'Generate Certificate', 'Make a self-signed certificate for the key: the realm\'s JWKS then carries it as x5c, with its thumbprints.', 'boolean', 'false')] },
   { id: 'eddsa-generated', helpText: 'Generates an Edwards-curve signing key (EdDSA).', properties: [...COMMON, property('eddsaEllipticCurveKey', 'Elliptic Curve', 'The curve.', 'List', 'Ed25519', ['Ed25519'])] },
   { id: 'hmac-generated', helpText: 'Generates an HMAC secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '64', ['32', '64', '128', '256', '512']), property('algorithm', 'Algorithm', 'What the secret signs with.', 'List', 'HS512', HMAC_ALGS)] },
+  {
+    id: 'java-keystore',
+    helpText: 'A key and its certificate read from a PKCS12 keystore file on the server, when the provider is saved.',
+    properties: [
+      ...COMMON,
+      property('keystore', 'Keystore', 'Path to the keystore file on the server (PKCS12; JKS is refused).', 'String'),
+      property('keystorePassword', 'Keystore Password', 'Password of the keystore (not kept once the key is read).', 'String', undefined, undefined, true),
+      property('keystoreType', 'Keystore Type', 'The keystore\'s format.', 'List', 'PKCS12', KEYSTORE_TYPES),
+      property('keyAlias', 'Key Alias', 'Alias of the private key in the keystore.', 'String'),
+      property('keyPassword', 'Key Password', 'Password of the private key: the keystore password.', 'String', undefined, undefined, true),
+      property('keyUse', 'Key use', 'Whether the key signs or encrypts.', 'List', 'sig', ['sig', 'enc']),
+      property('algorithm', 'Algorithm', 'What the key signs (or encrypts) with; an EC key\'s is its curve\'s.', 'List', 'RS256', [...RSA_SIGNATURE_ALGS, ...EC_SIGNATURE_ALGS, ...RSA_ENC_ALGS]),
+    ],
+  },
   { id: 'aes-generated', helpText: 'Generates an AES secret.', properties: [...COMMON, property('secretSize', 'Secret size', 'Bytes of the generated secret.', 'List', '16', ['16', '24', '32'])] },
 ];
 
@@ -189,4 +253,4 @@ export function keyType(jwk: JsonWebKey): string {
 }
 
 /** The entries of a provider's config that make a new key when they change (size, curve). */
-export const KEY_DEFINING_ENTRIES = ['keySize', 'ecdsaEllipticCurveKey', 'eddsaEllipticCurveKey', 'secretSize', 'privateKey', 'certificate'];
+export const KEY_DEFINING_ENTRIES = ['keySize', 'ecdsaEllipticCurveKey', 'eddsaEllipticCurveKey', 'secretSize', 'privateKey', 'certificate', 'keystore', 'keyAlias', 'keystoreType'];

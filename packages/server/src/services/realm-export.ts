@@ -6,7 +6,7 @@
 import { configRep, flowRep } from '../representations/authentication.js';
 import { clientRep } from '../representations/client.js';
 import { clientScopeRep } from '../representations/client-scope.js';
-import { componentRep, identityProviderMapperRep, identityProviderRep } from '../representations/federation.js';
+import { KEY_PROVIDER_TYPE, componentRep, identityProviderMapperRep, identityProviderRep } from '../representations/federation.js';
 import { realmRep } from '../representations/realm.js';
 import type { ServiceContext } from './context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
@@ -47,7 +47,7 @@ export interface RealmExporter {
   users(afterUsername: string | null, limit: number): Promise<{ last: string | null; users: Record<string, unknown>[] }>;
 }
 
-export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows'>, realm: Realm): Promise<RealmExporter> {
+export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows' | 'keys'>, realm: Realm): Promise<RealmExporter> {
   const { storage } = ctx;
   const clients = await storage.clients.list(realm.id);
   const clientById = new Map(clients.map((c) => [c.id, c]));
@@ -171,6 +171,9 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
       return byType;
     };
     out.components = exportComponents(realm.id);
+    // The realm's keys as Keycloak's key-provider components, with their key material in a full export (the CLI's).
+    const keyProviders = await ctx.keys.exportProviders(realm.id, options.secrets === true);
+    if (keyProviders.length) (out.components as Record<string, unknown[]>)[KEY_PROVIDER_TYPE] = keyProviders;
     out.authenticationFlows = flows.allFlows().map((f) => {
       const { id: _flowId, ...rep } = flowRep(flows, f);
       return rep;
@@ -234,6 +237,6 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
 }
 
 /** The partial export of the admin API: one realm's document, secrets masked, no users. */
-export async function exportRealm(ctx: Pick<ServiceContext, 'storage' | 'flows'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
+export async function exportRealm(ctx: Pick<ServiceContext, 'storage' | 'flows' | 'keys'>, realm: Realm, options: ExportOptions): Promise<Record<string, unknown>> {
   return (await realmExporter(ctx, realm)).document(options);
 }

@@ -19,7 +19,7 @@ import { realmIgnored, realmSpec } from '../../representations/realm.js';
 import { parseImportedRole, type ImportedRole } from '../../representations/role.js';
 import { parseUser, type UserInput } from '../../representations/user.js';
 import type { FlowImport } from '../../flows/index.js';
-import { parseImportedKeyProviders, type ImportedSigningKey } from '../../keys/import.js';
+import { parseImportedKeyProviders, type ImportedKey } from '../../keys/import.js';
 import { badRequest, conflict } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
 import type { RequiredActionSetting } from '../../storage/index.js';
@@ -68,8 +68,8 @@ export interface RealmImport {
   identityProviders: IdentityProviderInput[];
   identityProviderMappers: (IdentityProviderMapperInput & { path: string })[];
   components: ImportedComponent[];
-  /** The RSA signing keys of the file's key providers (keys/import.ts): the realm's keys instead of a generated one. */
-  signingKeys: ImportedSigningKey[];
+  /** The file's key providers (keys/import.ts): the realm's keys, as the same providers. */
+  signingKeys: ImportedKey[];
   /** Keycloak's `requiredActions`: every entry; those this server does not carry out are kept as data (named in `keptAsData`). */
   requiredActions: RequiredActionSetting[];
   /** Keycloak's `localizationTexts`: the realm's texts by locale and key (stored and served, not used by the pages). */
@@ -297,7 +297,7 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
 
 /**
  * Identity providers, their mappers and components of a realm file, kept as data. Key providers are not kept as
- * data: their RSA signing keys become the realm's keys, and each provider not taken is named in `notImported`.
+ * data: they become the realm's keys as the same providers (keys/import.ts), each one not taken named in `notImported`.
  */
 function parseFederation(rep: Record<string, unknown>, onUnknown?: (path: string) => void) {
   const keptAsData: string[] = [];
