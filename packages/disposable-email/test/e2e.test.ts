@@ -297,10 +297,10 @@ describe('setup through the admin API, then registration in Chromium', () => {
   it('refuses a disposable address on the account page too, and keeps the old one', async () => {
     await registerSucceeds({ firstName: 'Mia', lastName: 'Mover', email: 'mia@example.com', username: 'mia' });
     const page = await browser.newPage();
-    await page.goto(`${t.url}/realms/demo/account/`);
+    await page.goto(`${t.url}/realms/demo/account/profile`);
     await page.fill('#username', 'mia');
     await page.fill('#password', 'Long-enough-pass-1');
-    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
     await page.fill('#email', 'mia@sub.mailinator.com');
     await Promise.all([page.waitForLoadState('load'), page.click('#account-profile button[type=submit]')]);
     await expect.poll(() => page.locator('#input-error-email').textContent()).toBe(REJECTION);

@@ -6,7 +6,7 @@
  * Which client receives which event (the `clientId` the server puts on the event):
  *  - registration, login, logout, password reset: the client the browser flow started with (`shop`);
  *  - the e-mail verification link after a registration: the client the registration started with (`shop`);
- *  - everything on the account pages (`/realms/{r}/account/`): `account-console`, the client those pages
+ *  - everything on the account pages (`/realms/{r}/account/profile`, the server-rendered ones): `account-console`, the client those pages
  *    sign in through — its LOGIN, the UPDATE_EMAIL + VERIFY_EMAIL of the link mailed from there, and the
  *    user's own DELETE_ACCOUNT. So `account-console` gets api.url / api.key of its own here;
  *  - an administrator's deletion: every enabled client with a webhook.
@@ -452,10 +452,10 @@ describe('the original setup, end to end (official admin client, real browser, r
   it('account pages go to account-console: LOGIN, UPDATE_EMAIL + VERIFY_EMAIL from the mailed link, then DELETE_ACCOUNT by the user', async () => {
     const context = await newContext();
     const page = await context.newPage();
-    await page.goto(`${t.url}/realms/demo/account/`);
+    await page.goto(`${t.url}/realms/demo/account/profile`);
     await page.fill('#username', 'alice');
     await page.fill('#password', 'looking-glass-7');
-    await Promise.all([page.waitForURL(/\/account\/\?code=/), page.click('#kc-login')]);
+    await Promise.all([page.waitForURL(/\/account\/profile\?code=/), page.click('#kc-login')]);
     const rest = { user_roles: ['default-roles-demo', 'vip'], organizations: [org] };
     const { account: [login] } = await hooks.next({ account: 1 });
     expectHeaders(login, keys.account);

@@ -16,6 +16,8 @@ import { masterAdminClient } from './support/admin-client.js';
 let t: TestServer;
 let session: ConsoleSession;
 let activeKid: string;
+/** The key-provider component of the active key (its id is not the kid: keys carry Keycloak's kid). */
+let activeProvider: string;
 
 beforeAll(async () => {
   t = await startServer();
@@ -25,7 +27,9 @@ beforeAll(async () => {
   kc.setConfig({ realmName: 'example' });
   await kc.components.create({ name: 'corp-ldap', providerId: 'ldap', providerType: 'org.keycloak.storage.UserStorageProvider', config: { enabled: ['true'], bindCredential: ['ldap-secret'] } });
   const master = (await t.server.context.storage.realms.byName('master'))!;
-  activeKid = (await t.server.context.keys.list(master.id)).find((k) => k.active)!.kid;
+  const active = (await t.server.context.keys.list(master.id)).find((k) => k.active)!;
+  activeKid = active.kid;
+  activeProvider = active.componentId;
   session = await ConsoleSession.start(t);
   await session.signIn();
 }, 300_000);
@@ -52,7 +56,7 @@ describe('the admin console pages of keys, identity providers and user federatio
   });
 
   it("a key provider's page opens", async () => {
-    expect(await open(`master/realm-settings/keys/providers/${activeKid}/rsa-generated/settings`, 'key-provider', (p) => p.waitForResponse((r) => r.url().includes(`/components/${activeKid}`), { timeout: 30_000 }))).toEqual([]);
+    expect(await open(`master/realm-settings/keys/providers/${activeProvider}/rsa-generated/settings`, 'key-provider', (p) => p.waitForResponse((r) => r.url().includes(`/components/${activeProvider}`), { timeout: 30_000 }))).toEqual([]);
   });
 
   it('Identity providers lists the imported GitHub provider', async () => {

@@ -26,6 +26,7 @@ describe.each(databases)('UserRepository.insertMany on %s', (kind) => {
         passwordHash: 'precomputed-hash',
         passwordCreated: 1_700_000_000_000,
         passwordLabel: i === 7 ? 'My password' : null,
+        passwordCredentialId: null,
       }));
       await storage.transaction((trx) => storage.users.insertMany(users, trx));
       expect(await storage.users.count(realm.id, {})).toBe(2_345);
