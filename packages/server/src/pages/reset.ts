@@ -5,7 +5,7 @@ import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
-import { resetPasswordMail, sendInBackground } from './emails.js';
+import { mailTranslator, resetPasswordMail, sendInBackground } from './emails.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -126,7 +126,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     return resumeReset(request, reply, realm, form.session_code, { 'password-new': form['password-new'], 'password-confirm': form['password-confirm'] });
   });
 
-  const mailer = (request: FastifyRequest, realm: Realm) => (user: User, token: string) => sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
+  const mailer = (request: FastifyRequest, realm: Realm) => (user: User, token: string) => sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => resetPasswordMail(t, realm, user, actionTokenUrl(request, ctx, realm, token))));
 
   /** The reset flow carried on by its link (or the key of a later page): the flow resumes after what the link settled. */
   async function resumeReset(request: FastifyRequest, reply: FastifyReply, realm: Realm, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
