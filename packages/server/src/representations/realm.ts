@@ -261,7 +261,7 @@ export function realmRep(realm: Realm) {
     clientAuthenticationFlow: 'clients',
     // Not a setting here yet: the built-in flow, until identity brokering binds its own.
     firstBrokerLoginFlow: 'first broker login',
-    attributes: realm.attributes,
+    attributes: Object.fromEntries(Object.entries(realm.attributes).filter(([key]) => !(LOCALE_FIELDS as readonly string[]).includes(key))),
     ...deviceFields(realm),
     ...localeFields(realm),
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
@@ -310,6 +310,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   }
   checkWebAuthnLists(rep, path);
   if (rep.otpPolicyDigits === 7) throw badRequest(`${path}.otpPolicyDigits: must be 6 or 8`, 'otpPolicyDigits');
+  const localesBefore = Object.fromEntries(LOCALE_FIELDS.filter((key) => realm.attributes[key] !== undefined).map((key) => [key, realm.attributes[key]]));
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
   };
@@ -333,8 +334,13 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   // A value that is already in effect (the default, say) writes nothing, so an export imported again is the same realm.
   const effective = deviceFields(realm);
   for (const [key] of DEVICE_FIELDS) if (rep[key] !== undefined && rep[key] !== effective[key]) realm.attributes = { ...realm.attributes, [key]: String(rep[key]) };
+  // The representation's `attributes` do not carry these fields: a PUT of `attributes` keeps them.
+  if (rep.attributes !== undefined) realm.attributes = { ...localesBefore, ...realm.attributes };
   applyLocaleFields(realm, rep, path);
 }
+
+/** Keycloak's internationalization fields, kept as realm attributes of the same names (model/locales.ts). */
+const LOCALE_FIELDS = ['internationalizationEnabled', 'supportedLocales', 'defaultLocale'] as const;
 
 /** Keycloak's internationalization fields as its representation answers them (the realm's attributes of those names). */
 function localeFields(realm: Realm): Record<string, unknown> {
@@ -346,11 +352,13 @@ function localeFields(realm: Realm): Record<string, unknown> {
 /** A locale is a BCP 47 tag (`de`, `pt-BR`): anything else is a 400 naming the field. */
 function applyLocaleFields(realm: Realm, rep: Record<string, unknown>, path: string): void {
   const attributes = { ...realm.attributes };
-  if (rep.internationalizationEnabled !== undefined) attributes.internationalizationEnabled = String(rep.internationalizationEnabled);
+  if (rep.internationalizationEnabled === true) attributes.internationalizationEnabled = 'true';
+  else if (rep.internationalizationEnabled === false) delete attributes.internationalizationEnabled;
   const supported = rep.supportedLocales as string[] | undefined;
   if (supported !== undefined) {
     for (const [i, locale] of supported.entries()) if (!LOCALE_TAG.test(locale)) throw badRequest(`${path}.supportedLocales[${i}]: not a locale such as de or pt-BR`, 'supportedLocales');
-    attributes.supportedLocales = [...new Set(supported)].join(',');
+    if (supported.length) attributes.supportedLocales = [...new Set(supported)].join(',');
+    else delete attributes.supportedLocales;
   }
   const defaultLocale = rep.defaultLocale as string | undefined;
   if (defaultLocale !== undefined) {
