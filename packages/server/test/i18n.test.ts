@@ -1,7 +1,7 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatMessage, selectLocale, translator } from '../src/pages/i18n.js';
+import { bundles, formatMessage, selectLocale, translator } from '../src/pages/i18n.js';
 import { launchBrowser, screenshot } from './support/browser.js';
 import { firstForm, FormClient, pkce } from './support/forms.js';
 import { startSmtp, type ReceivedMail } from './support/smtp.js';
@@ -33,6 +33,15 @@ describe('locale selection (pages/i18n.ts)', () => {
     expect(selectLocale(realm, { kcLocale: '<script>', cookie: '../../etc/passwd', acceptLanguage: 'ja' })).toBe('ja');
     expect(selectLocale({ attributes: {} }, { kcLocale: 'de', acceptLanguage: 'de' })).toBe('en');
     expect(selectLocale({ attributes: { internationalizationEnabled: 'false', supportedLocales: 'de', defaultLocale: 'de' } }, { acceptLanguage: 'fr' })).toBe('de');
+  });
+
+  it('has every language with every English key and the same parameters', () => {
+    expect(Object.keys(bundles).sort()).toEqual([...SUPPORTED].sort());
+    const params = (text: string) => [...new Set(text.match(/\{\d/g) ?? [])].sort();
+    for (const locale of SUPPORTED) {
+      expect(Object.keys(bundles[locale]).sort(), locale).toEqual(Object.keys(bundles.en).sort());
+      for (const [key, text] of Object.entries(bundles.en)) expect(params(bundles[locale][key]), `${locale} ${key}`).toEqual(params(text));
+    }
   });
 
   it('formats parameters and plural forms per language; overrides win; unknown keys show the key', () => {
