@@ -242,7 +242,10 @@ describe('pages and e-mails in the user language', () => {
     await tab.locator('#kc-locale-ja').click();
     await tab.waitForURL(/kc_locale=ja/);
     expect(await tab.locator('h1').textContent()).toBe('アカウントにサインイン');
-    await screenshot(tab, 'login-ja');
+    await tab.locator('#kc-locale-fr').click();
+    await tab.waitForURL(/kc_locale=fr/);
+    expect(await tab.locator('h1').textContent()).toBe('Connectez-vous à votre compte');
+    await screenshot(tab, 'login-fr');
     await context.close();
   });
 });
