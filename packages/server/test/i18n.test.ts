@@ -189,6 +189,20 @@ describe('pages and e-mails in the user language', () => {
     await fetch(`${t.url}/admin/realms/intl/localization/en`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
   });
 
+  it('answers the effective login messages of a locale, overrides applied, as the theme resource does', async () => {
+    const token = await kc.getAccessToken();
+    await fetch(`${t.url}/admin/realms/intl/localization/de/doLogIn`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain' }, body: 'Einloggen' });
+    const de = (await (await fetch(`${t.url}/resources/intl/login/de`)).json()) as { key: string; value: string }[];
+    expect(de.find((m) => m.key === 'doLogIn')?.value).toBe('Einloggen');
+    expect(de.find((m) => m.key === 'loginAccountTitle')?.value).toBe('Bei Ihrem Konto anmelden');
+    expect(de.map((m) => m.key)).toEqual([...de.map((m) => m.key)].sort());
+    // A locale without a bundle answers English; one that is not a locale is a 400; an unknown realm a 404.
+    expect(((await (await fetch(`${t.url}/resources/intl/login/it`)).json()) as { key: string; value: string }[]).find((m) => m.key === 'doLogIn')?.value).toBe('Sign in');
+    expect((await fetch(`${t.url}/resources/intl/login/${encodeURIComponent('<x>')}`)).status).toBe(400);
+    expect((await fetch(`${t.url}/resources/nowhere/login/de`)).status).toBe(404);
+    await fetch(`${t.url}/admin/realms/intl/localization/de/doLogIn`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+  });
+
   it('errors are in the page language; the menu choice is stored on the user at sign-in and is the ID token locale claim', async () => {
     const client = new FormClient(t.url);
     const { verifier, challenge } = pkce();

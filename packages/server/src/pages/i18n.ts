@@ -95,6 +95,16 @@ export function formatMessage(locale: string, pattern: string, params: readonly 
   });
 }
 
+/** Every text of a locale as Keycloak's theme resource lists them: `[{ key, value }]` sorted by key, overrides applied. */
+export function effectiveMessages(locale: string, overrides: Record<string, Record<string, string>> = {}): { key: string; value: string }[] {
+  const language = locale.split(/[-_]/)[0];
+  const merged: Record<string, string> = {};
+  for (const layer of [bundles.en, bundles[language], language !== locale ? overrides[language] : undefined, bundles[locale], overrides[locale]]) Object.assign(merged, layer ?? {});
+  return Object.keys(merged)
+    .sort()
+    .map((key) => ({ key, value: merged[key] }));
+}
+
 /** A locale's texts: `msg` by key, `text` for a text that may be a key or an English sentence of the bundle. */
 export interface Translator {
   locale: string;
