@@ -40,7 +40,11 @@ const requestHints = new WeakMap<FastifyRequest, LocaleHints>();
 /** Adds to what decides this request's locale (`uiLocales` from the auth session, `userLocale` once the user is known). */
 export function addLocaleHints(request: FastifyRequest, hints: LocaleHints): void {
   requestHints.set(request, { ...requestHints.get(request), ...hints });
+  pageTranslators.delete(request);
 }
+
+/** The texts a request's page was given, so a page's parts (the protectors' markup) share them and one cookie is set. */
+const pageTranslators = new WeakMap<FastifyRequest, Translator>();
 
 /** A realm's localization overrides by locale and key (cached, invalidated on every node when they change). */
 export type RealmTexts = (realmId: string) => Promise<Record<string, Record<string, string>>>;
@@ -102,6 +106,15 @@ export class PageRenderer {
    * (`kc_locale`) the realm supports is remembered in Keycloak's KEYCLOAK_LOCALE cookie.
    */
   async pageTranslator(reply: FastifyReply, realm: Realm): Promise<Translator> {
+    const request = reply.request;
+    const known = pageTranslators.get(request);
+    if (known) return known;
+    const t = await this.selectTranslator(reply, realm);
+    pageTranslators.set(request, t);
+    return t;
+  }
+
+  private async selectTranslator(reply: FastifyReply, realm: Realm): Promise<Translator> {
     const request = reply.request;
     const query = (request.query ?? {}) as Record<string, unknown>;
     const kcLocale = typeof query.kc_locale === 'string' ? query.kc_locale : undefined;
