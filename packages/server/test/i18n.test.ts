@@ -224,6 +224,19 @@ describe('pages and e-mails in the user language', () => {
     expect(max.attributes?.locale).toEqual(['de']);
   });
 
+  it("a required action's page is in the user's locale once the sign-in knows the user", async () => {
+    await kc.users.create({ username: 'jun', enabled: true, attributes: { locale: ['ja'] }, requiredActions: ['UPDATE_PASSWORD'], credentials: [{ type: 'password', value: 'Jun-pass-1', temporary: false }] });
+    const client = new FormClient(t.url);
+    const login = await client.get(authPath('intl'));
+    expect(login.text).toContain('<html lang="en">');
+    const { action, hidden } = firstForm(login.text);
+    const next = await client.post(action, { ...hidden, username: 'jun', password: 'Jun-pass-1' });
+    expect(next.text).toContain('<html lang="ja">');
+    expect(next.text).toContain('新しいパスワードを設定');
+    const mismatch = await client.post(firstForm(next.text).action, { ...firstForm(next.text).hidden, 'password-new': 'Jun-pass-2', 'password-confirm': 'Jun-pass-3' });
+    expect(mismatch.text).toContain('パスワードが一致しません。');
+  });
+
   it('a reset e-mail to a user whose locale is es is Spanish, subject and body', async () => {
     const client = new FormClient(t.url);
     await client.get(authPath('intl'));

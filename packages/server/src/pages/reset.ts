@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { userLocaleHint } from './user-locale.js';
 import { decodeJwt } from 'jose';
 import { runResetCredentials, type AuthSession } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
@@ -70,6 +71,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (user) userLocaleHint(request, user);
       if (!claims || !user || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const email = claims.email ?? user.email;
       const changed = email !== user.email;
@@ -96,6 +98,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     if (typ === 'execute-actions') {
       const claims = await ctx.actionTokens.read(realm, key, 'execute-actions');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (user) userLocaleHint(request, user);
       if (!claims || !user || !user.enabled || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const actions = claims.act ?? [];
       const info = requestInfo(request);
@@ -132,6 +135,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
   async function resumeReset(request: FastifyRequest, reply: FastifyReply, realm: Realm, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
     const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+    if (user) userLocaleHint(request, user);
     if (!claims || !user) return expired(request, reply, realm);
     const result = await runResetCredentials(ctx, realm, { clientId: claims.azp ?? '', request: requestInfo(request), submitted, link: { token: key, claims }, mailLink: mailer(request, realm) }, user);
     return answerReset(request, reply, realm, result, { auth: null, values: {} });

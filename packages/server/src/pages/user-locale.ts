@@ -24,3 +24,9 @@ export async function userLocaleAtSignIn(ctx: Pick<PagesContext, 'storage'>, req
   if (locale) addLocaleHints(request, { userLocale: locale });
   return current;
 }
+
+/** The pages this request shows after the user is known follow the user's `locale` attribute (nothing is written). */
+export function userLocaleHint(request: FastifyRequest, user: Pick<User, 'attributes'>): void {
+  const locale = user.attributes.locale?.[0];
+  if (locale) addLocaleHints(request, { userLocale: locale });
+}
