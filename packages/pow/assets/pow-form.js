@@ -10,9 +10,9 @@
   'use strict';
 
   var MAX_WORKERS = 8;
-  var CHECKING = 'Checking your browser\u2026';
-  var READY = 'Ready';
-  var FAILED = 'Your browser could not be checked. Please reload the page to try again.';
+  var CHECKING_EN = 'Checking your browser\u2026';
+  var READY_EN = 'Ready';
+  var FAILED_EN = 'Your browser could not be checked. Please reload the page to try again.';
 
   /**
    * Performance marks for whoever measures the page (the bench): `rg-pow-challenge` when the solver has the
@@ -40,6 +40,10 @@
     var nonceInput = container.querySelector('input[name="pow_nonce"]');
     var status = container.querySelector('.rg-pow-status');
     if (!form || !challengeInput || !nonceInput || !status) return;
+    // The host's texts in the page's language, when it gave them.
+    var CHECKING = container.getAttribute('data-text-checking') || CHECKING_EN;
+    var READY = container.getAttribute('data-text-ready') || READY_EN;
+    var FAILED = container.getAttribute('data-text-failed') || FAILED_EN;
 
     // Timed from now rather than from the challenge's iat: the page arrived after iat on the server's
     // clock, so this never submits early even when the browser's clock is off.

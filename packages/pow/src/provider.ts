@@ -57,9 +57,13 @@ const CONFIG_PROPERTIES: ConfigProperty[] = SETTING_KEYS.map((key) => ({
   defaultValue: String(DEFAULT_SETTINGS[key]),
 }));
 
-const NOSCRIPT =
-  'JavaScript is needed for this form: it lets your browser prove it is not a bot. ' +
-  'Please turn JavaScript on and reload the page.';
+/** The status line's English texts, by the message keys a host may translate them under. */
+const STATUS_TEXTS = {
+  powChecking: 'Checking your browser\u2026',
+  powReady: 'Ready',
+  powFailed: 'Your browser could not be checked. Please reload the page to try again.',
+  powNoScript: 'JavaScript is needed for this form: it lets your browser prove it is not a bot. Please turn JavaScript on and reload the page.',
+};
 
 /** Off-screen rather than display:none, which some bots detect and skip. */
 
@@ -107,9 +111,12 @@ function renderFields(
   const assets = `${context.resourceBaseUrl}/assets/`;
   const honeypotId = `rg-pow-website-${randomBytes(4).toString('hex')}`;
   const attr = (value: string | number): string => escapeHtml(String(value));
+  // The status line in the page's language when the host has the texts (its bundles' pow* keys); English otherwise.
+  const text = (key: keyof typeof STATUS_TEXTS) => attr(context.msg ? context.msg(key, STATUS_TEXTS[key]) : STATUS_TEXTS[key]);
   return [
     `<div class="rg-pow" data-rg-pow data-min-solve-ms="${attr(settings.min_solve_time_ms)}"` +
-      ` data-assets="${attr(assets)}" data-version="${attr(assetsVersion)}">`,
+      ` data-assets="${attr(assets)}" data-version="${attr(assetsVersion)}"` +
+      ` data-text-checking="${text('powChecking')}" data-text-ready="${text('powReady')}" data-text-failed="${text('powFailed')}">`,
     `<input type="hidden" name="${FIELDS.challenge}" value="${attr(token)}">`,
     `<input type="hidden" name="${FIELDS.nonce}" value="">`,
     // A stylesheet, not a style attribute: host pages forbid inline styles in their CSP.
@@ -119,7 +126,7 @@ function renderFields(
     `<input type="text" id="${honeypotId}" name="${FIELDS.honeypot}" value="" tabindex="-1" autocomplete="off">`,
     `</div>`,
     `<p class="rg-pow-status" role="status" aria-live="polite"></p>`,
-    `<noscript><p class="rg-pow-noscript">${NOSCRIPT}</p></noscript>`,
+    `<noscript><p class="rg-pow-noscript">${text('powNoScript')}</p></noscript>`,
     `</div>`,
     // async, not defer: it runs as soon as it arrives, while the rest of the page is still being parsed, and
     // starts the workers then (the container it looks for is above it, so already parsed).

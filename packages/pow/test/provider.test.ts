@@ -80,6 +80,19 @@ describe('factories', () => {
 });
 
 describe('render', () => {
+  it("writes the status line's texts in the page's language when the host gives them, escaped, else in English", async () => {
+    const { protector } = await initialised();
+    const english = await protector.render(renderContext());
+    expect(english).toContain('data-text-checking="Checking your browser\u2026"');
+    expect(english).toContain('data-text-ready="Ready"');
+    const texts: Record<string, string> = { powChecking: 'Browser wird geprüft <b>', powReady: 'Bereit', powNoScript: 'Bitte "JavaScript" einschalten.' };
+    const german = await protector.render({ ...renderContext(), locale: 'de', msg: (key: string, fallback: string) => texts[key] ?? fallback });
+    expect(german).toContain('data-text-checking="Browser wird geprüft &lt;b&gt;"');
+    expect(german).toContain('data-text-ready="Bereit"');
+    expect(german).toContain('data-text-failed="Your browser could not be checked. Please reload the page to try again."');
+    expect(german).toContain('Bitte &quot;JavaScript&quot; einschalten.');
+  });
+
   it('puts a challenge for this realm and form, the empty answer and honeypot, a status and a noscript in the form', async () => {
     const { protector } = await initialised();
     const html = await protector.render(renderContext({ form: 'registration' }));

@@ -154,7 +154,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const flows = new Flows(storage, providers, logger);
   const hostStore = namespacedStore(store, 'host');
   shareConfigCache(storage, hostStore, metrics, logger, Boolean(config.redisUrl));
-  const pages = new PageRenderer(config.themeDir);
+  const pages = new PageRenderer(config.themeDir, (realmId) => storage.localization.cachedAll(realmId), config.hostname);
   // The one guard on the server's own outbound HTTP (identity providers, clients' JWKS URLs; webhooks get theirs
   // from the same code through the SPI).
   const outbound = new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' });

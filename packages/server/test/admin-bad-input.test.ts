@@ -76,6 +76,10 @@ const long = 'a'.repeat(10_000);
 
 /** Route-specific bodies with the right shape but a bad field: each must be refused and change nothing. */
 const realmFields: unknown[] = [
+  { realm: 'bad-2', supportedLocales: ['de', '<script>'] },
+  { realm: 'bad-2', supportedLocales: 'de' },
+  { realm: 'bad-2', defaultLocale: '../en' },
+  { realm: 'bad-2', internationalizationEnabled: 'yes' },
   { realm: 5 },
   { realm: '' },
   { realm: 'has space' },

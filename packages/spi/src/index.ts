@@ -493,6 +493,13 @@ export interface FormProtectorRenderContext {
   request: RequestInfo;
   /** Absolute path prefix of this provider's realm resource, e.g. `/realms/demo/ext-pow`. */
   resourceBaseUrl: string;
+  /**
+   * The page's language (a BCP 47 tag) and its texts: `msg(key, fallback)` is the host's message bundle text of
+   * `key` in that language (the realm's overrides first), else `fallback` (the provider's own English). Absent when
+   * the host renders no page (verification).
+   */
+  locale?: string;
+  msg?: (key: string, fallback: string) => string;
 }
 
 export interface FormProtectorVerifyContext extends FormProtectorRenderContext {

@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { notFound, unsupportedMediaType } from '../model/errors.js';
 import { localizationKey, localizationText, parseLocalizationTexts } from '../representations/localization.js';
 import { localeOf, targetRealm, type AdminRequest } from './routing.js';
+import { realmLocales } from '../model/locales.js';
 
 type Params = { realm: string; locale: string; key: string };
 
@@ -13,8 +14,8 @@ const TEXT_BODY_LIMIT = 16384 * 4;
  * Keycloak's realm localization texts (RealmLocalizationResource), the console's Realm settings → Localization →
  * Realm overrides: the locales that have texts, a locale's texts, one text (text/plain), adding or replacing one
  * (`PUT`, text/plain) or several (`POST`, a JSON object), deleting one or a whole locale (404 when there was
- * nothing). Reading needs any administrative role on the realm, changing manage-realm, as in Keycloak. Stored and
- * served; the login pages do not read them (README, "Stored, not enforced").
+ * nothing). Reading needs any administrative role on the realm, changing manage-realm, as in Keycloak. The pages and
+ * e-mails read them over their message bundles (pages/i18n.ts).
  */
 export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const base = '/realms/:realm/localization';
@@ -22,11 +23,14 @@ export function localizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
 
   app.get(base, async (request: AdminRequest) => ctx.storage.localization.locales((await targetRealm(ctx, request)).id));
 
-  // `useRealmDefaultLocaleFallback` adds the realm's default locale's texts under the locale's own; a realm here has
-  // no default locale (`defaultLocale` is not kept), so there is nothing to add.
+  // `useRealmDefaultLocaleFallback=true` adds the realm's default locale's texts under the locale's own.
   app.get(`${base}/:locale`, async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
-    return ctx.storage.localization.texts(realm.id, localeOf(request.params.locale));
+    const locale = localeOf(request.params.locale);
+    const own = await ctx.storage.localization.texts(realm.id, locale);
+    const { defaultLocale } = realmLocales(realm);
+    if (request.query?.useRealmDefaultLocaleFallback !== 'true' || defaultLocale === locale) return own;
+    return { ...(await ctx.storage.localization.texts(realm.id, defaultLocale)), ...own };
   });
 
   app.get(`${base}/:locale/:key`, async (request: AdminRequest<Params>, reply) => {

@@ -3,7 +3,7 @@ import type { ServerContext } from '../context.js';
 import { baseUrl } from '../http/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import { redirectUriAllowed } from '../model/redirect-uri.js';
-import { executeActionsMail, sendInBackground } from '../pages/emails.js';
+import { executeActionsMail, mailTranslator, sendInBackground } from '../pages/emails.js';
 import { actionTokenUrl, sendVerification } from '../pages/verify-email.js';
 import { queryInt, queryString } from './query.js';
 import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
@@ -55,7 +55,7 @@ export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext):
       { act: actions, ...(clientId ? { azp: clientId } : {}), ...(redirect ? { redirect } : {}) },
       lifetime,
     );
-    sendInBackground(ctx, realm, executeActionsMail(realm, user, actionTokenUrl(request, ctx, realm, token), actions, lifetime));
+    sendInBackground(ctx, realm, mailTranslator(ctx, realm, user).then((t) => executeActionsMail(t, realm, user, actionTokenUrl(request, ctx, realm, token), actions, lifetime)));
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/execute-actions-email`, actions);
     return reply.code(204).send();
   });

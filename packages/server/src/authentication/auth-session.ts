@@ -26,6 +26,8 @@ export interface AuthSession {
   kcActionStatus?: KcActionStatus;
   /** Keycloak's `kc_idp_hint`: the identity provider the application wants the user sent to (identity-provider-redirector). */
   idpHint?: string;
+  /** OIDC's `ui_locales`: the languages the application asks the pages to be in (pages/i18n.ts), space separated. */
+  uiLocales?: string;
   /**
    * Set once an identity provider signed the user in: the upstream session and user (`{alias}.{sid}`,
    * `{alias}.{sub}`) the SSO session records, so the upstream's back-channel logout can end it.

@@ -1,55 +1,75 @@
 import type { PagesContext } from './context.js';
 import type { Realm, User } from '../model/types.js';
 import type { Mail } from '../mail/index.js';
+import type { FastifyRequest } from 'fastify';
+import { readCookie } from '../http/index.js';
+import { selectLocale, type LocaleHints, type Translator } from './i18n.js';
+import { LOCALE_COOKIE } from './render.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A link's lifetime in the largest whole unit that states it: "12 hours", "5 minutes", "1 second". */
-export function lifetimeText(seconds: number): string {
-  const units: [string, number][] = [['day', 86_400], ['hour', 3_600], ['minute', 60], ['second', 1]];
+/** A link's lifetime in the largest whole unit that states it: "12 hours", "5 minutes", "1 second" (in the mail's language). */
+export function lifetimeText(t: Translator, seconds: number): string {
+  const units: [string, number][] = [['days', 86_400], ['hours', 3_600], ['minutes', 60], ['seconds', 1]];
   const [unit, size] = units.find(([, size]) => seconds >= size && seconds % size === 0) ?? units.find(([, size]) => seconds >= size) ?? units[3];
   const count = Math.max(1, Math.floor(seconds / size));
-  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+  return t.msg(`linkExpirationFormatter.timePeriodUnit.${unit}`, count);
 }
 
-function mail(realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string, lifetimeSeconds = 300): Mail {
+/** Subject, introduction and link label are message keys; the texts come from the mail's locale (realm overrides first). */
+function mail(t: Translator, realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string, lifetimeSeconds = 300): Mail {
   const title = realm.displayName || realm.name;
-  const expiry = `This link expires in ${lifetimeText(lifetimeSeconds)} and works once. If you did not ask for this, ignore this message.`;
+  const expiry = t.msg('linkExpiration', lifetimeText(t, lifetimeSeconds));
+  const dir = t.dir === 'rtl' ? ' dir="rtl"' : '';
   return {
     to,
     subject: `${subject} · ${title}`,
     text: `${intro}\n\n${link}\n\n${expiry}\n`,
-    html: `<p>${escapeHtml(intro)}</p><p><a href="${escapeHtml(link)}">${escapeHtml(linkLabel)}</a></p><p>${expiry}</p>`,
+    html: `<div lang="${escapeHtml(t.locale)}"${dir}><p>${escapeHtml(intro)}</p><p><a href="${escapeHtml(link)}">${escapeHtml(linkLabel)}</a></p><p>${escapeHtml(expiry)}</p></div>`,
   };
+}
+
+/**
+ * The texts of an e-mail to this user: in their `locale`; without one, in the language the request's page would be
+ * in (the locale cookie, Accept-Language) when the user asked for the mail on a page; else the realm default.
+ */
+export async function mailTranslator(ctx: Pick<PagesContext, 'pages'>, realm: Realm, user: Pick<User, 'attributes'>, request?: FastifyRequest): Promise<Translator> {
+  const hints: LocaleHints = { userLocale: user.attributes.locale?.[0] };
+  if (request) Object.assign(hints, { cookie: readCookie(request, LOCALE_COOKIE) ?? undefined, acceptLanguage: request.headers['accept-language'] });
+  return ctx.pages.translator(realm, selectLocale(realm, hints));
 }
 
 /**
  * Sends in the background: SMTP is slow and may fail, and neither may hold up or fail the page.
  * A failure is logged and counted.
  */
-export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail): void {
-  ctx.mailer.send(realm, message).catch((error: unknown) => {
+export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail | Promise<Mail>): void {
+  Promise.resolve(message).then((m) => ctx.mailer.send(realm, m)).catch((error: unknown) => {
     ctx.mailFailures.inc({ realm: realm.name });
     ctx.logger.error({ err: error, realm: realm.name }, 'sending e-mail failed');
   });
 }
 
-export const resetPasswordMail = (realm: Realm, user: User, link: string) =>
-  mail(realm, user.email!, 'Reset your password', `Someone asked to reset the password of your account ${user.username}. Choose a new one here:`, link, 'Choose a new password');
+export const resetPasswordMail = (t: Translator, realm: Realm, user: User, link: string) =>
+  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'));
 
-export const verifyEmailMail = (realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
-  mail(realm, to, 'Verify your e-mail address', 'Please confirm that this is your e-mail address:', link, 'Verify e-mail address', lifetimeSeconds);
+export const verifyEmailMail = (t: Translator, realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
+  mail(t, realm, to, t.msg('emailVerificationSubject'), t.msg('emailVerificationBody'), link, t.msg('emailVerificationLink'), lifetimeSeconds);
 
-/** Keycloak's names of the required actions, as the e-mail lists them. */
-const ACTION_NAMES: Record<string, string> = { UPDATE_PASSWORD: 'Update password', VERIFY_EMAIL: 'Verify e-mail address', CONFIGURE_TOTP: 'Set up an authenticator app' };
+/** Keycloak's names of the required actions, as the e-mail lists them (`requiredAction.{alias}` keys). */
+const actionName = (t: Translator, alias: string) => {
+  const text = t.msg(`requiredAction.${alias}`);
+  return text === `requiredAction.${alias}` ? alias : text;
+};
 
-export const executeActionsMail = (realm: Realm, user: User, link: string, actions: readonly string[], lifetimeSeconds: number) =>
+export const executeActionsMail = (t: Translator, realm: Realm, user: User, link: string, actions: readonly string[], lifetimeSeconds: number) =>
   mail(
+    t,
     realm,
     user.email!,
-    'Update your account',
-    `An administrator asks you to update your account ${user.username}: ${actions.map((a) => ACTION_NAMES[a] ?? a).join(', ')}.`,
+    t.msg('executeActionsSubject'),
+    t.msg('executeActionsBody', user.username, actions.map((a) => actionName(t, a)).join(', ')),
     link,
-    'Update your account',
+    t.msg('executeActionsLink'),
     lifetimeSeconds,
   );

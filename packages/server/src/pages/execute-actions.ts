@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { userLocaleHint } from './user-locale.js';
 import { configureOtp, newOtpSetup, type ActionClaims } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
@@ -71,6 +72,7 @@ export function executeActionsRoutes(app: FastifyInstance, ctx: PagesContext, si
     const form = formValues(request.body, ['key', 'totp', 'userLabel', 'password-new', 'password-confirm', ...PROFILE_FORM_FIELDS]);
     const claims = await ctx.actionTokens.read(realm, form.key, 'execute-actions');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+    if (user) userLocaleHint(request, user);
     const action = claims?.act?.find((a) => LINK_ACTIONS.includes(a));
     if (!claims || !user || !user.enabled || !action) return expired(request, reply, realm);
     const link = linkState(claims);

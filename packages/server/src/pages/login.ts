@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { userLocaleHint } from './user-locale.js';
 import { runBrowserSignIn } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
@@ -72,6 +73,7 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
       if (rejected) return rejected;
       const claims = await ctx.actionTokens.read(realm, form.key, 'update-password');
       const user = claims && claims.azp === auth.clientId ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (user) userLocaleHint(request, user);
       const expired = () => stepExpired(ctx, request, reply, realm, auth);
       if (!claims || !user || !user.enabled) return expired();
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, newPasswordPage);

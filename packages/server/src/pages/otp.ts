@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { userLocaleHint } from './user-locale.js';
 import {
   answeredAsBadCredentials,
   configureOtp,
@@ -70,6 +71,7 @@ export async function answerSignIn(
       return nextRequiredAction(ctx, request, reply, realm, auth, signIn.user, newPasswordPage);
     }
     case 'challenge': {
+      if (signIn.user) userLocaleHint(request, signIn.user);
       if (signIn.challenge === 'webauthn' || signIn.challenge === 'webauthn-passwordless') return webauthnChallengePage(ctx, request, reply, realm, auth, { ...signIn, challenge: signIn.challenge });
       if (signIn.challenge === 'recovery-code' && signIn.user) return recoveryCodePage(ctx, reply, realm, auth, { ...signIn, user: signIn.user });
       if (signIn.challenge !== 'otp' || !signIn.user) return loginPage({});

@@ -30,7 +30,7 @@ async function formPage(ctx: PageContext, request: FastifyRequest, reply: Fastif
   const page = {
     ...fields,
     csrf: auth.csrf,
-    protectorHtml: await protectorMarkup(realm, form, protectors, requestInfo(request)),
+    protectorHtml: await protectorMarkup(realm, form, protectors, requestInfo(request), await ctx.pages.pageTranslator(reply, realm)),
     values: state.values ?? {},
     errors: state.errors ?? {},
     message: state.message,

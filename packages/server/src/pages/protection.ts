@@ -2,6 +2,7 @@ import type { FormProtector, ProtectedForm, ProtectorDecision, RequestInfo } fro
 import { realmInfo } from '../events/index.js';
 import { providerEventError, type ProviderEventError } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
+import type { Translator } from './i18n.js';
 
 export interface ProtectorStep {
   id: string;
@@ -12,10 +13,12 @@ export interface ProtectorStep {
 const resourceBase = (realm: Realm, id: string) => `/realms/${encodeURIComponent(realm.name)}/${id}`;
 
 /** The hidden fields and scripts of every enabled protector, in flow order. */
-export async function protectorMarkup(realm: Realm, form: ProtectedForm, steps: ProtectorStep[], request: RequestInfo): Promise<string> {
+export async function protectorMarkup(realm: Realm, form: ProtectedForm, steps: ProtectorStep[], request: RequestInfo, t?: Translator): Promise<string> {
   const parts: string[] = [];
+  // A key the bundles lack comes back as the key: the provider's own text is shown then.
+  const msg = t ? (key: string, fallback: string) => (t.msg(key) === key ? fallback : t.msg(key)) : undefined;
   for (const step of steps) {
-    parts.push(await step.instance.render({ realm: realmInfo(realm), form, config: step.config, request, resourceBaseUrl: resourceBase(realm, step.id) }));
+    parts.push(await step.instance.render({ realm: realmInfo(realm), form, config: step.config, request, resourceBaseUrl: resourceBase(realm, step.id), ...(t ? { locale: t.locale, msg } : {}) }));
   }
   return parts.join('\n');
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { completeLogin, currentSsoSession, newOtpSetup, type AuthSession, type KcActionStatus } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
+import { userLocaleAtSignIn } from './user-locale.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
@@ -53,6 +54,7 @@ export async function nextRequiredAction(
   user: User,
   newPasswordPage: ShowNewPassword,
 ): Promise<FastifyReply> {
+  user = await userLocaleAtSignIn(ctx, request, realm, user);
   const done = new Set<string>();
   let session = auth;
   for (;;) {

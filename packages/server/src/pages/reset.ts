@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { userLocaleHint } from './user-locale.js';
 import { decodeJwt } from 'jose';
 import { runResetCredentials, type AuthSession } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
-import { resetPasswordMail, sendInBackground } from './emails.js';
+import { mailTranslator, resetPasswordMail, sendInBackground } from './emails.js';
 import { redeemImpersonation } from './impersonation.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
@@ -72,6 +73,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (user) userLocaleHint(request, user);
       if (!claims || !user || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const email = claims.email ?? user.email;
       const changed = email !== user.email;
@@ -98,6 +100,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     if (typ === 'execute-actions') {
       const claims = await ctx.actionTokens.read(realm, key, 'execute-actions');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+      if (user) userLocaleHint(request, user);
       if (!claims || !user || !user.enabled || !(await ctx.actionTokens.consume(claims))) return expired(request, reply, realm);
       const actions = claims.act ?? [];
       const info = requestInfo(request);
@@ -128,12 +131,13 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     return resumeReset(request, reply, realm, form.session_code, { 'password-new': form['password-new'], 'password-confirm': form['password-confirm'] });
   });
 
-  const mailer = (request: FastifyRequest, realm: Realm) => (user: User, token: string) => sendInBackground(ctx, realm, resetPasswordMail(realm, user, actionTokenUrl(request, ctx, realm, token)));
+  const mailer = (request: FastifyRequest, realm: Realm) => (user: User, token: string) => sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => resetPasswordMail(t, realm, user, actionTokenUrl(request, ctx, realm, token))));
 
   /** The reset flow carried on by its link (or the key of a later page): the flow resumes after what the link settled. */
   async function resumeReset(request: FastifyRequest, reply: FastifyReply, realm: Realm, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
     const claims = await ctx.actionTokens.read(realm, key, 'reset-credentials');
     const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+    if (user) userLocaleHint(request, user);
     if (!claims || !user) return expired(request, reply, realm);
     const result = await runResetCredentials(ctx, realm, { clientId: claims.azp ?? '', request: requestInfo(request), submitted, link: { token: key, claims }, mailLink: mailer(request, realm) }, user);
     return answerReset(request, reply, realm, result, { auth: null, values: {} });

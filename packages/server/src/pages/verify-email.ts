@@ -3,7 +3,7 @@ import { ACTION_TOKEN_LIFETIME_S } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
 import { baseUrl, requestInfo } from '../http/index.js';
 import type { Realm, User } from '../model/types.js';
-import { sendInBackground, verifyEmailMail } from './emails.js';
+import { mailTranslator, sendInBackground, verifyEmailMail } from './emails.js';
 
 export const actionTokenUrl = (request: FastifyRequest, ctx: PagesContext, realm: Realm, token: string) =>
   `${baseUrl(request, ctx.config.hostname)}/realms/${encodeURIComponent(realm.name)}/login-actions/action-token?key=${encodeURIComponent(token)}`;
@@ -21,6 +21,6 @@ export async function sendVerification(
   redirect: string | null = null,
 ): Promise<void> {
   const token = await ctx.actionTokens.issue(realm, 'verify-email', user.id, { email, ...(clientId ? { azp: clientId } : {}), ...(redirect ? { redirect } : {}) }, lifetimeSeconds);
-  sendInBackground(ctx, realm, verifyEmailMail(realm, email, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds));
+  sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => verifyEmailMail(t, realm, email, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
   await ctx.events.user(realm, { type: 'SEND_VERIFY_EMAIL', clientId, userId: user.id, details: { email, username: user.username }, request: requestInfo(request) });
 }

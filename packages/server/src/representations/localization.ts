@@ -1,3 +1,4 @@
+import { LOCALE_TAG } from '../model/locales.js';
 import { badRequest } from '../model/errors.js';
 
 /** A realm's localization texts of one locale: key → text. */
@@ -8,8 +9,8 @@ const KEY_MAX = 255;
 const TEXT_MAX = 16384;
 const ENTRIES_MAX = 10000;
 
-/** A locale as Keycloak names them (`en`, `pt-BR`, `zh_Hant_TW`): letters, then up to three subtags. */
-export const localePattern = /^[a-zA-Z]{2,8}([-_][a-zA-Z0-9]{1,8}){0,3}$/;
+/** A locale as Keycloak names them (model/locales.ts). */
+export const localePattern = LOCALE_TAG;
 
 /** A realm file's `localizationTexts`: texts by locale, then by key. */
 export function parseRealmLocalizationTexts(value: unknown, path: string): Record<string, LocalizationTexts> {

@@ -16,6 +16,7 @@ import {
   webAuthnPolicyRep,
 } from '../model/webauthn-policy.js';
 import type { Realm } from '../model/types.js';
+import { LOCALE_TAG, realmLocales } from '../model/locales.js';
 import type { Spec } from './fields.js';
 
 const SMTP_MASK = '**********';
@@ -57,6 +58,10 @@ export const realmSpec: Spec = {
   // The device grant's defaults, kept as Keycloak keeps them: realm attributes of the same names (DEVICE_FIELDS).
   oauth2DeviceCodeLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
   oauth2DevicePollingInterval: { type: 'integer', min: 1, max: 2_147_483_647 },
+  // Keycloak's internationalization settings, kept as realm attributes of the same names (pages/i18n.ts reads them).
+  internationalizationEnabled: { type: 'boolean' },
+  supportedLocales: { type: 'stringArray' },
+  defaultLocale: { type: 'string' },
   ...bruteForceSpec(),
   // Keycloak's OTP policy (model/otp-policy.ts); "hotp" is refused: only time-based codes are supported.
   otpPolicyType: { type: 'string', pattern: /^totp$/, patternHint: '"totp" (HOTP is not supported)' },
@@ -142,16 +147,16 @@ export const realmIgnored = [
   'accountTheme', 'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes', 'clientPolicies', 'clientProfiles',
-  'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultLocale', 'defaultOptionalClientScopes', 'defaultRoles',
+  'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
   'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
-  'internationalizationEnabled', 'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
+  'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
   'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'verifiableCredentialsEnabled',
   'otpSupportedApplications', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
   'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
   'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
-  'supportedLocales', 'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
+  'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
   'scimApiEnabled', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
   // In every Keycloak export (not in the admin client's RealmRepresentation): the credential types a realm asks for.
   'requiredCredentials',
@@ -167,6 +172,9 @@ export const realmFieldUse: Record<string, string> = {
   oauth2DeviceCodeLifespan: 'protocol/openid-connect/device.ts',
   oauth2DevicePollingInterval: 'protocol/openid-connect/device.ts',
   displayName: 'pages/render.ts',
+  internationalizationEnabled: 'model/locales.ts',
+  supportedLocales: 'model/locales.ts',
+  defaultLocale: 'model/locales.ts',
   enabled: 'protocol/openid-connect/auth.ts',
   registrationAllowed: 'pages/registration.ts',
   resetPasswordAllowed: 'pages/reset.ts',
@@ -253,8 +261,9 @@ export function realmRep(realm: Realm) {
     clientAuthenticationFlow: 'clients',
     // Not a setting here yet: the built-in flow, until identity brokering binds its own.
     firstBrokerLoginFlow: 'first broker login',
-    attributes: realm.attributes,
+    attributes: Object.fromEntries(Object.entries(realm.attributes).filter(([key]) => !(LOCALE_FIELDS as readonly string[]).includes(key))),
     ...deviceFields(realm),
+    ...localeFields(realm),
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
   };
 }
@@ -301,6 +310,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   }
   checkWebAuthnLists(rep, path);
   if (rep.otpPolicyDigits === 7) throw badRequest(`${path}.otpPolicyDigits: must be 6 or 8`, 'otpPolicyDigits');
+  const localesBefore = Object.fromEntries(LOCALE_FIELDS.filter((key) => realm.attributes[key] !== undefined).map((key) => [key, realm.attributes[key]]));
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
   };
@@ -324,6 +334,39 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   // A value that is already in effect (the default, say) writes nothing, so an export imported again is the same realm.
   const effective = deviceFields(realm);
   for (const [key] of DEVICE_FIELDS) if (rep[key] !== undefined && rep[key] !== effective[key]) realm.attributes = { ...realm.attributes, [key]: String(rep[key]) };
+  // The representation's `attributes` do not carry these fields: a PUT of `attributes` keeps them.
+  if (rep.attributes !== undefined) realm.attributes = { ...localesBefore, ...realm.attributes };
+  applyLocaleFields(realm, rep, path);
+}
+
+/** Keycloak's internationalization fields, kept as realm attributes of the same names (model/locales.ts). */
+const LOCALE_FIELDS = ['internationalizationEnabled', 'supportedLocales', 'defaultLocale'] as const;
+
+/** Keycloak's internationalization fields as its representation answers them (the realm's attributes of those names). */
+function localeFields(realm: Realm): Record<string, unknown> {
+  const { enabled, defaultLocale } = realmLocales(realm);
+  const listed = (realm.attributes.supportedLocales ?? '').split(',').filter(Boolean);
+  return { internationalizationEnabled: enabled, supportedLocales: listed, ...(realm.attributes.defaultLocale ? { defaultLocale } : {}) };
+}
+
+/** A locale is a BCP 47 tag (`de`, `pt-BR`): anything else is a 400 naming the field. */
+function applyLocaleFields(realm: Realm, rep: Record<string, unknown>, path: string): void {
+  const attributes = { ...realm.attributes };
+  if (rep.internationalizationEnabled === true) attributes.internationalizationEnabled = 'true';
+  else if (rep.internationalizationEnabled === false) delete attributes.internationalizationEnabled;
+  const supported = rep.supportedLocales as string[] | undefined;
+  if (supported !== undefined) {
+    for (const [i, locale] of supported.entries()) if (!LOCALE_TAG.test(locale)) throw badRequest(`${path}.supportedLocales[${i}]: not a locale such as de or pt-BR`, 'supportedLocales');
+    if (supported.length) attributes.supportedLocales = [...new Set(supported)].join(',');
+    else delete attributes.supportedLocales;
+  }
+  const defaultLocale = rep.defaultLocale as string | undefined;
+  if (defaultLocale !== undefined) {
+    if (defaultLocale !== '' && !LOCALE_TAG.test(defaultLocale)) throw badRequest(`${path}.defaultLocale: not a locale such as de or pt-BR`, 'defaultLocale');
+    if (defaultLocale) attributes.defaultLocale = defaultLocale;
+    else delete attributes.defaultLocale;
+  }
+  realm.attributes = attributes;
 }
 
 /** The device grant's realm defaults (Keycloak's): a device code lives 600 s and may be polled every 5 s. */

@@ -55,6 +55,8 @@ const CACHED_TABLES = new Set([
   'auth_flow', 'auth_execution', 'authenticator_config',
   // The login page's buttons and the redirector's providers (storage/federation.ts).
   'identity_provider',
+  // The realm's overrides of the pages' and e-mails' texts (pages/i18n.ts).
+  'realm_localization',
 ]);
 
 /** Every entry depends on these: any unknown table, and the realm (its deletion cascades to everything). */

@@ -44,7 +44,7 @@ export class Storage {
   readonly federation: FederationRepository;
   /** Users' consents to clients, kept from realm files (no consent screen here). */
   readonly consents: ConsentRepository;
-  /** A realm's localization texts (stored and served; the pages do not read them). */
+  /** A realm's localization texts: the overrides of the pages' and e-mails' texts. */
   readonly localization: LocalizationRepository;
   /** Dynamic client registration: initial access tokens and registration access tokens (hashes). */
   readonly clientRegistration: ClientRegistrationRepository;
@@ -63,7 +63,7 @@ export class Storage {
     this.credentials = new CredentialRepository(db, handle.cache);
     this.federation = new FederationRepository(db, handle.cache);
     this.consents = new ConsentRepository(db);
-    this.localization = new LocalizationRepository(db);
+    this.localization = new LocalizationRepository(db, handle.cache);
     this.clientRegistration = new ClientRegistrationRepository(db);
   }
 

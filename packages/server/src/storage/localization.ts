@@ -1,11 +1,21 @@
+import type { ConfigCache } from './config-cache.js';
 import type { Db } from './db.js';
 
 /**
  * A realm's own texts by locale and message key (Keycloak's realm localization texts: realm files'
- * `localizationTexts` and the admin API's `/localization`). Stored and served; the login pages do not read them.
+ * `localizationTexts` and the admin API's `/localization`). The pages and e-mails read them (pages/i18n.ts) over the built-in bundles.
  */
 export class LocalizationRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache?: ConfigCache,
+  ) {}
+
+  /** Every locale's texts through the configuration cache: what the pages and e-mails read on every render. */
+  async cachedAll(realmId: string): Promise<Record<string, Record<string, string>>> {
+    if (!this.cache) return this.all(realmId);
+    return (await this.cache.get(`localization\0${realmId}`, ['realm_localization'], () => this.all(realmId))) ?? {};
+  }
 
   /** The locales that have texts, sorted. */
   async locales(realmId: string, db: Db = this.db): Promise<string[]> {

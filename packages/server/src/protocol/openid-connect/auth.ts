@@ -102,6 +102,8 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     const idpHint = param('kc_idp_hint')?.slice(0, 255);
     // Kept even when empty: as Keycloak's redirector, an empty hint asks for no provider, not the default one.
     if (idpHint !== undefined) auth.idpHint = idpHint;
+    const uiLocales = param('ui_locales')?.slice(0, 255);
+    if (uiLocales) auth.uiLocales = uiLocales;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
     // A signed-in user whose sign-in is older than the action's max_auth_age signs in again first (Keycloak's
     // re-authentication for an AIA), so a session left open does not let anyone change the password.

@@ -1,0 +1,154 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Realm } from '../model/types.js';
+import { LOCALE_TAG, realmLocales } from '../model/locales.js';
+
+export { LOCALE_TAG, realmLocales };
+
+const messagesDir = fileURLToPath(new URL('./messages/', import.meta.url));
+
+/** Locales written right to left (their language subtag). */
+const RTL = new Set(['ar', 'he', 'fa', 'ur']);
+
+/** The built-in bundles, one JSON file per locale (`messages/de.json`), read once. */
+export const bundles: Readonly<Record<string, Readonly<Record<string, string>>>> = Object.freeze(
+  Object.fromEntries(
+    readdirSync(messagesDir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => [f.slice(0, -5), Object.freeze(JSON.parse(readFileSync(messagesDir + f, 'utf8')) as Record<string, string>)]),
+  ),
+);
+
+/** English sentence → key: a text a handler or an extension passes in English is shown in the page's language. */
+const keyOfEnglish = new Map(Object.entries(bundles.en).map(([key, text]) => [text, key]));
+
+/** Where a locale may come from, in Keycloak's order of precedence. */
+export interface LocaleHints {
+  /** The language menu's choice on this request. */
+  kcLocale?: string;
+  /** The user's `locale` attribute. */
+  userLocale?: string;
+  /** The authorization request's `ui_locales` (space separated). */
+  uiLocales?: string;
+  /** The KEYCLOAK_LOCALE cookie. */
+  cookie?: string;
+  acceptLanguage?: string;
+}
+
+/** Accept-Language's tags, best first (`q=0` dropped). */
+function acceptLanguageTags(header: string): string[] {
+  return header
+    .split(',')
+    .slice(0, 20)
+    .map((part, i) => {
+      const [tag, ...params] = part.trim().split(';');
+      const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)).find(Boolean);
+      return { tag: tag.trim(), q: q ? Number(q[1]) : 1, i };
+    })
+    .filter((t) => t.q > 0 && t.tag !== '*')
+    .sort((a, b) => b.q - a.q || a.i - b.i)
+    .map((t) => t.tag);
+}
+
+/** The supported locale a tag names: the same tag (any case), else the same language (`de-AT` → `de`, `pt` → `pt-BR`). */
+export function matchLocale(tag: string | undefined, supported: readonly string[]): string | null {
+  if (!tag || !LOCALE_TAG.test(tag)) return null;
+  const lower = tag.toLowerCase();
+  const exact = supported.find((s) => s.toLowerCase() === lower);
+  if (exact) return exact;
+  const language = lower.split(/[-_]/)[0];
+  return supported.find((s) => s.toLowerCase() === language) ?? supported.find((s) => s.toLowerCase().split(/[-_]/)[0] === language) ?? null;
+}
+
+/**
+ * The page's locale: with internationalization off, the realm default; else the first of the language menu's choice,
+ * the user's attribute, ui_locales, the cookie, Accept-Language that the realm supports, then the realm default.
+ */
+export function selectLocale(realm: Pick<Realm, 'attributes'>, hints: LocaleHints): string {
+  const { enabled, supported, defaultLocale } = realmLocales(realm);
+  if (!enabled) return defaultLocale;
+  const candidates = [
+    hints.kcLocale,
+    hints.userLocale,
+    ...(hints.uiLocales ?? '').split(' ').slice(0, 10),
+    hints.cookie,
+    ...acceptLanguageTags(hints.acceptLanguage ?? ''),
+  ];
+  for (const candidate of candidates) {
+    const found = matchLocale(candidate, supported);
+    if (found) return found;
+  }
+  return defaultLocale;
+}
+
+/** Fills `{0}`, `{1}` … and `{0,plural,one{…} other{…}}` (`#` is the number) in a message. */
+export function formatMessage(locale: string, pattern: string, params: readonly unknown[]): string {
+  let rules: Intl.PluralRules | undefined;
+  return pattern.replace(/\{(\d+)(?:,plural,((?:[a-z=0-9]+\s*\{[^{}]*\}\s*)+))?\}/g, (_all, index: string, forms: string | undefined) => {
+    const value = params[Number(index)];
+    if (forms === undefined) return value === undefined ? '' : String(value);
+    const n = Number(value);
+    rules ??= new Intl.PluralRules(locale);
+    const choices = Object.fromEntries([...forms.matchAll(/([a-z=0-9]+)\s*\{([^{}]*)\}/g)].map((m) => [m[1], m[2]]));
+    const form = choices[`=${n}`] ?? choices[rules.select(n)] ?? choices.other ?? '';
+    return form.replace(/#/g, String(n));
+  });
+}
+
+/** Every text of a locale as Keycloak's theme resource lists them: `[{ key, value }]` sorted by key, overrides applied. */
+export function effectiveMessages(locale: string, overrides: Record<string, Record<string, string>> = {}): { key: string; value: string }[] {
+  const language = locale.split(/[-_]/)[0];
+  const merged: Record<string, string> = {};
+  for (const layer of [bundles.en, bundles[language], language !== locale ? overrides[language] : undefined, bundles[locale], overrides[locale]]) Object.assign(merged, layer ?? {});
+  return Object.keys(merged)
+    .sort()
+    .map((key) => ({ key, value: merged[key] }));
+}
+
+/** A locale's texts: `msg` by key, `text` for a text that may be a key or an English sentence of the bundle. */
+export interface Translator {
+  locale: string;
+  dir: 'ltr' | 'rtl';
+  msg(key: string, ...params: unknown[]): string;
+  text(keyOrText: string): string;
+}
+
+/**
+ * The texts of a locale: the realm's overrides of the locale, then the bundle of the locale, of its language, then
+ * English; an unknown key is shown as the key (as Keycloak does).
+ */
+export function translator(locale: string, overrides: Record<string, Record<string, string>> = {}): Translator {
+  const language = locale.split(/[-_]/)[0];
+  const layers = [overrides[locale], bundles[locale], language !== locale ? overrides[language] : undefined, bundles[language], bundles.en].filter(
+    (l): l is Record<string, string> => Boolean(l),
+  );
+  const lookup = (key: string) => {
+    for (const layer of layers) if (Object.hasOwn(layer, key)) return layer[key];
+    return undefined;
+  };
+  const msg = (key: string, ...params: unknown[]) => {
+    const pattern = lookup(key);
+    return pattern === undefined ? key : formatMessage(locale, pattern, params);
+  };
+  return {
+    locale,
+    dir: RTL.has(language.toLowerCase()) ? 'rtl' : 'ltr',
+    msg,
+    text: (keyOrText: string) => {
+      if (typeof keyOrText !== 'string') return keyOrText;
+      if (/^[A-Za-z][A-Za-z0-9.-]*$/.test(keyOrText) && lookup(keyOrText) !== undefined) return msg(keyOrText);
+      const key = keyOfEnglish.get(keyOrText);
+      return key ? msg(key) : keyOrText;
+    },
+  };
+}
+
+/** The name of a locale in its own language, for the language menu. */
+export function localeLabel(locale: string): string {
+  try {
+    const name = new Intl.DisplayNames([locale], { type: 'language' }).of(locale);
+    return name ? name.charAt(0).toLocaleUpperCase(locale) + name.slice(1) : locale;
+  } catch {
+    return locale;
+  }
+}
