@@ -173,9 +173,11 @@ describe.skipIf(missing !== null)('fault suite: two nodes, own PostgreSQL and Re
   const readyOnBoth = async () => (await Promise.all([a, b].map((node) => api(node.url, 'GET', '/health/ready', null)))).every((r) => r.status === 200);
 
   beforeAll(async () => {
-    const base = 20_000 + (process.pid % 10_000);
-    postgres = await OwnPostgres.start(35_000 + (base % 5000));
-    redis = await OwnRedis.start(40_000 + (base % 5000));
+    // Below Linux's ephemeral range (32768-60999): a port there can be held by any outgoing connection's local end,
+    // and then neither server can bind it (CI saw Redis fail to come up on 44044 that way).
+    const offset = process.pid % 5000;
+    postgres = await OwnPostgres.start(22_000 + offset);
+    redis = await OwnRedis.start(27_000 + offset);
     await superuser((client) => client.query('create database realmgate'));
     dbUrl = postgres.url.replace(/\/postgres$/, '/realmgate');
     providers = mkdtempSync(join(tmpdir(), 'realmgate-faults-providers-'));
