@@ -7,7 +7,7 @@ import { launchBrowser } from './support/browser.js';
 import { flow, step, subflow } from './support/flow-files.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
 import { adminToken, api, startServer, startServerPair, type TestServer } from './support/server.js';
-import { authorizationQuery, credentialsOn, jwtClaims, redeemCode, virtualDevice, type Device } from './support/webauthn-device.js';
+import { authorizationQuery, credentialsOn, jwtClaims, redeemCode, signInAndRegister, virtualDevice, type Device } from './support/webauthn-device.js';
 
 /**
  * Keycloak 26's passkeys on the username form (realm `webAuthnPolicyPasswordlessPasskeysEnabled`), in Chromium with
@@ -60,12 +60,7 @@ async function autofillSignIn(d: Device, origin: string, realm: string): Promise
 /** Signs in with the password and registers a passkey (the user has `webauthn-register-passwordless`). */
 async function registerPasskey(d: Device, origin: string, realm: string, username: string): Promise<void> {
   await openAuthorization(d, origin, realm);
-  await d.page.fill('#username', username);
-  await d.page.fill('#password', PASSWORD);
-  await d.page.click('#kc-login');
-  await d.page.waitForSelector('#registerWebAuthn');
-  await d.page.click('#registerWebAuthn');
-  await d.page.waitForURL((u) => u.href.startsWith(callback));
+  await signInAndRegister(d, username, PASSWORD, callback);
 }
 
 /**

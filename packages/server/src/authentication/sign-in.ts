@@ -178,6 +178,10 @@ const browserSteps: Record<string, Step<BrowserEnv>> = {
   'auth-password-form': {
     id: 'auth-password-form',
     requiresUser: false,
+    // "Try another way" offers it (its own page, pages/password-page.ts) to a known user who has a password, as
+    // Keycloak's password form is configured for a user with a password credential.
+    selectable: true,
+    configuredFor: async (user) => user.passwordHash !== null,
     async authenticate({ env, user }) {
       const fields = take(env, ['password']);
       if (!fields) return { status: 'challenge', challenge: 'password' };

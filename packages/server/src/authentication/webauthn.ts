@@ -9,7 +9,7 @@ import {
 } from '@simplewebauthn/server';
 import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
-import { readWebAuthnData, WEBAUTHN_CREDENTIAL_TYPE, WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, webAuthnCredentialData } from '../credentials/webauthn.js';
+import { backupFlagsOf, readWebAuthnData, storedBackupFlags, WEBAUTHN_CREDENTIAL_TYPE, WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, webAuthnCredentialData } from '../credentials/webauthn.js';
 import type { Realm, User } from '../model/types.js';
 import { NOT_SPECIFIED, type WebAuthnPolicy } from '../model/webauthn-policy.js';
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
@@ -212,7 +212,8 @@ export async function completeRegistration(
     userId: user.id,
     type: credentialTypeOf(kind),
     userLabel: label,
-    secretData: handle !== user.id ? { userHandle: handle } : {},
+    // The backup flags (BE fixed for the credential's life, BS as it is now) beside the imported user handle (credentials/webauthn.ts).
+    secretData: { ...(handle !== user.id ? { userHandle: handle } : {}), ...backupFlagsOf(info) },
     credentialData: { ...webAuthnCredentialData({ aaguid: info.aaguid, id: info.credential.id, publicKey: info.credential.publicKey, counter: info.credential.counter, fmt: info.fmt, transports: response.response.transports ?? [] }) },
     createdDate: Date.now(),
     priority: 30,
@@ -256,8 +257,9 @@ export type AssertionResult = { ok: true; user: User } | { ok: false; error: Sec
  * Verifies an assertion: the user is the one the flow named (when it named one) and the one the user handle names
  * (passwordless: the credential's owner in this realm, so a credential of another realm or user names nobody here);
  * the credential is one of theirs of this kind; the challenge is this auth session's, for this user, taken once;
- * origin, RP id, signature, user verification per policy, and a sign counter that moved forward (a clone's going
- * backwards is refused, as Keycloak refuses it). The new counter is stored only if no other sign-in stored one first.
+ * origin, RP id, signature, user verification per policy, a sign counter that moved forward (a clone's going
+ * backwards is refused, as Keycloak refuses it) and a backup eligibility (BE) that did not change. The new counter
+ * and backup state are stored only if no other sign-in stored a counter first.
  */
 export async function verifyAssertion(
   ctx: WebAuthnContext,
@@ -290,7 +292,16 @@ export async function verifyAssertion(
   const signer = user;
   const handle = typeof response.response.userHandle === 'string' && response.response.userHandle ? Buffer.from(response.response.userHandle, 'base64url').toString('utf8') : null;
   let reason = 'verification failed';
-  const result = await checkSecondFactor(ctx, realm, signer, attempt, async () => {
+  // The refusal's event (recorded by checkSecondFactor) carries what Keycloak's carries when its WebAuthn library
+  // refuses the assertion (a cloned authenticator's counter, a bad signature, the origin …): the error key and why.
+  const details: Record<string, string> = { ...attempt.details };
+  const verificationFailed = (why: string) => {
+    reason = why.slice(0, 200);
+    details.web_authn_authentication_error = 'webauthn-error-auth-verification';
+    details.web_authn_authentication_error_detail = reason;
+    return false;
+  };
+  const result = await checkSecondFactor(ctx, realm, signer, { ...attempt, details }, async () => {
     stored ??= (await ctx.storage.credentials.ofUser(signer.id, type)).find((c) => readWebAuthnData(c.credentialData)?.credentialId === credentialId) ?? null;
     const data = stored && stored.userId === signer.id ? readWebAuthnData(stored.credentialData) : null;
     if (!stored || !data) {
@@ -311,13 +322,17 @@ export async function verifyAssertion(
         credential: { id: data.id, publicKey: new Uint8Array(data.publicKey), counter: data.counter, transports: data.transports },
         requireUserVerification: policy.userVerificationRequirement === 'required',
       });
-      if (!verified.verified) return false;
-      const counted = await ctx.storage.credentials.replaceData(signer.id, stored.id, stored.credentialData, { ...stored.credentialData, counter: verified.authenticationInfo.newCounter });
+      if (!verified.verified) return verificationFailed(reason);
+      // WebAuthn L3: BE is fixed for a credential, so an assertion whose BE differs from the one stored is refused;
+      // BS may change and is stored. Flags not known yet (a credential from a realm file) are learnt now.
+      const flags = backupFlagsOf(verified.authenticationInfo);
+      const known = storedBackupFlags(stored.secretData);
+      if (known && known.backupEligible !== flags.backupEligible) return verificationFailed(`backup eligibility (BE) changed from ${known.backupEligible} to ${flags.backupEligible}`);
+      const counted = await ctx.storage.credentials.replaceData(signer.id, stored.id, stored.credentialData, { ...stored.credentialData, counter: verified.authenticationInfo.newCounter }, { ...stored.secretData, ...flags });
       if (!counted) reason = 'the credential was used concurrently';
       return counted;
     } catch (error) {
-      reason = error instanceof Error ? error.message.slice(0, 200) : reason;
-      return false;
+      return verificationFailed(error instanceof Error ? error.message : reason);
     }
   });
   if (result.ok) return { ok: true, user: signer };

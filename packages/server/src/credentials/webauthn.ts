@@ -61,6 +61,29 @@ export function webAuthnCredentialData(input: { aaguid: string; id: Uint8Array |
   };
 }
 
+/**
+ * The authenticator data's backup flags of a credential (WebAuthn Level 3: BE, backup eligible, fixed for the
+ * credential's life; BS, backed up, which may change). Keycloak's WebAuthnCredentialData has no field for them, and
+ * Keycloak reads credentialData with Jackson's default of failing on an unknown property, so they are not put there:
+ * they are kept in the credential's secretData beside the imported user handle (server-internal, never shown, and
+ * exported as Keycloak's `{}`). Null: not known yet (a credential from a realm file), learnt at its next sign-in.
+ */
+export interface BackupFlags {
+  backupEligible: boolean;
+  backupState: boolean;
+}
+
+export function storedBackupFlags(secretData: Record<string, unknown>): BackupFlags | null {
+  const { backupEligible, backupState } = secretData;
+  return typeof backupEligible === 'boolean' && typeof backupState === 'boolean' ? { backupEligible, backupState } : null;
+}
+
+/** The flags as @simplewebauthn/server reports them (credentialDeviceType follows BE, credentialBackedUp is BS). */
+export const backupFlagsOf = (info: { credentialDeviceType: string; credentialBackedUp: boolean }): BackupFlags => ({
+  backupEligible: info.credentialDeviceType === 'multiDevice',
+  backupState: info.credentialBackedUp,
+});
+
 export interface ImportedWebAuthnCredential {
   type: string;
   credentialData: WebAuthnCredentialData;

@@ -287,7 +287,9 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
           const exit = await single(execution);
           if (exit) {
             if (exit.exit === 'challenge' && !exit.alternatives) {
-              const start = await selectable(execution);
+              // The step asking, even when the user has not set it up (a passkey step needs no user, so it asks
+              // anyway): the others are still offered, so a user without a passkey can take the password.
+              const start = (await selectable(execution)) ?? (execution.authenticator && !execution.subFlowId ? { execution: execution.id, authenticator: execution.authenticator } : null);
               const others: Alternative[] = [];
               for (const e of alternative) {
                 if (e === execution) continue;

@@ -34,6 +34,7 @@ export const WAYS: Record<string, { name: string; help: string }> = {
   'webauthn-authenticator': { name: 'Security key', help: 'The security key or passkey registered for this account.' },
   'webauthn-authenticator-passwordless': { name: 'Passkey', help: 'A passkey on this device, or on a security key.' },
   'auth-recovery-authn-code-form': { name: 'Recovery code', help: 'One of the recovery codes you saved.' },
+  'auth-password-form': { name: 'Password', help: 'The password of this account.' },
 };
 
 /** The "try another way" link of a step page (the layout shows it), or null when its step has no alternative. */

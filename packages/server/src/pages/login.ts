@@ -14,7 +14,8 @@ import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
 import { brokerRoutes } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
-import { stepExpired, type ShowNewPassword } from './step-pages.js';
+import { openStepPost, stepExpired, stepState, type ShowNewPassword } from './step-pages.js';
+import { PASSWORD_PURPOSE, passwordPage } from './password-page.js';
 import { webauthnRoutes } from './webauthn.js';
 import { ceremonyOf, MAX_RESPONSE } from './webauthn-pages.js';
 import { WEBAUTHN_FIELDS } from '../authentication/sign-in.js';
@@ -63,6 +64,29 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
   });
 
   const newPasswordPage = showNewPassword(ctx);
+
+  // auth-password-form for a user the flow knows (password-page.ts): the password, then the same run goes on.
+  loginActionForm(app, ctx, PASSWORD_PURPOSE, {
+    show: showPage.login,
+    post: async (request, reply, realm, auth) => {
+      const form = formValues(request.body, ['password', 'key', 'session_code']);
+      // The key takes a few passwords (STEP_ATTEMPTS; the brute-force limits count each too), then the sign-in starts again.
+      const opened = await openStepPost(ctx, request, reply, realm, auth, form, (key) => stepState(ctx).open(realm, PASSWORD_PURPOSE, auth, key));
+      if ('answered' in opened) return opened.answered;
+      const { step, left } = opened;
+      const { claims, user } = step;
+      userLocaleHint(request, user);
+      const again = (password: string, status: number) => passwordPage(ctx, reply, realm, auth, user, claims, { key: form.key, errors: { password }, status });
+      if (!form.password) return again('Please enter your password.', 400);
+      if (form.password.length > MAX_PASSWORD) return again('Password is too long.', 400);
+      const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked };
+      const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), progress, { password: form.password });
+      return answerSignIn(ctx, request, reply, realm, auth, signIn, newPasswordPage, {
+        passwordRefused: async () =>
+          left === 0 ? showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'Too many failed attempts. Please sign in again.' }, status: 401 }) : again('Invalid password.', 401),
+      });
+    },
+  });
 
   // The expired password's new one: the auth session's CSRF token, and the page's single-use proof of sign-in.
   loginActionForm(app, ctx, 'update-password', {

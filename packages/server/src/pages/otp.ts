@@ -23,8 +23,8 @@ import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { recoveryCodePage } from './recovery-code-pages.js';
 import { anotherWay } from './another-way.js';
+import { passwordPage, stepProgress } from './password-page.js';
 import {
-  authBinding,
   configPage,
   INVALID_CODE,
   MAX_LABEL,
@@ -58,7 +58,14 @@ export async function answerSignIn(
   auth: AuthSession,
   signIn: Awaited<ReturnType<typeof runBrowserSignIn>>,
   newPasswordPage: ShowNewPassword,
-  answers: { values?: Record<string, string>; otpRefused?: (error: SecondFactorError) => Promise<FastifyReply>; webauthnRefused?: (error: SecondFactorError) => Promise<FastifyReply>; recoveryRefused?: (error: SecondFactorError) => Promise<FastifyReply> },
+  answers: {
+    values?: Record<string, string>;
+    otpRefused?: (error: SecondFactorError) => Promise<FastifyReply>;
+    webauthnRefused?: (error: SecondFactorError) => Promise<FastifyReply>;
+    recoveryRefused?: (error: SecondFactorError) => Promise<FastifyReply>;
+    /** A wrong password (or a locked-out user, answered alike) on the password page. */
+    passwordRefused?: () => Promise<FastifyReply>;
+  },
 ): Promise<FastifyReply> {
   const values = answers.values ?? {};
   const loginPage = (state: FormState) => showPage.login(ctx, request, reply, realm, auth, { values, ...state });
@@ -74,18 +81,10 @@ export async function answerSignIn(
       if (signIn.user) userLocaleHint(request, signIn.user);
       if (signIn.challenge === 'webauthn' || signIn.challenge === 'webauthn-passwordless') return webauthnChallengePage(ctx, request, reply, realm, auth, { ...signIn, challenge: signIn.challenge });
       if (signIn.challenge === 'recovery-code' && signIn.user) return recoveryCodePage(ctx, reply, realm, auth, { ...signIn, user: signIn.user });
+      // The password of a user the flow knows already (chosen by "try another way"): its own page, carrying the run.
+      if (signIn.challenge === 'password' && signIn.user) return passwordPage(ctx, reply, realm, auth, signIn.user, stepProgress(auth, { ...signIn, user: signIn.user }));
       if (signIn.challenge !== 'otp' || !signIn.user) return loginPage({});
-      const claims: StepClaims = {
-        sub: signIn.user.id,
-        azp: auth.clientId,
-        auth: authBinding(auth),
-        pending: null,
-        done: signIn.done,
-        setup: signIn.requiredActions,
-        login: signIn.env.login,
-        checked: signIn.env.passwordChecked,
-        ways: signIn.alternatives,
-      };
+      const claims = stepProgress(auth, { ...signIn, user: signIn.user });
       const key = await stepState(ctx).seal(realm, 'login-otp', claims);
       return otpPage(ctx, reply, realm, auth, key, claims, {}, 200);
     }
@@ -96,6 +95,7 @@ export async function answerSignIn(
       if (failure.kind === 'recovery-code') return loginPage({ message: { type: 'error', text: 'Invalid recovery authentication code.' }, status: 401 });
       if (failure.kind === 'webauthn' && answers.webauthnRefused) return answers.webauthnRefused(failure.error);
       if (failure.kind === 'webauthn') return loginPage({ message: { type: 'error', text: 'Failed to authenticate by the passkey or security key.' }, status: failure.error === 'ip_temporarily_blocked' ? 429 : 401 });
+      if (failure.kind === 'password' && answers.passwordRefused && answeredAsBadCredentials(failure.result)) return answers.passwordRefused();
       if (failure.kind === 'otp' || (failure.kind === 'password' && answeredAsBadCredentials(failure.result))) {
         return loginPage({ errors: { username: 'Invalid username or password.' }, status: 401 });
       }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { runBrowserSignIn, takeStepAttempt, type AuthSession } from '../authentication/index.js';
+import { runBrowserSignIn, type AuthSession } from '../authentication/index.js';
 import { saveRecoveryCodes } from '../authentication/recovery-codes.js';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
@@ -11,7 +11,7 @@ import { showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { openRecoveryKey, RECOVERY_LOGIN, RECOVERY_SETUP, recoveryCodePage, recoveryCodesSetupPage } from './recovery-code-pages.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
-import { STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from './step-pages.js';
+import { openStepPost, stepExpired, type ShowNewPassword } from './step-pages.js';
 
 /** The recovery-code pages' posts (recovery-code-pages.ts renders them). */
 export function recoveryCodeRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
@@ -21,12 +21,9 @@ export function recoveryCodeRoutes(app: FastifyInstance, ctx: PagesContext, newP
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
       const form = formValues(request.body, ['recoveryCodeInput', 'key', 'session_code']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await openRecoveryKey(ctx, realm, RECOVERY_LOGIN, auth, form.key);
-      if (!step) return expired(request, reply, realm, auth);
-      const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
-      if (left === null) return expired(request, reply, realm, auth);
+      const opened = await openStepPost(ctx, request, reply, realm, auth, form, (key) => openRecoveryKey(ctx, realm, RECOVERY_LOGIN, auth, key));
+      if ('answered' in opened) return opened.answered;
+      const { step, left } = opened;
       const { claims, user } = step;
       const progress = { user, done: claims.done ?? {}, requiredActions: claims.setup ?? [], login: claims.login, passwordChecked: claims.checked, alternatives: claims.ways };
       const signIn = await runBrowserSignIn(ctx, realm, auth.clientId, requestInfo(request), progress, { recoveryCodeInput: form.recoveryCodeInput.slice(0, 64) });

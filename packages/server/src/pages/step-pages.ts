@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import qrcode from 'qrcode-generator';
-import { newOtpSetup, SignedState, type AuthSession, type PendingAction } from '../authentication/index.js';
+import { newOtpSetup, SignedState, takeStepAttempt, type AuthSession, type PendingAction } from '../authentication/index.js';
 import type { Alternative, ExecutionStatus } from '../flows/index.js';
 import type { PagesContext } from './context.js';
 import { otpauthUri } from '../credentials/otp.js';
@@ -8,6 +8,7 @@ import type { Realm, User } from '../model/types.js';
 import type { FastifyRequest } from 'fastify';
 import { actionUrl, showPage } from './pages.js';
 import { authBinding } from './binding.js';
+import { csrfRejected } from './login-context.js';
 
 export { authBinding };
 import type { FieldErrors } from './render.js';
@@ -25,6 +26,27 @@ export const STEP_LIFETIME_MS = 10 * 60 * 1000;
 /** A step page's key that is no longer valid (expired, another sign-in's, used up): the login page again. */
 export const stepExpired = (ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession) =>
   showPage.login(ctx, request, reply, realm, auth, { message: { type: 'error', text: 'This page has expired. Please sign in again.' }, status: 400 });
+
+/**
+ * The start of a sign-in step page's post: the auth session's CSRF token, the page's key (opened by `open`) and one
+ * of the answers the key takes (STEP_ATTEMPTS). The step and the answers left after this one, or the page answered.
+ */
+export async function openStepPost<T>(
+  ctx: PagesContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  form: Record<string, string>,
+  open: (key: string) => Promise<T | null>,
+): Promise<{ step: T; left: number } | { answered: FastifyReply }> {
+  const rejected = csrfRejected(ctx, reply, realm, auth, form);
+  if (rejected) return { answered: await rejected };
+  const step = await open(form.key);
+  const left = step ? await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS) : null;
+  if (!step || left === null) return { answered: await stepExpired(ctx, request, reply, realm, auth) };
+  return { step, left };
+}
 export const INVALID_CODE = 'Invalid one-time code.';
 export const MAX_LABEL = 255;
 
@@ -45,7 +67,7 @@ export interface StepClaims {
   ways?: Alternative[];
 }
 
-type StepPurpose = 'login-otp' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email' | 'idp-link';
+type StepPurpose = 'login-otp' | 'login-password' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email' | 'idp-link';
 
 
 export function stepState(ctx: PagesContext) {

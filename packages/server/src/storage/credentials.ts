@@ -118,12 +118,13 @@ export class CredentialRepository {
 
   /**
    * Replaces the data of the user's credential `id` only while it still holds `expected` (compare-and-set: of two
-   * sign-ins with one WebAuthn sign counter, one stores it); false when it did not.
+   * sign-ins with one WebAuthn sign counter, one stores it); false when it did not. `secret`, when given, replaces
+   * the secret data in the same write (a WebAuthn credential's backup flags with its counter).
    */
-  async replaceData(userId: string, id: string, expected: Record<string, unknown>, data: Record<string, unknown>, db: Db = this.db): Promise<boolean> {
+  async replaceData(userId: string, id: string, expected: Record<string, unknown>, data: Record<string, unknown>, secret?: Record<string, unknown>, db: Db = this.db): Promise<boolean> {
     const result = await db
       .updateTable('credential')
-      .set({ credential_data: toJson(data) })
+      .set({ credential_data: toJson(data), ...(secret ? { secret_data: toJson(secret) } : {}) })
       .where('user_id', '=', userId)
       .where('id', '=', id)
       .where('credential_data', '=', toJson(expected))
