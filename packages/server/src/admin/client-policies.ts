@@ -2,9 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { globalClientPolicies, globalClientProfiles } from '../model/client-policies.js';
 import { parseClientPolicies, parseClientProfiles } from '../representations/client-policies.js';
+import { queryBool } from './query.js';
 import { recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
-const flag = (query: unknown, name: string) => (query as Record<string, unknown> | undefined)?.[name] === 'true';
+const flag = (query: unknown, name: string) => queryBool((query ?? {}) as Record<string, unknown>, name) === true;
 
 /**
  * Keycloak's ClientPoliciesResource and ClientProfilesResource (the console's Realm settings → Client policies):
