@@ -27,10 +27,15 @@ export interface ClientPolicyCondition {
   configuration: Record<string, unknown>;
 }
 
+export const CLIENT_POLICY_MODES = ['DEFAULT', 'STRICT'] as const;
+export type ClientPolicyMode = (typeof CLIENT_POLICY_MODES)[number];
+
 export interface ClientPolicy {
   name: string;
   description?: string;
   enabled: boolean;
+  /** Keycloak's ClientPolicyMode: DEFAULT (a yes and no no; abstentions ignored) or STRICT (every condition yes). */
+  mode?: ClientPolicyMode;
   conditions: ClientPolicyCondition[];
   profiles: string[];
 }

@@ -1,4 +1,5 @@
 import {
+  CLIENT_POLICY_MODES,
   CONDITION,
   ENFORCED_EXECUTORS,
   EVALUATED_CONDITIONS,
@@ -159,12 +160,14 @@ export function parseClientPolicies(body: unknown, profiles: readonly ClientProf
   return list(body.policies, `${path}.policies`).map((value, i) => {
     const at = `${path}.policies[${i}]`;
     if (!isObject(value)) throw badRequest(`${at}: must be a JSON object`);
-    unknownFields(value, ['name', 'description', 'enabled', 'conditions', 'profiles'], at);
+    unknownFields(value, ['name', 'description', 'enabled', 'mode', 'conditions', 'profiles'], at);
     const name = text(value.name, `${at}.name`, true)!;
     if (seen.has(name)) throw badRequest(`${at}.name: ${name} is given twice`);
     seen.add(name);
     const description = text(value.description, `${at}.description`, false);
     if (value.enabled !== undefined && value.enabled !== null && typeof value.enabled !== 'boolean') throw badRequest(`${at}.enabled: must be true or false`);
+    const mode = value.mode === undefined || value.mode === null ? undefined : value.mode;
+    if (mode !== undefined && !(CLIENT_POLICY_MODES as readonly unknown[]).includes(mode)) throw badRequest(`${at}.mode: the client policy ${name} has an invalid mode (DEFAULT or STRICT)`);
     const conditions = list(value.conditions, `${at}.conditions`).map((c, j) => parseCondition(c, `${at}.conditions[${j}]`));
     const names = list(value.profiles, `${at}.profiles`).map((p, j) => text(p, `${at}.profiles[${j}]`, true)!);
     for (const [j, profile] of names.entries()) {
@@ -175,6 +178,6 @@ export function parseClientPolicies(body: unknown, profiles: readonly ClientProf
       if (unrun) throw unsupportedExecutor(unrun.executor, `${at}.profiles[${j}] (global profile ${profile})`);
       for (const x of global.executors) checkExecutorConfig(x.executor, x.configuration, `${at}.profiles[${j}] (global profile ${profile})`);
     }
-    return { name, ...(description !== undefined ? { description } : {}), enabled: value.enabled === true, conditions, profiles: names };
+    return { name, ...(description !== undefined ? { description } : {}), enabled: value.enabled === true, ...(mode ? { mode: mode as ClientPolicy['mode'] } : {}), conditions, profiles: names };
   });
 }

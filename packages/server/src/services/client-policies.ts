@@ -49,6 +49,7 @@ export async function applicableExecutors(storage: Storage, realm: Realm, contex
   for (const policy of policies) {
     const votes = await Promise.all(policy.conditions.map((c) => vote(storage, c, context)));
     if (votes.includes('no') || !votes.includes('yes')) continue;
+    if (policy.mode === 'STRICT' && votes.includes('abstain')) continue;
     for (const name of policy.profiles) executors.push(...(profiles.get(name)?.executors ?? []));
   }
   return executors;
