@@ -169,6 +169,47 @@ describe('client policies and profiles', () => {
     await kc.clientPolicies.updatePolicy({ policies: [] });
   });
 
+  it('runs at dynamic client registration: auto-configured when registered, a violating update refused', async () => {
+    await kc.clientPolicies.createProfiles({
+      profiles: [profile('dcr', [['pkce-enforcer', { 'auto-configure': true }], ['full-scope-disabled', { 'auto-configure': false }]]), profile('authenticator', [['secure-client-authenticator', { 'allowed-client-authenticators': ['client-jwt', 'client-secret'], 'default-client-authenticator': 'client-secret' }]])],
+    });
+    await kc.clientPolicies.updatePolicy({ policies: [policy('dcr', ['dcr', 'authenticator'])] });
+    const initial = await api(t.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, kc.accessToken!, { count: 3, expiration: 600 });
+    const register = (body: Record<string, unknown>) => api(t.url, 'POST', `/realms/${REALM}/clients-registrations/default`, initial.body.token, body);
+    const wide = await register({ clientId: 'dcr-wide', redirectUris: [CALLBACK] });
+    // Keycloak's default for a new client is full scope: the executor (not auto-configuring) refuses it.
+    expect(wide.status).toBe(400);
+    expect(wide.body).toEqual({ error: 'invalid_registration', error_description: 'Not permitted to enable fullScopeAllowed' });
+    const jwtSecret = await register({ clientId: 'dcr-secret-jwt', redirectUris: [CALLBACK], fullScopeAllowed: false, clientAuthenticatorType: 'client-secret-jwt' });
+    expect(jwtSecret.status).toBe(400);
+    expect(jwtSecret.body).toEqual({ error: 'invalid_client_metadata', error_description: 'Invalid client metadata: token_endpoint_auth_method' });
+    const made = await register({ clientId: 'dcr-narrow', redirectUris: [CALLBACK], fullScopeAllowed: false });
+    expect(made.status).toBe(201);
+    expect(made.body.attributes['pkce.code.challenge.method']).toBe('S256');
+    expect(made.body.clientAuthenticatorType).toBe('client-secret');
+    const update = await api(t.url, 'PUT', `/realms/${REALM}/clients-registrations/default/dcr-narrow`, made.body.registrationAccessToken, { ...made.body, fullScopeAllowed: true });
+    expect(update.status).toBe(400);
+    expect(update.body.error).toBe('invalid_registration');
+    expect((await kc.clients.find({ clientId: 'dcr-narrow' }))[0].fullScopeAllowed).toBe(false);
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+  });
+
+  it('requires a DPoP proof at the token endpoint under dpop-bind-enforcer', async () => {
+    await kc.clients.create({ clientId: 'dpop-svc', publicClient: false, secret: 'dpop-secret', serviceAccountsEnabled: true });
+    await kc.clientPolicies.createProfiles({ profiles: [profile('dpop', [['dpop-bind-enforcer', { 'auto-configure': false }]])] });
+    const grant = () => tokenRequest(t.url, REALM, { grant_type: 'client_credentials', client_id: 'dpop-svc', client_secret: 'dpop-secret' });
+    expect((await grant()).status).toBe(200);
+    await kc.clientPolicies.updatePolicy({ policies: [policy('dpop', ['dpop'], [['client-roles', { roles: ['dpop-bound'] }]])] });
+    // The client-roles condition: not yet a client with that role.
+    expect((await grant()).status).toBe(200);
+    const [client] = await kc.clients.find({ clientId: 'dpop-svc' });
+    await kc.clients.createRole({ id: client.id!, name: 'dpop-bound' });
+    const refused = await grant();
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe('invalid_dpop_proof');
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+  });
+
   it('reads and writes only with view-realm and manage-realm', async () => {
     const viewer = await tokenOfUserWithRoles(kc, t.url, 'policy-viewer', ['view-realm']);
     expect((await api(t.url, 'GET', `/admin/realms/${REALM}/client-policies/profiles?include-global-profiles=true`, viewer)).status).toBe(200);
