@@ -417,6 +417,26 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
   // Refused before anything is fetched (the provider kind, the URL's form).
   'POST /admin/realms/:realm/identity-provider/import-config': objectBody([{ providerId: 'oidc' }, { providerId: 5, fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 5 }, { providerId: 'oidc', fromUrl: 'ftp://127.0.0.1/x' }, { providerId: 'saml', fromUrl: 'http://127.0.0.1/x' }, { providerId: 'oidc', fromUrl: 'x'.repeat(3000) }, { fromUrl: 'http://127.0.0.1/x' }]),
   'POST /admin/realms/:realm/components': objectBody(componentFields),
+  'PUT /admin/realms/:realm/client-policies/profiles': objectBody([
+    { profiles: 'x' },
+    { profiles: [{}] },
+    { profiles: [{ name: 5, executors: [] }] },
+    { profiles: [{ name: 'x\u0000', executors: [] }] },
+    { profiles: [{ name: 'p', executors: [{ executor: 'no-such-executor' }] }] },
+    { profiles: [{ name: 'p', executors: [{ executor: 'consent-required', configuration: {} }] }] },
+    { profiles: [{ name: 'p', executors: [{ executor: 'pkce-enforcer', configuration: [] }] }] },
+    { profiles: [{ name: 'p', executors: [] }, { name: 'p', executors: [] }] },
+    { profiles: [{ name: 'fapi-1-baseline', executors: [] }] },
+    { profiles: Array.from({ length: 101 }, (_, i) => ({ name: `p${i}`, executors: [] })) },
+  ]),
+  'PUT /admin/realms/:realm/client-policies/policies': objectBody([
+    { policies: 'x' },
+    { policies: [{ name: 'x', enabled: 'yes', conditions: [], profiles: [] }] },
+    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'no-such-condition' }], profiles: [] }] },
+    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'any-client' }], profiles: ['no-such-profile'] }] },
+    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'any-client' }], profiles: ['fapi-2-security-profile'] }] },
+    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'client-attributes', configuration: { attributes: 'not json' } }], profiles: [] }] },
+  ]),
   'POST /admin/realms/:realm/clients-initial-access': objectBody([{ count: -1 }, { count: 'many' }, { count: 1.5 }, { expiration: -5 }, { expiration: '60' }, { expiration: 2 ** 40 }, { count: 1, token: 'chosen' }]),
   'PUT /admin/realms/:realm/components/:id': objectBody([...componentFields.slice(2), { parentId: 'self' }]),
   'POST /admin/realms/:realm/partialImport': objectBody([
@@ -501,6 +521,8 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/components/:id/sub-component-types': text('type'),
   ...Object.fromEntries(['protocol-mappers', 'scope-mappings/:container/granted', 'scope-mappings/:container/not-granted'].map((tail) => [`GET /admin/realms/:realm/clients/:id/evaluate-scopes/${tail}`, evaluateScope])),
   ...Object.fromEntries(['access-token', 'id-token', 'userinfo'].map((doc) => [`GET /admin/realms/:realm/clients/:id/evaluate-scopes/generate-example-${doc}`, [...evaluateScope, 'userId=x&userId=y', 'userId=%00', `userId=${'a'.repeat(300)}`, ...(doc === 'access-token' ? ['audience=x&audience=y', 'audience=%00'] : [])]])),
+  'GET /admin/realms/:realm/client-policies/profiles': ['include-global-profiles=yes', 'include-global-profiles=true&include-global-profiles=false', 'include-global-profiles=%00', `include-global-profiles=${'t'.repeat(300)}`],
+  'GET /admin/realms/:realm/client-policies/policies': ['include-global-policies=yes', 'include-global-policies=true&include-global-policies=false', 'include-global-policies=%00', `include-global-policies=${'t'.repeat(300)}`],
   'GET /admin/realms/:realm/admin-events': [...paging, 'dateFrom=abc', ...text('resourcePath'), ...text('authUser'), `operationTypes=${'A'.repeat(100)}`, 'resourceTypes=%00'],
 };
 /** GET routes that read no query parameter. */

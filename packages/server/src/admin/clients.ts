@@ -5,7 +5,7 @@ import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
 import { ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE } from '../model/defaults.js';
 import type { Client, ProtocolMapper, Realm } from '../model/types.js';
-import { clientFrom, clientScopeViews, ensureServiceAccount, insertClient, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
+import { clientFrom, clientScopeViews, enforceClientPolicies, ensureServiceAccount, insertClient, registerWithPolicies, replaceClientMappers, serviceAccountNamed, syncServiceAccountScope } from '../services/index.js';
 import { isUniqueViolation } from '../storage/index.js';
 import type { AdminAuth } from './authenticate-admin.js';
 import { isAdministrationClient, isRealmAdministrator, mayChangeAccount } from './permissions.js';
@@ -127,7 +127,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    const input = parseClient(request.body);
+    const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body));
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
     await checkFlowOverrides(ctx, realm, input.authenticationFlowBindingOverrides ?? {}, {});
@@ -150,7 +150,10 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (body && typeof body === 'object' && body.id !== undefined && body.id !== null && body.id !== client.id) {
       throw badRequest('client.id: does not match the client in the path', 'id');
     }
-    const updated = clientFrom(parseClient(request.body), client);
+    const given = parseClient(request.body);
+    const updated = clientFrom(given, client);
+    // Keycloak's client policies (UPDATE): auto-configured fields set here, a violation refused (400 invalid_client_metadata).
+    await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client, proposed: updated, given });
     // As Keycloak's update: the client scopes stay (they have their own resources); `protocolMappers`, when given,
     // become the client's mappers.
     const { protocolMappers } = parseClientExtras(request.body);

@@ -10,6 +10,7 @@ import { authenticationRoutes } from './authentication.js';
 import { clientCertificateRoutes } from './client-certificates.js';
 import { clientRoutes } from './clients.js';
 import { clientEvaluateRoutes } from './client-evaluate.js';
+import { clientPolicyRoutes } from './client-policies.js';
 import { clientRegistrationAdminRoutes } from './client-registration.js';
 import { clientScopeLinkRoutes } from './client-scope-links.js';
 import { clientScopeRoutes } from './client-scopes.js';
@@ -88,6 +89,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         realmRoutes(realms, ctx);
         clientRoutes(realms, ctx);
         clientRegistrationAdminRoutes(realms, ctx);
+        clientPolicyRoutes(realms, ctx);
         clientCertificateRoutes(realms, ctx);
         clientScopeRoutes(realms, ctx);
         clientScopeLinkRoutes(realms, ctx);

@@ -55,6 +55,8 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/clients-initial-access(/:id)?$`), { roles: ['manage-clients'], note: 'the token is answered once, by the POST' }],
   [write, new RegExp(`${R}/clients/:id/registration-access-token$`), { roles: ['manage-clients'], note: `${ADMIN_CLIENT_RULE}; ${SECRET_RULE}` }],
   [read, new RegExp(`${R}/client-registration-policy/providers$`), { roles: ['view-realm'] }],
+  [read, new RegExp(`${R}/client-policies/(profiles|policies)$`), { roles: ['view-realm'] }],
+  [write, new RegExp(`${R}/client-policies/(profiles|policies)$`), { roles: ['manage-realm'], note: 'an executor or condition Realmgate does not run is refused by name (400)' }],
   [read, new RegExp(`${R}/client-scopes/:id/scope-mappings`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/realm$`), { roles: ['manage-clients', 'manage-realm'], note: ADMIN_ROLE_RULE }],
   [write, new RegExp(`${R}/client-scopes/:id/scope-mappings/clients/:client$`), { roles: ['manage-clients'], note: ADMIN_ROLE_RULE }],

@@ -17,7 +17,7 @@ const FEATURES: Record<string, boolean> = {
   ACCOUNT_V3: false,
   ADMIN_FINE_GRAINED_AUTHZ: false,
   ADMIN_FINE_GRAINED_AUTHZ_V2: false,
-  CLIENT_POLICIES: false,
+  CLIENT_POLICIES: true,
   KERBEROS: false,
   PARAMETERIZED_SCOPES: false,
   DPOP: false,

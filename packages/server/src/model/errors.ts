@@ -31,6 +31,8 @@ export const OAUTH_ERRORS = {
   // RFC 7591 3.2.2 / RFC 6750 3.1, dynamic client registration's (Keycloak's ErrorCodes): metadata or a redirect URI
   // refused; a caller (or a registration policy) not allowed to do what it asked (403)
   invalid_client_metadata: 400, invalid_redirect_uri: 400, insufficient_scope: 403,
+  // Keycloak's client policy refusal of a client that enables full scope under a full-scope-disabled executor
+  invalid_registration: 400,
 } as const satisfies Record<string, number>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -66,9 +68,12 @@ export const oauthError = Object.fromEntries(
  * The codes the authorization endpoint sends back to the client's redirect URI (RFC 6749 4.1.2.1, OIDC Core
  * 3.1.2.6) once the client and redirect URI are known; no HTTP status of their own (the redirect carries them).
  */
-export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required', 'invalid_scope'] as const;
+export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required', 'invalid_scope', 'invalid_client'] as const;
 
 export type AuthorizationErrorCode = (typeof AUTHORIZATION_ERRORS)[number];
+
+/** An OAuth error a redirect to the client may carry (a client policy's refusal of an authorization request). */
+export const isAuthorizationError = (code: string): code is AuthorizationErrorCode => (AUTHORIZATION_ERRORS as readonly string[]).includes(code);
 
 // ---------------------------------------------------------------------------------------------------------
 // The admin API and the other JSON endpoints (Keycloak's ErrorRepresentation: `errorMessage`, `field`)

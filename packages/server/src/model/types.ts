@@ -1,6 +1,7 @@
 import type { BruteForceSettings } from './brute-force.js';
 import type { OtpPolicy } from './otp-policy.js';
 import type { WebAuthnPolicies } from './webauthn-policy.js';
+import type { ClientPolicy, ClientProfile } from './client-policies.js';
 
 export interface SmtpServer {
   host?: string;
@@ -68,6 +69,10 @@ export interface Realm {
   defaultSignatureAlgorithm: string | null;
   /** Keycloak's realm `notBefore` (seconds, set by logout-all or the Revocation tab): tokens issued before it are refused; 0: none. */
   notBefore: number;
+  /** Keycloak's client profiles of the realm (model/client-policies.ts); absent: none. */
+  clientProfiles?: ClientProfile[];
+  /** Keycloak's client policies of the realm (services/client-policies.ts runs them); absent: none. */
+  clientPolicies?: ClientPolicy[];
 }
 
 export interface Client {

@@ -1,4 +1,5 @@
 import { parsePasswordPolicy } from '../credentials/password-policy.js';
+import { parseClientPolicies, parseClientProfiles } from './client-policies.js';
 import { badRequest } from '../model/errors.js';
 import { BRUTE_FORCE_FIELDS } from '../model/brute-force.js';
 import { OTP_POLICY_FIELDS } from '../model/otp-policy.js';
@@ -26,6 +27,9 @@ function oneOf(values: readonly string[]) {
 }
 
 export const realmSpec: Spec = {
+  // Keycloak's ClientProfilesRepresentation and ClientPoliciesRepresentation (representations/client-policies.ts reads them).
+  clientProfiles: { type: 'object' },
+  clientPolicies: { type: 'object' },
   realm: { type: 'string', min: 1, max: 100, pattern: /^[A-Za-z0-9][A-Za-z0-9_.-]*$/, patternHint: 'letters, digits, ".", "_" or "-"' },
   displayName: { type: 'string' },
   displayNameHtml: { type: 'string', max: 2048 },
@@ -146,7 +150,7 @@ export const realmIgnored = [
   'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
   'accountTheme', 'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
-  'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes', 'clientPolicies', 'clientProfiles',
+  'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
   'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
@@ -169,6 +173,8 @@ export const realmIgnored = [
  */
 export const realmFieldUse: Record<string, string> = {
   realm: 'admin/realms.ts',
+  clientProfiles: 'services/client-policies.ts',
+  clientPolicies: 'services/client-policies.ts',
   oauth2DeviceCodeLifespan: 'protocol/openid-connect/device.ts',
   oauth2DevicePollingInterval: 'protocol/openid-connect/device.ts',
   displayName: 'pages/render.ts',
@@ -265,6 +271,9 @@ export function realmRep(realm: Realm) {
     ...deviceFields(realm),
     ...localeFields(realm),
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
+    // As Keycloak's realm representation (and its exports) carry them.
+    clientProfiles: { profiles: realm.clientProfiles ?? [] },
+    clientPolicies: { policies: realm.clientPolicies ?? [] },
   };
 }
 
@@ -337,6 +346,9 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   // The representation's `attributes` do not carry these fields: a PUT of `attributes` keeps them.
   if (rep.attributes !== undefined) realm.attributes = { ...localesBefore, ...realm.attributes };
   applyLocaleFields(realm, rep, path);
+  // Keycloak's realm update replaces them when given: profiles first, the policies name them.
+  if (rep.clientProfiles !== undefined) realm.clientProfiles = parseClientProfiles(rep.clientProfiles, `${path}.clientProfiles`);
+  if (rep.clientPolicies !== undefined) realm.clientPolicies = parseClientPolicies(rep.clientPolicies, realm.clientProfiles ?? [], `${path}.clientPolicies`);
 }
 
 /** Keycloak's internationalization fields, kept as realm attributes of the same names (model/locales.ts). */

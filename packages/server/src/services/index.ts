@@ -6,6 +6,7 @@ export { attachClientScopes, clientScopeViews, provisionClientScopes, realmDefau
 export { createGroup, deleteGroup, groupEffectiveRoles, groupRoleNames, GroupTree, joinDefaultGroups, moveGroup, updateGroup, byName, type GroupInput } from './groups.js';
 export { defaultRolesName, grantAdminClientRoles, provisionRealm, removeAdminClient, renameAdminClient, renameAdminConsolePaths, upgradeAccountRoles, upgradeAdminConsoleClient, upgradeAdminModel } from './realm-provisioning.js';
 export { clientFrom, insertClient, replaceClientMappers, serviceAccountNamed, type ClientExtras } from './clients.js';
+export { applicableExecutors, enforceClientPolicies, registerWithPolicies, type ClientPolicyEvent, type PolicyContext } from './client-policies.js';
 export { revokeClientGrants } from './grants.js';
 export { saveOrganization } from './organizations.js';
 export { checkNewPassword, createUser, ensureServiceAccount, insertUser, setPassword, upgradePasswordHash, userSnapshot, type NewUser } from './users.js';

@@ -23,6 +23,9 @@ const WEBAUTHN_POLICIES_KEY = 'realmgate.webAuthnPolicies';
 const SIGNATURE_ALGORITHM_KEY = 'realmgate.defaultSignatureAlgorithm';
 /** The realm's notBefore (seconds), kept beside the other reserved attributes: 0 is not stored. */
 const NOT_BEFORE_KEY = 'realmgate.notBefore';
+/** The client profiles and policies (model/client-policies.ts), kept the same way: absent or empty is not stored. */
+const CLIENT_PROFILES_KEY = 'realmgate.clientProfiles';
+const CLIENT_POLICIES_KEY = 'realmgate.clientPolicies';
 
 const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
@@ -47,7 +50,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, [CLIENT_PROFILES_KEY]: clientProfiles, [CLIENT_POLICIES_KEY]: clientPolicies, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -87,6 +90,8 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     sslRequired: readSslRequired(sslRequired),
     defaultSignatureAlgorithm: signatureAlgorithm ?? null,
     notBefore: Number(notBefore ?? 0) || 0,
+    ...(clientProfiles ? { clientProfiles: fromJson(clientProfiles, []) } : {}),
+    ...(clientPolicies ? { clientPolicies: fromJson(clientPolicies, []) } : {}),
   };
 }
 
@@ -121,7 +126,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}), ...(realm.clientProfiles?.length ? { [CLIENT_PROFILES_KEY]: toJson(realm.clientProfiles) } : {}), ...(realm.clientPolicies?.length ? { [CLIENT_POLICIES_KEY]: toJson(realm.clientPolicies) } : {}) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

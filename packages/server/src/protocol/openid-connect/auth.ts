@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
-import type { AuthorizationErrorCode } from '../../model/errors.js';
+import { isAuthorizationError, OAuthError, type AuthorizationErrorCode } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
@@ -10,7 +10,7 @@ import { parRequired, takePushedRequest } from './par.js';
 import { pkceChallengeProblem } from './pkce.js';
 import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
-import { clientScopeSet, requiredActionMaxAuthAge } from '../../services/index.js';
+import { clientScopeSet, enforceClientPolicies, requiredActionMaxAuthAge } from '../../services/index.js';
 
 const MAX_PARAM = 2048;
 
@@ -76,6 +76,13 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     const challenge = param('code_challenge');
     const pkceProblem = pkceChallengeProblem(challenge, param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
     if (pkceProblem) return fail('invalid_request', pkceProblem);
+    // Keycloak's client policies (AUTHORIZATION_REQUEST): a refusal goes back to the client as its executor says.
+    try {
+      await enforceClientPolicies(ctx.storage, realm, { event: 'AUTHORIZATION_REQUEST', client, param, scope: param('scope') });
+    } catch (error) {
+      if (error instanceof OAuthError && isAuthorizationError(error.error)) return fail(error.error, error.description);
+      throw error;
+    }
     // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
     const requestedScope = param('scope');
     if (unknownScopes(await clientScopeSet(ctx.storage, client), requestedScope).length) return fail('invalid_scope', `Invalid scopes: ${requestedScope}`);

@@ -8,7 +8,7 @@ import { AppError, OAuthError, oauthError, TokenVerificationError, type EventErr
 import type { RegistrationAuth } from '../../model/client-registration.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clientRep, parseClient, parseClientExtras } from '../../representations/client.js';
-import { clientScopeViews, effectiveRoles, ensureServiceAccount, insertClient, replaceClientMappers, rolesStillHeld, serviceAccountNamed, syncServiceAccountScope } from '../../services/index.js';
+import { clientScopeViews, effectiveRoles, enforceClientPolicies, ensureServiceAccount, registerWithPolicies, insertClient, replaceClientMappers, rolesStillHeld, serviceAccountNamed, syncServiceAccountScope } from '../../services/index.js';
 import type { InitialAccess } from '../../storage/index.js';
 import { checkClientAttributes } from './client-attributes.js';
 import { realmOrError } from './realm-lookup.js';
@@ -226,7 +226,9 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
         // Keycloak takes such a caller as anonymous; a client's token does not register others.
         auth = 'anonymous';
       }
-      const input = { ...parsed.given, clientId: parsed.given.clientId ?? randomUUID() } as Partial<Client> & { clientId: string };
+      const named = { ...parsed.given, clientId: parsed.given.clientId ?? randomUUID() };
+      // Keycloak's client policies (REGISTER): what they auto-configure is registered, a violation refused.
+      const input = (await registerWithPolicies(ctx.storage, realm, named)) as Partial<Client> & { clientId: string };
       clientId = input.clientId;
       if (realm.name === 'master' && input.clientId.endsWith('-realm')) {
         throw oauthError.invalid_client_metadata('Client metadata invalid: client ids ending in -realm are kept for the master realm\'s administration clients');
@@ -291,6 +293,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
       // As Keycloak's update: what the request gives replaces, the rest stays (the secret too, unless given).
       const updated: Client = { ...current, ...parsed.given, id: current.id, realmId: current.realmId, clientId: current.clientId, secret: parsed.given.secret ?? current.secret };
       if (!updated.publicClient && !updated.bearerOnly && updated.secret === null) updated.secret = newSecret();
+      await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client: current, proposed: updated, given: parsed.given });
       const view = (await clientScopeViews(ctx.storage, realm.id, [current.id])).get(current.id);
       await runRegistrationPolicies(ctx, realm, auth, 'update', {
         ip: request.ip,

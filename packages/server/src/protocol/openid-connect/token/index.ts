@@ -7,6 +7,7 @@ import { corsPending } from '../../../http/index.js';
 import { checkAllowedOrigin } from '../cors.js';
 import { authenticateClient, formField, isFormRequest } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
+import { enforceClientPolicies } from '../../../services/index.js';
 import { authorizationCodeGrant } from './authorization-code.js';
 import { clientCredentialsGrant } from './client-credentials.js';
 import { deviceCodeGrant } from './device-code.js';
@@ -49,6 +50,8 @@ export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     if (!grant) throw oauthError.unsupported_grant_type(`Unsupported grant_type ${grantType}`);
     const client = await authenticateClient(ctx, realm, request);
     checkAllowedOrigin(ctx, request, client);
+    // Keycloak's client policies (TOKEN_REQUEST and its kin): an executor's refusal is the answer.
+    await enforceClientPolicies(ctx.storage, realm, { event: 'TOKEN_REQUEST', client, grantType, scope: formField(request.body, 'scope'), dpopProof: dpopHeader(request) !== undefined });
     const tokens = await grant(await withDpopProof(ctx, realm, client, request), realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });

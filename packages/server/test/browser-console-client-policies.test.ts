@@ -1,0 +1,62 @@
+/**
+ * Issue 41: the admin console's Realm settings → Client policies tab, in Chromium against a real server. Its Profiles
+ * and Policies sub-tabs load (the global profiles listed) with no failed request and no console error, and a profile
+ * and a policy made in its forms are saved (checked over the admin REST API).
+ * Screenshots: test-results/screenshots/admin-console-client-policies-*.png.
+ */
+import type KcAdminClient from '@keycloak/keycloak-admin-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConsoleSession } from './support/admin-console.js';
+import { masterAdminClient } from './support/admin-client.js';
+import { startServer, type TestServer } from './support/server.js';
+
+const REALM = 'console-policies';
+let t: TestServer;
+let session: ConsoleSession;
+let kc: KcAdminClient;
+
+beforeAll(async () => {
+  t = await startServer();
+  kc = await masterAdminClient(t.url);
+  await kc.realms.create({ realm: REALM, enabled: true });
+  kc.setConfig({ realmName: REALM });
+  session = await ConsoleSession.start(t);
+  await session.signIn();
+}, 300_000);
+
+afterAll(async () => {
+  await session?.close();
+  await t?.close();
+});
+
+const wait = { timeout: 30_000 };
+
+describe('Realm settings → Client policies', () => {
+  it('lists the global profiles, and a profile made in the form is saved', async () => {
+    const { page } = session;
+    expect(await session.open(`${REALM}/realm-settings/client-policies/profiles`, 'client-policies-profiles', (p) => p.getByText('fapi-1-baseline').first().waitFor(wait))).toEqual([]);
+    expect(await session.open(`${REALM}/realm-settings/client-policies/profiles/add-profile`, 'client-policies-add-profile', (p) => p.locator('#name').waitFor(wait))).toEqual([]);
+    await page.locator('#name').fill('console-profile');
+    await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === `/admin/realms/${REALM}/client-policies/profiles` && r.status() === 204, wait),
+      page.getByTestId('saveCreateProfile').click(),
+    ]);
+    await session.settled();
+    expect(session.problems).toEqual([]);
+    expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([expect.objectContaining({ name: 'console-profile', executors: [] })]);
+  });
+
+  it('lists the policies, and a policy made in the form is saved', async () => {
+    const { page } = session;
+    expect(await session.open(`${REALM}/realm-settings/client-policies/policies`, 'client-policies-policies', (p) => p.getByTestId('formView-policiesView').waitFor(wait))).toEqual([]);
+    expect(await session.open(`${REALM}/realm-settings/client-policies/policies/add-client-policy`, 'client-policies-add-policy', (p) => p.locator('#name').waitFor(wait))).toEqual([]);
+    await page.locator('#name').fill('console-policy');
+    await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === `/admin/realms/${REALM}/client-policies/policies` && r.status() === 204, wait),
+      page.getByTestId('saveCreatePolicy').click(),
+    ]);
+    await session.settled();
+    expect(session.problems).toEqual([]);
+    expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([expect.objectContaining({ name: 'console-policy', conditions: [], profiles: [] })]);
+  });
+});
