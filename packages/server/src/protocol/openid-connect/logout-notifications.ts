@@ -150,6 +150,10 @@ export class BackchannelLogout {
     clearTimeout(timer);
   }
 
+  /**
+   * Wakes this node's worker. After an enqueue it is called from setImmediate: the claim it starts (SQLite's driver
+   * runs statements on the event loop) then follows the logout's answer instead of delaying it.
+   */
   wake(): void {
     this.woken = true;
     this.wakeUp?.();
@@ -164,7 +168,7 @@ export class BackchannelLogout {
     const items = await this.notifications(realm, sessions, issuer, only, {});
     if (items.length === 0) return 0;
     await this.store.enqueue(items);
-    this.wake();
+    setImmediate(() => this.wake());
     return items.length;
   }
 
@@ -190,7 +194,7 @@ export class BackchannelLogout {
       await this.store.enqueueIn(trx, items);
       await end(trx);
     });
-    this.wake();
+    setImmediate(() => this.wake());
     return items.length;
   }
 
