@@ -191,3 +191,20 @@ export function treeRssMb(pid: number, proc = '/proc'): number {
   }
   return read ? kb / 1024 : Number.NaN;
 }
+
+/** The CPU time (user + system, all threads) of `pid` and its descendants together, in ms (Linux /proc), or NaN. */
+export function treeCpuMs(pid: number, proc = '/proc'): number {
+  let ticks = 0;
+  let read = false;
+  for (const member of processTree(pid, proc)) {
+    try {
+      // After the command name: utime and stime are the 12th and 13th fields.
+      const fields = readFileSync(`${proc}/${member}/stat`, 'utf8').split(') ').pop()!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+      read = true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return read ? (ticks * 1000) / 100 : Number.NaN; // USER_HZ is 100 on Linux
+}

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { processTree, steady, treeRssMb, warmUntilSteady } from '../../../scripts/bench-support.js';
+import { processTree, steady, treeCpuMs, treeRssMb, warmUntilSteady } from '../../../scripts/bench-support.js';
 import { figuresOf, loginForm } from '../../../scripts/keycloak-bench.js';
 
 /** The parts of the Keycloak bench (scripts/keycloak-bench.ts, issue 44) that need no Java. */
@@ -165,7 +165,7 @@ describe.runIf(process.platform === 'linux')('the process group the bench starts
     expect(await gone(sleep)).toBe(true);
   }, 60_000);
 
-  it("counts the resident memory of the whole tree, a process's children with it", async () => {
+  it("counts the resident memory and CPU time of the whole tree, a process's children with it", async () => {
     const run = fixture('wait');
     const { leader, sleep } = await run.pids;
     try {
@@ -175,6 +175,8 @@ describe.runIf(process.platform === 'linux')('the process group the bench starts
       expect(own).toBeGreaterThan(0);
       expect(treeRssMb(run.child.pid!)).toBeGreaterThan(treeRssMb(leader) + 10);
       expect(treeRssMb(leader)).toBeGreaterThan(own);
+      // The Node process started and ran tsx: its CPU time is counted with its group's.
+      expect(treeCpuMs(run.child.pid!)).toBeGreaterThan(treeCpuMs(leader));
     } finally {
       run.child.kill('SIGTERM');
       await run.exited;
