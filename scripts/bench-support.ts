@@ -208,3 +208,22 @@ export function treeCpuMs(pid: number, proc = '/proc'): number {
   }
   return read ? (ticks * 1000) / 100 : Number.NaN; // USER_HZ is 100 on Linux
 }
+
+/**
+ * Calls `kill` (synchronous: a SIGKILL) when this process exits, and on SIGINT, SIGTERM and SIGHUP, after which this
+ * process exits 130: what a bench started must not outlive it when it fails or is interrupted. Returns the function
+ * that takes the hooks off again (once the bench stopped it itself).
+ */
+export function killOnExit(kill: () => void): () => void {
+  const onSignal = () => {
+    kill();
+    process.exit(130);
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  process.on('exit', kill);
+  for (const signal of signals) process.on(signal, onSignal);
+  return () => {
+    process.off('exit', kill);
+    for (const signal of signals) process.off(signal, onSignal);
+  };
+}

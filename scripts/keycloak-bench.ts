@@ -38,7 +38,7 @@ import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, write
 import { arch, availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { concurrently, median, startRealmgate, treeCpuMs, treeRssMb, warmUntilSteady, type WarmUp } from './bench-support.js';
+import { concurrently, killOnExit, median, startRealmgate, treeCpuMs, treeRssMb, warmUntilSteady, type WarmUp } from './bench-support.js';
 import { KEYCLOAK_CACHE, KEYCLOAK_VERSION, keycloakHome, missingTools, spawnGroup } from './keycloak-dist.js';
 import { loadProcess, type LoadResult } from './token-bench.js';
 import { CookieJar } from '../packages/event-webhook/test/form-login.js';
@@ -269,7 +269,13 @@ async function startOwn(dir: string): Promise<{ server: Server; seconds: number 
   const started = performance.now();
   const own = await startRealmgate({ dbUrl: `sqlite:${join(dir, 'bench.db')}`, dir, adminPassword: ADMIN_PASSWORD });
   const seconds = (performance.now() - started) / 1000;
-  return { server: { name: 'realmgate', url: own.url, pid: own.proc.pid!, stop: own.stop }, seconds };
+  // Killed with this process too, as Keycloak's group is (Ctrl-C reaches it anyway; a SIGTERM to the bench would not).
+  const forget = killOnExit(() => own.proc.kill('SIGKILL'));
+  const stop = async () => {
+    await own.stop();
+    forget();
+  };
+  return { server: { name: 'realmgate', url: own.url, pid: own.proc.pid!, stop }, seconds };
 }
 
 const KEYCLOAK_BUILD_OPTIONS = ['--db=dev-file'];

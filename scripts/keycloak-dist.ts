@@ -2,6 +2,7 @@ import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnOptions } 
 import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { killOnExit } from './bench-support.js';
 
 /**
  * Keycloak 26.7.3 as the differential suite (issue 41) and the Keycloak bench (issue 44) use it: fetched from Maven
@@ -77,18 +78,7 @@ export function spawnGroup(command: string, args: string[], options: SpawnOption
       // the group is gone already
     }
   };
-  const onExit = () => signalGroup('SIGKILL');
-  const onSignal = () => {
-    signalGroup('SIGKILL');
-    process.exit(130);
-  };
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  process.on('exit', onExit);
-  for (const signal of signals) process.on(signal, onSignal);
-  const forget = () => {
-    process.off('exit', onExit);
-    for (const signal of signals) process.off(signal, onSignal);
-  };
+  const forget = killOnExit(() => signalGroup('SIGKILL'));
   const stop = async (graceMs = 30_000) => {
     if (exited === null) {
       signalGroup('SIGTERM');
