@@ -210,9 +210,9 @@ export function treeCpuMs(pid: number, proc = '/proc'): number {
 }
 
 /**
- * Calls `kill` (synchronous: a SIGKILL) when this process exits, and on SIGINT, SIGTERM and SIGHUP, after which this
- * process exits 130: what a bench started must not outlive it when it fails or is interrupted. Returns the function
- * that takes the hooks off again (once the bench stopped it itself).
+ * Calls `kill` (synchronous: a SIGKILL, a removal) when this process exits, and on SIGINT, SIGTERM and SIGHUP, after
+ * which this process exits 130: what a bench started must not outlive it when it fails or is interrupted. Returns the
+ * function that takes the hooks off again (once the bench cleaned up itself).
  */
 export function killOnExit(kill: () => void): () => void {
   const onSignal = () => {

@@ -405,6 +405,8 @@ export async function run(): Promise<KeycloakBench> {
   }
   const add = (key: string, value: number) => (bench.samples[key] ??= []).push(value);
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-keycloak-bench-'));
+  // Removed on an interrupted run too (a signal ends the process without the `finally` below).
+  const forgetDir = killOnExit(() => rmSync(dir, { recursive: true, force: true }));
   const running: Server[] = [];
   const stopAll = async () => {
     for (const server of running.splice(0).reverse()) await server.stop();
@@ -474,6 +476,7 @@ export async function run(): Promise<KeycloakBench> {
   } finally {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });
+    forgetDir();
   }
   bench.figures = figuresOf(bench.samples, !missing);
   const loads = bench.loadAverages.map((l) => l.before);

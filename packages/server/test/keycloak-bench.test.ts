@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { processTree, steady, treeCpuMs, treeRssMb, warmUntilSteady } from '../../../scripts/bench-support.js';
@@ -121,7 +121,7 @@ function fixture(how: 'fail' | 'wait' | 'stop') {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-  const pids = new Promise<{ leader: number; sleep: number }>((done, fail) => {
+  const pids = new Promise<{ leader: number; sleep: number; dir: string }>((done, fail) => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -139,23 +139,26 @@ async function gone(pid: number): Promise<boolean> {
 }
 
 describe.runIf(process.platform === 'linux')('the process group the bench starts Keycloak in', () => {
-  it('is killed, grandchild too, when the run fails', async () => {
+  it('is killed, grandchild too, and the working directory removed, when the run fails', async () => {
     const run = fixture('fail');
-    const { leader, sleep } = await run.pids;
+    const { leader, sleep, dir } = await run.pids;
     expect(alive(sleep)).toBe(true);
+    expect(existsSync(dir)).toBe(true);
     run.child.stdin.write('fail now\n');
     expect(await run.exited).toBe(1);
     expect(await gone(sleep)).toBe(true);
     expect(await gone(leader)).toBe(true);
+    expect(existsSync(dir)).toBe(false);
   }, 60_000);
 
-  it('is killed when the run is interrupted (SIGINT, as Ctrl-C)', async () => {
+  it('is killed and the working directory removed when the run is interrupted (SIGINT, as Ctrl-C)', async () => {
     const run = fixture('wait');
-    const { sleep } = await run.pids;
+    const { sleep, dir } = await run.pids;
     expect(alive(sleep)).toBe(true);
     run.child.kill('SIGINT');
     expect(await run.exited).toBe(130);
     expect(await gone(sleep)).toBe(true);
+    expect(existsSync(dir)).toBe(false);
   }, 60_000);
 
   it('is stopped whole by stop()', async () => {
