@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
 
@@ -119,4 +120,110 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Whether the last two of `rounds` (rates) agree within `tolerance` of the larger one (0.05: within 5%). */
+export function steady(rounds: number[], tolerance = 0.05): boolean {
+  if (rounds.length < 2) return false;
+  const [a, b] = rounds.slice(-2);
+  if (!(a > 0 && b > 0)) return false;
+  return Math.abs(a - b) <= tolerance * Math.max(a, b);
+}
+
+export interface WarmUp {
+  /** Every round's rate, in order. */
+  rounds: number[];
+  steady: boolean;
+  /** Seconds the warm-up took (by `now`). */
+  seconds: number;
+}
+
+/**
+ * Runs `round` (one timed load, its rate) until two consecutive rounds agree within `tolerance` or `capSeconds` have
+ * passed (a round begun before the cap finishes); a JVM's rate climbs for minutes as it compiles. `now` (ms) is for
+ * tests.
+ */
+export async function warmUntilSteady(round: () => Promise<number>, options: { tolerance?: number; capSeconds: number; now?: () => number }): Promise<WarmUp> {
+  const now = options.now ?? (() => performance.now());
+  const started = now();
+  const rounds: number[] = [];
+  while (!steady(rounds, options.tolerance) && now() - started < options.capSeconds * 1000) rounds.push(await round());
+  return { rounds, steady: steady(rounds, options.tolerance), seconds: (now() - started) / 1000 };
+}
+
+/** `pid` and every process descended from it (Linux /proc; just `pid` elsewhere). */
+export function processTree(pid: number, proc = '/proc'): number[] {
+  const parents = new Map<number, number[]>();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(proc).filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [pid];
+  }
+  for (const entry of entries) {
+    try {
+      // The fields after the command name (which may hold spaces and parentheses): state, then the parent's id.
+      const ppid = Number(readFileSync(`${proc}/${entry}/stat`, 'utf8').split(') ').pop()!.split(' ')[1]);
+      (parents.get(ppid) ?? parents.set(ppid, []).get(ppid)!).push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]) ?? []));
+  return tree;
+}
+
+/** The resident set of `pid` and its descendants together, in MB (Linux /proc), or NaN when none can be read. */
+export function treeRssMb(pid: number, proc = '/proc'): number {
+  let kb = 0;
+  let read = false;
+  for (const member of processTree(pid, proc)) {
+    try {
+      const rss = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`${proc}/${member}/status`, 'utf8'));
+      if (rss) {
+        kb += Number(rss[1]);
+        read = true;
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return read ? kb / 1024 : Number.NaN;
+}
+
+/** The CPU time (user + system, all threads) of `pid` and its descendants together, in ms (Linux /proc), or NaN. */
+export function treeCpuMs(pid: number, proc = '/proc'): number {
+  let ticks = 0;
+  let read = false;
+  for (const member of processTree(pid, proc)) {
+    try {
+      // After the command name: utime and stime are the 12th and 13th fields.
+      const fields = readFileSync(`${proc}/${member}/stat`, 'utf8').split(') ').pop()!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+      read = true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return read ? (ticks * 1000) / 100 : Number.NaN; // USER_HZ is 100 on Linux
+}
+
+/**
+ * Calls `kill` (synchronous: a SIGKILL, a removal) when this process exits, and on SIGINT, SIGTERM and SIGHUP, after
+ * which this process exits 130: what a bench started must not outlive it when it fails or is interrupted. Returns the
+ * function that takes the hooks off again (once the bench cleaned up itself).
+ */
+export function killOnExit(kill: () => void): () => void {
+  const onSignal = () => {
+    kill();
+    process.exit(130);
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  process.on('exit', kill);
+  for (const signal of signals) process.on(signal, onSignal);
+  return () => {
+    process.off('exit', kill);
+    for (const signal of signals) process.off(signal, onSignal);
+  };
 }

@@ -17,6 +17,7 @@ import * as signIn from './sign-in-bench.js';
 import * as token from './token-bench.js';
 import * as logoutDpop from './logout-dpop-bench.js';
 import * as authCost from './auth-cost-bench.js';
+import * as keycloak from './keycloak-bench.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -97,6 +98,14 @@ const sections: [string, () => Promise<void>][] = [
       const figures = await authCost.runBroker();
       console.log(authCost.format(figures));
       record('issue-37-broker', figures);
+    },
+  ],
+  [
+    'Keycloak (issue 44): Keycloak 26.7.3 beside Realmgate, configured alike, warmed until steady, alternating rounds: client_credentials, password grants, browser logins, p99, resident memory, start-up',
+    async () => {
+      const figures = await keycloak.run();
+      console.log(keycloak.format(figures));
+      record('keycloak', figures);
     },
   ],
   [
