@@ -53,7 +53,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     }
     const param = (name: string) => paramOf(params, name);
     const base = baseUrl(request, ctx.config.hostname);
-    const redirectUri = param('redirect_uri');
+    // Keycloak's invitation link (registrations?client_id=account&token=…) names no redirect URI: the client's base URL is taken.
+    const invitationBase = entry === 'registration' && param('token') && client.baseUrl ? new URL(client.baseUrl, `${base}/`).toString() : undefined;
+    const redirectUri = param('redirect_uri') ?? invitationBase;
     if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
       return ctx.forms.requestError(reply, realm, 'Invalid parameter: redirect_uri');
     }
@@ -102,6 +104,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     const idpHint = param('kc_idp_hint')?.slice(0, 255);
     // Kept even when empty: as Keycloak's redirector, an empty hint asks for no provider, not the default one.
     if (idpHint !== undefined) auth.idpHint = idpHint;
+    // Keycloak's registration link of an organization's invitation carries its token (checked by the registration page).
+    const invitation = entry === 'registration' ? param('token') : undefined;
+    if (invitation) auth.invitation = invitation;
     const uiLocales = param('ui_locales')?.slice(0, 255);
     if (uiLocales) auth.uiLocales = uiLocales;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
@@ -123,6 +128,7 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
     if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
+    if (entry === 'registration' && auth.invitation) return reply.code(302).header('location', `/realms/${encodeURIComponent(realm.name)}/login-actions/registration`).header('cache-control', 'no-store').send();
     if (entry === 'registration' && realm.registrationAllowed) return ctx.forms.registration(request, reply, realm, session, {});
     return ctx.forms.firstPage(request, reply, realm, session);
   };
