@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
@@ -75,8 +76,11 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     if (param('response_type') !== 'code') return fail('unsupported_response_type', 'Client is not allowed to initiate browser login with given response_type. Only code is supported.');
     if (parRequired(client) && requestUri === undefined) return fail('invalid_request', 'Pushed Authorization Request is only allowed.');
     if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
-    const challenge = param('code_challenge');
-    const pkceProblem = pkceChallengeProblem(challenge, param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
+    // An invitation's registration link (Keycloak's, without PKCE) is no application's request: its code gets a
+    // challenge whose verifier nobody has, so it can never be redeemed; the user lands signed in at the base URL.
+    const unredeemable = invitationBase !== undefined && param('code_challenge') === undefined;
+    const challenge = unredeemable ? createHash('sha256').update(randomBytes(32)).digest('base64url') : param('code_challenge');
+    const pkceProblem = pkceChallengeProblem(challenge, unredeemable ? 'S256' : param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
     if (pkceProblem) return fail('invalid_request', pkceProblem);
     // As Keycloak: a scope that is neither openid nor one of the client's client scopes is refused.
     const requestedScope = param('scope');
