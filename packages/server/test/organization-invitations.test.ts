@@ -140,8 +140,18 @@ describe.each(httpDatabases)('organization invitations (%s)', (database) => {
     const adminEvents = await kc.realms.findAdminEvents({ realm: 'orgs', resourceTypes: ['ORGANIZATION_MEMBERSHIP'] as never });
     expect(adminEvents.map((e) => `${e.operationType} ${e.resourcePath}`)).toContain(`ACTION organizations/${acme}/members/invite-existing-user`);
 
-    // A member is not invited again.
-    await rejects(kc.organizations.inviteExistingUser({ orgId: acme }, form({ id })), 409, /already a member/);
+    // A member is invited all the same, as Keycloak does; the link then says so and changes nothing.
+    await kc.organizations.inviteExistingUser({ orgId: acme }, form({ id }));
+    const memberLink = linkOf(await mailTo('bob@acme.example', 2));
+    const already = await new FormClient(t.url).get(memberLink);
+    expect(already.status).toBe(400);
+    expect(already.text).toContain('You are a member of the organization acme already.');
+    expect((await events('INVITE_ORG_ERROR')).map((e) => e.error)).toContain('user_org_member_already');
+    // By address, a pending invitation is a conflict first; without one, a member is refused (Keycloak's inviteUser).
+    await rejects(kc.organizations.invite({ orgId: acme }, form({ email: 'bob@acme.example' })), 409, /^User already has a pending invitation$/);
+    const [pending] = await kc.organizations.listInvitations({ orgId: acme, email: 'bob@acme.example' });
+    await kc.organizations.deleteInvitation({ orgId: acme, invitationId: pending.id! });
+    await rejects(kc.organizations.invite({ orgId: acme }, form({ email: 'bob@acme.example' })), 409, /^User already a member of the organization$/);
   });
 
   it("answers Keycloak's statuses and messages for bad invitations; a user's storage credential types are []", async () => {
@@ -155,11 +165,22 @@ describe.each(httpDatabases)('organization invitations (%s)', (database) => {
     await rejects(kc.organizations.findInvitation({ orgId: acme, invitationId: 'no-such-invitation' }), 404, /^Invitation not found$/);
     await rejects(kc.organizations.deleteInvitation({ orgId: acme, invitationId: 'no-such-invitation' }), 404, /^Invitation not found$/);
     await rejects(kc.organizations.resendInvitation({ orgId: acme, invitationId: 'no-such-invitation' }), 404, /^Invitation not found$/);
+    await kc.organizations.updateById({ id: other }, { name: 'other', alias: 'other', enabled: false, domains: [{ name: 'other.example', verified: false }] });
+    await rejects(kc.organizations.invite({ orgId: other }, form({ email: 'zed@other.example' })), 400, /^Organization is disabled$/);
+    await kc.organizations.updateById({ id: other }, { name: 'other', alias: 'other', enabled: true, domains: [{ name: 'other.example', verified: false }] });
     // A form sent urlencoded is read as well.
     const token = await kc.getAccessToken();
     const posted = await fetch(`${t.url}/admin/realms/orgs/organizations/${acme}/members/invite-user`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: new URLSearchParams({ email: 'dora@acme.example' }) });
     expect(posted.status).toBe(204);
     expect(await kc.organizations.listInvitations({ orgId: acme, search: 'dora' })).toHaveLength(1);
+
+    // The mail cannot be sent (nothing listens at the realm's SMTP port): 500, as Keycloak, and no invitation is kept.
+    const closed = await startSmtp();
+    await closed.close();
+    await kc.realms.create({ realm: 'no-mail', enabled: true, organizationsEnabled: true, smtpServer: { host: '127.0.0.1', port: String(closed.port), from: 'noreply@orgs.example' } });
+    const { id: lonely } = await kc.organizations.create({ realm: 'no-mail', name: 'lonely', alias: 'lonely', domains: [{ name: 'lonely.example' }] });
+    await rejects(kc.organizations.invite({ realm: 'no-mail', orgId: lonely }, form({ email: 'gus@lonely.example' })), 500, /^Failed to send invite email$/);
+    expect(await kc.organizations.listInvitations({ realm: 'no-mail', orgId: lonely })).toEqual([]);
 
     expect(await kc.users.getUserStorageCredentialTypes({ id: noMail })).toEqual([]);
     await rejects(kc.users.getUserStorageCredentialTypes({ id: '00000000-0000-4000-8000-000000000000' }), 404);

@@ -106,7 +106,8 @@ export function organizationInvitationRoutes(app: FastifyInstance, ctx: ServerCo
       const user = id.length <= 64 && !id.includes('\u0000') ? await ctx.storage.users.byId(realm.id, id) : null;
       if (!user) throw badRequest('User does not exist');
       if (!user.email) throw badRequest('User does not have an email address');
-      if (await ctx.storage.organizations.isMember(org.id, user.id)) throw conflict('User already a member of the organization');
+      // A member is invited all the same, as Keycloak does (the link then says so); a pending invitation is a conflict
+      // (Keycloak's is its database's duplicate: 409 `Duplicate resource error`).
       const existing = await ctx.storage.organizationInvitations.byEmail(org.id, user.email);
       if (existing && existing.expiresAt >= nowSeconds()) throw conflict('User already has a pending invitation');
       if (existing) await ctx.storage.organizationInvitations.remove(org.id, existing.id);
