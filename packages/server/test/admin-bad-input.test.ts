@@ -9,6 +9,8 @@ const REALM = 'bad';
 const REALM_IMPORT_ROUTES = ['POST /admin/realms', 'POST /admin/realms/:realm/partialImport'];
 /** Routes whose body is text/plain, as Keycloak's. */
 const TEXT_BODY_ROUTES = ['PUT /admin/realms/:realm/users/:id/credentials/:credentialId/userLabel', 'PUT /admin/realms/:realm/localization/:locale/:key'];
+/** Routes that take Keycloak's form parameters (an organization's invitation): a form body is read there, not refused. */
+const FORM_BODY_ROUTES = ['POST /admin/realms/:realm/organizations/:id/members/invite-user', 'POST /admin/realms/:realm/organizations/:id/members/invite-existing-user'];
 const key = (r: Route) => `${r.method} ${r.url}`;
 
 /** Bodies that are not JSON at all (or not a JSON value the server can use). */
@@ -339,6 +341,10 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, array: [], number: 5, boolean: true, 'not a uuid': 'not-a-uuid', 'unknown uuid': randomUUID(), 'quoted injection': JSON.stringify("' OR 1=1 --"), 'raw injection': "' OR 1=1 --", long, 'raw NUL': 'x\u0000' },
     fields: [],
   },
+  // Keycloak reads form parameters here: a JSON body of any shape gives none (400, the address or id is required);
+  // bad form values are in organization-invitations.test.ts.
+  'POST /admin/realms/:realm/organizations/:id/members/invite-user': { shapes: { ...notAnObject, 'JSON address': { email: 'someone@fixture.example' } }, fields: [] },
+  'POST /admin/realms/:realm/organizations/:id/members/invite-existing-user': { shapes: { ...notAnObject, 'JSON id': { id: randomUUID() } }, fields: [] },
   'POST /admin/realms/:realm/organizations/:id/identity-providers': {
     shapes: { 'empty body': '', null: null, object: {}, array: [], number: 5, boolean: true, 'unknown alias': 'no-such-idp', 'quoted injection': JSON.stringify("' OR 1=1 --"), 'raw injection': "' OR 1=1 --", long, 'raw NUL': 'x\u0000' },
     fields: [],
@@ -458,6 +464,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
 };
 /** POST and PUT routes that take no body (any body is ignored, as Keycloak ignores it). */
 const noBodyRoutes = [
+  'POST /admin/realms/:realm/organizations/:id/invitations/:invitationId/resend',
   'POST /admin/realms/:realm/clients/:id/client-secret',
   'POST /admin/realms/:realm/clients/:id/registration-access-token',
   'POST /admin/realms/:realm/authentication/executions/:id/raise-priority',
@@ -505,6 +512,7 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/roles/:roleName/users': paging,
   'GET /admin/realms/:realm/organizations': [...paging, ...text('search'), ...text('q'), 'exact=maybe'],
   'GET /admin/realms/:realm/organizations/:id/members': paging,
+  'GET /admin/realms/:realm/organizations/:id/invitations': [...paging, ...text('search'), ...text('email'), ...text('firstName'), ...text('lastName'), ...text('status')],
   'GET /admin/realms/:realm/clients/:id/offline-sessions': paging,
   'GET /admin/realms/:realm/clients/:id/user-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
@@ -527,6 +535,8 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/organizations/:id/invitations/:invitationId',
+  'GET /admin/realms/:realm/users/:id/configured-user-storage-credential-types',
   'GET /admin/realms/:realm/clients/:id/client-secret/rotated',
   'GET /admin/realms/:realm/clients-initial-access',
   'GET /admin/realms/:realm/client-registration-policy/providers',
@@ -730,6 +740,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       scopeMappings: await get(`${base}/clients/${values['clients:id']}/scope-mappings`),
       organizations: await get(`${base}/organizations`),
       members: await get(`${base}/organizations/${values['organizations:id']}/members`),
+      invitations: await get(`${base}/organizations/${values['organizations:id']}/invitations`),
       eventsConfig: await get(`${base}/events/config`),
       flows: await get(`${base}/authentication/flows`),
       browserExecutions: await get(`${base}/authentication/flows/browser/executions`),
@@ -844,7 +855,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
         const label = key(route);
         for (const [name, body] of Object.entries(malformedJson)) check(`${label} ${name}`, await send(route.method, path, body));
         check(`${label} oversized`, await send(route.method, path, REALM_IMPORT_ROUTES.includes(label) ? oversizedImport : oversized), 413);
-        check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415);
+        check(`${label} form body`, await send(route.method, path, 'name=x&clientId=x&username=x&realm=x', { 'content-type': 'application/x-www-form-urlencoded' }), FORM_BODY_ROUTES.includes(label) ? 400 : 415);
         // A credential's label is a text/plain body (Keycloak's): there a text body is read (credential-labels.test.ts).
         if (!TEXT_BODY_ROUTES.includes(label)) check(`${label} text body`, await send(route.method, path, 'x', { 'content-type': 'text/plain' }), 415);
       }

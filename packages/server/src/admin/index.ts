@@ -27,6 +27,7 @@ import { clientInstallationRoutes } from './client-installation.js';
 import { userActionEmailRoutes } from './user-action-emails.js';
 import { userProfileRoutes } from './user-profile.js';
 import { organizationRoutes } from './organizations.js';
+import { organizationInvitationRoutes } from './organization-invitations.js';
 import { providerAdminRoutes } from './provider-resources.js';
 import { realmRoutes } from './realms.js';
 import { realmRoleRoutes } from './roles.js';
@@ -54,8 +55,14 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         // other endpoints; without this, such a body would reach handlers that ignore bodies (a DELETE would proceed).
         const type = request.headers['content-type'];
         const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-        const { textPlainBody, multipartBody } = request.routeOptions.config;
-        const accepted = textPlainBody ? /^(application\/json|text\/plain)\s*(;|$)/i : multipartBody ? /^(application\/json|multipart\/form-data)\s*(;|$)/i : /^application\/json\s*(;|$)/i;
+        const { textPlainBody, multipartBody, formBody } = request.routeOptions.config;
+        const accepted = textPlainBody
+          ? /^(application\/json|text\/plain)\s*(;|$)/i
+          : multipartBody
+            ? /^(application\/json|multipart\/form-data)\s*(;|$)/i
+            : formBody
+              ? /^(application\/json|multipart\/form-data|application\/x-www-form-urlencoded)\s*(;|$)/i
+              : /^application\/json\s*(;|$)/i;
         if (hasBody && type !== undefined && !accepted.test(type)) {
           throw unsupportedMediaType(`The admin API accepts application/json bodies only${multipartBody ? ' (and multipart/form-data here)' : ''}`);
         }
@@ -97,6 +104,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         groupRoutes(realms, ctx);
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
+        organizationInvitationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
         keyRoutes(realms, ctx);
         componentRoutes(realms, ctx);

@@ -9,18 +9,24 @@ import { organizationRep, parseOrganization } from '../representations/organizat
 import { userRep } from '../representations/user.js';
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
+/** The realm of the path, which must have organizations on (Keycloak's 400 otherwise). */
+export async function organizationsRealm(ctx: ServerContext, request: AdminRequest) {
+  const realm = await targetRealm(ctx, request);
+  if (!realm.organizationsEnabled) throw badRequest('Organizations not enabled for this realm.');
+  return realm;
+}
+
+/** The organization of the path, in its realm. */
+export async function loadOrganization(ctx: ServerContext, request: AdminRequest<{ realm: string; id: string }>) {
+  const realm = await organizationsRealm(ctx, request);
+  const org = await ctx.storage.organizations.byId(realm.id, pathId(request.params.id, 'Organization'));
+  if (!org) throw notFound('Organization not found');
+  return { realm, org };
+}
+
 export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const enabledRealm = async (request: AdminRequest) => {
-    const realm = await targetRealm(ctx, request);
-    if (!realm.organizationsEnabled) throw badRequest('Organizations not enabled for this realm.');
-    return realm;
-  };
-  const load = async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const realm = await enabledRealm(request);
-    const org = await ctx.storage.organizations.byId(realm.id, pathId(request.params.id, 'Organization'));
-    if (!org) throw notFound('Organization not found');
-    return { realm, org };
-  };
+  const enabledRealm = (request: AdminRequest) => organizationsRealm(ctx, request);
+  const load = (request: AdminRequest<{ realm: string; id: string }>) => loadOrganization(ctx, request);
   const memberUserId = (body: unknown): string => {
     // The official client sends the user id as the raw body; JSON clients send a JSON string.
     if (typeof body !== 'string' || body.length > 64) throw badRequest('Request body must be the user id');

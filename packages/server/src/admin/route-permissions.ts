@@ -116,6 +116,8 @@ const rules: Rule[] = [
   [write, new RegExp(`${R}/roles-by-id/:id/composites$`), { roles: ['manage-realm'], instead: ['manage-clients'], note: `manage-clients instead for a client role; ${FIXED}; ${ADMIN_ROLE_RULE}` }],
   [write, new RegExp(`${R}/roles-by-id/`), { roles: ['manage-realm'], instead: ['manage-clients'], note: `manage-clients instead for a client role; ${FIXED}` }],
 
+  [/^POST$/, new RegExp(`${R}/organizations/:id/members/invite-(user|existing-user)$`), { roles: ['manage-realm', 'manage-users'], note: 'sends the invitation e-mail; its link lets the invitee join (or register and join)' }],
+  [/^(GET|POST|DELETE)$/, new RegExp(`${R}/organizations/:id/invitations(/:invitationId(/resend)?)?$`), { roles: ['manage-realm', 'manage-users'], note: 'an invitation shows its link, which lets the invitee join' }],
   [read, new RegExp(`${R}/organizations`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/organizations`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/(events|admin-events)`), { roles: ['view-events'] }],

@@ -6,13 +6,12 @@ import { redirectUriAllowed } from '../model/redirect-uri.js';
 import { executeActionsMail, mailTranslator, sendInBackground } from '../pages/emails.js';
 import { actionTokenUrl, sendVerification } from '../pages/verify-email.js';
 import { queryInt, queryString } from './query.js';
+import { ADMIN_LINK_LIFETIME_S } from '../authentication/index.js';
 import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type Params = { realm: string; id: string };
 
-/** Keycloak's default lifetime of a link an administrator has sent (the realm's actionTokenGeneratedByAdminLifespan). */
-const ADMIN_LINK_LIFETIME_S = 12 * 60 * 60;
 
 /**
  * The e-mails an administrator sends a user, as Keycloak's: `execute-actions-email` (a link that carries out the

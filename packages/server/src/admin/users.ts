@@ -185,6 +185,13 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return [...(password ? [password] : []), ...stored.map(credentialRep)];
   });
 
+  // Keycloak's credential types a user's storage provider (LDAP, Kerberos) keeps for the user: this server has no
+  // user storage federation, so none (Keycloak answers [] for a local user too).
+  app.get('/realms/:realm/users/:id/configured-user-storage-credential-types', async (request: AdminRequest<{ realm: string; id: string }>) => {
+    await load(request);
+    return [];
+  });
+
   // A credential's label, sent as a bare text/plain body (the console labels a new password "My password"). Only
   // this route reads text/plain, so its parser is registered in a scope of its own.
   app.register(async (scoped) => {

@@ -8,7 +8,8 @@ import type { Realm } from '../model/types.js';
 /** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
 /** `execute-actions`: an administrator's e-mail (`execute-actions-email`) asking the user to carry out `act`. */
 /** `impersonate`: an administrator's impersonation link (admin/impersonation.ts), opened in the administrator's browser. */
-export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate';
+/** `invite-org`: an organization's invitation e-mail (admin/organization-invitations.ts); `sub` is empty for an address with no user yet. */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate' | 'invite-org';
 
 export interface ActionClaims {
   jti: string;
@@ -27,11 +28,17 @@ export interface ActionClaims {
   done?: Record<string, ExecutionStatus>;
   /** For impersonate: who impersonates (their id, username and realm), for the IMPERSONATE event. */
   imp?: { id: string; username: string; realm: string };
+  /** For invite-org: the organization and the invitation (its row goes once the invitation is accepted, deleted or resent). */
+  org?: string;
+  inv?: string;
   exp: number;
 }
 
 /** Lifetime of e-mailed links, Keycloak's default for user-initiated actions. */
 export const ACTION_TOKEN_LIFETIME_S = 300;
+
+/** Keycloak's default lifetime of a link an administrator has sent (the realm's actionTokenGeneratedByAdminLifespan). */
+export const ADMIN_LINK_LIFETIME_S = 12 * 60 * 60;
 
 /**
  * E-mailed links are JWTs signed with the realm's key (as Keycloak's action tokens): stateless to issue,
@@ -47,7 +54,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp'> = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'org' | 'inv'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

@@ -35,6 +35,11 @@ export interface AuthSession {
   broker?: { sessionId: string | null; userId: string; idTokenRef?: string };
   /** A sign-in the device page started (RFC 8628): the device grant's id; it ends on the consent page, not at a redirect URI. */
   device?: string;
+  /**
+   * An organization's invitation (`token` of Keycloak's registration link, typ `invite-org`): the registration page
+   * is open for it even where the realm has registration off, the address is the invitation's, and the new user joins.
+   */
+  invitation?: string;
   /** Synchronizer token every form on these pages must echo back. */
   csrf: string;
   createdAt: number;

@@ -8,6 +8,8 @@ export interface FormState {
   errors?: Record<string, string>;
   message?: { type: 'error' | 'info' | 'success'; text: string };
   status?: number;
+  /** The page's title instead of its usual one (the registration of an organization's invitee). */
+  title?: string;
 }
 
 export type PageLink = { href: string; label: string };

@@ -17,6 +17,8 @@ declare module 'fastify' {
     textPlainBody?: boolean;
     /** An admin route that also takes a multipart/form-data body (a client's key file upload). */
     multipartBody?: boolean;
+    /** An admin route that takes Keycloak's form parameters: application/x-www-form-urlencoded or multipart/form-data (an invitation). */
+    formBody?: boolean;
   }
 }
 

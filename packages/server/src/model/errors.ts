@@ -130,6 +130,8 @@ export const forbidden = (message = 'Forbidden') => new AppError('forbidden', me
 export const notFound = (message: string) => new AppError('not_found', message);
 export const conflict = (message: string, field?: string) => new AppError('conflict', message, field);
 export const unsupportedMediaType = (message: string) => new AppError('unsupported_media_type', message);
+/** A failure the caller cannot mend, with Keycloak's own message for it (`Failed to send invite email`); the cause is logged where it happened. */
+export const serverFailure = (message: string) => new AppError('internal_error', message);
 
 // ---------------------------------------------------------------------------------------------------------
 // Password policy
@@ -244,6 +246,10 @@ export const EVENT_ERRORS = [
   // Client-initiated account linking: no SSO session in the browser; the upstream account is another user's.
   'not_logged_in',
   'federated_identity_account_exists',
+  // An organization's invitation link (INVITE_ORG_ERROR): its organization gone or disabled, its user a member already.
+  'org_not_found',
+  'org_disabled',
+  'user_org_member_already',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

@@ -181,6 +181,18 @@ export interface Organization {
   domains: { name: string; verified: boolean }[];
 }
 
+/** An invitation to join an organization (Keycloak's OrganizationInvitationModel); times in epoch seconds. */
+export interface OrganizationInvitation {
+  id: string;
+  organizationId: string;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  createdAt: number;
+  expiresAt: number;
+  inviteLink: string | null;
+}
+
 export interface UserSession {
   id: string;
   realmId: string;

@@ -73,3 +73,16 @@ export const executeActionsMail = (t: Translator, realm: Realm, user: User, link
     t.msg('executeActionsLink'),
     lifetimeSeconds,
   );
+
+/** An organization's invitation (Keycloak's orgInvite e-mail): addressed by name when the administrator gave one. */
+export const orgInviteMail = (t: Translator, realm: Realm, to: string, names: { firstName: string | null; lastName: string | null }, organization: string, link: string, lifetimeSeconds: number) =>
+  mail(
+    t,
+    realm,
+    to,
+    t.msg('orgInviteSubject', organization),
+    names.firstName && names.lastName ? t.msg('orgInviteBodyPersonalized', names.firstName, names.lastName, organization) : t.msg('orgInviteBody', organization),
+    link,
+    t.msg('orgInviteLink', organization),
+    lifetimeSeconds,
+  );

@@ -4,6 +4,7 @@ import { accountRoutes } from './account.js';
 import { loginRoutes } from './login.js';
 import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
+import { organizationInvitationRoutes } from './organization-invitations.js';
 import { messagesRoute } from './messages-route.js';
 
 export { pageForms, showPage } from './pages.js';
@@ -14,6 +15,7 @@ export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginRoutes(app, ctx);
   registrationRoutes(app, ctx);
   resetRoutes(app, ctx);
+  organizationInvitationRoutes(app, ctx);
   messagesRoute(app, ctx);
   accountRoutes(app, ctx);
 }

@@ -12,7 +12,7 @@ type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 
 /** A realm setting a page needs (registrationAllowed …), and what the page says when it is off. */
 export interface PageSwitch {
-  on: (realm: Realm) => boolean;
+  on: (realm: Realm, auth: AuthSession) => boolean;
   off: string;
 }
 
@@ -28,7 +28,7 @@ export async function loginContext(ctx: PagesContext, request: RealmRequest, rep
     return showPage.error(ctx, reply, realm, 'Your login attempt timed out or this page is no longer valid. Please start again from the application.', 400);
   }
   if (auth.uiLocales) addLocaleHints(request, { uiLocales: auth.uiLocales });
-  if (needs && !needs.on(realm)) return showPage.error(ctx, reply, realm, needs.off, 403);
+  if (needs && !needs.on(realm, auth)) return showPage.error(ctx, reply, realm, needs.off, 403);
   return { realm, auth };
 }
 

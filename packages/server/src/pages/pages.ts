@@ -34,6 +34,7 @@ async function formPage(ctx: PageContext, request: FastifyRequest, reply: Fastif
     values: state.values ?? {},
     errors: state.errors ?? {},
     message: state.message,
+    title: state.title,
   };
   return ctx.pages.send(reply, realm, templateOf[form], page, state.status ?? 200);
 }

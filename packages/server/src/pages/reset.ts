@@ -8,6 +8,7 @@ import type { Realm, User } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import { mailTranslator, resetPasswordMail, sendInBackground } from './emails.js';
 import { redeemImpersonation } from './impersonation.js';
+import { answerInvitation } from './organization-invitations.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -70,6 +71,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     }
     if (typ === 'reset-credentials') return resumeReset(request, reply, realm, key, null);
     if (typ === 'impersonate') return redeemImpersonation(ctx, request, reply, realm, key);
+    if (typ === 'invite-org') return answerInvitation(ctx, request, reply, realm, key, false);
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;

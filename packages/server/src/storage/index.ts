@@ -11,7 +11,7 @@ import { ConsentRepository } from './consents.js';
 import { FederationRepository } from './federation.js';
 import { LocalizationRepository } from './localization.js';
 import { GroupRepository } from './groups.js';
-import { OrganizationRepository } from './organizations.js';
+import { OrganizationInvitationRepository, OrganizationRepository } from './organizations.js';
 import { RealmRepository } from './realms.js';
 import { RoleRepository } from './roles.js';
 import { SessionRepository } from './sessions.js';
@@ -37,6 +37,7 @@ export class Storage {
   readonly roles: RoleRepository;
   readonly groups: GroupRepository;
   readonly organizations: OrganizationRepository;
+  readonly organizationInvitations: OrganizationInvitationRepository;
   readonly sessions: SessionRepository;
   readonly events: EventRepository;
   readonly credentials: CredentialRepository;
@@ -58,6 +59,7 @@ export class Storage {
     this.roles = new RoleRepository(db);
     this.groups = new GroupRepository(db, handle.dialect);
     this.organizations = new OrganizationRepository(db);
+    this.organizationInvitations = new OrganizationInvitationRepository(db);
     this.sessions = new SessionRepository(db);
     this.events = new EventRepository(db);
     this.credentials = new CredentialRepository(db, handle.cache);

@@ -814,4 +814,22 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('user_session').addColumn('broker_id_token', 'text').execute();
     },
   },
+  // Issue 41: an organization's invitations (Keycloak's OrganizationInvitationModel): whom the e-mail went to, when
+  // it was sent and until when its link is good; the row goes when the invitation is accepted, deleted or resent.
+  '0035-organization-invitation': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('organization_invitation')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('organization_id', 'text', (c) => c.notNull().references('organization.id').onDelete('cascade'))
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('first_name', 'text')
+        .addColumn('last_name', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('invite_link', 'text')
+        .execute();
+      await db.schema.createIndex('organization_invitation_org_email').on('organization_invitation').columns(['organization_id', 'email']).execute();
+    },
+  },
 };

@@ -1,4 +1,5 @@
-import type { Organization } from '../model/types.js';
+import { sql, type SqlBool } from 'kysely';
+import type { Organization, OrganizationInvitation } from '../model/types.js';
 import type { Db } from './db.js';
 import { bool, containsIgnoreCase, flag, fromJson, toJson } from './codec.js';
 
@@ -111,5 +112,91 @@ export class OrganizationRepository {
       .orderBy('organization.name')
       .execute();
     return this.withDomains(rows);
+  }
+}
+
+type InvitationRow = { id: string; organization_id: string; email: string; first_name: string | null; last_name: string | null; created_at: number | string; expires_at: number | string; invite_link: string | null };
+
+const invitationOf = (row: InvitationRow): OrganizationInvitation => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  email: row.email,
+  firstName: row.first_name,
+  lastName: row.last_name,
+  createdAt: Number(row.created_at),
+  expiresAt: Number(row.expires_at),
+  inviteLink: row.invite_link,
+});
+
+/** The filters of Keycloak's invitation listing: status (PENDING or EXPIRED at `now`), exact e-mail and names, and a search over all three. */
+export interface InvitationFilter {
+  status?: 'PENDING' | 'EXPIRED';
+  email?: string;
+  firstName?: string;
+  lastName?: string;
+  search?: string;
+  now: number;
+  first?: number;
+  max?: number;
+}
+
+/** An organization's invitations (Keycloak's InvitationManager). */
+export class OrganizationInvitationRepository {
+  constructor(private readonly db: Db) {}
+
+  async create(invitation: OrganizationInvitation, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('organization_invitation')
+      .values({
+        id: invitation.id,
+        organization_id: invitation.organizationId,
+        email: invitation.email,
+        first_name: invitation.firstName,
+        last_name: invitation.lastName,
+        created_at: invitation.createdAt,
+        expires_at: invitation.expiresAt,
+        invite_link: invitation.inviteLink,
+      })
+      .execute();
+  }
+
+  async setLink(id: string, link: string, db: Db = this.db): Promise<void> {
+    await db.updateTable('organization_invitation').set({ invite_link: link }).where('id', '=', id).execute();
+  }
+
+  async byId(orgId: string, id: string): Promise<OrganizationInvitation | null> {
+    const row = await this.db.selectFrom('organization_invitation').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+    return row ? invitationOf(row) : null;
+  }
+
+  async byEmail(orgId: string, email: string): Promise<OrganizationInvitation | null> {
+    const row = await this.db
+      .selectFrom('organization_invitation')
+      .selectAll()
+      .where('organization_id', '=', orgId)
+      .where(sql<SqlBool>`lower(email) = ${email.toLowerCase()}`)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    return row ? invitationOf(row) : null;
+  }
+
+  async list(orgId: string, filter: InvitationFilter): Promise<OrganizationInvitation[]> {
+    let query = this.db.selectFrom('organization_invitation').selectAll().where('organization_id', '=', orgId);
+    if (filter.status === 'EXPIRED') query = query.where('expires_at', '<', filter.now);
+    if (filter.status === 'PENDING') query = query.where('expires_at', '>=', filter.now);
+    for (const [column, value] of [['email', filter.email], ['first_name', filter.firstName], ['last_name', filter.lastName]] as const) {
+      if (value !== undefined) query = query.where(sql<SqlBool>`lower(${sql.ref(column)}) = ${value.toLowerCase()}`);
+    }
+    const search = filter.search;
+    if (search !== undefined) query = query.where((eb) => eb.or([containsIgnoreCase('email', search), containsIgnoreCase('first_name', search), containsIgnoreCase('last_name', search)]));
+    query = query.orderBy('id').limit(filter.max ?? 100);
+    if (filter.first) query = query.offset(filter.first);
+    return (await query.execute()).map(invitationOf);
+  }
+
+  /** False when there was no such invitation (another request accepted or deleted it first). */
+  async remove(orgId: string, id: string, db: Db = this.db): Promise<boolean> {
+    const result = await db.deleteFrom('organization_invitation').where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
   }
 }

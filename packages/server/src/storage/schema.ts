@@ -176,6 +176,18 @@ export interface OrganizationMemberTable {
   user_id: string;
 }
 
+export interface OrganizationInvitationTable {
+  id: string;
+  organization_id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  /** Epoch seconds, as Keycloak's representation shows them. */
+  created_at: number;
+  expires_at: number;
+  invite_link: string | null;
+}
+
 export interface UserSessionTable {
   id: string;
   realm_id: string;
@@ -506,6 +518,7 @@ export interface Database {
   organization: OrganizationTable;
   organization_domain: OrganizationDomainTable;
   organization_member: OrganizationMemberTable;
+  organization_invitation: OrganizationInvitationTable;
   user_session: UserSessionTable;
   client_session: ClientSessionTable;
   refresh_token_family: RefreshTokenFamilyTable;

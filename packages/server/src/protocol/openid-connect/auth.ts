@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
 import { baseUrl, requestInfo } from '../../http/index.js';
@@ -53,7 +54,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     }
     const param = (name: string) => paramOf(params, name);
     const base = baseUrl(request, ctx.config.hostname);
-    const redirectUri = param('redirect_uri');
+    // Keycloak's invitation link (registrations?client_id=account&token=…) names no redirect URI: the client's base URL is taken.
+    const invitationBase = entry === 'registration' && param('token') && client.baseUrl ? new URL(client.baseUrl, `${base}/`).toString() : undefined;
+    const redirectUri = param('redirect_uri') ?? invitationBase;
     if (!redirectUri || !redirectUriAllowed(client, redirectUri, base)) {
       return ctx.forms.requestError(reply, realm, 'Invalid parameter: redirect_uri');
     }
@@ -73,8 +76,11 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     if (param('response_type') !== 'code') return fail('unsupported_response_type', 'Client is not allowed to initiate browser login with given response_type. Only code is supported.');
     if (parRequired(client) && requestUri === undefined) return fail('invalid_request', 'Pushed Authorization Request is only allowed.');
     if (!client.standardFlowEnabled) return fail('unauthorized_client', 'Client is not allowed to initiate browser login with given response_type. Standard flow is disabled for the client.');
-    const challenge = param('code_challenge');
-    const pkceProblem = pkceChallengeProblem(challenge, param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
+    // An invitation's registration link (Keycloak's, without PKCE) is no application's request: its code gets a
+    // challenge whose verifier nobody has, so it can never be redeemed; the user lands signed in at the base URL.
+    const unredeemable = invitationBase !== undefined && param('code_challenge') === undefined;
+    const challenge = unredeemable ? createHash('sha256').update(randomBytes(32)).digest('base64url') : param('code_challenge');
+    const pkceProblem = pkceChallengeProblem(challenge, unredeemable ? 'S256' : param('code_challenge_method'), client.publicClient || client.attributes['pkce.code.challenge.method'] === 'S256');
     if (pkceProblem) return fail('invalid_request', pkceProblem);
     // Keycloak's client policies (AUTHORIZATION_REQUEST): a refusal goes back to the client as its executor says.
     try {
@@ -109,6 +115,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     const idpHint = param('kc_idp_hint')?.slice(0, 255);
     // Kept even when empty: as Keycloak's redirector, an empty hint asks for no provider, not the default one.
     if (idpHint !== undefined) auth.idpHint = idpHint;
+    // Keycloak's registration link of an organization's invitation carries its token (checked by the registration page).
+    const invitation = entry === 'registration' ? param('token') : undefined;
+    if (invitation) auth.invitation = invitation;
     const uiLocales = param('ui_locales')?.slice(0, 255);
     if (uiLocales) auth.uiLocales = uiLocales;
     let sso = prompt.split(' ').includes('login') ? null : await currentSsoSession(ctx, request, realm);
@@ -130,6 +139,7 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
     if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
+    if (entry === 'registration' && auth.invitation) return reply.code(302).header('location', `/realms/${encodeURIComponent(realm.name)}/login-actions/registration`).header('cache-control', 'no-store').send();
     if (entry === 'registration' && realm.registrationAllowed) return ctx.forms.registration(request, reply, realm, session, {});
     return ctx.forms.firstPage(request, reply, realm, session);
   };
