@@ -17,6 +17,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { parseProperties } from '../packages/server/src/pages/properties.js';
 import { fetchMavenArtifact } from './maven-artifact.js';
 
 /** What one console's build is made of. */
@@ -90,25 +91,6 @@ function precompress(dir: string): void {
     writeFileSync(`${file}.br`, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
     writeFileSync(`${file}.gz`, gzipSync(body, { level: 9 }));
   }
-}
-
-/** Java properties text as key → value (comments, `key=value` / `key: value`, continuation lines, backslash escapes). */
-export function parseProperties(text: string): Record<string, string> {
-  const result: Record<string, string> = {};
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    let line = lines[i].replace(/^\s+/, '');
-    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (/(^|[^\\])(\\\\)*\\$/.test(line) && i + 1 < lines.length) line = line.slice(0, -1) + lines[++i].replace(/^\s+/, '');
-    const separator = /(?<!\\)(?:\\\\)*[=:\s]/.exec(line);
-    const end = separator ? separator.index + separator[0].length - 1 : line.length;
-    const rawKey = line.slice(0, end);
-    const rawValue = separator ? line.slice(end + 1).replace(/^\s*[=:]?\s*/, '') : '';
-    const unescape = (value: string) =>
-      value.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, c: string) => (c.length === 5 ? String.fromCharCode(parseInt(c.slice(1), 16)) : c === 'n' ? '\n' : c === 't' ? '\t' : c === 'r' ? '\r' : c));
-    result[unescape(rawKey)] = unescape(rawValue);
-  }
-  return result;
 }
 
 /**

@@ -5,15 +5,18 @@ import { loginRoutes } from './login.js';
 import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
 import { messagesRoute } from './messages-route.js';
+import { themeResourceRoutes } from './theme-resources.js';
 
 export { pageForms, showPage } from './pages.js';
 export { firstPage } from './broker.js';
 export { PageRenderer } from './render.js';
+export { Themes, ThemeError } from './themes.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginRoutes(app, ctx);
   registrationRoutes(app, ctx);
   resetRoutes(app, ctx);
   messagesRoute(app, ctx);
+  themeResourceRoutes(app, ctx);
   accountRoutes(app, ctx);
 }
