@@ -9,6 +9,7 @@ import { masterAdminClient } from './support/admin-client.js';
 import { FormClient, firstForm, pkce, textOf } from './support/forms.js';
 import { adminToken, api, eventually, REPO_ROOT, startServer, type TestServer } from './support/server.js';
 import { launchBrowser, screenshot } from './support/browser.js';
+import { ConsoleSession } from './support/admin-console.js';
 import { startSmtp } from './support/smtp.js';
 
 /** Issue 43 item 4: a theme directory, per realm by loginTheme / accountTheme / emailTheme. */
@@ -265,11 +266,29 @@ describe("the README's worked example (docs/theme-example) in Chromium", () => {
   beforeAll(async () => {
     t = await startServer({ config: { REALMGATE_THEME_DIR: join(REPO_ROOT, 'docs', 'theme-example') } });
     const kc = await masterAdminClient(t.url);
-    await kc.realms.create({ realm: 'acme', displayName: 'Acme', enabled: true, loginTheme: 'acme', resetPasswordAllowed: true, internationalizationEnabled: true, supportedLocales: ['en', 'de'] });
+    await kc.realms.create({ realm: 'acme', displayName: 'Acme', enabled: true, resetPasswordAllowed: true, internationalizationEnabled: true, supportedLocales: ['en', 'de'] });
     await kc.clients.create({ realm: 'acme', clientId: 'web', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'] });
   });
-  afterAll(async () => {
-    await t?.close();
+
+  it("the console's Realm settings → Themes tab offers the directory's theme", async () => {
+    const session = await ConsoleSession.start(t);
+    try {
+      await session.signIn();
+      const wait = { timeout: 30_000 };
+      expect(await session.open('acme/realm-settings/themes', 'themes-tab', (p) => p.getByTestId('themes-tab-save').waitFor(wait))).toEqual([]);
+      const { page } = session;
+      await page.locator('#kc-login-theme').click();
+      expect(await page.getByRole('option').allTextContents()).toEqual(expect.arrayContaining(['keycloak', 'acme']));
+      await page.getByRole('option', { name: 'acme', exact: true }).click();
+      expect(await page.locator('#kc-login-theme').textContent()).toContain('acme');
+      await screenshot(page, 'themes-tab-chosen');
+      // Not checked here: Save, which Keycloak 26.7's console sends to PUT /admin/realms/{realm}/ui-ext, a route
+      // this server does not have yet (see the README, Themes). The realm takes it by the realm PUT.
+      expect(session.problems).toEqual([]);
+      await masterAdminClient(t.url).then((kc) => kc.realms.update({ realm: 'acme' }, { loginTheme: 'acme' }));
+    } finally {
+      await session.close();
+    }
   });
 
   it("shows Acme's template, logo, colours (over the built-in stylesheet) and texts", async () => {
