@@ -7,17 +7,18 @@
  * are written with .br and .gz twins, so the server serves them compressed without compressing on the request path.
  *
  * A console's English messages are not in its npm package: Keycloak keeps them in its server theme, the Maven
- * artifact of the same name and version. When Maven is installed the build fetches that artifact (Maven's own
- * client and cache) and writes its messages_en as dist/messages/en.json; without it, or offline, the console runs
- * and shows message keys instead of texts.
+ * artifact of the same name and version. The build fetches that artifact from Maven Central over HTTPS with its
+ * published SHA-1 checked, no Java tooling needed (scripts/maven-artifact.ts, cached under the user's home), and
+ * writes its messages_en as dist/messages/en.json; offline, with nothing cached, the build still succeeds, says so,
+ * and the console shows message keys instead of texts.
  */
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { parseProperties } from '../packages/server/src/pages/properties.js';
+import { fetchMavenArtifact } from './maven-artifact.js';
 
 /** What one console's build is made of. */
 export interface UiBuild {
@@ -92,51 +93,40 @@ function precompress(dir: string): void {
   }
 }
 
-/** Java properties text as key → value (comments, `key=value` / `key: value`, continuation lines, backslash escapes). */
-export function parseProperties(text: string): Record<string, string> {
-  const result: Record<string, string> = {};
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    let line = lines[i].replace(/^\s+/, '');
-    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (/(^|[^\\])(\\\\)*\\$/.test(line) && i + 1 < lines.length) line = line.slice(0, -1) + lines[++i].replace(/^\s+/, '');
-    const separator = /(?<!\\)(?:\\\\)*[=:\s]/.exec(line);
-    const end = separator ? separator.index + separator[0].length - 1 : line.length;
-    const rawKey = line.slice(0, end);
-    const rawValue = separator ? line.slice(end + 1).replace(/^\s*[=:]?\s*/, '') : '';
-    const unescape = (value: string) =>
-      value.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, c: string) => (c.length === 5 ? String.fromCharCode(parseInt(c.slice(1), 16)) : c === 'n' ? '\n' : c === 't' ? '\t' : c === 'r' ? '\r' : c));
-    result[unescape(rawKey)] = unescape(rawValue);
-  }
-  return result;
-}
-
 /**
  * Keycloak's English messages of the console from the Maven artifact of its version, as { key: value } in
- * out/messages/en.json; false (with the reason on stderr) when Maven is missing or cannot fetch it.
+ * out/messages/en.json; false, with the reason and what it means on stderr, when the artifact cannot be had
+ * (offline and not cached, or refused by its checksum).
  */
-async function writeMessages(spec: UiBuild, out: string, version: string): Promise<boolean> {
-  const work = join(tmpdir(), `realmgate-console-messages-${process.pid}`);
+export async function writeMessages(spec: UiBuild, out: string, version: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
   try {
-    execFileSync('mvn', ['-q', '-B', 'dependency:copy', `-Dartifact=org.keycloak:${spec.messagesArtifact}:${version}:jar`, `-DoutputDirectory=${work}`], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+    const artifact = await fetchMavenArtifact({ groupId: 'org.keycloak', artifactId: spec.messagesArtifact, version }, { env });
     const { default: JSZip } = await import('jszip');
-    const jar = await JSZip.loadAsync(readFileSync(join(work, `${spec.messagesArtifact}-${version}.jar`)));
+    const jar = await JSZip.loadAsync(artifact.body);
     const entry = jar.file(spec.messagesEntry);
-    if (!entry) throw new Error(`${spec.messagesEntry} not in the artifact`);
+    if (!entry) throw new Error(`${spec.messagesEntry} not in ${artifact.source}`);
     mkdirSync(join(out, 'messages'), { recursive: true });
     writeFileSync(join(out, 'messages', 'en.json'), JSON.stringify({ ...spec.extraMessages, ...parseProperties(await entry.async('string')) }));
     return true;
   } catch (error) {
-    console.error(`${spec.label}: English messages not fetched (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); the console shows message keys`);
+    console.error(
+      `${spec.label}: English messages not fetched (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); ` +
+        `the build goes on and the console shows message keys instead of texts until a build that can reach the repository (npm run build:console)`,
+    );
     return false;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
   }
 }
 
+/** The installed version of the UI package: the version of the Maven artifact holding its messages. */
+const uiVersion = (spec: UiBuild) => JSON.parse(readFileSync(join(packageDir(spec.root, spec.uiPackage), 'package.json'), 'utf8')).version as string;
+
 /** Builds into a fresh folder and swaps it in, so a server reading dist/ never sees half a build. */
 export async function buildUi(spec: UiBuild, options: { force?: boolean; quiet?: boolean } = {}): Promise<'built' | 'current'> {
-  if (!options.force && uiBuildIsCurrent(spec)) return 'current';
+  if (!options.force && uiBuildIsCurrent(spec)) {
+    // A build made offline lacks the texts: each later run tries again for them alone (from the cache, or online).
+    if (!existsSync(join(distOf(spec), 'messages', 'en.json'))) await writeMessages(spec, distOf(spec), uiVersion(spec));
+    return 'current';
+  }
   const started = Date.now();
   const { build } = await import('vite');
   const dist = distOf(spec);
@@ -181,8 +171,8 @@ export async function buildUi(spec: UiBuild, options: { force?: boolean; quiet?:
   for (const name of spec.libFiles) if (existsSync(join(lib, name))) copyFileSync(join(lib, name), join(out, name));
   if (existsSync(staticDir(spec))) for (const name of readdirSync(staticDir(spec))) copyFileSync(join(staticDir(spec), name), join(out, name));
   precompress(join(out, 'assets'));
-  const version = JSON.parse(readFileSync(join(packageDir(spec.root, spec.uiPackage), 'package.json'), 'utf8')).version as string;
-  // Without them (no Maven, offline) the build still counts: a forced build tries again.
+  const version = uiVersion(spec);
+  // Without them (offline, nothing cached) the build still counts: a forced build tries again.
   await writeMessages(spec, out, version);
   writeFileSync(join(out, STAMP), inputsHash(spec));
   mkdirSync(dirname(dist), { recursive: true });

@@ -1,8 +1,8 @@
 /**
  * Builds Keycloak's account console (the npm package @keycloak/keycloak-account-ui and the small entry in src/) with
  * Vite into dist/, which is not committed, as packages/admin-console builds the admin console (scripts/ui-build.ts).
- * The English messages come from the Maven artifact org.keycloak:keycloak-account-ui of the same version when Maven
- * is installed; the console's menu (content.json) and logo are this package's own, in static/.
+ * The English messages come from the Maven artifact org.keycloak:keycloak-account-ui of the same version, fetched
+ * from Maven Central with its checksum checked (scripts/maven-artifact.ts); the console's menu (content.json) and logo are this package's own, in static/.
  *
  *   tsx packages/account-console/build.ts          build when stale
  *   tsx packages/account-console/build.ts --force  build anyway

@@ -1,8 +1,8 @@
 /**
  * Builds Keycloak's admin console (the npm package @keycloak/keycloak-admin-ui and the small entry in src/) with
  * Vite into dist/, which is not committed; how, in scripts/ui-build.ts (shared with packages/account-console). The
- * English messages come from the Maven artifact org.keycloak:keycloak-admin-ui of the same version when Maven is
- * installed.
+ * English messages come from the Maven artifact org.keycloak:keycloak-admin-ui of the same version, fetched from
+ * Maven Central with its checksum checked (scripts/maven-artifact.ts).
  *
  *   tsx packages/admin-console/build.ts          build when stale
  *   tsx packages/admin-console/build.ts --force  build anyway

@@ -20,7 +20,7 @@ import { createSharedStore, namespacedStore, type HostStore, type OwnedSharedSto
 import { Mailer } from './mail/index.js';
 
 import { ActionTokens, AuthSessions } from './authentication/index.js';
-import { firstPage, PageRenderer, pageForms, pageRoutes } from './pages/index.js';
+import { firstPage, PageRenderer, pageForms, pageRoutes, Themes } from './pages/index.js';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -134,6 +134,8 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   brokerEndpointOverrides(config);
   const logger = options.logger ?? createLogger({ mode: config.mode as 'development' | 'production', level: config.logLevel });
   const env = options.env ?? process.env;
+  // Themes are read (templates compiled) before anything else starts: a theme that would give broken pages stops the start.
+  const themes = Themes.load(config.themeDir, (message) => logger.warn({ themeDir: config.themeDir }, `theme directory: ${message}`));
   const metrics = new MetricsRegistry();
   const storage = await Storage.open(config.dbUrl, {
     logger: spiLogger(logger, { component: 'database' }),
@@ -154,7 +156,7 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const flows = new Flows(storage, providers, logger);
   const hostStore = namespacedStore(store, 'host');
   shareConfigCache(storage, hostStore, metrics, logger, Boolean(config.redisUrl));
-  const pages = new PageRenderer(config.themeDir, (realmId) => storage.localization.cachedAll(realmId), config.hostname);
+  const pages = new PageRenderer(themes, (realmId) => storage.localization.cachedAll(realmId), config.hostname, (level, fields, message) => logger[level](fields, message));
   // The one guard on the server's own outbound HTTP (identity providers, clients' JWKS URLs; webhooks get theirs
   // from the same code through the SPI).
   const outbound = new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -268,8 +268,10 @@ describe('a theme directory', () => {
 
   beforeAll(async () => {
     themeDir = mkdtempSync(join(tmpdir(), 'realmgate-theme-'));
+    mkdirSync(join(themeDir, 'shop', 'login', 'templates'), { recursive: true });
+    mkdirSync(join(themeDir, 'shop', 'login', 'resources'), { recursive: true });
     writeFileSync(
-      join(themeDir, 'login.eta'),
+      join(themeDir, 'shop', 'login', 'templates', 'login.eta'),
       [
         "<% layout('layout', { ...it, title: 'Welcome to the themed shop' }) %>",
         '<p id="themed-intro">Sign in with your shop account, <%= it.realmTitle %> customer.</p>',
@@ -282,10 +284,10 @@ describe('a theme directory', () => {
         '</form>',
       ].join('\n'),
     );
-    writeFileSync(join(themeDir, 'style.css'), 'body { background: #fdf6e3; } /* themed-stylesheet */\n');
+    writeFileSync(join(themeDir, 'shop', 'login', 'resources', 'style.css'), 'body { background: #fdf6e3; } /* themed-stylesheet */\n');
     t = await startServer({ config: { REALMGATE_THEME_DIR: themeDir } });
     const kc = await masterAdminClient(t.url);
-    await kc.realms.create({ realm: 'themed', enabled: true, displayName: 'Themed <Shop>', registrationAllowed: true });
+    await kc.realms.create({ realm: 'themed', enabled: true, displayName: 'Themed <Shop>', registrationAllowed: true, loginTheme: 'shop' });
     kc.setConfig({ realmName: 'themed' });
     await kc.clients.create({ clientId: 'web', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'] });
     await kc.users.create({ username: 'tia', enabled: true, credentials: [{ type: 'password', value: 'tia-pass-1' }] });

@@ -15,6 +15,7 @@ import { callerOf, locationOf, recordAdminEvent, targetRealm, type AdminRequest 
 import { parseRepresentation } from '../representations/fields.js';
 import { roleRep } from '../representations/role.js';
 import { applyRealmSettings, realmIgnored, realmRep, realmSpec } from '../representations/realm.js';
+import { THEME_FIELDS } from '../model/themes.js';
 
 export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const isListener = (id: string) => ctx.providers.get('event-listener', id) !== undefined;
@@ -105,6 +106,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realm = await targetRealm(ctx, request);
     const rep = parseRepresentation(request.body, realmSpec, realmIgnored, 'realm');
     if (rep.realm !== undefined && rep.realm !== realm.name && realm.name === 'master') throw badRequest('realm.realm: the master realm cannot be renamed', 'realm');
+    checkThemes(ctx, realm, rep);
     const updated = structuredClone(realm);
     applyRealmSettings(updated, rep);
     const binding = await ctx.flows.validateBindings(updated);
@@ -143,4 +145,19 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (master) await recordAdminEvent(ctx, request, master, 'DELETE', 'REALM', `realms/${realm.name}`);
     return reply.code(204).send();
   });
+}
+
+/**
+ * A realm PUT may name only a theme this server has (the built-in one's names, or the theme directory's of the
+ * type): else 400 naming the field, where Keycloak stores the name and falls back to its built-in theme at every
+ * page. The value already stored passes, so a console tab that PUTs the whole realm back keeps working for a realm
+ * imported with a theme this server lacks.
+ */
+function checkThemes(ctx: ServerContext, realm: Realm, rep: Record<string, unknown>): void {
+  for (const [field, type] of Object.entries(THEME_FIELDS)) {
+    const name = rep[field];
+    if (typeof name !== 'string' || name === '' || name === realm.attributes[field] || ctx.pages.themes.has(type, name)) continue;
+    const known = ctx.pages.themes.names(type);
+    throw badRequest(`realm.${field}: no ${type} theme "${name}" (the server has the built-in theme${known.length ? ` and ${known.map((n) => `"${n}"`).join(', ')}` : ''})`, field);
+  }
 }

@@ -7,7 +7,7 @@ import { SOCIAL_PROVIDERS } from '../authentication/index.js';
 
 /**
  * The parts of Keycloak's ServerInfoRepresentation (`GET /admin/serverinfo`) the admin console reads, describing
- * this server: its one theme of each kind, the providers it has (OpenID Connect, Argon2id, RS256), the component
+ * this server: its built-in theme of each kind and the theme directory's themes, the providers it has (OpenID Connect, Argon2id, RS256), the component
  * types it has none of, the admin-event enums, and the features, with only those it implements enabled (the console
  * hides the pages of a disabled feature). The route itself is in admin/index.ts.
  */
@@ -89,10 +89,9 @@ export function builtInProviders(): Record<string, ProviderInfo> {
 }
 
 /** What the console reads besides systemInfo, memoryInfo and providers. */
-export function consoleServerInfo(_ctx: ServerContext): Record<string, unknown> {
-  const theme = (name: string) => [{ name, locales: ['en'] }];
+export function consoleServerInfo(ctx: ServerContext): Record<string, unknown> {
   return {
-    themes: { login: theme('keycloak'), account: theme('keycloak.v3'), admin: theme('keycloak.v2'), email: theme('keycloak'), welcome: theme('keycloak'), common: theme('keycloak') },
+    themes: ctx.pages.serverInfoThemes(),
     componentTypes: {
       ...Object.fromEntries(COMPONENT_TYPES.map((type) => [type, []])),
       'org.keycloak.keys.KeyProvider': KEY_PROVIDER_TYPES.map((type) => ({ id: type.id, helpText: type.helpText, properties: type.properties, metadata: {} })),

@@ -36,7 +36,7 @@ function mail(t: Translator, realm: Realm, to: string, subject: string, intro: s
 export async function mailTranslator(ctx: Pick<PagesContext, 'pages'>, realm: Realm, user: Pick<User, 'attributes'>, request?: FastifyRequest): Promise<Translator> {
   const hints: LocaleHints = { userLocale: user.attributes.locale?.[0] };
   if (request) Object.assign(hints, { cookie: readCookie(request, LOCALE_COOKIE) ?? undefined, acceptLanguage: request.headers['accept-language'] });
-  return ctx.pages.translator(realm, selectLocale(realm, hints));
+  return ctx.pages.translator(realm, selectLocale(realm, hints), 'email');
 }
 
 /**

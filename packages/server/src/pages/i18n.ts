@@ -96,10 +96,8 @@ export function formatMessage(locale: string, pattern: string, params: readonly 
 }
 
 /** Every text of a locale as Keycloak's theme resource lists them: `[{ key, value }]` sorted by key, overrides applied. */
-export function effectiveMessages(locale: string, overrides: Record<string, Record<string, string>> = {}): { key: string; value: string }[] {
-  const language = locale.split(/[-_]/)[0];
-  const merged: Record<string, string> = {};
-  for (const layer of [bundles.en, bundles[language], language !== locale ? overrides[language] : undefined, bundles[locale], overrides[locale]]) Object.assign(merged, layer ?? {});
+export function effectiveMessages(locale: string, overrides: Record<string, Record<string, string>> = {}, theme?: ThemeTexts): { key: string; value: string }[] {
+  const merged: Record<string, string> = Object.assign({}, ...messageLayers(locale, overrides, theme).reverse());
   return Object.keys(merged)
     .sort()
     .map((key) => ({ key, value: merged[key] }));
@@ -113,15 +111,24 @@ export interface Translator {
   text(keyOrText: string): string;
 }
 
-/**
- * The texts of a locale: the realm's overrides of the locale, then the bundle of the locale, of its language, then
- * English; an unknown key is shown as the key (as Keycloak does).
- */
-export function translator(locale: string, overrides: Record<string, Record<string, string>> = {}): Translator {
+/** A theme's texts of a locale (pages/themes.ts, its parents' under its own), undefined when it has none. */
+export type ThemeTexts = (locale: string) => Record<string, string> | undefined;
+
+/** Where a locale's texts come from, first wins: overrides, theme, bundle of the locale, then of its language, then English. */
+function messageLayers(locale: string, overrides: Record<string, Record<string, string>>, theme?: ThemeTexts): Record<string, string>[] {
   const language = locale.split(/[-_]/)[0];
-  const layers = [overrides[locale], bundles[locale], language !== locale ? overrides[language] : undefined, bundles[language], bundles.en].filter(
-    (l): l is Record<string, string> => Boolean(l),
-  );
+  const forLocale = (l: string) => [overrides[l], theme?.(l), bundles[l]];
+  const layers = [...forLocale(locale), ...(language !== locale ? forLocale(language) : []), ...(language !== 'en' ? [theme?.('en'), bundles.en] : [])];
+  return layers.filter((l): l is Record<string, string> => Boolean(l));
+}
+
+/**
+ * The texts of a locale: the realm's overrides of the locale, then the realm's theme's texts and the bundle of the
+ * locale, of its language, then English; an unknown key is shown as the key (as Keycloak does).
+ */
+export function translator(locale: string, overrides: Record<string, Record<string, string>> = {}, theme?: ThemeTexts): Translator {
+  const language = locale.split(/[-_]/)[0];
+  const layers = messageLayers(locale, overrides, theme);
   const lookup = (key: string) => {
     for (const layer of layers) if (Object.hasOwn(layer, key)) return layer[key];
     return undefined;

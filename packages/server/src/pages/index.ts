@@ -6,10 +6,12 @@ import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
 import { organizationInvitationRoutes } from './organization-invitations.js';
 import { messagesRoute } from './messages-route.js';
+import { themeResourceRoutes } from './theme-resources.js';
 
 export { pageForms, showPage } from './pages.js';
 export { firstPage } from './broker.js';
 export { PageRenderer } from './render.js';
+export { Themes, ThemeError } from './themes.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
   loginRoutes(app, ctx);
@@ -17,5 +19,6 @@ export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
   resetRoutes(app, ctx);
   organizationInvitationRoutes(app, ctx);
   messagesRoute(app, ctx);
+  themeResourceRoutes(app, ctx);
   accountRoutes(app, ctx);
 }

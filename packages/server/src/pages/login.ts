@@ -125,10 +125,6 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
   webauthnRoutes(app, ctx, newPasswordPage);
   recoveryCodeRoutes(app, ctx, newPasswordPage);
   selectAuthenticatorRoutes(app, ctx, newPasswordPage);
-
-  app.get('/realms/:realm/login-actions/resources/style.css', async (_request, reply) => {
-    return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ctx.pages.stylesheet());
-  });
 }
 
 /** The new-password page of a signed-in user (an expired password, an UPDATE_PASSWORD required action). */

@@ -5,8 +5,8 @@ import { showPage } from './pages.js';
 
 /**
  * Keycloak's theme messages resource for the login theme (`/resources/{realm}/login/{locale}`, what the console's
- * Localization tab reads as the effective message bundle): the bundles' texts for the locale with the realm's
- * overrides over them, `[{ key, value }]` sorted by key. A locale that is not one is a 400; a locale without a
+ * Localization tab reads as the effective message bundle): the bundles' texts for the locale with the realm's login
+ * theme's and then the realm's overrides over them, `[{ key, value }]` sorted by key. A locale that is not one is a 400; a locale without a
  * bundle answers English (the fallback every page uses).
  */
 export function messagesRoute(app: FastifyInstance, ctx: PagesContext): void {
@@ -16,6 +16,6 @@ export function messagesRoute(app: FastifyInstance, ctx: PagesContext): void {
     const { locale } = request.params;
     if (!LOCALE_TAG.test(locale)) return reply.code(400).send({ error: 'invalid_request', error_description: 'Invalid locale' });
     const texts = await ctx.storage.localization.cachedAll(realm.id);
-    return reply.header('cache-control', 'no-cache').send(effectiveMessages(locale, texts));
+    return reply.header('cache-control', 'no-cache').send(effectiveMessages(locale, texts, ctx.pages.themeTexts(realm, 'login')));
   });
 }

@@ -1,15 +1,15 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Eta } from 'eta';
+import type { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Realm } from '../model/types.js';
 import { readCookie, secureCookies, setCookie } from '../http/index.js';
 import { realmCookiePath } from '../authentication/index.js';
-import { localeLabel, matchLocale, realmLocales, selectLocale, translator, type LocaleHints, type Translator } from './i18n.js';
+import { bundles, localeLabel, matchLocale, realmLocales, selectLocale, translator, type LocaleHints, type ThemeTexts, type Translator } from './i18n.js';
+import { BUILTIN_THEME, templateEngine, themeMessages, themeResource, Themes, type Theme, type ThemeType } from './themes.js';
 
-const builtinDir = fileURLToPath(new URL('./templates/', import.meta.url));
-const staticDir = fileURLToPath(new URL('./static/', import.meta.url));
+const builtinStylesheet = readFileSync(fileURLToPath(new URL('./static/style.css', import.meta.url)));
 
 // Scripts only from this origin: protector and form-action assets are served by their realm resources.
 const contentSecurityPolicy = [
@@ -49,29 +49,52 @@ const pageTranslators = new WeakMap<FastifyRequest, Translator>();
 /** A realm's localization overrides by locale and key (cached, invalidated on every node when they change). */
 export type RealmTexts = (realmId: string) => Promise<Record<string, Record<string, string>>>;
 
-/** Templates with auto-escaping; a theme directory's file of the same name wins over the built-in one. */
+/** A stylesheet or other resource as served: its bytes and an entity tag. */
+export interface ServedResource {
+  body: Buffer;
+  etag: string;
+}
+
+const served = (body: Buffer): ServedResource => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+
+/** The page that is the account theme's (the server-rendered account page); every other page is the login theme's. */
+const ACCOUNT_TEMPLATES = new Set(['account']);
+
+/** Templates with auto-escaping; the realm's theme's file of the same name wins over the built-in one (pages/themes.ts). */
 export class PageRenderer {
   private readonly eta: Eta;
+  private readonly builtinStylesheet = served(builtinStylesheet);
+  private readonly warned = new Set<string>();
 
   constructor(
-    private readonly themeDir: string | null,
+    readonly themes: Themes = new Themes(),
     private readonly realmTexts: RealmTexts = async () => ({}),
     private readonly hostname: string | null = null,
+    private readonly log: (level: 'warn' | 'error', fields: Record<string, unknown>, message: string) => void = () => {},
   ) {
-    this.eta = new Eta({ views: builtinDir, autoEscape: true, cache: true, defaultExtension: '.eta' });
-    const theme = themeDir ? resolve(themeDir) : null;
-    this.eta.resolvePath = (template: string) => {
-      const file = template.endsWith('.eta') ? template : `${template}.eta`;
-      if (!/^[a-z0-9-]+\.eta$/.test(file)) throw new Error(`bad template name ${template}`);
-      if (theme && existsSync(join(theme, file))) return join(theme, file);
-      return join(builtinDir, file);
-    };
+    this.eta = templateEngine([], false);
+  }
+
+  /**
+   * The realm's theme of a type: undefined for the built-in one. A name the theme directory does not have (a realm
+   * file's, or a theme removed since) is the built-in theme, with one warning per realm and name, as Keycloak falls back.
+   */
+  theme(realm: Pick<Realm, 'name' | 'attributes'>, type: ThemeType): Theme | undefined {
+    const name = realm.attributes?.[`${type}Theme`];
+    if (!name) return undefined;
+    const theme = this.themes.get(type, name);
+    if (!theme && !this.themes.has(type, name) && !this.warned.has(`${realm.name}\0${type}\0${name}`)) {
+      this.warned.add(`${realm.name}\0${type}\0${name}`);
+      this.log('warn', { realm: realm.name, theme: name, type }, 'realm names a theme the theme directory does not have; its pages use the built-in theme');
+    }
+    return theme;
   }
 
   /** `frameSrc`: origins the page may frame (the front-channel logout page's clients), besides its own. */
   async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200, options: { frameSrc?: string[] } = {}): Promise<FastifyReply> {
-    const t = await this.pageTranslator(reply, realm);
-    const html = await this.eta.renderAsync(template, {
+    const type: ThemeType = ACCOUNT_TEMPLATES.has(template) ? 'account' : 'login';
+    const t = await this.pageTranslator(reply, realm, type);
+    const it = {
       realmName: realm.name,
       realmTitle: realm.displayName || realm.name,
       resources: `/realms/${encodeURIComponent(realm.name)}/login-actions/resources`,
@@ -82,7 +105,18 @@ export class PageRenderer {
       dir: t.dir,
       msg: t.msg,
       localeMenu: localeMenu(reply.request, realm, t.locale),
-    });
+    };
+    const theme = this.theme(realm, type);
+    let html: string;
+    try {
+      html = await (theme?.eta ?? this.eta).renderAsync(template, it);
+    } catch (error) {
+      // Never a broken page: a theme's template that fails here (start-up checked its syntax, not what it reads) is
+      // logged with its file and line, and the page is the built-in one.
+      if (!theme) throw error;
+      this.log('error', { realm: realm.name, theme: theme.name, template, err: error }, "a theme's template failed; the page is the built-in one");
+      html = await this.eta.renderAsync(template, it);
+    }
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -97,24 +131,30 @@ export class PageRenderer {
   }
 
   /** The texts of a locale for this realm: its overrides over the built-in bundles. */
-  async translator(realm: Pick<Realm, 'id'>, locale: string): Promise<Translator> {
-    return translator(locale, realm.id ? await this.realmTexts(realm.id) : {});
+  async translator(realm: Pick<Realm, 'id' | 'name' | 'attributes'>, locale: string, type: ThemeType = 'login'): Promise<Translator> {
+    return translator(locale, realm.id ? await this.realmTexts(realm.id) : {}, this.themeTexts(realm, type));
+  }
+
+  /** The realm's theme's texts of a type, by locale (undefined without a theme). */
+  themeTexts(realm: Pick<Realm, 'name' | 'attributes'>, type: ThemeType): ThemeTexts | undefined {
+    const theme = this.theme(realm, type);
+    return theme ? (locale) => themeMessages(theme, locale) : undefined;
   }
 
   /**
    * The locale of the page this request answers (i18n.ts's precedence), with its texts. A language menu choice
    * (`kc_locale`) the realm supports is remembered in Keycloak's KEYCLOAK_LOCALE cookie.
    */
-  async pageTranslator(reply: FastifyReply, realm: Realm): Promise<Translator> {
+  async pageTranslator(reply: FastifyReply, realm: Realm, type: ThemeType = 'login'): Promise<Translator> {
     const request = reply.request;
     const known = pageTranslators.get(request);
     if (known) return known;
-    const t = await this.selectTranslator(reply, realm);
+    const t = await this.selectTranslator(reply, realm, type);
     pageTranslators.set(request, t);
     return t;
   }
 
-  private async selectTranslator(reply: FastifyReply, realm: Realm): Promise<Translator> {
+  private async selectTranslator(reply: FastifyReply, realm: Realm, type: ThemeType): Promise<Translator> {
     const request = reply.request;
     const query = (request.query ?? {}) as Record<string, unknown>;
     const kcLocale = typeof query.kc_locale === 'string' ? query.kc_locale : undefined;
@@ -129,13 +169,46 @@ export class PageRenderer {
     if (kcLocale && realm.id && matchLocale(kcLocale, realmLocales(realm).supported) === locale && realmLocales(realm).enabled) {
       setCookie(reply, LOCALE_COOKIE, locale, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname) });
     }
-    return this.translator(realm, locale);
+    return this.translator(realm, locale, type);
   }
 
-  /** The stylesheet: the theme's `style.css` when it has one. */
-  stylesheet(): string {
-    const themed = this.themeDir ? join(resolve(this.themeDir), 'style.css') : null;
-    return readFileSync(themed && existsSync(themed) ? themed : join(staticDir, 'style.css'), 'utf8');
+  /**
+   * serverinfo's `themes` as Keycloak's (`{ login: [{ name, locales }], … }`): the built-in theme of each type, then
+   * the theme directory's, which the console's Realm settings → Themes tab offers. A theme's locales are the built-in
+   * bundles' and its own.
+   */
+  serverInfoThemes(): Record<string, { name: string; locales: string[] }[]> {
+    const builtin = Object.keys(bundles).sort();
+    const list = (type: ThemeType) => [
+      { name: BUILTIN_THEME[type], locales: builtin },
+      ...this.themes.names(type).map((name) => ({ name, locales: [...new Set([...builtin, ...this.themes.locales(this.themes.get(type, name)!)])].sort() })),
+    ];
+    const fixed = (name: string) => [{ name, locales: builtin }];
+    return { login: list('login'), account: list('account'), email: list('email'), admin: fixed('keycloak.v2'), welcome: fixed('keycloak'), common: fixed('keycloak') };
+  }
+
+  /** The realm's stylesheet: its login theme's `resources/style.css` (or a parent's) when it has one, else the built-in one. */
+  stylesheet(realm: Pick<Realm, 'name' | 'attributes'>): ServedResource {
+    const file = themeResource(this.theme(realm, 'login'), 'style.css');
+    return file ? this.resourceFile(file) : this.builtinStylesheet;
+  }
+
+  /** A resource of the realm's login theme by its path below `resources/` (`img/logo.png`), or null. */
+  resource(realm: Pick<Realm, 'name' | 'attributes'>, path: string): (ServedResource & { file: string }) | null {
+    const file = themeResource(this.theme(realm, 'login'), path);
+    return file ? { ...this.resourceFile(file), file } : null;
+  }
+
+  private readonly resourceCache = new Map<string, ServedResource>();
+
+  /** A theme's file, read once (themes are read at start-up; a restart takes changes). */
+  private resourceFile(file: string): ServedResource {
+    const known = this.resourceCache.get(file);
+    if (known) return known;
+    const resource = served(readFileSync(file));
+    // Small files (style sheets, icons, logos) are kept; a large image is read on each request.
+    if (resource.body.length <= 512 * 1024) this.resourceCache.set(file, resource);
+    return resource;
   }
 }
 

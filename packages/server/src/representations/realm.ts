@@ -18,6 +18,7 @@ import {
 } from '../model/webauthn-policy.js';
 import type { Realm } from '../model/types.js';
 import { LOCALE_TAG, realmLocales } from '../model/locales.js';
+import { THEME_FIELDS, THEME_NAME } from '../model/themes.js';
 import type { Spec } from './fields.js';
 
 const SMTP_MASK = '**********';
@@ -66,6 +67,8 @@ export const realmSpec: Spec = {
   internationalizationEnabled: { type: 'boolean' },
   supportedLocales: { type: 'stringArray' },
   defaultLocale: { type: 'string' },
+  // Keycloak's theme fields, kept as realm attributes of the same names (pages/themes.ts); "" is the built-in theme.
+  ...Object.fromEntries(Object.keys(THEME_FIELDS).map((field) => [field, { type: 'string', max: 100, pattern: new RegExp(`^$|${THEME_NAME.source}`), patternHint: 'a theme name: letters, digits, ".", "_" or "-"' }])),
   ...bruteForceSpec(),
   // Keycloak's OTP policy (model/otp-policy.ts); "hotp" is refused: only time-based codes are supported.
   otpPolicyType: { type: 'string', pattern: /^totp$/, patternHint: '"totp" (HOTP is not supported)' },
@@ -148,13 +151,13 @@ function bruteForceSpec(): Spec {
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
   'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
-  'accountTheme', 'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
+  'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
-  'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed', 'emailTheme',
+  'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed',
   'failureFactor', 'maxSecondaryAuthFailures', 'federatedUsers', 'groups', 'identityProviderMappers', 'identityProviders',
-  'keycloakVersion', 'loginTheme', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
+  'keycloakVersion', 'maxDeltaTimeSeconds', 'maxFailureWaitSeconds',
   'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'verifiableCredentialsEnabled',
   'otpSupportedApplications', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
@@ -181,6 +184,9 @@ export const realmFieldUse: Record<string, string> = {
   internationalizationEnabled: 'model/locales.ts',
   supportedLocales: 'model/locales.ts',
   defaultLocale: 'model/locales.ts',
+  loginTheme: 'pages/themes.ts',
+  accountTheme: 'pages/themes.ts',
+  emailTheme: 'pages/themes.ts',
   enabled: 'protocol/openid-connect/auth.ts',
   registrationAllowed: 'pages/registration.ts',
   resetPasswordAllowed: 'pages/reset.ts',
@@ -267,9 +273,10 @@ export function realmRep(realm: Realm) {
     clientAuthenticationFlow: 'clients',
     // Not a setting here yet: the built-in flow, until identity brokering binds its own.
     firstBrokerLoginFlow: 'first broker login',
-    attributes: Object.fromEntries(Object.entries(realm.attributes).filter(([key]) => !(LOCALE_FIELDS as readonly string[]).includes(key))),
+    attributes: Object.fromEntries(Object.entries(realm.attributes).filter(([key]) => !(FIELD_ATTRIBUTES as readonly string[]).includes(key))),
     ...deviceFields(realm),
     ...localeFields(realm),
+    ...Object.fromEntries(Object.keys(THEME_FIELDS).flatMap((field) => (realm.attributes[field] ? [[field, realm.attributes[field]]] : []))),
     ...(realm.passwordPolicy ? { passwordPolicy: realm.passwordPolicy } : {}),
     // As Keycloak's realm representation (and its exports) carry them.
     clientProfiles: { profiles: realm.clientProfiles ?? [] },
@@ -319,7 +326,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   }
   checkWebAuthnLists(rep, path);
   if (rep.otpPolicyDigits === 7) throw badRequest(`${path}.otpPolicyDigits: must be 6 or 8`, 'otpPolicyDigits');
-  const localesBefore = Object.fromEntries(LOCALE_FIELDS.filter((key) => realm.attributes[key] !== undefined).map((key) => [key, realm.attributes[key]]));
+  const localesBefore = Object.fromEntries(FIELD_ATTRIBUTES.filter((key) => realm.attributes[key] !== undefined).map((key) => [key, realm.attributes[key]]));
   const set = <K extends keyof Realm>(key: K, value: unknown) => {
     if (value !== undefined) realm[key] = value as Realm[K];
   };
@@ -349,10 +356,19 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   // Keycloak's realm update replaces them when given: profiles first, the policies name them.
   if (rep.clientProfiles !== undefined) realm.clientProfiles = parseClientProfiles(rep.clientProfiles, `${path}.clientProfiles`);
   if (rep.clientPolicies !== undefined) realm.clientPolicies = parseClientPolicies(rep.clientPolicies, realm.clientProfiles ?? [], `${path}.clientPolicies`);
+  const themed = { ...realm.attributes };
+  for (const field of Object.keys(THEME_FIELDS)) {
+    const name = rep[field] as string | undefined;
+    if (name) themed[field] = name;
+    else if (name === '') delete themed[field];
+  }
+  realm.attributes = themed;
 }
 
 /** Keycloak's internationalization fields, kept as realm attributes of the same names (model/locales.ts). */
 const LOCALE_FIELDS = ['internationalizationEnabled', 'supportedLocales', 'defaultLocale'] as const;
+/** Representation fields kept as realm attributes: not in the representation's `attributes`, kept by a PUT of them. */
+const FIELD_ATTRIBUTES = [...LOCALE_FIELDS, ...(Object.keys(THEME_FIELDS) as (keyof typeof THEME_FIELDS)[])];
 
 /** Keycloak's internationalization fields as its representation answers them (the realm's attributes of those names). */
 function localeFields(realm: Realm): Record<string, unknown> {
