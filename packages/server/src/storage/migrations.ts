@@ -816,7 +816,7 @@ export const migrations: Record<string, Migration> = {
   },
   // Issue 41: an organization's invitations (Keycloak's OrganizationInvitationModel): whom the e-mail went to, when
   // it was sent and until when its link is good; the row goes when the invitation is accepted, deleted or resent.
-  '0035-organization-invitation': {
+  '0034-organization-invitation': {
     async up(db: Kysely<any>) {
       await db.schema
         .createTable('organization_invitation')
