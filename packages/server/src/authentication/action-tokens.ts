@@ -8,7 +8,8 @@ import type { Realm } from '../model/types.js';
 /** `update-password`: not e-mailed; the expired-password page's proof that its user has just signed in. */
 /** `execute-actions`: an administrator's e-mail (`execute-actions-email`) asking the user to carry out `act`. */
 /** `impersonate`: an administrator's impersonation link (admin/impersonation.ts), opened in the administrator's browser. */
-export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate';
+/** `idp-verify-account-via-email`: the first broker login's mail to an existing account (Keycloak's token type). */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate' | 'idp-verify-account-via-email';
 
 export interface ActionClaims {
   jti: string;
@@ -27,6 +28,14 @@ export interface ActionClaims {
   done?: Record<string, ExecutionStatus>;
   /** For impersonate: who impersonates (their id, username and realm), for the IMPERSONATE event. */
   imp?: { id: string; username: string; realm: string };
+  /**
+   * For idp-verify-account-via-email: the provider's alias and the upstream account (Keycloak's `idpa`, `idpu`), the
+   * upstream account's id, and the key of the brokered sign-in's progress the link confirms.
+   */
+  idpa?: string;
+  idpu?: string;
+  xid?: string;
+  bpk?: string;
   exp: number;
 }
 
@@ -47,7 +56,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp'> = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'idpa' | 'idpu' | 'xid' | 'bpk'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

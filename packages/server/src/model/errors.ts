@@ -239,6 +239,9 @@ export const EVENT_ERRORS = [
   // Client-initiated account linking: no SSO session in the browser; the upstream account is another user's.
   'not_logged_in',
   'federated_identity_account_exists',
+  // idp-email-verification: the link's mail was refused by SMTP; a link followed after the account was confirmed.
+  'email_send_failed',
+  'email_already_verified',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

@@ -11,9 +11,9 @@ export { firstPage } from './broker.js';
 export { PageRenderer } from './render.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
-  loginRoutes(app, ctx);
+  const followLinkMail = loginRoutes(app, ctx);
   registrationRoutes(app, ctx);
-  resetRoutes(app, ctx);
+  resetRoutes(app, ctx, followLinkMail);
   messagesRoute(app, ctx);
   accountRoutes(app, ctx);
 }
