@@ -244,4 +244,20 @@ describe('first broker login: verifying the existing account by e-mail', () => {
       expect((await admin('PUT', '/down', { smtpServer: smtpServer() })).status).toBe(204);
     }
   });
+
+  it('an SMTP server that refuses the mail: the page still answers, and SEND_IDENTITY_PROVIDER_LINK_ERROR email_send_failed is recorded', async () => {
+    const closed = await startSmtp();
+    await closed.close();
+    expect((await admin('PUT', '/down', { smtpServer: { host: '127.0.0.1', port: String(closed.port), from: 'noreply@down.example' } })).status).toBe(204);
+    try {
+      const page = await toEmailPage(new Browser(t.url), 'f1');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('id="instruction1"');
+      const failed = await eventually(async () => (await events('SEND_IDENTITY_PROVIDER_LINK_ERROR')).find((e) => e.details?.identity_provider_identity === 'f1'));
+      expect(failed).toMatchObject({ error: 'email_send_failed', details: { username: 'frank', email: 'frank@down.example' } });
+    } finally {
+      expect((await admin('PUT', '/down', { smtpServer: smtpServer() })).status).toBe(204);
+    }
+    expect(await links('frank')).toEqual([]);
+  });
 });
