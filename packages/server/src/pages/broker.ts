@@ -87,7 +87,8 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     const value = request.query?.[name];
     return typeof value === 'string' ? value.slice(0, 4096) : undefined;
   };
-  const loadProvider = async (realm: Realm, alias: string) => (alias.length <= 255 ? ctx.storage.federation.providerByAlias(realm.id, alias) : null);
+  // Through the configuration cache: the callback reads it at every brokered sign-in.
+  const loadProvider = async (realm: Realm, alias: string) => (alias.length <= 255 ? ((await ctx.storage.federation.cachedProviders(realm.id)).find((p) => p.alias === alias) ?? null) : null);
   const loginPage = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => showPage.login(ctx, request, reply, realm, auth, state);
   const brokerError = (request: FastifyRequest, realm: Realm, auth: AuthSession | null, provider: IdentityProvider | null, error: EventError, extra: Record<string, string> = {}) =>
     ctx.events.user(realm, {
@@ -169,13 +170,14 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
     }
     const details = { identity_provider: provider.alias, identity_provider_identity: identity.username };
-    const linked = await linkedUser(ctx, realm, provider, identity);
-    if (linked) {
+    const link = await linkedUser(ctx, realm, provider, identity);
+    if (link) {
+      const linked = link.user;
       if (!linked.enabled) {
         await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN_ERROR', clientId: auth.clientId, userId: linked.id, error: 'user_disabled', details, request: info });
         return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
       }
-      const user = await updateLinkedUser(ctx, realm, provider, identity, linked);
+      const user = await updateLinkedUser(ctx, realm, provider, identity, link);
       await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN', clientId: auth.clientId, userId: user.id, details: { ...details, username: user.username }, request: info });
       return afterUpstream(request, reply, realm, auth, provider, identity, user);
     }
