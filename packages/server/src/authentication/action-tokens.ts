@@ -9,7 +9,8 @@ import type { Realm } from '../model/types.js';
 /** `execute-actions`: an administrator's e-mail (`execute-actions-email`) asking the user to carry out `act`. */
 /** `impersonate`: an administrator's impersonation link (admin/impersonation.ts), opened in the administrator's browser. */
 /** `invite-org`: an organization's invitation e-mail (admin/organization-invitations.ts); `sub` is empty for an address with no user yet. */
-export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate' | 'invite-org';
+/** `idp-verify-account-via-email`: the first broker login's mail to an existing account (Keycloak's token type). */
+export type ActionType = 'reset-credentials' | 'verify-email' | 'update-password' | 'execute-actions' | 'impersonate' | 'invite-org' | 'idp-verify-account-via-email';
 
 export interface ActionClaims {
   jti: string;
@@ -31,6 +32,14 @@ export interface ActionClaims {
   /** For invite-org: the organization and the invitation (its row goes once the invitation is accepted, deleted or resent). */
   org?: string;
   inv?: string;
+  /**
+   * For idp-verify-account-via-email: the provider's alias and the upstream account (Keycloak's `idpa`, `idpu`), the
+   * upstream account's id, and the key of the brokered sign-in's progress the link confirms.
+   */
+  idpa?: string;
+  idpu?: string;
+  xid?: string;
+  bpk?: string;
   exp: number;
 }
 
@@ -54,7 +63,7 @@ export class ActionTokens {
     realm: Realm,
     typ: ActionType,
     userId: string,
-    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'org' | 'inv'> = {},
+    extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'org' | 'inv' | 'idpa' | 'idpu' | 'xid' | 'bpk'> = {},
     lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);

@@ -250,6 +250,9 @@ export const EVENT_ERRORS = [
   'org_not_found',
   'org_disabled',
   'user_org_member_already',
+  // idp-email-verification: the link's mail was refused by SMTP; a link followed after the account was confirmed.
+  'email_send_failed',
+  'email_already_verified',
 ] as const;
 
 export type EventError = (typeof EVENT_ERRORS)[number];

@@ -160,7 +160,7 @@ async function linkUpstreamAccount(ctx: PagesContext, request: FastifyRequest, r
   }
   const extra = { identity_provider_identity: identity.username };
   const owner = await linkedUser(ctx, realm, provider, identity);
-  if (owner && owner.id !== user.id) {
+  if (owner && owner.user.id !== user.id) {
     return { error: 'federated_identity_account_exists', reason: 'identity provider already linked', text: `Federated identity returned by ${providerName(provider)} is already linked to another user.`, status: 400, extra };
   }
   if (owner) await updateLinkedUser(ctx, realm, provider, identity, owner);

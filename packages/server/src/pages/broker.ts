@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   keepBrokerIdToken,
+  keepLinkProof,
   answeredAsBadCredentials,
+  ACTION_TOKEN_LIFETIME_S,
   authBindingOf,
   canLink,
   canSignIn,
@@ -11,10 +13,13 @@ import {
   dropProgress,
   keepProgress,
   linkedUser,
+  linkConfirmed,
   linkFirstLogin,
+  markLinkConfirmed,
   newUpstreamState,
   openProgress,
   postBrokerLoginFlowOf,
+  progressByKey,
   refusedUser,
   rememberUpstream,
   runBrowserSignIn,
@@ -33,6 +38,10 @@ import { baseUrl, requestInfo } from '../http/index.js';
 import type { EventError } from '../model/errors.js';
 import type { IdentityProvider, Realm, User } from '../model/types.js';
 import { IDP_LINK } from '../required-actions/index.js';
+import { userSnapshot } from '../services/index.js';
+import { identityProviderLinkMail, mailTranslator, sendInBackground } from './emails.js';
+import { userLocaleHint } from './user-locale.js';
+import { actionTokenUrl } from './verify-email.js';
 import { accountLinkRoutes, idpLinkCallback, linkCallback } from './broker-account-link.js';
 import { brokerLoginUrl, brokerPath, providerName } from './broker-links.js';
 import { csrfRejected, loginContext } from './login-context.js';
@@ -68,14 +77,18 @@ export async function firstPage(ctx: PagesContext, request: FastifyRequest, repl
   return showPage.login(ctx, request, reply, realm, auth, {});
 }
 
-export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
+/** Follows idp-email-verification's e-mailed link (`confirmed`: the other browser's "link the accounts" was posted). */
+export type FollowLinkMail = (request: FastifyRequest, reply: FastifyReply, realm: Realm, token: string, confirmed: boolean) => Promise<FastifyReply>;
+
+export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): FollowLinkMail {
   accountLinkRoutes(app, ctx);
   const redirectUri = (request: FastifyRequest, realm: Realm, alias: string) => `${baseUrl(request, ctx.config.hostname)}${brokerPath(realm, alias, 'endpoint')}`;
   const query = (request: AliasRequest, name: string) => {
     const value = request.query?.[name];
     return typeof value === 'string' ? value.slice(0, 4096) : undefined;
   };
-  const loadProvider = async (realm: Realm, alias: string) => (alias.length <= 255 ? ctx.storage.federation.providerByAlias(realm.id, alias) : null);
+  // Through the configuration cache: the callback reads it at every brokered sign-in.
+  const loadProvider = async (realm: Realm, alias: string) => (alias.length <= 255 ? ((await ctx.storage.federation.cachedProviders(realm.id)).find((p) => p.alias === alias) ?? null) : null);
   const loginPage = (request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, state: FormState) => showPage.login(ctx, request, reply, realm, auth, state);
   const brokerError = (request: FastifyRequest, realm: Realm, auth: AuthSession | null, provider: IdentityProvider | null, error: EventError, extra: Record<string, string> = {}) =>
     ctx.events.user(realm, {
@@ -157,13 +170,14 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
     }
     const details = { identity_provider: provider.alias, identity_provider_identity: identity.username };
-    const linked = await linkedUser(ctx, realm, provider, identity);
-    if (linked) {
+    const link = await linkedUser(ctx, realm, provider, identity);
+    if (link) {
+      const linked = link.user;
       if (!linked.enabled) {
         await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN_ERROR', clientId: auth.clientId, userId: linked.id, error: 'user_disabled', details, request: info });
         return loginPage(request, reply, realm, auth, { message: { type: 'error', text: 'Account is disabled, contact your administrator.' }, status: 403 });
       }
-      const user = await updateLinkedUser(ctx, realm, provider, identity, linked);
+      const user = await updateLinkedUser(ctx, realm, provider, identity, link);
       await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LOGIN', clientId: auth.clientId, userId: user.id, details: { ...details, username: user.username }, request: info });
       return afterUpstream(request, reply, realm, auth, provider, identity, user);
     }
@@ -181,7 +195,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     const c = await loginContext(ctx, request, reply);
     if (!('realm' in c)) return c;
     const { realm, auth } = c;
-    const form = formValues(request.body, ['key', 'session_code', 'username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp']);
+    const form = formValues(request.body, ['key', 'session_code', 'username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp', 'emailLink']);
     const rejected = csrfRejected(ctx, reply, realm, auth, form);
     if (rejected) return rejected;
     const progress = await openProgress(ctx, form.key, auth);
@@ -190,14 +204,16 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (!progress || progress.phase === 'post' || !provider || !canSignIn(provider)) return expiredPage(request, reply, realm, auth);
     const raw = (request.body ?? {}) as Record<string, unknown>;
     // Only the fields this page sent reach the steps (a step whose field is absent asks for its page).
-    const submitted = Object.fromEntries(['username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
+    const submitted = Object.fromEntries(['username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp', 'emailLink'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
     return runAndAnswer(request, reply, realm, auth, provider, progress, form.key, submitted);
   });
 
   /** The flow from the top with this page's fields; its answer: a page, an error, or the signed-in user. */
   async function runAndAnswer(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, progress: BrokerProgress, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
     const info = requestInfo(request);
-    const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted);
+    const mailLink = (user: User, token: string, lifetimeSeconds: number) =>
+      sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => identityProviderLinkMail(t, realm, user, providerName(provider), progress.identity.username, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
+    const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted, { key, mailLink });
     if (!run) {
       await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no first broker login flow' });
       return showPage.error(ctx, reply, realm, 'Cannot sign in: the first broker login flow of this identity provider does not exist.', 400);
@@ -348,6 +364,8 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
         const sameEmail = Boolean(existing?.email && progress.identity.email && existing.email === progress.identity.email.toLowerCase());
         return ctx.pages.send(reply, realm, 'idp-confirm-link', { ...page, duplicateField: sameEmail ? 'e-mail' : 'username', errors }, status);
       }
+      case 'email-link':
+        return ctx.pages.send(reply, realm, 'login-idp-link-email', { ...page, identityUsername: progress.identity.username, errors }, status);
       case 'reauth-password': {
         const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
         return ctx.pages.send(reply, realm, 'idp-reauth', { ...page, username: existing?.username ?? '', errors }, status);
@@ -357,8 +375,53 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     }
   }
 
+  /**
+   * idp-email-verification's link (Keycloak's IdpVerifyAccountLinkActionTokenHandler). Valid only for the sign-in it
+   * was mailed for (its progress, upstream account, provider and existing user, whose address must still be the one
+   * mailed), once, before it expires. In the browser of that sign-in it confirms the account and the sign-in goes on;
+   * in another browser it asks first ("link the accounts", posted), then confirms and sends the user back to the first
+   * browser (whose "continue" goes on), leaving a proof a new first login of the same upstream account takes once.
+   */
+  const followLinkMail: FollowLinkMail = async (request, reply, realm, token, confirmed) => {
+    const info = requestInfo(request);
+    const claims = await ctx.actionTokens.read(realm, token, 'idp-verify-account-via-email');
+    const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
+    if (user) userLocaleHint(request, user);
+    const progress = claims ? await progressByKey(ctx, claims.bpk) : null;
+    const provider = progress ? await loadProvider(realm, progress.alias) : null;
+    const details = { identity_provider: claims?.idpa ?? '', identity_provider_identity: claims?.idpu ?? '', ...(user?.email ? { email: user.email } : {}) };
+    const refused = async (error: EventError) => {
+      await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LINK_ACCOUNT_ERROR', clientId: claims?.azp ?? null, userId: user?.id ?? null, error, details, request: info });
+      return showPage.error(ctx, reply, realm, 'This link has expired or has already been used. Please sign in again from the application.', 400);
+    };
+    if (!claims || !claims.bpk || !user || !user.enabled || user.email !== claims.email || !progress || progress.phase === 'post') return refused('invalid_token');
+    if (!provider || !canSignIn(provider) || provider.alias !== claims.idpa || progress.identity.id !== claims.xid || progress.existingUserId !== user.id) return refused('invalid_token');
+    const t = await ctx.pages.pageTranslator(reply, realm);
+    if (await linkConfirmed(ctx, claims.bpk, progress.identity.id)) {
+      await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LINK_ACCOUNT_ERROR', clientId: claims.azp ?? null, userId: user.id, error: 'email_already_verified', details, request: info });
+      return showPage.info(ctx, reply, realm, t.msg('emailVerifiedTitle'), t.msg('emailVerifiedAlreadyMessage'));
+    }
+    const auth = await ctx.authSessions.current(request, realm);
+    const sameBrowser = auth !== null && authBindingOf(auth) === progress.auth;
+    if (!sameBrowser && !confirmed) {
+      const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: progress.identity.username };
+      return ctx.pages.send(reply, realm, 'login-idp-link-confirm', page, 200);
+    }
+    if (!(await ctx.actionTokens.consume(claims))) return refused('invalid_token');
+    await markLinkConfirmed(ctx, claims.bpk, progress.identity.id);
+    // The link came to this address: following it confirms it, as Keycloak's handler does.
+    const verified = user.emailVerified ? user : { ...user, emailVerified: true };
+    if (!user.emailVerified) await ctx.storage.users.update(verified);
+    await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LINK_ACCOUNT', clientId: claims.azp ?? null, userId: user.id, details, request: info, user: () => userSnapshot(ctx.storage, verified) });
+    if (sameBrowser) return runAndAnswer(request, reply, realm, auth, provider, progress, claims.bpk, null);
+    await keepLinkProof(ctx, user.id, provider.alias, progress.identity.id, ACTION_TOKEN_LIFETIME_S * 1000);
+    return showPage.info(ctx, reply, realm, t.msg('emailVerifiedTitle'), t.msg('identityProviderLinkSuccess'));
+  };
+
   /** The signed-in user's required actions, then the application (nextRequiredAction). */
   function finish(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, user: Parameters<typeof nextRequiredAction>[5]) {
     return nextRequiredAction(ctx, request, reply, realm, auth, user, newPasswordPage);
   }
+
+  return followLinkMail;
 }

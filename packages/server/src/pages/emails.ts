@@ -41,13 +41,19 @@ export async function mailTranslator(ctx: Pick<PagesContext, 'pages'>, realm: Re
 
 /**
  * Sends in the background: SMTP is slow and may fail, and neither may hold up or fail the page.
- * A failure is logged and counted.
+ * A failure is logged and counted; the promise (never rejected) says whether SMTP took the mail.
  */
-export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail | Promise<Mail>): void {
-  Promise.resolve(message).then((m) => ctx.mailer.send(realm, m)).catch((error: unknown) => {
-    ctx.mailFailures.inc({ realm: realm.name });
-    ctx.logger.error({ err: error, realm: realm.name }, 'sending e-mail failed');
-  });
+export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail | Promise<Mail>): Promise<boolean> {
+  return Promise.resolve(message)
+    .then((m) => ctx.mailer.send(realm, m))
+    .then(
+      () => true,
+      (error: unknown) => {
+        ctx.mailFailures.inc({ realm: realm.name });
+        ctx.logger.error({ err: error, realm: realm.name }, 'sending e-mail failed');
+        return false;
+      },
+    );
 }
 
 export const resetPasswordMail = (t: Translator, realm: Realm, user: User, link: string) =>
@@ -86,3 +92,6 @@ export const orgInviteMail = (t: Translator, realm: Realm, to: string, names: { 
     t.msg('orgInviteLink', organization),
     lifetimeSeconds,
   );
+/** idp-email-verification's mail to the existing account: link the upstream account `identity` of `provider` to it. */
+export const identityProviderLinkMail = (t: Translator, realm: Realm, user: User, provider: string, identity: string, link: string, lifetimeSeconds: number) =>
+  mail(t, realm, user.email!, t.msg('identityProviderLinkSubject', provider), t.msg('identityProviderLinkBody', provider, realm.displayName || realm.name, identity), link, t.msg('identityProviderLinkLink'), lifetimeSeconds);

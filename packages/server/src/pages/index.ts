@@ -4,7 +4,6 @@ import { accountRoutes } from './account.js';
 import { loginRoutes } from './login.js';
 import { registrationRoutes } from './registration.js';
 import { resetRoutes } from './reset.js';
-import { organizationInvitationRoutes } from './organization-invitations.js';
 import { messagesRoute } from './messages-route.js';
 import { themeResourceRoutes } from './theme-resources.js';
 
@@ -14,10 +13,9 @@ export { PageRenderer } from './render.js';
 export { Themes, ThemeError } from './themes.js';
 
 export function pageRoutes(app: FastifyInstance, ctx: PagesContext): void {
-  loginRoutes(app, ctx);
+  const followLinkMail = loginRoutes(app, ctx);
   registrationRoutes(app, ctx);
-  resetRoutes(app, ctx);
-  organizationInvitationRoutes(app, ctx);
+  resetRoutes(app, ctx, followLinkMail);
   messagesRoute(app, ctx);
   themeResourceRoutes(app, ctx);
   accountRoutes(app, ctx);

@@ -12,7 +12,7 @@ import { formValues } from './protection.js';
 import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
-import { brokerRoutes } from './broker.js';
+import { brokerRoutes, type FollowLinkMail } from './broker.js';
 import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
 import { openStepPost, stepExpired, stepState, type ShowNewPassword } from './step-pages.js';
 import { PASSWORD_PURPOSE, passwordPage } from './password-page.js';
@@ -26,7 +26,8 @@ import { UPDATE_PASSWORD } from '../required-actions/index.js';
 const MAX_USERNAME = 255;
 const MAX_PASSWORD = 1024;
 
-export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
+/** Registers the sign-in pages; answers the handler of the first broker login's e-mailed link (for the action-token route). */
+export function loginRoutes(app: FastifyInstance, ctx: PagesContext): FollowLinkMail {
   loginActionForm(app, ctx, 'authenticate', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
@@ -120,11 +121,12 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): void {
   });
 
   otpRoutes(app, ctx, newPasswordPage);
-  brokerRoutes(app, ctx, newPasswordPage);
+  const followLinkMail = brokerRoutes(app, ctx, newPasswordPage);
   requiredActionRoutes(app, ctx, newPasswordPage);
   webauthnRoutes(app, ctx, newPasswordPage);
   recoveryCodeRoutes(app, ctx, newPasswordPage);
   selectAuthenticatorRoutes(app, ctx, newPasswordPage);
+  return followLinkMail;
 }
 
 /** The new-password page of a signed-in user (an expired password, an UPDATE_PASSWORD required action). */

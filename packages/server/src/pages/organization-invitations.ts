@@ -61,20 +61,11 @@ export async function acceptInvitation(ctx: PagesContext, check: Extract<Invitat
 
 /**
  * An existing user's invitation link (typ `invite-org` at `login-actions/action-token`): the GET shows what joining
- * means and a button; the POST of that button (the key again) makes the user a member, ends the invitation and
+ * means and a button; the POST of that button (the key again, reset.ts's one POST for link buttons) makes the user a member, ends the invitation and
  * records INVITE_ORG; the page then leads to the organization's redirect URL, else the account console. Following
  * the link does not sign anyone in (Keycloak's handler does): the user signs in there with their own credentials.
  * Refusals are INVITE_ORG_ERROR with Keycloak's errors and a page saying the link is no longer valid.
  */
-export function organizationInvitationRoutes(app: FastifyInstance, ctx: PagesContext): void {
-  app.post('/realms/:realm/login-actions/action-token', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
-    const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
-    if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
-    const form = formValues(request.body, ['key']);
-    return answerInvitation(ctx, request, reply, realm, form.key ?? '', true);
-  });
-}
-
 export async function answerInvitation(ctx: PagesContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, key: string, confirmed: boolean): Promise<FastifyReply> {
   const info = requestInfo(request);
   const check = await checkInvitation(ctx, realm, key);

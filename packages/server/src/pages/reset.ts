@@ -9,6 +9,7 @@ import { userSnapshot } from '../services/index.js';
 import { mailTranslator, resetPasswordMail, sendInBackground } from './emails.js';
 import { redeemImpersonation } from './impersonation.js';
 import { answerInvitation } from './organization-invitations.js';
+import type { FollowLinkMail } from './broker.js';
 import { executeActionsRoutes, linkState, showLinkStep } from './execute-actions.js';
 import { loginActionForm, protectedPost } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
@@ -21,7 +22,7 @@ const resetAllowed = { on: (realm: Realm) => realm.resetPasswordAllowed, off: 'R
 const linkExpired = 'This link has expired or has already been used. Please ask for a new one.';
 const mailedText = 'You should receive an e-mail shortly with further instructions.';
 
-export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
+export function resetRoutes(app: FastifyInstance, ctx: PagesContext, followLinkMail: FollowLinkMail): void {
   loginActionForm(app, ctx, 'reset-credentials', {
     needs: resetAllowed,
     // The page the realm's reset flow asks for first (its choose-user step's form in the built-in flow).
@@ -72,6 +73,7 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
     if (typ === 'reset-credentials') return resumeReset(request, reply, realm, key, null);
     if (typ === 'impersonate') return redeemImpersonation(ctx, request, reply, realm, key);
     if (typ === 'invite-org') return answerInvitation(ctx, request, reply, realm, key, false);
+    if (typ === 'idp-verify-account-via-email') return followLinkMail(request, reply, realm, key, false);
     if (typ === 'verify-email') {
       const claims = await ctx.actionTokens.read(realm, key, 'verify-email');
       const user = claims ? await ctx.storage.users.byId(realm.id, claims.sub) : null;
@@ -121,6 +123,23 @@ export function resetRoutes(app: FastifyInstance, ctx: PagesContext): void {
       }
       return showLinkStep(ctx, request, reply, realm, user, linkState(claims), actions, signInLink);
     }
+    return expired(request, reply, realm);
+  });
+
+  // The button of a link's confirmation page (the key again; the link is the proof): an organization's invitation
+  // joined, or the first broker login's link opened in another browser ("link the accounts").
+  app.post('/realms/:realm/login-actions/action-token', async (request: RealmRequest, reply) => {
+    const realm = await realmOf(request, reply);
+    if (!('id' in realm)) return realm;
+    const key = formValues(request.body, ['key']).key ?? '';
+    let typ: unknown;
+    try {
+      typ = decodeJwt(key).typ;
+    } catch {
+      return expired(request, reply, realm);
+    }
+    if (typ === 'invite-org') return answerInvitation(ctx, request, reply, realm, key, true);
+    if (typ === 'idp-verify-account-via-email') return followLinkMail(request, reply, realm, key, true);
     return expired(request, reply, realm);
   });
 

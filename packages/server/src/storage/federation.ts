@@ -111,6 +111,11 @@ export class FederationRepository {
     return rows.map((r) => ({ id: r.id, name: r.name, identityProviderAlias: r.alias, identityProviderMapper: r.mapper_type, config: fromJson(r.config, {}) }));
   }
 
+  /** One provider's mappers through the configuration cache (frozen): read at every brokered sign-in. */
+  cachedMappers(realmId: string, internalId: string): Promise<readonly IdentityProviderMapper[]> {
+    return this.cache.get(`identity-provider-mappers\0${realmId}\0${internalId}`, ['identity_provider_mapper', 'identity_provider'], () => this.mappers(realmId, internalId)).then((list) => list ?? []);
+  }
+
   /** A duplicate name under one provider is a unique violation. */
   async insertMapper(realmId: string, internalId: string, mapper: IdentityProviderMapper, db: Db = this.db): Promise<void> {
     await db
@@ -177,6 +182,17 @@ export class FederationRepository {
       .where('federated_user_id', '=', federatedUserId)
       .executeTakeFirst();
     return row?.user_id ?? null;
+  }
+
+  /** The link of this account at the provider (by internal id): its user and the upstream username stored, or null. */
+  async linkByUpstream(providerInternalId: string, federatedUserId: string, db: Db = this.db): Promise<{ userId: string; userName: string | null } | null> {
+    const row = await db
+      .selectFrom('federated_identity')
+      .select(['user_id', 'federated_username'])
+      .where('identity_provider_id', '=', providerInternalId)
+      .where('federated_user_id', '=', federatedUserId)
+      .executeTakeFirst();
+    return row ? { userId: row.user_id, userName: row.federated_username } : null;
   }
 
   /** The stored upstream token of the user's link (storeToken), or null. */

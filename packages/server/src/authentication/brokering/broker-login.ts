@@ -24,18 +24,22 @@ export interface BrokerEventBase {
 const storedToken = (provider: IdentityProvider, identity: BrokeredIdentity) => (provider.rest.storeToken === true ? JSON.stringify(identity.tokenResponse) : undefined);
 
 export async function brokeredIdentityOf(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity): Promise<BrokeredIdentity> {
-  return preprocessIdentity(provider, await ctx.storage.federation.mappers(realm.id, provider.internalId), identity);
+  return preprocessIdentity(provider, await ctx.storage.federation.cachedMappers(realm.id, provider.internalId), identity);
 }
 
-/** The local user linked to the upstream account, or null (a first login). */
-export async function linkedUser(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity): Promise<User | null> {
-  const userId = await ctx.storage.federation.userIdByLink(provider.internalId, identity.id);
-  return userId ? ctx.storage.users.byId(realm.id, userId) : null;
+/** The local user linked to the upstream account, with the upstream username the link holds; null: a first login. */
+export async function linkedUser(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity): Promise<{ user: User; linkedName: string | null } | null> {
+  const link = await ctx.storage.federation.linkByUpstream(provider.internalId, identity.id);
+  const user = link ? await ctx.storage.users.byId(realm.id, link.userId) : null;
+  return link && user ? { user, linkedName: link.userName } : null;
 }
 
-/** A later login of a linked user: FORCE rewrites the profile fields from the upstream, then the mappers by sync mode. */
-export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity, user: User): Promise<User> {
-  let current = user;
+/**
+ * A later login of a linked user: FORCE rewrites the profile fields from the upstream, then the mappers by sync mode;
+ * the link is written only when it changes (a stored token, or another upstream username).
+ */
+export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity, linked: { user: User; linkedName: string | null }): Promise<User> {
+  let current = linked.user;
   if (syncModeOf(provider) === 'FORCE') {
     const email = identity.email ? identity.email.toLowerCase() : current.email;
     const updated = { ...current, email, firstName: identity.firstName ?? current.firstName, lastName: identity.lastName ?? current.lastName };
@@ -46,8 +50,9 @@ export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, pr
       current = updated;
     }
   }
-  current = await applyMappers(ctx, realm, provider, await ctx.storage.federation.mappers(realm.id, provider.internalId), identity, current, 'update');
-  await ctx.storage.federation.updateLink(current.id, provider.internalId, { token: storedToken(provider, identity), userName: identity.username });
+  current = await applyMappers(ctx, realm, provider, await ctx.storage.federation.cachedMappers(realm.id, provider.internalId), identity, current, 'update');
+  const token = storedToken(provider, identity);
+  if (token !== undefined || linked.linkedName !== identity.username) await ctx.storage.federation.updateLink(current.id, provider.internalId, { token, userName: identity.username });
   return current;
 }
 
@@ -69,7 +74,7 @@ export async function linkFirstLogin(ctx: BrokerLoginContext, realm: Realm, prov
   }
   const token = storedToken(provider, identity);
   if (token) await ctx.storage.federation.updateLink(user.id, provider.internalId, { token });
-  const mapped = await applyMappers(ctx, realm, provider, await ctx.storage.federation.mappers(realm.id, provider.internalId), identity, user, 'import');
+  const mapped = await applyMappers(ctx, realm, provider, await ctx.storage.federation.cachedMappers(realm.id, provider.internalId), identity, user, 'import');
   await ctx.events.user(realm, {
     type: 'FEDERATED_IDENTITY_LINK',
     clientId: event.clientId,

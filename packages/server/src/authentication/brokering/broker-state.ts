@@ -88,6 +88,10 @@ export interface BrokerProgress {
   requiredActions: string[];
   /** The review page was shown (its values are the identity's now). */
   reviewed: boolean;
+  /** The review page changed the upstream's username or e-mail (Keycloak's UPDATE_PROFILE_*_CHANGED notes). */
+  reviewChanged?: boolean;
+  /** idp-email-verification mailed its link to this address (Keycloak's note that keeps a refresh from mailing again). */
+  linkMailedTo?: string | null;
 }
 
 /** Keeps the progress under a new id (or `id`), the page's key to it. */
@@ -106,3 +110,35 @@ export async function openProgress(ctx: BrokerStore, id: unknown, auth: AuthSess
 }
 
 export const dropProgress = (ctx: BrokerStore, id: string) => ctx.hostStore.delete(`broker-progress:${id}`);
+
+/** The progress under `id` whoever asks (the e-mailed link's handler checks the browser itself), or null. */
+export async function progressByKey(ctx: BrokerStore, id: unknown): Promise<BrokerProgress | null> {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9_-]{32}$/.test(id)) return null;
+  const stored = await ctx.hostStore.get(`broker-progress:${id}`);
+  return stored ? (JSON.parse(stored) as BrokerProgress) : null;
+}
+
+/**
+ * idp-email-verification's proof, kept apart from the progress (a page of the sign-in saving its progress meanwhile
+ * cannot undo it): the owner of the existing account followed the link for this sign-in's upstream account
+ * (Keycloak's VERIFY_ACCOUNT_IDP_USERNAME note).
+ */
+export const markLinkConfirmed = (ctx: BrokerStore, id: string, upstreamId: string) => ctx.hostStore.set(`broker-link-confirmed:${id}`, upstreamId, LIFETIME_MS);
+
+export const linkConfirmed = async (ctx: BrokerStore, id: string, upstreamId: string) => (await ctx.hostStore.get(`broker-link-confirmed:${id}`)) === upstreamId;
+
+/**
+ * The link followed in another browser: a proof for a later first login of the same upstream account to the same
+ * user (Keycloak's `kc.brokering.user.verified.*` single-use object), taken once.
+ */
+const proofKey = (userId: string, alias: string, upstreamId: string) => `broker-link-verified:${userId}:${alias}:${createHash('sha256').update(upstreamId).digest('base64url')}`;
+
+export const keepLinkProof = (ctx: BrokerStore, userId: string, alias: string, upstreamId: string, lifetimeMs: number) => ctx.hostStore.set(proofKey(userId, alias, upstreamId), '1', lifetimeMs);
+
+export async function takeLinkProof(ctx: BrokerStore, userId: string, alias: string, upstreamId: string): Promise<boolean> {
+  const key = proofKey(userId, alias, upstreamId);
+  if ((await ctx.hostStore.get(key)) !== '1') return false;
+  return ctx.hostStore.compareAndSet(key, '1', 'used', 60_000);
+}
+
+export const dropLinkProof = (ctx: BrokerStore, userId: string, alias: string, upstreamId: string) => ctx.hostStore.delete(proofKey(userId, alias, upstreamId));

@@ -3,11 +3,13 @@ import type { AuthenticationContext } from '../context.js';
 import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { UPDATE_PASSWORD } from '../../required-actions/index.js';
-import { createUser, realmRequiredActions, userSnapshot } from '../../services/index.js';
+import { createUser, userSnapshot } from '../../services/index.js';
+import { ACTION_TOKEN_LIFETIME_S } from '../action-tokens.js';
 import { authenticatePassword, type PasswordResult } from '../password.js';
 import type { SecondFactorError } from '../second-factor.js';
-import { otpForm, signInCondition, take, type SignInEnv } from '../sign-in.js';
-import type { BrokerProgress } from './broker-state.js';
+import { otpForm, take, type SignInEnv } from '../sign-in.js';
+import { dropLinkProof, linkConfirmed, takeLinkProof, type BrokerProgress } from './broker-state.js';
+import { runBrokerFlow } from './run-flow.js';
 
 /**
  * The first broker login flow's authenticators (Keycloak's idp-* providers), run by the one flow runner over the
@@ -16,21 +18,29 @@ import type { BrokerProgress } from './broker-state.js';
  * on the upstream's word. idp-create-user-if-unique only creates a user where none has that e-mail or username;
  * where one has, the flow goes on to `Handle Existing Account`: the user confirms the link, then proves they own the
  * local account (its password, and its code when it has OTP). `trustEmail` does not change that, as in Keycloak
- * (it marks the new user's e-mail verified); e-mail verification of the link is not offered yet (the step is
- * attempted, so re-authentication is the way in).
+ * (it marks the new user's e-mail verified). Or, where the realm can send mail, the owner proves it by following a link
+ * mailed to the existing account's address (idp-email-verification, Keycloak's IdpEmailVerificationAuthenticator).
  */
 
 /** The page a first-login step asks to show. */
-export type BrokerChallenge = 'review-profile' | 'confirm-link' | 'reauth-password' | 'otp';
+export type BrokerChallenge = 'review-profile' | 'confirm-link' | 'email-link' | 'reauth-password' | 'otp';
 
 export type BrokerFailure =
   | { kind: 'password'; result: Extract<PasswordResult, { ok: false }> }
   | { kind: 'otp'; error: SecondFactorError }
   | { kind: 'profile'; errors: Record<string, string> };
 
-type BrokerContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers' | 'flows' | 'logger'>;
+type BrokerContext = Pick<AuthenticationContext, 'storage' | 'events' | 'hostStore' | 'config' | 'providers' | 'flows' | 'logger' | 'actionTokens'>;
 
-export interface BrokerEnv extends SignInEnv {
+/** What the page layer gives a first broker login run: its progress key, and the mailer of the link. */
+export interface BrokerPages {
+  /** The key of the sign-in's progress (the e-mailed link names it). */
+  key: string;
+  /** Mails the link carrying `token` to the existing account; true once handed to SMTP, false when that failed. */
+  mailLink(user: User, token: string, lifetimeSeconds: number): Promise<boolean>;
+}
+
+export interface BrokerEnv extends SignInEnv, BrokerPages {
   ctx: BrokerContext;
   provider: IdentityProvider;
   progress: BrokerProgress;
@@ -71,6 +81,7 @@ const reviewProfile: Step = {
     const { identity } = env.progress;
     // A changed address is no longer the one the upstream vouched for.
     const emailVerified = identity.emailVerified && value('email').toLowerCase() === (identity.email ?? '').toLowerCase();
+    if (value('username') !== identity.username || value('email').toLowerCase() !== (identity.email ?? '').toLowerCase()) env.progress.reviewChanged = true;
     env.progress.identity = { ...identity, username: value('username'), email: value('email'), firstName: value('firstName') || null, lastName: value('lastName') || null, emailVerified };
     env.progress.reviewed = true;
     return { status: 'success' };
@@ -93,6 +104,9 @@ const createUserIfUnique: Step = {
   requiresUser: false,
   async authenticate({ env, config }) {
     const existing = await existingUser(env);
+    // The owner of that account followed the e-mailed link for this upstream account in another browser
+    // (Keycloak's runIfUserVerified): this sign-in links it, once.
+    if (existing && (await takeLinkProof(env.ctx, existing.id, env.provider.alias, env.progress.identity.id))) return { status: 'success', user: existing };
     if (existing) {
       env.progress.existingUserId = existing.id;
       return { status: 'attempted' };
@@ -139,8 +153,38 @@ const confirmLink: Step = {
   },
 };
 
-/** E-mail verification of the link is not offered yet: attempted, so re-authentication beside it is the way in. */
-const emailVerification: Step = { id: 'idp-email-verification', requiresUser: false, authenticate: async () => ({ status: 'attempted' }) };
+/**
+ * Keycloak's idp-email-verification: a link to the existing account's address; following it (confirmLinkMail, in
+ * pages/broker.ts) proves the mailbox, and the flow goes on with that account. Attempted (re-authentication beside it
+ * is the way in) when the realm cannot send mail, the review page changed the username or e-mail, or the account has
+ * no address. The page's "send again" mails a new link; a page posted again without it does not.
+ */
+const emailVerification: Step = {
+  id: 'idp-email-verification',
+  requiresUser: false,
+  async authenticate({ env }) {
+    const { ctx, realm, progress, provider } = env;
+    const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
+    if (!existing || !realm.smtpServer.host || progress.reviewChanged || !existing.email) return { status: 'attempted' };
+    const { identity } = progress;
+    if (await linkConfirmed(ctx, env.key, identity.id)) {
+      await dropLinkProof(ctx, existing.id, provider.alias, identity.id);
+      return { status: 'success', user: existing };
+    }
+    if (take(env, ['emailLink'])?.emailLink === 'resend') progress.linkMailedTo = null;
+    if (progress.linkMailedTo === existing.email) return { status: 'challenge', challenge: 'email-link' };
+    progress.linkMailedTo = existing.email;
+    const token = await ctx.actionTokens.issue(realm, 'idp-verify-account-via-email', existing.id, { email: existing.email, azp: env.clientId, idpa: provider.alias, idpu: identity.username, xid: identity.id, bpk: env.key });
+    const details = { identity_provider: provider.alias, identity_provider_identity: identity.username, username: existing.username, email: existing.email };
+    const event = { clientId: env.clientId, userId: existing.id, details, request: env.request };
+    // Recorded once SMTP took the mail or refused it; the page does not wait for it.
+    void env
+      .mailLink(existing, token, ACTION_TOKEN_LIFETIME_S)
+      .then((sent) => ctx.events.user(realm, sent ? { type: 'SEND_IDENTITY_PROVIDER_LINK', ...event } : { type: 'SEND_IDENTITY_PROVIDER_LINK_ERROR', error: 'email_send_failed', ...event }))
+      .catch((error: unknown) => ctx.logger.error({ err: error, realm: realm.name }, 'recording the identity provider link mail failed'));
+    return { status: 'challenge', challenge: 'email-link' };
+  },
+};
 
 const reauthenticate: Step = {
   id: 'idp-username-password-form',
@@ -182,24 +226,13 @@ export async function runFirstBrokerLogin(
   request: RequestInfo,
   progress: BrokerProgress,
   submitted: Record<string, string> | null,
+  pages: BrokerPages,
 ): Promise<(FlowResult<BrokerChallenge, BrokerFailure> & { env: BrokerEnv }) | null> {
   const alias = typeof provider.rest.firstBrokerLoginFlowAlias === 'string' && provider.rest.firstBrokerLoginFlowAlias ? provider.rest.firstBrokerLoginFlowAlias : 'first broker login';
-  const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username } };
+  const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, ...pages, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username } };
   const user = progress.userId ? await ctx.storage.users.byId(realm.id, progress.userId) : null;
-  const result = await ctx.flows.runNamedFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(realm, alias, {
-    env,
-    authenticator: (id) => steps[id],
-    condition: (id) => signInCondition(id),
-    done: progress.done,
-    user,
-    requiredActions: progress.requiredActions,
-    actionEnabled: async (action) => (await realmRequiredActions(ctx.storage, realm.id)).some((a) => a.alias === action && a.enabled),
-  });
+  const result = await runBrokerFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(ctx, realm, alias, env, (id) => steps[id], progress, user);
   if (!result) return null;
-  if (result.status === 'success' || result.status === 'challenge') {
-    progress.done = result.done;
-    progress.requiredActions = result.requiredActions;
-  }
   progress.userId = result.user?.id ?? progress.userId;
   return { ...result, env };
 }

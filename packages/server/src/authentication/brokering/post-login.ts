@@ -2,9 +2,9 @@ import type { RequestInfo } from '@realmgate/spi';
 import type { AuthenticationContext } from '../context.js';
 import type { FlowResult } from '../../flows/index.js';
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
-import { realmRequiredActions } from '../../services/index.js';
-import { knownUserStep, signInCondition, type BrowserChallenge, type BrowserEnv, type SignInFailure } from '../sign-in.js';
+import { knownUserStep, type BrowserChallenge, type BrowserEnv, type SignInFailure } from '../sign-in.js';
 import type { BrokerProgress } from './broker-state.js';
+import { runBrokerFlow } from './run-flow.js';
 
 /**
  * Keycloak's post broker login flow (`postBrokerLoginFlowAlias` of the identity provider): after the upstream
@@ -49,19 +49,7 @@ export async function runPostBrokerLogin(
     login: user.username,
     details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username },
   };
-  const result = await ctx.flows.runNamedFlow<BrowserEnv, BrowserChallenge, SignInFailure>(realm, alias, {
-    env,
-    authenticator: knownUserStep,
-    condition: (id) => signInCondition(id),
-    done: progress.done,
-    user,
-    requiredActions: progress.requiredActions,
-    actionEnabled: async (action) => (await realmRequiredActions(ctx.storage, realm.id)).some((a) => a.alias === action && a.enabled),
-  });
+  const result = await runBrokerFlow<BrowserEnv, BrowserChallenge, SignInFailure>(ctx, realm, alias, env, knownUserStep, progress, user);
   if (!result) return null;
-  if (result.status === 'success' || result.status === 'challenge') {
-    progress.done = result.done;
-    progress.requiredActions = result.requiredActions;
-  }
   return { ...result, env };
 }
