@@ -292,7 +292,7 @@ describe("the README's worked example (docs/theme-example) in Chromium", () => {
     } finally {
       await session.close();
     }
-  });
+  }, 240_000);
 
   it("PUT …/ui-ext (the console's realm save): manage-realm only, the realm PUT's checks, upConfig as users/profile takes it", async () => {
     const kc = await masterAdminClient(t.url);
