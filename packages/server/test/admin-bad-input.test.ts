@@ -309,6 +309,7 @@ const componentFields: unknown[] = [
 const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unknown[] }> = {
   'POST /admin/realms': objectBody(realmImportFields),
   'PUT /admin/realms/:realm': objectBody(realmUpdateFields),
+  'PUT /admin/realms/:realm/ui-ext': objectBody([...realmUpdateFields, { upConfig: 'x' }, { upConfig: { attributes: [{ name: 'phone' }] } }, { loginTheme: '../x', upConfig: null }, { upConfig: { unmanagedAttributePolicy: 'ENABLED' }, displayName: 'changed?' }]),
   'POST /admin/realms/:realm/clients': objectBody([...clientFields, { clientId: 'fixture-app' }]),
   'PUT /admin/realms/:realm/clients/:id': objectBody([...clientFields, { clientId: 'realm-management' }, { clientId: 'fixture-app', id: randomUUID() }]),
   'POST /admin/realms/:realm/clients/:id/roles': objectBody([...roleFields, { name: 'fixture-role' }]),

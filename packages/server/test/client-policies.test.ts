@@ -89,9 +89,9 @@ describe('client policies and profiles', () => {
     // Nothing of them was stored.
     expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([profile('strict', [['pkce-enforcer', { 'auto-configure': true }]])]);
     // Disabled or not, a policy naming a global profile with an executor not run here is refused, naming it.
-    const oauth21 = await put('policies', { policies: [{ ...policy('oauth21-public', ['oauth-2-1-for-public-client']), enabled: false }] });
+    const oauth21 = await put('policies', { policies: [{ ...policy('oauth21-confidential', ['oauth-2-1-for-confidential-client']), enabled: false }] });
     expect(oauth21.status).toBe(400);
-    expect(oauth21.body.errorMessage).toMatch(/secure-redirect-uris-enforcer/);
+    expect(oauth21.body.errorMessage).toMatch(/holder-of-key-enforcer/);
     expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([]);
   });
 
@@ -207,6 +207,63 @@ describe('client policies and profiles', () => {
     const refused = await grant();
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe('invalid_dpop_proof');
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+  });
+
+  it('secure-redirect-uris-enforcer: redirect URIs refused or accepted by its configuration at create, update and registration', async () => {
+    await kc.clientPolicies.createProfiles({ profiles: [profile('uris', [['secure-redirect-uris-enforcer', { 'allow-ipv4-loopback-address': 'true', 'allow-http-scheme': 'true' }]])] });
+    await kc.clientPolicies.updatePolicy({ policies: [policy('uris', ['uris'])] });
+    const create = (clientId: string, redirectUris: string[], extra: Record<string, unknown> = {}) => api(t.url, 'POST', `/admin/realms/${REALM}/clients`, kc.accessToken!, { clientId, redirectUris, ...extra });
+    const wildcard = await create('uris-wild', ['https://app.example/*']);
+    expect(wildcard.status).toBe(400);
+    expect(wildcard.body).toEqual({ error: 'invalid_request', error_description: 'Invalid Redirect Uri: invalid uri' });
+    const v6 = await create('uris-v6', ['http://[::1]:9/cb']);
+    expect(v6.body).toEqual({ error: 'invalid_request', error_description: 'Invalid Redirect Uri: invalid loopback address' });
+    const scheme = await create('uris-app', ['com.example.app:/cb']);
+    expect(scheme.body).toEqual({ error: 'invalid_request', error_description: 'Invalid Redirect Uri: invalid private use scheme' });
+    // None at all, with the standard flow on: refused; a post-logout URI is checked as well.
+    expect((await create('uris-none', [])).body.error_description).toBe('Invalid Redirect Uri: invalid uri');
+    expect((await create('uris-logout', ['http://127.0.0.1:9/cb'], { attributes: { 'post.logout.redirect.uris': 'https://*' } })).status).toBe(400);
+    expect(await kc.clients.find({ clientId: 'uris-wild' })).toEqual([]);
+    // Loopback over http, as configured, and an http URI (allow-http-scheme): accepted.
+    expect((await create('uris-loopback', ['http://127.0.0.1:9/cb', 'http://app.example/cb'])).status).toBe(201);
+    const [made] = await kc.clients.find({ clientId: 'uris-loopback' });
+    const update = await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${made.id}`, kc.accessToken!, { ...made, redirectUris: ['http://127.0.0.1:9/cb', '/*'] });
+    expect(update.status).toBe(400);
+    expect(update.body.error).toBe('invalid_request');
+    // Without a redirecting flow there is nothing to check.
+    expect((await create('uris-service', [], { standardFlowEnabled: false, serviceAccountsEnabled: true, publicClient: false })).status).toBe(201);
+    // Dynamic client registration, under the same executor.
+    const initial = await api(t.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, kc.accessToken!, { count: 1, expiration: 600 });
+    const dcr = await api(t.url, 'POST', `/realms/${REALM}/clients-registrations/openid-connect`, initial.body.token, { client_name: 'dcr-uris', redirect_uris: ['http://[::1]:9/cb'] });
+    expect(dcr.status).toBe(400);
+    expect(dcr.body).toEqual({ error: 'invalid_request', error_description: 'Invalid Redirect Uri: invalid loopback address' });
+    // A permitted-domain pattern that is no regular expression is refused when saved.
+    const badPattern = await api(t.url, 'PUT', `/admin/realms/${REALM}/client-policies/profiles`, kc.accessToken!, { profiles: [profile('p', [['secure-redirect-uris-enforcer', { 'allow-permitted-domains': ['(unclosed'] }]])] });
+    expect(badPattern.status).toBe(400);
+    expect(badPattern.body.errorMessage).toMatch(/allow-permitted-domains/);
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+  });
+
+  it('oauth-2-1-for-public-client can be named: OAuth 2.1 redirect URIs at create, the authorization request refused with an error page', async () => {
+    await kc.clientPolicies.updatePolicy({ policies: [policy('oauth21', ['oauth-2-1-for-public-client'])] });
+    const create = (clientId: string, redirectUris: string[]) => api(t.url, 'POST', `/admin/realms/${REALM}/clients`, kc.accessToken!, { clientId, publicClient: true, redirectUris });
+    // OAuth 2.1: a loopback URI over https, registered without a port; http, a port, localhost, a one-word scheme refused.
+    for (const uri of ['http://127.0.0.1/cb', 'https://127.0.0.1:8443/cb', 'https://localhost/cb', 'myapp:/cb']) {
+      expect((await create('oauth21-bad', [uri])).status, uri).toBe(400);
+    }
+    expect((await create('oauth21-native', ['https://127.0.0.1/cb', 'https://[::1]/cb', 'com.example.app:/cb', 'https://app.example/cb'])).status).toBe(201);
+    // The authorization request's redirect_uri (here http, which the profile does not allow): Keycloak's error page,
+    // 400 with the executor's description, and no redirect to the client.
+    const query = new URLSearchParams({ client_id: 'spa', redirect_uri: CALLBACK, response_type: 'code', scope: 'openid', code_challenge: CHALLENGE, code_challenge_method: 'S256' });
+    const refused = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/auth?${query}`, { redirect: 'manual' });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('location')).toBeNull();
+    expect(await refused.text()).toContain('Invalid Redirect Uri: invalid loopback address');
+    // As Keycloak's, client-access-type does not vote on that first look at the request (it abstains): a policy for
+    // public clients only leaves the authorization request to the other executors.
+    await kc.clientPolicies.updatePolicy({ policies: [policy('oauth21-public', ['oauth-2-1-for-public-client'], [['client-access-type', { type: ['public'] }]])] });
+    expect(await authorize(t.url, 'spa', { code_challenge: CHALLENGE, code_challenge_method: 'S256' })).toMatchObject({ status: 200, error: null });
     await kc.clientPolicies.updatePolicy({ policies: [] });
   });
 

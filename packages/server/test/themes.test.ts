@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkTemplate, ThemeError, Themes } from '../src/pages/themes.js';
-import { masterAdminClient } from './support/admin-client.js';
+import { masterAdminClient, tokenOfUserWithRoles } from './support/admin-client.js';
 import { FormClient, firstForm, pkce, textOf } from './support/forms.js';
 import { adminToken, api, eventually, REPO_ROOT, startServer, type TestServer } from './support/server.js';
 import { launchBrowser, screenshot } from './support/browser.js';
@@ -282,13 +282,41 @@ describe("the README's worked example (docs/theme-example) in Chromium", () => {
       await page.getByRole('option', { name: 'acme', exact: true }).click();
       expect(await page.locator('#kc-login-theme').textContent()).toContain('acme');
       await screenshot(page, 'themes-tab-chosen');
-      // Not checked here: Save, which Keycloak 26.7's console sends to PUT /admin/realms/{realm}/ui-ext, a route
-      // this server does not have yet (see the README, Themes). The realm takes it by the realm PUT.
+      // Save: Keycloak 26.7's console sends the realm to PUT /admin/realms/{realm}/ui-ext.
+      const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === '/admin/realms/acme/ui-ext', wait);
+      await page.getByTestId('themes-tab-save').click();
+      expect((await saved).status()).toBe(204);
       expect(session.problems).toEqual([]);
-      await masterAdminClient(t.url).then((kc) => kc.realms.update({ realm: 'acme' }, { loginTheme: 'acme' }));
+      const kc = await masterAdminClient(t.url);
+      expect((await kc.realms.findOne({ realm: 'acme' }))?.loginTheme).toBe('acme');
     } finally {
       await session.close();
     }
+  }, 240_000);
+
+  it("PUT …/ui-ext (the console's realm save): manage-realm only, the realm PUT's checks, upConfig as users/profile takes it", async () => {
+    const kc = await masterAdminClient(t.url);
+    kc.setConfig({ realmName: 'acme' });
+    const viewer = await tokenOfUserWithRoles(kc, t.url, 'theme-viewer', ['view-realm']);
+    const manager = await tokenOfUserWithRoles(kc, t.url, 'theme-manager', ['manage-realm']);
+    const before = (await kc.realms.findOne({ realm: 'acme' }))!;
+    const put = (token: string, body: unknown) => api(t.url, 'PUT', '/admin/realms/acme/ui-ext', token, body);
+    expect((await put(viewer, { ...before, loginTheme: 'keycloak' })).status).toBe(403);
+    expect((await kc.realms.findOne({ realm: 'acme' }))?.loginTheme).toBe(before.loginTheme);
+    // The realm PUT's theme check, field named.
+    const unknown = await put(manager, { loginTheme: 'nowhere' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.field).toBe('loginTheme');
+    // A changed user profile is refused as PUT users/profile refuses it, and the realm is left as it was.
+    const profile = await api(t.url, 'GET', '/admin/realms/acme/users/profile', manager);
+    const changed = await put(manager, { displayName: 'Changed', upConfig: { ...profile.body, unmanagedAttributePolicy: 'ENABLED' } });
+    expect(changed.status).toBe(400);
+    expect((await kc.realms.findOne({ realm: 'acme' }))?.displayName).toBe('Acme');
+    // The unchanged profile with a realm change: saved, recorded as the realm PUT records it.
+    expect((await put(manager, { displayName: 'Acme Corp', upConfig: profile.body })).status).toBe(204);
+    expect((await kc.realms.findOne({ realm: 'acme' }))?.displayName).toBe('Acme Corp');
+    expect((await put(manager, { displayName: 'Acme' })).status).toBe(204);
+    expect((await kc.realms.findOne({ realm: 'acme' }))?.displayName).toBe('Acme');
   });
 
   it("shows Acme's template, logo, colours (over the built-in stylesheet) and texts", async () => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
+import { baseUrl } from '../http/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
 import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
 import { ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE } from '../model/defaults.js';
@@ -127,7 +128,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body));
+    const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body), new URL(baseUrl(request, ctx.config.hostname)).origin);
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
     await checkFlowOverrides(ctx, realm, input.authenticationFlowBindingOverrides ?? {}, {});
@@ -153,7 +154,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const given = parseClient(request.body);
     const updated = clientFrom(given, client);
     // Keycloak's client policies (UPDATE): auto-configured fields set here, a violation refused (400 invalid_client_metadata).
-    await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client, proposed: updated, given });
+    await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client, proposed: updated, given, origin: new URL(baseUrl(request, ctx.config.hostname)).origin });
     // As Keycloak's update: the client scopes stay (they have their own resources); `protocolMappers`, when given,
     // become the client's mappers.
     const { protocolMappers } = parseClientExtras(request.body);

@@ -103,34 +103,7 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
   });
 
   app.put('/realms/:realm', async (request: AdminRequest, reply) => {
-    const realm = await targetRealm(ctx, request);
-    const rep = parseRepresentation(request.body, realmSpec, realmIgnored, 'realm');
-    if (rep.realm !== undefined && rep.realm !== realm.name && realm.name === 'master') throw badRequest('realm.realm: the master realm cannot be renamed', 'realm');
-    checkThemes(ctx, realm, rep);
-    const updated = structuredClone(realm);
-    applyRealmSettings(updated, rep);
-    const binding = await ctx.flows.validateBindings(updated);
-    if (binding) throw badRequest(binding.message, binding.field);
-    try {
-      await ctx.storage.transaction(async (trx) => {
-        await ctx.storage.realms.update(updated, trx);
-        // New users get the default role by its name, default-roles-<realm>: it is renamed with the realm, as Keycloak does.
-        if (updated.name !== realm.name) {
-          await renameAdminClient(realm.name, updated.name, trx);
-          await renameAdminConsolePaths(realm.id, realm.name, updated.name, trx);
-          await trx
-            .updateTable('role')
-            .set({ name: defaultRolesName(updated.name) })
-            .where('container_id', '=', realm.id)
-            .where('name', '=', defaultRolesName(realm.name))
-            .execute();
-        }
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Realm ${updated.name} already exists`, 'realm');
-      throw error;
-    }
-    await recordAdminEvent(ctx, request, updated, 'UPDATE', 'REALM', '', realmRep(updated));
+    await updateRealm(ctx, request, request.body);
     return reply.code(204).send();
   });
 
@@ -145,6 +118,42 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (master) await recordAdminEvent(ctx, request, master, 'DELETE', 'REALM', `realms/${realm.name}`);
     return reply.code(204).send();
   });
+}
+
+/**
+ * The realm update, the one path for `PUT /admin/realms/{realm}` and the console's `PUT …/{realm}/ui-ext` (the
+ * route permission table requires manage-realm of both): the representation checked field by field, the themes it
+ * names, the flow bindings, then stored with the renames a new name brings, and recorded as an admin event.
+ */
+export async function updateRealm(ctx: ServerContext, request: AdminRequest, body: unknown): Promise<void> {
+  const realm = await targetRealm(ctx, request);
+  const rep = parseRepresentation(body, realmSpec, realmIgnored, 'realm');
+  if (rep.realm !== undefined && rep.realm !== realm.name && realm.name === 'master') throw badRequest('realm.realm: the master realm cannot be renamed', 'realm');
+  checkThemes(ctx, realm, rep);
+  const updated = structuredClone(realm);
+  applyRealmSettings(updated, rep);
+  const binding = await ctx.flows.validateBindings(updated);
+  if (binding) throw badRequest(binding.message, binding.field);
+  try {
+    await ctx.storage.transaction(async (trx) => {
+      await ctx.storage.realms.update(updated, trx);
+      // New users get the default role by its name, default-roles-<realm>: it is renamed with the realm, as Keycloak does.
+      if (updated.name !== realm.name) {
+        await renameAdminClient(realm.name, updated.name, trx);
+        await renameAdminConsolePaths(realm.id, realm.name, updated.name, trx);
+        await trx
+          .updateTable('role')
+          .set({ name: defaultRolesName(updated.name) })
+          .where('container_id', '=', realm.id)
+          .where('name', '=', defaultRolesName(realm.name))
+          .execute();
+      }
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`Realm ${updated.name} already exists`, 'realm');
+    throw error;
+  }
+  await recordAdminEvent(ctx, request, updated, 'UPDATE', 'REALM', '', realmRep(updated));
 }
 
 /**

@@ -145,6 +145,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/ui-ext/available-event-listeners$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
   [read, new RegExp(`${R}/ui-ext/realms/names$`), { roles: [], caller: 'signed-in', note: 'lists the realms the caller administers' }],
   [read, new RegExp(`${R}/ui-ext/info$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
+  [/^PUT$/, new RegExp(`${R}/ui-ext$`), { roles: ['manage-realm'], note: "the console's realm save: the realm PUT's update; `upConfig` as PUT users/profile takes it" }],
   [read, new RegExp(`${R}/localization(/:locale(/:key)?)?$`), { roles: [], caller: 'administrator', note: 'any administrative role on the realm' }],
   [write, new RegExp(`${R}/localization/:locale(/:key)?$`), { roles: ['manage-realm'] }],
 ];

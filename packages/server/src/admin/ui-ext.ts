@@ -3,7 +3,9 @@ import type { ServerContext } from '../context.js';
 import { forbidden } from '../model/errors.js';
 import { visibleRealms } from './permissions.js';
 import { queryInt, queryString } from './query.js';
+import { updateRealm } from './realms.js';
 import { callerOf, targetRealm, type AdminRequest } from './routing.js';
+import { checkProfileConfig } from './user-profile.js';
 
 /**
  * Endpoints Keycloak's admin console calls that are not part of the documented admin API: `ui-ext/…` (answers
@@ -31,6 +33,23 @@ export function uiExtensionRoutes(app: FastifyInstance, ctx: ServerContext): voi
       .sort((a, b) => a.name.localeCompare(b.name))
       .slice(first, first + max)
       .map((r) => ({ name: r.name, displayName: r.displayName ?? '' }));
+  });
+
+  // The console's realm save (Realm settings tabs, Themes among them): Keycloak's UIRealmRepresentation, a realm
+  // representation with the user profile configuration as `upConfig`. The realm goes through the realm PUT's own
+  // update (manage-realm, its checks, its admin event) and answers as it does (204); `upConfig`, when given, as
+  // `PUT …/users/profile` takes it, checked first so that a refused one leaves the realm unchanged (Keycloak's one
+  // transaction rolls both back).
+  app.put('/realms/:realm/ui-ext', async (request: AdminRequest, reply) => {
+    const body = request.body;
+    if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'upConfig' in body) {
+      const { upConfig, ...realm } = body as Record<string, unknown>;
+      if (upConfig !== null && upConfig !== undefined) checkProfileConfig(upConfig);
+      await updateRealm(ctx, request, realm);
+    } else {
+      await updateRealm(ctx, request, body);
+    }
+    return reply.code(204).send();
   });
 
   // The event listeners a realm can name (Realm settings → Events): the installed providers'.

@@ -19,8 +19,17 @@ export function userProfileRoutes(app: FastifyInstance): void {
   });
 
   app.put('/realms/:realm/users/profile', async (request: AdminRequest) => {
-    // The configuration as it is (what GET answered) is accepted unchanged, so a tool that PUTs back what it read works.
-    if (JSON.stringify(request.body) === JSON.stringify(userProfileConfig())) return userProfileConfig();
-    throw badRequest('The user profile cannot be changed in Realmgate: username, email, firstName and lastName are fixed');
+    checkProfileConfig(request.body);
+    return userProfileConfig();
   });
+}
+
+/**
+ * A user profile configuration given to change the realm's (`PUT …/users/profile`, the console's `upConfig` of `PUT
+ * …/ui-ext`): the configuration as it is (what GET answered) is accepted unchanged, so a tool that PUTs back what it
+ * read works; any other is refused (400).
+ */
+export function checkProfileConfig(config: unknown): void {
+  if (JSON.stringify(config) === JSON.stringify(userProfileConfig())) return;
+  throw badRequest('The user profile cannot be changed in Realmgate: username, email, firstName and lastName are fixed');
 }

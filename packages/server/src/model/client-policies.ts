@@ -49,6 +49,7 @@ export const EXECUTOR = {
   rejectImplicit: 'reject-implicit-grant',
   rejectRopc: 'reject-ropc-grant',
   dpopBind: 'dpop-bind-enforcer',
+  secureRedirectUris: 'secure-redirect-uris-enforcer',
 } as const;
 
 /** The conditions this server evaluates, by Keycloak's provider ids. */
@@ -74,7 +75,6 @@ export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
   'holder-of-key-enforcer': 'Realmgate issues no mutual-TLS certificate-bound tokens',
   'secure-session': 'not run here',
   'secure-client-uris': 'not run here',
-  'secure-redirect-uris-enforcer': 'not run here',
   'secure-request-object': 'not run here',
   'secure-response-type': 'Realmgate answers only response_type=code',
   'secure-signature-algorithm': 'not run here',
@@ -114,6 +114,15 @@ export const configFlag = (value: unknown): boolean => value === true || value =
 
 /** A configuration value of a list (Keycloak's List<String>): an array of strings, or one string. */
 export const configList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : typeof value === 'string' ? [value] : []);
+
+/** A permitted-domain pattern of `secure-redirect-uris-enforcer` (Java's String.matches: the whole host) as a whole-string JavaScript expression, or null when it does not compile. */
+export function domainPattern(pattern: string): RegExp | null {
+  try {
+    return new RegExp(`^(?:${pattern})$`, 'u');
+  } catch {
+    return null;
+  }
+}
 
 const auto = { 'auto-configure': true };
 const autoText = { 'auto-configure': 'true' };

@@ -8,6 +8,7 @@ import {
   UNSUPPORTED_EXECUTORS,
   configFlag,
   configList,
+  domainPattern,
   globalClientProfiles,
   type ClientPolicy,
   type ClientPolicyCondition,
@@ -81,6 +82,10 @@ function checkExecutorConfig(executor: string, config: Json, path: string): void
       if (typeof fallback !== 'string' || !allowed.includes(fallback)) throw badRequest(`${path}.configuration.default-client-authenticator: must be one of allowed-client-authenticators`);
       if (!(CLIENT_AUTHENTICATOR_TYPES as readonly string[]).includes(fallback)) throw badRequest(`${path}.configuration.default-client-authenticator: ${fallback} is not run by Realmgate`);
     }
+  }
+  if (executor === EXECUTOR.secureRedirectUris) {
+    const bad = configList(config['allow-permitted-domains']).find((pattern) => domainPattern(pattern) === null);
+    if (bad !== undefined) throw badRequest(`${path}.configuration.allow-permitted-domains: not a regular expression: ${bad.slice(0, 100)}`);
   }
   if (executor === EXECUTOR.dpopBind && configFlag(config['allow-only-refresh-token-binding'])) {
     throw badRequest(`${path}.configuration.allow-only-refresh-token-binding: not enforced by Realmgate (a public client's access and refresh tokens are both bound)`);

@@ -5,6 +5,7 @@ import type { Storage } from '../storage/index.js';
 import { defaultClient } from '../model/defaults.js';
 import { clientScopeSet } from './client-scope-set.js';
 import { clientFrom } from './clients.js';
+import { checkClientRedirectUris, checkRedirectUri, redirectUrisConfig } from './secure-redirect-uris.js';
 
 /**
  * Keycloak's client policies run (its ClientPolicyEvents this server raises): a client registered or updated (the
@@ -14,9 +15,11 @@ import { clientFrom } from './clients.js';
  * A policy applies when it is enabled and its conditions vote: at least one yes and no no (a condition that does not
  * look at this kind of event abstains, as Keycloak's). Its profiles' executors then run in order: at registration
  * and update they auto-configure the proposed client or refuse it (`invalid_client_metadata`); at the endpoints they
- * refuse the request with the OAuth error Keycloak's executor answers.
+ * refuse the request with the OAuth error Keycloak's executor answers. PRE_AUTHORIZATION_REQUEST is Keycloak's first
+ * look at an authorization request, before its parameters are read (only `secure-redirect-uris-enforcer` acts on it;
+ * of the conditions only any-client, client-roles and client-attributes vote, the others abstain, as Keycloak's).
  */
-export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST';
+export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'PRE_AUTHORIZATION_REQUEST' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST';
 
 export interface PolicyContext {
   event: ClientPolicyEvent;
@@ -30,7 +33,9 @@ export interface PolicyContext {
   grantType?: string;
   /** AUTHORIZATION_REQUEST and TOKEN_REQUEST: the scope parameter. */
   scope?: string;
-  /** AUTHORIZATION_REQUEST: the request's parameters. */
+  /** REGISTER and UPDATE: this server's origin, against which a client's relative redirect URIs are resolved. */
+  origin?: string;
+  /** AUTHORIZATION_REQUEST and PRE_AUTHORIZATION_REQUEST: the request's parameters. */
   param?: (name: string) => string | undefined;
   /** TOKEN_REQUEST: whether a DPoP proof came with it. */
   dpopProof?: boolean;
@@ -69,14 +74,17 @@ const accessType = (c: Client) => (c.publicClient ? 'public' : c.bearerOnly ? 'b
 async function conditionVote(storage: Storage, condition: ClientPolicyCondition, context: PolicyContext): Promise<Vote> {
   const config = condition.configuration;
   const yes = (match: boolean): Vote => (match ? 'yes' : 'no');
+  const preAuthorization = context.event === 'PRE_AUTHORIZATION_REQUEST';
   switch (condition.condition) {
     case CONDITION.anyClient:
       return 'yes';
     case CONDITION.accessType: {
+      if (preAuthorization) return 'abstain';
       const types = configList(config.type ?? ['confidential']);
       return yes(clientsOf(context).some((c) => types.includes(accessType(c))));
     }
     case CONDITION.protocol: {
+      if (preAuthorization) return 'abstain';
       const protocol = typeof config.protocol === 'string' ? config.protocol : 'openid-connect';
       return yes(clientsOf(context).some((c) => c.protocol === protocol));
     }
@@ -93,7 +101,7 @@ async function conditionVote(storage: Storage, condition: ClientPolicyCondition,
       return yes(roles.some((r) => wanted.includes(r.name)));
     }
     case CONDITION.scopes: {
-      if (CRUD.includes(context.event) || !context.client) return 'abstain';
+      if (CRUD.includes(context.event) || preAuthorization || !context.client) return 'abstain';
       const wanted = configList(config.scopes);
       if ((typeof config.type === 'string' ? config.type : 'Optional') === 'Default') {
         const set = await clientScopeSet(storage, context.client);
@@ -165,6 +173,9 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
     case EXECUTOR.dpopBind:
       if (auto) client.attributes = { ...client.attributes, 'dpop.bound.access.tokens': 'true' };
       return;
+    case EXECUTOR.secureRedirectUris:
+      checkClientRedirectUris(client, redirectUrisConfig(config), context.origin);
+      return;
     case EXECUTOR.clientAuthenticator: {
       if (client.publicClient || client.bearerOnly) return;
       const allowed = configList(config['allowed-client-authenticators']);
@@ -184,6 +195,16 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
 
 function checkRequest(executor: string, config: Record<string, unknown>, context: PolicyContext): void {
   const client = context.client;
+  if (context.event === 'PRE_AUTHORIZATION_REQUEST') {
+    // Keycloak's checks the request's redirect_uri (even under allow-open-redirect, which concerns registered URIs)
+    // when the client uses a flow that redirects. Without one in the query (a pushed request, a request object)
+    // there is nothing to check here: the redirect URI used must match a registered one, checked when saved.
+    const redirectUri = context.param?.('redirect_uri');
+    if (executor === EXECUTOR.secureRedirectUris && client && (client.standardFlowEnabled || client.implicitFlowEnabled) && redirectUri !== undefined) {
+      checkRedirectUri(redirectUri, redirectUrisConfig(config), true);
+    }
+    return;
+  }
   switch (executor) {
     case EXECUTOR.confidentialClient:
       // Keycloak's runs at the authorization request and the code's redemption, not at the other grants.
@@ -223,10 +244,10 @@ const CONFIGURED_FIELDS = ['attributes', 'fullScopeAllowed', 'implicitFlowEnable
  * REGISTER for a client made from `input` (the admin API's and dynamic registration's create): the policies see
  * the client `input` makes, and their auto-configured fields are written back into what is returned.
  */
-export async function registerWithPolicies(storage: Storage, realm: Realm, input: Partial<Client>): Promise<Partial<Client>> {
+export async function registerWithPolicies(storage: Storage, realm: Realm, input: Partial<Client>, origin?: string): Promise<Partial<Client>> {
   if (!realm.clientPolicies?.length) return input;
   const proposed = clientFrom({ ...input }, defaultClient('', realm.id, input.clientId ?? ''));
-  await enforceClientPolicies(storage, realm, { event: 'REGISTER', client: null, proposed, given: input });
+  await enforceClientPolicies(storage, realm, { event: 'REGISTER', client: null, proposed, given: input, origin });
   const configured: Partial<Client> = { ...input };
   for (const field of CONFIGURED_FIELDS) (configured as Record<string, unknown>)[field] = proposed[field];
   return configured;

@@ -37,6 +37,14 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     if (!client || !client.enabled) return ctx.forms.requestError(reply, realm, 'Client not found.');
     // RFC 9126: with a request_uri the request is the one the client pushed (par.ts), and only that one; the query's
     // other parameters are not read. One of another client, unknown, spent or expired is refused here, as Keycloak.
+    // Keycloak's PRE_AUTHORIZATION_REQUEST, before the request is read: a refusal is an error page (never a redirect to
+    // a redirect_uri it found wanting), 400 with the executor's description.
+    try {
+      await enforceClientPolicies(ctx.storage, realm, { event: 'PRE_AUTHORIZATION_REQUEST', client, param: (name) => paramOf(paramsOf(request), name) });
+    } catch (error) {
+      if (error instanceof OAuthError) return ctx.forms.requestError(reply, realm, error.description);
+      throw error;
+    }
     const requestUri = paramOf(paramsOf(request), 'request_uri');
     let params = paramsOf(request);
     if (requestUri !== undefined) {

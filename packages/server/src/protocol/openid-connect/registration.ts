@@ -228,7 +228,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
       }
       const named = { ...parsed.given, clientId: parsed.given.clientId ?? randomUUID() };
       // Keycloak's client policies (REGISTER): what they auto-configure is registered, a violation refused.
-      const input = (await registerWithPolicies(ctx.storage, realm, named)) as Partial<Client> & { clientId: string };
+      const input = (await registerWithPolicies(ctx.storage, realm, named, new URL(base).origin)) as Partial<Client> & { clientId: string };
       clientId = input.clientId;
       if (realm.name === 'master' && input.clientId.endsWith('-realm')) {
         throw oauthError.invalid_client_metadata('Client metadata invalid: client ids ending in -realm are kept for the master realm\'s administration clients');
@@ -293,7 +293,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
       // As Keycloak's update: what the request gives replaces, the rest stays (the secret too, unless given).
       const updated: Client = { ...current, ...parsed.given, id: current.id, realmId: current.realmId, clientId: current.clientId, secret: parsed.given.secret ?? current.secret };
       if (!updated.publicClient && !updated.bearerOnly && updated.secret === null) updated.secret = newSecret();
-      await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client: current, proposed: updated, given: parsed.given });
+      await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client: current, proposed: updated, given: parsed.given, origin: new URL(base).origin });
       const view = (await clientScopeViews(ctx.storage, realm.id, [current.id])).get(current.id);
       await runRegistrationPolicies(ctx, realm, auth, 'update', {
         ip: request.ip,
