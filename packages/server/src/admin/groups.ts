@@ -13,6 +13,21 @@ import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type Admin
 
 type GroupParams = { realm: string; id: string };
 
+export const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
+  exact ? g.name === search : g.name.toLowerCase().includes(search.toLowerCase());
+
+/** `q`: space-separated `key:value` pairs, each an exact attribute match. */
+export const attributeQuery = (q: string) => {
+  const pairs = q.split(' ').filter(Boolean).map((pair) => {
+    const at = pair.indexOf(':');
+    if (at <= 0) throw badRequest('Query parameter "q" must be key:value pairs separated by spaces', 'q');
+    return [pair.slice(0, at), pair.slice(at + 1)] as const;
+  });
+  return (g: Group) => pairs.every(([key, value]) => (g.attributes[key] ?? []).includes(value));
+};
+
+export const page = <T>(items: T[], first: number | undefined, max: number | undefined): T[] => items.slice(first ?? 0, max === undefined ? undefined : (first ?? 0) + max);
+
 /**
  * Keycloak's groups: the tree (`/groups`, `/groups/{id}`, `/children`, `/count`, `/group-by-path`), role mappings
  * of a group, members, a user's groups and the realm's default groups. Membership, group CRUD and a group's role
@@ -69,21 +84,6 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     return list;
   };
-
-  const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
-    exact ? g.name === search : g.name.toLowerCase().includes(search.toLowerCase());
-
-  /** `q`: space-separated `key:value` pairs, each an exact attribute match. */
-  const attributeQuery = (q: string) => {
-    const pairs = q.split(' ').filter(Boolean).map((pair) => {
-      const at = pair.indexOf(':');
-      if (at <= 0) throw badRequest('Query parameter "q" must be key:value pairs separated by spaces', 'q');
-      return [pair.slice(0, at), pair.slice(at + 1)] as const;
-    });
-    return (g: Group) => pairs.every(([key, value]) => (g.attributes[key] ?? []).includes(value));
-  };
-
-  const page = <T>(items: T[], first: number | undefined, max: number | undefined): T[] => items.slice(first ?? 0, max === undefined ? undefined : (first ?? 0) + max);
 
   app.get('/realms/:realm/groups', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
