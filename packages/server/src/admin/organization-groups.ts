@@ -139,11 +139,12 @@ export function organizationGroupRoutes(app: FastifyInstance, ctx: ServerContext
   });
 
   app.get(`${base}/group-by-path/:path`, async (request: AdminRequest<OrgParams & { path: string }>) => {
+    const counts = queryBool(request.query, 'subGroupsCount') ?? false;
     const { realm, tree } = await load(request);
     const path = request.params.path;
     const group = tree.byPath(path.startsWith('/') ? path : `/${path}`);
     if (!group) throw notFound('Group path does not exist');
-    return (await reps(realm, tree, [group], false, queryBool(request.query, 'subGroupsCount') ?? false))[0];
+    return (await reps(realm, tree, [group], false, counts))[0];
   });
 
   app.get(`${base}/:orgGroupId`, async (request: AdminRequest<OrgGroupParams>) => {
@@ -171,8 +172,9 @@ export function organizationGroupRoutes(app: FastifyInstance, ctx: ServerContext
   app.get(`${base}/:orgGroupId/children`, async (request: AdminRequest<OrgGroupParams>) => {
     const { realm, tree, group } = await loadGroup(request);
     const search = queryString(request.query, 'search');
+    const exact = queryBool(request.query, 'exact');
     let children = tree.childrenOf(group.id);
-    if (search !== undefined) children = children.filter(nameMatches(search, queryBool(request.query, 'exact')));
+    if (search !== undefined) children = children.filter(nameMatches(search, exact));
     const paged = page(children, queryInt(request.query, 'first', 0), queryInt(request.query, 'max', 10));
     return reps(realm, tree, paged, false, queryBool(request.query, 'subGroupsCount') ?? false);
   });
