@@ -109,7 +109,11 @@ describe.each(databases)('organization groups (%s)', (database) => {
     expect((await kc.groups.find()).map((g) => g.name)).toEqual(['realm-group']);
     expect(await kc.groups.count()).toEqual({ count: 1 });
     expect(await kc.users.listGroups({ id: ann })).toEqual([]);
-    expect((await fetch(`${t.url}/admin/realms/orgs/groups/${team}`, { headers: { authorization: `Bearer ${token}` } })).status).toBeGreaterThanOrEqual(400);
+    const viaRealm = await fetch(`${t.url}/admin/realms/orgs/groups/${team}`, { headers: { authorization: `Bearer ${token}` } });
+    expect([viaRealm.status, ((await viaRealm.json()) as { errorMessage: string }).errorMessage]).toEqual([400, 'Cannot manage organization related group via non Organization API.']);
+    const join = await fetch(`${t.url}/admin/realms/orgs/users/${bob}/groups/${team}`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
+    expect(join.status).toBe(400);
+    expect(await kc.users.listGroups({ id: bob })).toEqual([]);
 
     // Leaving the group, then the organization: its groups go with it.
     expect((await call('DELETE', `/${acme}/groups/${team}/members/${ann}`)).status).toBe(204);

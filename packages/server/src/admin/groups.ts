@@ -170,10 +170,17 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/realms/:realm/groups', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, null));
   app.post('/realms/:realm/groups/:id/children', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, request.params.id));
 
+  /** Not in the realm's tree: an organization's group is Keycloak's 400 (with `message`), anything else 404. */
+  const realmGroup = async (realm: Realm, tree: GroupTree, raw: string, message: string): Promise<Group> => {
+    const id = pathId(raw, 'Group');
+    if (!tree.get(id) && (await storage.groups.anyById(realm.id, id))?.organizationId) throw badRequest(message);
+    return groupIn(tree, id);
+  };
+
   const load = async (request: AdminRequest<GroupParams>) => {
     const realm = await targetRealm(ctx, request);
     const tree = await GroupTree.load(storage, realm.id);
-    return { realm, tree, group: groupIn(tree, request.params.id) };
+    return { realm, tree, group: await realmGroup(realm, tree, request.params.id, 'Cannot manage organization related group via non Organization API.') };
   };
 
   app.get('/realms/:realm/groups/:id', async (request: AdminRequest<GroupParams>) => {
@@ -283,7 +290,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
         const realm = await targetRealm(ctx, request);
         const user = await loadUser(realm, request.params.id);
         const tree = await GroupTree.load(storage, realm.id);
-        const group = groupIn(tree, request.params.groupId);
+        const group = await realmGroup(realm, tree, request.params.groupId, 'Cannot access organization related group via non Organization API.');
         const member = (await storage.groups.userGroupIds(user.id)).includes(group.id);
         if (member === (method === 'PUT')) return reply.code(204).send();
         await requireMayHandOut(callerOf(request), tree, [group.id]);
