@@ -350,6 +350,13 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, array: [], number: 5, boolean: true, 'unknown alias': 'no-such-idp', 'quoted injection': JSON.stringify("' OR 1=1 --"), 'raw injection': "' OR 1=1 --", long, 'raw NUL': 'x\u0000' },
     fields: [],
   },
+  'POST /admin/realms/:realm/organizations/:id/groups': objectBody([...groupFields, { name: 'fixture-org-group' }, { id: randomUUID(), name: 'x' }]),
+  'PUT /admin/realms/:realm/organizations/:id/groups/:orgGroupId': objectBody([...groupFields, { name: 'other-org-group' }, { id: randomUUID(), name: 'fixture-org-group' }]),
+  'POST /admin/realms/:realm/organizations/:id/groups/:orgGroupId/children': objectBody([...groupFields, { id: randomUUID(), name: 'x' }]),
+  'POST /admin/realms/:realm/organizations/:id/groups/:orgGroupId/role-mappings/realm': roleListBody,
+  'DELETE /admin/realms/:realm/organizations/:id/groups/:orgGroupId/role-mappings/realm': roleListBody,
+  'POST /admin/realms/:realm/organizations/:id/groups/:orgGroupId/role-mappings/clients/:client': roleListBody,
+  'DELETE /admin/realms/:realm/organizations/:id/groups/:orgGroupId/role-mappings/clients/:client': roleListBody,
   'POST /admin/realms/:realm/groups': objectBody([...groupFields, { name: 'fixture-group' }, { id: randomUUID(), name: 'x' }]),
   'PUT /admin/realms/:realm/groups/:id': objectBody([...groupFields, { name: 'other-group' }, { id: randomUUID(), name: 'fixture-group' }]),
   'POST /admin/realms/:realm/groups/:id/children': objectBody([...groupFields, { name: 'fixture-child' }, { id: randomUUID(), name: 'x' }]),
@@ -484,6 +491,7 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
   'PUT /admin/realms/:realm/users/:id/send-verify-email',
   'PUT /admin/realms/:realm/users/:id/groups/:groupId',
+  'PUT /admin/realms/:realm/organizations/:id/groups/:orgGroupId/members/:userId',
   'PUT /admin/realms/:realm/default-groups/:groupId',
   'PUT /admin/realms/:realm/default-default-client-scopes/:scopeId',
   'PUT /admin/realms/:realm/default-optional-client-scopes/:scopeId',
@@ -518,6 +526,12 @@ const queryRoutes: Record<string, string[]> = {
   'GET /admin/realms/:realm/clients/:id/user-sessions': paging,
   'GET /admin/realms/:realm/events': [...paging, 'dateFrom=yesterday', 'dateTo=2020-13-45', 'dateFrom=1e3', ...text('client'), ...text('user'), ...text('ipAddress'), `type=${'A'.repeat(100)}`, `${Array.from({ length: 101 }, () => 'type=LOGIN').join('&')}`, 'type=%00'],
   'GET /admin/realms/:realm/groups': [...paging, ...text('search'), ...text('q'), 'q=novalue', 'exact=maybe', 'briefRepresentation=1', 'populateHierarchy=yes', 'subGroupsCount=0'],
+  'GET /admin/realms/:realm/organizations/:id/groups': [...paging, ...text('search'), ...text('q'), 'q=novalue', 'exact=maybe', 'briefRepresentation=1', 'populateHierarchy=yes', 'subGroupsCount=0'],
+  'GET /admin/realms/:realm/organizations/:id/groups/:orgGroupId': ['subGroupsCount=0', 'subGroupsCount=true&subGroupsCount=false'],
+  'GET /admin/realms/:realm/organizations/:id/groups/group-by-path/:path': ['subGroupsCount=0'],
+  'GET /admin/realms/:realm/organizations/:id/groups/:orgGroupId/children': [...paging, ...text('search'), 'exact=maybe', 'subGroupsCount=0'],
+  'GET /admin/realms/:realm/organizations/:id/groups/:orgGroupId/members': [...paging, 'briefRepresentation=1'],
+  'GET /admin/realms/:realm/organizations/:id/members/:userId/groups': [...paging, ...text('search'), 'briefRepresentation=1'],
   'GET /admin/realms/:realm/groups/count': [...text('search'), 'top=maybe'],
   'GET /admin/realms/:realm/groups/:id/children': [...paging, ...text('search'), 'exact=maybe', 'briefRepresentation=no'],
   'GET /admin/realms/:realm/groups/:id/members': [...paging, 'briefRepresentation=1'],
@@ -637,6 +651,7 @@ const noQueryRoutes = [
   'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client/available',
   'GET /admin/realms/:realm/groups/:id/role-mappings/clients/:client/composite',
   'GET /admin/realms/:realm/group-by-path/:path',
+  ...['', '/realm', '/realm/available', '/realm/composite', '/clients/:client', '/clients/:client/available', '/clients/:client/composite'].map((tail) => `GET /admin/realms/:realm/organizations/:id/groups/:orgGroupId/role-mappings${tail}`),
   'GET /admin/realms/:realm/default-groups',
   'GET /admin/realms/:realm/client-scopes',
   'GET /admin/realms/:realm/client-scopes/:id',
@@ -742,6 +757,8 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       organizations: await get(`${base}/organizations`),
       members: await get(`${base}/organizations/${values['organizations:id']}/members`),
       invitations: await get(`${base}/organizations/${values['organizations:id']}/invitations`),
+      organizationGroups: await get(`${base}/organizations/${values['organizations:id']}/groups?briefRepresentation=false&populateHierarchy=true&search=`),
+      organizationGroupMembers: await get(`${base}/organizations/${values['organizations:id']}/groups/${values.orgGroupId}/members`),
       eventsConfig: await get(`${base}/events/config`),
       flows: await get(`${base}/authentication/flows`),
       browserExecutions: await get(`${base}/authentication/flows/browser/executions`),
@@ -780,6 +797,14 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
     const { id: org } = await kc.organizations.create({ name: 'Fixture', alias: 'fixture', domains: [{ name: 'fixture.example' }] });
     await kc.organizations.create({ name: 'Other Org', alias: 'other-org' });
     await kc.organizations.addMember({ orgId: org, userId: user });
+    const orgGroup = async (name: string, parent = '') => {
+      const response = await send('POST', `/admin/realms/${REALM}/organizations/${org}/groups${parent ? `/${parent}/children` : ''}`, JSON.stringify({ name }));
+      return response.json.id as string;
+    };
+    const fixtureOrgGroup = await orgGroup('fixture-org-group');
+    await orgGroup('other-org-group');
+    await orgGroup('fixture-org-child', fixtureOrgGroup);
+    await send('PUT', `/admin/realms/${REALM}/organizations/${org}/groups/${fixtureOrgGroup}/members/${user}`);
     const { id: group } = await kc.groups.create({ name: 'fixture-group', attributes: { a: ['b'] } });
     await kc.groups.create({ name: 'other-group' });
     await kc.groups.createChildGroup({ id: group }, { name: 'fixture-child' });
@@ -807,6 +832,7 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
       'roles-by-id:id': role.id!,
       'organizations:id': org,
       'groups:id': group,
+      orgGroupId: fixtureOrgGroup,
       'client-scopes:id': scope,
       'clientScopes:id': scope,
       'roles:id': role.id!,

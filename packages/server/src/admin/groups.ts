@@ -13,6 +13,21 @@ import { callerOf, locationOf, pathId, recordAdminEvent, targetRealm, type Admin
 
 type GroupParams = { realm: string; id: string };
 
+export const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
+  exact ? g.name === search : g.name.toLowerCase().includes(search.toLowerCase());
+
+/** `q`: space-separated `key:value` pairs, each an exact attribute match. */
+export const attributeQuery = (q: string) => {
+  const pairs = q.split(' ').filter(Boolean).map((pair) => {
+    const at = pair.indexOf(':');
+    if (at <= 0) throw badRequest('Query parameter "q" must be key:value pairs separated by spaces', 'q');
+    return [pair.slice(0, at), pair.slice(at + 1)] as const;
+  });
+  return (g: Group) => pairs.every(([key, value]) => (g.attributes[key] ?? []).includes(value));
+};
+
+export const page = <T>(items: T[], first: number | undefined, max: number | undefined): T[] => items.slice(first ?? 0, max === undefined ? undefined : (first ?? 0) + max);
+
 /**
  * Keycloak's groups: the tree (`/groups`, `/groups/{id}`, `/children`, `/count`, `/group-by-path`), role mappings
  * of a group, members, a user's groups and the realm's default groups. Membership, group CRUD and a group's role
@@ -69,21 +84,6 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
     }
     return list;
   };
-
-  const nameMatches = (search: string, exact: boolean | undefined) => (g: Group) =>
-    exact ? g.name === search : g.name.toLowerCase().includes(search.toLowerCase());
-
-  /** `q`: space-separated `key:value` pairs, each an exact attribute match. */
-  const attributeQuery = (q: string) => {
-    const pairs = q.split(' ').filter(Boolean).map((pair) => {
-      const at = pair.indexOf(':');
-      if (at <= 0) throw badRequest('Query parameter "q" must be key:value pairs separated by spaces', 'q');
-      return [pair.slice(0, at), pair.slice(at + 1)] as const;
-    });
-    return (g: Group) => pairs.every(([key, value]) => (g.attributes[key] ?? []).includes(value));
-  };
-
-  const page = <T>(items: T[], first: number | undefined, max: number | undefined): T[] => items.slice(first ?? 0, max === undefined ? undefined : (first ?? 0) + max);
 
   app.get('/realms/:realm/groups', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
@@ -170,10 +170,17 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post('/realms/:realm/groups', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, null));
   app.post('/realms/:realm/groups/:id/children', (request: AdminRequest<GroupParams>, reply) => createOrMove(request, reply, request.params.id));
 
+  /** Not in the realm's tree: an organization's group is Keycloak's 400 (with `message`), anything else 404. */
+  const realmGroup = async (realm: Realm, tree: GroupTree, raw: string, message: string): Promise<Group> => {
+    const id = pathId(raw, 'Group');
+    if (!tree.get(id) && (await storage.groups.anyById(realm.id, id))?.organizationId) throw badRequest(message);
+    return groupIn(tree, id);
+  };
+
   const load = async (request: AdminRequest<GroupParams>) => {
     const realm = await targetRealm(ctx, request);
     const tree = await GroupTree.load(storage, realm.id);
-    return { realm, tree, group: groupIn(tree, request.params.id) };
+    return { realm, tree, group: await realmGroup(realm, tree, request.params.id, 'Cannot manage organization related group via non Organization API.') };
   };
 
   app.get('/realms/:realm/groups/:id', async (request: AdminRequest<GroupParams>) => {
@@ -283,7 +290,7 @@ export function groupRoutes(app: FastifyInstance, ctx: ServerContext): void {
         const realm = await targetRealm(ctx, request);
         const user = await loadUser(realm, request.params.id);
         const tree = await GroupTree.load(storage, realm.id);
-        const group = groupIn(tree, request.params.groupId);
+        const group = await realmGroup(realm, tree, request.params.groupId, 'Cannot access organization related group via non Organization API.');
         const member = (await storage.groups.userGroupIds(user.id)).includes(group.id);
         if (member === (method === 'PUT')) return reply.code(204).send();
         await requireMayHandOut(callerOf(request), tree, [group.id]);

@@ -26,6 +26,7 @@ import { revocationRoutes } from './revocation.js';
 import { clientInstallationRoutes } from './client-installation.js';
 import { userActionEmailRoutes } from './user-action-emails.js';
 import { userProfileRoutes } from './user-profile.js';
+import { organizationGroupRoutes } from './organization-groups.js';
 import { organizationRoutes } from './organizations.js';
 import { organizationInvitationRoutes } from './organization-invitations.js';
 import { providerAdminRoutes } from './provider-resources.js';
@@ -104,6 +105,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         groupRoutes(realms, ctx);
         realmRoleRoutes(realms, ctx);
         organizationRoutes(realms, ctx);
+        organizationGroupRoutes(realms, ctx);
         organizationInvitationRoutes(realms, ctx);
         eventRoutes(realms, ctx);
         keyRoutes(realms, ctx);

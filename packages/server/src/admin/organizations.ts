@@ -113,7 +113,11 @@ export function organizationRoutes(app: FastifyInstance, ctx: ServerContext): vo
     const { realm, org } = await load(request);
     const userId = pathId(request.params.userId, 'User');
     if (!(await ctx.storage.organizations.isMember(org.id, userId))) throw notFound('User is not a member of the organization');
-    await ctx.storage.organizations.removeMember(org.id, userId);
+    // Leaving the organization is leaving its groups too, as Keycloak's removeMember.
+    await ctx.storage.transaction(async (trx) => {
+      await ctx.storage.groups.leaveOrganization(userId, org.id, trx);
+      await ctx.storage.organizations.removeMember(org.id, userId, trx);
+    });
     await recordAdminEvent(ctx, request, realm, 'DELETE', 'ORGANIZATION_MEMBERSHIP', `organizations/${org.id}/members/${userId}`);
     return reply.code(204).send();
   });

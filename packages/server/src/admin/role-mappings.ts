@@ -19,8 +19,11 @@ export interface MappingHolder {
 export interface RoleMappingResource {
   /** Route prefix under the realm, e.g. `/realms/:realm/users/:id/role-mappings`. */
   prefix: string;
-  /** The holder's name in the console's `ui-ext/available-roles/{type}/{id}` (`users`, `groups`, `clients`, `clientScopes`). */
-  consoleType: string;
+  /**
+   * The holder's name in the console's `ui-ext/available-roles/{type}/{id}` (`users`, `groups`, `clients`,
+   * `clientScopes`); without one (an organization's group), no console routes.
+   */
+  consoleType?: string;
   /** The last segment of admin events' resource path: `role-mappings` or `scope-mappings`. */
   segment: string;
   holder(request: AdminRequest): Promise<MappingHolder>;
@@ -117,45 +120,48 @@ export function roleMappingRoutes(app: FastifyInstance, ctx: ServerContext, reso
     if (!client) throw notFound('Client not found');
     return { holder, containerId: client.id, type: resource.resourceTypes.client, path: `${holder.eventPath}/${resource.segment}/clients/${client.id}` };
   };
-  // The console's "Assign role → Client roles" dialog: every client role of the realm the holder is not mapped to
-  // directly, as Keycloak's {id, role, description, client (its clientId), clientId (its id)}, filtered by `search`
-  // (role name or clientId), ordered by clientId and role name, a page of `first`/`max`.
-  app.get(`/realms/:realm/ui-ext/available-roles/${resource.consoleType}/:id`, async (request: AdminRequest) => {
-    const holder = await resource.holder(request);
-    const first = queryInt(request.query, 'first', 0) ?? 0;
-    const max = queryInt(request.query, 'max', 100) ?? 100;
-    const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
-    const mapped = new Set(await resource.mappedIds(holder.id));
-    const rows: { id: string; role: string; description?: string; client: string; clientId: string }[] = [];
-    for (const client of (await ctx.storage.clients.list(holder.realm.id)).sort((a, b) => a.clientId.localeCompare(b.clientId))) {
-      for (const role of (await ctx.storage.roles.list(client.id)).sort((a, b) => a.name.localeCompare(b.name))) {
-        if (mapped.has(role.id)) continue;
-        if (search && !role.name.toLowerCase().includes(search) && !client.clientId.toLowerCase().includes(search)) continue;
-        rows.push({ id: role.id, role: role.name, description: role.description ?? undefined, client: client.clientId, clientId: client.id });
+  if (resource.consoleType !== undefined) consoleRoutes(resource.consoleType);
+  function consoleRoutes(consoleType: string): void {
+    // The console's "Assign role → Client roles" dialog: every client role of the realm the holder is not mapped to
+    // directly, as Keycloak's {id, role, description, client (its clientId), clientId (its id)}, filtered by `search`
+    // (role name or clientId), ordered by clientId and role name, a page of `first`/`max`.
+    app.get(`/realms/:realm/ui-ext/available-roles/${consoleType}/:id`, async (request: AdminRequest) => {
+      const holder = await resource.holder(request);
+      const first = queryInt(request.query, 'first', 0) ?? 0;
+      const max = queryInt(request.query, 'max', 100) ?? 100;
+      const search = queryString(request.query, 'search')?.toLowerCase() ?? '';
+      const mapped = new Set(await resource.mappedIds(holder.id));
+      const rows: { id: string; role: string; description?: string; client: string; clientId: string }[] = [];
+      for (const client of (await ctx.storage.clients.list(holder.realm.id)).sort((a, b) => a.clientId.localeCompare(b.clientId))) {
+        for (const role of (await ctx.storage.roles.list(client.id)).sort((a, b) => a.name.localeCompare(b.name))) {
+          if (mapped.has(role.id)) continue;
+          if (search && !role.name.toLowerCase().includes(search) && !client.clientId.toLowerCase().includes(search)) continue;
+          rows.push({ id: role.id, role: role.name, description: role.description ?? undefined, client: client.clientId, clientId: client.id });
+        }
       }
-    }
-    return rows.slice(first, first + max);
-  });
+      return rows.slice(first, first + max);
+    });
 
-  // "Hide inherited roles" unticked: every role the holder has, mapped directly, through groups or as a composite.
-  app.get(`/realms/:realm/ui-ext/effective-roles-all/${resource.consoleType}/:id`, async (request: AdminRequest) => {
-    const holder = await resource.holder(request);
-    const ids = resource.effectiveIds ? await resource.effectiveIds(holder) : await ctx.storage.roles.expand(await resource.mappedIds(holder.id));
-    return effectiveRoleRows(ctx, holder.realm, await ctx.storage.roles.byIds([...ids]));
-  });
+    // "Hide inherited roles" unticked: every role the holder has, mapped directly, through groups or as a composite.
+    app.get(`/realms/:realm/ui-ext/effective-roles-all/${consoleType}/:id`, async (request: AdminRequest) => {
+      const holder = await resource.holder(request);
+      const ids = resource.effectiveIds ? await resource.effectiveIds(holder) : await ctx.storage.roles.expand(await resource.mappedIds(holder.id));
+      return effectiveRoleRows(ctx, holder.realm, await ctx.storage.roles.byIds([...ids]));
+    });
 
-  // Unassign: the selected rows, realm and client roles together, removed at once under the same checks as the
-  // DELETE routes below (the realm-role role where one is needed, the admin-role rule).
-  app.post(`/realms/:realm/ui-ext/role-mapping-delete/${resource.consoleType}/:id`, async (request: AdminRequest, reply) => {
-    const holder = await resource.holder(request);
-    const roles = await rolesOfDeleteRequest(ctx, holder.realm, request.body);
-    if (resource.manageRealmRoles && roles.some((r) => !r.clientRole)) requireRole(callerOf(request), holder.realm, resource.manageRealmRoles);
-    await resource.mayMap?.(callerOf(request), roles);
-    await resource.remove(holder.id, roles.map((r) => r.id));
-    const type = roles.some((r) => !r.clientRole) ? resource.resourceTypes.realm : resource.resourceTypes.client;
-    await recordAdminEvent(ctx, request, holder.realm, 'DELETE', type, `ui-ext/role-mapping-delete/${resource.consoleType}/${holder.id}`, request.body);
-    return reply.code(204).send();
-  });
+    // Unassign: the selected rows, realm and client roles together, removed at once under the same checks as the
+    // DELETE routes below (the realm-role role where one is needed, the admin-role rule).
+    app.post(`/realms/:realm/ui-ext/role-mapping-delete/${consoleType}/:id`, async (request: AdminRequest, reply) => {
+      const holder = await resource.holder(request);
+      const roles = await rolesOfDeleteRequest(ctx, holder.realm, request.body);
+      if (resource.manageRealmRoles && roles.some((r) => !r.clientRole)) requireRole(callerOf(request), holder.realm, resource.manageRealmRoles);
+      await resource.mayMap?.(callerOf(request), roles);
+      await resource.remove(holder.id, roles.map((r) => r.id));
+      const type = roles.some((r) => !r.clientRole) ? resource.resourceTypes.realm : resource.resourceTypes.client;
+      await recordAdminEvent(ctx, request, holder.realm, 'DELETE', type, `ui-ext/role-mapping-delete/${consoleType}/${holder.id}`, request.body);
+      return reply.code(204).send();
+    });
+  }
 
   for (const base of [`${prefix}/realm`, `${prefix}/clients/:client`]) {
     app.get(base, async (request: AdminRequest<Params>) => {

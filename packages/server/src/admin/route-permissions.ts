@@ -118,6 +118,9 @@ const rules: Rule[] = [
 
   [/^POST$/, new RegExp(`${R}/organizations/:id/members/invite-(user|existing-user)$`), { roles: ['manage-realm', 'manage-users'], note: 'sends the invitation e-mail; its link lets the invitee join (or register and join)' }],
   [/^(GET|POST|DELETE)$/, new RegExp(`${R}/organizations/:id/invitations(/:invitationId(/resend)?)?$`), { roles: ['manage-realm', 'manage-users'], note: 'an invitation shows its link, which lets the invitee join' }],
+  [read, new RegExp(`${R}/organizations/:id/(groups/:orgGroupId/members|members/:userId/groups)$`), { roles: ['view-realm', 'view-users'], note: 'organization groups: their members, a member\'s groups' }],
+  [write, new RegExp(`${R}/organizations/:id/groups/:orgGroupId/members/:userId$`), { roles: ['manage-realm', 'manage-users'], note: 'only members of the organization join its groups' }],
+  [write, new RegExp(`${R}/organizations/:id/groups/:orgGroupId/role-mappings`), { roles: ['manage-realm'], note: `${ADMIN_ROLE_RULE}; an organization group's roles do not reach its members' tokens (as Keycloak)` }],
   [read, new RegExp(`${R}/organizations`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/organizations`), { roles: ['manage-realm'] }],
   [read, new RegExp(`${R}/(events|admin-events)`), { roles: ['view-events'] }],

@@ -167,6 +167,8 @@ export interface Group {
   name: string;
   description: string | null;
   attributes: Record<string, string[]>;
+  /** The organization of an organization group (Keycloak's), absent for the realm's groups. */
+  organizationId?: string | null;
 }
 
 export interface Organization {

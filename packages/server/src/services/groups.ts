@@ -13,12 +13,18 @@ export interface GroupInput {
 /** Ordinal (code unit) order, as Keycloak lists groups: `A` before `a`, the same on every database and locale. */
 export const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** A realm's groups as a tree, read in one query: paths, subgroups, ancestors and searches are walks in memory. */
+/**
+ * A realm's groups as a tree, read in one query: paths, subgroups, ancestors and searches are walks in memory.
+ * An organization's groups are a tree of their own (`organizationId`), top level under the organization.
+ */
 export class GroupTree {
   readonly byId = new Map<string, Group>();
   private readonly children = new Map<string | null, Group[]>();
 
-  constructor(groups: Group[]) {
+  constructor(
+    groups: Group[],
+    readonly organizationId: string | null = null,
+  ) {
     for (const group of groups) this.byId.set(group.id, group);
     for (const group of [...groups].sort(byName)) {
       const parent = group.parentId !== null && this.byId.has(group.parentId) ? group.parentId : null;
@@ -28,6 +34,15 @@ export class GroupTree {
 
   static async load(storage: Storage, realmId: string, db?: Db): Promise<GroupTree> {
     return new GroupTree(await storage.groups.tree(realmId, db));
+  }
+
+  static async loadOrganization(storage: Storage, realmId: string, organizationId: string, db?: Db): Promise<GroupTree> {
+    return new GroupTree(await storage.groups.organizationTree(realmId, organizationId, db), organizationId);
+  }
+
+  /** The tree `group` is in, read again (inside a transaction: as it is there). */
+  static of(storage: Storage, group: Group, db?: Db): Promise<GroupTree> {
+    return group.organizationId ? GroupTree.loadOrganization(storage, group.realmId, group.organizationId, db) : GroupTree.load(storage, group.realmId, db);
   }
 
   get(id: string): Group | undefined {
@@ -129,7 +144,15 @@ async function writing<T>(name: string, parentId: string | null, work: () => Pro
 export async function createGroup(storage: Storage, realm: Realm, tree: GroupTree, parentId: string | null, input: GroupInput, db?: Db): Promise<Group> {
   const name = requireName(input.name);
   requireFreeName(tree, name, parentId);
-  const group: Group = { id: newId(), realmId: realm.id, parentId, name, description: input.description ?? null, attributes: input.attributes ?? {} };
+  const group: Group = {
+    id: newId(),
+    realmId: realm.id,
+    parentId,
+    name,
+    description: input.description ?? null,
+    attributes: input.attributes ?? {},
+    ...(tree.organizationId ? { organizationId: tree.organizationId } : {}),
+  };
   await writing(name, parentId, () => storage.groups.insert(group, db));
   return group;
 }
@@ -167,7 +190,7 @@ export async function moveGroup(storage: Storage, tree: GroupTree, group: Group,
 export async function deleteGroup(storage: Storage, group: Group): Promise<void> {
   await storage.transaction(async (trx) => {
     await storage.groups.lockTree(group.realmId, trx);
-    const tree = await GroupTree.load(storage, group.realmId, trx);
+    const tree = await GroupTree.of(storage, group, trx);
     await storage.groups.deleteMany([group.id, ...tree.descendants(group.id).map((g) => g.id)], trx);
   });
 }

@@ -11,12 +11,17 @@ function toGroup(row: Selectable<GroupTable>): Group {
   return {
     id: row.id,
     realmId: row.realm_id,
-    parentId: row.parent_id === TOP ? null : row.parent_id,
+    // An organization's top-level group has the organization's id as parent (migration 0035).
+    parentId: row.parent_id === TOP || row.parent_id === row.organization_id ? null : row.parent_id,
     name: row.name,
     description: row.description,
     attributes: fromJson(row.attributes, {}),
+    ...(row.organization_id ? { organizationId: row.organization_id } : {}),
   };
 }
+
+/** parent_id as stored: a top-level group's is '' in the realm, the organization's id in an organization. */
+const storedParent = (group: Group): string => group.parentId ?? group.organizationId ?? TOP;
 
 /**
  * Groups, their role mappings, members and the realm's default groups. The tree of a realm is read whole
@@ -37,11 +42,24 @@ export class GroupRepository {
     if (this.dialect === 'postgres') await trx.selectFrom('realm').select('id').where('id', '=', realmId).forUpdate().execute();
   }
 
+  /** The realm's groups: without the organizations' groups, as Keycloak's realm group listings. */
   async tree(realmId: string, db: Db = this.db): Promise<Group[]> {
-    return (await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).orderBy('name').execute()).map(toGroup);
+    return (await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).where('organization_id', 'is', null).orderBy('name').execute()).map(toGroup);
   }
 
+  /** One organization's groups. */
+  async organizationTree(realmId: string, organizationId: string, db: Db = this.db): Promise<Group[]> {
+    return (await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).where('organization_id', '=', organizationId).orderBy('name').execute()).map(toGroup);
+  }
+
+  /** A group of the realm (not an organization's). */
   async byId(realmId: string, id: string, db: Db = this.db): Promise<Group | null> {
+    const row = await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).where('id', '=', id).where('organization_id', 'is', null).executeTakeFirst();
+    return row ? toGroup(row) : null;
+  }
+
+  /** A group of the realm or of one of its organizations (`organizationId` says which). */
+  async anyById(realmId: string, id: string, db: Db = this.db): Promise<Group | null> {
     const row = await db.selectFrom('realm_group').selectAll().where('realm_id', '=', realmId).where('id', '=', id).executeTakeFirst();
     return row ? toGroup(row) : null;
   }
@@ -49,7 +67,15 @@ export class GroupRepository {
   async insert(group: Group, db: Db = this.db): Promise<void> {
     await db
       .insertInto('realm_group')
-      .values({ id: group.id, realm_id: group.realmId, parent_id: group.parentId ?? TOP, name: group.name, description: group.description, attributes: toJson(group.attributes) })
+      .values({
+        id: group.id,
+        realm_id: group.realmId,
+        parent_id: storedParent(group),
+        name: group.name,
+        description: group.description,
+        attributes: toJson(group.attributes),
+        organization_id: group.organizationId ?? null,
+      })
       .execute();
   }
 
@@ -57,7 +83,7 @@ export class GroupRepository {
   async update(group: Group, db: Db = this.db): Promise<void> {
     await db
       .updateTable('realm_group')
-      .set({ parent_id: group.parentId ?? TOP, name: group.name, description: group.description, attributes: toJson(group.attributes) })
+      .set({ parent_id: storedParent(group), name: group.name, description: group.description, attributes: toJson(group.attributes) })
       .where('id', '=', group.id)
       .execute();
   }
@@ -115,6 +141,7 @@ export class GroupRepository {
       .innerJoin('group_role', 'group_role.group_id', 'realm_group.id')
       .selectAll('realm_group')
       .where('realm_group.realm_id', '=', realmId)
+      .where('realm_group.organization_id', 'is', null)
       .where('group_role.role_id', '=', roleId)
       .orderBy('realm_group.name')
       .limit(max)
@@ -139,7 +166,7 @@ export class GroupRepository {
   userRoleIdsQuery(userId: string) {
     return sql<{ role_id: string }>`
       with recursive member_of(id) as (
-        select group_id from user_group where user_id = ${userId}
+        select ug.group_id from user_group ug join realm_group rg on rg.id = ug.group_id where ug.user_id = ${userId} and rg.organization_id is null
         union
         select g.parent_id from realm_group g join member_of m on g.id = m.id where g.parent_id <> ''
       )
@@ -173,8 +200,27 @@ export class GroupRepository {
     return false;
   }
 
+  /**
+   * The realm groups a user is a direct member of. Organization groups are left out, as Keycloak's
+   * user.getGroupsStream() keeps only realm groups: not in a user's groups, token claims nor roles.
+   */
   async userGroupIds(userId: string, db: Db = this.db): Promise<string[]> {
-    return (await db.selectFrom('user_group').select('group_id').where('user_id', '=', userId).execute()).map((r) => r.group_id);
+    return (await this.memberships(userId, db).where('realm_group.organization_id', 'is', null).execute()).map((r) => r.group_id);
+  }
+
+  /** The groups of one organization a user is a direct member of. */
+  async organizationGroupIds(userId: string, organizationId: string, db: Db = this.db): Promise<string[]> {
+    return (await this.memberships(userId, db).where('realm_group.organization_id', '=', organizationId).execute()).map((r) => r.group_id);
+  }
+
+  private memberships(userId: string, db: Db) {
+    return db.selectFrom('user_group').innerJoin('realm_group', 'realm_group.id', 'user_group.group_id').select('user_group.group_id').where('user_group.user_id', '=', userId);
+  }
+
+  /** Takes a user out of every group of an organization (a member who leaves it, as Keycloak's removeMember). */
+  async leaveOrganization(userId: string, organizationId: string, db: Db = this.db): Promise<void> {
+    const ids = await this.organizationGroupIds(userId, organizationId, db);
+    if (ids.length > 0) await db.deleteFrom('user_group').where('user_id', '=', userId).where('group_id', 'in', ids).execute();
   }
 
   async join(userId: string, groupIds: string[], db: Db = this.db): Promise<void> {

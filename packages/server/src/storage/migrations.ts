@@ -832,4 +832,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('organization_invitation_org_email').on('organization_invitation').columns(['organization_id', 'email']).execute();
     },
   },
+  // Issue 41: organization groups (Keycloak's OrganizationGroupsResource) are rows of realm_group with the
+  // organization's id; a top-level one has parent_id = that id (so siblings stay unique per organization, apart from
+  // the realm's top level). The realm's group listings, a user's groups, tokens and roles read only the rows without one.
+  '0035-organization-groups': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('realm_group').addColumn('organization_id', 'text', (c) => c.references('organization.id').onDelete('cascade')).execute();
+      await db.schema.createIndex('realm_group_organization').on('realm_group').columns(['organization_id']).execute();
+    },
+  },
 };

@@ -357,6 +357,8 @@ export interface GroupTable {
   description: string | null;
   /** JSON Record<string,string[]> */
   attributes: string;
+  /** An organization's group (migration 0035); null for the realm's groups. */
+  organization_id: string | null;
 }
 
 export interface UserGroupTable {

@@ -43,7 +43,7 @@ async function groupAttributesOf(storage: Storage, realmId: string, userId: stri
       select g.id, g.parent_id, g.name, g.attributes, case when m.user_id is null then 0 else 1 end as member
       from up u join realm_group g on g.id = u.id
       left join user_group m on m.group_id = g.id and m.user_id = ${userId}
-      where g.realm_id = ${realmId}
+      where g.realm_id = ${realmId} and g.organization_id is null
     `.execute(storage.db);
     const groups: Record<string, UserGroupAttributes['groups'][string]> = Object.create(null);
     for (const row of rows) groups[row.id] = { parentId: row.parent_id === '' ? null : row.parent_id, attributes: fromJson(row.attributes, {}) };
@@ -66,7 +66,7 @@ const NO_GROUP_ATTRIBUTES: UserGroupAttributes = Object.freeze({ memberOf: [], g
  */
 async function groupAttributeNames(storage: Storage, realmId: string): Promise<readonly string[]> {
   const names = await storage.cache.get(`mapper-group-attribute-names\0${realmId}`, ['realm_group'], async () => {
-    const rows = await storage.db.selectFrom('realm_group').select('attributes').where('realm_id', '=', realmId).where('attributes', '<>', '{}').execute();
+    const rows = await storage.db.selectFrom('realm_group').select('attributes').where('realm_id', '=', realmId).where('organization_id', 'is', null).where('attributes', '<>', '{}').execute();
     const found = new Set<string>();
     for (const row of rows) {
       for (const [name, values] of Object.entries(fromJson<Record<string, unknown>>(row.attributes, {}))) if (Array.isArray(values) && values.length > 0) found.add(name);
