@@ -14,10 +14,9 @@ import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { CONFIGURE_TOTP, UPDATE_PROFILE } from '../required-actions/index.js';
-import { csrfRejected, loginActionForm } from './login-context.js';
+import { loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
-import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
@@ -136,11 +135,9 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
   loginActionForm(app, ctx, 'login-otp', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['otp', 'key', 'session_code']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'login-otp', auth, form.key);
-      if (!step) return expired(request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'login-otp', ['otp']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       // The key takes a few codes (STEP_ATTEMPTS), then the sign-in starts again from the password.
       const left = await takeStepAttempt(ctx, form.key, STEP_LIFETIME_MS);
       if (left === null) return expired(request, reply, realm, auth);
@@ -171,11 +168,10 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
   loginActionForm(app, ctx, 'config-totp', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['totp', 'userLabel', 'key', 'session_code', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'config-totp', auth, form.key);
-      if (!step || typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'config-totp', ['totp', 'userLabel', 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
+      if (typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
       const { user, claims } = step;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled'), user, newPasswordPage);
       const label = form.userLabel.trim();
@@ -194,11 +190,9 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
   loginActionForm(app, ctx, 'update-profile', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, [...PROFILE_FORM_FIELDS, 'key', 'session_code', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'update-profile', auth, form.key);
-      if (!step) return expired(request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'update-profile', [...PROFILE_FORM_FIELDS, 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled'), step.user, newPasswordPage);
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
       if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile', auth.kcAction === UPDATE_PROFILE && !auth.kcActionStatus), step.user, form.key, saved.values, saved.errors, 400);

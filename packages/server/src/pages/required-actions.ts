@@ -28,11 +28,10 @@ import { providerName } from './broker-links.js';
 import { recoveryCodesSetupPage } from './recovery-code-pages.js';
 import { webauthnRegisterPage } from './webauthn-pages.js';
 import { dueRequiredActions, effectiveRoles, inPriorityOrder, realmRequiredActions, userSnapshot } from '../services/index.js';
-import { csrfRejected, loginActionForm } from './login-context.js';
+import { loginActionForm } from './login-context.js';
 import { authBinding, configPage, profileValues, signInStep, stepExpired, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { newEmailErrors } from './profile-form.js';
-import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
 import { sendVerification } from './verify-email.js';
 
@@ -241,11 +240,9 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
   loginActionForm(app, ctx, 'terms', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['key', 'session_code', 'accept', 'cancel']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'terms', auth, form.key);
-      if (!step) return stepExpired(ctx, request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'terms', ['accept', 'cancel']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       const { user } = step;
       const info = requestInfo(request);
       if (form.cancel || !form.accept) {
@@ -266,11 +263,10 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
   loginActionForm(app, ctx, 'idp-link', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['key', 'session_code', 'link', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'idp-link', auth, form.key);
-      if (!step || auth.kcAction !== IDP_LINK || auth.kcActionStatus) return stepExpired(ctx, request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'idp-link', ['link', 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
+      if (auth.kcAction !== IDP_LINK || auth.kcActionStatus) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       if (form['cancel-aia'] || !form.link) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, 'cancelled'), user, newPasswordPage);
       const refusal = await idpLinkRefusal(ctx, realm, auth, user);
@@ -288,11 +284,9 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
   loginActionForm(app, ctx, 'delete-account', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['key', 'session_code', 'confirm', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'delete-account', auth, form.key);
-      if (!step) return stepExpired(ctx, request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'delete-account', ['confirm', 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       const { user } = step;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, DELETE_ACCOUNT, 'cancelled'), user, newPasswordPage);
       const info = requestInfo(request);
@@ -312,12 +306,11 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
   loginActionForm(app, ctx, 'delete-credential', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['key', 'session_code', 'confirm', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'delete-credential', auth, form.key);
+      const posted = await state.post(request, reply, realm, auth, 'delete-credential', ['confirm', 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       const target = deleteCredentialTarget(auth.kcAction, auth.kcActionParameter);
-      if (!step || !target) return stepExpired(ctx, request, reply, realm, auth);
+      if (!target) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
       if (form['cancel-aia'] || !form.confirm) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, 'cancelled'), user, newPasswordPage);
       const credential = await removableCredential(ctx, user, target);
@@ -340,11 +333,9 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
   loginActionForm(app, ctx, 'update-email', {
     show: showPage.login,
     post: async (request, reply, realm, auth) => {
-      const form = formValues(request.body, ['email', 'key', 'session_code', 'cancel-aia']);
-      const rejected = csrfRejected(ctx, reply, realm, auth, form);
-      if (rejected) return rejected;
-      const step = await state.open(realm, 'update-email', auth, form.key);
-      if (!step) return stepExpired(ctx, request, reply, realm, auth);
+      const posted = await state.post(request, reply, realm, auth, 'update-email', ['email', 'cancel-aia']);
+      if ('answered' in posted) return posted.answered;
+      const { form, step } = posted;
       const { user } = step;
       if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'cancelled'), user, newPasswordPage);
       const email = form.email.trim().toLowerCase();

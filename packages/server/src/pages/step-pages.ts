@@ -9,6 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { actionUrl, showPage } from './pages.js';
 import { authBinding } from './binding.js';
 import { csrfRejected } from './login-context.js';
+import { formValues } from './protection.js';
 
 export { authBinding };
 import type { FieldErrors } from './render.js';
@@ -80,6 +81,18 @@ export function stepState(ctx: PagesContext) {
       if (!claims || claims.azp !== auth.clientId || claims.auth !== authBinding(auth) || typeof claims.sub !== 'string') return null;
       const user = await ctx.storage.users.byId(realm.id, claims.sub);
       return user && user.enabled ? { claims, user } : null;
+    },
+    /**
+     * A step page's post: its `fields` (with `key` and `session_code`), the CSRF token checked and the key opened as
+     * `purpose`; the page answered (the form expired, or the login page again) when either fails.
+     */
+    async post(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, purpose: StepPurpose, fields: readonly string[]): Promise<{ form: Record<string, string>; step: { claims: StepClaims; user: User } } | { answered: FastifyReply }> {
+      const form = formValues(request.body, [...fields, 'key', 'session_code']);
+      const rejected = csrfRejected(ctx, reply, realm, auth, form);
+      if (rejected) return { answered: await rejected };
+      const step = await this.open(realm, purpose, auth, form.key);
+      if (!step) return { answered: await stepExpired(ctx, request, reply, realm, auth) };
+      return { form, step };
     },
   };
 }
