@@ -6,9 +6,8 @@
  */
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConsoleSession } from './support/admin-console.js';
-import { masterAdminClient } from './support/admin-client.js';
-import { startServer, type TestServer } from './support/server.js';
+import { closeConsole, consoleOnRealm, type ConsoleSession } from './support/admin-console.js';
+import type { TestServer } from './support/server.js';
 
 const REALM = 'console-policies';
 let t: TestServer;
@@ -16,18 +15,9 @@ let session: ConsoleSession;
 let kc: KcAdminClient;
 
 beforeAll(async () => {
-  t = await startServer();
-  kc = await masterAdminClient(t.url);
-  await kc.realms.create({ realm: REALM, enabled: true });
-  kc.setConfig({ realmName: REALM });
-  session = await ConsoleSession.start(t);
-  await session.signIn();
+  ({ t, kc, session } = await consoleOnRealm(REALM));
 }, 300_000);
-
-afterAll(async () => {
-  await session?.close();
-  await t?.close();
-});
+afterAll(() => closeConsole({ t, session }));
 
 const wait = { timeout: 30_000 };
 

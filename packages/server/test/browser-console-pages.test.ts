@@ -8,9 +8,9 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { masterAdminClient, rejects } from './support/admin-client.js';
-import { ConsoleSession, inputWithValue } from './support/admin-console.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { rejects } from './support/admin-client.js';
+import { closeConsole, consoleOnRealm, inputWithValue, type ConsoleSession } from './support/admin-console.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, api, tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'acme';
 let t: TestServer;
@@ -20,32 +20,21 @@ let appId: string;
 let bobId: string;
 
 beforeAll(async () => {
-  t = await startServer();
-  kc = await masterAdminClient(t.url);
-  await kc.realms.create({ realm: REALM, enabled: true });
-  kc.setConfig({ realmName: REALM });
-  appId = (await kc.clients.create({ clientId: 'acme-app', publicClient: false, serviceAccountsEnabled: true, redirectUris: ['http://127.0.0.1/cb'] })).id;
-  bobId = (await kc.users.create({ username: 'bob', enabled: true, email: 'bob@example.com', firstName: 'Bob', lastName: 'Builder' })).id;
-  await kc.roles.create({ name: 'auditor' });
-  await kc.groups.create({ name: 'staff' });
-  // Realm settings → Email reads the signed-in administrator in the realm shown (acme): answered as Keycloak 26
-  // answers it, with the master administrator (a 404 here would fail the tab's check below).
-  session = await ConsoleSession.start(t);
-  await session.signIn();
+  ({ t, kc, session } = await consoleOnRealm(REALM, async (kc) => {
+    appId = (await kc.clients.create({ clientId: 'acme-app', publicClient: false, serviceAccountsEnabled: true, redirectUris: ['http://127.0.0.1/cb'] })).id;
+    bobId = (await kc.users.create({ username: 'bob', enabled: true, email: 'bob@example.com', firstName: 'Bob', lastName: 'Builder' })).id;
+    await kc.roles.create({ name: 'auditor' });
+    await kc.groups.create({ name: 'staff' });
+    // Realm settings → Email reads the signed-in administrator in the realm shown (acme): answered as Keycloak 26
+    // answers it, with the master administrator (a 404 here would fail the tab's check below).
+  }));
 }, 300_000);
-afterAll(async () => {
-  await session?.close();
-  await t?.close();
-});
+afterAll(() => closeConsole({ t, session }));
 
 const wait = { timeout: 30_000 };
 const open = (route: string, name: string, ready: (p: Page) => Promise<unknown>) => session.open(route, `pages-${name}`, ready);
 const selectedTab = (p: Page) => p.locator('[role="tab"][aria-selected="true"]').first().waitFor(wait);
-/** Clicks and waits for the console's answer to the request it sends. */
-async function clickFor(selector: string, method: string, path: RegExp): Promise<void> {
-  const { page } = session;
-  await Promise.all([page.waitForResponse((r) => r.request().method() === method && path.test(new URL(r.url()).pathname), wait), page.locator(selector).first().click()]);
-}
+const clickFor = (selector: string, method: string, path: RegExp) => session.clickFor(selector, method, path);
 
 describe('realm settings', () => {
   it('every tab in scope opens with no failed request and no console error (User registration included)', async () => {

@@ -12,9 +12,8 @@ import forge from 'node-forge';
 import type { Page } from 'playwright-core';
 import { selfSignedCertificate } from '../src/keys/certificate.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConsoleSession } from './support/admin-console.js';
-import { startServer, tokenRequest, type TestServer } from './support/server.js';
-import { masterAdminClient } from './support/admin-client.js';
+import { closeConsole, consoleOnRealm, type ConsoleSession } from './support/admin-console.js';
+import { tokenRequest, type TestServer } from './support/server.js';
 
 const REALM = 'tabs';
 let t: TestServer;
@@ -24,33 +23,23 @@ let appId: string;
 let bobId: string;
 
 beforeAll(async () => {
-  t = await startServer();
-  kc = await masterAdminClient(t.url);
-  await kc.realms.create({ realm: REALM, enabled: true });
-  kc.setConfig({ realmName: REALM });
-  appId = (await kc.clients.create({ clientId: 'tabs-app', publicClient: false, directAccessGrantsEnabled: true, secret: 'tabs-secret', redirectUris: ['http://127.0.0.1/cb'] })).id;
-  bobId = (await kc.users.create({ username: 'bob', enabled: true, email: 'bob@example.com', firstName: 'Bob', lastName: 'B', credentials: [{ type: 'password', value: 'bob-pass-1', temporary: false }] })).id;
-  for (const name of ['auditor', 'editor', 'reader']) await kc.roles.create({ name });
-  const role = async (name: string) => (await kc.roles.findOneByName({ name }))!;
-  await kc.roles.createComposite({ roleId: (await role('editor')).id! }, [await role('reader')]);
-  await kc.users.addRealmRoleMappings({ id: bobId, roles: [await role('auditor'), await role('editor')].map((r) => ({ id: r.id!, name: r.name! })) });
-  // An identity provider kept as data, and a link of bob's to it.
-  await kc.identityProviders.create({ alias: 'github', providerId: 'github', enabled: true, config: { clientId: 'gh', clientSecret: 'gh-secret' } });
-  await kc.users.addToFederatedIdentity({ id: bobId, federatedIdentityId: 'github', federatedIdentity: { identityProvider: 'github', userId: '4242', userName: 'bob-gh' } });
-  session = await ConsoleSession.start(t);
-  await session.signIn();
+  ({ t, kc, session } = await consoleOnRealm(REALM, async (kc) => {
+    appId = (await kc.clients.create({ clientId: 'tabs-app', publicClient: false, directAccessGrantsEnabled: true, secret: 'tabs-secret', redirectUris: ['http://127.0.0.1/cb'] })).id;
+    bobId = (await kc.users.create({ username: 'bob', enabled: true, email: 'bob@example.com', firstName: 'Bob', lastName: 'B', credentials: [{ type: 'password', value: 'bob-pass-1', temporary: false }] })).id;
+    for (const name of ['auditor', 'editor', 'reader']) await kc.roles.create({ name });
+    const role = async (name: string) => (await kc.roles.findOneByName({ name }))!;
+    await kc.roles.createComposite({ roleId: (await role('editor')).id! }, [await role('reader')]);
+    await kc.users.addRealmRoleMappings({ id: bobId, roles: [await role('auditor'), await role('editor')].map((r) => ({ id: r.id!, name: r.name! })) });
+    // An identity provider kept as data, and a link of bob's to it.
+    await kc.identityProviders.create({ alias: 'github', providerId: 'github', enabled: true, config: { clientId: 'gh', clientSecret: 'gh-secret' } });
+    await kc.users.addToFederatedIdentity({ id: bobId, federatedIdentityId: 'github', federatedIdentity: { identityProvider: 'github', userId: '4242', userName: 'bob-gh' } });
+  }));
 }, 300_000);
-afterAll(async () => {
-  await session?.close();
-  await t?.close();
-});
+afterAll(() => closeConsole({ t, session }));
 
 const wait = { timeout: 30_000 };
 const open = (route: string, name: string, ready: (p: Page) => Promise<unknown>) => session.open(route, `tabs-${name}`, ready);
-async function clickFor(selector: string, method: string, path: RegExp): Promise<void> {
-  const { page } = session;
-  await Promise.all([page.waitForResponse((r) => r.request().method() === method && path.test(new URL(r.url()).pathname), wait), page.locator(selector).first().click()]);
-}
+const clickFor = (selector: string, method: string, path: RegExp) => session.clickFor(selector, method, path);
 const assigned = (p: Page) => p.getByTestId('assigned-roles');
 
 describe('role mapping', () => {

@@ -4,10 +4,12 @@
  * is not an intended answer, any failed request and any console error is a problem, listed per page, so a test
  * fails when a page breaks. Screenshots go to test-results/screenshots (git-ignored).
  */
+import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../../admin-console/build.js';
+import { masterAdminClient } from './admin-client.js';
 import { launchBrowser, screenshot } from './browser.js';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './server.js';
 
 export class ConsoleSession {
   /** What went wrong since the last page began, as lines. */
@@ -102,9 +104,35 @@ export class ConsoleSession {
     await screenshot(this.page, `admin-console-${name}`);
   }
 
+  /** Clicks `selector` and waits for the console's answer to the request it sends (`method`, a path matching `path`). */
+  async clickFor(selector: string, method: string, path: RegExp): Promise<void> {
+    const { page } = this;
+    await Promise.all([page.waitForResponse((r) => r.request().method() === method && path.test(new URL(r.url()).pathname), { timeout: 30_000 }), page.locator(selector).first().click()]);
+  }
+
   async close(): Promise<void> {
     await this.browser.close();
   }
+}
+
+/**
+ * A test file's set-up: a server, the realm `realm` made through the admin client (left pointed at it), what
+ * `prepare` adds there, then the console signed in as the bootstrap administrator. Close with `closeConsole`.
+ */
+export async function consoleOnRealm(realm: string, prepare: (kc: KcAdminClient) => Promise<void> = async () => {}): Promise<{ t: TestServer; kc: KcAdminClient; session: ConsoleSession }> {
+  const t = await startServer();
+  const kc = await masterAdminClient(t.url);
+  await kc.realms.create({ realm, enabled: true });
+  kc.setConfig({ realmName: realm });
+  await prepare(kc);
+  const session = await ConsoleSession.start(t);
+  await session.signIn();
+  return { t, kc, session };
+}
+
+export async function closeConsole(set: { t?: TestServer; session?: ConsoleSession } | undefined): Promise<void> {
+  await set?.session?.close();
+  await set?.t?.close();
 }
 
 /** Ready when an input on the page holds `value`. */
