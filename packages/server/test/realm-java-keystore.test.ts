@@ -33,7 +33,7 @@ describe('java-keystore key provider', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'realmgate-jks-'));
     storePath = join(dir, 'realm.p12');
-    writeFileSync(storePath, pkcs12Keystore({ alias: 'realm-key', privateKey: key.privateKey, certificate }, PASSWORD));
+    writeFileSync(storePath, await pkcs12Keystore({ alias: 'realm-key', privateKey: key.privateKey, certificate }, PASSWORD));
     t = await startServer();
     admin = await adminToken(t.url);
     expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
@@ -81,7 +81,7 @@ describe('java-keystore key provider', () => {
     writeFileSync(large, Buffer.alloc(70 * 1024));
     const small = generateKeyPairSync('rsa', { modulusLength: 1024 });
     const smallPath = join(dir, 'small.p12');
-    writeFileSync(smallPath, pkcs12Keystore({ alias: 'realm-key', privateKey: small.privateKey, certificate: selfSignedCertificate(small.privateKey, small.publicKey, 'small') }, PASSWORD));
+    writeFileSync(smallPath, await pkcs12Keystore({ alias: 'realm-key', privateKey: small.privateKey, certificate: selfSignedCertificate(small.privateKey, small.publicKey, 'small') }, PASSWORD));
     const missing = join(dir, 'missing.p12');
     const before = await keyCount();
     const cases: [Record<string, string[]>, string][] = [
@@ -110,7 +110,7 @@ describe('java-keystore key provider', () => {
     const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const otherCertificate = selfSignedCertificate(other.privateKey, other.publicKey, 'from-file');
     const otherPath = join(dir, 'other.p12');
-    writeFileSync(otherPath, pkcs12Keystore({ alias: 'k', privateKey: other.privateKey, certificate: otherCertificate }, PASSWORD));
+    writeFileSync(otherPath, await pkcs12Keystore({ alias: 'k', privateKey: other.privateKey, certificate: otherCertificate }, PASSWORD));
     const missing = join(dir, 'gone.p12');
     const res = await api(t.url, 'POST', '/admin/realms', admin, {
       realm: 'ks-file',

@@ -56,7 +56,7 @@ const usable = (publicKey: KeyObject) => {
 };
 
 /** The key an uploaded file sets, by the format the console names. */
-function keyFromFile(format: string, file: Buffer, fields: Record<string, string>): { certificate?: string; publicKey?: string; kid: string } {
+async function keyFromFile(format: string, file: Buffer, fields: Record<string, string>): Promise<{ certificate?: string; publicKey?: string; kid: string }> {
   try {
     switch (format) {
       case 'Certificate PEM': {
@@ -75,7 +75,7 @@ function keyFromFile(format: string, file: Buffer, fields: Record<string, string
         return { publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'), kid: first.kid ?? kidOf(publicKey) };
       }
       case 'PKCS12': {
-        const certificate = parseCertificate(certificateFromPkcs12(file, fields.storePassword ?? '', fields.keyAlias || undefined).toString('base64'));
+        const certificate = parseCertificate((await certificateFromPkcs12(file, fields.storePassword ?? '', fields.keyAlias || undefined)).toString('base64'));
         return { certificate: certificate.raw.toString('base64'), kid: kidOf(usable(certificate.publicKey)) };
       }
       default:
@@ -141,7 +141,7 @@ export function clientCertificateRoutes(app: FastifyInstance, ctx: ServerContext
           const pair = generate(client);
           // Keycloak adds the realm's certificate unless told not to.
           const realmCertificate = config.realmCertificate === false ? null : (await ctx.keys.list(realm.id)).find((k) => k.active && k.enabled && k.certificate && k.algorithm === 'RS256')?.certificate;
-          const keystore = pkcs12Keystore({ alias, privateKey: pair.privateKey, certificate: pair.certificate }, storePassword, realmCertificate ? [Buffer.from(realmCertificate, 'base64')] : []);
+          const keystore = await pkcs12Keystore({ alias, privateKey: pair.privateKey, certificate: pair.certificate }, storePassword, realmCertificate ? [Buffer.from(realmCertificate, 'base64')] : []);
           await saved(withKey(client, { certificate: pair.certificate.toString('base64'), kid: pair.kid }));
           return reply.type('application/octet-stream').header('cache-control', 'no-store').send(keystore);
         }
@@ -149,7 +149,7 @@ export function clientCertificateRoutes(app: FastifyInstance, ctx: ServerContext
         case 'upload-certificate': {
           const { fields, file } = await readMultipart(request);
           if (!file || file.length === 0) throw badRequest('file: is required', 'file');
-          const key = keyFromFile(fields.keystoreFormat ?? '', file, fields);
+          const key = await keyFromFile(fields.keystoreFormat ?? '', file, fields);
           await saved(withKey(client, key));
           return { ...key };
         }

@@ -1,12 +1,5 @@
 import { createHash } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { AuthenticationContext } from './context.js';
 import { newId } from '../credentials/index.js';
 import { backupFlagsOf, readWebAuthnData, storedBackupFlags, WEBAUTHN_CREDENTIAL_TYPE, WEBAUTHN_PASSWORDLESS_CREDENTIAL_TYPE, webAuthnCredentialData } from '../credentials/webauthn.js';
@@ -15,6 +8,13 @@ import { NOT_SPECIFIED, type WebAuthnPolicy } from '../model/webauthn-policy.js'
 import { WEBAUTHN_REGISTER, WEBAUTHN_REGISTER_PASSWORDLESS } from '../required-actions/index.js';
 import type { StoredCredential } from '../storage/index.js';
 import { checkSecondFactor, recordCredentialSetUp, type SecondFactorAttempt, type SecondFactorError } from './second-factor.js';
+
+/**
+ * @simplewebauthn/server when a ceremony first needs it: its import is about a sixth of the whole server's, paid by
+ * every process (and every isolated test file) though most realms never see a passkey.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined;
+const webAuthnLibrary = () => (library ??= import('@simplewebauthn/server'));
 
 /**
  * WebAuthn as Keycloak has it, on @simplewebauthn/server (no CBOR or attestation parsing of our own): the
@@ -132,7 +132,7 @@ export async function registrationOptions(ctx: WebAuthnContext, realm: Realm, us
   const challenge = await issueChallenge(ctx, { realm: realm.id, session: ceremony.session, ceremony: 'register', kind, user: user.id }, lifetimeOf(policy));
   const existing = policy.avoidSameAuthenticatorRegister ? await ctx.storage.credentials.ofUser(user.id, credentialTypeOf(kind)) : [];
   const residentKey = specified<'discouraged' | 'preferred' | 'required'>(policy.residentKey) ?? (policy.requireResidentKey === 'Yes' ? 'required' : policy.requireResidentKey === 'No' ? 'discouraged' : undefined);
-  const options = await generateRegistrationOptions({
+  const options = await (await webAuthnLibrary()).generateRegistrationOptions({
     rpName: policy.rpEntityName || 'keycloak',
     rpID: rpIdOf(policy, ceremony.origin),
     userName: user.username,
@@ -187,9 +187,9 @@ export async function completeRegistration(
     return { ok: false, reason };
   };
   if (!response || typeof response.id !== 'string' || typeof response.response !== 'object' || response.response === null) return refuse('malformed response');
-  let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+  let verified: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyRegistrationResponse>>;
   try {
-    verified = await verifyRegistrationResponse({
+    verified = await (await webAuthnLibrary()).verifyRegistrationResponse({
       response,
       expectedChallenge: (challenge) => takeChallenge(ctx, challenge, expected),
       expectedOrigin: originsOf(policy, ceremony.origin),
@@ -239,7 +239,7 @@ export async function authenticationOptions(ctx: WebAuthnContext, realm: Realm, 
   const policy = policyOf(realm, kind);
   const challenge = await issueChallenge(ctx, { realm: realm.id, session: ceremony.session, ceremony: 'authenticate', kind, user: user?.id ?? null }, lifetimeOf(policy));
   const credentials = user ? await ctx.storage.credentials.ofUser(user.id, credentialTypeOf(kind)) : [];
-  return { ...(await generateAuthenticationOptions({
+  return { ...(await (await webAuthnLibrary()).generateAuthenticationOptions({
     rpID: rpIdOf(policy, ceremony.origin),
     challenge: Buffer.from(challenge, 'base64url'),
     ...(policy.createTimeout > 0 ? { timeout: policy.createTimeout * 1000 } : {}),
@@ -314,7 +314,7 @@ export async function verifyAssertion(
       return false;
     }
     try {
-      const verified = await verifyAuthenticationResponse({
+      const verified = await (await webAuthnLibrary()).verifyAuthenticationResponse({
         response,
         expectedChallenge: (challenge) => takeChallenge(ctx, challenge, { realm: realm.id, session: ceremony.session, ceremony: 'authenticate', kind, user: named?.id ?? null }),
         expectedOrigin: originsOf(policy, ceremony.origin),

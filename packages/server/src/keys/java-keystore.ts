@@ -1,7 +1,7 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { open } from 'node:fs/promises';
-import forge from 'node-forge';
-import { MAX_KEYSTORE_BYTES } from './keystore.js';
+import type forge from 'node-forge';
+import { forgeLibrary, MAX_KEYSTORE_BYTES } from './keystore.js';
 
 /**
  * Keycloak's `java-keystore` key provider: a key and its certificate read from a keystore file on the server (`keystore`
@@ -24,7 +24,7 @@ export class KeystoreConfigError extends Error {
   }
 }
 
-const der = (asn1: forge.asn1.Asn1) => Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary');
+const der = (forge: typeof import('node-forge'), asn1: forge.asn1.Asn1) => Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary');
 
 /** The file's bytes: a regular file of at most MAX_KEYSTORE_BYTES, else a refusal naming it. */
 async function readKeystore(path: string): Promise<Buffer> {
@@ -69,6 +69,7 @@ export async function keyFromKeystore(config: { path: string; storePassword: str
   const java = javaFormat(file);
   if (java) throw new KeystoreConfigError('keystore', `the file ${named} is a ${java} keystore: only PKCS12 is read (convert it with keytool -importkeystore -deststoretype PKCS12)`);
   if (config.keyPassword !== config.storePassword) throw new KeystoreConfigError('keyPassword', 'must be the keystore password: a key under a password of its own is not read');
+  const forge = await forgeLibrary();
   let p12: forge.pkcs12.Pkcs12Pfx;
   try {
     p12 = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(forge.util.createBuffer(file.toString('binary'))), config.storePassword);
@@ -88,8 +89,8 @@ export async function keyFromKeystore(config: { path: string; storePassword: str
   try {
     // node-forge decodes RSA keys and certificates itself; others (EC) it leaves as ASN.1, which node:crypto reads.
     const keyInfo = keyBag.key ? forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keyBag.key)) : keyBag.asn1;
-    privateKey = createPrivateKey({ key: der(keyInfo), format: 'der', type: 'pkcs8' });
-    certificate = new X509Certificate(certBag.cert ? der(forge.pki.certificateToAsn1(certBag.cert)) : der(certBag.asn1));
+    privateKey = createPrivateKey({ key: der(forge, keyInfo), format: 'der', type: 'pkcs8' });
+    certificate = new X509Certificate(certBag.cert ? der(forge, forge.pki.certificateToAsn1(certBag.cert)) : der(forge, certBag.asn1));
   } catch {
     throw new KeystoreConfigError('keystore', `the key ${JSON.stringify(config.alias.slice(0, 64))} in ${named} does not parse`);
   }

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import forge from 'node-forge';
+import type forge from 'node-forge';
 import { ClientKeyError } from './client-keys.js';
 
 /**
@@ -14,15 +14,20 @@ export const KEYSTORE_FORMATS = ['PKCS12'] as const;
 /** Bounded: a keystore holds a key and a few certificates, never more. */
 export const MAX_KEYSTORE_BYTES = 64 * 1024;
 
-const toForgeCertificate = (der: Buffer) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(der.toString('binary'))));
+/** node-forge when a keystore is first read or written: most processes never do, and each paid for its import. */
+let library: Promise<typeof forge> | undefined;
+export const forgeLibrary = () => (library ??= import('node-forge').then((module) => module.default));
+
+const toForgeCertificate = (forge: typeof import('node-forge'), der: Buffer) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(forge.util.createBuffer(der.toString('binary'))));
 
 /**
  * A PKCS#12 file holding `privateKey` with its certificate under `alias`, then `trusted` certificates (the realm's,
  * as Keycloak adds it) in the same chain.
  */
-export function pkcs12Keystore(entry: { alias: string; privateKey: KeyObject; certificate: Buffer }, password: string, trusted: Buffer[] = []): Buffer {
+export async function pkcs12Keystore(entry: { alias: string; privateKey: KeyObject; certificate: Buffer }, password: string, trusted: Buffer[] = []): Promise<Buffer> {
+  const forge = await forgeLibrary();
   const key = forge.pki.privateKeyFromPem(entry.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
-  const certificates = [entry.certificate, ...trusted].map(toForgeCertificate);
+  const certificates = [entry.certificate, ...trusted].map((der) => toForgeCertificate(forge, der));
   const p12 = forge.pkcs12.toPkcs12Asn1(key, certificates, password, { algorithm: 'aes256', friendlyName: entry.alias, generateLocalKeyId: true });
   return Buffer.from(forge.asn1.toDer(p12).getBytes(), 'binary');
 }
@@ -31,8 +36,9 @@ export function pkcs12Keystore(entry: { alias: string; privateKey: KeyObject; ce
  * The certificate (DER) of a PKCS#12 file: the one named `alias` when given, else the first. Throws ClientKeyError
  * for a file that does not parse, a wrong password, or no certificate.
  */
-export function certificateFromPkcs12(file: Buffer, password: string, alias?: string): Buffer {
+export async function certificateFromPkcs12(file: Buffer, password: string, alias?: string): Promise<Buffer> {
   if (file.length > MAX_KEYSTORE_BYTES) throw new ClientKeyError(`the keystore is larger than ${MAX_KEYSTORE_BYTES} bytes`);
+  const forge = await forgeLibrary();
   let p12: forge.pkcs12.Pkcs12Pfx;
   try {
     p12 = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(forge.util.createBuffer(file.toString('binary'))), password);

@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import type { Realm } from '../model/types.js';
 import type { ServerLogger } from '../observability/index.js';
 
@@ -29,6 +28,8 @@ export class Mailer {
       throw new Error(`realm ${realm.name} has no SMTP server configured`);
     }
     const port = smtp.port ? Number(smtp.port) : smtp.ssl === 'true' ? 465 : 25;
+    // Imported when the first mail goes out: most processes never send one, and every one paid for the import.
+    const { default: nodemailer } = await import('nodemailer');
     const transport = nodemailer.createTransport({
       host: smtp.host,
       port,
