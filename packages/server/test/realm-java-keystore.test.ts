@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { X509Certificate, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
@@ -104,6 +105,36 @@ describe('java-keystore key provider', () => {
       expect(JSON.stringify(res.body)).not.toContain('Wrong-pass-1');
     }
     expect(await keyCount()).toBe(before);
+  });
+
+  it('reads an EC P-256 key from a PKCS12 file made by openssl (AES-256 and PBKDF2, its defaults): ES256, the JWKS and tokens signed with it', async () => {
+    // openssl, as an operator makes such a file; node-forge leaves an EC key and certificate as ASN.1 for node:crypto.
+    const ecKey = join(dir, 'ec-key.pem');
+    const ecCert = join(dir, 'ec-cert.pem');
+    const ecStore = join(dir, 'ec.p12');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-keyout', ecKey, '-out', ecCert, '-days', '2', '-nodes', '-subj', '/CN=ec-keystore'], { stdio: 'ignore' });
+    execFileSync('openssl', ['pkcs12', '-export', '-inkey', ecKey, '-in', ecCert, '-name', 'ec-key', '-passout', `pass:${PASSWORD}`, '-out', ecStore], { stdio: 'ignore' });
+    const ecCertificate = new X509Certificate(readFileSync(ecCert));
+    expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: 'ks-ec', enabled: true, defaultSignatureAlgorithm: 'ES256' })).status).toBe(201);
+    expect((await api(t.url, 'POST', '/admin/realms/ks-ec/clients', admin, { clientId: 'svc', secret: 'svc-secret-1', serviceAccountsEnabled: true, standardFlowEnabled: false })).status).toBe(201);
+    const created = await add(config({ keystore: [ecStore], keyAlias: ['ec-key'], priority: ['900'] }), 'ks-ec');
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.headers.get('location')!.split('/').pop()!;
+    const meta = (await api(t.url, 'GET', '/admin/realms/ks-ec/keys', admin)).body as { active: Record<string, string>; keys: Record<string, any>[] };
+    const mine = meta.keys.find((k) => k.providerId === id)!;
+    expect(mine).toMatchObject({ type: 'EC', algorithm: 'ES256', use: 'SIG', status: 'ACTIVE', certificate: ecCertificate.raw.toString('base64') });
+    expect(meta.active.ES256).toBe(mine.kid);
+    const jwk = ((await (await fetch(`${t.url}/realms/ks-ec/protocol/openid-connect/certs`)).json()) as { keys: Record<string, any>[] }).keys.find((k) => k.kid === mine.kid)!;
+    expect(jwk).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', x5c: [ecCertificate.raw.toString('base64')] });
+    const grant = await tokenRequest(t.url, 'ks-ec', { grant_type: 'client_credentials', client_id: 'svc', client_secret: 'svc-secret-1' });
+    expect(grant.status).toBe(200);
+    const token = (grant.body as Record<string, string>).access_token;
+    expect(decodeProtectedHeader(token)).toMatchObject({ alg: 'ES256', kid: mine.kid });
+    await jwtVerify(token, ecCertificate.publicKey);
+    // The EC key only signs: as an encryption key it is refused, naming the entry.
+    const enc = await add(config({ keystore: [ecStore], keyAlias: ['ec-key'], keyUse: ['enc'] }), 'ks-ec');
+    expect(enc.status).toBe(400);
+    expect(enc.body.errorMessage).toContain('component.config.keyUse: an EC key signs');
   });
 
   it('a realm file\'s java-keystore provider reads its file; one whose file is missing is named in notImported', async () => {
