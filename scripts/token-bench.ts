@@ -591,7 +591,7 @@ export function format(bench: TokenBench): string {
   for (const f of bench.figures) {
     const miss = f.goal !== null && f.ratio !== null && f.ratio < f.goal ? '  MISSED' : '';
     lines.push(
-      `  ${f.name}: ${v(f.value)} ${f.unit}${f.baseline ? `  | baseline ${f.baseline.name}: ${v(f.baseline.value)}  | ratio ${f.ratio!.toFixed(2)}${f.goal !== null ? ` (goal >= ${f.goal.toFixed(1)})${miss}` : ''}` : ''}`,
+      `  ${f.name}: ${v(f.value)} ${f.unit}${f.baseline ? `  | baseline ${f.baseline.name}: ${v(f.baseline.value)}  | ratio ${f.ratio!.toFixed(2)}${f.goal !== null ? ` (goal >= ${f.goal})${miss}` : ''}` : ''}`,
     );
   }
   lines.push(`  load average (1 min) per phase: ${bench.loadAverages.map((l) => `${l.phase} ${l.before.toFixed(1)}/${l.after.toFixed(1)}`).join('; ')}`);
