@@ -158,7 +158,19 @@ const sections: [string, () => Promise<void>][] = [
       if (roundTrip) console.log(pgRoundTrip.format(roundTrip));
       const throughput = await webhookOutbox.run();
       console.log(webhookOutbox.format(throughput));
-      record('webhook-outbox', { login, loginPostgres, roundTrip, throughput });
+      // Issue 44: each figure beside its ceiling or baseline, with its goal.
+      const loginEntry = (database: string, result: typeof login) => ({
+        name: `form login, outbox on, receiver dead (loopback port that refuses), ${database}, median of ${result.samples}`,
+        value: result.webhookMs,
+        unit: 'ms',
+        baseline: { name: 'the same login without webhooks, same server, alternating', value: result.baselineMs },
+        ratio: result.ratio,
+        goal: 1.1,
+        cpuRatio: result.webhookCpuMs / result.baselineCpuMs,
+        load: result.load,
+      });
+      const entries = [loginEntry('SQLite', login), ...(loginPostgres ? [loginEntry('PostgreSQL', loginPostgres)] : []), ...webhookOutbox.entriesOf(throughput)];
+      record('webhook-outbox', { entries, login, loginPostgres, roundTrip, throughput });
     },
   ],
   [

@@ -16,7 +16,7 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
@@ -44,6 +44,8 @@ export interface LoginBench {
   webhookP90Ms: number;
   /** Deliveries the never-answering receiver accepted during the run (proof the webhook was live). */
   hangingRequests: number;
+  /** The 1-minute load average before and after the timed logins (the machine is shared). */
+  load: { before: number; after: number };
 }
 
 const ADMIN = { username: 'admin', password: 'bench-admin-password' };
@@ -116,6 +118,7 @@ export async function run(samples = 150, options: LoginBenchOptions = {}): Promi
     const withHook: number[] = [];
     const without: number[] = [];
     const cpu = { 'bench-hook': 0, 'bench-plain': 0 };
+    const loadBefore = loadavg()[0];
     const measure = async (realm: 'bench-hook' | 'bench-plain') => {
       const before = process.cpuUsage();
       (realm === 'bench-hook' ? withHook : without).push(await login(realm));
@@ -146,6 +149,7 @@ export async function run(samples = 150, options: LoginBenchOptions = {}): Promi
       baselineP90Ms: quantile(without, 0.9),
       webhookP90Ms: quantile(withHook, 0.9),
       hangingRequests: hanging,
+      load: { before: loadBefore, after: loadavg()[0] },
     };
   } finally {
     await server.close();
@@ -168,6 +172,7 @@ export function format(result: LoginBench, options: LoginBenchOptions = {}): str
     options.outbox
       ? `  deliveries written to the outbox during the run: ${result.hangingRequests}`
       : `  deliveries hanging at the receiver during the run: ${result.hangingRequests}`,
+    `  load average (1 min) ${result.load.before.toFixed(1)} before, ${result.load.after.toFixed(1)} after`,
   ].join('\n');
 }
 

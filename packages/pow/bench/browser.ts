@@ -45,6 +45,7 @@
 import { hashRaw } from '@node-rs/argon2';
 import type { Algorithm, Version } from '@node-rs/argon2';
 import { readFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
@@ -65,6 +66,8 @@ export interface BenchEntry {
   baseline: { name: string; value: number };
   ratio: number;
   goal: number | null;
+  /** The machine's 1-minute load average before and after the profile's measurements (the machine is shared). */
+  load?: { before: number; after: number };
 }
 
 /** Medians over the page loads, in ms, of the steps of a solve, from the answering worker's `timing` marks. */
@@ -118,6 +121,8 @@ export interface ProfileRun {
   hashesPerSolve: number;
   roundsPerSolve: number;
   breakdown: SolveBreakdown;
+  /** The 1-minute load average before and after this profile's measurements. */
+  load?: { before: number; after: number };
 }
 
 export interface BrowserBench {
@@ -529,13 +534,32 @@ const STEPS: [keyof SolveBreakdown, string][] = [
   ['emptyWorkerStart', 'an empty worker created to its script running (the fastest of as many, same page load)'],
 ];
 
+/** Issue 44: a solve's goal beside its floor, every profile. */
+export const FLOOR_GOAL = 1.2;
+
+/**
+ * The least a solve that starts its workers with the page can take here: an empty worker's start, the memory step
+ * (the pages of m KiB mapped once) and one warm hash (a solve is at least one round). NaN when a step is missing.
+ */
+export function floorMs(breakdown: Pick<SolveBreakdown, 'emptyWorkerStart' | 'memory'>, warmHashMs: number): number {
+  return breakdown.emptyWorkerStart + breakdown.memory + warmHashMs;
+}
+
+/** The CPU throttling rates the bench runs: POW_BENCH_THROTTLE="1" or "1,4" (default: 1 and THROTTLE). */
+export function throttlesOf(value: string | undefined): number[] {
+  if (!value) return [1, THROTTLE];
+  const rates = value.split(',').map((part) => Number(part.trim()));
+  if (rates.length === 0 || rates.some((rate) => !Number.isFinite(rate) || rate < 1)) throw new Error(`POW_BENCH_THROTTLE: expected rates >= 1 separated by commas, got "${value}"`);
+  return rates;
+}
+
 export function entriesOf(runs: ProfileRun[]): BenchEntry[] {
   const entries: BenchEntry[] = [];
   for (const r of runs) {
     const at = r.throttle === 1 ? '' : ` @${r.throttle}x CPU throttling`;
     const work = 2 ** r.d;
     const of = (value: number, baselineName: string, baseline: number, goal: number | null, name: string, unit = 'ms') =>
-      entries.push({ name: `${r.profile}${at}: ${name}`, value, unit, baseline: { name: baselineName, value: baseline }, ratio: value / baseline, goal });
+      entries.push({ name: `${r.profile}${at}: ${name}`, value, unit, baseline: { name: baselineName, value: baseline }, ratio: value / baseline, goal, ...(r.load ? { load: r.load } : {}) });
     const hashName = `2^${r.d} x one warm hash of the solver in a worker (median, measured after each load)`;
     of(r.solveMs, hashName, work * r.warmHashMs, GOALS[r.profile],
       `median solve over ${r.rounds} page loads, challenge to first answer (d=${r.d}, ${r.workers} workers)`);
@@ -554,8 +578,12 @@ export function entriesOf(runs: ProfileRun[]): BenchEntry[] {
       `one argon2id hash, solver (${r.wasm}), ${r.memoryKb} KiB, t=${r.iterations}, beside the package's driver`);
     of(r.solveMs, `2^${r.d} x one native hash (@node-rs/argon2)`, work * r.nativeMs, null,
       'person to bot: browser median solve');
-    of(r.breakdown.emptyWorkerStart + r.breakdown.memory + r.warmHashMs, hashName, work * r.warmHashMs, null,
+    const floor = floorMs(r.breakdown, r.warmHashMs);
+    of(floor, hashName, work * r.warmHashMs, null,
       `floor of a solve: an empty worker's start (${r.breakdown.emptyWorkerStart.toFixed(1)} ms) + the memory step + one warm hash`);
+    // Issue 44: the solve beside the floor measured in the same run, for every profile.
+    of(r.solveMs, `floor of a solve, same run: an empty worker's start + the memory step (${r.breakdown.memory.toFixed(1)} ms) + one warm hash`, floor, FLOOR_GOAL,
+      `median solve over ${r.rounds} page loads, challenge to first answer, beside the floor (d=${r.d}, ${r.workers} workers)`);
   }
   return entries;
 }
@@ -569,8 +597,9 @@ export async function run(): Promise<BrowserBench> {
   });
   try {
     const runs: ProfileRun[] = [];
-    for (const throttle of [1, THROTTLE]) {
+    for (const throttle of throttlesOf(process.env.POW_BENCH_THROTTLE)) {
       for (const profile of PROFILE_NAMES) {
+        const loadBefore = loadavg()[0];
         const hashes = await hashTimes(browser, host.origin, profile, throttle);
         const solved = await solveTimes(browser, host.origin, profile, throttle);
         runs.push({
@@ -592,10 +621,13 @@ export async function run(): Promise<BrowserBench> {
           hashesPerSolve: solved.hashesPerSolve,
           roundsPerSolve: solved.roundsPerSolve,
           breakdown: solved.breakdown,
+          load: { before: loadBefore, after: loadavg()[0] },
         });
       }
     }
-    const throttling = await throttlingFactors(browser, host.origin, THROTTLE);
+    const throttling = throttlesOf(process.env.POW_BENCH_THROTTLE).includes(THROTTLE)
+      ? await throttlingFactors(browser, host.origin, THROTTLE)
+      : { rate: THROTTLE, page: Number.NaN, worker: Number.NaN, workerAnswers: {} };
     return { runs, throttling, entries: entriesOf(runs) };
   } finally {
     await browser.close();
@@ -606,7 +638,8 @@ export async function run(): Promise<BrowserBench> {
 export function format(bench: BrowserBench): string {
   const lines = bench.entries.map((e) => {
     const verdict = e.goal === null ? '' : e.ratio <= e.goal ? `  ok (goal <= ${e.goal})` : `  MISS (goal <= ${e.goal})`;
-    return `  ${e.name}: ${e.value.toFixed(1)} ${e.unit} | baseline ${e.baseline.name}: ${e.baseline.value.toFixed(1)} ${e.unit} | ratio ${e.ratio.toFixed(2)}${verdict}`;
+    const load = e.load ? ` (load ${e.load.before.toFixed(1)}-${e.load.after.toFixed(1)})` : '';
+    return `  ${e.name}: ${e.value.toFixed(1)} ${e.unit} | baseline ${e.baseline.name}: ${e.baseline.value.toFixed(1)} ${e.unit} | ratio ${e.ratio.toFixed(2)}${verdict}${load}`;
   });
   for (const r of bench.runs) {
     const at = r.throttle === 1 ? '' : ` @${r.throttle}x`;
