@@ -7,7 +7,8 @@ import forge from 'node-forge';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { certificateFrom } from '../src/http/client-certificate.js';
+import { certificateFrom, clientCertificateLookup } from '../src/http/client-certificate.js';
+import type { ServerConfig } from '../src/config/index.js';
 import { certificateDn, normalizeDn } from '../src/keys/distinguished-name.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
 
@@ -317,6 +318,27 @@ describe('certificate header formats and distinguished names', () => {
       expect(certificateFrom(value)?.fingerprint256).toBe(fingerprint);
     }
     for (const value of ['', '(null)', 'abc%', 'not base64!', Buffer.from('hello').toString('base64')]) expect(certificateFrom(value)).toBeNull();
+  });
+
+  it('each proxy provider reads its own header, and only from a trusted proxy', () => {
+    const request = (remoteAddress: string, headers: Record<string, string>) => ({ raw: { socket: { remoteAddress } }, headers }) as never;
+    const lookup = (provider: string, extra: Partial<ServerConfig> = {}) =>
+      clientCertificateLookup({ proxyTrustedAddresses: ['10.1.0.0/16', 'loopback'], x509certLookupProvider: provider, x509certLookupSslClientCert: null, x509certLookupSslCertChainPrefix: null, x509certLookupCertificateChainLength: 10, ...extra } as ServerConfig);
+    const leaf = (chain: X509Certificate[] | null) => chain?.map((c) => c.subject.split('\n').at(-1));
+    const envoy = lookup('envoy');
+    const xfcc = `By=spiffe://a;Cert="${encodeURIComponent(intruder.pem)}",By=spiffe://b;Hash=ab;Cert="${encodeURIComponent(partner.pem)}";Chain="${encodeURIComponent(partner.pem + ca.pem)}";Subject="CN=x,O=y"`;
+    expect(leaf(envoy.chain(request('10.1.2.3', { 'x-forwarded-client-cert': xfcc })))).toEqual(['CN=partner-app', 'O=Realmgate Tests']);
+    expect(envoy.chain(request('10.2.2.3', { 'x-forwarded-client-cert': xfcc }))).toBeNull();
+    expect(envoy.chain(request('::ffff:127.0.0.1', { 'x-forwarded-client-cert': 'Cert="%zz"' }))).toBeNull();
+    const haproxy = lookup('haproxy', { x509certLookupSslCertChainPrefix: 'CERT_CHAIN' });
+    expect(leaf(haproxy.chain(request('127.0.0.1', { ssl_client_cert: partner.der.toString('base64'), cert_chain_0: ca.der.toString('base64') })))).toEqual(['CN=partner-app', 'O=Realmgate Tests']);
+    const apache = lookup('apache', { x509certLookupSslClientCert: 'X-Client-Cert' });
+    expect(leaf(apache.chain(request('::1', { 'x-client-cert': partner.pem.replace(/\n/g, ' ') })))).toEqual(['CN=partner-app']);
+    expect(apache.chain(request('::1', { ssl_client_cert: partner.pem.replace(/\n/g, ' ') }))).toBeNull();
+    // Without trusted proxies no header is ever read; the default provider reads the TLS connection only.
+    expect(lookup('nginx', { proxyTrustedAddresses: [] }).chain(request('127.0.0.1', nginxHeader(partner)))).toBeNull();
+    expect(lookup('default').chain(request('127.0.0.1', nginxHeader(partner)))).toBeNull();
+    expect(() => lookup('nginx', { proxyTrustedAddresses: ['proxy.internal'] })).toThrow(/proxy\.internal/);
   });
 
   it('writes subject DNs as Keycloak compares them and reads hand-written ones alike', () => {
