@@ -8,7 +8,7 @@ import { ensureMasterRealm, importRealmDirectory } from './bootstrap.js';
 import { devRoutes, type DevTools } from './dev/index.js';
 import { EventBus } from './events/index.js';
 import { Flows } from './flows/index.js';
-import { createHttpApp, installSslRequired, TargetGuard } from './http/index.js';
+import { clientCertificateLookup, createHttpApp, installSslRequired, TargetGuard } from './http/index.js';
 import { RealmKeys, type RsaKeyPairSource } from './keys/index.js';
 import { ClientKeys } from './keys/client-keys.js';
 import { secretsEqual } from './credentials/index.js';
@@ -203,6 +203,8 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
     if (config.importRealm) await importRealmDirectory(context, config.importRealm, config.importRealmStrict);
 
     app = await createHttpApp({ logger, trustedProxies: config.proxyTrustedAddresses, requestTimeoutMs: config.requestTimeoutMs });
+    // The client-certificate lookup (mutual TLS behind a proxy): a trusted-proxy entry it cannot read stops the start.
+    clientCertificateLookup(config);
     closeKeepAliveOnShutdown(app);
     installSslRequired(app, { hostname: config.hostname, sslRequired: async (name) => (await storage.realms.cachedByName(name))?.sslRequired ?? null });
     operationsRoutes(app, metrics, {

@@ -89,9 +89,9 @@ describe('client policies and profiles', () => {
     // Nothing of them was stored.
     expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([profile('strict', [['pkce-enforcer', { 'auto-configure': true }]])]);
     // Disabled or not, a policy naming a global profile with an executor not run here is refused, naming it.
-    const oauth21 = await put('policies', { policies: [{ ...policy('oauth21-confidential', ['oauth-2-1-for-confidential-client']), enabled: false }] });
-    expect(oauth21.status).toBe(400);
-    expect(oauth21.body.errorMessage).toMatch(/holder-of-key-enforcer/);
+    const fapi2 = await put('policies', { policies: [{ ...policy('fapi2', ['fapi-2-security-profile']), enabled: false }] });
+    expect(fapi2.status).toBe(400);
+    expect(fapi2.body.errorMessage).toMatch(/secure-client-uris/);
     expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([]);
   });
 
@@ -291,9 +291,9 @@ describe('client policies and profiles', () => {
     await kc.realms.del({ realm: 'policies-file' });
     await kc.realms.create(exported as Parameters<typeof kc.realms.create>[0]);
     expect((await kc.clientPolicies.listPolicies({ realm: 'policies-file' })).policies).toEqual(file.clientPolicies.policies);
-    const refused = await api(t.url, 'POST', '/admin/realms', kc.accessToken!, { realm: 'policies-bad', clientProfiles: { profiles: [profile('x', [['holder-of-key-enforcer']])] } });
+    const refused = await api(t.url, 'POST', '/admin/realms', kc.accessToken!, { realm: 'policies-bad', clientProfiles: { profiles: [profile('x', [['consent-required']])] } });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toMatch(/holder-of-key-enforcer/);
+    expect(refused.body.errorMessage).toMatch(/consent-required/);
     expect((await api(t.url, 'GET', '/admin/realms/policies-bad', kc.accessToken!)).status).toBe(404);
   });
 });

@@ -1,7 +1,10 @@
 import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
+import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
+import { selfSignedCertificate } from '../src/keys/certificate.js';
 
 /**
  * Issue 14, point 6: discovery advertises exactly what works. Every endpoint, grant type, response type and mode,
@@ -36,6 +39,23 @@ const assertionForm = async (clientId: string, alg: string) => ({ client_asserti
 
 const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(body) });
+/**
+ * tls_client_auth (client-x509.test.ts has the TLS proxy): the certificate of `api-x509` in nginx's header, sent from
+ * 127.0.0.2, the address this server trusts as its TLS-terminating proxy.
+ */
+const x509Keys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const x509Header = encodeURIComponent(`-----BEGIN CERTIFICATE-----\n${selfSignedCertificate(x509Keys.privateKey, x509Keys.publicKey, 'api-x509').toString('base64')}\n-----END CERTIFICATE-----`);
+const viaProxy = (url: string, body: Record<string, string>) =>
+  new Promise<Response>((done, fail) => {
+    const target = new URL(url);
+    const request = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', localAddress: '127.0.0.2', headers: { 'content-type': 'application/x-www-form-urlencoded', 'ssl-client-cert': x509Header } }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (c: Buffer) => chunks.push(c));
+      answer.on('end', () => done(new Response(Buffer.concat(chunks), { status: answer.statusCode ?? 500 })));
+    });
+    request.on('error', fail);
+    request.end(new URLSearchParams({ client_id: 'api-x509', ...body }).toString());
+  });
 const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, any> });
 const basic = (id: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${password}`).toString('base64')}` });
 const passwordGrant = async (scope = 'openid') =>
@@ -79,7 +99,7 @@ async function codeGrant(responseMode = 'query', scope = 'openid') {
 }
 
 beforeAll(async () => {
-  t = await startServer();
+  t = await startServer({ config: { REALMGATE_X509CERT_LOOKUP_PROVIDER: 'nginx', REALMGATE_PROXY_TRUSTED_ADDRESSES: '127.0.0.2' } });
   const admin = await adminToken(t.url);
   adminBearer = admin;
   expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: REALM, enabled: true })).status).toBe(201);
@@ -94,6 +114,7 @@ beforeAll(async () => {
   }
   const pkjwt = { serviceAccountsEnabled: true, clientAuthenticatorType: 'client-jwt', attributes: { 'use.jwks.string': 'true', 'jwks.string': JSON.stringify({ keys: jwks }), 'allow.token.introspection.without.audience.check': 'true' } };
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-pkjwt', ...pkjwt })).status).toBe(201);
+  expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-x509', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-x509', attributes: { 'x509.subjectdn': 'CN=api-x509', 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
   expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'api-sjwt', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-secret-jwt', secret: SJWT_SECRET, attributes: { 'allow.token.introspection.without.audience.check': 'true' } })).status).toBe(201);
   const user = await api(t.url, 'POST', `/admin/realms/${REALM}/users`, admin, { username: 'dina', email: 'dina@example.com', emailVerified: true, firstName: 'Dina', lastName: 'Mo', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] });
   expect(user.status).toBe(201);
@@ -232,6 +253,7 @@ describe('discovery advertises exactly what works', () => {
       client_secret_post: async () => expectOk(await form(url, { ...body, client_id: 'api', client_secret: secret })),
       private_key_jwt: async () => expectOk(await form(url, { ...body, ...(await assertionForm('api-pkjwt', 'ES256')) })),
       client_secret_jwt: async () => expectOk(await form(url, { ...body, ...(await assertionForm('api-sjwt', 'HS256')) })),
+      tls_client_auth: async () => expectOk(await viaProxy(url, body)),
     });
     const wrong = await form(meta.token_endpoint, { grant_type: 'client_credentials', client_id: 'api', client_secret: 'wrong' });
     expect(wrong.status).toBe(401);
@@ -260,6 +282,11 @@ describe('discovery advertises exactly what works', () => {
       ...revokeMethods,
       private_key_jwt: () => revokeBy('api-pkjwt', 'RS256'),
       client_secret_jwt: () => revokeBy('api-sjwt', 'HS512'),
+      tls_client_auth: async () => {
+        const token = (await json(await viaProxy(meta.token_endpoint, { grant_type: 'client_credentials' }))).body.access_token as string;
+        expect((await viaProxy(meta.revocation_endpoint, { token })).status).toBe(200);
+        expect((await (await form(meta.introspection_endpoint, { token }, basic('api', secret))).json()).active).toBe(false);
+      },
     });
   });
 

@@ -64,7 +64,8 @@ export function authenticationRoutes(app: FastifyInstance, ctx: ServerContext): 
   app.get(`${base}/form-providers`, listProviders('form'));
   app.get(`${base}/client-authenticator-providers`, async (request) => {
     await realmFor(request, false);
-    return catalog.list('client-authenticator').map((p) => ({ ...providerRep(p), supportsSecret: true }));
+    // Keycloak's supportsSecret: whether the client's secret is part of the method (the console's Credentials tab shows it then).
+    return catalog.list('client-authenticator').map((p) => ({ ...providerRep(p), supportsSecret: p.id === 'client-secret' || p.id === 'client-secret-jwt' }));
   });
 
   app.get(`${base}/config-description/:providerId`, async (request: AdminRequest<{ realm: string; providerId: string }>) => {

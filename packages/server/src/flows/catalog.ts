@@ -143,6 +143,9 @@ const builtInProviders: readonly AuthProvider[] = [
     "Validates client based on 'client_id' and 'client_secret' sent either in request parameters or in 'Authorization: Basic' header",
     ['ALTERNATIVE', 'REQUIRED', 'DISABLED'],
   ),
+  builtIn('client-jwt', 'client-authenticator', 'Signed Jwt', 'Validates a client by a JWT it signs with its private key (private_key_jwt).', ['ALTERNATIVE', 'REQUIRED', 'DISABLED']),
+  builtIn('client-secret-jwt', 'client-authenticator', 'Signed Jwt with Client Secret', 'Validates a client by a JWT it MACs with its secret (client_secret_jwt).', ['ALTERNATIVE', 'REQUIRED', 'DISABLED']),
+  builtIn('client-x509', 'client-authenticator', 'X509 Certificate', "Validates a client by the subject DN of the X.509 certificate of its mutual-TLS connection, forwarded by a trusted proxy.", ['ALTERNATIVE', 'REQUIRED', 'DISABLED']),
   ...firstBrokerLoginProviders,
 ];
 

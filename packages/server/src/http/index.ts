@@ -5,3 +5,4 @@ export { clearCookie, readCookie, setCookie, type CookieOptions } from './cookie
 export { allowCorsForAnyOrigin, allowCorsForClient, answerPreflight, corsPending, originRefused, requestOrigin, webOriginAllowed, MAX_ORIGIN_LENGTH } from './cors.js';
 export { outboundRequest, type OutboundResponse } from './outbound.js';
 export { isTargetRefusal, outboundGuards, TargetGuard } from './target-guard.js';
+export { certificateFrom, certificateThumbprint, clientCertificateLookup, X509_LOOKUP_PROVIDERS, type ClientCertificateLookup } from './client-certificate.js';

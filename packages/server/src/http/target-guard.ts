@@ -289,3 +289,25 @@ function normalizeHost(hostname: string): string {
 export function outboundGuards(mode: TargetMode): OutboundGuards {
   return { guard: (rules = {}) => new TargetGuard({ ...rules, mode }), ruleProblem: ruleEntryProblem };
 }
+
+/**
+ * A matcher of addresses against a list of IP addresses and CIDRs, with proxy-addr's keywords `loopback`,
+ * `linklocal` and `uniquelocal` (what Fastify's trustProxy list takes), IPv4 inside IPv6 judged as IPv4. Throws a
+ * RangeError naming an entry that is none of those.
+ */
+export function addressMatcher(entries: readonly string[], label: string): (address: string | undefined) => boolean {
+  const keywords: Record<string, Cidr[]> = { loopback: LOOPBACK, linklocal: LINK_LOCAL, uniquelocal: ranges('10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7') };
+  const list: Cidr[] = [];
+  for (const raw of entries) {
+    const entry = raw.trim().toLowerCase();
+    const found = keywords[entry] ?? (cidr(entry) ? [cidr(entry)!] : null);
+    if (!found) throw new RangeError(`${label}: ${JSON.stringify(raw)} is not an IP address, a CIDR, loopback, linklocal or uniquelocal`);
+    list.push(...found);
+  }
+  return (address) => {
+    const parsed = address ? parseIp(address) : null;
+    if (!parsed) return false;
+    const ip = unwrap(parsed);
+    return list.some((range) => contains(range, ip));
+  };
+}

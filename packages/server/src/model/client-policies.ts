@@ -50,6 +50,7 @@ export const EXECUTOR = {
   rejectRopc: 'reject-ropc-grant',
   dpopBind: 'dpop-bind-enforcer',
   secureRedirectUris: 'secure-redirect-uris-enforcer',
+  holderOfKey: 'holder-of-key-enforcer',
 } as const;
 
 /** The conditions this server evaluates, by Keycloak's provider ids. */
@@ -72,7 +73,6 @@ export const EVALUATED_CONDITIONS: readonly string[] = Object.values(CONDITION);
  */
 export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
   'consent-required': 'Realmgate has no consent screen',
-  'holder-of-key-enforcer': 'Realmgate issues no mutual-TLS certificate-bound tokens',
   'secure-session': 'not run here',
   'secure-client-uris': 'not run here',
   'secure-request-object': 'not run here',

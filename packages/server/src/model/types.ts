@@ -122,8 +122,8 @@ export interface Client {
   notBefore: number;
 }
 
-/** Keycloak's client authenticators this server runs (client-x509 is not one: representations/client.ts refuses it). */
-export const CLIENT_AUTHENTICATOR_TYPES = ['client-secret', 'client-jwt', 'client-secret-jwt'] as const;
+/** Keycloak's client authenticators this server runs (client-x509: the certificate a trusted proxy forwards, http/client-certificate.ts). */
+export const CLIENT_AUTHENTICATOR_TYPES = ['client-secret', 'client-jwt', 'client-secret-jwt', 'client-x509'] as const;
 export type ClientAuthenticatorType = (typeof CLIENT_AUTHENTICATOR_TYPES)[number];
 
 export interface User {

@@ -1,6 +1,7 @@
 import { badRequest } from '../model/errors.js';
 import { isOverrideBinding } from '../flows/index.js';
 import { CLIENT_AUTHENTICATOR_TYPES, type Client, type ProtocolMapper } from '../model/types.js';
+import { X509_CA_SUBJECT_DN, X509_REGEX_COMPARISON, X509_SUBJECT_DN, normalizeDn, subjectDnPattern } from '../keys/distinguished-name.js';
 import { parseProtocolMappers, protocolMapperRep, type ProtocolMapperInput } from './client-scope.js';
 import { parseRepresentation, stringList, type Spec } from './fields.js';
 
@@ -138,6 +139,7 @@ export function parseClient(body: unknown, path = 'client', onUnknown?: (path: s
       'clientAuthenticatorType',
     );
   }
+  if (input.attributes) checkX509Attributes(input.attributes, path);
   const overrides = input.authenticationFlowBindingOverrides;
   if (overrides) input.authenticationFlowBindingOverrides = flowBindingOverrides(overrides, `${path}.authenticationFlowBindingOverrides`, fromFile);
   const pkce = input.attributes?.['pkce.code.challenge.method'];
@@ -204,4 +206,21 @@ export function clientEventRep(client: Client) {
     Object.entries(client.attributes).map(([k, v]) => [k, /key|secret|password|token/i.test(k) ? '**********' : v]),
   );
   return { ...rep, attributes };
+}
+
+/**
+ * A `client-x509` client's `x509.subjectdn` must be what its comparison can use: a regular expression when
+ * `x509.allow.regex.pattern.comparison` is true, else a distinguished name (400 naming the attribute otherwise).
+ */
+function checkX509Attributes(attributes: Record<string, string>, path: string): void {
+  const dn = attributes[X509_SUBJECT_DN];
+  if (dn === undefined || dn.trim() === '') return;
+  if (dn.length > 1024) throw badRequest(`${path}.attributes.${X509_SUBJECT_DN}: at most 1024 characters`, 'attributes');
+  if (attributes[X509_REGEX_COMPARISON] === 'true') {
+    if (!subjectDnPattern(dn)) throw badRequest(`${path}.attributes.${X509_SUBJECT_DN}: not a regular expression`, 'attributes');
+  } else if (normalizeDn(dn) === null) {
+    throw badRequest(`${path}.attributes.${X509_SUBJECT_DN}: not a distinguished name (set ${X509_REGEX_COMPARISON} to compare it as a regular expression)`, 'attributes');
+  }
+  const ca = attributes[X509_CA_SUBJECT_DN];
+  if (ca !== undefined && ca.trim() !== '' && normalizeDn(ca) === null) throw badRequest(`${path}.attributes.${X509_CA_SUBJECT_DN}: not a distinguished name`, 'attributes');
 }

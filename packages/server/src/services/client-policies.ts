@@ -39,6 +39,8 @@ export interface PolicyContext {
   param?: (name: string) => string | undefined;
   /** TOKEN_REQUEST: whether a DPoP proof came with it. */
   dpopProof?: boolean;
+  /** TOKEN_REQUEST: whether a client certificate came with it (a trusted proxy's, http/client-certificate.ts). */
+  clientCertificate?: boolean;
 }
 
 type Vote = 'yes' | 'no' | 'abstain';
@@ -173,6 +175,11 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
     case EXECUTOR.dpopBind:
       if (auto) client.attributes = { ...client.attributes, 'dpop.bound.access.tokens': 'true' };
       return;
+    case EXECUTOR.holderOfKey:
+      // RFC 8705 certificate-bound tokens: switched on (auto-configure), else required.
+      if (auto) client.attributes = { ...client.attributes, 'tls.client.certificate.bound.access.tokens': 'true' };
+      else if (client.attributes['tls.client.certificate.bound.access.tokens'] !== 'true') throw metadata('MTLS token in disabled');
+      return;
     case EXECUTOR.secureRedirectUris:
       checkClientRedirectUris(client, redirectUrisConfig(config), context.origin);
       return;
@@ -225,6 +232,12 @@ function checkRequest(executor: string, config: Record<string, unknown>, context
       return;
     case EXECUTOR.rejectImplicit:
       // Only response_type=code is answered here (protocol/openid-connect/auth.ts): nothing implicit gets through.
+      return;
+    case EXECUTOR.holderOfKey:
+      // A refresh is checked by the refresh grant itself (the token's certificate against the request's).
+      if (context.event === 'TOKEN_REQUEST' && context.grantType !== 'refresh_token' && !context.clientCertificate) {
+        throw oauthError.invalid_request('Client Certification missing for MTLS HoK Token Binding');
+      }
       return;
     case EXECUTOR.dpopBind:
       if (context.event === 'TOKEN_REQUEST' && !context.dpopProof) throw oauthError.invalid_dpop_proof('DPoP proof is missing');

@@ -4,6 +4,7 @@ import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import type { ProtocolContext } from '../context.js';
 import { assertionSubject, verifyClientAssertion } from './client-assertion.js';
+import { verifyX509Client } from './mtls.js';
 
 export type FormBody = Record<string, string | undefined>;
 
@@ -47,8 +48,9 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
  * The one client authentication of every endpoint that takes a client (token, introspection, revocation, logout):
  * a public client naming itself, or a confidential client by its `clientAuthenticatorType` only, as Keycloak runs
  * the one authenticator a client is configured for — `client-secret` (client_secret_basic or client_secret_post),
- * `client-jwt` (private_key_jwt) or `client-secret-jwt` (client_secret_jwt). A client set up for an assertion is
- * never let in by its secret.
+ * `client-jwt` (private_key_jwt), `client-secret-jwt` (client_secret_jwt) or `client-x509` (tls_client_auth: the
+ * certificate a trusted proxy forwards, mtls.ts). A client set up for an assertion or a certificate is never let in
+ * by its secret.
  */
 export async function authenticateClient(ctx: ProtocolContext, realm: Realm, request: FastifyRequest): Promise<Client> {
   const basic = basicCredentials(request);
@@ -65,6 +67,10 @@ export async function authenticateClient(ctx: ProtocolContext, realm: Realm, req
   if (!client.enabled) throw oauthError.invalid_client('Client disabled');
   if (client.bearerOnly) throw oauthError.unauthorized_client('Bearer-only clients cannot request tokens');
   if (client.publicClient) return client;
+  if (client.clientAuthenticatorType === 'client-x509') {
+    verifyX509Client(ctx, client, request);
+    return client;
+  }
   if (client.clientAuthenticatorType !== 'client-secret') {
     await verifyClientAssertion(ctx, realm, client, request, { type: assertionType, assertion });
     return client;

@@ -9,8 +9,8 @@ import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-asser
 import { TOKEN_SIGNATURE_ALGS } from '../../keys/index.js';
 import { DPOP_ALGS } from './dpop.js';
 
-/** Keycloak's order: private_key_jwt (client-jwt), the secret's two, client_secret_jwt (client-secret-jwt). */
-const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
+/** Keycloak's order: private_key_jwt (client-jwt), the secret's two, tls_client_auth (client-x509), client_secret_jwt (client-secret-jwt). */
+const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'tls_client_auth', 'client_secret_jwt'];
 const ASSERTION_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS];
 
 export function discoveryRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
@@ -63,7 +63,18 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ProtocolContext): voi
       request_parameter_supported: true,
       request_uri_parameter_supported: false,
       require_request_uri_registration: false,
-      tls_client_certificate_bound_access_tokens: false,
+      // RFC 8705: tokens bound to the client's certificate (a trusted proxy's, http/client-certificate.ts); the
+      // aliases are the same endpoints, as Keycloak publishes them (one listener serves both).
+      tls_client_certificate_bound_access_tokens: true,
+      mtls_endpoint_aliases: {
+        token_endpoint: endpoint('token'),
+        revocation_endpoint: endpoint('revoke'),
+        introspection_endpoint: endpoint('token/introspect'),
+        device_authorization_endpoint: endpoint('auth/device'),
+        registration_endpoint: `${issuer}/clients-registrations/openid-connect`,
+        userinfo_endpoint: endpoint('userinfo'),
+        pushed_authorization_request_endpoint: endpoint('ext/par/request'),
+      },
       // RFC 8628 and RFC 9126 (device.ts, par.ts); PAR is required per client (`require.pushed.authorization.requests`).
       device_authorization_endpoint: endpoint('auth/device'),
       pushed_authorization_request_endpoint: endpoint('ext/par/request'),

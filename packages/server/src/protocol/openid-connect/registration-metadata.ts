@@ -154,7 +154,7 @@ export function clientFromMetadata(body: unknown, existing: Readonly<Record<stri
 export function metadataOf(client: Client, view: { optionalClientScopes: string[] }, extra: { registrationAccessToken?: string; registrationClientUri: string; issuedAt?: number }): Record<string, unknown> {
   const a = client.attributes;
   const k = CLIENT_KEY_ATTRIBUTES;
-  const method = client.publicClient ? 'none' : client.clientAuthenticatorType === 'client-jwt' ? 'private_key_jwt' : client.clientAuthenticatorType === 'client-secret-jwt' ? 'client_secret_jwt' : 'client_secret_basic';
+  const method = client.publicClient ? 'none' : client.clientAuthenticatorType === 'client-jwt' ? 'private_key_jwt' : client.clientAuthenticatorType === 'client-secret-jwt' ? 'client_secret_jwt' : client.clientAuthenticatorType === 'client-x509' ? 'tls_client_auth' : 'client_secret_basic';
   const grantTypes = [
     ...(client.standardFlowEnabled ? ['authorization_code'] : []),
     ...(client.implicitFlowEnabled ? ['implicit'] : []),

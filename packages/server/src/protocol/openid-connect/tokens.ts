@@ -56,6 +56,8 @@ export interface TokenRequestContext {
   reuseId?: string;
   /** RFC 9449: the access token (and, when `bindRefresh`, the refresh token) bound to this key (`cnf.jkt`). */
   dpop?: DpopBinding;
+  /** RFC 8705: the access and refresh tokens bound to the client's certificate (`cnf["x5t#S256"]`, its thumbprint). */
+  certificateThumbprint?: string;
   /**
    * Token exchange's `audience`: the access token's `aud` kept to these client ids, each of which the client's own
    * token must have had (its mappers' `aud`); one it would not have is refused (MissingAudience), never added.
@@ -160,7 +162,7 @@ export class TokenService {
           sid: ctx.sessionId,
           scope: plan.scope,
           reuse_id: ctx.reuseId ?? newId(),
-          ...(ctx.dpop?.bindRefresh ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
+          ...confirmation(ctx.dpop?.bindRefresh ? ctx.dpop.jkt : undefined, ctx.certificateThumbprint),
         },
         key.secret,
       );
@@ -198,6 +200,13 @@ export class TokenService {
   withDpop(dpop: DpopBinding): TokenService {
     const bound = Object.create(this) as TokenService;
     bound.issue = (context, withRefresh) => this.issue({ ...context, dpop }, withRefresh);
+    return bound;
+  }
+
+  /** This service with every token it issues bound to the client's certificate (RFC 8705, `cnf["x5t#S256"]`). */
+  withCertificate(thumbprint: string): TokenService {
+    const bound = Object.create(this) as TokenService;
+    bound.issue = (context, withRefresh) => this.issue({ ...context, certificateThumbprint: thumbprint }, withRefresh);
     return bound;
   }
 
@@ -403,9 +412,15 @@ function accessPayload(ctx: TokenRequestContext, plan: ScopePlan, mapped: Claims
     azp: ctx.client.clientId,
     ...(ctx.sessionId ? { sid: ctx.sessionId } : {}),
     ...withoutMechanics(mapped),
-    ...(ctx.dpop ? { cnf: { jkt: ctx.dpop.jkt } } : {}),
+    ...confirmation(ctx.dpop?.jkt, ctx.certificateThumbprint),
     scope: plan.scope,
   };
+}
+
+/** A token's `cnf` (RFC 7800): a DPoP key's thumbprint (`jkt`), a certificate's (`x5t#S256`), both, or none. */
+function confirmation(jkt: string | undefined, x5t: string | undefined): { cnf?: Record<string, string> } {
+  if (jkt === undefined && x5t === undefined) return {};
+  return { cnf: { ...(jkt !== undefined ? { jkt } : {}), ...(x5t !== undefined ? { 'x5t#S256': x5t } : {}) } };
 }
 
 /** The ID token's payload; `atHash` null for Keycloak's example ID token (no access token beside it). */

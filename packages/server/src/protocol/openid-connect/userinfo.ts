@@ -8,6 +8,7 @@ import { requireBearer, verifiedAccessToken } from './bearer.js';
 import { formField, isFormRequest } from './client-auth.js';
 import { authorizationToken, verifyDpopProof } from './dpop.js';
 import { realmOrError } from './realm-lookup.js';
+import { CERTIFICATE_MISMATCH, certificateBound, presentedWithItsCertificate } from './mtls.js';
 
 export function userinfoRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const handler = async (request: FastifyRequest<{ Params: { realm: string } }>, reply: FastifyReply) => {
@@ -24,6 +25,10 @@ export function userinfoRoutes(app: FastifyInstance, ctx: ProtocolContext): void
     if (client) checkAllowedOrigin(ctx, request, client);
     const user = await ctx.storage.users.cachedById(realm.id, claims.sub);
     if (!user || !user.enabled || !client) throw oauthError.invalid_token('User not found or disabled');
+    // RFC 8705 3: a certificate-bound token (its client's setting, or the token's own cnf) only with that certificate.
+    if ((certificateBound(client) || (claims.cnf as Record<string, unknown> | undefined)?.['x5t#S256'] !== undefined) && !presentedWithItsCertificate(ctx, claims, request)) {
+      throw oauthError.invalid_token(CERTIFICATE_MISMATCH, { headers: { 'www-authenticate': 'Bearer realm="realmgate", error="invalid_token"' } });
+    }
     // The claims of the mappers the token's scopes apply with `userinfo.token.claim`; `sub` always.
     const mapped = await ctx.tokens.mappedClaims('userinfo', { realm, client, user, token: claims, base: baseUrl(request, ctx.config.hostname) });
     await ctx.events.user(realm, { type: 'USER_INFO_REQUEST', clientId: claims.azp ?? null, userId: user.id, sessionId: (claims.sid as string) ?? null, request: requestInfo(request) });

@@ -3,7 +3,8 @@ import type { Client, Realm } from '../../../model/types.js';
 import { dpopHeader, dpopRequired, rememberTokenRequestProof, verifyDpopProof } from '../dpop.js';
 import type { ProtocolContext } from '../../context.js';
 import { oauthError } from '../../../model/errors.js';
-import { corsPending } from '../../../http/index.js';
+import { certificateThumbprint, corsPending } from '../../../http/index.js';
+import { certificateBound, certificateConfirmation, requestCertificateChain } from '../mtls.js';
 import { checkAllowedOrigin } from '../cors.js';
 import { authenticateClient, formField, isFormRequest } from '../client-auth.js';
 import { realmOrError } from '../realm-lookup.js';
@@ -31,6 +32,18 @@ async function withDpopProof(ctx: ProtocolContext, realm: Realm, client: Client,
   return { ...ctx, tokens: ctx.tokens.withDpop({ jkt: proof.jkt, bindRefresh: client.publicClient }) };
 }
 
+/**
+ * RFC 8705 3 at the token endpoint, as Keycloak's: a client with `tls.client.certificate.bound.access.tokens` gets
+ * tokens bound to the certificate of the request (`cnf["x5t#S256"]`); without one it is refused (400), except that a
+ * refresh is first refused by the refresh grant's own check of the token's binding, as Keycloak answers it.
+ */
+function withCertificateBinding(ctx: ProtocolContext, client: Client, grantType: string, request: FastifyRequest): ProtocolContext {
+  if (!certificateBound(client)) return ctx;
+  const chain = grantType === 'refresh_token' ? requestCertificateChain(ctx, request) : null;
+  const thumbprint = chain ? certificateThumbprint(chain[0]) : grantType === 'refresh_token' ? undefined : certificateConfirmation(ctx, client, request);
+  return thumbprint === undefined ? ctx : { ...ctx, tokens: ctx.tokens.withCertificate(thumbprint) };
+}
+
 export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const grants: Record<string, GrantHandler> = {
     password: passwordGrant,
@@ -51,8 +64,15 @@ export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const client = await authenticateClient(ctx, realm, request);
     checkAllowedOrigin(ctx, request, client);
     // Keycloak's client policies (TOKEN_REQUEST and its kin): an executor's refusal is the answer.
-    await enforceClientPolicies(ctx.storage, realm, { event: 'TOKEN_REQUEST', client, grantType, scope: formField(request.body, 'scope'), dpopProof: dpopHeader(request) !== undefined });
-    const tokens = await grant(await withDpopProof(ctx, realm, client, request), realm, client, request);
+    await enforceClientPolicies(ctx.storage, realm, {
+      event: 'TOKEN_REQUEST',
+      client,
+      grantType,
+      scope: formField(request.body, 'scope'),
+      dpopProof: dpopHeader(request) !== undefined,
+      clientCertificate: requestCertificateChain(ctx, request) !== null,
+    });
+    const tokens = await grant(withCertificateBinding(await withDpopProof(ctx, realm, client, request), client, grantType, request), realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
   });
   // Keycloak's token endpoint takes POST only: any other method is JAX-RS's 405.

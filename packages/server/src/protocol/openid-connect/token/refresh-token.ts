@@ -9,6 +9,7 @@ import { formField } from '../client-auth.js';
 import { refreshTokenType } from '../offline.js';
 import { tokenRequestProof } from '../dpop.js';
 import { narrowedScope } from './scope.js';
+import { CERTIFICATE_MISMATCH, certificateBound, presentedWithItsCertificate } from '../mtls.js';
 
 /**
  * Refresh as Keycloak 26: a refresh token may be used again until it expires or its session ends, unless the
@@ -25,6 +26,10 @@ export async function refreshTokenGrant(ctx: ProtocolContext, realm: Realm, clie
     await ctx.events.user(realm, { type: 'REFRESH_TOKEN_ERROR', clientId: client.clientId, userId, error, request: info });
     return oauthError.invalid_grant(description);
   };
+  const refuseWith = async (error: Error, userId: string | null = null) => {
+    await ctx.events.user(realm, { type: 'REFRESH_TOKEN_ERROR', clientId: client.clientId, userId, error: 'invalid_token', request: info });
+    return error;
+  };
   let claims;
   try {
     claims = await ctx.tokens.verify(realm, presented, refreshTokenType(presented), ctx.config.hostname ? ctx.config.hostname : null);
@@ -39,6 +44,10 @@ export async function refreshTokenGrant(ctx: ProtocolContext, realm: Realm, clie
     const proof = tokenRequestProof(request);
     if (!proof) throw oauthError.invalid_dpop_proof('DPoP proof is missing');
     if (proof.jkt !== boundTo) throw oauthError.invalid_dpop_proof('DPoP proof and token binding verification failed');
+  }
+  // RFC 8705 3: a certificate-bound client's refresh token (or any token bound to a certificate) only with that certificate.
+  if ((certificateBound(client) || (claims.cnf as Record<string, unknown> | undefined)?.['x5t#S256'] !== undefined) && !presentedWithItsCertificate(ctx, claims, request)) {
+    throw await refuseWith(oauthError.unauthorized_client(CERTIFICATE_MISMATCH));
   }
   const sessionId = claims.sid as string;
   const session = await ctx.storage.sessions.byId(sessionId);
