@@ -282,7 +282,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     // The SSO session will record the upstream session and user (Keycloak's brokerSessionId / brokerUserId): the
     // ID token's `sid`, else the token response's `session_state`.
     const sid = typeof identity.idToken.sid === 'string' ? identity.idToken.sid : typeof identity.tokenResponse.session_state === 'string' ? identity.tokenResponse.session_state : null;
-    const idTokenRef = await keepBrokerIdToken(ctx, provider.config, identity.tokenResponse.id_token);
+    const idTokenRef = await keepBrokerIdToken(ctx, provider, identity.tokenResponse.id_token);
     const broker = { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}`, ...(idTokenRef ? { idTokenRef } : {}) };
     const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker });
     if (!postBrokerLoginFlowOf(provider)) return finish(request, reply, realm, auth, user);
