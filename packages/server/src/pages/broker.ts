@@ -3,7 +3,6 @@ import {
   keepBrokerIdToken,
   keepLinkProof,
   answeredAsBadCredentials,
-  ACTION_TOKEN_LIFETIME_S,
   authBindingOf,
   canLink,
   canSignIn,
@@ -414,7 +413,8 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (!user.emailVerified) await ctx.storage.users.update(verified);
     await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LINK_ACCOUNT', clientId: claims.azp ?? null, userId: user.id, details, request: info, user: () => userSnapshot(ctx.storage, verified) });
     if (sameBrowser) return runAndAnswer(request, reply, realm, auth, provider, progress, claims.bpk, null);
-    await keepLinkProof(ctx, user.id, provider.alias, progress.identity.id, ACTION_TOKEN_LIFETIME_S * 1000);
+    // The proof lives as long as the link would have (Keycloak keeps it until the token's expiry).
+    await keepLinkProof(ctx, user.id, provider.alias, progress.identity.id, Math.max(1, claims.exp - Math.floor(Date.now() / 1000)) * 1000);
     return showPage.info(ctx, reply, realm, t.msg('emailVerifiedTitle'), t.msg('identityProviderLinkSuccess'));
   };
 
