@@ -189,6 +189,17 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     return runAndAnswer(request, reply, realm, auth, provider, progress, await keepProgress(ctx, progress), null);
   });
 
+  // An answer by form_post (Apple's with any scope): the upstream's page posts it from its own site, and a cross-site
+  // POST carries no SameSite=Lax cookie, so it is sent on as a GET of the same endpoint (a top-level navigation, which
+  // carries them), where the auth session and the state are checked as for any answer. Nothing is done here.
+  app.post('/realms/:realm/broker/:alias/endpoint', async (request: FastifyRequest<{ Params: { realm: string; alias: string } }>, reply) => {
+    const form = formValues(request.body, []);
+    const answer = new URLSearchParams();
+    for (const name of ['code', 'state', 'error', 'error_description']) if (form[name]) answer.set(name, form[name].slice(0, 4096));
+    const path = `/realms/${encodeURIComponent(request.params.realm.slice(0, 255))}/broker/${encodeURIComponent(request.params.alias.slice(0, 255))}/endpoint`;
+    return reply.code(303).header('location', `${path}?${answer}`).header('cache-control', 'no-store').send();
+  });
+
   // The first broker login flow's pages.
   app.post('/realms/:realm/login-actions/first-broker-login', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
     const c = await loginContext(ctx, request, reply);
