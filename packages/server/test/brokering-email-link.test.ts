@@ -71,6 +71,8 @@ describe('first broker login: verifying the existing account by e-mail', () => {
             upUser('d2', 'dora@down.example'),
             upUser('erin', 'erin@up.example'),
             upUser('f1', 'frank@down.example'),
+            upUser('g1', 'gina@down.example'),
+            upUser('h1', 'hank@down.example'),
           ],
         })
       ).status,
@@ -85,7 +87,7 @@ describe('first broker login: verifying the existing account by e-mail', () => {
           eventsEnabled: true,
           smtpServer: smtpServer(),
           clients: [{ clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true }],
-          users: [localUser('alice', 'alice@down.example'), localUser('bob', 'bob@down.example'), localUser('carl', 'carl@down.example'), localUser('dora', 'dora@down.example'), localUser('erin'), localUser('frank', 'frank@down.example')],
+          users: [localUser('alice', 'alice@down.example'), localUser('bob', 'bob@down.example'), localUser('carl', 'carl@down.example'), localUser('dora', 'dora@down.example'), localUser('erin'), localUser('frank', 'frank@down.example'), localUser('gina', 'gina@down.example'), localUser('hank', 'hank@down.example')],
           identityProviders: [
             {
               alias: 'up',
@@ -227,6 +229,43 @@ describe('first broker login: verifying the existing account by e-mail', () => {
       vi.useRealTimers();
     }
     expect(await links('frank')).toEqual([]);
+  });
+
+  it("the realm's actionTokenGeneratedByUserLifespan sets the link's lifetime, and its override for idp-verify-account-via-email wins", async () => {
+    const before = (await admin('GET', '/down')).body as { attributes: Record<string, string>; actionTokenGeneratedByUserLifespan: number };
+    expect(before.actionTokenGeneratedByUserLifespan).toBe(300);
+    expect((await admin('PUT', '/down', { actionTokenGeneratedByUserLifespan: 3600 })).status).toBe(204);
+    expect(((await admin('GET', '/down')).body as { actionTokenGeneratedByUserLifespan: number }).actionTokenGeneratedByUserLifespan).toBe(3600);
+    try {
+      // An hour for every user action: the link followed ten minutes later still links.
+      const browser = new Browser(t.url);
+      await toEmailPage(browser, 'g1');
+      const mail = await eventually(() => mailsTo('gina@down.example')[0]);
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 601_000 });
+      try {
+        const done = await browser.get(linkIn(mail));
+        expect(done.status).toBe(302);
+        expect(done.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(await links('gina')).toMatchObject([{ userName: 'g1' }]);
+      // The console's per-type override (a realm attribute) wins: 60 seconds for this link, expired at 61.
+      const attributes = { ...before.attributes, 'actionTokenGeneratedByUserLifespan.idp-verify-account-via-email': '60' };
+      expect((await admin('PUT', '/down', { attributes })).status).toBe(204);
+      const other = new Browser(t.url);
+      await toEmailPage(other, 'h1');
+      const late = await eventually(() => mailsTo('hank@down.example')[0]);
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000 });
+      try {
+        expect((await other.get(linkIn(late))).status).toBe(400);
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(await links('hank')).toEqual([]);
+    } finally {
+      expect((await admin('PUT', '/down', { actionTokenGeneratedByUserLifespan: 300, attributes: before.attributes })).status).toBe(204);
+    }
   });
 
   it('without SMTP, or for an account without an address, re-authentication is the way (the step is attempted)', async () => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
-import { FormClient, pkce } from './support/forms.js';
+import { FormClient, firstForm, pkce } from './support/forms.js';
 import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -27,7 +27,7 @@ const body = (request: IncomingMessage) =>
     request.on('end', () => resolve(text));
   });
 
-type Provider = 'github' | 'google' | 'microsoft' | 'facebook' | 'gitlab' | 'linkedin-openid-connect' | 'bitbucket';
+type Provider = 'github' | 'google' | 'microsoft' | 'facebook' | 'gitlab' | 'linkedin-openid-connect' | 'bitbucket' | 'apple';
 /** Who the mock signs in next, per provider: the profile(s) its APIs answer. */
 interface Upstream {
   github: { profile: Record<string, unknown>; emails: Record<string, unknown>[] };
@@ -37,9 +37,10 @@ interface Upstream {
   gitlab: { claims: Record<string, unknown>; profile: Record<string, unknown> };
   'linkedin-openid-connect': { claims: Record<string, unknown> };
   bitbucket: { profile: Record<string, unknown>; emails: Record<string, unknown> };
+  apple: { claims: Record<string, unknown> };
 }
 /** The issuer each OpenID Connect mock signs as (Keycloak's fixed one). */
-const ISSUERS: Partial<Record<Provider, string>> = { google: 'https://accounts.google.com', gitlab: 'https://gitlab.com', 'linkedin-openid-connect': 'https://www.linkedin.com/oauth' };
+const ISSUERS: Partial<Record<Provider, string>> = { google: 'https://accounts.google.com', gitlab: 'https://gitlab.com', 'linkedin-openid-connect': 'https://www.linkedin.com/oauth', apple: 'https://appleid.apple.com' };
 
 describe('signing in through the social providers (loopback mocks at the fixed endpoints)', () => {
   let t: TestServer;
@@ -55,6 +56,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     gitlab: { claims: {}, profile: {} },
     'linkedin-openid-connect': { claims: {} },
     bitbucket: { profile: {}, emails: {} },
+    apple: { claims: {} },
   };
   /** Codes handed out: what the token endpoint checks, once. */
   const codes = new Map<string, { provider: Provider; clientId: string; redirectUri: string; nonce: string | null; user: unknown; used: boolean }>();
@@ -78,8 +80,9 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       '/gitlab/oauth/authorize': 'gitlab',
       '/oauth/v2/authorization': 'linkedin-openid-connect',
       '/site/oauth2/authorize': 'bitbucket',
+      '/auth/authorize': 'apple',
     };
-    const tokenPaths = new Set(['/login/oauth/access_token', '/token', '/contoso/oauth2/v2.0/token', '/oauth/access_token', '/gitlab/oauth/token', '/oauth/v2/accessToken', '/site/oauth2/access_token']);
+    const tokenPaths = new Set(['/login/oauth/access_token', '/token', '/contoso/oauth2/v2.0/token', '/oauth/access_token', '/gitlab/oauth/token', '/oauth/v2/accessToken', '/site/oauth2/access_token', '/auth/token']);
     /** One handler for both mocks; GitLab's (gitlab.com's paths collide with Facebook's) sees its paths under /gitlab. */
     const handler = (prefix: string) => async (request: IncomingMessage, response: ServerResponse) => {
       // A GitHub Enterprise's API lives under /api/v3 of its host.
@@ -118,7 +121,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
           .sign(key.privateKey);
         return json(200, { access_token: accessToken, token_type: 'Bearer', expires_in: 3599, id_token: idToken });
       }
-      if (['/oauth2/v3/certs', '/gitlab/oauth/discovery/keys', '/oauth/openid/jwks'].includes(url.pathname)) return json(200, { keys: [jwk] });
+      if (['/oauth2/v3/certs', '/gitlab/oauth/discovery/keys', '/oauth/openid/jwks', '/auth/keys'].includes(url.pathname)) return json(200, { keys: [jwk] });
       const bearer = accessTokens.get((request.headers.authorization ?? '').replace(/^Bearer /i, ''));
       if (!bearer) return json(401, { message: 'Bad credentials' });
       const user = bearer.user as Upstream[Provider];
@@ -140,7 +143,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     mockUrl = await listen(mock);
     gitlab = createServer(handler('/gitlab'));
     const gitlabMock = await listen(gitlab);
-    const hosts = ['ghe.example.test', 'github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com', 'www.linkedin.com', 'api.linkedin.com', 'bitbucket.org', 'api.bitbucket.org'];
+    const hosts = ['ghe.example.test', 'github.com', 'api.github.com', 'accounts.google.com', 'oauth2.googleapis.com', 'openidconnect.googleapis.com', 'www.googleapis.com', 'login.microsoftonline.com', 'graph.microsoft.com', 'graph.facebook.com', 'www.linkedin.com', 'api.linkedin.com', 'bitbucket.org', 'api.bitbucket.org', 'appleid.apple.com'];
     t = await startServer({ config: { REALMGATE_BROKER_ENDPOINT_OVERRIDES: [...hosts.map((host) => `${host}=${mockUrl}`), `gitlab.com=${gitlabMock}`].join(',') } });
     token = await adminToken(t.url);
     const provider = (alias: string, providerId: string, config: Record<string, string> = {}, rest: Record<string, unknown> = {}) => ({
@@ -165,6 +168,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
         provider('gitlab', 'gitlab'),
         provider('linkedin', 'linkedin-openid-connect'),
         provider('bitbucket', 'bitbucket'),
+        provider('apple', 'apple'),
       ],
       identityProviderMappers: [
         { name: 'plan', identityProviderAlias: 'github', identityProviderMapper: 'github-user-attribute-mapper', config: { jsonField: 'plan.name', userAttribute: 'githubPlan', syncMode: 'INHERIT' } },
@@ -333,6 +337,46 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     expect((await users()).find((u) => u.email === 'lin@example.com')).toMatchObject({ username: 'lin@example.com', firstName: 'Lin', lastName: 'Ked' });
   });
 
+  it('Apple (a client secret given, form_post): scope name email, the answer posted without cookies is sent on as a GET, the ID token checked by the fixed JWKS', async () => {
+    next.apple = { claims: { sub: '001234.apple.5678', email: 'ann@privaterelay.appleid.com', email_verified: 'true', is_private_email: 'true' } };
+    const browser = new FormClient(t.url);
+    const authorize = await toUpstream(browser, 'apple');
+    expect(authorize.pathname).toBe('/auth/authorize');
+    expect(Object.fromEntries(authorize.searchParams)).toMatchObject({ scope: 'openid name email', response_mode: 'form_post', client_id: 'apple-client', response_type: 'code' });
+    expect(authorize.searchParams.get('nonce')).toBeTruthy();
+    // Apple's page posts the code and state from its own site: no cookie of ours comes with it (SameSite=Lax).
+    const answer = new URL((await viaMock(authorize)).href);
+    const posted = await fetch(`${t.url}/realms/social/broker/apple/endpoint`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ code: answer.searchParams.get('code')!, state: answer.searchParams.get('state')!, user: '{"name":{"firstName":"Ann"}}' }),
+      redirect: 'manual',
+    });
+    expect(posted.status).toBe(303);
+    expect(posted.headers.get('set-cookie')).toBeNull();
+    const location = posted.headers.get('location')!;
+    expect(location.startsWith('/realms/social/broker/apple/endpoint?')).toBe(true);
+    expect(Object.fromEntries(new URL(location, t.url).searchParams)).toEqual({ code: answer.searchParams.get('code'), state: answer.searchParams.get('state') });
+    // The browser follows it with its cookies: the sign-in completes; no user info endpoint was asked.
+    const before = seen.length;
+    const review = await browser.get(location);
+    expect(seen.slice(before).map((line) => line.split('?')[0])).toEqual(['POST /auth/token', 'GET /auth/keys']);
+    // The names Apple posts once in `user` are not read (not signed): the review page asks for them.
+    expect(review.status).toBe(200);
+    expect(review.text).toContain('Update Account Information');
+    const form = firstForm(review.text);
+    const done = await browser.post(form.action, { ...form.hidden, username: 'ann@privaterelay.appleid.com', email: 'ann@privaterelay.appleid.com', firstName: 'Ann', lastName: 'Apple' });
+    expect(done.status, done.text.slice(0, 300)).toBe(302);
+    expect(done.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    const user = (await users()).find((u) => u.email === 'ann@privaterelay.appleid.com');
+    expect(user).toMatchObject({ username: 'ann@privaterelay.appleid.com', firstName: 'Ann', lastName: 'Apple', emailVerified: false });
+    expect(await links(user!.id)).toEqual([expect.objectContaining({ identityProvider: 'apple', userId: '001234.apple.5678' })]);
+    // The same answer posted again: the state is spent, a page, no sign-in.
+    const replay = await browser.get(location);
+    expect(replay.status).toBe(400);
+    expect(replay.location).toBeNull();
+  });
+
   it('Bitbucket (OAuth 2): scope account email, id account_id, the address from /2.0/user/emails', async () => {
     next.bitbucket = {
       profile: { type: 'user', account_id: 'bb-1', username: 'bucketeer', display_name: 'Bucket Eer' },
@@ -384,6 +428,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
       facebook: { fetchedFields: 'birthday,gender' },
       'linkedin-openid-connect': {},
       bitbucket: {},
+      apple: {},
     };
     for (const [providerId, extra] of Object.entries(configs)) {
       const alias = `admin-${providerId}`;
@@ -398,7 +443,7 @@ describe('signing in through the social providers (loopback mocks at the fixed e
     }
     // Each can sign in: the login page has a button for it, labelled by Keycloak's name of the provider (no display name given).
     const page = await new FormClient(t.url).get(`/realms/social/protocol/openid-connect/auth?${authQuery()}`);
-    const names: Record<string, string> = { github: 'GitHub', google: 'Google', microsoft: 'Microsoft', gitlab: 'GitLab', facebook: 'Facebook', 'linkedin-openid-connect': 'LinkedIn', bitbucket: 'BitBucket' };
+    const names: Record<string, string> = { github: 'GitHub', google: 'Google', microsoft: 'Microsoft', gitlab: 'GitLab', facebook: 'Facebook', 'linkedin-openid-connect': 'LinkedIn', bitbucket: 'BitBucket', apple: 'Apple' };
     for (const providerId of Object.keys(configs)) expect(page.text).toMatch(new RegExp(`id="social-admin-${providerId}"[^>]*>${names[providerId]}</a>`));
   });
 

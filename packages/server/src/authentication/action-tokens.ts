@@ -46,6 +46,16 @@ export interface ActionClaims {
 /** Lifetime of e-mailed links, Keycloak's default for user-initiated actions. */
 export const ACTION_TOKEN_LIFETIME_S = 300;
 
+/**
+ * The lifetime of a link of this type a user's action mails, as Keycloak's realm.getActionTokenGeneratedByUserLifespan(type):
+ * the realm attribute `actionTokenGeneratedByUserLifespan.{type}` (the console's "Override action tokens"), else
+ * `actionTokenGeneratedByUserLifespan`, else 300 seconds. A value that is not a positive whole number is passed over.
+ */
+export function userActionTokenLifespan(realm: Pick<Realm, 'attributes'>, type: ActionType): number {
+  const positive = (value: string | undefined) => (value !== undefined && /^[1-9][0-9]{0,9}$/.test(value.trim()) ? Number(value.trim()) : null);
+  return positive(realm.attributes[`actionTokenGeneratedByUserLifespan.${type}`]) ?? positive(realm.attributes.actionTokenGeneratedByUserLifespan) ?? ACTION_TOKEN_LIFETIME_S;
+}
+
 /** Keycloak's default lifetime of a link an administrator has sent (the realm's actionTokenGeneratedByAdminLifespan). */
 export const ADMIN_LINK_LIFETIME_S = 12 * 60 * 60;
 

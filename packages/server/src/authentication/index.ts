@@ -3,7 +3,7 @@
  * authentication, auth sessions, SSO sessions, authorization codes and action tokens, one operation per file.
  * It imports neither `pages/` nor `protocol/`; they reach each other only through the ports in ports.ts.
  */
-export { ActionTokens, ACTION_TOKEN_LIFETIME_S, ADMIN_LINK_LIFETIME_S, type ActionClaims, type ActionType } from './action-tokens.js';
+export { ActionTokens, ACTION_TOKEN_LIFETIME_S, ADMIN_LINK_LIFETIME_S, userActionTokenLifespan, type ActionClaims, type ActionType } from './action-tokens.js';
 export { AuthSessions, realmCookiePath, type AuthRequest, type AuthSession, type KcActionStatus } from './auth-session.js';
 export { issueAuthorizationCode, pkceRefusal, redeemAuthorizationCode, type CodeGrant, type CodeRedemption, type CodeRefusal, type PkceRefusal } from './authorization-code.js';
 export { answerDeviceConsent, denyDeviceGrant, deviceGrantByUserCode, normalizeUserCode, pollDeviceGrant, startDeviceGrant, type DeviceGrant, type DevicePoll } from './device-code.js';

@@ -4,10 +4,11 @@ import type { AuthenticationContext } from './context.js';
 import { newId, newSecret, secretsEqual } from '../credentials/index.js';
 import { clearCookie, readCookie, requestInfo, secureCookies, setCookie } from '../http/index.js';
 import { sessionAlive } from '../model/sessions.js';
-import type { Realm, User, UserSession } from '../model/types.js';
+import type { IdentityProvider, Realm, User, UserSession } from '../model/types.js';
 import { pendingRequiredActions } from '../services/index.js';
 import { realmCookiePath } from './auth-session.js';
 import { SignedState } from './signed-state.js';
+import { keepsUpstreamIdToken } from './brokering/browser-logout.js';
 
 const SSO_COOKIE = 'REALMGATE_SESSION';
 const PURPOSE = 'sso-session';
@@ -23,11 +24,11 @@ const MAX_BROKER_ID_TOKEN = 16_384;
 
 /**
  * Keeps the upstream's raw ID token of a brokered sign-in for its session (returns the reference the auth session
- * carries), only where the identity provider logs the upstream out by back-channel (`backchannelSupported`), the one
- * use of it; otherwise nothing is kept.
+ * carries), only where a logout towards the upstream sends it (by back-channel, `backchannelSupported`, or as the
+ * browser logout's `id_token_hint`: keepsUpstreamIdToken), the one use of it; otherwise nothing is kept.
  */
-export async function keepBrokerIdToken(ctx: Pick<AuthenticationContext, 'hostStore'>, providerConfig: Record<string, string>, idToken: unknown): Promise<string | undefined> {
-  if (providerConfig.backchannelSupported !== 'true' || typeof idToken !== 'string' || !idToken || idToken.length > MAX_BROKER_ID_TOKEN) return undefined;
+export async function keepBrokerIdToken(ctx: Pick<AuthenticationContext, 'hostStore'>, provider: IdentityProvider, idToken: unknown): Promise<string | undefined> {
+  if (!keepsUpstreamIdToken(provider) || typeof idToken !== 'string' || !idToken || idToken.length > MAX_BROKER_ID_TOKEN) return undefined;
   const ref = newSecret(24);
   await ctx.hostStore.set(brokerIdTokenKey(ref), idToken, BROKER_ID_TOKEN_MS);
   return ref;

@@ -211,8 +211,9 @@ export interface UserSession {
   brokerSessionId?: string | null;
   brokerUserId?: string | null;
   /**
-   * The upstream's ID token of that sign-in, kept only when its identity provider has `backchannelSupported`
-   * (Keycloak's FEDERATED_ID_TOKEN note): the `id_token_hint` of this server's logout towards the upstream.
+   * The upstream's ID token of that sign-in, kept only when its identity provider logs the upstream out (by
+   * back-channel, or through the browser with `id_token_hint`; Keycloak's FEDERATED_ID_TOKEN note): the
+   * `id_token_hint` of this server's logout towards the upstream.
    */
   brokerIdToken?: string | null;
 }

@@ -3,7 +3,6 @@ import {
   keepBrokerIdToken,
   keepLinkProof,
   answeredAsBadCredentials,
-  ACTION_TOKEN_LIFETIME_S,
   authBindingOf,
   canLink,
   canSignIn,
@@ -190,6 +189,17 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     return runAndAnswer(request, reply, realm, auth, provider, progress, await keepProgress(ctx, progress), null);
   });
 
+  // An answer by form_post (Apple's with any scope): the upstream's page posts it from its own site, and a cross-site
+  // POST carries no SameSite=Lax cookie, so it is sent on as a GET of the same endpoint (a top-level navigation, which
+  // carries them), where the auth session and the state are checked as for any answer. Nothing is done here.
+  app.post('/realms/:realm/broker/:alias/endpoint', async (request: FastifyRequest<{ Params: { realm: string; alias: string } }>, reply) => {
+    const form = formValues(request.body, []);
+    const answer = new URLSearchParams();
+    for (const name of ['code', 'state', 'error', 'error_description']) if (form[name]) answer.set(name, form[name].slice(0, 4096));
+    const path = `/realms/${encodeURIComponent(request.params.realm.slice(0, 255))}/broker/${encodeURIComponent(request.params.alias.slice(0, 255))}/endpoint`;
+    return reply.code(303).header('location', `${path}?${answer}`).header('cache-control', 'no-store').send();
+  });
+
   // The first broker login flow's pages.
   app.post('/realms/:realm/login-actions/first-broker-login', async (request: FastifyRequest<{ Params: { realm: string } }>, reply) => {
     const c = await loginContext(ctx, request, reply);
@@ -282,7 +292,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     // The SSO session will record the upstream session and user (Keycloak's brokerSessionId / brokerUserId): the
     // ID token's `sid`, else the token response's `session_state`.
     const sid = typeof identity.idToken.sid === 'string' ? identity.idToken.sid : typeof identity.tokenResponse.session_state === 'string' ? identity.tokenResponse.session_state : null;
-    const idTokenRef = await keepBrokerIdToken(ctx, provider.config, identity.tokenResponse.id_token);
+    const idTokenRef = await keepBrokerIdToken(ctx, provider, identity.tokenResponse.id_token);
     const broker = { sessionId: sid ? `${provider.alias}.${sid.slice(0, 255)}` : null, userId: `${provider.alias}.${identity.id}`, ...(idTokenRef ? { idTokenRef } : {}) };
     const auth = await ctx.authSessions.save(reply, request, realm, { ...signingIn, broker });
     if (!postBrokerLoginFlowOf(provider)) return finish(request, reply, realm, auth, user);
@@ -414,7 +424,8 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (!user.emailVerified) await ctx.storage.users.update(verified);
     await ctx.events.user(realm, { type: 'IDENTITY_PROVIDER_LINK_ACCOUNT', clientId: claims.azp ?? null, userId: user.id, details, request: info, user: () => userSnapshot(ctx.storage, verified) });
     if (sameBrowser) return runAndAnswer(request, reply, realm, auth, provider, progress, claims.bpk, null);
-    await keepLinkProof(ctx, user.id, provider.alias, progress.identity.id, ACTION_TOKEN_LIFETIME_S * 1000);
+    // The proof lives as long as the link would have (Keycloak keeps it until the token's expiry).
+    await keepLinkProof(ctx, user.id, provider.alias, progress.identity.id, Math.max(1, claims.exp - Math.floor(Date.now() / 1000)) * 1000);
     return showPage.info(ctx, reply, realm, t.msg('emailVerifiedTitle'), t.msg('identityProviderLinkSuccess'));
   };
 

@@ -63,6 +63,8 @@ export const realmSpec: Spec = {
   // The device grant's defaults, kept as Keycloak keeps them: realm attributes of the same names (DEVICE_FIELDS).
   oauth2DeviceCodeLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
   oauth2DevicePollingInterval: { type: 'integer', min: 1, max: 2_147_483_647 },
+  // Kept as Keycloak keeps it: a realm attribute of the same name (per action type: `….{type}` attributes).
+  actionTokenGeneratedByUserLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
   // Keycloak's internationalization settings, kept as realm attributes of the same names (pages/i18n.ts reads them).
   internationalizationEnabled: { type: 'boolean' },
   supportedLocales: { type: 'stringArray' },
@@ -151,7 +153,7 @@ function bruteForceSpec(): Spec {
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
   'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
-  'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
+  'actionTokenGeneratedByAdminLifespan', 'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
@@ -397,10 +399,15 @@ function applyLocaleFields(realm: Realm, rep: Record<string, unknown>, path: str
   realm.attributes = attributes;
 }
 
-/** The device grant's realm defaults (Keycloak's): a device code lives 600 s and may be polled every 5 s. */
+/**
+ * Representation numbers Keycloak keeps as realm attributes of the same names, with its defaults: the device grant's
+ * (a device code lives 600 s and may be polled every 5 s) and the lifespan of links a user's action mails (300 s,
+ * Keycloak's accessCodeLifespanUserAction; authentication/action-tokens.ts reads it and its per-type overrides).
+ */
 const DEVICE_FIELDS = [
   ['oauth2DeviceCodeLifespan', 600],
   ['oauth2DevicePollingInterval', 5],
+  ['actionTokenGeneratedByUserLifespan', 300],
 ] as const;
 
 /** The device fields as Keycloak's representation answers them: numbers, from the realm's attributes or the defaults. */

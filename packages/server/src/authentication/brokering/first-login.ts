@@ -4,7 +4,7 @@ import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.j
 import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { UPDATE_PASSWORD } from '../../required-actions/index.js';
 import { createUser, userSnapshot } from '../../services/index.js';
-import { ACTION_TOKEN_LIFETIME_S } from '../action-tokens.js';
+import { userActionTokenLifespan } from '../action-tokens.js';
 import { authenticatePassword, type PasswordResult } from '../password.js';
 import type { SecondFactorError } from '../second-factor.js';
 import { otpForm, take, type SignInEnv } from '../sign-in.js';
@@ -174,12 +174,13 @@ const emailVerification: Step = {
     if (take(env, ['emailLink'])?.emailLink === 'resend') progress.linkMailedTo = null;
     if (progress.linkMailedTo === existing.email) return { status: 'challenge', challenge: 'email-link' };
     progress.linkMailedTo = existing.email;
-    const token = await ctx.actionTokens.issue(realm, 'idp-verify-account-via-email', existing.id, { email: existing.email, azp: env.clientId, idpa: provider.alias, idpu: identity.username, xid: identity.id, bpk: env.key });
+    const lifespan = userActionTokenLifespan(realm, 'idp-verify-account-via-email');
+    const token = await ctx.actionTokens.issue(realm, 'idp-verify-account-via-email', existing.id, { email: existing.email, azp: env.clientId, idpa: provider.alias, idpu: identity.username, xid: identity.id, bpk: env.key }, lifespan);
     const details = { identity_provider: provider.alias, identity_provider_identity: identity.username, username: existing.username, email: existing.email };
     const event = { clientId: env.clientId, userId: existing.id, details, request: env.request };
     // Recorded once SMTP took the mail or refused it; the page does not wait for it.
     void env
-      .mailLink(existing, token, ACTION_TOKEN_LIFETIME_S)
+      .mailLink(existing, token, lifespan)
       .then((sent) => ctx.events.user(realm, sent ? { type: 'SEND_IDENTITY_PROVIDER_LINK', ...event } : { type: 'SEND_IDENTITY_PROVIDER_LINK_ERROR', error: 'email_send_failed', ...event }))
       .catch((error: unknown) => ctx.logger.error({ err: error, realm: realm.name }, 'recording the identity provider link mail failed'));
     return { status: 'challenge', challenge: 'email-link' };

@@ -9,3 +9,4 @@ export { idpMapperTypes } from './idp-mapper-types.js';
 export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './import-config.js';
 export { postBrokerLoginFlowOf, runPostBrokerLogin } from './post-login.js';
 export { upstreamLogoutSessions, type UpstreamLogout } from './upstream-logout.js';
+export { keepsUpstreamIdToken, logsOutThroughBrowser, sessionProvider, takeBrokerLogout, upstreamBrowserLogout, type PendingBrokerLogout } from './browser-logout.js';

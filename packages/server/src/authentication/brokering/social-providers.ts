@@ -183,6 +183,25 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
       return { identity: { id, username: prop(profile, 'username') ?? email ?? id, email, emailVerified: false, firstName: prop(profile, 'first_name'), lastName: prop(profile, 'last_name') }, profile };
     },
   },
+  // Not a provider of Keycloak 26.7.3 (the community's `apple` extension uses this providerId): Sign in with Apple where
+  // a client secret suffices, i.e. the operator gives the signed client secret JWT Apple accepts (up to six months) as
+  // `clientSecret`; it is not made here from a private key. With any scope Apple answers by form_post (the POST route
+  // in pages/broker.ts). The identity is the ID token's (`sub`, `email`, `email_verified`); no user info endpoint.
+  apple: {
+    kind: 'oidc',
+    name: 'Apple',
+    scope: () => 'openid name email',
+    fixed: () => ({
+      authorizationUrl: 'https://appleid.apple.com/auth/authorize',
+      tokenUrl: 'https://appleid.apple.com/auth/token',
+      jwksUrl: 'https://appleid.apple.com/auth/keys',
+      issuer: 'https://appleid.apple.com',
+      useJwksUrl: 'true',
+      validateSignature: 'true',
+      disableUserInfo: 'true',
+    }),
+    params: (config): Record<string, string> => (/(^|\s)(name|email)(\s|$)/.test(orDefault(config.defaultScope, 'openid name email')) ? { response_mode: 'form_post' } : {}),
+  },
   'linkedin-openid-connect': {
     kind: 'oidc',
     name: 'LinkedIn',

@@ -8,6 +8,7 @@
  * rows to the others once their lease runs out. Every request goes through the server's one outbound guard.
  */
 import type { OutboxItem, OutboxItemInput, OutboxNext } from '@realmgate/spi';
+import { sessionProvider } from '../../authentication/index.js';
 import { newId } from '../../credentials/index.js';
 import { isTargetRefusal, outboundRequest } from '../../http/index.js';
 import type { Client, Realm, UserSession } from '../../model/types.js';
@@ -231,7 +232,7 @@ export class BackchannelLogout {
     const items: OutboxItemInput[] = [];
     for (const session of brokered) {
       // The longest alias the recorded `{alias}.{upstream sub}` starts with (an alias may hold a dot).
-      const provider = providers.filter((p) => session.brokerUserId!.startsWith(`${p.alias}.`)).sort((a, b) => b.alias.length - a.alias.length)[0];
+      const provider = sessionProvider(providers, session);
       if (!provider || provider.alias === initiatingIdp || !brokerLogoutUrl(provider.config)) continue;
       const stored: StoredBrokerLogout = { kind: 'broker', realmId: realm.id, alias: provider.alias, state: session.id, idToken: session.brokerIdToken! };
       items.push({

@@ -4,8 +4,8 @@ import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
 import { checkAllowedOrigin } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
-import type { Client, Realm } from '../../model/types.js';
-import { clearSsoCookie, currentSsoSession, SignedState, upstreamLogoutSessions } from '../../authentication/index.js';
+import type { Client, Realm, UserSession } from '../../model/types.js';
+import { clearSsoCookie, currentSsoSession, sessionProvider, SignedState, takeBrokerLogout, upstreamBrowserLogout, upstreamLogoutSessions } from '../../authentication/index.js';
 import { userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { refreshTokenType } from './offline.js';
@@ -16,6 +16,7 @@ import { issuerOf } from './tokens.js';
 const issuerPath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}`;
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
+type AliasRequest = FastifyRequest<{ Params: { realm: string; alias: string }; Querystring: Record<string, unknown> }>;
 const CONFIRM_LIFETIME_MS = 10 * 60 * 1000;
 const CONFIRM_PURPOSE = 'logout-confirm';
 
@@ -37,15 +38,17 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
    * Keycloak's browser logout, the clients with `frontchannelLogout` through the frames returned (for the logout page)
    * and the others by back-channel; otherwise (a refresh token's logout) every client with a back-channel URL.
    */
-  const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null, browser = false): Promise<FrontchannelFrame[]> => {
+  const endSession = async (request: FastifyRequest, realm: Realm, sessionId: string, userId: string, clientId: string | null, browser = false): Promise<{ frames: FrontchannelFrame[]; ended: UserSession | null }> => {
     const user = await ctx.storage.users.byId(realm.id, userId);
     const session = await ctx.storage.sessions.byId(sessionId);
     let frames: FrontchannelFrame[] = [];
+    let ended: UserSession | null = null;
     if (session && session.realmId === realm.id) {
       const issuer = issuerOf(baseUrl(request, ctx.config.hostname), realm.name);
       if (browser) frames = await frontchannelFrames(ctx.storage, realm, session, issuer);
       // Committed with the session's end; sent by the background worker (never awaited here).
       await ctx.logoutNotifications.endSessions(realm, [session], issuer, (trx) => ctx.storage.sessions.delete(sessionId, trx), browser ? (client) => !client.frontchannelLogout : undefined);
+      ended = session;
     } else await ctx.storage.sessions.delete(sessionId);
     await ctx.events.user(realm, {
       type: 'LOGOUT',
@@ -55,7 +58,19 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       request: requestInfo(request),
       user: user ? () => userSnapshot(ctx.storage, user) : null,
     });
-    return frames;
+    return { frames, ended };
+  };
+
+  /** The end of a browser logout: the clients' front-channel frames, then the application's redirect, or the "signed out" page. */
+  const finishBrowserLogout = (reply: FastifyReply, realm: Realm, frames: FrontchannelFrame[], next: string | null) => {
+    if (frames.length > 0) {
+      // Keycloak's front-channel logout page: one hidden frame per client; once they have loaded, a script goes on
+      // to the redirect (a "Continue" link without scripts). Frames only to those clients' origins.
+      const origins = [...new Set(frames.map((frame) => new URL(frame.url).origin))];
+      return ctx.pages.send(reply, realm, 'frontchannel-logout', { frames, next, script: `${issuerPath(realm)}/protocol/openid-connect/logout/frontchannel-logout.js` }, 200, { frameSrc: origins });
+    }
+    if (next) return reply.code(302).header('location', next).send();
+    return ctx.forms.info(reply, realm, 'You are signed out', 'You have been signed out.');
   };
 
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
@@ -115,11 +130,11 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       if (state) hidden.state = state;
       return ctx.pages.send(reply, realm, 'logout-confirm', { action: `/realms/${encodeURIComponent(realm.name)}/protocol/openid-connect/logout`, csrf: token, hidden });
     }
-    let frames: FrontchannelFrame[] = [];
-    if (sso) frames = await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null, true);
+    let ending: { frames: FrontchannelFrame[]; ended: UserSession | null } = { frames: [], ended: null };
+    if (sso) ending = await endSession(request, realm, sso.session.id, sso.user.id, clientId ?? null, true);
     else if (hintClaims?.sid && (await ctx.storage.sessions.byId(hintClaims.sid as string))) {
       // No session in this browser: the hint's own session ends (the client holding its ID token asks), as Keycloak.
-      frames = await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null, true);
+      ending = await endSession(request, realm, hintClaims.sid as string, hintClaims.sub, clientId ?? null, true);
     }
     clearSsoCookie(ctx, request, reply, realm);
     let next: string | null = null;
@@ -128,15 +143,29 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       if (state) url.searchParams.set('state', state);
       next = url.href;
     }
-    if (frames.length > 0) {
-      // Keycloak's front-channel logout page: one hidden frame per client; once they have loaded, a script goes on
-      // to the redirect (a "Continue" link without scripts). Frames only to those clients' origins.
-      const origins = [...new Set(frames.map((frame) => new URL(frame.url).origin))];
-      return ctx.pages.send(reply, realm, 'frontchannel-logout', { frames, next, script: `${issuerPath(realm)}/protocol/openid-connect/logout/frontchannel-logout.js` }, 200, { frameSrc: origins });
+    // A brokered session whose provider logs the upstream out through the browser (backchannelSupported off, a
+    // logoutUrl): off to the upstream first; its answer at the broker's logout_response finishes (authentication/brokering/browser-logout.ts).
+    const provider = ending.ended?.brokerUserId ? sessionProvider(await ctx.storage.federation.cachedProviders(realm.id), ending.ended) : null;
+    if (provider && ending.ended) {
+      const returnUrl = `${base}${issuerPath(realm)}/broker/${encodeURIComponent(provider.alias)}/endpoint/logout_response`;
+      const upstream = await upstreamBrowserLogout(ctx, provider, ending.ended, returnUrl, { realmId: realm.id, alias: provider.alias, next, frames: ending.frames });
+      if (upstream) return reply.code(302).header('location', upstream).header('cache-control', 'no-store').send();
     }
-    if (next) return reply.code(302).header('location', next).send();
-    return ctx.forms.info(reply, realm, 'You are signed out', 'You have been signed out.');
+    return finishBrowserLogout(reply, realm, ending.frames, next);
   };
+
+  // The upstream's answer to the browser logout above (Keycloak's OIDCEndpoint.logoutResponse): the logout finishes.
+  app.get('/realms/:realm/broker/:alias/endpoint/logout_response', async (request: AliasRequest, reply) => {
+    const realm = await ctx.storage.realms.cachedByName(request.params.realm.slice(0, 255));
+    if (!realm || !realm.enabled) return ctx.forms.error(reply, null, 'Realm does not exist.', 404);
+    const state = typeof request.query?.state === 'string' ? request.query.state : undefined;
+    const pending = await takeBrokerLogout(ctx, state, realm.id, request.params.alias.slice(0, 255));
+    if (!pending) {
+      await ctx.events.user(realm, { type: 'LOGOUT_ERROR', clientId: null, error: 'user_session_not_found', details: { identity_provider: request.params.alias.slice(0, 255), reason: state ? 'state unknown or already used' : 'no state' }, request: requestInfo(request) });
+      return ctx.forms.error(reply, realm, 'This sign-out is no longer in progress. You may already be signed out.', 400);
+    }
+    return finishBrowserLogout(reply, realm, pending.frames, pending.next);
+  });
 
   app.get('/realms/:realm/protocol/openid-connect/logout', async (request: RealmRequest, reply) => {
     const realm = await ctx.storage.realms.byName(request.params.realm.slice(0, 255));
