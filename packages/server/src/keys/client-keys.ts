@@ -137,6 +137,8 @@ export class ClientKeys {
   private readonly inFlight = new Map<string, Promise<ClientPublicKey[]>>();
   /** Keys parsed from a client's `jwks.string`, certificate or public key, by the attribute and its value. */
   private readonly parsed = new Map<string, ClientPublicKey[]>();
+  /** By a client's attributes object (held weakly): the value its keys were parsed from, and those keys. */
+  private readonly lastSeen = new WeakMap<object, { attribute: string; value: string; keys: ClientPublicKey[] }>();
 
   constructor(options: ClientKeysOptions) {
     this.guard = options.guard;
@@ -159,9 +161,9 @@ export class ClientKeys {
       }
       return matching(await this.fetchOnce(url));
     }
-    if (attributes[a.useJwksString] === 'true') return matching(this.parsedOnce(a.jwksString, attributes[a.jwksString] ?? '', parseJwksText));
-    if (attributes[a.certificate]) return this.parsedOnce(a.certificate, attributes[a.certificate], (value) => [{ kid: null, key: parseCertificate(value).publicKey, alg: null }]);
-    if (attributes[a.publicKey]) return this.parsedOnce(a.publicKey, attributes[a.publicKey], (value) => [{ kid: null, key: parsePublicKey(value), alg: null }]);
+    if (attributes[a.useJwksString] === 'true') return matching(this.parsedOnce(attributes, a.jwksString, parseJwksText));
+    if (attributes[a.certificate]) return this.parsedOnce(attributes, a.certificate, (value) => [{ kid: null, key: parseCertificate(value).publicKey, alg: null }]);
+    if (attributes[a.publicKey]) return this.parsedOnce(attributes, a.publicKey, (value) => [{ kid: null, key: parsePublicKey(value), alg: null }]);
     return [];
   }
 
@@ -169,8 +171,13 @@ export class ClientKeys {
    * The keys of a key attribute's value, parsed once per value: found by the value's SHA-256, so a client whose keys
    * change (on any node: its attributes come from the shared configuration cache) finds none of its old keys here,
    * and the old ones are never used again. Bounded as the JWKS documents are; a value that does not parse is not kept.
+   * The attributes object last seen (a cached client's) remembers its value and keys: taken only while the value it
+   * holds now is that same value, so no hash is computed per assertion.
    */
-  private parsedOnce(attribute: string, value: string, parse: (value: string) => ClientPublicKey[]): ClientPublicKey[] {
+  private parsedOnce(attributes: Record<string, string>, attribute: string, parse: (value: string) => ClientPublicKey[]): ClientPublicKey[] {
+    const value = attributes[attribute] ?? '';
+    const seen = this.lastSeen.get(attributes);
+    if (seen && seen.attribute === attribute && seen.value === value) return seen.keys;
     const id = `${attribute}\0${createHash('sha256').update(value).digest('base64url')}`;
     let keys = this.parsed.get(id);
     if (!keys) {
@@ -178,6 +185,7 @@ export class ClientKeys {
       this.parsed.set(id, keys);
       while (this.parsed.size > this.options.maxEntries) this.parsed.delete(this.parsed.keys().next().value!);
     }
+    this.lastSeen.set(attributes, { attribute, value, keys });
     return keys;
   }
 
