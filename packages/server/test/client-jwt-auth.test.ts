@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { KeyObject, createPrivateKey, generateKeyPairSync, sign as nodeSign } from 'node:crypto';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -217,6 +217,38 @@ describe('client authentication by signed JWT', () => {
     expect(unknown.status).toBe(400);
     expect(unknown.body.errorMessage).toContain('token.endpoint.auth.signing.alg');
     expect((await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${id}`, admin, rep)).status).toBe(204);
+  });
+
+  it('refuses, as jose did before the node:crypto check: a critical extension, a future nbf, time claims that are not numbers, a changed payload, a DER ECDSA signature', async () => {
+    // Signed here by hand (jose refuses to sign a `crit` it does not know), with the client's real keys.
+    const signed = (alg: 'RS256' | 'ES256', header: Record<string, unknown>, claims: Record<string, unknown>, encoding: 'ieee-p1363' | 'der' = 'ieee-p1363') => {
+      const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const input = `${b64({ alg, ...header })}.${b64(claims)}`;
+      const key = KeyObject.from(alg === 'RS256' ? rsa.privateKey : ec.privateKey);
+      return `${input}.${nodeSign('sha256', Buffer.from(input), alg === 'ES256' ? { key, dsaEncoding: encoding } : key).toString('base64url')}`;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const claims = () => ({ iss: 'by-jwks-url', sub: 'by-jwks-url', aud: issuer, jti: crypto.randomUUID(), iat: now, exp: now + 60 });
+    // The hand-made assertion itself is good: what follows fails for its one change only.
+    expect((await postAssertion(signed('RS256', { kid: rsa.kid }, claims()))).status).toBe(200);
+    expect((await postAssertion(signed('ES256', { kid: ec.kid }, claims()))).status).toBe(200);
+    const cases: [string, string][] = [
+      [signed('RS256', { kid: rsa.kid, crit: ['exp'], exp: 1 }, claims()), 'not a valid JWT'],
+      [signed('RS256', { kid: rsa.kid }, { ...claims(), nbf: now + 600 }), 'nbf'],
+      [signed('RS256', { kid: rsa.kid }, { ...claims(), iat: String(now) }), 'iat'],
+      [signed('RS256', { kid: rsa.kid }, { ...claims(), exp: String(now + 60) }), 'exp'],
+      [signed('ES256', { kid: ec.kid }, claims(), 'der'), 'signature'],
+    ];
+    const good = signed('RS256', { kid: rsa.kid }, claims());
+    const [h, , sig] = good.split('.');
+    cases.push([`${h}.${Buffer.from(JSON.stringify({ ...claims(), exp: now + 3600 })).toString('base64url')}.${sig}`, 'signature']);
+    cases.push([`${good}.extra`, 'not a JWS']);
+    for (const [jwt, reason] of cases) {
+      // The client named too: an assertion that does not parse names none.
+      const answer = await postAssertion(jwt, 'token', { grant_type: 'client_credentials', client_id: 'by-jwks-url' });
+      expect(answer, reason).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
+      expect(answer.body.error_description).toContain(reason);
+    }
   });
 
   it('revocation and logout take the same authentication', async () => {

@@ -1,4 +1,4 @@
-import { X509Certificate, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { X509Certificate, createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
@@ -107,7 +107,7 @@ export function parseJwksText(text: string): ClientPublicKey[] {
 export interface ClientKeysOptions {
   /** The server's one outbound target guard (http/target-guard.ts; webhooks and identity providers use it too). */
   guard: OutboundGuard;
-  /** Most JWKS documents kept (the least recently used goes first). */
+  /** Most JWKS documents kept (the least recently used goes first), and most parsed key attribute values. */
   maxEntries?: number;
   /** A fetched JWKS is used this long before it is fetched again. */
   maxAgeMs?: number;
@@ -135,6 +135,10 @@ export class ClientKeys {
   private readonly options: typeof DEFAULTS;
   private readonly cache = new Map<string, CachedJwks>();
   private readonly inFlight = new Map<string, Promise<ClientPublicKey[]>>();
+  /** Keys parsed from a client's `jwks.string`, certificate or public key, by the attribute and its value. */
+  private readonly parsed = new Map<string, ClientPublicKey[]>();
+  /** By a client's attributes object (held weakly): the value its keys were parsed from, and those keys. */
+  private readonly lastSeen = new WeakMap<object, { attribute: string; value: string; keys: ClientPublicKey[] }>();
 
   constructor(options: ClientKeysOptions) {
     this.guard = options.guard;
@@ -157,10 +161,37 @@ export class ClientKeys {
       }
       return matching(await this.fetchOnce(url));
     }
-    if (attributes[a.useJwksString] === 'true') return matching(parseJwksText(attributes[a.jwksString] ?? ''));
-    if (attributes[a.certificate]) return [{ kid: null, key: parseCertificate(attributes[a.certificate]).publicKey, alg: null }];
-    if (attributes[a.publicKey]) return [{ kid: null, key: parsePublicKey(attributes[a.publicKey]), alg: null }];
+    if (attributes[a.useJwksString] === 'true') return matching(this.parsedOnce(attributes, a.jwksString, parseJwksText));
+    if (attributes[a.certificate]) return this.parsedOnce(attributes, a.certificate, (value) => [{ kid: null, key: parseCertificate(value).publicKey, alg: null }]);
+    if (attributes[a.publicKey]) return this.parsedOnce(attributes, a.publicKey, (value) => [{ kid: null, key: parsePublicKey(value), alg: null }]);
     return [];
+  }
+
+  /**
+   * The keys of a key attribute's value, parsed once per value: found by the value's SHA-256, so a client whose keys
+   * change (on any node: its attributes come from the shared configuration cache) finds none of its old keys here,
+   * and the old ones are never used again. Bounded as the JWKS documents are; a value that does not parse is not kept.
+   * The attributes object last seen (a cached client's) remembers its value and keys: taken only while the value it
+   * holds now is that same value, so no hash is computed per assertion.
+   */
+  private parsedOnce(attributes: Record<string, string>, attribute: string, parse: (value: string) => ClientPublicKey[]): ClientPublicKey[] {
+    const value = attributes[attribute] ?? '';
+    const seen = this.lastSeen.get(attributes);
+    if (seen && seen.attribute === attribute && seen.value === value) return seen.keys;
+    const id = `${attribute}\0${createHash('sha256').update(value).digest('base64url')}`;
+    let keys = this.parsed.get(id);
+    if (!keys) {
+      keys = parse(value);
+      this.parsed.set(id, keys);
+      while (this.parsed.size > this.options.maxEntries) this.parsed.delete(this.parsed.keys().next().value!);
+    }
+    this.lastSeen.set(attributes, { attribute, value, keys });
+    return keys;
+  }
+
+  /** How many parsed key configurations are held (for tests). */
+  get parsedCount(): number {
+    return this.parsed.size;
   }
 
   /** What the admin API can tell of a JWKS URL without fetching it: null when nothing is wrong so far. */

@@ -3,7 +3,7 @@ import { secretsEqual } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import type { ProtocolContext } from '../context.js';
-import { assertionSubject, verifyClientAssertion } from './client-assertion.js';
+import { assertionSubject, parseAssertion, verifyClientAssertion } from './client-assertion.js';
 import { verifyX509Client } from './mtls.js';
 
 export type FormBody = Record<string, string | undefined>;
@@ -57,7 +57,8 @@ export async function authenticateClient(ctx: ProtocolContext, realm: Realm, req
   const assertion = formField(request.body, 'client_assertion');
   const assertionType = formField(request.body, 'client_assertion_type');
   const named = formField(request.body, 'client_id');
-  const subject = assertion ? assertionSubject(assertion) : undefined;
+  const parsed = assertion ? parseAssertion(assertion) : null;
+  const subject = assertionSubject(parsed);
   if (named !== undefined && subject !== undefined && named !== subject) throw oauthError.invalid_client('client_id parameter does not match sub claim');
   const clientId = basic?.id ?? named ?? subject;
   const secret = basic?.secret ?? formField(request.body, 'client_secret');
@@ -72,7 +73,7 @@ export async function authenticateClient(ctx: ProtocolContext, realm: Realm, req
     return client;
   }
   if (client.clientAuthenticatorType !== 'client-secret') {
-    await verifyClientAssertion(ctx, realm, client, request, { type: assertionType, assertion });
+    await verifyClientAssertion(ctx, realm, client, request, { type: assertionType, assertion, parsed });
     return client;
   }
   // Keycloak's ClientIdAndSecretAuthenticator: a known client with a missing or wrong secret is 401

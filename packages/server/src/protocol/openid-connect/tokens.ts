@@ -1,8 +1,9 @@
-import { constants as cryptoConstants, createHash, createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import { newId } from '../../credentials/index.js';
 import { TOKEN_SIGNATURE_ALGS, type RealmKeys } from '../../keys/index.js';
+import { SIGNATURE_HASH, signatureKeyOptions } from '../../keys/jws.js';
 import { TokenVerificationError } from '../../model/errors.js';
 import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
@@ -171,7 +172,7 @@ export class TokenService {
     if (withIdToken) {
       // OIDC Core 3.1.3.6: the left half of the hash of the ID token's own algorithm (SHA-512 for EdDSA, as Keycloak).
       const idAlg = signatureAlgorithm(realm, client, 'id');
-      const hash = HASH_OF[idAlg] ?? 'sha256';
+      const hash = SIGNATURE_HASH[idAlg] ?? 'sha256';
       const digest = createHash(hash).update(accessToken).digest();
       const atHash = ctx.idTokenAlways ? null : digest.subarray(0, digest.length / 2).toString('base64url');
       const idClaims = runMappers(plan.mappers.id, data, 'id', { aud: [client.clientId] });
@@ -324,12 +325,6 @@ function macJws(header: { alg: 'HS512'; typ: string; kid: string }, payload: Rec
   return `${input}.${createHmac('sha512', secret).update(input).digest('base64url')}`;
 }
 
-/** The hash of each signature algorithm (RFC 7518 3; EdDSA's at_hash uses SHA-512, as Keycloak's). */
-const HASH_OF: Record<string, string> = {
-  RS256: 'sha256', RS384: 'sha384', RS512: 'sha512', PS256: 'sha256', PS384: 'sha384', PS512: 'sha512',
-  ES256: 'sha256', ES384: 'sha384', ES512: 'sha512', EdDSA: 'sha512',
-};
-
 /** Keycloak's client attribute for a signed userinfo answer ("unsigned" or absent: JSON). */
 export const USERINFO_ALG_ATTRIBUTE = 'user.info.response.signature.alg';
 
@@ -341,21 +336,22 @@ export function signatureAlgorithm(realm: Realm, client: Client, document: keyof
   return client.attributes[CLIENT_ALG_ATTRIBUTE[document]] || realm.defaultSignatureAlgorithm || 'RS256';
 }
 
+/** The algorithms whose signature costs less than a hop to the thread pool and back (ES256, Ed25519: some 50 µs). */
+const ON_EVENT_LOOP = new Set(['ES256', 'EdDSA']);
+
 /**
- * A compact JWS signed on libuv's thread pool: RS* (RSASSA-PKCS1-v1_5), PS* (RSASSA-PSS, salt the hash's length),
- * ES* (ECDSA, the signature as r||s, RFC 7518 3.4), EdDSA (Ed25519).
+ * A compact JWS: RS* (RSASSA-PKCS1-v1_5), PS* (RSASSA-PSS, salt the hash's length), ES* (ECDSA, the signature as
+ * r||s, RFC 7518 3.4), EdDSA (Ed25519); on libuv's thread pool, but ON_EVENT_LOOP's on the event loop.
  */
 export function signJws(header: { alg: string; typ: string; kid: string }, payload: Record<string, unknown>, key: KeyObject): Promise<string> {
-  const hash = HASH_OF[header.alg];
+  const hash = SIGNATURE_HASH[header.alg];
   if (!hash) return Promise.reject(new Error(`signing algorithm ${header.alg} is not supported`));
   const input = `${base64url(header)}.${base64url(payload)}`;
-  const options = header.alg.startsWith('PS')
-    ? { key, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: cryptoConstants.RSA_PSS_SALTLEN_DIGEST }
-    : header.alg.startsWith('ES')
-      ? { key, dsaEncoding: 'ieee-p1363' as const }
-      : key;
+  const options = signatureKeyOptions(header.alg, key);
+  const digest = header.alg === 'EdDSA' ? null : hash;
+  if (ON_EVENT_LOOP.has(header.alg)) return Promise.resolve(`${input}.${cryptoSign(digest, Buffer.from(input), options).toString('base64url')}`);
   return new Promise((done, fail) => {
-    cryptoSign(header.alg === 'EdDSA' ? null : hash, Buffer.from(input), options, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
+    cryptoSign(digest, Buffer.from(input), options, (error, signature) => (error ? fail(error) : done(`${input}.${signature.toString('base64url')}`)));
   });
 }
 
