@@ -219,7 +219,8 @@ function translatedTexts(t: Translator, data: Record<string, unknown>): Record<s
   };
   const message = data.message as { type: string; text: string } | undefined;
   if (message && typeof message.text === 'string') out.message = { ...message, text: t.text(message.text) };
-  for (const key of ['title', 'text', 'error']) if (typeof data[key] === 'string') out[key] = t.text(data[key] as string);
+  for (const key of ['title', 'text', 'error', 'hint', 'label']) if (typeof data[key] === 'string') out[key] = t.text(data[key] as string);
+  if (Array.isArray(data.ways)) out.ways = (data.ways as { name?: unknown; help?: unknown }[]).map((w) => ({ ...w, name: typeof w.name === 'string' ? t.text(w.name) : w.name, help: typeof w.help === 'string' ? t.text(w.help) : w.help }));
   const link = data.link as { href: string; label: string } | undefined;
   if (link && typeof link.label === 'string') out.link = { ...link, label: t.text(link.label) };
   return out;
