@@ -258,6 +258,63 @@ describe('themes from the theme directory', () => {
     }
     expect(t.logs.some((l) => String(l.msg).includes("link.txt: not served (a link to outside the theme directory's resources)"))).toBe(true);
   });
+
+  it("a client's login_theme attribute overrides the realm's loginTheme for that client's pages; the admin API keeps and checks it", async () => {
+    const token = await adminToken(t.url);
+    const clientAuth = (realm: string, clientId: string) => authPath(realm).replace('client_id=web', `client_id=${clientId}`);
+    await kc.clients.create({ realm: 'plain', clientId: 'shopfront', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'], attributes: { login_theme: 'shop' } });
+    await kc.clients.create({ realm: 'themed', clientId: 'classic', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'], attributes: { login_theme: 'keycloak' } });
+    const [shopfront] = await kc.clients.find({ realm: 'plain', clientId: 'shopfront' });
+    expect(shopfront.attributes?.login_theme).toBe('shop');
+
+    // The plain realm's page for shopfront is the shop theme's: template, texts, its own stylesheet and images.
+    const client = new FormClient(t.url);
+    const page = await client.get(clientAuth('plain', 'shopfront'));
+    expect(page.status).toBe(200);
+    expect(textOf(page.text, 'shop-intro')).toBe('Welcome to the plain shop');
+    expect(page.text).toContain('href="/realms/plain/login-actions/resources/themes/shop/style.css"');
+    expect(page.text).toContain('src="/realms/plain/login-actions/resources/themes/shop/img/logo.svg"');
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/style.css')).text).toContain('shop-stylesheet');
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/img/logo.svg')).status).toBe(200);
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/builtin/style.css')).text).not.toContain('shop-stylesheet');
+    // The realm's own path and its other client keep the built-in theme.
+    expect((await client.get('/realms/plain/login-actions/resources/style.css')).text).not.toContain('shop-stylesheet');
+    const web = await new FormClient(t.url).get(authPath('plain'));
+    expect(textOf(web.text, 'shop-intro')).toBeNull();
+    expect(web.text).toContain('href="/realms/plain/login-actions/resources/style.css"');
+    // A page shown again after a failed sign-in stays in the client's theme.
+    const failed = await client.post(firstForm(page.text).action, { ...firstForm(page.text).hidden, username: 'nobody', password: 'wrong-pass-1' });
+    expect(failed.status).toBe(401);
+    expect(textOf(failed.text, 'shop-intro')).toBe('Welcome to the plain shop');
+
+    // A client naming the built-in theme in a themed realm gets the built-in page.
+    const classic = await new FormClient(t.url).get(clientAuth('themed', 'classic'));
+    expect(textOf(classic.text, 'shop-intro')).toBeNull();
+    expect(classic.text).toContain('href="/realms/themed/login-actions/resources/themes/keycloak/style.css"');
+    expect((await client.get('/realms/themed/login-actions/resources/themes/keycloak/style.css')).text).not.toContain('shop-stylesheet');
+
+    // The admin API refuses a theme the server lacks and a name with path characters (400 naming the attribute).
+    const rep = (await api(t.url, 'GET', `/admin/realms/plain/clients/${shopfront.id}`, token)).body as { attributes: Record<string, string> };
+    const unknown = await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: 'nope' } });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain('login_theme: no login theme \\"nope\\"');
+    for (const name of ['../shop', 'shop/../../etc', '..', 'shop\0', '/etc/passwd']) {
+      expect((await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: name } })).status, name).toBe(400);
+      expect((await api(t.url, 'POST', '/admin/realms/plain/clients', token, { clientId: `bad-${name.length}`, attributes: { login_theme: name } })).status, name).toBe(400);
+    }
+    expect((await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: 'shop-dark' } })).status).toBe(204);
+    const dark = await eventually(async () => {
+      const p = await new FormClient(t.url).get(clientAuth('plain', 'shopfront'));
+      return textOf(p.text, 'page-title') === 'Sign in (dark)' ? p : null;
+    });
+    expect(dark.text).toContain('/resources/themes/shop-dark/style.css');
+    // Hostile paths below a client theme's path find nothing.
+    for (const path of ['/realms/plain/login-actions/resources/themes/..%2f..%2fsecret.txt/x', '/realms/plain/login-actions/resources/themes/shop/..%2f..%2f..%2fsecret.txt', '/realms/plain/login-actions/resources/themes/nope/style.css', '/realms/plain/login-actions/resources/themes/shop/link.txt']) {
+      const answer = await rawGet(t.url, path);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body, path).not.toContain('top secret');
+    }
+  });
 });
 
 describe("the README's worked example (docs/theme-example) in Chromium", () => {
