@@ -231,6 +231,28 @@ export class PageRenderer {
     return file ? this.resourceFile(file) : this.builtinStylesheet;
   }
 
+  /**
+   * The realm's e-mail theme's bodies, or undefined when it has none: `render(kind, name, data)` is the theme's body
+   * of that e-mail, or null when the theme has no such template or its template fails (logged with the file and line:
+   * the e-mail then has the built-in body, never a broken one).
+   */
+  mailTemplates(realm: Pick<Realm, 'name' | 'attributes'>): MailTemplates | undefined {
+    const theme = this.theme(realm, 'email');
+    const engines = theme?.mailEta;
+    if (!theme || !engines || theme.chain.every((t) => t.mailTemplates.size === 0)) return undefined;
+    return {
+      render: (kind, name, data) => {
+        if (!theme.chain.some((t) => t.mailTemplates.has(`${kind}/${name}.eta`))) return null;
+        try {
+          return engines[kind].render(name, data);
+        } catch (error) {
+          this.log('error', { realm: realm.name, theme: theme.name, template: `${kind}/${name}.eta`, err: error }, "an e-mail theme's template failed; the e-mail has the built-in body");
+          return null;
+        }
+      },
+    };
+  }
+
   /** A login theme of the directory by name (a client's `login_theme`), for its resources' own path; undefined if none. */
   loginTheme(name: string): Theme | undefined {
     return this.themes.get('login', name);
@@ -265,6 +287,11 @@ export class PageRenderer {
     if (resource.body.length <= 512 * 1024) this.resourceCache.set(file, resource);
     return resource;
   }
+}
+
+/** An e-mail theme's bodies (pages/emails.ts): the body of one kind of one e-mail, or null for the built-in one. */
+export interface MailTemplates {
+  render(kind: 'html' | 'text', name: string, data: Record<string, unknown>): string | null;
 }
 
 /** The texts handlers pass (errors, a message, an error or info page's title, text and link), in the page's language. */
