@@ -190,8 +190,20 @@ export function translator(locale: string, overrides: Record<string, Record<stri
   };
 }
 
+/** The language menu's names, made once per locale (an Intl.DisplayNames costs more than the rest of a page's texts). */
+const localeLabels = new Map<string, string>();
+
 /** The name of a locale in its own language, for the language menu. */
 export function localeLabel(locale: string): string {
+  let label = localeLabels.get(locale);
+  if (label === undefined) {
+    label = displayName(locale);
+    if (localeLabels.size < 500) localeLabels.set(locale, label);
+  }
+  return label;
+}
+
+function displayName(locale: string): string {
   try {
     const name = new Intl.DisplayNames([locale], { type: 'language' }).of(locale);
     return name ? name.charAt(0).toLocaleUpperCase(locale) + name.slice(1) : locale;
