@@ -535,6 +535,57 @@ export async function runBroker(): Promise<AuthBench> {
   return bench;
 }
 
+// ---------------------------------------------------------------- issue 43: the login page in German with overrides
+
+/**
+ * Issue 43: the login page (the authorization request's GET, which starts the sign-in and renders the page) in
+ * German with realm overrides (a realm with internationalization on, the seven locales, 20 German overrides, asked
+ * for by Accept-Language) beside the English page of a realm without internationalization or overrides, same
+ * server, same run (goal <= 1.05). Each page is checked: 200, `lang` and a text of its language (the German one an
+ * override).
+ */
+export async function runI18n(): Promise<AuthBench> {
+  const bench = newBench('i18n', GRANT_OPS);
+  await withServers([{}], async ([server]) => {
+    await server.call('POST', '', { realm: 'plain', enabled: true, clients: [publicClient()] });
+    await server.call('POST', '', {
+      realm: 'intl',
+      enabled: true,
+      internationalizationEnabled: true,
+      supportedLocales: ['en', 'de', 'fr', 'es', 'pt-BR', 'ja', 'ar'],
+      defaultLocale: 'en',
+      clients: [publicClient()],
+    });
+    const overrides: Record<string, string> = { loginAccountTitle: 'Bei Intl anmelden (Override)' };
+    for (let i = 0; i < 19; i++) overrides[`benchOverride${i}`] = `Text ${i} der Realm-Übersetzung`;
+    for (const [key, value] of Object.entries(overrides)) {
+      const answer = await api(server.url, 'PUT', `/admin/realms/intl/localization/de/${key}`, server.admin, value, { 'content-type': 'text/plain' });
+      if (answer.status !== 204) throw new Error(`override ${key}: ${answer.status}`);
+    }
+    const page = (realm: string, acceptLanguage: string | null, lang: string, text: string) => async () => {
+      const query = new URLSearchParams({ client_id: 'web', redirect_uri: CALLBACK, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+      const answer = await fetch(`${server.url}/realms/${realm}/protocol/openid-connect/auth?${query}`, { headers: acceptLanguage ? { 'accept-language': acceptLanguage } : {} });
+      const html = await answer.text();
+      if (answer.status !== 200 || !html.includes(`lang="${lang}"`) || !decodeEntities(html).includes(text)) throw new Error(`${realm}: ${answer.status} ${html.slice(0, 300)}`);
+    };
+    const kind = (op: () => Promise<void>) => async () => {
+      const b = await block(server.pid, Array.from({ length: GRANT_OPS }, () => null), CONCURRENCY, op);
+      return { cpu: b.cpu, rate: b.rate };
+    };
+    const m = await alternate(bench, {
+      german: kind(page('intl', 'de-DE,de;q=0.9,en;q=0.5', 'de', 'Bei Intl anmelden (Override)')),
+      english: kind(page('plain', null, 'en', 'Sign in to your account')),
+    });
+    bench.values = m;
+    const f = figure('login page in German with 20 realm overrides (Accept-Language de)', m['german cpu'], 'ms CPU/page', 'English page of a realm without internationalization or overrides', m['english cpu'], '<= 1.05');
+    f.perRound = perRound(bench, 'german cpu', 'english cpu');
+    bench.figures.push(f, figure('  pages per second, German beside English', m['german rate'], 'pages/s', 'English', m['english rate'], null));
+    bench.notes.push(`${CONCURRENCY} pages in flight; each GET is the authorization request (a new auth session and the rendered page), a fresh browser each`);
+  });
+  bench.loadAverage.end = loadavg()[0];
+  return bench;
+}
+
 export function format(bench: AuthBench): string {
   const v = (x: number) => x.toFixed(x < 10 ? 2 : 1);
   const lines = [`  ${bench.node}; ${bench.blocks} blocks of ${bench.ops} per kind, alternating, medians; load average (1 min) ${bench.loadAverage.start.toFixed(1)} at the start, ${bench.loadAverage.end.toFixed(1)} at the end`];

@@ -101,6 +101,14 @@ const sections: [string, () => Promise<void>][] = [
     },
   ],
   [
+    'Issue 43 (i18n): the login page in German with realm overrides beside the English page without, same run',
+    async () => {
+      const figures = await authCost.runI18n();
+      console.log(authCost.format(figures));
+      record('issue-43-i18n', figures);
+    },
+  ],
+  [
     'Keycloak (issue 44): Keycloak 26.7.3 beside Realmgate, configured alike, warmed until steady, alternating rounds: client_credentials, password grants, browser logins, p99, resident memory, start-up',
     async () => {
       const figures = await keycloak.run();

@@ -156,7 +156,13 @@ export async function createServer(config: ServerConfig, options: ServerOptions 
   const flows = new Flows(storage, providers, logger);
   const hostStore = namespacedStore(store, 'host');
   shareConfigCache(storage, hostStore, metrics, logger, Boolean(config.redisUrl));
-  const pages = new PageRenderer(themes, (realmId) => storage.localization.cachedAll(realmId), config.hostname, (level, fields, message) => logger[level](fields, message));
+  const pages = new PageRenderer(
+    themes,
+    (realmId) => storage.localization.cachedAll(realmId),
+    config.hostname,
+    (level, fields, message) => logger[level](fields, message),
+    async (realmId, clientId) => (await storage.clients.cachedByClientId(realmId, clientId))?.attributes,
+  );
   // The one guard on the server's own outbound HTTP (identity providers, clients' JWKS URLs; webhooks get theirs
   // from the same code through the SPI).
   const outbound = new TargetGuard({ mode: config.mode === 'production' ? 'production' : 'development', allow: config.outboundAllow, label: 'outboundAllow' });

@@ -10,7 +10,7 @@ import { FormClient, firstForm, pkce, textOf } from './support/forms.js';
 import { adminToken, api, eventually, REPO_ROOT, startServer, type TestServer } from './support/server.js';
 import { launchBrowser, screenshot } from './support/browser.js';
 import { ConsoleSession } from './support/admin-console.js';
-import { startSmtp } from './support/smtp.js';
+import { decodeMail, startSmtp } from './support/smtp.js';
 
 /** Issue 43 item 4: a theme directory, per realm by loginTheme / accountTheme / emailTheme. */
 
@@ -71,7 +71,17 @@ describe('themes from the theme directory', () => {
     write(themeDir, 'shop-dark/login/messages/messages_en.properties', 'loginAccountTitle=Sign in (dark)\n');
     // A template that compiles and fails when rendered: the page is the built-in one.
     write(themeDir, 'fragile/login/templates/login.eta', '<p><%= it.nothing.deeper %></p>');
-    write(themeDir, 'shop/email/messages/messages_en.properties', 'passwordResetSubject=Your shop password\n');
+    write(themeDir, 'shop/email/messages/messages_en.properties', 'passwordResetSubject=Your shop password\nshopMailHello=Hello {0}, from the shop\n');
+    write(themeDir, 'shop/email/messages/messages_de.properties', 'shopMailHello=Hallo {0}, vom <b>Laden</b>\n');
+    // E-mail bodies: the reset mail's HTML and text; a partial; a template that fails when rendered (execute-actions).
+    write(themeDir, 'shop/email/templates/html/footer.eta', '<p id="shop-footer">The <%= it.realmTitle %> shop</p>');
+    write(
+      themeDir,
+      'shop/email/templates/html/password-reset.eta',
+      '<div lang="<%= it.locale %>" id="shop-mail"><h1><%= it.msg(\'shopMailHello\', it.user.username) %></h1><p><%= it.intro %></p><a href="<%= it.link %>"><%= it.linkLabel %></a><p><%= it.linkExpiration %></p><%~ include(\'footer\', it) %><p><%= it.user.firstName %></p></div>',
+    );
+    write(themeDir, 'shop/email/templates/text/password-reset.eta', "SHOP-TEXT <%= it.msg('shopMailHello', it.user.username) %>\n<%= it.link %>\n<%= it.user.firstName %>\n(<%= it.linkExpirationSeconds %> s)\n");
+    write(themeDir, 'shop/email/templates/html/execute-actions.eta', '<p><%= it.nothing.deeper %></p>');
     write(themeDir, 'shop/account/templates/account.eta', "<% layout('layout', { ...it, title: 'Shop account' }) %><p id=\"shop-account\">Shop account page</p>");
     // Outside every theme: never served.
     write(themeDir, 'secret.txt', 'top secret');
@@ -86,6 +96,7 @@ describe('themes from the theme directory', () => {
       await kc.clients.create({ realm, clientId: 'web', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'] });
     }
     await kc.users.create({ realm: 'themed', username: 'tia', email: 'tia@shop.example', enabled: true, credentials: [{ type: 'password', value: 'tia-pass-1' }] });
+    await kc.users.create({ realm: 'themed', username: 'udo', email: 'udo@shop.example', firstName: 'Udo', enabled: true, attributes: { locale: ['de'] } });
     await kc.realms.update({ realm: 'themed' }, { loginTheme: 'shop', emailTheme: 'shop', accountTheme: 'shop', internationalizationEnabled: true, supportedLocales: ['en', 'de'] });
     await kc.realms.update({ realm: 'child' }, { loginTheme: 'shop-dark' });
   });
@@ -166,6 +177,37 @@ describe('themes from the theme directory', () => {
     expect(sent.status).toBe(200);
     const mail = await eventually(() => smtp.mails.find((m) => m.to.includes('tia@shop.example')));
     expect(mail.raw).toMatch(/^Subject: =\?UTF-8\?Q\?Your_shop_password_=C2=B7_themed\?=/m);
+  });
+
+  it("the e-mail theme's bodies (templates/html and templates/text), in the user's language, escaped; a failing one gives the built-in body", async () => {
+    const client = new FormClient(t.url);
+    await client.get(authPath('themed'));
+    const reset = await client.get('/realms/themed/login-actions/reset-credentials');
+    expect((await client.post(firstForm(reset.text).action, { ...firstForm(reset.text).hidden, username: 'udo' })).status).toBe(200);
+    const mail = await eventually(() => smtp.mails.find((m) => m.to.includes('udo@shop.example')));
+    const { body } = decodeMail(mail);
+    // The HTML body is the theme's, its texts in German (the user's locale), the user's data escaped.
+    expect(body).toContain('id="shop-mail"');
+    expect(body).toContain('lang="de"');
+    expect(body).toContain('Hallo udo, vom &lt;b&gt;Laden&lt;/b&gt;');
+    expect(body).toContain('<p id="shop-footer">The themed shop</p>');
+    expect(body).toContain('<p>Udo</p>');
+    expect(body).not.toContain('vom <b>Laden</b></h1>');
+    // The text body is the theme's too, not escaped (plain text); the link is in both.
+    expect(body).toContain('SHOP-TEXT Hallo udo, vom <b>Laden</b>');
+    expect(body).toMatch(/SHOP-TEXT[^]*\r?\nUdo\r?\n\(300 s\)/);
+    expect(body).toMatch(/login-actions\/action-token\?key=/);
+
+    // execute-actions: the theme's HTML template fails when rendered; the e-mail goes with the built-in body, logged.
+    const [udo] = await kc.users.find({ realm: 'themed', username: 'udo' });
+    const token = await adminToken(t.url);
+    expect((await api(t.url, 'PUT', `/admin/realms/themed/users/${udo.id}/execute-actions-email`, token, ['UPDATE_PASSWORD'])).status).toBe(204);
+    const actions = await eventually(() => smtp.mails.filter((m) => m.to.includes('udo@shop.example'))[1]);
+    const decoded = decodeMail(actions);
+    expect(decoded.subject).toContain('Konto');
+    expect(decoded.body).toMatch(/login-actions\/action-token\?key=/);
+    expect(decoded.body).not.toContain('shop-mail');
+    expect(t.logs.some((l) => l.template === 'html/execute-actions.eta' && String(l.msg).includes("e-mail theme's template failed"))).toBe(true);
   });
 
   it('a stylesheet or resource is revalidated (ETag, 304), so a realm that changes theme shows it on the next load', async () => {
@@ -257,6 +299,63 @@ describe('themes from the theme directory', () => {
       if (!path.endsWith('style.css%00')) expect(answer.status, path).not.toBe(200);
     }
     expect(t.logs.some((l) => String(l.msg).includes("link.txt: not served (a link to outside the theme directory's resources)"))).toBe(true);
+  });
+
+  it("a client's login_theme attribute overrides the realm's loginTheme for that client's pages; the admin API keeps and checks it", async () => {
+    const token = await adminToken(t.url);
+    const clientAuth = (realm: string, clientId: string) => authPath(realm).replace('client_id=web', `client_id=${clientId}`);
+    await kc.clients.create({ realm: 'plain', clientId: 'shopfront', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'], attributes: { login_theme: 'shop' } });
+    await kc.clients.create({ realm: 'themed', clientId: 'classic', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'], attributes: { login_theme: 'keycloak' } });
+    const [shopfront] = await kc.clients.find({ realm: 'plain', clientId: 'shopfront' });
+    expect(shopfront.attributes?.login_theme).toBe('shop');
+
+    // The plain realm's page for shopfront is the shop theme's: template, texts, its own stylesheet and images.
+    const client = new FormClient(t.url);
+    const page = await client.get(clientAuth('plain', 'shopfront'));
+    expect(page.status).toBe(200);
+    expect(textOf(page.text, 'shop-intro')).toBe('Welcome to the plain shop');
+    expect(page.text).toContain('href="/realms/plain/login-actions/resources/themes/shop/style.css"');
+    expect(page.text).toContain('src="/realms/plain/login-actions/resources/themes/shop/img/logo.svg"');
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/style.css')).text).toContain('shop-stylesheet');
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/img/logo.svg')).status).toBe(200);
+    expect((await client.get('/realms/plain/login-actions/resources/themes/shop/builtin/style.css')).text).not.toContain('shop-stylesheet');
+    // The realm's own path and its other client keep the built-in theme.
+    expect((await client.get('/realms/plain/login-actions/resources/style.css')).text).not.toContain('shop-stylesheet');
+    const web = await new FormClient(t.url).get(authPath('plain'));
+    expect(textOf(web.text, 'shop-intro')).toBeNull();
+    expect(web.text).toContain('href="/realms/plain/login-actions/resources/style.css"');
+    // A page shown again after a failed sign-in stays in the client's theme.
+    const failed = await client.post(firstForm(page.text).action, { ...firstForm(page.text).hidden, username: 'nobody', password: 'wrong-pass-1' });
+    expect(failed.status).toBe(401);
+    expect(textOf(failed.text, 'shop-intro')).toBe('Welcome to the plain shop');
+
+    // A client naming the built-in theme in a themed realm gets the built-in page.
+    const classic = await new FormClient(t.url).get(clientAuth('themed', 'classic'));
+    expect(textOf(classic.text, 'shop-intro')).toBeNull();
+    expect(classic.text).toContain('href="/realms/themed/login-actions/resources/themes/keycloak/style.css"');
+    expect((await client.get('/realms/themed/login-actions/resources/themes/keycloak/style.css')).text).not.toContain('shop-stylesheet');
+
+    // The admin API refuses a theme the server lacks and a name with path characters (400 naming the attribute).
+    const rep = (await api(t.url, 'GET', `/admin/realms/plain/clients/${shopfront.id}`, token)).body as { attributes: Record<string, string> };
+    const unknown = await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: 'nope' } });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain('login_theme: no login theme \\"nope\\"');
+    for (const name of ['../shop', 'shop/../../etc', '..', 'shop\0', '/etc/passwd']) {
+      expect((await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: name } })).status, name).toBe(400);
+      expect((await api(t.url, 'POST', '/admin/realms/plain/clients', token, { clientId: `bad-${name.length}`, attributes: { login_theme: name } })).status, name).toBe(400);
+    }
+    expect((await api(t.url, 'PUT', `/admin/realms/plain/clients/${shopfront.id}`, token, { ...rep, attributes: { ...rep.attributes, login_theme: 'shop-dark' } })).status).toBe(204);
+    const dark = await eventually(async () => {
+      const p = await new FormClient(t.url).get(clientAuth('plain', 'shopfront'));
+      return textOf(p.text, 'page-title') === 'Sign in (dark)' ? p : null;
+    });
+    expect(dark.text).toContain('/resources/themes/shop-dark/style.css');
+    // Hostile paths below a client theme's path find nothing.
+    for (const path of ['/realms/plain/login-actions/resources/themes/..%2f..%2fsecret.txt/x', '/realms/plain/login-actions/resources/themes/shop/..%2f..%2f..%2fsecret.txt', '/realms/plain/login-actions/resources/themes/nope/style.css', '/realms/plain/login-actions/resources/themes/shop/link.txt']) {
+      const answer = await rawGet(t.url, path);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body, path).not.toContain('top secret');
+    }
   });
 });
 
@@ -378,6 +477,12 @@ describe('a theme that would give broken pages stops the start', () => {
     expect(() => Themes.load(themeDir('flat', { 'login.eta': '<p></p>' }))).toThrow(/directly in the theme directory; a theme is now a directory <themeDir>\/<name>\/login\//);
     expect(() => Themes.load(themeDir('badjson', { 'a/login/messages/messages_en.json': '{"x": 1}' }))).toThrow(/messages_en.json: must be an object of message texts/);
     expect(() => Themes.load(join(dir, 'nowhere'))).toThrow(/not a directory/);
+    // An e-mail theme's body that does not compile stops the start too, naming the file and line.
+    expect(() => Themes.load(themeDir('badmail', { 'm/email/templates/html/password-reset.eta': '<p>\n<%= it.link %>\n<% if (it.x) { %>' }))).toThrow(/m\/email\/templates\/html\/password-reset\.eta:\d+: /);
+    const mailWarnings: string[] = [];
+    Themes.load(themeDir('oddmail', { 'm/email/templates/password-reset.eta': '<p></p>', 'm/email/templates/html/welcome.eta': '<p></p>' }), (w) => mailWarnings.push(w));
+    expect(mailWarnings.join('\n')).toMatch(/templates\/password-reset\.eta: not used \(an e-mail theme's bodies are templates\/html/);
+    expect(mailWarnings.join('\n')).toMatch(/welcome\.eta: no e-mail of that name/);
     const warnings: string[] = [];
     const themes = Themes.load(themeDir('odd', { '.hidden/login/templates/login.eta': '<% bad(', 'ok/login/templates/Login.ftl': '<#-- -->' }), (w) => warnings.push(w));
     expect(themes.names('login')).toEqual(['ok']);

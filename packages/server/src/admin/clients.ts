@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { newSecret } from '../credentials/index.js';
 import { baseUrl } from '../http/index.js';
 import { badRequest, conflict, forbidden, notFound } from '../model/errors.js';
+import { CLIENT_LOGIN_THEME, THEME_NAME } from '../model/themes.js';
 import { openRedirectPatterns, warnOpenRedirect } from '../model/redirect-uri.js';
 import { ADMIN_CLI, REALM_MANAGEMENT, SECURITY_ADMIN_CONSOLE } from '../model/defaults.js';
 import type { Client, ProtocolMapper, Realm } from '../model/types.js';
@@ -29,6 +30,20 @@ const checkAttributes = checkClientAttributes;
 async function checkFlowOverrides(ctx: ServerContext, realm: Realm, overrides: Record<string, string>, previous: Record<string, string>): Promise<void> {
   const problem = await ctx.flows.validateOverrides(realm, overrides, previous);
   if (problem) throw badRequest(problem, 'authenticationFlowBindingOverrides');
+}
+
+/**
+ * Keycloak's client attribute `login_theme` names a login theme this server has (a built-in name, or the theme
+ * directory's): else 400 naming it, as the realm's loginTheme is checked. The value already stored passes (a client
+ * imported with a theme this server lacks keeps working through the console's whole-client PUT).
+ */
+function checkLoginTheme(ctx: ServerContext, attributes: Record<string, string>, previous?: Record<string, string>): void {
+  const name = attributes[CLIENT_LOGIN_THEME];
+  if (name === undefined || name === '' || name === previous?.[CLIENT_LOGIN_THEME]) return;
+  if (!THEME_NAME.test(name)) throw badRequest(`client.attributes.${CLIENT_LOGIN_THEME}: a theme name: letters, digits, ".", "_" or "-"`, CLIENT_LOGIN_THEME);
+  if (ctx.pages.themes.has('login', name)) return;
+  const known = ctx.pages.themes.names('login');
+  throw badRequest(`client.attributes.${CLIENT_LOGIN_THEME}: no login theme "${name}" (the server has the built-in theme${known.length ? ` and ${known.map((n) => `"${n}"`).join(', ')}` : ''})`, CLIENT_LOGIN_THEME);
 }
 
 /** The realm in the path and its client `:id`, or 404. */
@@ -131,6 +146,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body), new URL(baseUrl(request, ctx.config.hostname)).origin);
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
+    checkLoginTheme(ctx, input.attributes ?? {});
     await checkFlowOverrides(ctx, realm, input.authenticationFlowBindingOverrides ?? {}, {});
     const client = await ctx.storage.transaction((trx) => insertClient(ctx.storage, realm, input, trx, 'client', extras));
     warnOpenRedirect(ctx.logger, realm.name, client, 'admin API');
@@ -159,6 +175,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // become the client's mappers.
     const { protocolMappers } = parseClientExtras(request.body);
     await checkAttributes(ctx, updated.attributes);
+    checkLoginTheme(ctx, updated.attributes, client.attributes);
     await checkFlowOverrides(ctx, realm, updated.authenticationFlowBindingOverrides, client.authenticationFlowBindingOverrides);
     if (updated.clientId !== client.clientId && isAdministrationClient(realm, client)) {
       throw badRequest(`client.clientId: ${client.clientId} holds the administration roles of a realm and keeps its name`, 'clientId');

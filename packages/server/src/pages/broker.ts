@@ -1,3 +1,4 @@
+import { setPageClient } from './render.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   keepBrokerIdToken,
@@ -129,6 +130,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
     const provider = await loadProvider(realm, request.params.alias);
     const auth = await ctx.authSessions.current(request, realm);
+    if (auth) setPageClient(request, auth.clientId);
     const state = query(request, 'state') ?? '';
     const sso = await currentSsoSession(ctx, request, realm);
     const pending = provider && canLink(provider) ? await takeUpstream(ctx, state, auth, provider.alias, sso?.session.id ?? null) : 'unknown';
@@ -412,6 +414,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       return showPage.info(ctx, reply, realm, t.msg('emailVerifiedTitle'), t.msg('emailVerifiedAlreadyMessage'));
     }
     const auth = await ctx.authSessions.current(request, realm);
+    if (auth) setPageClient(request, auth.clientId);
     const sameBrowser = auth !== null && authBindingOf(auth) === progress.auth;
     if (!sameBrowser && !confirmed) {
       const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: progress.identity.username };

@@ -4,7 +4,7 @@ import type { Mail } from '../mail/index.js';
 import type { FastifyRequest } from 'fastify';
 import { readCookie } from '../http/index.js';
 import { selectLocale, type LocaleHints, type Translator } from './i18n.js';
-import { LOCALE_COOKIE } from './render.js';
+import { LOCALE_COOKIE, type MailTemplates } from './render.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -16,27 +16,62 @@ export function lifetimeText(t: Translator, seconds: number): string {
   return t.msg(`linkExpirationFormatter.timePeriodUnit.${unit}`, count);
 }
 
-/** Subject, introduction and link label are message keys; the texts come from the mail's locale (realm overrides first). */
-function mail(t: Translator, realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string, lifetimeSeconds = 300): Mail {
+/** The texts of an e-mail's locale, with the realm's e-mail theme's bodies when it has any. */
+export type MailTranslator = Translator & { templates?: MailTemplates };
+
+/** One e-mail: its template name (an e-mail theme's `templates/html/<name>.eta`, `templates/text/<name>.eta`) and what those templates read. */
+interface MailTemplate {
+  name: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Subject, introduction and link label are message keys; the texts come from the mail's locale (realm overrides
+ * first). The realm's e-mail theme may give the HTML and text bodies (each on its own); the subject is always the
+ * message's, so a theme changes it through its messages as Keycloak's do.
+ */
+function mail(t: MailTranslator, realm: Realm, to: string, subject: string, intro: string, link: string, linkLabel: string, lifetimeSeconds: number, template: MailTemplate): Mail {
   const title = realm.displayName || realm.name;
-  const expiry = t.msg('linkExpiration', lifetimeText(t, lifetimeSeconds));
+  const lifetime = lifetimeText(t, lifetimeSeconds);
+  const expiry = t.msg('linkExpiration', lifetime);
   const dir = t.dir === 'rtl' ? ' dir="rtl"' : '';
+  const data = {
+    ...template.data,
+    msg: t.msg,
+    locale: t.locale,
+    dir: t.dir,
+    realmName: realm.name,
+    realmTitle: title,
+    subject,
+    intro,
+    link,
+    linkLabel,
+    linkExpiration: expiry,
+    linkExpirationText: lifetime,
+    linkExpirationSeconds: lifetimeSeconds,
+  };
   return {
     to,
     subject: `${subject} · ${title}`,
-    text: `${intro}\n\n${link}\n\n${expiry}\n`,
-    html: `<div lang="${escapeHtml(t.locale)}"${dir}><p>${escapeHtml(intro)}</p><p><a href="${escapeHtml(link)}">${escapeHtml(linkLabel)}</a></p><p>${escapeHtml(expiry)}</p></div>`,
+    text: t.templates?.render('text', template.name, data) ?? `${intro}\n\n${link}\n\n${expiry}\n`,
+    html:
+      t.templates?.render('html', template.name, data) ??
+      `<div lang="${escapeHtml(t.locale)}"${dir}><p>${escapeHtml(intro)}</p><p><a href="${escapeHtml(link)}">${escapeHtml(linkLabel)}</a></p><p>${escapeHtml(expiry)}</p></div>`,
   };
 }
+
+/** What an e-mail template may read of the user it goes to. */
+const userData = (user: Pick<User, 'username' | 'email' | 'firstName' | 'lastName'>) => ({ username: user.username, email: user.email, firstName: user.firstName, lastName: user.lastName });
 
 /**
  * The texts of an e-mail to this user: in their `locale`; without one, in the language the request's page would be
  * in (the locale cookie, Accept-Language) when the user asked for the mail on a page; else the realm default.
  */
-export async function mailTranslator(ctx: Pick<PagesContext, 'pages'>, realm: Realm, user: Pick<User, 'attributes'>, request?: FastifyRequest): Promise<Translator> {
+export async function mailTranslator(ctx: Pick<PagesContext, 'pages'>, realm: Realm, user: Pick<User, 'attributes'>, request?: FastifyRequest): Promise<MailTranslator> {
   const hints: LocaleHints = { userLocale: user.attributes.locale?.[0] };
   if (request) Object.assign(hints, { cookie: readCookie(request, LOCALE_COOKIE) ?? undefined, acceptLanguage: request.headers['accept-language'] });
-  return ctx.pages.translator(realm, selectLocale(realm, hints), 'email');
+  const t = await ctx.pages.translator(realm, selectLocale(realm, hints), 'email');
+  return { ...t, templates: ctx.pages.mailTemplates(realm) };
 }
 
 /**
@@ -56,11 +91,11 @@ export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail 
     );
 }
 
-export const resetPasswordMail = (t: Translator, realm: Realm, user: User, link: string) =>
-  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'));
+export const resetPasswordMail = (t: MailTranslator, realm: Realm, user: User, link: string) =>
+  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'), 300, { name: 'password-reset', data: { user: userData(user) } });
 
-export const verifyEmailMail = (t: Translator, realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
-  mail(t, realm, to, t.msg('emailVerificationSubject'), t.msg('emailVerificationBody'), link, t.msg('emailVerificationLink'), lifetimeSeconds);
+export const verifyEmailMail = (t: MailTranslator, realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
+  mail(t, realm, to, t.msg('emailVerificationSubject'), t.msg('emailVerificationBody'), link, t.msg('emailVerificationLink'), lifetimeSeconds, { name: 'email-verification', data: { email: to } });
 
 /** Keycloak's names of the required actions, as the e-mail lists them (`requiredAction.{alias}` keys). */
 const actionName = (t: Translator, alias: string) => {
@@ -68,7 +103,7 @@ const actionName = (t: Translator, alias: string) => {
   return text === `requiredAction.${alias}` ? alias : text;
 };
 
-export const executeActionsMail = (t: Translator, realm: Realm, user: User, link: string, actions: readonly string[], lifetimeSeconds: number) =>
+export const executeActionsMail = (t: MailTranslator, realm: Realm, user: User, link: string, actions: readonly string[], lifetimeSeconds: number) =>
   mail(
     t,
     realm,
@@ -78,10 +113,11 @@ export const executeActionsMail = (t: Translator, realm: Realm, user: User, link
     link,
     t.msg('executeActionsLink'),
     lifetimeSeconds,
+    { name: 'execute-actions', data: { user: userData(user), requiredActions: actions.map((a) => actionName(t, a)) } },
   );
 
 /** An organization's invitation (Keycloak's orgInvite e-mail): addressed by name when the administrator gave one. */
-export const orgInviteMail = (t: Translator, realm: Realm, to: string, names: { firstName: string | null; lastName: string | null }, organization: string, link: string, lifetimeSeconds: number) =>
+export const orgInviteMail = (t: MailTranslator, realm: Realm, to: string, names: { firstName: string | null; lastName: string | null }, organization: string, link: string, lifetimeSeconds: number) =>
   mail(
     t,
     realm,
@@ -91,7 +127,18 @@ export const orgInviteMail = (t: Translator, realm: Realm, to: string, names: { 
     link,
     t.msg('orgInviteLink', organization),
     lifetimeSeconds,
+    { name: 'org-invite', data: { email: to, firstName: names.firstName, lastName: names.lastName, organization } },
   );
 /** idp-email-verification's mail to the existing account: link the upstream account `identity` of `provider` to it. */
-export const identityProviderLinkMail = (t: Translator, realm: Realm, user: User, provider: string, identity: string, link: string, lifetimeSeconds: number) =>
-  mail(t, realm, user.email!, t.msg('identityProviderLinkSubject', provider), t.msg('identityProviderLinkBody', provider, realm.displayName || realm.name, identity), link, t.msg('identityProviderLinkLink'), lifetimeSeconds);
+export const identityProviderLinkMail = (t: MailTranslator, realm: Realm, user: User, provider: string, identity: string, link: string, lifetimeSeconds: number) =>
+  mail(
+    t,
+    realm,
+    user.email!,
+    t.msg('identityProviderLinkSubject', provider),
+    t.msg('identityProviderLinkBody', provider, realm.displayName || realm.name, identity),
+    link,
+    t.msg('identityProviderLinkLink'),
+    lifetimeSeconds,
+    { name: 'identity-provider-link', data: { user: userData(user), identityProvider: provider, identityUsername: identity } },
+  );

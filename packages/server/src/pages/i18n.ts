@@ -22,6 +22,46 @@ export const bundles: Readonly<Record<string, Readonly<Record<string, string>>>>
 /** English sentence → key: a text a handler or an extension passes in English is shown in the page's language. */
 const keyOfEnglish = new Map(Object.entries(bundles.en).map(([key, text]) => [text, key]));
 
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * English sentences with parameters (`Linking {0} failed.`) as patterns: a handler's sentence with its parameters
+ * filled in is shown as that key's text in the page's language, with the same parameters. Only `{n}` parameters
+ * between literal text (a plural form or two parameters side by side would be ambiguous); the longest literal first.
+ */
+const englishPatterns: { key: string; pattern: RegExp; order: number[] }[] = Object.entries(bundles.en)
+  .filter(([, text]) => /\{\d+\}/.test(text) && !/\{\d+,/.test(text) && !/\{\d+\}\{\d+\}/.test(text))
+  .map(([key, text]) => {
+    const order: number[] = [];
+    const source = text
+      .split(/(\{\d+\})/)
+      .map((part) => {
+        const m = /^\{(\d+)\}$/.exec(part);
+        if (!m) return escapeRegExp(part);
+        order.push(Number(m[1]));
+        return '(.+?)';
+      })
+      .join('');
+    return { key, pattern: new RegExp(`^${source}$`, 's'), order, literal: text.replace(/\{\d+\}/g, '').length };
+  })
+  .sort((a, b) => b.literal - a.literal)
+  .map(({ key, pattern, order }) => ({ key, pattern, order }));
+
+/** The key and parameters of an English sentence of the English bundle (exact, or a sentence with its parameters filled in). */
+export function englishKey(text: string): { key: string; params: string[] } | null {
+  const key = keyOfEnglish.get(text);
+  if (key) return { key, params: [] };
+  if (text.length > 500) return null;
+  for (const { key, pattern, order } of englishPatterns) {
+    const m = pattern.exec(text);
+    if (!m) continue;
+    const params: string[] = [];
+    order.forEach((index, i) => (params[index] = m[i + 1]));
+    return { key, params };
+  }
+  return null;
+}
+
 /** Where a locale may come from, in Keycloak's order of precedence. */
 export interface LocaleHints {
   /** The language menu's choice on this request. */
@@ -144,14 +184,26 @@ export function translator(locale: string, overrides: Record<string, Record<stri
     text: (keyOrText: string) => {
       if (typeof keyOrText !== 'string') return keyOrText;
       if (/^[A-Za-z][A-Za-z0-9.-]*$/.test(keyOrText) && lookup(keyOrText) !== undefined) return msg(keyOrText);
-      const key = keyOfEnglish.get(keyOrText);
-      return key ? msg(key) : keyOrText;
+      const found = englishKey(keyOrText);
+      return found ? msg(found.key, ...found.params) : keyOrText;
     },
   };
 }
 
+/** The language menu's names, made once per locale (an Intl.DisplayNames costs more than the rest of a page's texts). */
+const localeLabels = new Map<string, string>();
+
 /** The name of a locale in its own language, for the language menu. */
 export function localeLabel(locale: string): string {
+  let label = localeLabels.get(locale);
+  if (label === undefined) {
+    label = displayName(locale);
+    if (localeLabels.size < 500) localeLabels.set(locale, label);
+  }
+  return label;
+}
+
+function displayName(locale: string): string {
   try {
     const name = new Intl.DisplayNames([locale], { type: 'language' }).of(locale);
     return name ? name.charAt(0).toLocaleUpperCase(locale) + name.slice(1) : locale;

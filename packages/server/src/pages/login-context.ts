@@ -6,7 +6,7 @@ import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
 import { keepValues, showPage } from './pages.js';
 import { formValues, runProtectors } from './protection.js';
-import { addLocaleHints } from './render.js';
+import { addLocaleHints, setPageClient } from './render.js';
 
 type RealmRequest = FastifyRequest<{ Params: { realm: string } }>;
 
@@ -28,6 +28,7 @@ export async function loginContext(ctx: PagesContext, request: RealmRequest, rep
     return showPage.error(ctx, reply, realm, 'Your login attempt timed out or this page is no longer valid. Please start again from the application.', 400);
   }
   if (auth.uiLocales) addLocaleHints(request, { uiLocales: auth.uiLocales });
+  setPageClient(request, auth.clientId);
   if (needs && !needs.on(realm, auth)) return showPage.error(ctx, reply, realm, needs.off, 403);
   return { realm, auth };
 }

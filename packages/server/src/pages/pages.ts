@@ -1,3 +1,4 @@
+import { setPageClient } from './render.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
@@ -27,6 +28,7 @@ const templateOf = { login: 'login', registration: 'register', 'reset-credential
 
 /** A form of the login pages: its own fields, the CSRF token, the protectors' markup, what was typed, errors. */
 async function formPage(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, form: ProtectedForm, protectors: ProtectorStep[], fields: object, state: FormState) {
+  setPageClient(request, auth.clientId);
   const page = {
     ...fields,
     csrf: auth.csrf,

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Realm } from '../model/types.js';
+import { CLIENT_LOGIN_THEME } from '../model/themes.js';
 import { readCookie, secureCookies, setCookie } from '../http/index.js';
 import { realmCookiePath } from '../authentication/index.js';
 import { bundles, localeLabel, matchLocale, realmLocales, selectLocale, translator, type LocaleHints, type ThemeTexts, type Translator } from './i18n.js';
@@ -43,6 +44,17 @@ export function addLocaleHints(request: FastifyRequest, hints: LocaleHints): voi
   pageTranslators.delete(request);
 }
 
+/** The client a request's sign-in is for (its auth session's), whose `login_theme` attribute may name the page's theme. */
+const pageClients = new WeakMap<FastifyRequest, string>();
+
+/** The sign-in this request's page belongs to is for this client (Keycloak's client attribute `login_theme` applies). */
+export function setPageClient(request: FastifyRequest, clientId: string): void {
+  if (pageClients.get(request) === clientId) return;
+  pageClients.set(request, clientId);
+  pageTranslators.delete(request);
+}
+
+
 /** The texts a request's page was given, so a page's parts (the protectors' markup) share them and one cookie is set. */
 const pageTranslators = new WeakMap<FastifyRequest, Translator>();
 
@@ -71,6 +83,7 @@ export class PageRenderer {
     private readonly realmTexts: RealmTexts = async () => ({}),
     private readonly hostname: string | null = null,
     private readonly log: (level: 'warn' | 'error', fields: Record<string, unknown>, message: string) => void = () => {},
+    private readonly clientAttributes: (realmId: string, clientId: string) => Promise<Record<string, string> | undefined> = async () => undefined,
   ) {
     this.eta = templateEngine([], false);
   }
@@ -90,14 +103,39 @@ export class PageRenderer {
     return theme;
   }
 
+  /**
+   * The theme of a request's page: for the login type, the `login_theme` of the client the sign-in is for when the
+   * theme directory has it (a built-in name is the built-in theme; a name it lacks falls back to the realm's, with
+   * one warning), else the realm's.
+   */
+  async pageTheme(request: FastifyRequest, realm: Pick<Realm, 'id' | 'name' | 'attributes'>, type: ThemeType): Promise<Theme | undefined> {
+    const clientId = type === 'login' ? pageClients.get(request) : undefined;
+    const name = clientId && realm.id ? (await this.clientAttributes(realm.id, clientId))?.[CLIENT_LOGIN_THEME] : undefined;
+    if (name) {
+      if (this.themes.has('login', name)) return this.themes.get('login', name);
+      if (!this.warned.has(`${realm.name}\0client\0${clientId}\0${name}`)) {
+        this.warned.add(`${realm.name}\0client\0${clientId}\0${name}`);
+        this.log('warn', { realm: realm.name, clientId, theme: name }, "a client's login_theme names a theme the theme directory does not have; its pages use the realm's theme");
+      }
+    }
+    return this.theme(realm, type);
+  }
+
+  /** Where a login page's theme resources are: the realm's path, or, for a client's other theme, that theme's own path below it. */
+  private resourcesPath(realm: Pick<Realm, 'name' | 'attributes'>, theme: Theme | undefined): string {
+    const base = `/realms/${encodeURIComponent(realm.name)}/login-actions/resources`;
+    return theme !== this.theme(realm, 'login') ? `${base}/themes/${encodeURIComponent(theme?.name ?? BUILTIN_THEME.login)}` : base;
+  }
+
   /** `frameSrc`: origins the page may frame (the front-channel logout page's clients), besides its own. */
   async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200, options: { frameSrc?: string[] } = {}): Promise<FastifyReply> {
     const type: ThemeType = ACCOUNT_TEMPLATES.has(template) ? 'account' : 'login';
     const t = await this.pageTranslator(reply, realm, type);
+    const theme = await this.pageTheme(reply.request, realm, type);
     const it = {
       realmName: realm.name,
       realmTitle: realm.displayName || realm.name,
-      resources: `/realms/${encodeURIComponent(realm.name)}/login-actions/resources`,
+      resources: type === 'login' ? this.resourcesPath(realm, theme) : `/realms/${encodeURIComponent(realm.name)}/login-actions/resources`,
       values: {},
       ...data,
       ...translatedTexts(t, data),
@@ -106,7 +144,6 @@ export class PageRenderer {
       msg: t.msg,
       localeMenu: localeMenu(reply.request, realm, t.locale),
     };
-    const theme = this.theme(realm, type);
     let html: string;
     try {
       html = await (theme?.eta ?? this.eta).renderAsync(template, it);
@@ -169,7 +206,8 @@ export class PageRenderer {
     if (kcLocale && realm.id && matchLocale(kcLocale, realmLocales(realm).supported) === locale && realmLocales(realm).enabled) {
       setCookie(reply, LOCALE_COOKIE, locale, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname) });
     }
-    return this.translator(realm, locale, type);
+    const theme = await this.pageTheme(request, realm, type);
+    return translator(locale, realm.id ? await this.realmTexts(realm.id) : {}, theme ? (l) => themeMessages(theme, l) : undefined);
   }
 
   /**
@@ -193,6 +231,45 @@ export class PageRenderer {
     return file ? this.resourceFile(file) : this.builtinStylesheet;
   }
 
+  /**
+   * The realm's e-mail theme's bodies, or undefined when it has none: `render(kind, name, data)` is the theme's body
+   * of that e-mail, or null when the theme has no such template or its template fails (logged with the file and line:
+   * the e-mail then has the built-in body, never a broken one).
+   */
+  mailTemplates(realm: Pick<Realm, 'name' | 'attributes'>): MailTemplates | undefined {
+    const theme = this.theme(realm, 'email');
+    const engines = theme?.mailEta;
+    if (!theme || !engines || theme.chain.every((t) => t.mailTemplates.size === 0)) return undefined;
+    return {
+      render: (kind, name, data) => {
+        if (!theme.chain.some((t) => t.mailTemplates.has(`${kind}/${name}.eta`))) return null;
+        try {
+          return engines[kind].render(name, data);
+        } catch (error) {
+          this.log('error', { realm: realm.name, theme: theme.name, template: `${kind}/${name}.eta`, err: error }, "an e-mail theme's template failed; the e-mail has the built-in body");
+          return null;
+        }
+      },
+    };
+  }
+
+  /** A login theme of the directory by name (a client's `login_theme`), for its resources' own path; undefined if none. */
+  loginTheme(name: string): Theme | undefined {
+    return this.themes.get('login', name);
+  }
+
+  /** A theme's stylesheet (its `resources/style.css` or a parent's), else the built-in one. */
+  themeStylesheet(theme: Theme): ServedResource {
+    const file = themeResource(theme, 'style.css');
+    return file ? this.resourceFile(file) : this.builtinStylesheet;
+  }
+
+  /** A theme's resource by its path below `resources/`, or null. */
+  themeResourceFile(theme: Theme, path: string): (ServedResource & { file: string }) | null {
+    const file = themeResource(theme, path);
+    return file ? { ...this.resourceFile(file), file } : null;
+  }
+
   /** A resource of the realm's login theme by its path below `resources/` (`img/logo.png`), or null. */
   resource(realm: Pick<Realm, 'name' | 'attributes'>, path: string): (ServedResource & { file: string }) | null {
     const file = themeResource(this.theme(realm, 'login'), path);
@@ -212,6 +289,11 @@ export class PageRenderer {
   }
 }
 
+/** An e-mail theme's bodies (pages/emails.ts): the body of one kind of one e-mail, or null for the built-in one. */
+export interface MailTemplates {
+  render(kind: 'html' | 'text', name: string, data: Record<string, unknown>): string | null;
+}
+
 /** The texts handlers pass (errors, a message, an error or info page's title, text and link), in the page's language. */
 function translatedTexts(t: Translator, data: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -219,7 +301,8 @@ function translatedTexts(t: Translator, data: Record<string, unknown>): Record<s
   };
   const message = data.message as { type: string; text: string } | undefined;
   if (message && typeof message.text === 'string') out.message = { ...message, text: t.text(message.text) };
-  for (const key of ['title', 'text', 'error']) if (typeof data[key] === 'string') out[key] = t.text(data[key] as string);
+  for (const key of ['title', 'text', 'error', 'hint', 'label']) if (typeof data[key] === 'string') out[key] = t.text(data[key] as string);
+  if (Array.isArray(data.ways)) out.ways = (data.ways as { name?: unknown; help?: unknown }[]).map((w) => ({ ...w, name: typeof w.name === 'string' ? t.text(w.name) : w.name, help: typeof w.help === 'string' ? t.text(w.help) : w.help }));
   const link = data.link as { href: string; label: string } | undefined;
   if (link && typeof link.label === 'string') out.link = { ...link, label: t.text(link.label) };
   return out;

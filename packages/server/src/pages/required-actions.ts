@@ -32,7 +32,7 @@ import { loginActionForm } from './login-context.js';
 import { authBinding, configPage, profileValues, signInStep, stepExpired, stepState, updateProfilePage, type ShowNewPassword, type StepForm } from './step-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { newEmailErrors } from './profile-form.js';
-import type { FieldErrors } from './render.js';
+import { setPageClient, type FieldErrors } from './render.js';
 import { sendVerification } from './verify-email.js';
 
 /**
@@ -230,6 +230,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
     if (!realm || !realm.enabled) return showPage.error(ctx, reply, null, 'Realm does not exist.', 404);
     const auth = await ctx.authSessions.current(request, realm);
     if (!auth) return showPage.error(ctx, reply, realm, 'Your login attempt timed out or this page is no longer valid. Please start again from the application.', 400);
+    setPageClient(request, auth.clientId);
     const sso = await currentSsoSession(ctx, request, realm);
     if (!sso) return showPage.login(ctx, request, reply, realm, auth, {});
     return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, newPasswordPage);

@@ -38,6 +38,22 @@ export function themeResourceRoutes(app: FastifyInstance, ctx: PagesContext): vo
     sendResource(request, reply, ctx.pages.stylesheet({ name: '', attributes: {} }), 'text/css; charset=utf-8'),
   );
 
+  // A client's login_theme (Keycloak's client attribute) has its own path, so its pages' stylesheet and images are its
+  // theme's whatever the realm's theme is. The name is looked up among the directory's login themes, never joined to a folder.
+  app.get<{ Params: { realm: string; theme: string; '*': string } }>('/realms/:realm/login-actions/resources/themes/:theme/*', async (request, reply) => {
+    const path = request.params['*'];
+    const name = request.params.theme;
+    const known = path.length <= 1000 && ctx.pages.themes.has('login', name) && (await realmOf(ctx, request)) !== null;
+    const theme = known ? ctx.pages.loginTheme(name) : undefined;
+    // A built-in name (a client that keeps the built-in pages in a themed realm) has the built-in stylesheet only.
+    const builtinStylesheet = () => sendResource(request, reply, ctx.pages.stylesheet({ name: '', attributes: {} }), 'text/css; charset=utf-8');
+    if (known && path === 'style.css') return theme ? sendResource(request, reply, ctx.pages.themeStylesheet(theme), 'text/css; charset=utf-8') : builtinStylesheet();
+    if (known && path === 'builtin/style.css') return builtinStylesheet();
+    const resource = theme ? ctx.pages.themeResourceFile(theme, path) : null;
+    if (!resource) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+    return sendResource(request, reply, resource, RESOURCE_TYPES[extname(resource.file).toLowerCase()]);
+  });
+
   app.get<{ Params: { realm: string; '*': string } }>('/realms/:realm/login-actions/resources/*', async (request, reply) => {
     const path = request.params['*'];
     const realm = path.length <= 1000 ? await realmOf(ctx, request) : null;

@@ -79,6 +79,27 @@ export interface Theme {
   messages: Record<string, Record<string, string>>;
   /** Renders pages with this theme's templates over the built-in ones (login and account themes). */
   eta: Eta;
+  /** An e-mail theme's bodies: `html/<mail>.eta` and `text/<mail>.eta` below `templates/` (its own and its parents'). */
+  mailTemplates: Set<string>;
+  /** Renders an e-mail theme's bodies (HTML escaped, text not); undefined for other types. */
+  mailEta?: { html: Eta; text: Eta };
+}
+
+/** The e-mails a theme may write, by our template name (Keycloak's name in the README). */
+export const MAIL_TEMPLATES = ['password-reset', 'email-verification', 'execute-actions', 'org-invite', 'identity-provider-link'] as const;
+
+/** An e-mail theme's engine for one kind of body: only the theme's files (the built-in bodies are written in code). */
+function mailEngine(chain: readonly Theme[], kind: 'html' | 'text'): Eta {
+  // A text body keeps its line breaks as written (Eta's default drops the one after a tag).
+  const eta = new Eta({ views: builtinTemplatesDir, autoEscape: kind === 'html', autoTrim: kind === 'text' ? false : [false, 'nl'], cache: true, defaultExtension: '.eta', debug: true });
+  eta.resolvePath = (template: string) => {
+    const file = `${kind}/${template.replace(/^(html|text)\//, '').replace(/\.eta$/, '')}.eta`;
+    if (!TEMPLATE_FILE.test(file.slice(kind.length + 1))) throw new Error(`bad template name ${template}`);
+    const theme = chain.find((t) => t.mailTemplates.has(file));
+    if (!theme) throw new Error(`no template ${file}`);
+    return join(theme.dir, 'templates', file);
+  };
+  return eta;
 }
 
 /** The templates of `chain` over the built-in ones; `debug` makes Eta's runtime errors name the template line. */
@@ -225,9 +246,24 @@ export class Themes {
     for (const entry of raw) {
       const templatesDir = join(entry.dir, 'templates');
       const templates = new Set<string>();
+      const mailTemplates = new Set<string>();
       if (existsSync(templatesDir)) {
-        if (entry.type === 'email') warn(`${templatesDir}: not used (e-mails take only messages from a theme)`);
-        else {
+        if (entry.type === 'email') {
+          for (const kind of ['html', 'text'] as const) {
+            const kindDir = join(templatesDir, kind);
+            if (!existsSync(kindDir) || !statSync(kindDir).isDirectory()) continue;
+            for (const file of entries(kindDir)) {
+              if (!TEMPLATE_FILE.test(file)) {
+                warn(`${join(kindDir, file)}: not a template (a template is <mail>.eta, lower-case letters, digits and "-")`);
+                continue;
+              }
+              checkTemplate(join(kindDir, file), readFileSync(join(kindDir, file), 'utf8'));
+              if (!(MAIL_TEMPLATES as readonly string[]).includes(file.slice(0, -4))) warn(`${join(kindDir, file)}: no e-mail of that name (${MAIL_TEMPLATES.join(', ')}); usable as a partial only`);
+              mailTemplates.add(`${kind}/${file}`);
+            }
+          }
+          for (const file of entries(templatesDir)) if (file.endsWith('.eta')) warn(`${join(templatesDir, file)}: not used (an e-mail theme's bodies are templates/html/<mail>.eta and templates/text/<mail>.eta)`);
+        } else {
           for (const file of entries(templatesDir)) {
             if (!TEMPLATE_FILE.test(file)) {
               warn(`${join(templatesDir, file)}: not a template (a template is <page>.eta, lower-case letters, digits and "-")`);
@@ -248,6 +284,7 @@ export class Themes {
         resources: existsSync(resourcesDir) ? indexResources(resourcesDir, realRoot, warn) : new Map(),
         messages: existsSync(join(entry.dir, 'messages')) ? readMessages(join(entry.dir, 'messages'), warn) : {},
         eta: undefined as unknown as Eta,
+        mailTemplates,
       };
       themes.byType[entry.type].set(entry.name, theme);
     }
@@ -264,6 +301,7 @@ export class Themes {
         if (!current) throw new ThemeError(`${join(realRoot, entry.name, entry.type, 'theme.properties')}: parent theme "${parent}" not found in ${root}`);
       }
       theme.eta = templateEngine(theme.chain, true);
+      if (theme.type === 'email') theme.mailEta = { html: mailEngine(theme.chain, 'html'), text: mailEngine(theme.chain, 'text') };
     }
     return themes;
   }
