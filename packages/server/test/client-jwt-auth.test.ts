@@ -87,9 +87,9 @@ describe('client authentication by signed JWT', () => {
     await new Promise((done) => jwksServer?.close(done));
   });
 
-  it('discovery lists the four methods and the assertion algorithms', async () => {
+  it('discovery lists the five methods and the assertion algorithms', async () => {
     const config = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, string[]>;
-    expect(config.token_endpoint_auth_methods_supported).toEqual(['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt']);
+    expect(config.token_endpoint_auth_methods_supported).toEqual(['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'tls_client_auth', 'client_secret_jwt']);
     expect(config.token_endpoint_auth_signing_alg_values_supported).toEqual(expect.arrayContaining(['RS256', 'PS256', 'ES256', 'EdDSA', 'HS256', 'HS512']));
     expect(config.token_endpoint_auth_signing_alg_values_supported).not.toContain('none');
     expect(config.introspection_endpoint_auth_methods_supported).toContain('private_key_jwt');
