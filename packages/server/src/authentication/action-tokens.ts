@@ -64,7 +64,8 @@ export class ActionTokens {
     typ: ActionType,
     userId: string,
     extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'org' | 'inv' | 'idpa' | 'idpu' | 'xid' | 'bpk'> = {},
-    lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+    /** Seconds; by default the realm's actionTokenGeneratedByUserLifespan (Keycloak's 300). */
+    lifetimeSeconds = realm.actionTokenGeneratedByUserLifespan ?? ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);
     const now = Math.floor(Date.now() / 1000);

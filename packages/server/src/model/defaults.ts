@@ -95,6 +95,8 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     ssoSessionMaxLifespan: 36000,
     revokeRefreshToken: false,
     refreshTokenMaxReuse: 0,
+    actionTokenGeneratedByUserLifespan: 300,
+    actionTokenGeneratedByAdminLifespan: 43200,
     offlineSessionIdleTimeout: 2592000,
     offlineSessionMaxLifespanEnabled: false,
     offlineSessionMaxLifespan: 5184000,

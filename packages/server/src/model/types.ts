@@ -50,6 +50,10 @@ export interface Realm {
   revokeRefreshToken: boolean;
   /** With rotation on, how many more times the current refresh token may be used. */
   refreshTokenMaxReuse: number;
+  /** Seconds an e-mailed link the user asked for lives (reset password, verify e-mail): Keycloak's default 300. */
+  actionTokenGeneratedByUserLifespan: number;
+  /** Seconds a link an administrator sent lives (execute actions, invitations) unless the request says: 43200. */
+  actionTokenGeneratedByAdminLifespan: number;
   offlineSessionIdleTimeout: number;
   offlineSessionMaxLifespanEnabled: boolean;
   offlineSessionMaxLifespan: number;

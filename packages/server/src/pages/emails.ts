@@ -56,8 +56,8 @@ export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail 
     );
 }
 
-export const resetPasswordMail = (t: Translator, realm: Realm, user: User, link: string) =>
-  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'));
+export const resetPasswordMail = (t: Translator, realm: Realm, user: User, link: string, lifetimeSeconds = realm.actionTokenGeneratedByUserLifespan) =>
+  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'), lifetimeSeconds);
 
 export const verifyEmailMail = (t: Translator, realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
   mail(t, realm, to, t.msg('emailVerificationSubject'), t.msg('emailVerificationBody'), link, t.msg('emailVerificationLink'), lifetimeSeconds);

@@ -56,6 +56,8 @@ export const realmSpec: Spec = {
   ssoSessionMaxLifespan: { type: 'integer', min: 1 },
   revokeRefreshToken: { type: 'boolean' },
   refreshTokenMaxReuse: { type: 'integer', min: 0, max: 2147483647 },
+  actionTokenGeneratedByUserLifespan: { type: 'integer', min: 1, max: 2147483647 },
+  actionTokenGeneratedByAdminLifespan: { type: 'integer', min: 1, max: 2147483647 },
   offlineSessionIdleTimeout: { type: 'integer', min: 1 },
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
@@ -151,7 +153,7 @@ function bruteForceSpec(): Spec {
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
   'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
-  'actionTokenGeneratedByAdminLifespan', 'actionTokenGeneratedByUserLifespan', 'adminPermissionsClient',
+  'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
@@ -209,6 +211,8 @@ export const realmFieldUse: Record<string, string> = {
   ssoSessionMaxLifespan: 'model/sessions.ts',
   revokeRefreshToken: 'protocol/openid-connect/token/refresh-token.ts',
   refreshTokenMaxReuse: 'protocol/openid-connect/token/refresh-token.ts',
+  actionTokenGeneratedByUserLifespan: 'authentication/action-tokens.ts',
+  actionTokenGeneratedByAdminLifespan: 'admin/user-action-emails.ts',
   offlineSessionIdleTimeout: 'model/sessions.ts',
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
@@ -243,6 +247,8 @@ export function realmRep(realm: Realm) {
     defaultSignatureAlgorithm: realm.defaultSignatureAlgorithm ?? 'RS256',
     revokeRefreshToken: realm.revokeRefreshToken,
     refreshTokenMaxReuse: realm.refreshTokenMaxReuse,
+    actionTokenGeneratedByUserLifespan: realm.actionTokenGeneratedByUserLifespan,
+    actionTokenGeneratedByAdminLifespan: realm.actionTokenGeneratedByAdminLifespan,
     accessTokenLifespan: realm.accessTokenLifespan,
     ssoSessionIdleTimeout: realm.ssoSessionIdleTimeout,
     ssoSessionMaxLifespan: realm.ssoSessionMaxLifespan,
@@ -303,6 +309,7 @@ const sameNamedSettings = [
   'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
   'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
   'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'revokeRefreshToken', 'refreshTokenMaxReuse',
+  'actionTokenGeneratedByUserLifespan', 'actionTokenGeneratedByAdminLifespan',
   'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes', 'passwordPolicy',
 ] as const satisfies readonly (keyof Realm)[];
 

@@ -179,7 +179,7 @@ const emailVerification: Step = {
     const event = { clientId: env.clientId, userId: existing.id, details, request: env.request };
     // Recorded once SMTP took the mail or refused it; the page does not wait for it.
     void env
-      .mailLink(existing, token, ACTION_TOKEN_LIFETIME_S)
+      .mailLink(existing, token, realm.actionTokenGeneratedByUserLifespan ?? ACTION_TOKEN_LIFETIME_S)
       .then((sent) => ctx.events.user(realm, sent ? { type: 'SEND_IDENTITY_PROVIDER_LINK', ...event } : { type: 'SEND_IDENTITY_PROVIDER_LINK_ERROR', error: 'email_send_failed', ...event }))
       .catch((error: unknown) => ctx.logger.error({ err: error, realm: realm.name }, 'recording the identity provider link mail failed'));
     return { status: 'challenge', challenge: 'email-link' };
