@@ -108,7 +108,7 @@ describe('organizations with their groups: realm import and export on SQLite and
     return { ...document, users: (await exporter.users(null, 100)).users };
   }
 
-  it.each(['sqlite', 'postgres'] as const)('%s: the file\'s organization groups, roles and memberships are stored, exported in Keycloak\'s shape, and the export imports back to the same document', async (kind) => {
+  it.each(['sqlite', 'postgres'] as const)('%s: the file\'s organization groups, roles and memberships are stored, exported in Keycloak\'s shape, and the export imports back to the same organizations and memberships', async (kind) => {
     const ctx = servers[kind]!.server.context;
     const realm = await importFile(kind, realmFile(`orgs-${kind}`));
     // Stored: Acme's tree, its roles, Ann in two of its groups, not in Globex's group of the same name.
