@@ -1,14 +1,16 @@
 import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FormClient, inputValue, pkce } from './support/forms.js';
 import { decodeMail, linkIn, startSmtp } from './support/smtp.js';
-import { httpDatabases, eventually, startServer, type TestServer } from './support/server.js';
+import { httpDatabases, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
  * Issue 41, point 3: the realm's `actionTokenGeneratedByUserLifespan` and `actionTokenGeneratedByAdminLifespan`, once
  * stored and not enforced, now set how long e-mailed links live: those a user asks for (reset password, verify
- * e-mail) and those an administrator sends without a `lifespan` (execute actions, verify e-mail, invitations).
+ * e-mail) and those an administrator sends without a `lifespan` (execute actions, verify e-mail, invitations); and
+ * `accessCodeLifespan`, how long an authorization code is kept for the client's token request.
  */
 describe.each(httpDatabases)('action token lifespans (%s)', (database) => {
   let t: TestServer;
@@ -76,7 +78,7 @@ describe.each(httpDatabases)('action token lifespans (%s)', (database) => {
   });
 
   it('hostile values are refused naming the field, and nothing changes', async () => {
-    for (const [field, value] of [['actionTokenGeneratedByUserLifespan', 0], ['actionTokenGeneratedByAdminLifespan', -5], ['actionTokenGeneratedByUserLifespan', 'forever'], ['actionTokenGeneratedByAdminLifespan', 2 ** 40]] as const) {
+    for (const [field, value] of [['actionTokenGeneratedByUserLifespan', 0], ['actionTokenGeneratedByAdminLifespan', -5], ['actionTokenGeneratedByUserLifespan', 'forever'], ['actionTokenGeneratedByAdminLifespan', 2 ** 40], ['accessCodeLifespan', 0], ['accessCodeLifespan', 1.5]] as const) {
       const answer = await fetch(`${t.url}/admin/realms/links`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${await kc.getAccessToken()}`, 'content-type': 'application/json' },
@@ -86,5 +88,36 @@ describe.each(httpDatabases)('action token lifespans (%s)', (database) => {
       expect(JSON.stringify(await answer.json())).toContain(field);
     }
     expect(await kc.realms.findOne({ realm: 'links' })).toMatchObject({ actionTokenGeneratedByUserLifespan: 900, actionTokenGeneratedByAdminLifespan: 7200 });
+  });
+
+  it('accessCodeLifespan: an authorization code is kept as long as the realm says (Keycloak\'s 60 s by default), and redeemed', async () => {
+    await kc.clients.create({ clientId: 'web', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'] });
+    await kc.users.create({ username: 'eve', enabled: true, credentials: [{ type: 'password', value: 'eve-Pass-1', temporary: false }] });
+    const store = t.server.context.hostStore;
+    const original = store.set.bind(store);
+    const ttls: number[] = [];
+    store.set = (async (key: string, value: string, ttlMs?: number) => {
+      if (key.startsWith('code:')) ttls.push(ttlMs ?? -1);
+      return original(key, value, ttlMs);
+    }) as typeof store.set;
+    const login = async () => {
+      const client = new FormClient(t.url);
+      const { verifier, challenge } = pkce();
+      const query = new URLSearchParams({ client_id: 'web', redirect_uri: 'http://127.0.0.1:9/cb', response_type: 'code', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'st' });
+      const page = await client.get(`/realms/links/protocol/openid-connect/auth?${query}`);
+      const done = await client.post('/realms/links/login-actions/authenticate', { username: 'eve', password: 'eve-Pass-1', session_code: inputValue(page.text, 'session_code')! });
+      expect(done.status).toBe(302);
+      const code = new URL(done.location!).searchParams.get('code')!;
+      return tokenRequest(t.url, 'links', { grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'http://127.0.0.1:9/cb', code_verifier: verifier });
+    };
+    try {
+      expect((await login()).status).toBe(200);
+      await kc.realms.update({ realm: 'links' }, { accessCodeLifespan: 180 });
+      expect(await kc.realms.findOne({ realm: 'links' })).toMatchObject({ accessCodeLifespan: 180 });
+      expect((await login()).status).toBe(200);
+      expect(ttls).toEqual([60_000, 180_000]);
+    } finally {
+      store.set = original;
+    }
   });
 });

@@ -96,6 +96,7 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     revokeRefreshToken: false,
     refreshTokenMaxReuse: 0,
     actionTokenGeneratedByUserLifespan: 300,
+    accessCodeLifespan: 60,
     actionTokenGeneratedByAdminLifespan: 43200,
     offlineSessionIdleTimeout: 2592000,
     offlineSessionMaxLifespanEnabled: false,

@@ -58,6 +58,7 @@ export const realmSpec: Spec = {
   refreshTokenMaxReuse: { type: 'integer', min: 0, max: 2147483647 },
   actionTokenGeneratedByUserLifespan: { type: 'integer', min: 1, max: 2147483647 },
   actionTokenGeneratedByAdminLifespan: { type: 'integer', min: 1, max: 2147483647 },
+  accessCodeLifespan: { type: 'integer', min: 1, max: 2147483647 },
   offlineSessionIdleTimeout: { type: 'integer', min: 1 },
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
@@ -152,7 +153,7 @@ function bruteForceSpec(): Spec {
 
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
-  'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
+  'id', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
   'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
@@ -213,6 +214,7 @@ export const realmFieldUse: Record<string, string> = {
   refreshTokenMaxReuse: 'protocol/openid-connect/token/refresh-token.ts',
   actionTokenGeneratedByUserLifespan: 'authentication/action-tokens.ts',
   actionTokenGeneratedByAdminLifespan: 'admin/user-action-emails.ts',
+  accessCodeLifespan: 'authentication/authorization-code.ts',
   offlineSessionIdleTimeout: 'model/sessions.ts',
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
@@ -249,6 +251,7 @@ export function realmRep(realm: Realm) {
     refreshTokenMaxReuse: realm.refreshTokenMaxReuse,
     actionTokenGeneratedByUserLifespan: realm.actionTokenGeneratedByUserLifespan,
     actionTokenGeneratedByAdminLifespan: realm.actionTokenGeneratedByAdminLifespan,
+    accessCodeLifespan: realm.accessCodeLifespan,
     accessTokenLifespan: realm.accessTokenLifespan,
     ssoSessionIdleTimeout: realm.ssoSessionIdleTimeout,
     ssoSessionMaxLifespan: realm.ssoSessionMaxLifespan,
@@ -309,7 +312,7 @@ const sameNamedSettings = [
   'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
   'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
   'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'revokeRefreshToken', 'refreshTokenMaxReuse',
-  'actionTokenGeneratedByUserLifespan', 'actionTokenGeneratedByAdminLifespan',
+  'actionTokenGeneratedByUserLifespan', 'actionTokenGeneratedByAdminLifespan', 'accessCodeLifespan',
   'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes', 'passwordPolicy',
 ] as const satisfies readonly (keyof Realm)[];
 
