@@ -43,7 +43,7 @@ export async function runExport(argv: readonly string[], env: NodeJS.ProcessEnv)
       const out = await open(partial, 'w');
       try {
         const exporter = await realmExporter({ storage, flows, keys }, realm);
-        const document = JSON.stringify(await exporter.document({ clients: true, groupsAndRoles: true, secrets: true }), null, 2);
+        const document = JSON.stringify(await exporter.document({ clients: true, groupsAndRoles: true, secrets: true, organizations: true }), null, 2);
         await out.write(`${document.slice(0, document.lastIndexOf('}')).trimEnd()},\n  "users" : [`);
         let after: string | null = null;
         let written = 0;

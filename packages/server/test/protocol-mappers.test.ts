@@ -172,6 +172,19 @@ describe('mapper types, one by one', () => {
     });
     expect(run([m('oidc-organization-membership-mapper', { 'claim.name': 'organization' })], 'access', data({ realm: { ...realm, organizationsEnabled: false } }))).toEqual({});
   });
+
+  it('oidc-organization-group-membership-mapper: under the membership mapper\'s claim (listed before or after it), aliases become objects; nothing without that mapper', () => {
+    const groups = { 'id-acme': { paths: ['/eng'], realmRoles: ['r'], clientRoles: { api: ['x'] } }, 'id-globex': { paths: [], realmRoles: [], clientRoles: {} } };
+    const d = data({ organizationGroups: groups });
+    const groupMapper = (config: Record<string, string> = {}) => m('oidc-organization-group-membership-mapper', config);
+    expect(run([groupMapper()], 'access', d)).toEqual({});
+    expect(run([groupMapper(), m('oidc-organization-membership-mapper', { 'claim.name': 'orgs.mine' })], 'access', d)).toEqual({ orgs: { mine: { acme: { groups: ['/eng'] }, globex: { groups: [] } } } });
+    expect(run([m('oidc-organization-membership-mapper', { 'claim.name': 'organization', addOrganizationId: 'true' }), groupMapper({ addGroupRoleMappings: 'true' })], 'access', d)).toEqual({
+      organization: { acme: { id: 'id-acme', groups: ['/eng'], realm_access: { roles: ['r'] }, resource_access: { api: { roles: ['x'] } } }, globex: { id: 'id-globex', groups: [] } },
+    });
+    // Its own `claim.name` (not one of Keycloak's options) does not move it.
+    expect(Object.keys(run([groupMapper({ 'claim.name': 'elsewhere' }), m('oidc-organization-membership-mapper', { 'claim.name': 'organization' })], 'access', d))).toEqual(['organization']);
+  });
 });
 
 describe('which documents a mapper writes to', () => {
@@ -297,7 +310,8 @@ describe('the catalogue as serverinfo lists it', () => {
     const info = mapperServerInfo();
     expect(info.protocolMapperTypes['openid-connect']).toBe(PROTOCOL_MAPPER_TYPES);
     for (const type of PROTOCOL_MAPPER_TYPES) {
-      expect(type).toMatchObject({ id: expect.any(String), name: expect.any(String), category: 'Token mapper', helpText: expect.any(String), priority: 0 });
+      // Keycloak's priorities: 0, but the organization group mapper's 10 (it runs after the membership mapper).
+      expect(type).toMatchObject({ id: expect.any(String), name: expect.any(String), category: 'Token mapper', helpText: expect.any(String), priority: type.id === 'oidc-organization-group-membership-mapper' ? 10 : 0 });
       for (const p of type.properties) expect(p).toMatchObject({ name: expect.any(String), label: expect.any(String), type: expect.stringMatching(/^(String|boolean|List|ClientList|Role|UserProfileAttributeList|Text)$/) });
     }
     expect(PROTOCOL_MAPPER_TYPES.find((t) => t.id === 'oidc-usermodel-attribute-mapper')!.properties.find((p) => p.name === 'jsonType.label')).toMatchObject({ type: 'List', options: ['String', 'long', 'int', 'boolean', 'JSON'] });

@@ -70,7 +70,7 @@ describe('realm import and export: the same on SQLite and PostgreSQL', () => {
   async function exportWhole(kind: 'sqlite' | 'postgres', realm: Awaited<ReturnType<typeof createRealmFromImport>>): Promise<Rep> {
     const ctx = servers[kind]!.server.context;
     const exporter = await realmExporter(ctx, realm);
-    const document = await exporter.document({ clients: true, groupsAndRoles: true, secrets: true });
+    const document = await exporter.document({ clients: true, groupsAndRoles: true, secrets: true, organizations: true });
     const users: Rep[] = [];
     for (let after: string | null = null, first = true; first || after !== null; first = false) {
       const page: Awaited<ReturnType<typeof exporter.users>> = await exporter.users(after, 50);

@@ -57,13 +57,13 @@ export function organizationInvitationRoutes(app: FastifyInstance, ctx: ServerCo
   /** Creates the invitation, mails its link, records the admin event; on a failed mail the invitation goes again. */
   const send = async (request: AdminRequest<OrgParams>, realm: Realm, org: Organization, to: { email: string; firstName: string | null; lastName: string | null }, user: User | null) => {
     const now = nowSeconds();
-    const invitation: OrganizationInvitation = { id: newId(), organizationId: org.id, ...to, createdAt: now, expiresAt: now + ADMIN_LINK_LIFETIME_S, inviteLink: null };
+    const invitation: OrganizationInvitation = { id: newId(), organizationId: org.id, ...to, createdAt: now, expiresAt: now + (realm.actionTokenGeneratedByAdminLifespan ?? ADMIN_LINK_LIFETIME_S), inviteLink: null };
     await ctx.storage.organizationInvitations.create(invitation);
     const link = await invitationLink(ctx, request, realm, org, invitation, user);
     await ctx.storage.organizationInvitations.setLink(invitation.id, link);
     try {
       const t = await mailTranslator(ctx, realm, user ?? { attributes: {} });
-      await ctx.mailer.send(realm, orgInviteMail(t, realm, to.email, to, org.name, link, ADMIN_LINK_LIFETIME_S));
+      await ctx.mailer.send(realm, orgInviteMail(t, realm, to.email, to, org.name, link, realm.actionTokenGeneratedByAdminLifespan ?? ADMIN_LINK_LIFETIME_S));
     } catch (error) {
       await ctx.storage.organizationInvitations.remove(org.id, invitation.id);
       ctx.mailFailures.inc({ realm: realm.name });

@@ -7,6 +7,7 @@ import { executeActionsMail, mailTranslator, sendInBackground } from '../pages/e
 import { actionTokenUrl, sendVerification } from '../pages/verify-email.js';
 import { queryInt, queryString } from './query.js';
 import { ADMIN_LINK_LIFETIME_S } from '../authentication/index.js';
+import type { Realm } from '../model/types.js';
 import { SUPPORTED_REQUIRED_ACTIONS } from '../representations/user.js';
 import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
@@ -18,6 +19,15 @@ type Params = { realm: string; id: string };
  * required actions given — the invitation of a new user is `["UPDATE_PASSWORD"]`) and `send-verify-email`. Both
  * answer 204 once the mail is queued (it is sent in the background, a failure is logged and counted).
  */
+/**
+ * How long an administrator's link lives: the request's `lifespan` (seconds, at most 30 days), else the realm's
+ * actionTokenGeneratedByAdminLifespan (Keycloak's 12 hours by default).
+ */
+export function adminLinkLifetime(query: Record<string, unknown>, realm: Realm): number {
+  const fallback = realm.actionTokenGeneratedByAdminLifespan ?? ADMIN_LINK_LIFETIME_S;
+  return queryInt(query, 'lifespan', fallback, 30 * 24 * 60 * 60) || fallback;
+}
+
 export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const target = async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);
@@ -46,7 +56,7 @@ export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext):
         throw badRequest(`Provided invalid required actions: "${action.slice(0, 64)}" is not supported (${SUPPORTED_REQUIRED_ACTIONS.join(', ')})`);
       }
     }
-    const lifetime = queryInt(request.query, 'lifespan', ADMIN_LINK_LIFETIME_S, 30 * 24 * 60 * 60) || ADMIN_LINK_LIFETIME_S;
+    const lifetime = adminLinkLifetime(request.query, realm);
     const token = await ctx.actionTokens.issue(
       realm,
       'execute-actions',
@@ -61,7 +71,7 @@ export function userActionEmailRoutes(app: FastifyInstance, ctx: ServerContext):
 
   app.put('/realms/:realm/users/:id/send-verify-email', async (request: AdminRequest<Params>, reply) => {
     const { realm, user, clientId, redirect } = await target(request);
-    const lifetime = queryInt(request.query, 'lifespan', ADMIN_LINK_LIFETIME_S, 30 * 24 * 60 * 60) || ADMIN_LINK_LIFETIME_S;
+    const lifetime = adminLinkLifetime(request.query, realm);
     await sendVerification(ctx, request, realm, user, user.email!, clientId, lifetime, redirect);
     await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', `users/${user.id}/send-verify-email`);
     return reply.code(204).send();

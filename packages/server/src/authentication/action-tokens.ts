@@ -48,12 +48,13 @@ export const ACTION_TOKEN_LIFETIME_S = 300;
 
 /**
  * The lifetime of a link of this type a user's action mails, as Keycloak's realm.getActionTokenGeneratedByUserLifespan(type):
- * the realm attribute `actionTokenGeneratedByUserLifespan.{type}` (the console's "Override action tokens"), else
- * `actionTokenGeneratedByUserLifespan`, else 300 seconds. A value that is not a positive whole number is passed over.
+ * the realm attribute `actionTokenGeneratedByUserLifespan.{type}` (the console's "Override action tokens", kept as
+ * Keycloak keeps it), else the realm's `actionTokenGeneratedByUserLifespan` (300 seconds unless set). An override that
+ * is not a positive whole number is passed over.
  */
-export function userActionTokenLifespan(realm: Pick<Realm, 'attributes'>, type: ActionType): number {
+export function userActionTokenLifespan(realm: Pick<Realm, 'attributes' | 'actionTokenGeneratedByUserLifespan'>, type: ActionType): number {
   const positive = (value: string | undefined) => (value !== undefined && /^[1-9][0-9]{0,9}$/.test(value.trim()) ? Number(value.trim()) : null);
-  return positive(realm.attributes[`actionTokenGeneratedByUserLifespan.${type}`]) ?? positive(realm.attributes.actionTokenGeneratedByUserLifespan) ?? ACTION_TOKEN_LIFETIME_S;
+  return positive(realm.attributes[`actionTokenGeneratedByUserLifespan.${type}`]) ?? realm.actionTokenGeneratedByUserLifespan ?? ACTION_TOKEN_LIFETIME_S;
 }
 
 /** Keycloak's default lifetime of a link an administrator has sent (the realm's actionTokenGeneratedByAdminLifespan). */
@@ -74,7 +75,8 @@ export class ActionTokens {
     typ: ActionType,
     userId: string,
     extra: Pick<ActionClaims, 'email' | 'azp' | 'act' | 'redirect' | 'totpSecret' | 'done' | 'imp' | 'org' | 'inv' | 'idpa' | 'idpu' | 'xid' | 'bpk'> = {},
-    lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+    /** Seconds; by default the realm's actionTokenGeneratedByUserLifespan (Keycloak's 300). */
+    lifetimeSeconds = realm.actionTokenGeneratedByUserLifespan ?? ACTION_TOKEN_LIFETIME_S,
   ): Promise<string> {
     const key = await this.keys.signingKey(realm.id);
     const now = Math.floor(Date.now() / 1000);

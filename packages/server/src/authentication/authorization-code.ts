@@ -6,7 +6,8 @@ import type { EventError } from '../model/errors.js';
 import type { Client, Realm, User, UserSession } from '../model/types.js';
 import type { AuthSession } from './auth-session.js';
 
-const CODE_LIFETIME_MS = 60_000;
+/** Keycloak's default: the realm's accessCodeLifespan, in seconds. */
+const CODE_LIFETIME_S = 60;
 
 /** What an authorization code stands for until the client redeems it (once). */
 export interface CodeGrant {
@@ -25,8 +26,11 @@ export interface CodeGrant {
 
 const codeKey = (code: string) => `code:${createHash('sha256').update(code).digest('base64url')}`;
 
-/** A new single-use code for the login that `session` stands for, kept (hashed) in the shared store for 60 s. */
-export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'hostStore'>, auth: AuthSession, session: UserSession, userId: string): Promise<string> {
+/**
+ * A new single-use code for the login that `session` stands for, kept (hashed) in the shared store for the realm's
+ * accessCodeLifespan (Keycloak's 60 s by default).
+ */
+export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'hostStore'>, auth: AuthSession, session: UserSession, userId: string, lifetimeSeconds = CODE_LIFETIME_S): Promise<string> {
   const code = randomBytes(32).toString('base64url');
   const grant: CodeGrant = {
     realmId: auth.realmId,
@@ -40,7 +44,7 @@ export async function issueAuthorizationCode(ctx: Pick<AuthenticationContext, 'h
     ...(auth.dpopJkt !== undefined ? { dpopJkt: auth.dpopJkt } : {}),
     authTime: Math.floor(session.started / 1000),
   };
-  await ctx.hostStore.set(codeKey(code), JSON.stringify(grant), CODE_LIFETIME_MS);
+  await ctx.hostStore.set(codeKey(code), JSON.stringify(grant), lifetimeSeconds * 1000);
   return code;
 }
 

@@ -37,6 +37,6 @@ export async function completeLogin(
     user: () => userSnapshot(ctx.storage, user),
   });
   // A device-page sign-in issues no code: the grant waits for the consent page (the protocol shows it with this token).
-  const code = auth.device ? ((await holdDeviceConsent(ctx, auth.device, session, user.id)) ?? '') : await issueAuthorizationCode(ctx, auth, session, user.id);
+  const code = auth.device ? ((await holdDeviceConsent(ctx, auth.device, session, user.id)) ?? '') : await issueAuthorizationCode(ctx, auth, session, user.id, realm.accessCodeLifespan ?? 60);
   return ctx.loginProtocol.authenticated(request, reply, realm, auth, session, code);
 }

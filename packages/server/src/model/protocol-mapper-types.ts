@@ -230,6 +230,17 @@ export const PROTOCOL_MAPPER_TYPES: readonly ProtocolMapperType[] = [
       ...targets(['id', 'access', 'lightweight', 'userinfo', 'introspection'], ['userinfo']),
     ],
   },
+  {
+    id: 'oidc-organization-group-membership-mapper',
+    name: 'Organization Group Membership',
+    category: TOKEN,
+    helpText: "Writes, under the organization claim, each organization's groups the user is in (and their roles).",
+    priority: 10,
+    properties: [
+      prop('addGroupRoleMappings', 'Add group role mappings', 'boolean', "Also write the roles mapped to the user's organization groups (realm_access, resource_access).", { defaultValue: 'false' }),
+      ...targets(['id', 'access', 'lightweight', 'userinfo', 'introspection'], ['userinfo']),
+    ],
+  },
 ];
 
 const TYPES = new Map(PROTOCOL_MAPPER_TYPES.map((t) => [t.id, t]));

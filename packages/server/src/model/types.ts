@@ -50,6 +50,12 @@ export interface Realm {
   revokeRefreshToken: boolean;
   /** With rotation on, how many more times the current refresh token may be used. */
   refreshTokenMaxReuse: number;
+  /** Seconds an e-mailed link the user asked for lives (reset password, verify e-mail): Keycloak's default 300. */
+  actionTokenGeneratedByUserLifespan: number;
+  /** Seconds an authorization code may wait for the client's token request: Keycloak's default 60. */
+  accessCodeLifespan: number;
+  /** Seconds a link an administrator sent lives (execute actions, invitations) unless the request says: 43200. */
+  actionTokenGeneratedByAdminLifespan: number;
   offlineSessionIdleTimeout: number;
   offlineSessionMaxLifespanEnabled: boolean;
   offlineSessionMaxLifespan: number;

@@ -91,8 +91,8 @@ export function sendInBackground(ctx: PagesContext, realm: Realm, message: Mail 
     );
 }
 
-export const resetPasswordMail = (t: MailTranslator, realm: Realm, user: User, link: string) =>
-  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'), 300, { name: 'password-reset', data: { user: userData(user) } });
+export const resetPasswordMail = (t: MailTranslator, realm: Realm, user: User, link: string, lifetimeSeconds = realm.actionTokenGeneratedByUserLifespan) =>
+  mail(t, realm, user.email!, t.msg('passwordResetSubject'), t.msg('passwordResetBody', user.username), link, t.msg('passwordResetLink'), lifetimeSeconds, { name: 'password-reset', data: { user: userData(user) } });
 
 export const verifyEmailMail = (t: MailTranslator, realm: Realm, to: string, link: string, lifetimeSeconds = 300) =>
   mail(t, realm, to, t.msg('emailVerificationSubject'), t.msg('emailVerificationBody'), link, t.msg('emailVerificationLink'), lifetimeSeconds, { name: 'email-verification', data: { email: to } });

@@ -16,7 +16,7 @@ export async function sendVerification(
   user: User,
   email: string,
   clientId: string | null,
-  lifetimeSeconds = ACTION_TOKEN_LIFETIME_S,
+  lifetimeSeconds = realm.actionTokenGeneratedByUserLifespan ?? ACTION_TOKEN_LIFETIME_S,
   /** An administrator's `redirect_uri` (already checked against the client): where the page leads afterwards. */
   redirect: string | null = null,
 ): Promise<void> {

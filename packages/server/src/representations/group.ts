@@ -58,6 +58,8 @@ export function groupRep(group: Group, options: GroupRepOptions) {
 
 /** A group of a realm file's `groups`, with its subgroups and the roles mapped to it by name. */
 export interface ImportedGroup {
+  /** The file's id: only read for an organization's groups, whose members name them by it (the group gets a new one). */
+  id?: string;
   name: string;
   description?: string;
   attributes?: Record<string, string[]>;
@@ -71,13 +73,15 @@ export function parseImportedGroup(value: unknown, path: string, onUnknown?: (pa
   if (depth > 100) throw badRequest(`${path}: groups nest at most 100 deep`);
   const rep = parseRepresentation(value, groupSpec, groupIgnored, path, onUnknown) as GroupBody;
   if (!rep.name || rep.name.trim() === '') throw badRequest(`${path}.name: is required`);
-  const raw = value as { realmRoles?: unknown; clientRoles?: unknown; subGroups?: unknown };
+  const raw = value as { id?: unknown; realmRoles?: unknown; clientRoles?: unknown; subGroups?: unknown };
+  if (raw.id !== undefined && raw.id !== null && typeof raw.id !== 'string') throw badRequest(`${path}.id: must be a string`, 'id');
   const clientRoles: Record<string, string[]> = {};
   if (raw.clientRoles !== undefined && raw.clientRoles !== null) {
     if (typeof raw.clientRoles !== 'object' || Array.isArray(raw.clientRoles)) throw badRequest(`${path}.clientRoles: must be an object`);
     for (const [clientId, names] of Object.entries(raw.clientRoles)) clientRoles[clientId] = stringList(names, `${path}.clientRoles.${clientId}`);
   }
   return {
+    ...(typeof raw.id === 'string' ? { id: raw.id } : {}),
     name: rep.name,
     description: rep.description,
     attributes: rep.attributes,

@@ -24,7 +24,7 @@ export interface OrganizationInput {
 }
 
 export function parseOrganization(body: unknown, path = 'organization', onUnknown?: (path: string) => void): OrganizationInput {
-  const input = parseRepresentation(body, orgSpec, ['id', 'members', 'identityProviders'], path, onUnknown) as OrganizationInput & { domains?: unknown };
+  const input = parseRepresentation(body, orgSpec, ['id', 'members', 'identityProviders', 'groups'], path, onUnknown) as OrganizationInput & { domains?: unknown };
   if (input.domains !== undefined) {
     if (!Array.isArray(input.domains) || input.domains.length > 100) throw badRequest(`${path}.domains: must be an array`, 'domains');
     const seen = new Set<string>();

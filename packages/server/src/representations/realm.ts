@@ -56,6 +56,9 @@ export const realmSpec: Spec = {
   ssoSessionMaxLifespan: { type: 'integer', min: 1 },
   revokeRefreshToken: { type: 'boolean' },
   refreshTokenMaxReuse: { type: 'integer', min: 0, max: 2147483647 },
+  actionTokenGeneratedByUserLifespan: { type: 'integer', min: 1, max: 2147483647 },
+  actionTokenGeneratedByAdminLifespan: { type: 'integer', min: 1, max: 2147483647 },
+  accessCodeLifespan: { type: 'integer', min: 1, max: 2147483647 },
   offlineSessionIdleTimeout: { type: 'integer', min: 1 },
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
@@ -63,8 +66,6 @@ export const realmSpec: Spec = {
   // The device grant's defaults, kept as Keycloak keeps them: realm attributes of the same names (DEVICE_FIELDS).
   oauth2DeviceCodeLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
   oauth2DevicePollingInterval: { type: 'integer', min: 1, max: 2_147_483_647 },
-  // Kept as Keycloak keeps it: a realm attribute of the same name (per action type: `….{type}` attributes).
-  actionTokenGeneratedByUserLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
   // Keycloak's internationalization settings, kept as realm attributes of the same names (pages/i18n.ts reads them).
   internationalizationEnabled: { type: 'boolean' },
   supportedLocales: { type: 'stringArray' },
@@ -152,8 +153,8 @@ function bruteForceSpec(): Spec {
 
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
-  'id', 'accessCodeLifespan', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
-  'actionTokenGeneratedByAdminLifespan', 'adminPermissionsClient',
+  'id', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
+  'adminPermissionsClient',
   'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
@@ -211,6 +212,9 @@ export const realmFieldUse: Record<string, string> = {
   ssoSessionMaxLifespan: 'model/sessions.ts',
   revokeRefreshToken: 'protocol/openid-connect/token/refresh-token.ts',
   refreshTokenMaxReuse: 'protocol/openid-connect/token/refresh-token.ts',
+  actionTokenGeneratedByUserLifespan: 'authentication/action-tokens.ts',
+  actionTokenGeneratedByAdminLifespan: 'admin/user-action-emails.ts',
+  accessCodeLifespan: 'authentication/authorization-code.ts',
   offlineSessionIdleTimeout: 'model/sessions.ts',
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
@@ -245,6 +249,9 @@ export function realmRep(realm: Realm) {
     defaultSignatureAlgorithm: realm.defaultSignatureAlgorithm ?? 'RS256',
     revokeRefreshToken: realm.revokeRefreshToken,
     refreshTokenMaxReuse: realm.refreshTokenMaxReuse,
+    actionTokenGeneratedByUserLifespan: realm.actionTokenGeneratedByUserLifespan,
+    actionTokenGeneratedByAdminLifespan: realm.actionTokenGeneratedByAdminLifespan,
+    accessCodeLifespan: realm.accessCodeLifespan,
     accessTokenLifespan: realm.accessTokenLifespan,
     ssoSessionIdleTimeout: realm.ssoSessionIdleTimeout,
     ssoSessionMaxLifespan: realm.ssoSessionMaxLifespan,
@@ -305,6 +312,7 @@ const sameNamedSettings = [
   'duplicateEmailsAllowed', 'organizationsEnabled', 'eventsEnabled', 'eventsExpiration', 'enabledEventTypes',
   'adminEventsEnabled', 'adminEventsDetailsEnabled', 'browserFlow', 'registrationFlow', 'resetCredentialsFlow',
   'accessTokenLifespan', 'ssoSessionIdleTimeout', 'ssoSessionMaxLifespan', 'revokeRefreshToken', 'refreshTokenMaxReuse',
+  'actionTokenGeneratedByUserLifespan', 'actionTokenGeneratedByAdminLifespan', 'accessCodeLifespan',
   'offlineSessionIdleTimeout', 'offlineSessionMaxLifespanEnabled', 'offlineSessionMaxLifespan', 'attributes', 'passwordPolicy',
 ] as const satisfies readonly (keyof Realm)[];
 
@@ -401,13 +409,11 @@ function applyLocaleFields(realm: Realm, rep: Record<string, unknown>, path: str
 
 /**
  * Representation numbers Keycloak keeps as realm attributes of the same names, with its defaults: the device grant's
- * (a device code lives 600 s and may be polled every 5 s) and the lifespan of links a user's action mails (300 s,
- * Keycloak's accessCodeLifespanUserAction; authentication/action-tokens.ts reads it and its per-type overrides).
+ * (a device code lives 600 s and may be polled every 5 s).
  */
 const DEVICE_FIELDS = [
   ['oauth2DeviceCodeLifespan', 600],
   ['oauth2DevicePollingInterval', 5],
-  ['actionTokenGeneratedByUserLifespan', 300],
 ] as const;
 
 /** The device fields as Keycloak's representation answers them: numbers, from the realm's attributes or the defaults. */

@@ -8,6 +8,7 @@ import { clientRep } from '../representations/client.js';
 import { clientScopeRep } from '../representations/client-scope.js';
 import { KEY_PROVIDER_TYPE, componentRep, identityProviderMapperRep, identityProviderRep } from '../representations/federation.js';
 import { realmRep } from '../representations/realm.js';
+import { organizationRep } from '../representations/organization.js';
 import type { ServiceContext } from './context.js';
 import { exportedPasswordCredential } from '../credentials/keycloak-hash.js';
 import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.js';
@@ -27,6 +28,9 @@ function withoutIds<T extends { id: string; protocolMappers?: { id: string }[] }
   return { ...rest, ...(protocolMappers ? { protocolMappers: protocolMappers.map(({ id: _mapperId, ...m }) => m) } : {}) };
 }
 
+/** Members of an organization read at once by a whole export. */
+const MEMBER_PAGE = 500;
+
 /** What Keycloak's partial export puts where a secret was (its import stores it as given). */
 export const EXPORT_SECRET_MASK = '**********';
 
@@ -38,6 +42,8 @@ export interface ExportOptions {
   groupsAndRoles: boolean;
   /** Client secrets (and the SMTP password) as stored, for a full export that restores the realm (the CLI's). */
   secrets?: boolean;
+  /** The realm's organizations with their members and groups: a whole export's, as Keycloak's (not its partial export). */
+  organizations?: boolean;
 }
 
 export interface RealmExporter {
@@ -86,6 +92,48 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
   };
   const groups = await GroupTree.load(storage, realm.id);
   const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  /**
+   * Keycloak's group export: the tree, each with its attributes and the roles mapped to it by name. An organization's
+   * groups carry their ids, which its members' `groups` name (Keycloak's export of organizations).
+   */
+  const exportGroup = async (tree: GroupTree, group: Group, withId: boolean): Promise<Record<string, unknown>> => {
+    const mapped = byContainer(await storage.groups.roleIds([group.id]));
+    return {
+      ...(withId ? { id: group.id } : {}),
+      name: group.name,
+      path: tree.path(group.id),
+      ...(group.description !== null ? { description: group.description } : {}),
+      attributes: group.attributes,
+      realmRoles: mapped.realm ?? [],
+      clientRoles: mapped.client ?? {},
+      subGroups: await Promise.all(tree.childrenOf(group.id).map((g) => exportGroup(tree, g, withId))),
+    };
+  };
+  /**
+   * Keycloak's `organizations` of a whole export: each with its domains, its members by username (with the ids of the
+   * organization's groups they are in, by path) and its groups. Members are read in pages; ordered by name and username.
+   */
+  const exportOrganizations = async () => {
+    const organizations = await storage.organizations.list(realm.id, { max: await storage.organizations.count(realm.id) });
+    return Promise.all(
+      [...organizations].sort(byName).map(async (org) => {
+        const { id: _id, ...rep } = organizationRep(org);
+        const tree = await GroupTree.loadOrganization(storage, realm.id, org.id);
+        const members: { username: string; membershipType: 'UNMANAGED'; groups?: string[] }[] = [];
+        for (let first = 0, page: string[] = []; first === 0 || page.length === MEMBER_PAGE; first += MEMBER_PAGE) {
+          page = await storage.organizations.memberIds(org.id, first, MEMBER_PAGE);
+          for (const userId of page) {
+            const user = await storage.users.byId(realm.id, userId);
+            if (!user) continue;
+            const groupIds = (await storage.groups.organizationGroupIds(userId, org.id)).sort((a, b) => (tree.path(a) < tree.path(b) ? -1 : 1));
+            members.push({ username: user.username, membershipType: 'UNMANAGED', ...(groupIds.length ? { groups: groupIds } : {}) });
+          }
+        }
+        members.sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
+        return { ...rep, members, groups: await Promise.all(tree.childrenOf(null).map((g) => exportGroup(tree, g, true))) };
+      }),
+    );
+  };
 
   const document = async (options: ExportOptions) => {
     const { id: _id, ...settings } = realmRep(realm);
@@ -97,22 +145,10 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
       out.roles = { realm: await Promise.all([...realmRoles].sort(byName).map(roleExport)), client };
     }
     if (options.groupsAndRoles) {
-      // Keycloak's `groups`: the tree, each with its attributes and the roles mapped to it by name.
-      const exportGroup = async (group: Group): Promise<Record<string, unknown>> => {
-        const mapped = byContainer(await storage.groups.roleIds([group.id]));
-        return {
-          name: group.name,
-          path: groups.path(group.id),
-          ...(group.description !== null ? { description: group.description } : {}),
-          attributes: group.attributes,
-          realmRoles: mapped.realm ?? [],
-          clientRoles: mapped.client ?? {},
-          subGroups: await Promise.all(groups.childrenOf(group.id).map(exportGroup)),
-        };
-      };
-      out.groups = await Promise.all(groups.childrenOf(null).map(exportGroup));
+      out.groups = await Promise.all(groups.childrenOf(null).map((g) => exportGroup(groups, g, false)));
       out.defaultGroups = (await storage.groups.defaultGroupIds(realm.id)).map((id) => groups.path(id)).sort();
     }
+    if (options.organizations) out.organizations = await exportOrganizations();
     // Keycloak's clientScopes (with their mappers), the realm's default and optional scopes by name, and the
     // scopes' role scope mappings (`scopeMappings`/`clientScopeMappings` entries with `clientScope`).
     const scopes = await storage.clientScopes.list(realm.id);

@@ -23,6 +23,11 @@ const WEBAUTHN_POLICIES_KEY = 'realmgate.webAuthnPolicies';
 const SIGNATURE_ALGORITHM_KEY = 'realmgate.defaultSignatureAlgorithm';
 /** The realm's notBefore (seconds), kept beside the other reserved attributes: 0 is not stored. */
 const NOT_BEFORE_KEY = 'realmgate.notBefore';
+/** The action token lifespans (Keycloak keeps them among the realm's attributes too), absent when Keycloak's defaults. */
+const ACTION_TOKEN_USER_KEY = 'realmgate.actionTokenGeneratedByUserLifespan';
+const ACTION_TOKEN_ADMIN_KEY = 'realmgate.actionTokenGeneratedByAdminLifespan';
+const ACCESS_CODE_KEY = 'realmgate.accessCodeLifespan';
+const lifespan = (text: string | undefined, fallback: number) => (text && /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : fallback);
 /** The client profiles and policies (model/client-policies.ts), kept the same way: absent or empty is not stored. */
 const CLIENT_PROFILES_KEY = 'realmgate.clientProfiles';
 const CLIENT_POLICIES_KEY = 'realmgate.clientPolicies';
@@ -50,7 +55,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, [CLIENT_PROFILES_KEY]: clientProfiles, [CLIENT_POLICIES_KEY]: clientPolicies, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, [CLIENT_PROFILES_KEY]: clientProfiles, [CLIENT_POLICIES_KEY]: clientPolicies, [ACTION_TOKEN_USER_KEY]: userLifespan, [ACTION_TOKEN_ADMIN_KEY]: adminLifespan, [ACCESS_CODE_KEY]: codeLifespan, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -78,6 +83,9 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     ssoSessionMaxLifespan: row.sso_session_max_lifespan,
     revokeRefreshToken: bool(row.revoke_refresh_token),
     refreshTokenMaxReuse: row.refresh_token_max_reuse,
+    actionTokenGeneratedByUserLifespan: lifespan(userLifespan, 300),
+    actionTokenGeneratedByAdminLifespan: lifespan(adminLifespan, 43200),
+    accessCodeLifespan: lifespan(codeLifespan, 60),
     offlineSessionIdleTimeout: row.offline_session_idle_timeout,
     offlineSessionMaxLifespanEnabled: bool(row.offline_session_max_lifespan_enabled),
     offlineSessionMaxLifespan: row.offline_session_max_lifespan,
@@ -126,7 +134,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}), ...(realm.clientProfiles?.length ? { [CLIENT_PROFILES_KEY]: toJson(realm.clientProfiles) } : {}), ...(realm.clientPolicies?.length ? { [CLIENT_POLICIES_KEY]: toJson(realm.clientPolicies) } : {}) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}), ...(realm.clientProfiles?.length ? { [CLIENT_PROFILES_KEY]: toJson(realm.clientProfiles) } : {}), ...(realm.clientPolicies?.length ? { [CLIENT_POLICIES_KEY]: toJson(realm.clientPolicies) } : {}), ...(realm.actionTokenGeneratedByUserLifespan !== 300 ? { [ACTION_TOKEN_USER_KEY]: String(realm.actionTokenGeneratedByUserLifespan) } : {}), ...(realm.actionTokenGeneratedByAdminLifespan !== 43200 ? { [ACTION_TOKEN_ADMIN_KEY]: String(realm.actionTokenGeneratedByAdminLifespan) } : {}), ...(realm.accessCodeLifespan !== 60 ? { [ACCESS_CODE_KEY]: String(realm.accessCodeLifespan) } : {}) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

@@ -32,6 +32,12 @@ import { parseLegacyUserFederation } from './legacy-user-federation.js';
 /** A client of a realm file with what its representation names besides: scopes by name, its own mappers. */
 export type ImportedClient = Partial<Client> & { scopes: ClientExtras };
 
+/** A member of an organization in a realm file: by username, with the file's ids of the organization's groups it is in. */
+export interface ImportedMember {
+  username: string;
+  groups: string[];
+}
+
 export interface RealmImport {
   settings: Record<string, unknown>;
   realmRoles: ImportedRole[];
@@ -60,7 +66,8 @@ export interface RealmImport {
   /** Keycloak's `groups` (top-level groups, subgroups nested) and `defaultGroups` (paths). */
   groups: ImportedGroup[];
   defaultGroups: string[];
-  organizations: (OrganizationInput & { members?: string[] })[];
+  /** Keycloak's `organizations`: members by username with the ids (in the file) of the organization's groups they are in. */
+  organizations: (OrganizationInput & { members?: ImportedMember[]; groups?: ImportedGroup[] })[];
   authentication: FlowImport;
   /** Keycloak's `scopeMappings` (realm roles) and `clientScopeMappings` (roles of the client named by the key). */
   scopeMappings: ImportedScopeMapping[];
@@ -269,9 +276,10 @@ export function parseRealmImport(body: unknown, isListener: (id: string) => bool
     const members = asArray((o as { members?: unknown })?.members, `${path}.members`).map((m, j) => {
       const username = (m as { username?: unknown })?.username;
       if (typeof username !== 'string') throw badRequest(`${path}.members[${j}].username: is required`);
-      return username;
+      return { username, groups: stringList((m as { groups?: unknown }).groups, `${path}.members[${j}].groups`) };
     });
-    return { ...parseOrganization(o, path, onUnknown), members };
+    const groups = asArray((o as { groups?: unknown })?.groups, `${path}.groups`).map((g, j) => parseImportedGroup(g, `${path}.groups[${j}]`, onUnknown));
+    return { ...parseOrganization(o, path, onUnknown), members, groups };
   });
   const groups = asArray(rep.groups, 'realm.groups').map((g, i) => parseImportedGroup(g, `realm.groups[${i}]`, onUnknown));
   const defaultGroups = stringList(rep.defaultGroups, 'realm.defaultGroups');

@@ -160,10 +160,19 @@ export async function importRealmContents(ctx: Pick<ServiceContext, 'storage' | 
   for (const [i, input] of data.organizations.entries()) {
     const path = `realm.organizations[${i}]`;
     const org = await saveOrganization(storage, realm, input, null, trx, path);
-    for (const [j, username] of (input.members ?? []).entries()) {
-      const userId = userIds.get(username.toLowerCase());
-      if (!userId) throw badRequest(`${path}.members[${j}]: user "${username}" is not in this import`);
+    // The organization's groups (Keycloak 26.7's export): members name them by the file's ids, never another's group.
+    const groupOf = await createGroupTree(storage, realm, org.id, input.groups ?? [], trx, roleId, clientContainer);
+    for (const [j, member] of (input.members ?? []).entries()) {
+      const userId = userIds.get(member.username.toLowerCase());
+      if (!userId) throw badRequest(`${path}.members[${j}]: user "${member.username}" is not in this import`);
       await storage.organizations.addMember(org.id, userId, trx);
+      const joined = new Set<string>();
+      for (const [k, fileId] of member.groups.entries()) {
+        const groupId = groupOf.get(fileId);
+        if (!groupId) throw badRequest(`${path}.members[${j}].groups[${k}]: "${fileId}" is not a group of this organization`, 'groups');
+        joined.add(groupId);
+      }
+      await storage.groups.join(userId, [...joined], trx);
     }
   }
   await importFederation(storage, realm, data, trx);
@@ -189,10 +198,33 @@ async function importGroups(
   roleId: (containerId: string, name: string, path: string) => Promise<string>,
   clientContainer: (clientId: string, path: string) => string,
 ): Promise<GroupTree> {
+  await createGroupTree(storage, realm, null, data.groups, trx, roleId, clientContainer);
+  // The realm's groups, so users may join one a partial import did not bring (a whole realm has only the file's).
+  return GroupTree.load(storage, realm.id, trx);
+}
+
+/**
+ * Creates a file's group tree, of the realm or of an organization, with the roles mapped to each group by name.
+ * Answers the new group of each id the file gave (an organization's members name its groups by those ids).
+ */
+async function createGroupTree(
+  storage: Storage,
+  realm: Realm,
+  organizationId: string | null,
+  inputs: ImportedGroup[],
+  trx: Db,
+  roleId: (containerId: string, name: string, path: string) => Promise<string>,
+  clientContainer: (clientId: string, path: string) => string,
+): Promise<Map<string, string>> {
   const created: Group[] = [];
+  const byFileId = new Map<string, string>();
   const create = async (input: ImportedGroup, parentId: string | null) => {
-    const group = await createGroup(storage, realm, new GroupTree(created), parentId, input, trx);
+    const group = await createGroup(storage, realm, new GroupTree(created, organizationId), parentId, input, trx);
     created.push(group);
+    if (input.id !== undefined) {
+      if (byFileId.has(input.id)) throw badRequest(`${input.path}.id: "${input.id}" is given to two groups`, 'id');
+      byFileId.set(input.id, group.id);
+    }
     const roles: string[] = [];
     for (const name of input.realmRoles) roles.push(await roleId(realm.id, name, `${input.path}.realmRoles`));
     for (const [clientId, names] of Object.entries(input.clientRoles)) {
@@ -201,9 +233,8 @@ async function importGroups(
     await storage.groups.grant(group.id, roles, trx);
     for (const sub of input.subGroups) await create(sub, group.id);
   };
-  for (const input of data.groups) await create(input, null);
-  // The realm's groups, so users may join one a partial import did not bring (a whole realm has only the file's).
-  return GroupTree.load(storage, realm.id, trx);
+  for (const input of inputs) await create(input, null);
+  return byFileId;
 }
 
 /**

@@ -3,7 +3,8 @@ import type { Client, Organization, Realm, User } from '../../../model/types.js'
 import { effectiveRoles } from '../../../services/roles.js';
 import type { Storage } from '../../../storage/index.js';
 import { fromJson } from '../../../storage/codec.js';
-import type { MapperData, MapperNeeds, UserGroupAttributes } from './types.js';
+import { GroupTree } from '../../../services/groups.js';
+import type { MapperData, MapperNeeds, OrganizationGroups, UserGroupAttributes } from './types.js';
 import { userAttributeValues } from './user-attribute.js';
 
 const NO_ROLES = Object.freeze({ realmRoles: [], clientRoles: {} });
@@ -92,6 +93,35 @@ async function organizationsOf(storage: Storage, userId: string): Promise<Organi
   return (await storage.cache.get(`mapper-orgs\0${userId}`, ['organization', 'organization_member', 'organization_domain'], () => storage.organizations.ofUser(userId))) ?? [];
 }
 
+/**
+ * The user's groups in each of their enabled organizations (Keycloak's getOrganizationGroupsByMember: direct
+ * memberships), as paths from the organization's top; with `roles`, the roles mapped to those groups themselves
+ * (not their parents', as Keycloak's mapper reads each group's role mappings), composites expanded, by name.
+ */
+async function organizationGroupsOf(storage: Storage, realmId: string, userId: string, organizations: Organization[], withRoles: boolean): Promise<Record<string, OrganizationGroups>> {
+  const result: Record<string, OrganizationGroups> = {};
+  for (const org of organizations.filter((o) => o.enabled)) {
+    const ids = await storage.groups.organizationGroupIds(userId, org.id);
+    const entry: OrganizationGroups = { paths: [], realmRoles: [], clientRoles: {} };
+    result[org.id] = entry;
+    if (ids.length === 0) continue;
+    const tree = await GroupTree.loadOrganization(storage, realmId, org.id);
+    entry.paths = ids.filter((id) => tree.get(id)).map((id) => tree.path(id)).sort();
+    if (!withRoles) continue;
+    const roles = await storage.roles.byIds([...(await storage.roles.expand(await storage.groups.roleIds(ids)))]);
+    for (const role of roles) {
+      if (!role.clientRole) entry.realmRoles.push(role.name);
+      else {
+        const client = await storage.clients.cachedById(realmId, role.containerId);
+        if (client) (entry.clientRoles[client.clientId] ??= []).push(role.name);
+      }
+    }
+    entry.realmRoles.sort();
+    for (const names of Object.values(entry.clientRoles)) names.sort();
+  }
+  return result;
+}
+
 /** Loads what the mappers of a request read, only the parts `needs` names (no group query without a group mapper). */
 export async function loadMapperData(
   storage: Storage,
@@ -105,5 +135,6 @@ export async function loadMapperData(
     needs.organizations && realm.organizationsEnabled ? organizationsOf(storage, user.id) : [],
     needs.groupAttributes ? groupAttributesFor(storage, needs, realm.id, user) : NO_GROUP_ATTRIBUTES,
   ]);
-  return { realm, client, user, roles, groups, organizations, groupAttributes, notes: input.notes, base: input.base };
+  const organizationGroups = needs.organizationGroups && organizations.length ? await organizationGroupsOf(storage, realm.id, user.id, organizations, needs.organizationGroups === 'roles') : undefined;
+  return { realm, client, user, roles, groups, organizations, ...(organizationGroups ? { organizationGroups } : {}), groupAttributes, notes: input.notes, base: input.base };
 }

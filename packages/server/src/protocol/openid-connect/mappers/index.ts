@@ -9,6 +9,7 @@ import { clientRoleMapper } from './client-role.js';
 import { fullNameMapper } from './full-name.js';
 import { groupMembershipMapper } from './group-membership.js';
 import { hardcodedClaimMapper } from './hardcoded-claim.js';
+import { organizationGroupMembershipMapper } from './organization-group-membership.js';
 import { organizationMembershipMapper } from './organization-membership.js';
 import { realmRoleMapper } from './realm-role.js';
 import { sessionNoteMapper } from './session-note.js';
@@ -26,18 +27,28 @@ export const MAPPER_IMPLEMENTATIONS: ReadonlyMap<string, MapperImplementation> =
   [
     audienceMapper, hardcodedClaimMapper, userAttributeMapper, userPropertyMapper, realmRoleMapper, clientRoleMapper,
     groupMembershipMapper, fullNameMapper, audienceResolveMapper, allowedOriginsMapper, subMapper, acrMapper,
-    sessionNoteMapper, addressMapper, organizationMembershipMapper,
+    sessionNoteMapper, addressMapper, organizationMembershipMapper, organizationGroupMembershipMapper,
   ].map((m) => [m.id, m]),
 );
 
 const KINDS: readonly TokenKind[] = ['access', 'id', 'userinfo', 'introspection'];
 
-/** A mapper's compiled form and the documents it writes to, or null for a type Realmgate does not run (SAML's). */
-function compileMapper(mapper: ProtocolMapper): { mapper: CompiledMapper; kinds: TokenKind[] } | null {
+/**
+ * A mapper's compiled form and the documents it writes to, or null for a type Realmgate does not run (SAML's). The
+ * organization group mapper writes under the claim of the request's organization membership mapper (Keycloak's
+ * effective model): without one among `all`, it writes nothing, as Keycloak's.
+ */
+function compileMapper(mapper: ProtocolMapper, all: readonly ProtocolMapper[]): { mapper: CompiledMapper; kinds: TokenKind[] } | null {
   const implementation = mapper.protocol === 'openid-connect' ? MAPPER_IMPLEMENTATIONS.get(mapper.protocolMapper) : undefined;
   if (!implementation) return null;
+  let config = mapper.config;
+  if (implementation === organizationGroupMembershipMapper) {
+    const membership = all.find((m) => m.protocol === 'openid-connect' && m.protocolMapper === organizationMembershipMapper.id);
+    if (!membership) return null;
+    config = { ...config, 'claim.name': membership.config['claim.name'] || 'organization' };
+  }
   const targets = targetsOf(mapper.config);
-  return { mapper: implementation.compile(mapper.config), kinds: KINDS.filter((k) => targets[k]) };
+  return { mapper: implementation.compile(config), kinds: KINDS.filter((k) => targets[k]) };
 }
 
 /** What a request's `scope` makes of a client's scope set: the scopes applied, the token's `scope`, the mappers. */
@@ -92,8 +103,11 @@ export function scopePlan(set: ClientScopeSet, requested: string): ScopePlan {
   const openid = asked.has('openid');
   const mappers: Record<TokenKind, CompiledMapper[]> = { access: [], id: [], userinfo: [], introspection: [] };
   const needs: Record<TokenKind, MapperNeeds> = { access: {}, id: {}, userinfo: {}, introspection: {} };
-  for (const mapper of [...set.clientMappers, ...applied.flatMap((s) => s.protocolMappers)]) {
-    const entry = compileMapper(mapper);
+  const all = [...set.clientMappers, ...applied.flatMap((s) => s.protocolMappers)];
+  // Keycloak runs mappers by priority: the organization group mapper's 10 after the membership mapper's 0.
+  const ordered = [...all.filter((m) => m.protocolMapper !== organizationGroupMembershipMapper.id), ...all.filter((m) => m.protocolMapper === organizationGroupMembershipMapper.id)];
+  for (const mapper of ordered) {
+    const entry = compileMapper(mapper, all);
     if (!entry) continue;
     for (const kind of entry.kinds) {
       mappers[kind].push(entry.mapper);

@@ -17,6 +17,8 @@ export interface MapperData {
   groups: string[][];
   /** The user's organizations; empty unless an organization mapper applies. */
   organizations: Organization[];
+  /** By organization id: the user's groups of each of their organizations (paths, and their roles when asked for). */
+  organizationGroups?: Readonly<Record<string, OrganizationGroups>>;
   /**
    * The user's groups and their ancestors with their attributes, for attribute mappers that read through groups
    * (Keycloak's KeycloakModelUtils.resolveAttribute); empty unless one applies and the user lacks the attribute.
@@ -34,6 +36,13 @@ export interface UserGroupAttributes {
   groups: Readonly<Record<string, { parentId: string | null; attributes: Readonly<Record<string, readonly string[]>> }>>;
 }
 
+/** The groups of one organization a user is directly in: paths from the organization's top, and their roles by name. */
+export interface OrganizationGroups {
+  paths: string[];
+  realmRoles: string[];
+  clientRoles: Record<string, string[]>;
+}
+
 /** A user attribute a mapper may find on the user's groups: `aggregate` (`aggregate.attrs`) reads them always. */
 export interface GroupAttributeNeed {
   name: string;
@@ -45,6 +54,8 @@ export interface MapperNeeds {
   roles?: boolean;
   groups?: boolean;
   organizations?: boolean;
+  /** The user's organization groups: their paths, or their paths and the roles mapped to them. */
+  organizationGroups?: 'paths' | 'roles';
   /** User attributes that fall back to the user's groups (read only when the user lacks one, or to aggregate). */
   groupAttributes?: readonly GroupAttributeNeed[];
 }
@@ -52,8 +63,9 @@ export interface MapperNeeds {
 /** Several mappers' needs together (the lists of attributes joined). */
 export function mergeNeeds(target: MapperNeeds, add: MapperNeeds | undefined): MapperNeeds {
   if (!add) return target;
-  const { groupAttributes, ...flags } = add;
+  const { groupAttributes, organizationGroups, ...flags } = add;
   Object.assign(target, flags);
+  if (organizationGroups && target.organizationGroups !== 'roles') target.organizationGroups = organizationGroups;
   if (groupAttributes?.length) target.groupAttributes = [...(target.groupAttributes ?? []), ...groupAttributes];
   return target;
 }
