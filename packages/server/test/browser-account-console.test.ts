@@ -80,6 +80,40 @@ describe('account console', () => {
     await kc.realms.update({ realm: 'acme' }, { registrationFlow: 'registration' });
   });
 
+  it('changes the e-mail address through UPDATE_EMAIL when the realm enables it (read-only in the form, "Update email" beside it)', async () => {
+    const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_EMAIL' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: true });
+    const problems = await s.open('', 'personal-info-update-email', (p) => p.waitForSelector('#update-email-btn', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    expect(await s.page.isEditable('#email')).toBe(false);
+    // The account API keeps the address read-only too: a change is refused, naming the field, nothing saved.
+    const direct = await fetch(`${t.url}/realms/acme/account/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.accessToken}`, accept: 'application/json', 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'dana', email: 'dana@elsewhere.example', firstName: 'Dana', lastName: 'Mulder' }),
+    });
+    expect(direct.status).toBe(400);
+    expect(await direct.json()).toEqual({ errors: [{ field: 'email', errorMessage: 'updateReadOnlyAttributesRejectedMessage', params: ['email'] }] });
+    s.reset();
+    // The console's button is an application-initiated UPDATE_EMAIL through the account-console client.
+    await Promise.all([s.page.waitForSelector('#kc-update-email-form', { timeout: 30_000 }), s.page.click('#update-email-btn')]);
+    await screenshot(s.page, 'account-console-update-email');
+    await s.page.fill('#email', 'dana.scully@example.com');
+    await s.page.locator('#kc-update-email-form button[type=submit]').first().click();
+    await s.ready('personal-info-email-updated', (p) => p.waitForFunction(() => (document.querySelector('#email') as HTMLInputElement | null)?.value === 'dana.scully@example.com', undefined, { timeout: 30_000 }));
+    expect(s.page.url()).toMatch(/\/realms\/acme\/account\/(\?|#|$)/);
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    expect(dana.email).toBe('dana.scully@example.com');
+    const [event] = await kc.realms.findEvents({ realm: 'acme', type: 'UPDATE_EMAIL' as never });
+    expect(event).toMatchObject({ clientId: 'account-console', details: { previous_email: 'dana@example.com', updated_email: 'dana.scully@example.com' } });
+    expect(s.problems).toEqual([]);
+    // Switched off again: the address is a plain field and no button is offered.
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: false });
+    await s.open('', 'personal-info-email-editable', (p) => p.waitForSelector('#email', { timeout: 30_000 }));
+    expect(await s.page.isEditable('#email')).toBe(true);
+    expect(await s.page.locator('#update-email-btn').count()).toBe(0);
+  });
+
   it('lists the password on the signing-in page', async () => {
     const problems = await s.open('account-security/signing-in', 'signing-in', (p) => p.waitForSelector('[data-testid="password/credential-list"], [id*="password"]', { timeout: 30_000 }));
     expect(s.requests).toContain('GET /realms/acme/account/credentials 200');
