@@ -78,7 +78,7 @@ interface Target {
   /** A selector on screen once signed in, for the sign-in round. */
   signedIn: string;
   /** Whether a request with this path and Accept header is the console's page or asset (not its REST API). */
-  isBundle(path: string, accept: string): boolean;
+  isBundle(path: string, headers: IncomingHttpHeaders): boolean;
   build(): Promise<string>;
 }
 
@@ -109,8 +109,9 @@ const ACCOUNT_TARGET: Target = {
   // The form filled from the account API: the username shown in its field (the login page's is empty).
   ready: `shown(document.querySelector('#email')) && (document.querySelector('#username') || {}).value === ${JSON.stringify(ADMIN_USERNAME)}`,
   signedIn: '#email',
-  // The same path is the account REST API for a script asking for JSON: that stays with Realmgate.
-  isBundle: (path, accept) => (path === ACCOUNT_TARGET.page && !/json/i.test(accept)) || path.startsWith(ACCOUNT_TARGET.resources),
+  // The same path is the account REST API for the console's calls (a bearer token, JSON): those stay with Realmgate.
+  isBundle: (path, headers) =>
+    (path === ACCOUNT_TARGET.page && headers.authorization === undefined && !/json/i.test(String(headers.accept ?? ''))) || path.startsWith(ACCOUNT_TARGET.resources),
   async build() {
     const { buildAccountConsole, ACCOUNT_CONSOLE_DIST } = await import('../packages/account-console/build.js');
     await buildAccountConsole({ quiet: true });
@@ -302,11 +303,11 @@ const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
   Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
 
 /** A pass-through HTTP proxy: each request (Host kept) to the origin `upstream` picks for its path. */
-function front(upstream: (path: string, accept: string) => URL): Promise<Server> {
+function front(upstream: (path: string, headers: IncomingHttpHeaders) => URL): Promise<Server> {
   const agents = new Map<string, Agent>();
   const server = createHttpServer((request, response) => {
     const path = request.url ?? '/';
-    const target = upstream(path.split('?')[0], String(request.headers.accept ?? ''));
+    const target = upstream(path.split('?')[0], request.headers);
     let agent = agents.get(target.host);
     if (!agent) agents.set(target.host, (agent = new Agent({ keepAlive: true })));
     const forwarded = httpRequest(
@@ -330,7 +331,7 @@ async function serveFronts(realmgate: string, staticServer: string): Promise<{ r
   const toRealmgate = new URL(realmgate);
   const toStatic = new URL(staticServer);
   const all = await front(() => toRealmgate);
-  const split = await front((path, accept) => (T.isBundle(path, accept) ? toStatic : toRealmgate));
+  const split = await front((path, headers) => (T.isBundle(path, headers) ? toStatic : toRealmgate));
   const url = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
   return { realmgate: url(all), static: url(split) };
 }
@@ -460,7 +461,11 @@ async function signIn(browser: Browser, origin: string): Promise<Cookie[]> {
     await page.fill('#username', ADMIN_USERNAME);
     await page.fill('#password', ADMIN_PASSWORD);
     await Promise.all([page.waitForURL((url) => url.pathname.startsWith(T.page), { timeout: TIMEOUT }), page.click('#kc-login')]);
-    await page.waitForSelector(T.signedIn, { timeout: TIMEOUT });
+    await page.waitForSelector(T.signedIn, { timeout: TIMEOUT }).catch(async (error: unknown) => {
+      const shot = join(tmpdir(), `console-bench-sign-in-${T.key}.png`);
+      await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+      throw new Error(`signing in on ${origin}: ${T.signedIn} did not show at ${page.url()} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); screenshot ${shot}`);
+    });
     return (await context.storageState()).cookies;
   } finally {
     await context.close();
