@@ -125,6 +125,14 @@ const sections: [string, () => Promise<void>][] = [
     },
   ],
   [
+    'Account console (issue 42): first load in Chromium, time to the personal-info page beside the same build from a bare static server; bytes, compression, caching',
+    async () => {
+      const figures = await adminConsole.run('account');
+      console.log(adminConsole.format(figures));
+      record('account-console', figures);
+    },
+  ],
+  [
     'Data scale: grants and admin user searches with 100, 10,000 and 1,000,000 users, SQLite and PostgreSQL',
     async () => {
       const bench = await scale.run();

@@ -34,6 +34,11 @@
  * (nearest rank) over the rounds, and the paired ratio is the median of each round's realmgate / static.
  * Bytes are CDP's encodedDataLength (headers and body as received) of every response until the network is idle.
  *
+ * The account console (issue 42) is measured by the same code (`run('account')`, or `npx tsx scripts/console-bench.ts
+ * account`): its page /realms/master/account/ up to the personal-info form filled for the administrator, the static
+ * front sending the page (a navigation, not the account API's JSON on the same path) and /resources/account-console/*
+ * to the static server.
+ *
  * CONSOLE_BENCH_LOADS: measured rounds (default 11); CONSOLE_BENCH_STATIC: plain (default) or precompressed;
  * CONSOLE_BENCH_DEBUG=1 lists every response of every load on stderr.
  * Run alone: npx tsx scripts/console-bench.ts
@@ -53,11 +58,70 @@ const LOADS = Math.max(1, Number(process.env.CONSOLE_BENCH_LOADS ?? 11));
 const STATIC_MODE = process.env.CONSOLE_BENCH_STATIC === 'precompressed' ? 'precompressed' : 'plain';
 const ADMIN_USERNAME = 'admin';
 const ADMIN_PASSWORD = 'console-bench-admin-password';
-const CONSOLE_PATH = '/admin/master/console/';
-const RESOURCES = '/resources/admin-console/';
-/** The realm list: Keycloak's "Manage realms" page, a lazily loaded chunk of its own. */
-const ROUTE = '#/master/realms';
 const GOAL = 1.2;
+
+/**
+ * What is measured: the admin console up to its realm list, or (issue 42) the account console up to its personal-info
+ * page, signed in as the same administrator of the master realm. Everything else (servers, fronts, rounds, figures)
+ * is the same code for both.
+ */
+interface Target {
+  key: 'admin' | 'account';
+  /** The console's page, and the prefix of its hashed assets. */
+  page: string;
+  resources: string;
+  /** Where a load navigates below `page`, and what it waits for, in words. */
+  route: string;
+  what: string;
+  /** A script expression, true in the page when `what` is on screen (`shown(element)` is given). */
+  ready: string;
+  /** A selector on screen once signed in, for the sign-in round. */
+  signedIn: string;
+  /** Whether a request with this path and Accept header is the console's page or asset (not its REST API). */
+  isBundle(path: string, headers: IncomingHttpHeaders): boolean;
+  build(): Promise<string>;
+}
+
+const ADMIN_TARGET: Target = {
+  key: 'admin',
+  page: '/admin/master/console/',
+  resources: '/resources/admin-console/',
+  // The realm list: Keycloak's "Manage realms" page, a lazily loaded chunk of its own.
+  route: '#/master/realms',
+  what: 'the realm list',
+  ready: `shown(document.querySelector('[data-testid="currentRealm"]')) &&
+    [...document.querySelectorAll('table td')].some((cell) => /^master/.test((cell.textContent || '').trim()) && shown(cell))`,
+  signedIn: '[data-testid="currentRealm"]',
+  isBundle: (path) => path === ADMIN_TARGET.page || path.startsWith(ADMIN_TARGET.resources),
+  async build() {
+    const { buildConsole, CONSOLE_DIST } = await import('../packages/admin-console/build.js');
+    await buildConsole({ quiet: true });
+    return CONSOLE_DIST;
+  },
+};
+
+const ACCOUNT_TARGET: Target = {
+  key: 'account',
+  page: '/realms/master/account/',
+  resources: '/resources/account-console/',
+  route: '',
+  what: 'the personal-info page',
+  // The form filled from the account API: the username shown in its field (the login page's is empty).
+  ready: `shown(document.querySelector('#email')) && (document.querySelector('#username') || {}).value === ${JSON.stringify(ADMIN_USERNAME)}`,
+  signedIn: '#email',
+  // The same path is the account REST API for the console's calls (a bearer token, JSON): those stay with Realmgate.
+  isBundle: (path, headers) =>
+    (path === ACCOUNT_TARGET.page && headers.authorization === undefined && !/json/i.test(String(headers.accept ?? ''))) || path.startsWith(ACCOUNT_TARGET.resources),
+  async build() {
+    const { buildAccountConsole, ACCOUNT_CONSOLE_DIST } = await import('../packages/account-console/build.js');
+    await buildAccountConsole({ quiet: true });
+    return ACCOUNT_CONSOLE_DIST;
+  },
+};
+
+const TARGETS = { admin: ADMIN_TARGET, account: ACCOUNT_TARGET };
+/** The target of this process's run (the fronts' child process is told it by argument). */
+let T: Target = ADMIN_TARGET;
 const TIMEOUT = 60_000;
 
 type Variant = 'realmgate' | 'static' | 'direct';
@@ -239,11 +303,11 @@ const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
   Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
 
 /** A pass-through HTTP proxy: each request (Host kept) to the origin `upstream` picks for its path. */
-function front(upstream: (path: string) => URL): Promise<Server> {
+function front(upstream: (path: string, headers: IncomingHttpHeaders) => URL): Promise<Server> {
   const agents = new Map<string, Agent>();
   const server = createHttpServer((request, response) => {
     const path = request.url ?? '/';
-    const target = upstream(path.split('?')[0]);
+    const target = upstream(path.split('?')[0], request.headers);
     let agent = agents.get(target.host);
     if (!agent) agents.set(target.host, (agent = new Agent({ keepAlive: true })));
     const forwarded = httpRequest(
@@ -267,7 +331,7 @@ async function serveFronts(realmgate: string, staticServer: string): Promise<{ r
   const toRealmgate = new URL(realmgate);
   const toStatic = new URL(staticServer);
   const all = await front(() => toRealmgate);
-  const split = await front((path) => (path === CONSOLE_PATH || path.startsWith(RESOURCES) ? toStatic : toRealmgate));
+  const split = await front((path, headers) => (T.isBundle(path, headers) ? toStatic : toRealmgate));
   const url = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
   return { realmgate: url(all), static: url(split) };
 }
@@ -283,7 +347,7 @@ function startConsoleRealmgate(dir: string): ReturnType<typeof startRealmgate> {
 function consolePage(realmgate: string, origin: string): Promise<string> {
   const target = new URL(realmgate);
   return new Promise((done, fail) => {
-    httpGet({ host: target.hostname, port: target.port, path: CONSOLE_PATH, headers: { host: new URL(origin).host } }, (response) => {
+    httpGet({ host: target.hostname, port: target.port, path: T.page, headers: { host: new URL(origin).host, accept: 'text/html' } }, (response) => {
       let body = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (body += chunk));
@@ -295,14 +359,12 @@ function consolePage(realmgate: string, origin: string): Promise<string> {
 // ---------------------------------------------------------------- in the browser
 
 /**
- * Runs in every document before its scripts: notes (page clock, epoch ms) when the realm list is on screen. A string,
+ * Runs in every document before its scripts: notes (page clock, epoch ms) when the target's page is on screen. A string,
  * not a function: tsx would wrap the inner functions in a helper the page does not have.
  */
-const PROBE = `(() => {
+const probe = (target: Target) => `(() => {
   const shown = (element) => !!element && element.getClientRects().length > 0;
-  const ready = () =>
-    shown(document.querySelector('[data-testid="currentRealm"]')) &&
-    [...document.querySelectorAll('table td')].some((cell) => /^master/.test((cell.textContent || '').trim()) && shown(cell));
+  const ready = () => ${target.ready};
   const observer = new MutationObserver(() => {
     if (window.__consoleReadyAt === undefined && ready()) {
       window.__consoleReadyAt = Date.now();
@@ -328,7 +390,7 @@ async function watchNetwork(context: BrowserContext, page: Page): Promise<{ fini
   };
   const urls = new Map<string, string>();
   cdp.on('Network.requestWillBeSentExtraInfo', (event) => {
-    if (!acceptEncoding && urls.get(event.requestId)?.includes(RESOURCES)) acceptEncoding = lower(event.headers)['accept-encoding'] ?? '';
+    if (!acceptEncoding && urls.get(event.requestId)?.includes(T.resources)) acceptEncoding = lower(event.headers)['accept-encoding'] ?? '';
   });
   cdp.on('Network.requestWillBeSent', (event) => {
     urls.set(event.requestId, event.request.url);
@@ -361,8 +423,10 @@ async function watchNetwork(context: BrowserContext, page: Page): Promise<{ fini
     async finish() {
       await cdp.detach().catch(() => {});
       if (process.env.CONSOLE_BENCH_DEBUG) for (const r of done) console.error(`    ${r.status} ${r.fromCache ? 'cache' : 'net'} ${r.bytes} ${r.headers['content-encoding'] ?? ''} ${r.path}`);
-      const bundle = done.filter((s) => s.path === CONSOLE_PATH || s.path.startsWith(RESOURCES));
-      const assets = bundle.filter((s) => s.path.startsWith(`${RESOURCES}assets/`) && !s.fromCache && s.status === 200);
+      // The page's own path also answers the account API's JSON: only text/html answers there are the page.
+      const isPage = (s: Seen) => s.path === T.page && !/json/i.test(s.headers['content-type'] ?? '');
+      const bundle = done.filter((s) => isPage(s) || s.path.startsWith(T.resources));
+      const assets = bundle.filter((s) => s.path.startsWith(`${T.resources}assets/`) && !s.fromCache && s.status === 200);
       const network = (list: Seen[]) => list.filter((s) => !s.fromCache);
       const assetEncodings: Record<string, number> = {};
       for (const a of assets) {
@@ -379,7 +443,7 @@ async function watchNetwork(context: BrowserContext, page: Page): Promise<{ fini
         bundleNotModified: bundle.filter((s) => s.status === 304).length,
         assetEncodings,
         assetCacheControl: distinct(assets),
-        pageCacheControl: distinct(network(bundle.filter((s) => s.path === CONSOLE_PATH))),
+        pageCacheControl: distinct(network(bundle.filter(isPage))),
         acceptEncoding,
         problems,
       };
@@ -392,23 +456,27 @@ async function signIn(browser: Browser, origin: string): Promise<Cookie[]> {
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
-    await page.goto(`${origin}${CONSOLE_PATH}`);
+    await page.goto(`${origin}${T.page}`);
     await page.waitForSelector('#username', { timeout: TIMEOUT });
     await page.fill('#username', ADMIN_USERNAME);
     await page.fill('#password', ADMIN_PASSWORD);
-    await Promise.all([page.waitForURL(/\/admin\/master\/console\//, { timeout: TIMEOUT }), page.click('#kc-login')]);
-    await page.waitForSelector('[data-testid="currentRealm"]', { timeout: TIMEOUT });
+    await Promise.all([page.waitForURL((url) => url.pathname.startsWith(T.page), { timeout: TIMEOUT }), page.click('#kc-login')]);
+    await page.waitForSelector(T.signedIn, { timeout: TIMEOUT }).catch(async (error: unknown) => {
+      const shot = join(tmpdir(), `console-bench-sign-in-${T.key}.png`);
+      await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+      throw new Error(`signing in on ${origin}: ${T.signedIn} did not show at ${page.url()} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); screenshot ${shot}`);
+    });
     return (await context.storageState()).cookies;
   } finally {
     await context.close();
   }
 }
 
-/** One navigation to the realm list in `page`: ms from this side's Date.now() before it to the page's mark. */
+/** One navigation to the target's page in `page`: ms from this side's Date.now() before it to the page's mark. */
 async function timedLoad(context: BrowserContext, page: Page, origin: string, label: string): Promise<Load> {
   const watcher = await watchNetwork(context, page);
   const started = Date.now();
-  await page.goto(`${origin}${CONSOLE_PATH}${ROUTE}`, { waitUntil: 'commit', timeout: TIMEOUT });
+  await page.goto(`${origin}${T.page}${T.route}`, { waitUntil: 'commit', timeout: TIMEOUT });
   const readyAt = await page
     .waitForFunction(() => (window as unknown as { __consoleReadyAt?: number }).__consoleReadyAt, null, { timeout: TIMEOUT, polling: 50 })
     .then((handle) => handle.jsonValue() as Promise<number>)
@@ -417,11 +485,11 @@ async function timedLoad(context: BrowserContext, page: Page, origin: string, la
       await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
       const cells = await page.evaluate(() => [...document.querySelectorAll('table td')].slice(0, 6).map((c) => c.textContent)).catch(() => []);
       throw new Error(
-        `${label}: the realm list did not show at ${page.url()} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); ` +
+        `${label}: ${T.what} did not show at ${page.url()} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); ` +
           `table cells ${JSON.stringify(cells)}, screenshot ${shot}`,
       );
     });
-  // The page keeps loading a little after the list shows (the session-status frame…): counted until it is idle.
+  // The page keeps loading a little after it shows (the session-status frame…): counted until it is idle.
   await page.waitForLoadState('networkidle', { timeout: 15_000 }).catch(() => {});
   return { ms: readyAt - started, network: await watcher.finish() };
 }
@@ -430,7 +498,7 @@ async function timedLoad(context: BrowserContext, page: Page, origin: string, la
 async function coldAndWarm(browser: Browser, origin: string, cookies: Cookie[], label: string): Promise<{ cold: Load; warm: Load }> {
   const context = await browser.newContext({ storageState: { cookies, origins: [] } });
   try {
-    await context.addInitScript(PROBE);
+    await context.addInitScript(probe(T));
     const page = await context.newPage();
     const cold = await timedLoad(context, page, origin, `${label} cold`);
     await page.goto('about:blank');
@@ -443,24 +511,24 @@ async function coldAndWarm(browser: Browser, origin: string, cookies: Cookie[], 
 
 // ---------------------------------------------------------------- the bench
 
-export async function run(): Promise<ConsoleBench> {
-  const { buildConsole, CONSOLE_DIST } = await import('../packages/admin-console/build.js');
+export async function run(target: keyof typeof TARGETS = 'admin'): Promise<ConsoleBench> {
+  T = TARGETS[target];
   const { launchBrowser } = await import('../packages/server/test/support/browser.js');
-  await buildConsole({ quiet: true });
+  const dist = await T.build();
   const dir = mkdtempSync(join(tmpdir(), 'realmgate-console-bench-'));
   const stops: (() => Promise<void>)[] = [];
   try {
     // The static server's root: the build as it is, and the page once Realmgate has made it for the static origin.
     const root = join(dir, 'static');
-    cpSync(CONSOLE_DIST, join(root, RESOURCES), { recursive: true });
+    cpSync(dist, join(root, T.resources), { recursive: true });
     const realmgate = await startConsoleRealmgate(dir);
     stops.push(realmgate.stop);
     const staticServer = await serveChild<{ url: string }>(['--static', root, STATIC_MODE]);
     stops.push(staticServer.stop);
-    const fronts = await serveChild<{ realmgate: string; static: string }>(['--fronts', realmgate.url, staticServer.ready.url]);
+    const fronts = await serveChild<{ realmgate: string; static: string }>(['--fronts', realmgate.url, staticServer.ready.url, T.key]);
     stops.push(fronts.stop);
-    mkdirSync(join(root, CONSOLE_PATH), { recursive: true });
-    writeFileSync(join(root, CONSOLE_PATH, 'index.html'), await consolePage(realmgate.url, fronts.ready.static));
+    mkdirSync(join(root, T.page), { recursive: true });
+    writeFileSync(join(root, T.page, 'index.html'), await consolePage(realmgate.url, fronts.ready.static));
     const origins: Record<Variant, string> = { realmgate: fronts.ready.realmgate, static: fronts.ready.static, direct: realmgate.url };
 
     const browser = await launchBrowser();
@@ -473,7 +541,7 @@ export async function run(): Promise<ConsoleBench> {
         STATIC_MODE === 'plain'
           ? 'node:http + fs, no compression, Cache-Control: public, max-age=0 with ETag/Last-Modified (304s)'
           : 'node:http + fs, the build’s .br/.gz twins when accepted, Cache-Control: public, max-age=0 with ETag/Last-Modified (304s)',
-      route: `${CONSOLE_PATH}${ROUTE}`,
+      route: `${T.page}${T.route}`,
       figures: [],
       samples: { realmgate: { cold: [], warm: [] }, static: { cold: [], warm: [] }, direct: { cold: [], warm: [] } },
       pairedRatio: Number.NaN,
@@ -518,12 +586,12 @@ export async function run(): Promise<ConsoleBench> {
     const kb = (bytes: number) => bytes / 1024;
     const net = bench.network;
     bench.figures = [
-      time(`time to the realm list, cold cache, median of ${n}`, median(s.realmgate.cold), `the same build from a ${staticName}, same proxy and API`, median(s.static.cold), GOAL),
-      time(`time to the realm list, cold cache, p90 of ${n}`, percentile(s.realmgate.cold, 0.9), `the same build from a ${staticName}`, percentile(s.static.cold, 0.9), null),
-      time(`time to the realm list, warm cache (same context, again), median of ${n}`, median(s.realmgate.warm), `the same build from a ${staticName}`, median(s.static.warm), null),
-      time(`time to the realm list, warm cache, p90 of ${n}`, percentile(s.realmgate.warm, 0.9), `the same build from a ${staticName}`, percentile(s.static.warm, 0.9), null),
-      time(`time to the realm list, cold cache, Realmgate alone (no proxy), median of ${n}`, median(s.direct.cold), 'Realmgate through the proxy', median(s.realmgate.cold), null),
-      time(`time to the realm list, warm cache, Realmgate alone (no proxy), median of ${n}`, median(s.direct.warm), 'Realmgate through the proxy', median(s.realmgate.warm), null),
+      time(`time to ${T.what}, cold cache, median of ${n}`, median(s.realmgate.cold), `the same build from a ${staticName}, same proxy and API`, median(s.static.cold), GOAL),
+      time(`time to ${T.what}, cold cache, p90 of ${n}`, percentile(s.realmgate.cold, 0.9), `the same build from a ${staticName}`, percentile(s.static.cold, 0.9), null),
+      time(`time to ${T.what}, warm cache (same context, again), median of ${n}`, median(s.realmgate.warm), `the same build from a ${staticName}`, median(s.static.warm), null),
+      time(`time to ${T.what}, warm cache, p90 of ${n}`, percentile(s.realmgate.warm, 0.9), `the same build from a ${staticName}`, percentile(s.static.warm, 0.9), null),
+      time(`time to ${T.what}, cold cache, Realmgate alone (no proxy), median of ${n}`, median(s.direct.cold), 'Realmgate through the proxy', median(s.realmgate.cold), null),
+      time(`time to ${T.what}, warm cache, Realmgate alone (no proxy), median of ${n}`, median(s.direct.warm), 'Realmgate through the proxy', median(s.realmgate.warm), null),
       {
         name: 'bytes received, cold load (page, bundle, sign-in redirect and API, until the network is idle)',
         value: kb(net.realmgate.cold.bytes),
@@ -590,8 +658,9 @@ if (flag === '--static') {
   const server = await serveStatic(resolve(args[0]), 0, args[1] === 'precompressed');
   console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
 } else if (flag === '--fronts') {
+  T = TARGETS[args[2] === 'account' ? 'account' : 'admin'];
   console.log(JSON.stringify(await serveFronts(args[0], args[1])));
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  console.log(format(await run()));
+  console.log(format(await run(flag === 'account' ? 'account' : 'admin')));
   process.exit(0);
 }

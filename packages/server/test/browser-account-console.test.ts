@@ -7,7 +7,7 @@ import { masterAdminClient } from './support/admin-client.js';
 import { AccountConsoleSession } from './support/account-console.js';
 import { screenshot } from './support/browser.js';
 import { CodeSource, fromBase32 } from './support/totp.js';
-import { REPO_ROOT, startServer, type TestServer } from './support/server.js';
+import { adminToken, REPO_ROOT, startServer, type TestServer } from './support/server.js';
 
 /**
  * Keycloak's account console (issue 42) in headless Chromium, signed in as a user of realm `acme` through the
@@ -78,6 +78,40 @@ describe('account console', () => {
     expect(dana.email).toBe('dana@example.com');
     expect(s.problems).toEqual([]);
     await kc.realms.update({ realm: 'acme' }, { registrationFlow: 'registration' });
+  });
+
+  it('changes the e-mail address through UPDATE_EMAIL when the realm enables it (read-only in the form, "Update email" beside it)', async () => {
+    const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_EMAIL' });
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: true });
+    const problems = await s.open('', 'personal-info-update-email', (p) => p.waitForSelector('#update-email-btn', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    expect(await s.page.isEditable('#email')).toBe(false);
+    // The account API keeps the address read-only too: a change is refused, naming the field, nothing saved.
+    const direct = await fetch(`${t.url}/realms/acme/account/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.accessToken}`, accept: 'application/json', 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'dana', email: 'dana@elsewhere.example', firstName: 'Dana', lastName: 'Mulder' }),
+    });
+    expect(direct.status).toBe(400);
+    expect(await direct.json()).toEqual({ errors: [{ field: 'email', errorMessage: 'updateReadOnlyAttributesRejectedMessage', params: ['email'] }] });
+    s.reset();
+    // The console's button is an application-initiated UPDATE_EMAIL through the account-console client.
+    await Promise.all([s.page.waitForSelector('#kc-update-email-form', { timeout: 30_000 }), s.page.click('#update-email-btn')]);
+    await screenshot(s.page, 'account-console-update-email');
+    await s.page.fill('#email', 'dana.scully@example.com');
+    await s.page.locator('#kc-update-email-form button[type=submit]').first().click();
+    await s.ready('personal-info-email-updated', (p) => p.waitForFunction(() => (document.querySelector('#email') as HTMLInputElement | null)?.value === 'dana.scully@example.com', undefined, { timeout: 30_000 }));
+    expect(s.page.url()).toMatch(/\/realms\/acme\/account\/(\?|#|$)/);
+    const [dana] = await kc.users.find({ username: 'dana', exact: true });
+    expect(dana.email).toBe('dana.scully@example.com');
+    const [event] = await kc.realms.findEvents({ realm: 'acme', type: 'UPDATE_EMAIL' as never });
+    expect(event).toMatchObject({ clientId: 'account-console', details: { previous_email: 'dana@example.com', updated_email: 'dana.scully@example.com' } });
+    expect(s.problems).toEqual([]);
+    // Switched off again: the address is a plain field and no button is offered.
+    await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: false });
+    await s.open('', 'personal-info-email-editable', (p) => p.waitForSelector('#email', { timeout: 30_000 }));
+    expect(await s.page.isEditable('#email')).toBe(true);
+    expect(await s.page.locator('#update-email-btn').count()).toBe(0);
   });
 
   it('lists the password on the signing-in page', async () => {
@@ -346,5 +380,78 @@ describe('account console: device activity and deleting the account', () => {
     expect(await kc.users.find({ username: 'fox', exact: true })).toEqual([]);
     problems = fox.problems;
     expect(problems).toEqual([]);
+  });
+});
+
+describe("account console: the applications page shows a consent's scopes", () => {
+  let kim: AccountConsoleSession;
+  const CREATED = 1_700_000_000_000;
+
+  beforeAll(async () => {
+    const token = await adminToken(t.url);
+    // Consents come from realm files (no consent screen here): a realm whose user consented to `shop`.
+    const created = await fetch(`${t.url}/admin/realms`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        realm: 'consenting',
+        enabled: true,
+        clients: [{ clientId: 'shop', name: 'Shop', publicClient: true, redirectUris: ['http://127.0.0.1:9/cb'], baseUrl: 'https://shop.example/' }],
+        users: [
+          {
+            username: 'kim',
+            email: 'kim@example.com',
+            emailVerified: true,
+            firstName: 'Kim',
+            lastName: 'Lee',
+            enabled: true,
+            credentials: [{ type: 'password', value: 'kim-pass-1', temporary: false }],
+            clientConsents: [{ clientId: 'shop', grantedClientScopes: ['profile', 'email'], createdDate: CREATED, lastUpdatedDate: CREATED + 1000 }],
+          },
+          { username: 'lou', enabled: true, credentials: [{ type: 'password', value: 'lou-pass-1', temporary: false }] },
+        ],
+      }),
+    });
+    expect(created.status).toBe(201);
+    kim = await AccountConsoleSession.start(t, 'consenting', s.browser);
+    await kim.signIn('kim', 'kim-pass-1');
+  });
+  afterAll(async () => {
+    await kim?.close();
+  });
+
+  it('lists the consented client with its granted scopes (account API shape) and shows them when expanded', async () => {
+    const answer = await fetch(`${t.url}/realms/consenting/account/applications`, { headers: { authorization: `Bearer ${kim.accessToken}`, accept: 'application/json' } });
+    expect(answer.status).toBe(200);
+    const shop = ((await answer.json()) as { clientId: string; consent?: { grantedScopes: { id: string; name: string; displayText?: string }[]; createdDate?: number; lastUpdatedDate?: number }; inUse: boolean; offlineAccess: boolean }[]).find((c) => c.clientId === 'shop')!;
+    expect(shop).toMatchObject({ inUse: false, offlineAccess: false, consent: { createdDate: CREATED, lastUpdatedDate: CREATED + 1000 } });
+    expect(shop.consent!.grantedScopes.map(({ name, displayText }) => ({ name, displayText }))).toEqual([
+      { name: '${profileScopeConsentText}', displayText: 'User profile' },
+      { name: '${emailScopeConsentText}', displayText: 'Email address' },
+    ]);
+    expect(shop.consent!.grantedScopes.every((scope) => typeof scope.id === 'string' && scope.id.length > 0)).toBe(true);
+    const problems = await kim.open('applications', 'applications-consent', (p) => p.waitForSelector('text=Shop', { timeout: 30_000 }));
+    expect(problems).toEqual([]);
+    await kim.page.locator('[data-testid="applications-list-item"]', { hasText: 'Shop' }).locator('button').first().click();
+    await kim.page.waitForSelector('text=User profile', { timeout: 30_000 });
+    await screenshot(kim.page, 'account-console-applications-consent');
+    const body = await kim.page.textContent('body');
+    expect(body).toContain('Email address');
+    expect(kim.problems).toEqual([]);
+  });
+
+  it("another user of the realm sees none of it through the console's own token", async () => {
+    const lou = await AccountConsoleSession.start(t, 'consenting', s.browser);
+    try {
+      await lou.signIn('lou', 'lou-pass-1');
+      const answer = await fetch(`${t.url}/realms/consenting/account/applications`, { headers: { authorization: `Bearer ${lou.accessToken}`, accept: 'application/json' } });
+      expect(answer.status).toBe(200);
+      const listed = (await answer.json()) as { clientId: string; consent?: unknown }[];
+      expect(listed.map((c) => c.clientId)).not.toContain('shop');
+      expect(listed.filter((c) => c.consent !== undefined)).toEqual([]);
+      expect(lou.problems).toEqual([]);
+    } finally {
+      await lou.close();
+    }
   });
 });

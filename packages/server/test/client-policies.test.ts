@@ -194,6 +194,68 @@ describe('client policies and profiles', () => {
     await kc.clientPolicies.updatePolicy({ policies: [] });
   });
 
+  it('dynamic registration (openid-connect metadata): secure-client-authenticator refuses or defaults, pkce-enforcer and secure-redirect-uris-enforcer apply, an update is checked again', async () => {
+    await kc.clientPolicies.createProfiles({
+      profiles: [
+        profile('oidc-dcr', [
+          ['pkce-enforcer', { 'auto-configure': true }],
+          ['secure-client-authenticator', { 'allowed-client-authenticators': ['client-secret', 'client-secret-jwt'], 'default-client-authenticator': 'client-secret-jwt' }],
+          ['secure-redirect-uris-enforcer', { 'allow-ipv4-loopback-address': 'true', 'allow-http-scheme': 'true' }],
+        ]),
+      ],
+    });
+    await kc.clientPolicies.updatePolicy({ policies: [policy('oidc-dcr', ['oidc-dcr'])] });
+    const initial = await api(t.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, kc.accessToken!, { count: 5, expiration: 600 });
+    const oidc = (body: Record<string, unknown>) => api(t.url, 'POST', `/realms/${REALM}/clients-registrations/openid-connect`, initial.body.token, body);
+    // An authentication method the executor does not allow: refused, nothing registered.
+    const keyJwt = await oidc({ client_name: 'dcr-key-jwt', redirect_uris: [CALLBACK], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } });
+    expect(keyJwt.status).toBe(400);
+    expect(keyJwt.body).toEqual({ error: 'invalid_client_metadata', error_description: 'Invalid client metadata: token_endpoint_auth_method' });
+    // A redirect URI the executor refuses (a wildcard).
+    const wildcard = await oidc({ client_name: 'dcr-wild', redirect_uris: ['https://app.example/*'] });
+    expect(wildcard.status).toBe(400);
+    expect(wildcard.body).toEqual({ error: 'invalid_request', error_description: 'Invalid Redirect Uri: invalid uri' });
+    // Without token_endpoint_auth_method the metadata means client_secret_basic (allowed, as Keycloak's converter):
+    // registered, with PKCE S256 auto-configured.
+    const made = await oidc({ client_name: 'dcr-basic', redirect_uris: [CALLBACK] });
+    expect(made.status).toBe(201);
+    expect(made.body.token_endpoint_auth_method).toBe('client_secret_basic');
+    const [stored] = await kc.clients.find({ clientId: made.body.client_id });
+    expect(stored.attributes!['pkce.code.challenge.method']).toBe('S256');
+    expect(stored.clientAuthenticatorType).toBe('client-secret');
+    // The update is checked again: a disallowed method is refused and nothing changes (the token is not spent).
+    const put = (body: Record<string, unknown>) => api(t.url, 'PUT', `/realms/${REALM}/clients-registrations/openid-connect/${made.body.client_id}`, made.body.registration_access_token, body);
+    const refused = await put({ ...made.body, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe('invalid_client_metadata');
+    expect((await kc.clients.findOne({ id: stored.id! }))!.clientAuthenticatorType).toBe('client-secret');
+    const allowed = await put({ ...made.body, token_endpoint_auth_method: 'client_secret_jwt' });
+    expect(allowed.status).toBe(200);
+    expect((await kc.clients.findOne({ id: stored.id! }))!.clientAuthenticatorType).toBe('client-secret-jwt');
+    // Keycloak's representation without clientAuthenticatorType (the default provider) takes the executor's default,
+    // even where the built-in one (client-secret) would be allowed.
+    const rep = await api(t.url, 'POST', `/realms/${REALM}/clients-registrations/default`, initial.body.token, { clientId: 'dcr-default-auth', redirectUris: [CALLBACK] });
+    expect(rep.status).toBe(201);
+    expect(rep.body.clientAuthenticatorType).toBe('client-secret-jwt');
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+  });
+
+  it('secure-client-authenticator at the token endpoint: a client whose configured method is no longer allowed is refused', async () => {
+    await kc.clients.create({ clientId: 'legacy-secret', publicClient: false, secret: 'legacy-secret-1', serviceAccountsEnabled: true, clientAuthenticatorType: 'client-secret' });
+    const grant = () => tokenRequest(t.url, REALM, { grant_type: 'client_credentials', client_id: 'legacy-secret', client_secret: 'legacy-secret-1' });
+    expect((await grant()).status).toBe(200);
+    await kc.clientPolicies.createProfiles({ profiles: [profile('jwt-only', [['secure-client-authenticator', { 'allowed-client-authenticators': ['client-jwt'] }]])] });
+    await kc.clientPolicies.updatePolicy({ policies: [policy('jwt-only', ['jwt-only'])] });
+    const refused = await grant();
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ error: 'invalid_request', error_description: 'Configured client authentication method not allowed for client' });
+    // A public client is not held to it.
+    await kc.clients.create({ clientId: 'public-ropc', publicClient: true, directAccessGrantsEnabled: true });
+    expect((await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'public-ropc', username: 'nobody', password: 'x' })).body.error).toBe('invalid_grant');
+    await kc.clientPolicies.updatePolicy({ policies: [] });
+    expect((await grant()).status).toBe(200);
+  });
+
   it('requires a DPoP proof at the token endpoint under dpop-bind-enforcer', async () => {
     await kc.clients.create({ clientId: 'dpop-svc', publicClient: false, secret: 'dpop-secret', serviceAccountsEnabled: true });
     await kc.clientPolicies.createProfiles({ profiles: [profile('dpop', [['dpop-bind-enforcer', { 'auto-configure': false }]])] });

@@ -28,6 +28,9 @@ beforeAll(async () => {
   expect((await client('plus', { webOrigins: ['+'], redirectUris: ['https://spa.example:8443/app/*', '/relative/*'], rootUrl: 'https://root.example' })).status).toBe(201);
   expect((await client('star', { webOrigins: ['*'], redirectUris: ['https://star.example/*'] }, ANY)).status).toBe(201);
   expect((await client('none', { webOrigins: [], redirectUris: ['https://none.example/*'] })).status).toBe(201);
+  // A confidential client (introspection) and a device client, both allowing https://app.example only.
+  expect((await client('conf', { publicClient: false, secret: 'conf-secret-1', webOrigins: ['https://app.example'], redirectUris: ['https://app.example/cb'] })).status).toBe(201);
+  expect((await client('tv', { webOrigins: ['https://app.example'], redirectUris: ['https://app.example/cb'], attributes: { 'oauth2.device.authorization.grant.enabled': 'true' } })).status).toBe(201);
   for (const realm of [REALM, ANY]) {
     const user = await api(t.url, 'POST', `/admin/realms/${realm}/users`, admin, {
       username: 'carol',
@@ -125,11 +128,52 @@ describe('CORS on the other endpoints', () => {
   });
 });
 
+describe('device authorization refuses a foreign Origin as the token endpoint does; introspection as Keycloak does not', () => {
+  const post = (path: string, body: Record<string, string>, origin?: string) =>
+    fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
+      body: new URLSearchParams(body),
+    });
+
+  it('introspection is not refused by Origin (Keycloak 26.7.3 checks no origin there): a foreign one gets the answer without CORS headers', async () => {
+    const tokens = await (await token({ grant_type: 'password', client_id: 'conf', client_secret: 'conf-secret-1', username: 'carol', password: 'carol-password-1' })).json();
+    const form = { client_id: 'conf', client_secret: 'conf-secret-1', token: tokens.refresh_token };
+    for (const origin of ['https://evil.example', 'https://app.example.evil.example', 'null']) {
+      const foreign = await post('token/introspect', form, origin);
+      expect(foreign.status, origin).toBe(200);
+      expect(corsHeaders(foreign)).toEqual([]);
+    }
+    const allowed = await post('token/introspect', form, 'https://app.example');
+    expect(allowed.status).toBe(200);
+    expect((await allowed.json()).active).toBe(true);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect((await post('token/introspect', { ...form, client_secret: 'wrong' }, 'https://evil.example')).status).toBe(401);
+  });
+
+  it('device authorization: 403 "Invalid origin" and no device code for a foreign origin; granted for the client\'s own', async () => {
+    for (const origin of ['https://evil.example', 'https://none.example']) {
+      const refused = await post('auth/device', { client_id: 'tv' }, origin);
+      expect(refused.status, origin).toBe(403);
+      const body = await refused.json();
+      expect(body).toEqual({ error: 'Invalid origin' });
+      expect(body.device_code).toBeUndefined();
+      expect(corsHeaders(refused)).toEqual([]);
+    }
+    const allowed = await post('auth/device', { client_id: 'tv' }, 'https://app.example');
+    expect(allowed.status).toBe(200);
+    expect(typeof (await allowed.json()).device_code).toBe('string');
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    // The server's own origin passes as at the token endpoint.
+    expect((await post('auth/device', { client_id: 'tv' }, new URL(t.url).origin)).status).toBe(200);
+  });
+});
+
 describe('preflight', () => {
   const ask = { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' };
 
   it('grants an origin some client of the realm allows, the endpoint\'s methods and headers', async () => {
-    for (const path of ['protocol/openid-connect/token', 'protocol/openid-connect/revoke', 'protocol/openid-connect/logout', 'protocol/openid-connect/token/introspect']) {
+    for (const path of ['protocol/openid-connect/token', 'protocol/openid-connect/revoke', 'protocol/openid-connect/logout', 'protocol/openid-connect/token/introspect', 'protocol/openid-connect/auth/device']) {
       const response = await preflight(path, ask);
       expect(response.status).toBe(200);
       expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example');

@@ -2,14 +2,49 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { notFound } from '../model/errors.js';
-import type { Client } from '../model/types.js';
+import type { Client, ClientScope, UserConsent } from '../model/types.js';
 import { revokeClientGrants } from '../services/index.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
 import { liveSessions } from './sessions.js';
 
 /**
- * GET /account/applications: the clients the caller is signed in to (`inUse`) or holds an offline token of
- * (`offlineAccess`), in Keycloak's account ClientRepresentation. DELETE /account/applications/{clientId}/consent
+ * English texts of the built-in scopes' consent keys (`consent.screen.text` `${key}`), for `displayText`; in our
+ * words. A key not here is shown as the key's name, a plain text as itself.
+ */
+const CONSENT_TEXTS: Record<string, string> = {
+  profileScopeConsentText: 'User profile',
+  emailScopeConsentText: 'Email address',
+  addressScopeConsentText: 'Address',
+  phoneScopeConsentText: 'Phone number',
+  offlineAccessScopeConsentText: 'Offline access',
+  rolesScopeConsentText: 'User roles',
+  organizationScopeConsentText: 'Organization',
+};
+
+/**
+ * Keycloak's account ConsentRepresentation: `grantedScopes` as ConsentScopeRepresentation (`id`, `name`: the scope's
+ * consent text or its name, `displayText`: that text resolved), the dates. A granted scope the realm no longer has is
+ * left out, as Keycloak's consent holds scope models.
+ */
+function consentRepresentation(consent: UserConsent, scopes: Map<string, ClientScope>) {
+  const grantedScopes = consent.grantedClientScopes.flatMap((name) => {
+    const scope = scopes.get(name);
+    if (!scope) return [];
+    const text = scope.attributes['consent.screen.text'] || null;
+    const key = text?.match(/^\$\{(.+)\}$/)?.[1];
+    const displayText = text === null ? null : key !== undefined ? (CONSENT_TEXTS[key] ?? key) : text;
+    return [{ id: scope.id, name: text ?? scope.name, ...(displayText !== null ? { displayText } : {}) }];
+  });
+  return {
+    grantedScopes,
+    ...(consent.createdDate !== null ? { createdDate: consent.createdDate } : {}),
+    ...(consent.lastUpdatedDate !== null ? { lastUpdatedDate: consent.lastUpdatedDate } : {}),
+  };
+}
+
+/**
+ * GET /account/applications: the clients the caller is signed in to (`inUse`), holds an offline token of
+ * (`offlineAccess`) or has consented to (`consent`, the granted scopes), in Keycloak's account ClientRepresentation. DELETE /account/applications/{clientId}/consent
  * (manage-account or manage-consent): revokes the caller's consent to the client and its offline tokens, as
  * Keycloak's (204 whether or not there was any; 404 for a client the realm does not have; REVOKE_GRANT).
  */
@@ -20,7 +55,16 @@ export function applicationsRoute(app: FastifyInstance, ctx: ServerContext): voi
     const offline = new Map<string, Client>();
     for (const { clients } of await liveSessions(ctx, caller)) for (const client of clients) inUse.set(client.id, client);
     for (const { clients } of await liveSessions(ctx, caller, true)) for (const client of clients) offline.set(client.id, client);
-    return [...new Map([...offline, ...inUse]).values()]
+    // The user's consents (kept from realm files): their clients are listed too, each with the scopes granted.
+    const consents = new Map(((await ctx.storage.consents.ofUsers([caller.user.id])).get(caller.user.id) ?? []).map((c) => [c.clientId, c]));
+    const consented = new Map<string, Client>();
+    for (const clientId of consents.keys()) {
+      if (inUse.has(clientId) || offline.has(clientId)) continue;
+      const client = await ctx.storage.clients.cachedById(caller.realm.id, clientId);
+      if (client) consented.set(client.id, client);
+    }
+    const scopes = consents.size ? new Map((await ctx.storage.clientScopes.list(caller.realm.id)).map((scope) => [scope.name, scope])) : new Map<string, ClientScope>();
+    return [...new Map([...consented, ...offline, ...inUse]).values()]
       .sort((a, b) => a.clientId.localeCompare(b.clientId))
       .map((client) => ({
         clientId: client.clientId,
@@ -32,6 +76,7 @@ export function applicationsRoute(app: FastifyInstance, ctx: ServerContext): voi
         ...(client.rootUrl ? { rootUrl: client.rootUrl } : {}),
         ...(client.baseUrl ? { baseUrl: client.baseUrl } : {}),
         ...(client.baseUrl || client.rootUrl ? { effectiveUrl: `${client.baseUrl?.startsWith('/') || !client.baseUrl ? (client.rootUrl ?? '') : ''}${client.baseUrl ?? ''}` } : {}),
+        ...(consents.has(client.id) ? { consent: consentRepresentation(consents.get(client.id)!, scopes) } : {}),
       }));
   });
 

@@ -10,7 +10,7 @@ import type { Realm } from '../model/types.js';
 import { HTML_REPRESENTATION, OTHER_REPRESENTATION } from './negotiation.js';
 import { localePattern } from '../representations/localization.js';
 import { DELETE_ACCOUNT } from '../required-actions/index.js';
-import { inPriorityOrder } from '../services/index.js';
+import { inPriorityOrder, updateEmailActionEnabled } from '../services/index.js';
 
 /**
  * Keycloak's account console (the npm package @keycloak/keycloak-account-ui, built by packages/account-console into
@@ -72,8 +72,9 @@ export async function accountConsoleEnvironment(ctx: ServerContext, realm: Realm
       isViewOrganizationsEnabled: realm.organizationsEnabled,
       // As Keycloak's: the realm's delete_account action is enabled (the user's delete-account role is checked by the action).
       deleteAccountAllowed: (await inPriorityOrder(ctx.storage, realm.id, [DELETE_ACCOUNT])).length > 0,
-      updateEmailFeatureEnabled: false,
-      updateEmailActionEnabled: false,
+      // Keycloak 26.7's UPDATE_EMAIL feature is on by default; the action is the realm's (UpdateEmail.isEnabled).
+      updateEmailFeatureEnabled: true,
+      updateEmailActionEnabled: await updateEmailActionEnabled(ctx.storage, realm.id),
       isViewApplicationsEnabled: true,
       isViewGroupsEnabled: true,
       isOid4VciEnabled: false,

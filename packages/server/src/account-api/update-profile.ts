@@ -6,7 +6,7 @@ import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern } from '../model/user-profile.js';
 import { profileRefusal } from '../pages/profile-rules.js';
 import { sendVerification } from '../pages/verify-email.js';
-import { userSnapshot } from '../services/index.js';
+import { updateEmailActionEnabled, userSnapshot } from '../services/index.js';
 import { accountCallerWith, type AccountCaller, type AccountRequest } from './caller.js';
 import { JSON_REPRESENTATION } from './negotiation.js';
 import { MAX_ATTRIBUTE_LENGTH, PROFILE_ATTRIBUTES, type ProfileAttribute } from './profile-metadata.js';
@@ -69,6 +69,10 @@ async function ruleErrors(ctx: ServerContext, caller: AccountCaller, next: { fir
   }
   for (const name of ['firstName', 'lastName'] as const) {
     if (!errors.some((e) => e.field === name) && !personNamePattern.test(next[name] ?? '')) errors.push({ field: name, errorMessage: 'error-person-name-invalid-character', params: [name] });
+  }
+  // With UPDATE_EMAIL enabled the address is read-only here (Keycloak's ACCOUNT context): a change goes through that action.
+  if (next.email !== user.email && !errors.some((e) => e.field === 'email') && (await updateEmailActionEnabled(ctx.storage, realm.id))) {
+    errors.push({ field: 'email', errorMessage: 'updateReadOnlyAttributesRejectedMessage', params: ['email'] });
   }
   if (!errors.some((e) => e.field === 'email')) {
     if (!next.email) errors.push({ field: 'email', errorMessage: 'error-user-attribute-required', params: ['email'] });

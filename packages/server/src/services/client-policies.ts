@@ -187,8 +187,10 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
       if (client.publicClient || client.bearerOnly) return;
       const allowed = configList(config['allowed-client-authenticators']);
       const fallback = typeof config['default-client-authenticator'] === 'string' ? config['default-client-authenticator'] : undefined;
-      // A client registered without naming one takes the executor's default, as Keycloak's.
-      if (context.event === 'REGISTER' && context.given?.clientAuthenticatorType === undefined && fallback && !allowed.includes(client.clientAuthenticatorType)) {
+      // A client created or changed without naming one takes the executor's default, as Keycloak's autoConfigure
+      // (REGISTER and UPDATE; dynamic registration's openid-connect metadata always names one, client_secret_basic
+      // when token_endpoint_auth_method is absent, as Keycloak's DescriptionConverter).
+      if (context.given?.clientAuthenticatorType === undefined && fallback) {
         client.clientAuthenticatorType = fallback as Client['clientAuthenticatorType'];
       }
       if (!allowed.includes(client.clientAuthenticatorType)) throw metadata('token_endpoint_auth_method');
@@ -227,6 +229,13 @@ function checkRequest(executor: string, config: Record<string, unknown>, context
       if (!challenge) throw oauthError.invalid_request('Missing parameter: code_challenge');
       return;
     }
+    case EXECUTOR.clientAuthenticator:
+      // Keycloak's validateDuringClientRequest: a confidential client whose stored authenticator the executor no
+      // longer allows is refused at the token endpoint (every grant), whatever it authenticated with.
+      if (context.event === 'TOKEN_REQUEST' && client && !client.publicClient && !configList(config['allowed-client-authenticators']).includes(client.clientAuthenticatorType)) {
+        throw oauthError.invalid_request('Configured client authentication method not allowed for client');
+      }
+      return;
     case EXECUTOR.rejectRopc:
       if (context.event === 'TOKEN_REQUEST' && context.grantType === 'password') throw oauthError.invalid_grant('resource owner password credentials grant is prohibited.');
       return;

@@ -24,6 +24,7 @@ export {
   setRequiredActionConfig,
   unregisteredRequiredActions,
   unregisterRequiredAction,
+  updateEmailActionEnabled,
   updateRequiredAction,
   type RequiredAction,
 } from './required-actions.js';

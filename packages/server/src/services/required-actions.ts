@@ -293,6 +293,15 @@ export async function requiredActionMaxAuthAge(storage: Storage, realmId: string
   return action?.config[MAX_AUTH_AGE] !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_MAX_AUTH_AGE_SECONDS;
 }
 
+/**
+ * Keycloak's UpdateEmail.isEnabled (the UPDATE_EMAIL feature is on by default in 26.7): the realm has the UPDATE_EMAIL
+ * action enabled. Then the e-mail address is changed only through that action: read-only in the account API and the
+ * account console, which offers "Update email" (an application-initiated UPDATE_EMAIL) instead.
+ */
+export async function updateEmailActionEnabled(storage: Storage, realmId: string): Promise<boolean> {
+  return (await askable(storage, realmId)).includes(UPDATE_EMAIL);
+}
+
 /** `aliases` in the realm's priority order, those not askable there left out (an e-mailed execute-actions link). */
 export async function inPriorityOrder(storage: Storage, realmId: string, aliases: readonly string[]): Promise<string[]> {
   return (await askable(storage, realmId)).filter((alias) => aliases.includes(alias));

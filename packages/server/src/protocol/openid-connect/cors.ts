@@ -9,6 +9,7 @@ import { realmOrError } from './realm-lookup.js';
 const corsEndpoints: { path: string; methods: string[]; public?: boolean }[] = [
   { path: 'protocol/openid-connect/token', methods: ['POST'] },
   { path: 'protocol/openid-connect/token/introspect', methods: ['POST'] },
+  { path: 'protocol/openid-connect/auth/device', methods: ['POST'] },
   { path: 'protocol/openid-connect/userinfo', methods: ['GET', 'POST'] },
   { path: 'protocol/openid-connect/revoke', methods: ['POST'] },
   { path: 'protocol/openid-connect/logout', methods: ['POST'] },
@@ -23,7 +24,8 @@ export function corsForClient(ctx: ProtocolContext, request: FastifyRequest, cli
 
 /**
  * As corsForClient, and a request from an origin the client's web origins do not allow is refused (403 "Invalid
- * origin"), as Keycloak 26.6.3 and later refuse it at the token, userinfo, revocation, logout and PAR endpoints.
+ * origin"), as Keycloak 26.6.3 and later refuse it at the token, userinfo, revocation,
+ * logout, PAR and device authorization endpoints (not at introspection: Keycloak's passes no Cors to its client check).
  */
 export function checkAllowedOrigin(ctx: ProtocolContext, request: FastifyRequest, client: Client): void {
   const base = baseUrl(request, ctx.config.hostname);

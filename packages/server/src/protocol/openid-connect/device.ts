@@ -16,7 +16,7 @@ import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clientScopeSet } from '../../services/index.js';
 import { authenticateClient, formField, isFormRequest } from './client-auth.js';
-import { corsForClient } from './cors.js';
+import { checkAllowedOrigin } from './cors.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { pkceChallengeProblem, pkceEnforced } from './pkce.js';
 import { realmOrError } from './realm-lookup.js';
@@ -52,7 +52,7 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     if (!isFormRequest(request)) throw oauthError.invalid_request('The device authorization request must be a form (application/x-www-form-urlencoded)');
     const client = await authenticateClient(ctx, realm, request);
-    corsForClient(ctx, request, client);
+    checkAllowedOrigin(ctx, request, client);
     const info = requestInfo(request);
     if (!deviceGrantEnabled(client)) {
       await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'not_allowed', request: info });
