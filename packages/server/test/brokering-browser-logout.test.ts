@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { firstForm, pkce } from './support/forms.js';
-import { BrokerBrowser as Browser } from './support/broker-browser.js';
+import { APP_REDIRECT, BrokerBrowser as Browser, signInThroughUp } from './support/broker-browser.js';
 import { adminToken, api, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
@@ -12,7 +12,6 @@ import { adminToken, api, startServer, tokenRequest, type TestServer } from './s
  * application's post-logout redirect).
  */
 
-const APP_REDIRECT = 'http://app.test/callback';
 const APP_AFTER_LOGOUT = 'http://app.test/signed-out';
 const SECRET = 'upstream-client-secret';
 
@@ -110,24 +109,7 @@ describe('logging the upstream out through the browser (backchannelSupported off
     }
   }
 
-  /** upuser signs in to `app` at `down` through `up` in a new browser; the browser and the app's tokens. */
-  async function signIn() {
-    const browser = new Browser(t.url);
-    const { verifier, challenge } = pkce();
-    const query = new URLSearchParams({ client_id: 'app', redirect_uri: APP_REDIRECT, response_type: 'code', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', kc_idp_hint: 'up' });
-    let answer = await browser.get(`/realms/down/protocol/openid-connect/auth?${query}`);
-    for (let hops = 0; answer.status === 302 && !answer.location!.startsWith(APP_REDIRECT) && hops < 10; hops++) answer = await browser.get(answer.location!);
-    if (answer.status === 200) {
-      const form = firstForm(answer.text);
-      answer = await browser.post(form.action, { ...form.hidden, username: 'upuser', password: 'Up-pass-123' });
-      for (let hops = 0; answer.status === 302 && !answer.location!.startsWith(APP_REDIRECT) && hops < 10; hops++) answer = await browser.get(answer.location!);
-    }
-    expect(answer.location, answer.text?.slice(0, 300)).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
-    const code = new URL(answer.location!).searchParams.get('code')!;
-    const tokens = await tokenRequest(t.url, 'down', { grant_type: 'authorization_code', client_id: 'app', code, redirect_uri: APP_REDIRECT, code_verifier: verifier });
-    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
-    return { browser, tokens: tokens.body as Record<string, string> };
-  }
+  const signIn = () => signInThroughUp(t.url);
 
   /** The app's RP-initiated logout at down in that browser. */
   const logoutAtDown = (browser: Browser, idToken: string) =>

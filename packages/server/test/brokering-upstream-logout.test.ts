@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstForm, pkce } from './support/forms.js';
-import { BrokerBrowser as Browser } from './support/broker-browser.js';
-import { adminToken, api, eventually, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { APP_REDIRECT, signInThroughUp } from './support/broker-browser.js';
+import { adminToken, api, eventually, startServer, type TestServer } from './support/server.js';
 
 /**
  * Issue 40: this server logging the upstream identity provider out (Keycloak's `backchannelSupported` on an OpenID
@@ -10,7 +9,6 @@ import { adminToken, api, eventually, startServer, tokenRequest, type TestServer
  * is a second realm of the same server (`up`), whose logout endpoint ends the session that ID token names.
  */
 
-const APP_REDIRECT = 'http://app.test/callback';
 const SECRET = 'upstream-client-secret';
 
 describe('logging the upstream identity provider out (backchannelSupported)', () => {
@@ -73,24 +71,7 @@ describe('logging the upstream identity provider out (backchannelSupported)', ()
     return t.server.context.logoutNotifications.store.list({ realmId, types: ['BROKER_BACKCHANNEL_LOGOUT'] });
   };
 
-  /** upuser signs in to `app` at `down` through `up` (a new browser: a new upstream session); the app's tokens. */
-  async function signIn() {
-    const browser = new Browser(t.url);
-    const { verifier, challenge } = pkce();
-    const query = new URLSearchParams({ client_id: 'app', redirect_uri: APP_REDIRECT, response_type: 'code', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', kc_idp_hint: 'up' });
-    let answer = await browser.get(`/realms/down/protocol/openid-connect/auth?${query}`);
-    for (let hops = 0; answer.status === 302 && !answer.location!.startsWith(APP_REDIRECT) && hops < 10; hops++) answer = await browser.get(answer.location!);
-    if (answer.status === 200) {
-      const form = firstForm(answer.text);
-      answer = await browser.post(form.action, { ...form.hidden, username: 'upuser', password: 'Up-pass-123' });
-      for (let hops = 0; answer.status === 302 && !answer.location!.startsWith(APP_REDIRECT) && hops < 10; hops++) answer = await browser.get(answer.location!);
-    }
-    expect(answer.location, answer.text?.slice(0, 300)).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
-    const code = new URL(answer.location!).searchParams.get('code')!;
-    const tokens = await tokenRequest(t.url, 'down', { grant_type: 'authorization_code', client_id: 'app', code, redirect_uri: APP_REDIRECT, code_verifier: verifier });
-    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
-    return tokens.body as Record<string, string>;
-  }
+  const signIn = async () => (await signInThroughUp(t.url)).tokens;
 
   it("the app's logout at down ends upuser's session at up too (GET logoutUrl with state and id_token_hint, from the background)", async () => {
     const tokens = await signIn();
