@@ -73,7 +73,7 @@ describe('the admin console pages of keys, identity providers and user federatio
   it('Identity providers in a realm without any shows the empty page, offering the kinds this server signs in through, grouped as Keycloak groups them', async () => {
     expect(await open('master/identity-providers', 'identity-providers-empty', (p) => p.locator('[data-testid$="-card"]').first().waitFor({ timeout: 30_000 }))).toEqual([]);
     const cards = await session.page.locator('[data-testid$="-card"]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-testid')));
-    expect(cards.sort()).toEqual(['bitbucket-card', 'facebook-card', 'github-card', 'gitlab-card', 'google-card', 'keycloak-oidc-card', 'linkedin-openid-connect-card', 'microsoft-card', 'oidc-card']);
+    expect(cards.sort()).toEqual(['apple-card', 'bitbucket-card', 'facebook-card', 'github-card', 'gitlab-card', 'google-card', 'keycloak-oidc-card', 'linkedin-openid-connect-card', 'microsoft-card', 'oidc-card']);
     await expect(session.page.getByText('User-defined:').count()).resolves.toBe(1);
     await expect(session.page.getByText('Social:').count()).resolves.toBe(1);
   });

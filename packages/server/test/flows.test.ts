@@ -315,7 +315,7 @@ describe.each(httpDatabases)('authentication flows through the official admin cl
     expect((await am.getFormActionProviders()).map((p) => p.id)).toEqual(expect.arrayContaining(['registration-user-creation', 'registration-password-action', 'test-terms', 'test-guard']));
     expect((await am.getAuthenticatorProviders()).map((p) => p.id)).toEqual(expect.arrayContaining(['auth-cookie', 'auth-username-password-form', 'test-guard']));
     expect(await am.getFormProviders()).toEqual([{ id: 'registration-page-form', displayName: 'Registration Page', description: 'This is the controller for the registration page' }]);
-    expect((await am.getClientAuthenticatorProviders()).map((p) => p.id)).toEqual(['client-secret']);
+    expect((await am.getClientAuthenticatorProviders()).map((p) => p.id)).toEqual(['client-secret', 'client-jwt', 'client-secret-jwt', 'client-x509']);
     expect(await am.getConfigDescription({ providerId: 'test-terms' })).toEqual({
       providerId: 'test-terms',
       name: 'Test Terms',
