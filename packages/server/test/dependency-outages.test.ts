@@ -161,7 +161,15 @@ describe('a node whose Redis goes away (killed, then hung)', () => {
     t = await startServer({ config: { REALMGATE_REDIS_URL: proxy.url(redisUrl) } });
     // A precondition, not a measure: on a loaded machine the first Redis connection through the proxy can take seconds
     // (30 s was not enough once, in a CI run of 2026-11-29 with both cores 90% busy; the file then passed alone in 1 s).
-    await eventually(async () => (await api(t.url, 'GET', '/health/ready', null)).status === 200, 50_000);
+    // Failing, it names the check that stayed DOWN (twice in CI on 2026-11-29 in the full suite, never alone).
+    let last: unknown = null;
+    await eventually(async () => {
+      const ready = await api(t.url, 'GET', '/health/ready', null);
+      last = ready.body;
+      return ready.status === 200;
+    }, 50_000).catch(() => {
+      throw new Error(`not ready through the proxy: ${JSON.stringify(last)}; server log: ${JSON.stringify(t.logs.slice(-20)).slice(0, 3000)}`);
+    });
   }, 90_000);
   afterEach(() => proxy.restore());
   afterAll(async () => {
