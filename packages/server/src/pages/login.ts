@@ -13,7 +13,7 @@ import { actionUrl, showPage } from './pages.js';
 import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
 import { brokerRoutes, type FollowLinkMail } from './broker.js';
-import { aiaOutcome, nextRequiredAction, requiredActionRoutes } from './required-actions.js';
+import { endAction, requiredActionRoutes } from './required-actions.js';
 import { openStepPost, stepExpired, stepState, type ShowNewPassword } from './step-pages.js';
 import { PASSWORD_PURPOSE, passwordPage } from './password-page.js';
 import { webauthnRoutes } from './webauthn.js';
@@ -101,7 +101,7 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): FollowLink
       if (user) userLocaleHint(request, user);
       const expired = () => stepExpired(ctx, request, reply, realm, auth);
       if (!claims || !user || !user.enabled) return expired();
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'cancelled', user, newPasswordPage);
       const page = (errors: FieldErrors) => newPasswordPage(reply, realm, auth, form.key, errors, 400, undefined, auth.kcAction === UPDATE_PASSWORD && !auth.kcActionStatus);
       if (!form['password-new']) return page({ 'password-new': 'Please specify password.' });
       if (form['password-new'] !== form['password-confirm']) return page({ 'password-confirm': "Passwords don't match." });
@@ -116,7 +116,7 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): FollowLink
       await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_PASSWORD);
       await ctx.events.user(realm, { type: 'UPDATE_PASSWORD', clientId: auth.clientId, userId: user.id, details: { username: user.username }, request: requestInfo(request), user: () => userSnapshot(ctx.storage, updated) });
       // This page is shown only after the OTP step; other required actions may still be pending.
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'success'), updated, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, UPDATE_PASSWORD, 'success', updated, newPasswordPage);
     },
   });
 

@@ -18,7 +18,7 @@ import { loginActionForm } from './login-context.js';
 import { actionUrl, showPage } from './pages.js';
 import { PROFILE_FORM_FIELDS, saveProfileForm } from './profile-form.js';
 import type { FieldErrors } from './render.js';
-import { aiaOutcome, nextRequiredAction } from './required-actions.js';
+import { endAction, nextRequiredAction } from './required-actions.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { recoveryCodePage } from './recovery-code-pages.js';
 import { anotherWay } from './another-way.js';
@@ -173,7 +173,7 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
       const { form, step } = posted;
       if (typeof step.claims.secret !== 'string') return expired(request, reply, realm, auth);
       const { user, claims } = step;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'cancelled', user, newPasswordPage);
       const label = form.userLabel.trim();
       const again = (errors: FieldErrors) => configPage(ctx, reply, realm, signInStep(realm, auth, 'config-totp', auth.kcAction === CONFIGURE_TOTP && !auth.kcActionStatus), user, form.key, claims.secret!, { userLabel: label.slice(0, MAX_LABEL) }, errors, 400);
       if (label.length > MAX_LABEL) return again({ userLabel: `Must be at most ${MAX_LABEL} characters.` });
@@ -182,7 +182,7 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
       const info = requestInfo(request);
       const saved = await configureOtp(ctx, realm, user, { secret: claims.secret!, code, userLabel: label || null }, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: info });
       if (!saved) return again({ totp: INVALID_CODE });
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'success'), user, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, CONFIGURE_TOTP, 'success', user, newPasswordPage);
     },
   });
 
@@ -193,11 +193,11 @@ export function otpRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPa
       const posted = await state.post(request, reply, realm, auth, 'update-profile', [...PROFILE_FORM_FIELDS, 'cancel-aia']);
       if ('answered' in posted) return posted.answered;
       const { form, step } = posted;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled'), step.user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'cancelled', step.user, newPasswordPage);
       const saved = await saveProfileForm(ctx, request, realm, step.user, form, { clientId: auth.clientId, sessionId: null, details: { custom_required_action: UPDATE_PROFILE } });
       if (!saved.ok) return updateProfilePage(ctx, reply, realm, signInStep(realm, auth, 'update-profile', auth.kcAction === UPDATE_PROFILE && !auth.kcActionStatus), step.user, form.key, saved.values, saved.errors, 400);
       await ctx.storage.credentials.removeRequiredAction(step.user.id, UPDATE_PROFILE);
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'success'), saved.user, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, UPDATE_PROFILE, 'success', saved.user, newPasswordPage);
     },
   });
 }

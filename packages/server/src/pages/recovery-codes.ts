@@ -10,7 +10,7 @@ import { answerSignIn } from './otp.js';
 import { showPage } from './pages.js';
 import { formValues } from './protection.js';
 import { openRecoveryKey, RECOVERY_LOGIN, RECOVERY_SETUP, recoveryCodePage, recoveryCodesSetupPage } from './recovery-code-pages.js';
-import { aiaOutcome, nextRequiredAction } from './required-actions.js';
+import { endAction } from './required-actions.js';
 import { openStepPost, stepExpired, type ShowNewPassword } from './step-pages.js';
 
 /** The recovery-code pages' posts (recovery-code-pages.ts renders them). */
@@ -50,11 +50,11 @@ export function recoveryCodeRoutes(app: FastifyInstance, ctx: PagesContext, newP
       if (!step || !Array.isArray(step.claims.hashes) || step.claims.hashes.length !== 12) return expired(request, reply, realm, auth);
       const { user, claims } = step;
       const aia = auth.kcAction === CONFIGURE_RECOVERY_AUTHN_CODES && !auth.kcActionStatus;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_RECOVERY_AUTHN_CODES, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, CONFIGURE_RECOVERY_AUTHN_CODES, 'cancelled', user, newPasswordPage);
       // Not confirmed: new codes (the ones shown were never stored), and the confirmation asked again.
       if (form.kcRecoveryCodesConfirmationCheck !== 'on') return recoveryCodesSetupPage(ctx, reply, realm, auth, user, aia, 400, { type: 'error', text: 'Please confirm that you have saved the codes.' });
       await saveRecoveryCodes(ctx, realm, user, claims.hashes!, { clientId: auth.clientId, details: { auth_method: 'openid-connect' }, request: requestInfo(request) });
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, CONFIGURE_RECOVERY_AUTHN_CODES, 'success'), user, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, CONFIGURE_RECOVERY_AUTHN_CODES, 'success', user, newPasswordPage);
     },
   });
 }

@@ -220,6 +220,24 @@ export async function aiaOutcome(ctx: PagesContext, request: FastifyRequest, rep
   return ctx.authSessions.save(reply, request, realm, { ...auth, kcActionStatus: status });
 }
 
+/**
+ * The end of an action's page: the application learns the action's outcome (when it asked for that action), and the
+ * user is asked for what comes next.
+ */
+export async function endAction(
+  ctx: PagesContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  realm: Realm,
+  auth: AuthSession,
+  alias: string,
+  outcome: KcActionStatus,
+  user: User,
+  newPasswordPage: ShowNewPassword,
+): Promise<FastifyReply> {
+  return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, alias, outcome), user, newPasswordPage);
+}
+
 export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, newPasswordPage: ShowNewPassword): void {
   const state = stepState(ctx);
 
@@ -255,7 +273,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       await ctx.storage.users.update(accepted);
       await ctx.storage.credentials.removeRequiredAction(user.id, TERMS_AND_CONDITIONS);
       await ctx.events.user(realm, { type: 'CUSTOM_REQUIRED_ACTION', clientId: auth.clientId, userId: user.id, details: { custom_required_action: TERMS_AND_CONDITIONS }, request: info, user: () => userSnapshot(ctx.storage, accepted) });
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success'), accepted, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, TERMS_AND_CONDITIONS, 'success', accepted, newPasswordPage);
     },
   });
   // idp_link (Keycloak 26, kc_action=idp_link:{alias}): "Yes" sends the browser to the provider, the state bound to
@@ -269,11 +287,11 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       const { form, step } = posted;
       if (auth.kcAction !== IDP_LINK || auth.kcActionStatus) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
-      if (form['cancel-aia'] || !form.link) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia'] || !form.link) return endAction(ctx, request, reply, realm, auth, IDP_LINK, 'cancelled', user, newPasswordPage);
       const refusal = await idpLinkRefusal(ctx, realm, auth, user);
       if (refusal || !auth.kcActionParameter) {
         await ctx.events.user(realm, { type: 'FEDERATED_IDENTITY_LINK_ERROR', clientId: auth.clientId, userId: user.id, error: refusal?.error ?? 'identity_provider_not_found', details: { identity_provider: (auth.kcActionParameter ?? '').slice(0, 255) }, request: requestInfo(request) });
-        return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, IDP_LINK, 'error'), user, newPasswordPage);
+        return endAction(ctx, request, reply, realm, auth, IDP_LINK, 'error', user, newPasswordPage);
       }
       const provider = (await ctx.storage.federation.providerByAlias(realm.id, auth.kcActionParameter))!;
       return startIdpLink(ctx, request, reply, realm, auth, user, provider);
@@ -289,7 +307,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       if ('answered' in posted) return posted.answered;
       const { form, step } = posted;
       const { user } = step;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, DELETE_ACCOUNT, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, DELETE_ACCOUNT, 'cancelled', user, newPasswordPage);
       const info = requestInfo(request);
       if (!(await mayDeleteOwnAccount(ctx, realm, user))) {
         await ctx.events.user(realm, { type: 'DELETE_ACCOUNT_ERROR', clientId: auth.clientId, userId: user.id, error: 'user_delete_error', details: { reason: 'does not have the required roles for user deletion' }, request: info });
@@ -313,7 +331,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       const target = deleteCredentialTarget(auth.kcAction, auth.kcActionParameter);
       if (!target) return stepExpired(ctx, request, reply, realm, auth);
       const { user } = step;
-      if (form['cancel-aia'] || !form.confirm) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia'] || !form.confirm) return endAction(ctx, request, reply, realm, auth, auth.kcAction!, 'cancelled', user, newPasswordPage);
       const credential = await removableCredential(ctx, user, target);
       const removed = credential !== null && (await ctx.storage.credentials.delete(user.id, credential.id));
       if (removed) {
@@ -325,7 +343,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
           request: requestInfo(request),
         });
       }
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, auth.kcAction!, removed ? 'success' : 'error'), user, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, auth.kcAction!, removed ? 'success' : 'error', user, newPasswordPage);
     },
   });
   // UPDATE_EMAIL: the new address passes the profile's rules (as the profile page's does); it is set at once, or,
@@ -338,7 +356,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
       if ('answered' in posted) return posted.answered;
       const { form, step } = posted;
       const { user } = step;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'cancelled', user, newPasswordPage);
       const email = form.email.trim().toLowerCase();
       const at = { clientId: auth.clientId, sessionId: null, details: {} };
       const again = (errors: FieldErrors, status = 400) =>
@@ -353,7 +371,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
         await ctx.storage.users.update(updated);
         await ctx.storage.credentials.removeRequiredAction(user.id, UPDATE_EMAIL);
         await ctx.events.user(realm, { type: 'UPDATE_EMAIL', clientId: auth.clientId, userId: user.id, details: { previous_email: user.email ?? '', updated_email: email }, request: info, user: () => userSnapshot(ctx.storage, updated) });
-        return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'success'), updated, newPasswordPage);
+        return endAction(ctx, request, reply, realm, auth, UPDATE_EMAIL, 'success', updated, newPasswordPage);
       }
       // One link per cooldown, whichever node is asked: the shared store holds when the last one went.
       const cooldownKey = `update-email-cooldown:${realm.id}:${user.id}`;

@@ -14,7 +14,7 @@ import { answerSignIn } from './otp.js';
 import { showPage } from './pages.js';
 import { formValues } from './protection.js';
 import type { FieldErrors } from './render.js';
-import { aiaOutcome, nextRequiredAction } from './required-actions.js';
+import { endAction } from './required-actions.js';
 import { MAX_LABEL, STEP_LIFETIME_MS, stepExpired, type ShowNewPassword } from './step-pages.js';
 import { ceremonyOf, LOGIN_PURPOSE, MAX_RESPONSE, openKey, REGISTER_PURPOSE, webauthnChallengePage, webauthnRegisterPage } from './webauthn-pages.js';
 
@@ -72,7 +72,7 @@ export function webauthnRoutes(app: FastifyInstance, ctx: PagesContext, newPassw
       const { user, claims } = step;
       const alias = registerActionOf(claims.kind);
       const aia = auth.kcAction === alias && !auth.kcActionStatus;
-      if (form['cancel-aia']) return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, alias, 'cancelled'), user, newPasswordPage);
+      if (form['cancel-aia']) return endAction(ctx, request, reply, realm, auth, alias, 'cancelled', user, newPasswordPage);
       const label = form.authenticatorLabel.trim();
       const again = (message: string, errors: FieldErrors = {}) =>
         webauthnRegisterPage(ctx, request, reply, realm, auth, user, claims.kind, aia, { values: { authenticatorLabel: label.slice(0, MAX_LABEL) }, errors, message: { type: 'error', text: message }, status: 400 });
@@ -84,7 +84,7 @@ export function webauthnRoutes(app: FastifyInstance, ctx: PagesContext, newPassw
         request: requestInfo(request),
       });
       if (!saved.ok) return again('Failed to register your passkey or security key.');
-      return nextRequiredAction(ctx, request, reply, realm, await aiaOutcome(ctx, request, reply, realm, auth, alias, 'success'), user, newPasswordPage);
+      return endAction(ctx, request, reply, realm, auth, alias, 'success', user, newPasswordPage);
     },
   });
 
