@@ -16,7 +16,8 @@ import { parseProperties } from './properties.js';
  *   <themeDir>/<name>/<type>/resources/<path>             served at /realms/{realm}/login-actions/resources/<path>
  *   <themeDir>/<name>/<type>/messages/messages_<locale>.properties (or .json)   texts by message key
  *
- * `type` is `login` (every page), `account` (the server-rendered account page) or `email` (messages only). A
+ * `type` is `login` (every page), `account` (the server-rendered account page; the account console reads its
+ * theme.properties, resources and messages: account-api/console.ts) or `email`. A
  * realm picks a theme of each type by Keycloak's `loginTheme`, `accountTheme` and `emailTheme` fields. Whatever is
  * missing comes from the parent, then from the built-in theme. A template that does not compile stops the start
  * with its file and line (ThemeError); nothing a request names is ever joined to a path: resources are looked up in
