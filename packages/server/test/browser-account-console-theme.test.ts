@@ -45,6 +45,7 @@ beforeAll(async () => {
   kc.setConfig({ realmName: 'plain' });
   await kc.clients.create({ clientId: 'shop', name: 'Shop Front', publicClient: true, redirectUris: ['http://127.0.0.1:9/shop/*'], baseUrl: 'http://127.0.0.1:9/shop/home' });
   await kc.clients.create({ clientId: 'nameless', publicClient: true, redirectUris: ['http://127.0.0.1:9/nameless/*'] });
+  await kc.clients.create({ clientId: 'retired', name: 'Old Shop', enabled: false, publicClient: true, redirectUris: ['http://127.0.0.1:9/old/*'], rootUrl: 'http://127.0.0.1:9', baseUrl: '/old/' });
   browser = await launchBrowser();
 });
 afterAll(async () => {
@@ -155,6 +156,11 @@ describe("account console: the link back to the application (referrer, referrer_
     const nameless = await env(`referrer=nameless&referrer_uri=${encodeURIComponent('http://127.0.0.1:9/nameless/a')}`);
     expect([nameless.referrerName, nameless.referrerUrl]).toEqual(['nameless', 'http://127.0.0.1:9/nameless/a']);
     expect((await env('referrer=nameless')).referrerUrl).toBe('');
+    // As Keycloak's getReferrer: a disabled client is still named, and a relative base URL is made absolute on its root URL.
+    const retired = await env('referrer=retired');
+    expect([retired.referrerName, retired.referrerUrl]).toEqual(['Old Shop', 'http://127.0.0.1:9/old/']);
+    // The realm's own account client: its root URL is `${authBaseUrl}`, this server.
+    expect((await env('referrer=account')).referrerUrl).toBe(`${t.url}/realms/plain/account/`);
     expect((await env(`referrer=no-such-client&referrer_uri=${encodeURIComponent('http://127.0.0.1:9/shop/x')}`)).referrerUrl).toBe('');
     // Another realm's client is not this realm's referrer.
     expect((await environmentOf(`/realms/branded/account/?referrer=shop&referrer_uri=${encodeURIComponent('http://127.0.0.1:9/shop/x')}`)).referrerUrl).toBe('');

@@ -36,6 +36,14 @@ describe('Realm settings → Client policies', () => {
     expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([expect.objectContaining({ name: 'console-profile', executors: [] })]);
   });
 
+  // Failed once in CI (Node 24) with two page errors of the console's own script after the save: "Missing
+  // ':policyName' param" and "Cannot read properties of undefined (reading 'replace')". Not our server's answer:
+  // Keycloak 26.7.3's own console against Keycloak itself shows the same two errors on every save of a new policy
+  // (3 of 3, checked in Chromium; the PUT and the GET that follows have the same shapes here and there). The add
+  // form, once submitted, renders its Conditions section, whose links need the route's `policyName`, which the add
+  // route does not have; it breaks only when that render runs before the navigation to the edit route commits (a
+  // timing of React's and the router's updates in the page). The errors stay problems here: a failure of this
+  // step with exactly these two is that upstream race, not a regression of ours.
   it('lists the policies, and a policy made in the form is saved', async () => {
     const { page } = session;
     expect(await session.open(`${REALM}/realm-settings/client-policies/policies`, 'client-policies-policies', (p) => p.getByTestId('formView-policiesView').waitFor(wait))).toEqual([]);
