@@ -154,8 +154,10 @@ export function accountConsoleRoutes(app: FastifyInstance, ctx: ServerContext, d
     if (!localePattern.test(request.params.locale)) throw badRequest('Invalid locale', 'locale');
     const theme = ctx.pages.theme(realm, 'account');
     const locale = request.params.locale;
-    const texts = themeMessages(theme, locale) ?? themeMessages(theme, locale.split(/[-_]/)[0]);
-    return ui.sendMessages(request, reply, locale, theme && texts ? { name: theme.name, texts } : undefined);
+    const language = locale.split(/[-_]/)[0];
+    const themeLocale = themeMessages(theme, locale) ? locale : language;
+    const texts = themeMessages(theme, themeLocale);
+    return ui.sendMessages(request, reply, locale, theme && texts ? { name: `${theme.name}\0${themeLocale}`, texts } : undefined);
   });
 
   /**

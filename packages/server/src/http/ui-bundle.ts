@@ -143,7 +143,8 @@ export interface ServedUi {
   sendPage(reply: FastifyReply, environment: (bundle: UiBundle) => Record<string, unknown>, head?: PageHead): FastifyReply;
   /**
    * Keycloak's message list for `locale` (or its language; an empty list for a locale without messages); `theme`,
-   * a theme's own texts for the locale (named, so the merged list is made once), replaces the console's of the same keys.
+   * a theme's own texts for the locale, replaces the console's of the same keys: its `name` must tell those texts
+   * apart (theme and the locale they are of), the merged list being made once per name and build locale.
    */
   sendMessages(request: FastifyRequest, reply: FastifyReply, locale: string, theme?: { name: string; texts: Record<string, string> }): FastifyReply;
 }
@@ -216,11 +217,12 @@ export function serveUi(app: FastifyInstance, options: { dir: string; resources:
     },
     sendMessages(request, reply, locale, theme) {
       const messages = current()?.messages;
-      const own = messages?.get(locale) ?? messages?.get(locale.split(/[-_]/)[0]) ?? EMPTY_MESSAGES;
+      const ownLocale = messages?.has(locale) ? locale : messages?.has(locale.split(/[-_]/)[0]) ? locale.split(/[-_]/)[0] : '';
+      const own = messages?.get(ownLocale) ?? EMPTY_MESSAGES;
       if (!theme) return sendAsset(request, reply, own, 'no-cache');
-      // Kept per theme and locale: both come from the theme directory read at start-up (a bounded set), and the
-      // build, which a later build replaces only with a restart.
-      const cacheKey = `${theme.name}\0${locale}`;
+      // Kept by the theme's texts (named by the caller after the theme and the locale of its texts) and the build's
+      // locale they go over: both sets are read once, so the map stays small whatever locales requests name.
+      const cacheKey = `${theme.name}\0${ownLocale}`;
       let merged = themed.get(cacheKey);
       if (!merged) {
         const texts: Record<string, string> = Object.create(null) as Record<string, string>;
