@@ -36,6 +36,16 @@ describe('Realm settings → Client policies', () => {
     expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([expect.objectContaining({ name: 'console-profile', executors: [] })]);
   });
 
+  // Keycloak 26.7.3's console throws two errors of its own on every save of a new policy, against Keycloak itself as
+  // against this server (checked in Chromium with the same steps, 4 of 4 on each, the PUT bodies and answers alike):
+  // once the add form is submitted it renders its Conditions section, whose "Add condition" link needs the route's
+  // `policyName`, on the add route, which has none, before the navigation to the policy's edit route commits. This
+  // test used to read the problems as soon as the PUT was answered (the page's network was already idle, so
+  // settled() returned at once): it passed when it read them before that render and failed when after (once in CI).
+  // It now waits for the edit page and expects exactly those two: any other problem fails it, and so does a console
+  // that no longer throws them (then this list goes).
+  const UPSTREAM_NEW_POLICY_ERRORS = ["page error: Cannot read properties of undefined (reading 'replace')", 'page error: Missing ":policyName" param'];
+
   it('lists the policies, and a policy made in the form is saved', async () => {
     const { page } = session;
     expect(await session.open(`${REALM}/realm-settings/client-policies/policies`, 'client-policies-policies', (p) => p.getByTestId('formView-policiesView').waitFor(wait))).toEqual([]);
@@ -45,8 +55,10 @@ describe('Realm settings → Client policies', () => {
       page.waitForResponse((r) => r.request().method() === 'PUT' && new URL(r.url()).pathname === `/admin/realms/${REALM}/client-policies/policies` && r.status() === 204, wait),
       page.getByTestId('saveCreatePolicy').click(),
     ]);
+    await page.waitForURL(/\/client-policies\/console-policy\/edit-policy$/, wait);
+    await page.getByTestId('addCondition').waitFor(wait);
     await session.settled();
-    expect(session.problems).toEqual([]);
+    expect([...session.problems].sort()).toEqual([...UPSTREAM_NEW_POLICY_ERRORS].sort());
     expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([expect.objectContaining({ name: 'console-policy', conditions: [], profiles: [] })]);
   });
 });

@@ -136,10 +136,41 @@ export const rawPath = (request: FastifyRequest) => request.url.split('?')[0];
 export interface ServedUi {
   /** The build, read on first use; null while dist/ is not built. */
   current(): UiBundle | null;
-  /** The console's page with `environment` injected (no-cache, the console's CSP), or 503 while it is not built. */
-  sendPage(reply: FastifyReply, environment: (bundle: UiBundle) => Record<string, unknown>): FastifyReply;
-  /** Keycloak's message list for `locale` (or its language; an empty list for a locale without messages). */
-  sendMessages(request: FastifyRequest, reply: FastifyReply, locale: string): FastifyReply;
+  /**
+   * The console's page with `environment` injected (no-cache, the console's CSP), or 503 while it is not built;
+   * `head` is what a theme changes in it (its style sheets go after the console's own, so they win).
+   */
+  sendPage(reply: FastifyReply, environment: (bundle: UiBundle) => Record<string, unknown>, head?: PageHead): FastifyReply;
+  /**
+   * Keycloak's message list for `locale` (or its language; an empty list for a locale without messages); `theme`,
+   * a theme's own texts for the locale, replaces the console's of the same keys: its `name` must tell those texts
+   * apart (theme and the locale they are of), the merged list being made once per name and build locale.
+   */
+  sendMessages(request: FastifyRequest, reply: FastifyReply, locale: string, theme?: { name: string; texts: Record<string, string> }): FastifyReply;
+}
+
+/** What a theme changes in a console's page head: its title, icon and description; style sheets and module scripts put last. */
+export interface PageHead {
+  title?: string;
+  icon?: { href: string; type: string };
+  description?: string;
+  styles?: string[];
+  scripts?: string[];
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The page with a theme's head: title and icon replaced, a description and the markup added before </head>. */
+function themedPage(page: string, head: PageHead): string {
+  let themed = page;
+  if (head.title !== undefined) themed = themed.replace(/<title>[^<]*<\/title>/, () => `<title>${escapeHtml(head.title!)}</title>`);
+  if (head.icon) themed = themed.replace(/<link rel="icon"[^>]*>/, () => `<link rel="icon" type="${escapeHtml(head.icon!.type)}" href="${escapeHtml(head.icon!.href)}" />`);
+  const extra = [
+    ...(head.description !== undefined ? [`<meta name="description" content="${escapeHtml(head.description)}" />`] : []),
+    ...(head.styles ?? []).map((href) => `<link rel="stylesheet" href="${escapeHtml(href)}" />`),
+    ...(head.scripts ?? []).map((src) => `<script type="module" src="${escapeHtml(src)}"></script>`),
+  ].join('');
+  return extra ? themed.replace('</head>', () => `${extra}</head>`) : themed;
 }
 
 /**
@@ -149,6 +180,8 @@ export interface ServedUi {
 export function serveUi(app: FastifyInstance, options: { dir: string; resources: string; label: string; buildCommand: string }): ServedUi {
   let bundle: UiBundle | null = null;
   const current = (): UiBundle | null => (bundle ??= loadBundle(options.dir));
+  /** Message lists with a theme's texts over the console's, by theme and locale. */
+  const themed = new Map<string, Asset>();
   const notBuilt = (reply: FastifyReply) =>
     reply
       .code(503)
@@ -168,10 +201,10 @@ export function serveUi(app: FastifyInstance, options: { dir: string; resources:
 
   return {
     current,
-    sendPage(reply, environment) {
+    sendPage(reply, environment, head) {
       const loaded = current();
       if (!loaded) return notBuilt(reply);
-      const page = loaded.page.replace(ENVIRONMENT_SLOT, () => `<script id="environment" type="application/json">${scriptJson(environment(loaded))}</script>`);
+      const page = (head ? themedPage(loaded.page, head) : loaded.page).replace(ENVIRONMENT_SLOT, () => `<script id="environment" type="application/json">${scriptJson(environment(loaded))}</script>`);
       return reply
         .headers({
           'content-type': 'text/html; charset=utf-8',
@@ -182,9 +215,23 @@ export function serveUi(app: FastifyInstance, options: { dir: string; resources:
         })
         .send(page);
     },
-    sendMessages(request, reply, locale) {
+    sendMessages(request, reply, locale, theme) {
       const messages = current()?.messages;
-      return sendAsset(request, reply, messages?.get(locale) ?? messages?.get(locale.split(/[-_]/)[0]) ?? EMPTY_MESSAGES, 'no-cache');
+      const ownLocale = messages?.has(locale) ? locale : messages?.has(locale.split(/[-_]/)[0]) ? locale.split(/[-_]/)[0] : '';
+      const own = messages?.get(ownLocale) ?? EMPTY_MESSAGES;
+      if (!theme) return sendAsset(request, reply, own, 'no-cache');
+      // Kept by the theme's texts (named by the caller after the theme and the locale of its texts) and the build's
+      // locale they go over: both sets are read once, so the map stays small whatever locales requests name.
+      const cacheKey = `${theme.name}\0${ownLocale}`;
+      let merged = themed.get(cacheKey);
+      if (!merged) {
+        const texts: Record<string, string> = Object.create(null) as Record<string, string>;
+        for (const { key, value } of JSON.parse(own.body.toString('utf8')) as { key: string; value: string }[]) texts[key] = value;
+        Object.assign(texts, theme.texts);
+        merged = jsonAsset(Object.keys(texts).sort().map((key) => ({ key, value: texts[key] })));
+        if (messages) themed.set(cacheKey, merged);
+      }
+      return sendAsset(request, reply, merged, 'no-cache');
     },
   };
 }

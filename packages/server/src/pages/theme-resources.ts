@@ -14,7 +14,7 @@ async function realmOf(ctx: PagesContext, request: FastifyRequest<{ Params: { re
  * A theme file as served: revalidated on each use (`no-cache` with an entity tag, 304 when unchanged), so a realm
  * that changes its theme shows the new files on the next page load.
  */
-function sendResource(request: FastifyRequest, reply: FastifyReply, resource: ServedResource, type: string): FastifyReply {
+export function sendResource(request: FastifyRequest, reply: FastifyReply, resource: ServedResource, type: string): FastifyReply {
   reply.header('cache-control', 'no-cache').header('etag', resource.etag).header('x-content-type-options', 'nosniff');
   if (request.headers['if-none-match'] === resource.etag) return reply.code(304).send();
   return reply.type(type).send(resource.body);

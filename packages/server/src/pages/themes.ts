@@ -16,7 +16,8 @@ import { parseProperties } from './properties.js';
  *   <themeDir>/<name>/<type>/resources/<path>             served at /realms/{realm}/login-actions/resources/<path>
  *   <themeDir>/<name>/<type>/messages/messages_<locale>.properties (or .json)   texts by message key
  *
- * `type` is `login` (every page), `account` (the server-rendered account page) or `email` (messages only). A
+ * `type` is `login` (every page), `account` (the server-rendered account page; the account console reads its
+ * theme.properties, resources and messages: account-api/console.ts) or `email`. A
  * realm picks a theme of each type by Keycloak's `loginTheme`, `accountTheme` and `emailTheme` fields. Whatever is
  * missing comes from the parent, then from the built-in theme. A template that does not compile stops the start
  * with its file and line (ThemeError); nothing a request names is ever joined to a path: resources are looked up in
@@ -77,6 +78,8 @@ export interface Theme {
   resources: Map<string, string>;
   /** Its own texts by locale (`pt-BR`), not its parents'. */
   messages: Record<string, Record<string, string>>;
+  /** Its own `theme.properties` (parent included), not its parents': see themeProperties(). */
+  properties: Record<string, string>;
   /** Renders pages with this theme's templates over the built-in ones (login and account themes). */
   eta: Eta;
   /** An e-mail theme's bodies: `html/<mail>.eta` and `text/<mail>.eta` below `templates/` (its own and its parents'). */
@@ -226,7 +229,7 @@ export class Themes {
         `themeDir ${root}: ${loose.join(', ')} directly in the theme directory; a theme is now a directory <themeDir>/<name>/login/ with templates/, resources/ and messages/ (move them to <name>/login/templates/ and <name>/login/resources/, and set the realm's loginTheme to <name>)`,
       );
     }
-    const raw: { name: string; type: ThemeType; dir: string; parent: string | null }[] = [];
+    const raw: { name: string; type: ThemeType; dir: string; parent: string | null; properties: Record<string, string> }[] = [];
     for (const name of entries(realRoot)) {
       const dir = join(realRoot, name);
       if (!statSync(dir).isDirectory()) continue;
@@ -239,8 +242,9 @@ export class Themes {
         const typeDir = join(dir, type);
         if (!existsSync(typeDir) || !statSync(typeDir).isDirectory()) continue;
         const properties = join(typeDir, 'theme.properties');
-        const parent = existsSync(properties) ? (parseProperties(readFileSync(properties, 'utf8')).parent?.trim() ?? null) : null;
-        raw.push({ name, type, dir: realpathSync(typeDir), parent: parent || null });
+        const own = existsSync(properties) ? parseProperties(readFileSync(properties, 'utf8')) : {};
+        const parent = own.parent?.trim() ?? null;
+        raw.push({ name, type, dir: realpathSync(typeDir), parent: parent || null, properties: own });
       }
     }
     for (const entry of raw) {
@@ -283,6 +287,7 @@ export class Themes {
         templates,
         resources: existsSync(resourcesDir) ? indexResources(resourcesDir, realRoot, warn) : new Map(),
         messages: existsSync(join(entry.dir, 'messages')) ? readMessages(join(entry.dir, 'messages'), warn) : {},
+        properties: entry.properties,
         eta: undefined as unknown as Eta,
         mailTemplates,
       };
@@ -332,6 +337,14 @@ export function themeMessages(theme: Theme | undefined, locale: string): Record<
   if (!theme) return undefined;
   const layers = theme.chain.map((t) => t.messages[locale]).filter(Boolean);
   return layers.length ? Object.assign({}, ...layers.reverse()) : undefined;
+}
+
+/** A theme's `theme.properties` as Keycloak reads them: its parents', then its own over them (trimmed values). */
+export function themeProperties(theme: Theme | undefined): Record<string, string> {
+  if (!theme) return {};
+  const merged: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const t of [...theme.chain].reverse()) for (const [key, value] of Object.entries(t.properties)) merged[key] = value.trim();
+  return merged;
 }
 
 /** The file of a theme's resource (its own, else its parents'), or null: never a path made from the request. */
