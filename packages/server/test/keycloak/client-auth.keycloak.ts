@@ -291,6 +291,9 @@ const otherEndpointRows: Row[] = [
         audience: outcome(await post(side, 'token/introspect', withAssertion(await assertion(side, 'by-url', BY_URL_RS256, { aud: 'https://elsewhere.example/' }), { token }))),
         none: outcome(await post(side, 'token/introspect', withAssertion(unsecured(side, 'by-url'), { token }))),
         secret: outcome(await post(side, 'token/introspect', { token, client_id: 'by-url', client_secret: PLAIN_SECRET })),
+        // The client-secret baseline beside them: a wrong secret, and an assertion naming that client.
+        wrongSecret: outcome(await post(side, 'token/introspect', { token, client_id: 'by-secret', client_secret: 'not-the-secret' })),
+        secretClientAssertion: outcome(await post(side, 'token/introspect', withAssertion(await assertion(side, 'by-secret', BY_URL_RS256), { token }))),
       };
     },
   },
