@@ -79,7 +79,7 @@ describe('introspection and userinfo', () => {
     expect(await introspect('resource', 'resource-secret')).toMatchObject({ active: true, azp: 'app', username: 'erin' });
     // A wrong or missing secret at introspection: Keycloak's 401 invalid_client "Client authentication failed." (the
     // token endpoint's unauthorized_client is not what introspection says).
-    for (const secret of [{ client_secret: 'nope' }, {}]) {
+    for (const secret of [{ client_secret: 'nope' }, {}] as Record<string, string>[]) {
       expect(await json(await form('token/introspect', { token: access, client_id: 'resource', ...secret }))).toEqual({ status: 401, body: { error: 'invalid_client', error_description: 'Client authentication failed.' } });
     }
     // A refresh token is not held to it.
