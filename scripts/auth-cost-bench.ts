@@ -17,7 +17,11 @@
  *    default key), client_secret_basic both (goal: rate ratio >= 1.5; given as CPU per grant too, RS256's over ES256's, the figure
  *    the machine's load moves least). CONCURRENCY grants in flight, GRANT_BLOCKS rounds (10 unless
  *    AUTH_BENCH_BLOCKS). The ceiling of private_key_jwt is given beside it: the secret grant's CPU plus one bare
- *    node:crypto verification of an assertion, measured in the bench process in the same run.
+ *    node:crypto verification of an assertion, measured in the bench process in the same run. The ceiling of the
+ *    ES256 rate ratio is given beside it too: the rate of a token request authenticated as the RS256 grant's and
+ *    refused before any token is made (a client without a service account: 401 unauthorized_client), in the same
+ *    blocks, and the load client's own CPU per grant (the bench process's, every block): no signature algorithm makes
+ *    a grant faster than a request that signs nothing.
  *  - passkey (issue 38): a passkey sign-in (Keycloak 26's passkeys on the username form: the login page, which carries
  *    the assertion options, and the post of the assertion) beside a password sign-in (the login page and the post of
  *    username and password) on a realm without passkeys, without its hash: the password sign-in's CPU minus one
@@ -41,7 +45,7 @@
  */
 import { createHash, generateKeyPairSync, KeyObject, randomBytes, randomUUID, sign, verify } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { median, startRealmgate } from './bench-support.js';
@@ -147,12 +151,15 @@ type Block = {
   cpu: number;
   /** Operations per second. */
   rate: number;
+  /** The bench process's own CPU ms per operation (the load client: requests sent, answers read and checked). */
+  client: number;
 };
 
 /** `ops` operations, `inFlight` at a time, each made by `prepare` before the clock starts; the server's CPU per op. */
 async function block<P>(pid: number, prepared: P[], inFlight: number, op: (input: P) => Promise<void>): Promise<Block> {
   const queue = [...prepared];
   const cpuBefore = cpuMs(pid);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -160,7 +167,8 @@ async function block<P>(pid: number, prepared: P[], inFlight: number, op: (input
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  return { cpu: (cpuMs(pid) - cpuBefore) / prepared.length, rate: prepared.length / elapsed };
+  const client = process.cpuUsage(clientBefore);
+  return { cpu: (cpuMs(pid) - cpuBefore) / prepared.length, rate: prepared.length / elapsed, client: (client.user + client.system) / 1000 / prepared.length };
 }
 
 /**
@@ -257,12 +265,22 @@ export async function runClientKeys(): Promise<AuthBench> {
       clientAuthenticatorType: 'client-jwt',
       serviceAccountsEnabled: true,
       standardFlowEnabled: false,
-      attributes: { 'use.jwks.string': 'true', 'jwks.string': await jwks(key, `${clientId}-key`, alg), 'token.endpoint.auth.signing.alg': alg },
+      // A block's assertions are signed before it runs: they may be used up to 10 minutes after their iat (Keycloak's
+      // default, 60 s, could run out on a loaded machine and turn the measure into one of refusals).
+      attributes: { 'use.jwks.string': 'true', 'jwks.string': await jwks(key, `${clientId}-key`, alg), 'token.endpoint.auth.signing.alg': alg, 'token.endpoint.auth.signing.max.exp': '600' },
     });
     await s.call('POST', '', {
       realm,
       enabled: true,
-      clients: [confidential('basic'), confidential('es-tokens', { 'access.token.signed.response.alg': 'ES256' }), await byKey('jwt-rs256', rsa.publicKey, 'RS256'), await byKey('jwt-es256', ec.publicKey, 'ES256')],
+      clients: [
+        confidential('basic'),
+        confidential('es-tokens', { 'access.token.signed.response.alg': 'ES256' }),
+        // The rate ceiling: authenticated by its secret as `basic`, then refused (no service account): a token request
+        // that makes and signs no token.
+        { ...confidential('no-token'), serviceAccountsEnabled: false },
+        await byKey('jwt-rs256', rsa.publicKey, 'RS256'),
+        await byKey('jwt-es256', ec.publicKey, 'ES256'),
+      ],
     });
     await s.call('POST', `/${realm}/components`, { name: 'ec-p256', providerId: 'ecdsa-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { ecdsaEllipticCurveKey: ['P-256'], priority: ['50'] } });
     const tokenUrl = `${s.url}/realms/${realm}/protocol/openid-connect/token`;
@@ -271,13 +289,18 @@ export async function runClientKeys(): Promise<AuthBench> {
       const answer = (await response.json()) as { access_token?: string };
       if (response.status !== 200 || !answer.access_token || jwtHeader(answer.access_token).alg !== alg) throw new Error(`grant answered ${response.status}: ${JSON.stringify(answer).slice(0, 300)}`);
     };
+    const refusedGrant = async () => {
+      const response = await fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...basic('no-token') }, body: new URLSearchParams({ grant_type: 'client_credentials' }) });
+      const answer = (await response.json()) as { error?: string };
+      if (response.status !== 401 || answer.error !== 'unauthorized_client') throw new Error(`the grant that signs nothing answered ${response.status}: ${JSON.stringify(answer).slice(0, 300)}`);
+    };
     const basic = (clientId: string) => ({ authorization: `Basic ${Buffer.from(`${clientId}:${clientId}-secret-1`).toString('base64')}` });
     const bySecret = (clientId: string, alg: string) => () => block(s.pid, Array.from({ length: GRANT_OPS }, () => null), CONCURRENCY, () => grant({}, basic(clientId), alg));
     const byAssertion = (clientId: string, key: CryptoKey, alg: 'RS256' | 'ES256') => async () => {
       const now = Math.floor(Date.now() / 1000);
       const assertions = await Promise.all(
         Array.from({ length: GRANT_OPS }, () =>
-          new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg, kid: `${clientId}-key` }).setIssuer(clientId).setSubject(clientId).setAudience(tokenUrl).setIssuedAt(now).setExpirationTime(now + 120).sign(key),
+          new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg, kid: `${clientId}-key` }).setIssuer(clientId).setSubject(clientId).setAudience(tokenUrl).setIssuedAt(now).setExpirationTime(now + 600).sign(key),
         ),
       );
       return block(s.pid, assertions, CONCURRENCY, (assertion) =>
@@ -289,6 +312,7 @@ export async function runClientKeys(): Promise<AuthBench> {
       'private_key_jwt RS256': byAssertion('jwt-rs256', rsa.privateKey, 'RS256'),
       'private_key_jwt ES256': byAssertion('jwt-es256', ec.privateKey, 'ES256'),
       'ES256 tokens': bySecret('es-tokens', 'ES256'),
+      'no token': () => block(s.pid, Array.from({ length: GRANT_OPS }, () => null), CONCURRENCY, refusedGrant),
     });
     bench.values = m;
     bench.figures.push(
@@ -299,6 +323,15 @@ export async function runClientKeys(): Promise<AuthBench> {
       { ...figure('client_credentials, access token signed ES256 (P-256)', m['ES256 tokens rate'], `grants/s (${CONCURRENCY} in flight)`, 'signed RS256 (2048)', m['secret rate'], '>= 1.5'), perRound: perRound(bench, 'ES256 tokens rate', 'secret rate') },
       // CPU: the baseline's cost over ES256's, so that higher is better here too; the steadier figure on a loaded machine.
       cpuRatio('  the same as server CPU (RS256 / ES256)', m['ES256 tokens cpu'], 'signed RS256', m['secret cpu'], '>= 1.5', perRoundInverse(bench, 'ES256 tokens cpu', 'secret cpu')),
+      // What the machine and the load client allow a rate ratio to reach, same run: a token request authenticated as
+      // the RS256 grant's, refused before any token is made or signed. No signing algorithm can make a grant faster
+      // than that, so ES256's rate ratio is bounded by this one's.
+      { ...figure('  ceiling: a token request that signs nothing (secret checked, grant refused)', m['no token rate'], `requests/s (${CONCURRENCY} in flight)`, 'signed RS256 (2048)', m['secret rate'], null), perRound: perRound(bench, 'no token rate', 'secret rate') },
+      figure('  the same as server CPU: signs nothing', m['no token cpu'], 'ms CPU/request', 'signed RS256', m['secret cpu'], null),
+      figure('  the load client\'s own CPU per RS256 grant (bench process)', m['secret client'], 'ms CPU/grant', 'server CPU per RS256 grant', m['secret cpu'], null),
+    );
+    bench.notes.push(
+      `ES256 tokens: the rate is bounded by what is not signing; a request that signs nothing ran at ${(m['no token rate'] / m['secret rate']).toFixed(2)} x the RS256 grant's rate, the most any signature algorithm could reach here (the goal 1.5 is reachable as a rate only if this ceiling is above it); the load client spent ${m['secret client'].toFixed(2)} ms CPU per grant beside the server's ${m['secret cpu'].toFixed(2)} ms, on ${availableParallelism()} cores`,
     );
     // The ceiling of private_key_jwt beside client_secret_basic: the secret grant plus nothing but the assertion's
     // signature check (node:crypto's verify, as the server runs it, of a prepared assertion, in this process).

@@ -151,6 +151,7 @@ const clientFields: unknown[] = [
   { clientId: 'x', publicClient: 'false' },
   { clientId: 'x', description: 'a\u0000b' },
   { clientId: 'x', description: long },
+  { clientId: 'x', clientAuthenticatorType: 'client-jwt', attributes: { 'token.endpoint.auth.signing.max.exp': 'sixty' } },
 ];
 const roleFields: unknown[] = [{ name: 5 }, { name: '' }, { name: 'a/b' }, { name: 'x', description: 5 }, { name: 'x\u0000' }, { name: long }];
 const userFields: unknown[] = [

@@ -71,10 +71,10 @@ describe('client keys parsed once, on two nodes', () => {
     await setAttributes('by-jwks-string', { 'jwks.string': jwksOf(second.publicKey, 'k2') });
     await eventually(async () => (await grant(b, 'by-jwks-string', second.privateKey, 'k2')) === 200, 1000);
     for (const t of [a, b]) {
-      expect(await grant(t, 'by-jwks-string', first.privateKey, 'k1')).toBe(401);
+      expect(await grant(t, 'by-jwks-string', first.privateKey, 'k1')).toBe(400);
       // The old key under the new kid, and with no kid: still refused.
-      expect(await grant(t, 'by-jwks-string', first.privateKey, 'k2')).toBe(401);
-      expect(await grant(t, 'by-jwks-string', first.privateKey)).toBe(401);
+      expect(await grant(t, 'by-jwks-string', first.privateKey, 'k2')).toBe(400);
+      expect(await grant(t, 'by-jwks-string', first.privateKey)).toBe(400);
       expect(await grant(t, 'by-jwks-string', second.privateKey, 'k2')).toBe(200);
     }
   });
@@ -87,9 +87,9 @@ describe('client keys parsed once, on two nodes', () => {
     expect((await api(a.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { ...client, attributes: { 'jwt.credential.certificate': certificate(first) } })).status).toBe(201);
     await eventually(async () => (await grant(b, 'by-certificate', first.privateKey)) === 200);
     await setAttributes('by-certificate', { 'jwt.credential.certificate': certificate(second) });
-    await eventually(async () => (await grant(b, 'by-certificate', first.privateKey)) === 401, 1000);
+    await eventually(async () => (await grant(b, 'by-certificate', first.privateKey)) === 400, 1000);
     expect(await grant(b, 'by-certificate', second.privateKey)).toBe(200);
-    expect(await grant(a, 'by-certificate', first.privateKey)).toBe(401);
+    expect(await grant(a, 'by-certificate', first.privateKey)).toBe(400);
   });
 
   it('keeps at most maxEntries parsed values; a value that does not parse is not kept', async () => {

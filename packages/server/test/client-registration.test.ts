@@ -326,6 +326,52 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     expect(left?.remainingCount).toBe(20);
   });
 
+  it('tls_client_auth with tls_client_auth_subject_dn registers a client-x509 client (x509.subjectdn, compared as a DN); without a subject DN, or with a SAN match, it is refused', async () => {
+    const initial = await initialToken(REALM, { count: 10 });
+    const register = (body: Record<string, unknown>) => api(t.url, 'POST', oidcPath, initial.token, body);
+    const dn = 'CN=registered-app, OU=Payments, O="Partner, Inc.", C=DE';
+    const created = await register({ redirect_uris: ['http://127.0.0.1:9/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: dn, tls_client_certificate_bound_access_tokens: true });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: dn, tls_client_certificate_bound_access_tokens: true });
+    // No secret: the certificate is the credential.
+    expect(created.body.client_secret).toBeUndefined();
+    const [stored] = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=${created.body.client_id}`, admin)).body as { clientAuthenticatorType: string; publicClient: boolean; serviceAccountsEnabled: boolean; attributes: Record<string, string> }[];
+    expect(stored).toMatchObject({ clientAuthenticatorType: 'client-x509', publicClient: false, serviceAccountsEnabled: true });
+    expect(stored.attributes).toMatchObject({ 'x509.subjectdn': dn, 'x509.allow.regex.pattern.comparison': 'false', 'tls.client.certificate.bound.access.tokens': 'true' });
+    // Its secret (it has one, as every confidential client) does not let it in instead of a certificate.
+    const secret = ((await api(t.url, 'GET', `/admin/realms/${REALM}/clients/${(await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=${created.body.client_id}`, admin)).body[0].id}/client-secret`, admin)).body as { value?: string }).value;
+    const bySecret = await tokenRequest(t.url, REALM, { grant_type: 'client_credentials', client_id: created.body.client_id, client_secret: secret ?? 'none' });
+    expect(bySecret.status).toBe(401);
+    expect(bySecret.body.error).toBe('invalid_client');
+
+    // An update keeps the subject DN unless it names another; a read answers it.
+    const uri = `${oidcPath}/${created.body.client_id}`;
+    const updated = await api(t.url, 'PUT', uri, created.body.registration_access_token, { client_id: created.body.client_id, redirect_uris: ['http://127.0.0.1:9/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: 'CN=renamed-app' });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body).toMatchObject({ tls_client_auth_subject_dn: 'CN=renamed-app', tls_client_certificate_bound_access_tokens: true });
+
+    const before = await clientCount();
+    for (const [body, field] of [
+      [{ token_endpoint_auth_method: 'tls_client_auth' }, 'tls_client_auth_subject_dn'],
+      [{ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_san_dns: 'app.example' }, 'tls_client_auth_san_dns'],
+      [{ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: 'CN=a', tls_client_auth_san_uri: 'https://app.example' }, 'tls_client_auth_san_uri'],
+      [{ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: 'not a distinguished name' }, 'x509.subjectdn'],
+      [{ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: 42 }, 'tls_client_auth_subject_dn'],
+      [{ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: 'CN=a', tls_client_certificate_bound_access_tokens: 'yes' }, 'tls_client_certificate_bound_access_tokens'],
+    ] as const) {
+      const refused = await register({ redirect_uris: ['http://127.0.0.1:9/cb'], ...body });
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      expect(refused.body.error).toBe('invalid_client_metadata');
+      expect(refused.body.error_description, JSON.stringify(body)).toContain(field);
+    }
+    expect(await clientCount()).toBe(before);
+    // A client_secret_basic client keeps its metadata free of a subject DN.
+    const plain = await register({ redirect_uris: ['http://127.0.0.1:9/cb'] });
+    expect(plain.status).toBe(201);
+    expect(plain.body.tls_client_auth_subject_dn).toBeUndefined();
+    expect(plain.body.tls_client_certificate_bound_access_tokens).toBe(false);
+  });
+
   it("an administrator's registration access token for a client (generate-registration-access-token) replaces the previous one", async () => {
     ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'managed', redirectUris: ['https://app.example/cb'] }));
     const [managed] = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=managed`, admin)).body as { id: string }[];

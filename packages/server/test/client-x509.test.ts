@@ -222,6 +222,31 @@ describe('client-x509 and certificate-bound tokens behind a TLS-terminating prox
     }
   });
 
+  it('a client registered dynamically with tls_client_auth and tls_client_auth_subject_dn authenticates with its certificate, and only with it', async () => {
+    const initial = await api(t.url, 'POST', `/admin/realms/${REALM}/clients-initial-access`, admin, { count: 1, expiration: 600 });
+    expect(initial.status).toBe(201);
+    // Registered at the server's own address: the initial access token's issuer is the address it was made at.
+    const created = await fetch(`${t.url}/realms/${REALM}/clients-registrations/openid-connect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${initial.body.token}` },
+      body: JSON.stringify({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: PARTNER_DN, tls_client_certificate_bound_access_tokens: true }),
+    });
+    const metadata = (await created.json()) as Record<string, unknown>;
+    expect(created.status, JSON.stringify(metadata)).toBe(201);
+    expect(metadata).toMatchObject({ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_subject_dn: PARTNER_DN, tls_client_certificate_bound_access_tokens: true });
+    const clientId = metadata.client_id as string;
+
+    const config = await oidc.discovery(new URL(`${proxy.url}/realms/${REALM}`), clientId, { use_mtls_endpoint_aliases: true }, oidc.TlsClientAuth(), { [oidc.customFetch]: tlsFetch(partner) as unknown as oidc.CustomFetch });
+    config[oidc.customFetch] = tlsFetch(partner) as unknown as oidc.CustomFetch;
+    const tokens = await oidc.clientCredentialsGrant(config);
+    expect(decodeJwt(tokens.access_token)).toMatchObject({ azp: clientId, cnf: { 'x5t#S256': thumbprint(partner) } });
+    for (const cert of [intruder, null]) {
+      const refused = await call(tlsFetch(cert), endpoint('token'), { grant_type: 'client_credentials', client_id: clientId });
+      expect(refused.status).toBe(401);
+      expect(refused.body?.error).toBe('invalid_client');
+    }
+  });
+
   it('ignores the certificate header when it does not come from the trusted proxy', async () => {
     const answer = await direct(t, tokenPath, { grant_type: 'client_credentials', client_id: 'partner' }, nginxHeader(partner));
     expect(answer.status).toBe(401);

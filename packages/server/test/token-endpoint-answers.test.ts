@@ -77,6 +77,11 @@ describe('introspection and userinfo', () => {
     expect(await introspect('outsider', 'outsider-secret')).toEqual({ active: false });
     expect(await introspect('app', 'app-secret')).toEqual({ active: false });
     expect(await introspect('resource', 'resource-secret')).toMatchObject({ active: true, azp: 'app', username: 'erin' });
+    // A wrong or missing secret at introspection: Keycloak's 401 invalid_client "Client authentication failed." (the
+    // token endpoint's unauthorized_client is not what introspection says).
+    for (const secret of [{ client_secret: 'nope' }, {}] as Record<string, string>[]) {
+      expect(await json(await form('token/introspect', { token: access, client_id: 'resource', ...secret }))).toEqual({ status: 401, body: { error: 'invalid_client', error_description: 'Client authentication failed.' } });
+    }
     // A refresh token is not held to it.
     const refresh = (await passwordGrant('app', 'app-secret')).body.refresh_token as string;
     expect((await json(await form('token/introspect', { token: refresh, client_id: 'outsider', client_secret: 'outsider-secret' }))).body.active).toBe(true);

@@ -23,6 +23,9 @@ const ADMIN_ERROR_SHAPE =
 const REFUSED_BAD_INPUT =
   'Issue 35 ("Bad input"): Realmgate answers 400 naming it and writes nothing; Keycloak 26.7.3 takes it (201) and stores something that never works.';
 
+const CLIENT_AUTH_REFUSED =
+  "Issue 39 (\"Bad input\", \"never saved as another method\"): Realmgate answers 400 naming the attribute and stores nothing; Keycloak 26.7.3 stores the client (201), which then never authenticates (an unknown authenticator, a certificate that does not parse) or has the server fetch a link-local address (the cloud metadata service) at its first authentication.";
+
 export const differences: ListedDifference[] = [
   {
     case: 'the built-in browser and direct grant flows of a new realm',
@@ -54,4 +57,14 @@ export const differences: ListedDifference[] = [
   ...each('bad input: a config on a step that takes none', ['status', 'keys', 'written'], 'deliberate', REFUSED_BAD_INPUT),
   ...each('bad input: an unknown required-action alias', ['get.keys', 'put.keys', 'raise.keys'], 'open', ADMIN_ERROR_SHAPE),
   ...each('bad input: an unknown required-action alias', ['userWithIt'], 'deliberate', REFUSED_BAD_INPUT),
+  ...each('bad input: an unknown clientAuthenticatorType', ['status', 'keys', 'stored'], 'deliberate', CLIENT_AUTH_REFUSED),
+  ...each('bad input: a jwks.url at the link-local metadata address', ['status', 'keys', 'stored'], 'deliberate', CLIENT_AUTH_REFUSED),
+  ...each('bad input: a jwt.credential.certificate that is not a certificate', ['status', 'keys', 'stored'], 'deliberate', CLIENT_AUTH_REFUSED),
+  ...each('bad input: a jwks.url that is not a URL', ['keys'], 'open', ADMIN_ERROR_SHAPE),
+  ...each(
+    'bad input: a certificate upload that is not a certificate',
+    ['status', 'keys'],
+    'deliberate',
+    "Keycloak 26.7.3 fails with 500 {error, error_description} on a certificate PEM that does not parse; Realmgate answers 400 {errorMessage, field} naming the file (never a 5xx for an administrator's input); neither changes the client's key.",
+  ),
 ];

@@ -3,7 +3,7 @@ import { secretsEqual } from '../../credentials/index.js';
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import type { ProtocolContext } from '../context.js';
-import { assertionSubject, parseAssertion, verifyClientAssertion } from './client-assertion.js';
+import { JWT_BEARER_ASSERTION_TYPE, assertionSubject, parseAssertion, verifyClientAssertion } from './client-assertion.js';
 import { verifyX509Client } from './mtls.js';
 
 export type FormBody = Record<string, string | undefined>;
@@ -58,8 +58,14 @@ export async function authenticateClient(ctx: ProtocolContext, realm: Realm, req
   const assertionType = formField(request.body, 'client_assertion_type');
   const named = formField(request.body, 'client_id');
   const parsed = assertion ? parseAssertion(assertion) : null;
-  const subject = assertionSubject(parsed);
-  if (named !== undefined && subject !== undefined && named !== subject) throw oauthError.invalid_client('client_id parameter does not match sub claim');
+  // Keycloak 26.7.3's answers, measured (test/keycloak/client-auth.keycloak.ts): an assertion of another type names no
+  // client; one whose `iss` is not its `sub` identifies none (401, as an unknown client); a client named twice,
+  // differently, by a good one is a refused assertion (400).
+  const subject = assertionType === JWT_BEARER_ASSERTION_TYPE ? assertionSubject(parsed) : undefined;
+  if (named !== undefined && subject !== undefined && named !== subject) {
+    if (parsed?.payload.iss !== subject) throw oauthError.invalid_client('Invalid client or Invalid client credentials');
+    throw oauthError.invalid_client('client_id parameter does not match sub claim', { status: 400 });
+  }
   const clientId = basic?.id ?? named ?? subject;
   const secret = basic?.secret ?? formField(request.body, 'client_secret');
   if (!clientId) throw oauthError.invalid_client('Missing client_id');
@@ -77,7 +83,9 @@ export async function authenticateClient(ctx: ProtocolContext, realm: Realm, req
     return client;
   }
   // Keycloak's ClientIdAndSecretAuthenticator: a known client with a missing or wrong secret is 401
-  // `unauthorized_client` (an unknown client stays `invalid_client`).
+  // `unauthorized_client` (an unknown client stays `invalid_client`); a client named only by an assertion's `sub` was
+  // never named to it, so its answer is the unknown client's (measured on Keycloak 26.7.3).
+  if (basic === null && named === undefined) throw oauthError.invalid_client('Invalid client or Invalid client credentials');
   if (secret === undefined || client.secret === null || !secretsEqual(secret, client.secret)) {
     throw oauthError.unauthorized_client('Invalid client or Invalid client credentials', { status: 401 });
   }

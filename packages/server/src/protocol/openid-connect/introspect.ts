@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ProtocolContext } from '../context.js';
-import { oauthError, TokenVerificationError } from '../../model/errors.js';
+import { OAuthError, oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { baseUrl, corsPending } from '../../http/index.js';
 import { corsForClient } from './cors.js';
@@ -14,7 +14,13 @@ export function introspectRoutes(app: FastifyInstance, ctx: ProtocolContext): vo
   app.post<{ Params: { realm: string } }>('/realms/:realm/protocol/openid-connect/token/introspect', async (request, reply) => {
     corsPending(request);
     const realm = await realmOrError(ctx.storage, request.params.realm);
-    const client = await authenticateClient(ctx, realm, request);
+    const client = await authenticateClient(ctx, realm, request).catch((error: unknown) => {
+      // Keycloak 26.7.3's introspection answers a client-secret client's missing or wrong secret as 401
+      // `invalid_client` "Client authentication failed.", where the token endpoint says `unauthorized_client`
+      // (measured beside it: test/keycloak/client-auth.keycloak.ts).
+      if (error instanceof OAuthError && error.error === 'unauthorized_client' && error.status === 401) throw oauthError.invalid_client('Client authentication failed.');
+      throw error;
+    });
     corsForClient(ctx, request, client);
     if (client.publicClient) throw oauthError.invalid_client('Public clients may not introspect tokens');
     const token = formField(request.body, 'token');

@@ -1,6 +1,8 @@
 import { oauthError } from '../../model/errors.js';
 import type { Client } from '../../model/types.js';
 import { CLIENT_KEY_ATTRIBUTES } from '../../keys/client-keys.js';
+import { X509_REGEX_COMPARISON, X509_SUBJECT_DN } from '../../keys/distinguished-name.js';
+import { CERTIFICATE_BOUND_TOKENS } from './mtls.js';
 import { DEVICE_CODE_GRANT } from './device.js';
 import { TOKEN_EXCHANGE_GRANT } from './token/token-exchange.js';
 
@@ -18,8 +20,17 @@ const AUTH_METHODS: Record<string, Client['clientAuthenticatorType'] | 'none'> =
   client_secret_post: 'client-secret',
   client_secret_jwt: 'client-secret-jwt',
   private_key_jwt: 'client-jwt',
+  tls_client_auth: 'client-x509',
   none: 'none',
 };
+
+/**
+ * RFC 8705 2.1.2: a `tls_client_auth` client names what its certificate must say by exactly one of these. Keycloak
+ * (as this server) compares the subject DN only; the others are refused by name rather than dropped, so a client
+ * never believes a check is made that is not.
+ */
+const TLS_SUBJECT_DN = 'tls_client_auth_subject_dn';
+const TLS_SUBJECT_ALTERNATIVES = ['tls_client_auth_san_dns', 'tls_client_auth_san_uri', 'tls_client_auth_san_ip', 'tls_client_auth_san_email'];
 
 const metadataError = (field: string, problem: string) => oauthError.invalid_client_metadata(`Client metadata invalid: ${field} ${problem}`);
 
@@ -96,6 +107,17 @@ export function clientFromMetadata(body: unknown, existing: Readonly<Record<stri
   client.publicClient = authenticator === 'none';
   client.clientAuthenticatorType = authenticator === 'none' ? 'client-secret' : authenticator;
 
+  // Keycloak's DescriptionConverter: the subject DN is the client's `x509.subjectdn`, compared as a DN (never as the
+  // regular expression the admin console may set: the metadata names the DN exactly).
+  const subjectDn = text(m, TLS_SUBJECT_DN);
+  for (const field of TLS_SUBJECT_ALTERNATIVES) {
+    if (m[field] !== undefined && m[field] !== null) throw metadataError(field, `is not supported (${TLS_SUBJECT_DN} only)`);
+  }
+  if (subjectDn !== undefined) Object.assign(attributes, { [X509_SUBJECT_DN]: subjectDn, [X509_REGEX_COMPARISON]: 'false' });
+  if (method === 'tls_client_auth' && !attributes[X509_SUBJECT_DN]?.trim()) {
+    throw metadataError(TLS_SUBJECT_DN, 'is required with token_endpoint_auth_method tls_client_auth');
+  }
+
   const jwksUri = text(m, 'jwks_uri');
   const jwks = m.jwks;
   if (jwksUri !== undefined && jwks !== undefined && jwks !== null) throw oauthError.invalid_client_metadata('Client metadata invalid: Illegal to use both jwks_uri and jwks');
@@ -144,7 +166,8 @@ export function clientFromMetadata(body: unknown, existing: Readonly<Record<stri
   if (par !== undefined) attributes['require.pushed.authorization.requests'] = String(par);
   const dpop = flag(m, 'dpop_bound_access_tokens');
   if (dpop !== undefined) attributes['dpop.bound.access.tokens'] = String(dpop);
-  if (flag(m, 'tls_client_certificate_bound_access_tokens') === true) throw metadataError('tls_client_certificate_bound_access_tokens', 'is not supported (no mutual TLS)');
+  const bound = flag(m, 'tls_client_certificate_bound_access_tokens');
+  if (bound !== undefined) attributes[CERTIFICATE_BOUND_TOKENS] = String(bound);
   const subjectType = text(m, 'subject_type');
   if (subjectType !== undefined && subjectType !== 'public') throw metadataError('subject_type', 'must be "public" (pairwise subjects are not supported)');
   return { client, optionalClientScopes };
@@ -183,7 +206,8 @@ export function metadataOf(client: Client, view: { optionalClientScopes: string[
     ['id_token_signed_response_alg', a['id.token.signed.response.alg'] || undefined],
     ['userinfo_signed_response_alg', a['user.info.response.signature.alg'] || undefined],
     ['request_object_signing_alg', a['request.object.signature.alg'] || undefined],
-    ['tls_client_certificate_bound_access_tokens', false],
+    ['tls_client_auth_subject_dn', client.clientAuthenticatorType === 'client-x509' && !client.publicClient ? a[X509_SUBJECT_DN] || undefined : undefined],
+    ['tls_client_certificate_bound_access_tokens', a[CERTIFICATE_BOUND_TOKENS] === 'true'],
     ['post_logout_redirect_uris', a[POST_LOGOUT_ATTRIBUTE] ? a[POST_LOGOUT_ATTRIBUTE].split('##') : undefined],
     ['backchannel_logout_uri', a['backchannel.logout.url'] || undefined],
     ['backchannel_logout_session_required', a['backchannel.logout.session.required'] !== 'false'],
