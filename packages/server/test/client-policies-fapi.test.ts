@@ -193,7 +193,7 @@ describe('client policies: the FAPI executors and the updater conditions', () =>
         const response = await fetch(`${tokenUrl}/introspect`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ token: issued.body.access_token, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: await assertion('PS256', key.privateKey, aud, 'ps') }),
+          body: new URLSearchParams({ token: String(issued.body.access_token), client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: await assertion('PS256', key.privateKey, aud, 'ps') }),
         });
         return { status: response.status, body: (await response.json()) as Record<string, unknown> };
       };
@@ -203,6 +203,19 @@ describe('client policies: the FAPI executors and the updater conditions', () =>
       await clearPolicies();
       expect((await introspect(tokenUrl)).status).toBe(200);
     });
+  });
+
+  it('secure-logout: a client with front-channel logout is refused at create and update unless allowed', async () => {
+    await usePolicy([['secure-logout']]);
+    const refusal = { status: 400, body: { error: 'invalid_registration', error_description: 'Front-channel logout is not allowed for this client' } };
+    expect(await createClient({ clientId: 'fc', secret: 's', frontchannelLogout: true })).toMatchObject(refusal);
+    expect(await createClient({ clientId: 'fc', secret: 's', attributes: { 'frontchannel.logout.url': 'https://app.example/fc' } })).toMatchObject(refusal);
+    expect((await createClient({ clientId: 'no-fc', secret: 's', frontchannelLogout: false })).status).toBe(201);
+    const noFc = await clientNamed('no-fc');
+    expect(await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${noFc.id}`, admin, { ...noFc, frontchannelLogout: true })).toMatchObject(refusal);
+    await usePolicy([['secure-logout', { 'allow-front-channel-logout': true }]]);
+    expect((await createClient({ clientId: 'fc', secret: 's', frontchannelLogout: true })).status).toBe(201);
+    await clearPolicies();
   });
 
   it('client-updater-context: a policy for anonymous registration leaves the administrator’s create alone', async () => {

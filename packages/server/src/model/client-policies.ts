@@ -57,6 +57,7 @@ export const EXECUTOR = {
   clientUris: 'secure-client-uris',
   signedJwtAlgorithm: 'secure-signature-algorithm-signed-jwt',
   assertionAudience: 'secure-client-authentication-assertion',
+  secureLogout: 'secure-logout',
 } as const;
 
 /** The conditions this server evaluates, by Keycloak's provider ids. */
@@ -89,7 +90,6 @@ export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
   'saml-secure-client-uris': 'Realmgate has no SAML',
   'saml-signature-enforcer': 'Realmgate has no SAML',
   'saml-avoid-redirect': 'Realmgate has no SAML',
-  'secure-logout': 'not run here',
   'intent-client-bind-checker': 'not run here',
   'client-secret-rotation': 'Realmgate has no secret rotation',
   'reject-request': 'not run here',

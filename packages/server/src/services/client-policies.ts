@@ -31,10 +31,11 @@ import { checkClientRedirectUris, checkRedirectUri, redirectUrisConfig } from '.
  * refuse the request with the OAuth error Keycloak's executor answers. PRE_AUTHORIZATION_REQUEST is Keycloak's first
  * look at an authorization request, before its parameters are read (only `secure-redirect-uris-enforcer` acts on it;
  * of the conditions only any-client, client-roles and client-attributes vote, the others abstain, as Keycloak's).
- * PUSHED_AUTHORIZATION_REQUEST, TOKEN_INTROSPECT and TOKEN_REVOKE are raised by the PAR, introspection and revocation
- * endpoints once the client is authenticated; only the executors Keycloak runs there act on them.
+ * PUSHED_AUTHORIZATION_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE and LOGOUT_REQUEST are raised by the PAR,
+ * introspection and revocation endpoints and the refresh token's logout once the client is authenticated (Keycloak
+ * raises LOGOUT_REQUEST there, not at the browser's logout); only the executors Keycloak runs there act on them.
  */
-export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'PRE_AUTHORIZATION_REQUEST' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST' | 'PUSHED_AUTHORIZATION_REQUEST' | 'TOKEN_INTROSPECT' | 'TOKEN_REVOKE';
+export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'PRE_AUTHORIZATION_REQUEST' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST' | 'PUSHED_AUTHORIZATION_REQUEST' | 'TOKEN_INTROSPECT' | 'TOKEN_REVOKE' | 'LOGOUT_REQUEST';
 
 export interface PolicyContext {
   event: ClientPolicyEvent;
@@ -80,7 +81,7 @@ type Vote = 'yes' | 'no' | 'abstain';
 
 const CRUD: readonly ClientPolicyEvent[] = ['REGISTER', 'UPDATE'];
 /** The events after client authentication at the token, PAR, introspection and revocation endpoints. */
-const AUTHENTICATED: readonly ClientPolicyEvent[] = ['TOKEN_REQUEST', 'PUSHED_AUTHORIZATION_REQUEST', 'TOKEN_INTROSPECT', 'TOKEN_REVOKE'];
+const AUTHENTICATED: readonly ClientPolicyEvent[] = ['TOKEN_REQUEST', 'PUSHED_AUTHORIZATION_REQUEST', 'TOKEN_INTROSPECT', 'TOKEN_REVOKE', 'LOGOUT_REQUEST'];
 
 /** The executors the realm's applicable policies run for this event, in order (global profiles by name too). */
 export async function applicableExecutors(storage: Storage, realm: Realm, context: PolicyContext): Promise<ClientPolicyExecutor[]> {
@@ -253,6 +254,13 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
     case EXECUTOR.clientUris:
       checkClientUris(client, context.event === 'REGISTER');
       return;
+    case EXECUTOR.secureLogout:
+      // Keycloak's: front-channel logout (the switch or a front-channel URL) only with allow-front-channel-logout. Its
+      // check of the logout request (GET refused) never meets one: LOGOUT_REQUEST is raised by the refresh token's POST.
+      if (!configFlag(config['allow-front-channel-logout']) && (client.frontchannelLogout || (client.attributes['frontchannel.logout.url'] ?? '').trim() !== '')) {
+        throw oauthError.invalid_registration('Front-channel logout is not allowed for this client');
+      }
+      return;
     case EXECUTOR.clientAuthenticator: {
       if (client.publicClient || client.bearerOnly) return;
       const allowed = configList(config['allowed-client-authenticators']);
@@ -326,7 +334,7 @@ async function checkRequest(executor: string, config: Record<string, unknown>, c
   if (AUTHENTICATED.includes(context.event)) {
     const grant = context.grantType;
     // Keycloak raises TOKEN_REQUEST for the code grant, TOKEN_REFRESH and SERVICE_ACCOUNT_TOKEN_REQUEST for theirs.
-    if (executor === EXECUTOR.assertionAudience && (context.event !== 'TOKEN_REQUEST' || grant === 'authorization_code' || grant === 'refresh_token')) {
+    if (executor === EXECUTOR.assertionAudience && context.event !== 'LOGOUT_REQUEST' && (context.event !== 'TOKEN_REQUEST' || grant === 'authorization_code' || grant === 'refresh_token')) {
       checkAssertionAudience(context);
     }
     if (executor === EXECUTOR.signedJwtAlgorithm && context.event !== 'PUSHED_AUTHORIZATION_REQUEST' && (context.event !== 'TOKEN_REQUEST' || ['authorization_code', 'refresh_token', 'client_credentials'].includes(grant ?? ''))) {
