@@ -249,6 +249,16 @@ describe('client policies and profiles', () => {
     const refused = await grant();
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({ error: 'invalid_request', error_description: 'Configured client authentication method not allowed for client' });
+    // So are its introspection and revocation (Keycloak's TOKEN_INTROSPECT and TOKEN_REVOKE).
+    for (const path of ['token/introspect', 'revoke']) {
+      const response = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'legacy-secret', client_secret: 'legacy-secret-1', token: 'x' }),
+      });
+      expect(response.status, path).toBe(400);
+      expect(await response.json()).toEqual({ error: 'invalid_request', error_description: 'Configured client authentication method not allowed for client' });
+    }
     // A public client is not held to it.
     await kc.clients.create({ clientId: 'public-ropc', publicClient: true, directAccessGrantsEnabled: true });
     expect((await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'public-ropc', username: 'nobody', password: 'x' })).body.error).toBe('invalid_grant');

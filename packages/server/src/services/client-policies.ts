@@ -343,6 +343,10 @@ async function checkRequest(executor: string, config: Record<string, unknown>, c
     if (executor === EXECUTOR.parContent && context.event === 'PUSHED_AUTHORIZATION_REQUEST' && !context.form?.('redirect_uri')) {
       throw oauthError.invalid_request("PAR is required to have a 'redirect_uri' parameter");
     }
+    // Keycloak's secure-client-authenticator checks these too (the token endpoint's check is below).
+    if (executor === EXECUTOR.clientAuthenticator && ['TOKEN_INTROSPECT', 'TOKEN_REVOKE', 'LOGOUT_REQUEST'].includes(context.event)) {
+      checkConfiguredAuthenticator(config, context);
+    }
     if (context.event !== 'TOKEN_REQUEST') return;
   }
   if (context.event === 'PRE_AUTHORIZATION_REQUEST' && executor === EXECUTOR.parContent) {
@@ -377,9 +381,7 @@ async function checkRequest(executor: string, config: Record<string, unknown>, c
     case EXECUTOR.clientAuthenticator:
       // Keycloak's validateDuringClientRequest: a confidential client whose stored authenticator the executor no
       // longer allows is refused at the token endpoint (every grant), whatever it authenticated with.
-      if (context.event === 'TOKEN_REQUEST' && client && !client.publicClient && !configList(config['allowed-client-authenticators']).includes(client.clientAuthenticatorType)) {
-        throw oauthError.invalid_request('Configured client authentication method not allowed for client');
-      }
+      if (context.event === 'TOKEN_REQUEST') checkConfiguredAuthenticator(config, context);
       return;
     case EXECUTOR.rejectRopc:
       if (context.event === 'TOKEN_REQUEST' && context.grantType === 'password') throw oauthError.invalid_grant('resource owner password credentials grant is prohibited.');
@@ -420,6 +422,14 @@ async function checkRequest(executor: string, config: Record<string, unknown>, c
       return;
     default:
       return;
+  }
+}
+
+/** secure-client-authenticator at the endpoints: a confidential client whose configured method the executor no longer allows. */
+function checkConfiguredAuthenticator(config: Record<string, unknown>, context: PolicyContext): void {
+  const client = context.client;
+  if (client && !client.publicClient && !configList(config['allowed-client-authenticators']).includes(client.clientAuthenticatorType)) {
+    throw oauthError.invalid_request('Configured client authentication method not allowed for client');
   }
 }
 
