@@ -77,12 +77,12 @@ describe('client policies and profiles', () => {
     expect(unknown.body.errorMessage).toMatch(/no-such-executor/);
     const duplicated = await put('profiles', { profiles: [profile('fapi-1-baseline', [])] });
     expect(duplicated.status).toBe(400);
-    const condition = await put('policies', { policies: [policy('x', [], [['client-updater-source-host']])] });
+    const condition = await put('policies', { policies: [policy('x', [], [['client-updater-source-roles']])] });
     expect(condition.status).toBe(400);
-    expect(condition.body.errorMessage).toMatch(/client-updater-source-host/);
-    const fapi = await put('policies', { policies: [policy('x', ['fapi-1-baseline'])] });
+    expect(condition.body.errorMessage).toMatch(/client-updater-source-roles/);
+    const fapi = await put('policies', { policies: [policy('x', ['fapi-1-advanced'])] });
     expect(fapi.status).toBe(400);
-    expect(fapi.body.errorMessage).toMatch(/secure-session/);
+    expect(fapi.body.errorMessage).toMatch(/secure-request-object/);
     const missing = await put('policies', { policies: [policy('x', ['nowhere'])] });
     expect(missing.status).toBe(400);
     expect(missing.body.errorMessage).toMatch(/nowhere/);
@@ -91,7 +91,7 @@ describe('client policies and profiles', () => {
     // Disabled or not, a policy naming a global profile with an executor not run here is refused, naming it.
     const fapi2 = await put('policies', { policies: [{ ...policy('fapi2', ['fapi-2-security-profile']), enabled: false }] });
     expect(fapi2.status).toBe(400);
-    expect(fapi2.body.errorMessage).toMatch(/secure-client-uris/);
+    expect(fapi2.body.errorMessage).toMatch(/consent-required/);
     expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([]);
   });
 
@@ -249,6 +249,16 @@ describe('client policies and profiles', () => {
     const refused = await grant();
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({ error: 'invalid_request', error_description: 'Configured client authentication method not allowed for client' });
+    // So are its introspection and revocation (Keycloak's TOKEN_INTROSPECT and TOKEN_REVOKE).
+    for (const path of ['token/introspect', 'revoke']) {
+      const response = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'legacy-secret', client_secret: 'legacy-secret-1', token: 'x' }),
+      });
+      expect(response.status, path).toBe(400);
+      expect(await response.json()).toEqual({ error: 'invalid_request', error_description: 'Configured client authentication method not allowed for client' });
+    }
     // A public client is not held to it.
     await kc.clients.create({ clientId: 'public-ropc', publicClient: true, directAccessGrantsEnabled: true });
     expect((await tokenRequest(t.url, REALM, { grant_type: 'password', client_id: 'public-ropc', username: 'nobody', password: 'x' })).body.error).toBe('invalid_grant');

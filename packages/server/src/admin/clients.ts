@@ -60,6 +60,9 @@ export async function loadClient(ctx: ServerContext, request: AdminRequest<{ rea
  */
 const SIGN_IN_ADMINISTRATORS = new Set([SECURITY_ADMIN_CONSOLE, ADMIN_CLI, 'account-console', 'broker', REALM_MANAGEMENT]);
 
+/** Who changes a client through the admin API, for the client policies: a signed-in administrator, from this address. */
+const ADMIN_CALLER = (request: AdminRequest) => ({ adminApi: true, updater: 'ByAuthenticatedUser' as const, remoteAddress: request.ip });
+
 export function isAdministrationSignInClient(realm: Realm, client: Client): boolean {
   return SIGN_IN_ADMINISTRATORS.has(client.clientId) || isAdministrationClient(realm, client);
 }
@@ -143,7 +146,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.post('/realms/:realm/clients', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
-    const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body), new URL(baseUrl(request, ctx.config.hostname)).origin);
+    const input = await registerWithPolicies(ctx.storage, realm, parseClient(request.body), new URL(baseUrl(request, ctx.config.hostname)).origin, ADMIN_CALLER(request));
     const extras = parseClientExtras(request.body);
     await checkAttributes(ctx, input.attributes ?? {});
     checkLoginTheme(ctx, input.attributes ?? {});
@@ -170,7 +173,7 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const given = parseClient(request.body);
     const updated = clientFrom(given, client);
     // Keycloak's client policies (UPDATE): auto-configured fields set here, a violation refused (400 invalid_client_metadata).
-    await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client, proposed: updated, given, origin: new URL(baseUrl(request, ctx.config.hostname)).origin });
+    await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client, proposed: updated, given, origin: new URL(baseUrl(request, ctx.config.hostname)).origin, ...ADMIN_CALLER(request) });
     // As Keycloak's update: the client scopes stay (they have their own resources); `protocolMappers`, when given,
     // become the client's mappers.
     const { protocolMappers } = parseClientExtras(request.body);

@@ -51,6 +51,13 @@ export const EXECUTOR = {
   dpopBind: 'dpop-bind-enforcer',
   secureRedirectUris: 'secure-redirect-uris-enforcer',
   holderOfKey: 'holder-of-key-enforcer',
+  secureSession: 'secure-session',
+  signatureAlgorithm: 'secure-signature-algorithm',
+  parContent: 'secure-par-content',
+  clientUris: 'secure-client-uris',
+  signedJwtAlgorithm: 'secure-signature-algorithm-signed-jwt',
+  assertionAudience: 'secure-client-authentication-assertion',
+  secureLogout: 'secure-logout',
 } as const;
 
 /** The conditions this server evaluates, by Keycloak's provider ids. */
@@ -62,6 +69,8 @@ export const CONDITION = {
   scopes: 'client-scopes',
   attributes: 'client-attributes',
   grantType: 'grant-type',
+  updaterContext: 'client-updater-context',
+  updaterSourceHost: 'client-updater-source-host',
 } as const;
 
 export const ENFORCED_EXECUTORS: readonly string[] = Object.values(EXECUTOR);
@@ -73,21 +82,14 @@ export const EVALUATED_CONDITIONS: readonly string[] = Object.values(CONDITION);
  */
 export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
   'consent-required': 'Realmgate has no consent screen',
-  'secure-session': 'not run here',
-  'secure-client-uris': 'not run here',
   'secure-request-object': 'not run here',
-  'secure-response-type': 'Realmgate answers only response_type=code',
-  'secure-signature-algorithm': 'not run here',
-  'secure-signature-algorithm-signed-jwt': 'not run here',
-  'secure-client-authentication-assertion': 'not run here',
-  'secure-par-content': 'not run here',
+  'secure-response-type': 'it asks for response_type=code id_token (or JARM), and Realmgate answers only response_type=code',
   'secure-ciba-req-sig-algorithm': 'Realmgate has no CIBA',
   'secure-ciba-session': 'Realmgate has no CIBA',
   'secure-ciba-signed-authn-req': 'Realmgate has no CIBA',
   'saml-secure-client-uris': 'Realmgate has no SAML',
   'saml-signature-enforcer': 'Realmgate has no SAML',
   'saml-avoid-redirect': 'Realmgate has no SAML',
-  'secure-logout': 'not run here',
   'intent-client-bind-checker': 'not run here',
   'client-secret-rotation': 'Realmgate has no secret rotation',
   'reject-request': 'not run here',
@@ -98,16 +100,28 @@ export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
 };
 
 export const UNSUPPORTED_CONDITIONS: Record<string, string> = {
-  'client-updater-source-host': 'not evaluated here',
   'client-updater-source-groups': 'not evaluated here',
   'client-updater-source-roles': 'not evaluated here',
-  'client-updater-context': 'not evaluated here',
   'client-ip-address': 'not evaluated here',
   'client-id-uri-scheme': 'not evaluated here',
   'client-ids': 'not evaluated here',
   'acr-condition': 'not evaluated here',
   'identity-provider': 'not evaluated here',
 };
+
+/** The signature algorithms FAPI allows (Keycloak's FapiConstant): secure-signature-algorithm and its signed-JWT kin. */
+export const FAPI_ALGORITHMS: readonly string[] = ['PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'];
+
+/**
+ * The client attributes naming a signature algorithm that secure-signature-algorithm checks (and fills with its
+ * default when absent), as Keycloak's; the access token's only when the client comes through the admin API.
+ */
+export const SIGNATURE_ALGORITHM_ATTRIBUTES = ['user.info.response.signature.alg', 'request.object.signature.alg', 'id.token.signed.response.alg', 'token.endpoint.auth.signing.alg'] as const;
+export const ADMIN_ONLY_SIGNATURE_ALGORITHM_ATTRIBUTE = 'access.token.signed.response.alg';
+
+/** Keycloak's client-updater-context sources: who registers or updates a client. */
+export const UPDATER_SOURCES = ['ByAuthenticatedUser', 'ByInitialAccessToken', 'ByRegistrationAccessToken', 'ByAnonymous'] as const;
+export type UpdaterSource = (typeof UPDATER_SOURCES)[number];
 
 /** Keycloak's `true`/`"true"` configuration flags (its JSON mapper takes either). */
 export const configFlag = (value: unknown): boolean => value === true || value === 'true';

@@ -26,6 +26,8 @@ export const OAUTH_ERRORS = {
   authorization_pending: 400, slow_down: 400, access_denied: 400, expired_token: 400,
   // RFC 9101 6.3: a request object (`request`) pushed to the PAR endpoint that cannot be read or verified
   invalid_request_object: 400,
+  // RFC 9126 2.2 / 6749: a request_uri that names no pushed request (Keycloak's secure-par-content executor)
+  invalid_request_uri: 400,
   // RFC 9449 5, 7.1: a DPoP proof missing where required, malformed, replayed, for another URL or key (401 at userinfo)
   invalid_dpop_proof: 400,
   // RFC 7591 3.2.2 / RFC 6750 3.1, dynamic client registration's (Keycloak's ErrorCodes): metadata or a redirect URI

@@ -1,10 +1,13 @@
+import { isIP } from 'node:net';
 import {
   CLIENT_POLICY_MODES,
   CONDITION,
   ENFORCED_EXECUTORS,
   EVALUATED_CONDITIONS,
   EXECUTOR,
+  FAPI_ALGORITHMS,
   UNSUPPORTED_CONDITIONS,
+  UPDATER_SOURCES,
   UNSUPPORTED_EXECUTORS,
   configFlag,
   configList,
@@ -87,6 +90,12 @@ function checkExecutorConfig(executor: string, config: Json, path: string): void
     const bad = configList(config['allow-permitted-domains']).find((pattern) => domainPattern(pattern) === null);
     if (bad !== undefined) throw badRequest(`${path}.configuration.allow-permitted-domains: not a regular expression: ${bad.slice(0, 100)}`);
   }
+  if (executor === EXECUTOR.signatureAlgorithm && config['default-algorithm'] !== undefined && config['default-algorithm'] !== null) {
+    // Keycloak falls back to PS256 for an algorithm FAPI does not allow; refused here so the setting is never ignored.
+    if (typeof config['default-algorithm'] !== 'string' || !FAPI_ALGORITHMS.includes(config['default-algorithm'])) {
+      throw badRequest(`${path}.configuration.default-algorithm: must be one of ${FAPI_ALGORITHMS.join(', ')}`);
+    }
+  }
   if (executor === EXECUTOR.dpopBind && configFlag(config['allow-only-refresh-token-binding'])) {
     throw badRequest(`${path}.configuration.allow-only-refresh-token-binding: not enforced by Realmgate (a public client's access and refresh tokens are both bound)`);
   }
@@ -111,6 +120,16 @@ function checkConditionConfig(condition: string, config: Json, path: string): vo
       ok = false;
     }
     if (!ok) throw badRequest(`${path}.configuration.attributes: must be a JSON text of [{"key": …, "value": …}]`);
+  }
+  if (condition === CONDITION.updaterContext) {
+    const bad = configList(config['update-client-source']).find((t) => !(UPDATER_SOURCES as readonly string[]).includes(t));
+    if (bad !== undefined) throw badRequest(`${path}.configuration.update-client-source: ${bad.slice(0, 100)} is not one of ${UPDATER_SOURCES.join(', ')}`);
+  }
+  if (condition === CONDITION.updaterSourceHost) {
+    // Keycloak resolves host names (and trusted domains by reverse lookup) for every client saved; here a trusted
+    // host is an address or localhost, so saving a client never waits on DNS.
+    const bad = configList(config['trusted-hosts']).find((h) => h.toLowerCase() !== 'localhost' && isIP(h.replace(/^\[|\]$/g, '')) === 0);
+    if (bad !== undefined) throw badRequest(`${path}.configuration.trusted-hosts: ${bad.slice(0, 100)} is not an IP address or localhost (Realmgate does not resolve host names here)`);
   }
   if (condition === CONDITION.accessType) {
     const bad = configList(config.type).find((t) => !['confidential', 'public', 'bearer-only'].includes(t));

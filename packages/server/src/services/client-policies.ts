@@ -1,4 +1,17 @@
-import { CONDITION, EXECUTOR, configFlag, configList, globalClientProfiles, type ClientPolicyCondition, type ClientPolicyExecutor } from '../model/client-policies.js';
+import { isIP } from 'node:net';
+import {
+  ADMIN_ONLY_SIGNATURE_ALGORITHM_ATTRIBUTE,
+  CONDITION,
+  EXECUTOR,
+  FAPI_ALGORITHMS,
+  SIGNATURE_ALGORITHM_ATTRIBUTES,
+  configFlag,
+  configList,
+  globalClientProfiles,
+  type ClientPolicyCondition,
+  type ClientPolicyExecutor,
+  type UpdaterSource,
+} from '../model/client-policies.js';
 import { oauthError, type OAuthError } from '../model/errors.js';
 import type { Client, Realm } from '../model/types.js';
 import type { Storage } from '../storage/index.js';
@@ -18,8 +31,11 @@ import { checkClientRedirectUris, checkRedirectUri, redirectUrisConfig } from '.
  * refuse the request with the OAuth error Keycloak's executor answers. PRE_AUTHORIZATION_REQUEST is Keycloak's first
  * look at an authorization request, before its parameters are read (only `secure-redirect-uris-enforcer` acts on it;
  * of the conditions only any-client, client-roles and client-attributes vote, the others abstain, as Keycloak's).
+ * PUSHED_AUTHORIZATION_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE and LOGOUT_REQUEST are raised by the PAR,
+ * introspection and revocation endpoints and the refresh token's logout once the client is authenticated (Keycloak
+ * raises LOGOUT_REQUEST there, not at the browser's logout); only the executors Keycloak runs there act on them.
  */
-export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'PRE_AUTHORIZATION_REQUEST' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST';
+export type ClientPolicyEvent = 'REGISTER' | 'UPDATE' | 'PRE_AUTHORIZATION_REQUEST' | 'AUTHORIZATION_REQUEST' | 'TOKEN_REQUEST' | 'PUSHED_AUTHORIZATION_REQUEST' | 'TOKEN_INTROSPECT' | 'TOKEN_REVOKE' | 'LOGOUT_REQUEST';
 
 export interface PolicyContext {
   event: ClientPolicyEvent;
@@ -41,11 +57,31 @@ export interface PolicyContext {
   dpopProof?: boolean;
   /** TOKEN_REQUEST: whether a client certificate came with it (a trusted proxy's, http/client-certificate.ts). */
   clientCertificate?: boolean;
+  /** REGISTER and UPDATE: through the admin API (Keycloak checks the access token's algorithm only there). */
+  adminApi?: boolean;
+  /** REGISTER and UPDATE: who asks (Keycloak's client-updater-context). */
+  updater?: UpdaterSource;
+  /** REGISTER and UPDATE: the sender's address (client-updater-source-host). */
+  remoteAddress?: string;
+  /** Where the client authenticates (token, PAR, introspection, revocation): the request's form fields. */
+  form?: (name: string) => string | undefined;
+  /** With `form`: the realm's issuer, the one audience a client assertion may name under secure-client-authentication-assertion. */
+  issuer?: string;
+  /**
+   * PRE_AUTHORIZATION_REQUEST: the parameter names of the pushed request the query's request_uri names (not taken),
+   * or null when it names none; `dropPushedRequest` spends it (a refused request leaves nothing to retry with).
+   */
+  pushedRequest?: () => Promise<string[] | null>;
+  dropPushedRequest?: () => Promise<void>;
+  /** PRE_AUTHORIZATION_REQUEST: the names of the query's (or form's) parameters. */
+  queryNames?: string[];
 }
 
 type Vote = 'yes' | 'no' | 'abstain';
 
 const CRUD: readonly ClientPolicyEvent[] = ['REGISTER', 'UPDATE'];
+/** The events after client authentication at the token, PAR, introspection and revocation endpoints. */
+const AUTHENTICATED: readonly ClientPolicyEvent[] = ['TOKEN_REQUEST', 'PUSHED_AUTHORIZATION_REQUEST', 'TOKEN_INTROSPECT', 'TOKEN_REVOKE', 'LOGOUT_REQUEST'];
 
 /** The executors the realm's applicable policies run for this event, in order (global profiles by name too). */
 export async function applicableExecutors(storage: Storage, realm: Realm, context: PolicyContext): Promise<ClientPolicyExecutor[]> {
@@ -115,10 +151,29 @@ async function conditionVote(storage: Storage, condition: ClientPolicyCondition,
     case CONDITION.grantType:
       if (context.event !== 'TOKEN_REQUEST') return 'abstain';
       return yes(configList(config.grant_types).includes(context.grantType ?? ''));
+    case CONDITION.updaterContext:
+      if (!CRUD.includes(context.event)) return 'abstain';
+      return yes(configList(config['update-client-source']).includes(context.updater ?? 'ByAnonymous'));
+    case CONDITION.updaterSourceHost:
+      if (!CRUD.includes(context.event)) return 'abstain';
+      return yes(context.remoteAddress !== undefined && sourceHostTrusted(context.remoteAddress, configList(config['trusted-hosts'])));
     default:
       // Refused when saved (representations/client-policies.ts); one from an older file never matches.
       return 'no';
   }
+}
+
+const bareIp = (ip: string) => ip.toLowerCase().replace(/^\[|\]$/g, '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+
+/**
+ * client-updater-source-host: the sender's address is one of the trusted hosts. Keycloak resolves each host name;
+ * here a trusted host is an address, or `localhost` for a loopback sender (the only name not refused when saved,
+ * representations/client-policies.ts), so no name is looked up while a client is saved.
+ */
+export function sourceHostTrusted(remoteAddress: string, trustedHosts: string[]): boolean {
+  const sender = bareIp(remoteAddress);
+  const loopback = sender.startsWith('127.') || sender === '::1';
+  return trustedHosts.some((host) => (host.toLowerCase() === 'localhost' ? loopback : isIP(bareIp(host)) !== 0 && bareIp(host) === sender));
 }
 
 /** Keycloak's client-attributes configuration: a JSON text of `[{key, value}]` (its key-value list). */
@@ -147,7 +202,7 @@ const metadata = (what: string): OAuthError => oauthError.invalid_client_metadat
 export async function enforceClientPolicies(storage: Storage, realm: Realm, context: PolicyContext): Promise<void> {
   for (const { executor, configuration } of await applicableExecutors(storage, realm, context)) {
     if (CRUD.includes(context.event)) configureClient(executor, configuration, context);
-    else checkRequest(executor, configuration, context);
+    else await checkRequest(executor, configuration, context);
   }
 }
 
@@ -183,6 +238,29 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
     case EXECUTOR.secureRedirectUris:
       checkClientRedirectUris(client, redirectUrisConfig(config), context.origin);
       return;
+    case EXECUTOR.signatureAlgorithm: {
+      // Keycloak's: each algorithm attribute left out takes the default (PS256 unless configured), one given must be FAPI's.
+      const fallback = typeof config['default-algorithm'] === 'string' && FAPI_ALGORITHMS.includes(config['default-algorithm']) ? config['default-algorithm'] : 'PS256';
+      const targets: string[] = [...SIGNATURE_ALGORITHM_ATTRIBUTES, ...(context.adminApi ? [ADMIN_ONLY_SIGNATURE_ALGORITHM_ATTRIBUTE] : [])];
+      const attributes = { ...client.attributes };
+      for (const target of targets) {
+        const alg = attributes[target];
+        if (alg === undefined || alg === null) attributes[target] = fallback;
+        else if (!FAPI_ALGORITHMS.includes(alg)) throw oauthError.invalid_request('not allowed signature algorithm.');
+      }
+      client.attributes = attributes;
+      return;
+    }
+    case EXECUTOR.clientUris:
+      checkClientUris(client, context.event === 'REGISTER');
+      return;
+    case EXECUTOR.secureLogout:
+      // Keycloak's: front-channel logout (the switch or a front-channel URL) only with allow-front-channel-logout. Its
+      // check of the logout request (GET refused) never meets one: LOGOUT_REQUEST is raised by the refresh token's POST.
+      if (!configFlag(config['allow-front-channel-logout']) && (client.frontchannelLogout || (client.attributes['frontchannel.logout.url'] ?? '').trim() !== '')) {
+        throw oauthError.invalid_registration('Front-channel logout is not allowed for this client');
+      }
+      return;
     case EXECUTOR.clientAuthenticator: {
       if (client.publicClient || client.bearerOnly) return;
       const allowed = configList(config['allowed-client-authenticators']);
@@ -202,8 +280,79 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
   }
 }
 
-function checkRequest(executor: string, config: Record<string, unknown>, context: PolicyContext): void {
+/**
+ * secure-client-uris at registration and update, as Keycloak's: every URL the client names is https and has no
+ * wildcard (`invalid_client_metadata`, "Invalid <field>"); registered with a root URL and no redirect URI, the root
+ * URL becomes its redirect URI. Web origins and post-logout redirect URIs of `+` stand for the redirect URIs.
+ */
+function checkClientUris(client: Client, registering: boolean): void {
+  if (registering && client.rootUrl && client.redirectUris.length === 0) client.redirectUris = [client.rootUrl];
+  const a = client.attributes;
+  const multi = (key: string) => (a[key] ? a[key].split('##').filter((v) => v !== '') : []);
+  const withRedirects = (values: string[]) => values.flatMap((v) => (v === '+' ? client.redirectUris : [v]));
+  const fields: [string, (string | null | undefined)[]][] = [
+    ['rootUrl', [client.rootUrl]],
+    ['adminUrl', [client.adminUrl]],
+    ['baseUrl', [client.baseUrl]],
+    ['logoutUrl', [a['backchannel.logout.url']]],
+    ['redirectUris', client.redirectUris],
+    ['webOrigins', withRedirects(client.webOrigins)],
+    ['jwksUri', [a['jwks.url']]],
+    ['requestUris', multi('request.uris')],
+    ['postLogoutUris', withRedirects(multi('post.logout.redirect.uris'))],
+    ['logoUri', [a.logoUri]],
+    ['tosUri', [a.tosUri]],
+    ['policyUri', [a.policyUri]],
+  ];
+  for (const [name, values] of fields) {
+    for (const value of values) {
+      if (!value) continue;
+      if (!value.startsWith('https://') || value.includes('*')) throw oauthError.invalid_client_metadata(`Invalid ${name}`);
+    }
+  }
+}
+
+/** A client authenticator that authenticates with a signed JWT (Keycloak's supportsClientAssertion). */
+const ASSERTION_AUTHENTICATORS = ['client-jwt', 'client-secret-jwt'];
+
+/** The JOSE header and claims of a compact JWT, without verifying it (the client authenticator has). */
+function jwtParts(jwt: string): { header: Record<string, unknown>; claims: Record<string, unknown> } | null {
+  const parts = jwt.split('.');
+  if (parts.length < 2 || parts.length > 3) return null;
+  try {
+    const header: unknown = JSON.parse(Buffer.from(parts[0], 'base64url').toString('utf8'));
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    if (typeof header !== 'object' || header === null || typeof claims !== 'object' || claims === null) return null;
+    return { header: header as Record<string, unknown>, claims: claims as Record<string, unknown> };
+  } catch {
+    return null;
+  }
+}
+
+async function checkRequest(executor: string, config: Record<string, unknown>, context: PolicyContext): Promise<void> {
   const client = context.client;
+  if (AUTHENTICATED.includes(context.event)) {
+    const grant = context.grantType;
+    // Keycloak raises TOKEN_REQUEST for the code grant, TOKEN_REFRESH and SERVICE_ACCOUNT_TOKEN_REQUEST for theirs.
+    if (executor === EXECUTOR.assertionAudience && context.event !== 'LOGOUT_REQUEST' && (context.event !== 'TOKEN_REQUEST' || grant === 'authorization_code' || grant === 'refresh_token')) {
+      checkAssertionAudience(context);
+    }
+    if (executor === EXECUTOR.signedJwtAlgorithm && context.event !== 'PUSHED_AUTHORIZATION_REQUEST' && (context.event !== 'TOKEN_REQUEST' || ['authorization_code', 'refresh_token', 'client_credentials'].includes(grant ?? ''))) {
+      checkAssertionAlgorithm(config, context);
+    }
+    if (executor === EXECUTOR.parContent && context.event === 'PUSHED_AUTHORIZATION_REQUEST' && !context.form?.('redirect_uri')) {
+      throw oauthError.invalid_request("PAR is required to have a 'redirect_uri' parameter");
+    }
+    // Keycloak's secure-client-authenticator checks these too (the token endpoint's check is below).
+    if (executor === EXECUTOR.clientAuthenticator && ['TOKEN_INTROSPECT', 'TOKEN_REVOKE', 'LOGOUT_REQUEST'].includes(context.event)) {
+      checkConfiguredAuthenticator(config, context);
+    }
+    if (context.event !== 'TOKEN_REQUEST') return;
+  }
+  if (context.event === 'PRE_AUTHORIZATION_REQUEST' && executor === EXECUTOR.parContent) {
+    await checkPushedRequestOnly(context);
+    return;
+  }
   if (context.event === 'PRE_AUTHORIZATION_REQUEST') {
     // Keycloak's checks the request's redirect_uri (even under allow-open-redirect, which concerns registered URIs)
     // when the client uses a flow that redirects. Without one in the query (a pushed request, a request object)
@@ -232,9 +381,7 @@ function checkRequest(executor: string, config: Record<string, unknown>, context
     case EXECUTOR.clientAuthenticator:
       // Keycloak's validateDuringClientRequest: a confidential client whose stored authenticator the executor no
       // longer allows is refused at the token endpoint (every grant), whatever it authenticated with.
-      if (context.event === 'TOKEN_REQUEST' && client && !client.publicClient && !configList(config['allowed-client-authenticators']).includes(client.clientAuthenticatorType)) {
-        throw oauthError.invalid_request('Configured client authentication method not allowed for client');
-      }
+      if (context.event === 'TOKEN_REQUEST') checkConfiguredAuthenticator(config, context);
       return;
     case EXECUTOR.rejectRopc:
       if (context.event === 'TOKEN_REQUEST' && context.grantType === 'password') throw oauthError.invalid_grant('resource owner password credentials grant is prohibited.');
@@ -242,6 +389,25 @@ function checkRequest(executor: string, config: Record<string, unknown>, context
     case EXECUTOR.rejectImplicit:
       // Only response_type=code is answered here (protocol/openid-connect/auth.ts): nothing implicit gets through.
       return;
+    case EXECUTOR.secureSession:
+      // Keycloak's: an OpenID Connect request (scope openid) carries a nonce, any other a state.
+      if (context.event !== 'AUTHORIZATION_REQUEST') return;
+      if ((context.scope ?? '').split(' ').includes('openid')) {
+        if (!context.param?.('nonce')) throw oauthError.invalid_request('Missing parameter: nonce');
+      } else if (!context.param?.('state')) {
+        throw oauthError.invalid_request('Missing parameter: state');
+      }
+      return;
+    case EXECUTOR.clientUris: {
+      // Keycloak's: the request's redirect URI is https (or http on localhost/127.0.0.1 when allowed), no wildcard.
+      if (context.event !== 'AUTHORIZATION_REQUEST') return;
+      const redirectUri = context.param?.('redirect_uri');
+      if (!redirectUri) throw oauthError.invalid_request('no redirect_uri specified.');
+      if (redirectUri.includes('*')) throw oauthError.invalid_request('Invalid redirect_uri');
+      const loopback = redirectUri.startsWith('http://localhost') || redirectUri.startsWith('http://127.0.0.1');
+      if (!redirectUri.startsWith('https://') && !(configFlag(config['allow-http-on-localhost']) && loopback)) throw oauthError.invalid_request('Invalid redirect_uri');
+      return;
+    }
     case EXECUTOR.holderOfKey:
       // A refresh is checked by the refresh grant itself (the token's certificate against the request's).
       if (context.event === 'TOKEN_REQUEST' && context.grantType !== 'refresh_token' && !context.clientCertificate) {
@@ -259,17 +425,73 @@ function checkRequest(executor: string, config: Record<string, unknown>, context
   }
 }
 
+/** secure-client-authenticator at the endpoints: a confidential client whose configured method the executor no longer allows. */
+function checkConfiguredAuthenticator(config: Record<string, unknown>, context: PolicyContext): void {
+  const client = context.client;
+  if (client && !client.publicClient && !configList(config['allowed-client-authenticators']).includes(client.clientAuthenticatorType)) {
+    throw oauthError.invalid_request('Configured client authentication method not allowed for client');
+  }
+}
+
+/** secure-client-authentication-assertion: a client assertion names exactly one audience, the realm's issuer. */
+function checkAssertionAudience(context: PolicyContext): void {
+  if (!context.client || context.client.publicClient) return;
+  const type = context.form?.('client_assertion_type');
+  const assertion = context.form?.('client_assertion');
+  if (type !== 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' || assertion === undefined) return;
+  if (assertion.split('.').length < 2 || assertion.split('.').length > 3) throw oauthError.invalid_request('invalid client assertion format');
+  const parts = jwtParts(assertion);
+  if (!parts) throw oauthError.invalid_request('invalid client assertion');
+  const aud = parts.claims.aud;
+  const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+  if (audiences.length !== 1 || audiences[0] !== context.issuer) throw oauthError.invalid_request('invalid audience in client assertion');
+}
+
+/** secure-signature-algorithm-signed-jwt: a client authenticating with a signed JWT signs it with a FAPI algorithm. */
+function checkAssertionAlgorithm(config: Record<string, unknown>, context: PolicyContext): void {
+  const client = context.client;
+  if (!client || client.publicClient || !ASSERTION_AUTHENTICATORS.includes(client.clientAuthenticatorType)) {
+    if (configFlag(config['require-client-assertion'])) throw oauthError.invalid_request('client assertion is required.');
+    return;
+  }
+  const parts = jwtParts(context.form?.('client_assertion') ?? '');
+  if (!parts) throw oauthError.invalid_request('not allowed input format.');
+  if (typeof parts.header.alg !== 'string' || !FAPI_ALGORITHMS.includes(parts.header.alg)) throw oauthError.invalid_request('not allowed signature algorithm.');
+}
+
+/**
+ * secure-par-content, before the authorization request is read: it names a pushed request (request_uri) and every
+ * other query parameter is one the pushed request has; otherwise refused, and a pushed request found is spent.
+ */
+async function checkPushedRequestOnly(context: PolicyContext): Promise<void> {
+  const requestUri = context.param?.('request_uri');
+  if (!requestUri?.startsWith('urn:ietf:params:oauth:request_uri:')) throw oauthError.invalid_request('PAR request_uri not included.');
+  const pushed = await context.pushedRequest?.();
+  if (!pushed) throw oauthError.invalid_request_uri('PAR not found, not issued or used multiple times.');
+  const extra = (context.queryNames ?? []).filter((name) => name !== 'request_uri' && !pushed.includes(name));
+  if (extra.length > 0) {
+    await context.dropPushedRequest?.();
+    throw oauthError.invalid_request_object('PAR request did not include query parameter');
+  }
+}
+
 /** The fields executors set at registration (configureClient). */
-const CONFIGURED_FIELDS = ['attributes', 'fullScopeAllowed', 'implicitFlowEnabled', 'directAccessGrantsEnabled', 'clientAuthenticatorType'] as const;
+const CONFIGURED_FIELDS = ['attributes', 'fullScopeAllowed', 'implicitFlowEnabled', 'directAccessGrantsEnabled', 'clientAuthenticatorType', 'redirectUris'] as const;
 
 /**
  * REGISTER for a client made from `input` (the admin API's and dynamic registration's create): the policies see
  * the client `input` makes, and their auto-configured fields are written back into what is returned.
  */
-export async function registerWithPolicies(storage: Storage, realm: Realm, input: Partial<Client>, origin?: string): Promise<Partial<Client>> {
+export async function registerWithPolicies(
+  storage: Storage,
+  realm: Realm,
+  input: Partial<Client>,
+  origin?: string,
+  caller: Pick<PolicyContext, 'adminApi' | 'updater' | 'remoteAddress'> = {},
+): Promise<Partial<Client>> {
   if (!realm.clientPolicies?.length) return input;
   const proposed = clientFrom({ ...input }, defaultClient('', realm.id, input.clientId ?? ''));
-  await enforceClientPolicies(storage, realm, { event: 'REGISTER', client: null, proposed, given: input, origin });
+  await enforceClientPolicies(storage, realm, { event: 'REGISTER', client: null, proposed, given: input, origin, ...caller });
   const configured: Partial<Client> = { ...input };
   for (const field of CONFIGURED_FIELDS) (configured as Record<string, unknown>)[field] = proposed[field];
   return configured;

@@ -7,7 +7,7 @@ import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import { completeLogin, currentSsoSession, runBrowserSignIn, type AuthRequest, type AuthSession } from '../../authentication/index.js';
 import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
-import { parRequired, takePushedRequest } from './par.js';
+import { dropPushedRequest, parRequired, peekPushedRequest, takePushedRequest } from './par.js';
 import { pkceChallengeProblem } from './pkce.js';
 import { readRequestObject } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
@@ -40,7 +40,15 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     // Keycloak's PRE_AUTHORIZATION_REQUEST, before the request is read: a refusal is an error page (never a redirect to
     // a redirect_uri it found wanting), 400 with the executor's description.
     try {
-      await enforceClientPolicies(ctx.storage, realm, { event: 'PRE_AUTHORIZATION_REQUEST', client, param: (name) => paramOf(paramsOf(request), name) });
+      const query = (name: string) => paramOf(paramsOf(request), name);
+      await enforceClientPolicies(ctx.storage, realm, {
+        event: 'PRE_AUTHORIZATION_REQUEST',
+        client,
+        param: query,
+        queryNames: Object.keys(paramsOf(request) ?? {}),
+        pushedRequest: () => peekPushedRequest(ctx, realm, client, query('request_uri') ?? ''),
+        dropPushedRequest: () => dropPushedRequest(ctx, realm, client, query('request_uri') ?? ''),
+      });
     } catch (error) {
       if (error instanceof OAuthError) return ctx.forms.requestError(reply, realm, error.description);
       throw error;

@@ -5,7 +5,8 @@ import { authenticateClient, formField } from './client-auth.js';
 import { baseUrl, corsPending } from '../../http/index.js';
 import { corsForClient } from './cors.js';
 import { realmOrError } from './realm-lookup.js';
-import { audienceClaim, withoutMechanics, type TokenType } from './tokens.js';
+import { audienceClaim, issuerOf, withoutMechanics, type TokenType } from './tokens.js';
+import { enforceClientPolicies } from '../../services/index.js';
 
 const INTROSPECTION_WITHOUT_AUDIENCE = 'allow.token.introspection.without.audience.check';
 
@@ -22,6 +23,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: ProtocolContext): vo
       throw error;
     });
     corsForClient(ctx, request, client);
+    await enforceClientPolicies(ctx.storage, realm, { event: 'TOKEN_INTROSPECT', client, form: (name) => formField(request.body, name), issuer: issuerOf(baseUrl(request, ctx.config.hostname), realm.name) });
     if (client.publicClient) throw oauthError.invalid_client('Public clients may not introspect tokens');
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');

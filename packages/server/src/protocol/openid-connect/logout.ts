@@ -6,7 +6,7 @@ import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { postLogoutRedirectAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm, UserSession } from '../../model/types.js';
 import { clearSsoCookie, currentSsoSession, sessionProvider, SignedState, takeBrokerLogout, upstreamBrowserLogout, upstreamLogoutSessions } from '../../authentication/index.js';
-import { userSnapshot } from '../../services/index.js';
+import { enforceClientPolicies, userSnapshot } from '../../services/index.js';
 import { authenticateClient, formField } from './client-auth.js';
 import { refreshTokenType } from './offline.js';
 import { realmOrError } from './realm-lookup.js';
@@ -76,6 +76,7 @@ export function logoutRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
   const backChannel = async (request: RealmRequest, reply: FastifyReply, realm: Realm, refreshToken: string) => {
     const client = await authenticateClient(ctx, realm, request);
     checkAllowedOrigin(ctx, request, client);
+    await enforceClientPolicies(ctx.storage, realm, { event: 'LOGOUT_REQUEST', client, form: (name) => formField(request.body, name), issuer: issuerOf(baseUrl(request, ctx.config.hostname), realm.name) });
     let claims;
     try {
       claims = await ctx.tokens.verify(realm, refreshToken, refreshTokenType(refreshToken), ctx.config.hostname);

@@ -6,7 +6,8 @@ import { baseUrl } from '../../http/index.js';
 import { oauthError } from '../../model/errors.js';
 import { redirectUriAllowed } from '../../model/redirect-uri.js';
 import type { Client, Realm } from '../../model/types.js';
-import { clientScopeSet } from '../../services/index.js';
+import { clientScopeSet, enforceClientPolicies } from '../../services/index.js';
+import { issuerOf } from './tokens.js';
 import { authenticateClient, formFields, isFormRequest } from './client-auth.js';
 import { checkAllowedOrigin } from './cors.js';
 import { dpopHeader, verifyDpopProof } from './dpop.js';
@@ -45,6 +46,8 @@ export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const client = await authenticateClient(ctx, realm, request);
     checkAllowedOrigin(ctx, request, client);
     const params = formFields(request.body);
+    // Keycloak's client policies (PUSHED_AUTHORIZATION_REQUEST), on the pushed form as it came.
+    await enforceClientPolicies(ctx.storage, realm, { event: 'PUSHED_AUTHORIZATION_REQUEST', client, form: (name) => params[name], issuer: issuerOf(baseUrl(request, ctx.config.hostname), realm.name) });
     if (params.request_uri !== undefined) throw oauthError.invalid_request('It is not allowed to include request_uri to PAR.');
     // RFC 9449 10.1, as Keycloak: a DPoP proof sent with the push (checked as at the token endpoint, for this URL)
     // binds the code to its key, over any `dpop_jkt` the request names (which must then be the same key).
@@ -83,14 +86,33 @@ function requestUriLifespan(realm: Realm): number {
   return Number.isInteger(n) && n > 0 ? n : DEFAULT_LIFESPAN_S;
 }
 
+/** The parameter names of the pushed request a `request_uri` names for `client`, without taking it (null: none). */
+export async function peekPushedRequest(ctx: Pick<ProtocolContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<string[] | null> {
+  const id = pushedId(requestUri);
+  const raw = id ? await ctx.hostStore.get(parKey(id)) : null;
+  if (!raw) return null;
+  const pushed = JSON.parse(raw) as PushedRequest;
+  return pushed.realmId === realm.id && pushed.clientId === client.clientId ? Object.keys(pushed.params) : null;
+}
+
+/** Spends the pushed request a `request_uri` names for `client` (a refused authorization request cannot be retried with it). */
+export async function dropPushedRequest(ctx: Pick<ProtocolContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<void> {
+  await takePushedRequest(ctx, realm, client, requestUri);
+}
+
+function pushedId(requestUri: string): string | null {
+  if (!requestUri.startsWith(REQUEST_URI_PREFIX)) return null;
+  const id = requestUri.slice(REQUEST_URI_PREFIX.length);
+  return /^[0-9a-f-]{36}$/.test(id) ? id : null;
+}
+
 /**
  * The pushed request a `request_uri` names, for `client` only, taken once across nodes: another client's is refused
  * without being spent (so it cannot be burned by a client that learns it), an unknown, expired or spent one is null.
  */
 export async function takePushedRequest(ctx: Pick<ProtocolContext, 'hostStore'>, realm: Realm, client: Client, requestUri: string): Promise<Record<string, string> | null> {
-  if (!requestUri.startsWith(REQUEST_URI_PREFIX)) return null;
-  const id = requestUri.slice(REQUEST_URI_PREFIX.length);
-  if (!/^[0-9a-f-]{36}$/.test(id)) return null;
+  const id = pushedId(requestUri);
+  if (!id) return null;
   const raw = await ctx.hostStore.get(parKey(id));
   if (!raw) return null;
   const pushed = JSON.parse(raw) as PushedRequest;

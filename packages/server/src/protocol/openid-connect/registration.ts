@@ -1,3 +1,4 @@
+import type { UpdaterSource } from '../../model/client-policies.js';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ProtocolContext } from '../context.js';
@@ -44,6 +45,10 @@ type Caller =
   | { kind: 'user'; roles: ReadonlySet<string> };
 
 type Params = { realm: string; provider: string; clientId?: string };
+
+/** Keycloak's client-updater-context source of a registration caller (the token it came with). */
+const updaterOf = (caller: Caller): UpdaterSource =>
+  caller.kind === 'initial' ? 'ByInitialAccessToken' : caller.kind === 'registration' ? 'ByRegistrationAccessToken' : caller.kind === 'user' ? 'ByAuthenticatedUser' : 'ByAnonymous';
 
 /** A client id from the path that could name a client (no NUL, not longer than a stored one), else null. */
 const storableClientId = (id: string): string | null => (id.length <= 255 && !id.includes('\u0000') ? id : null);
@@ -228,7 +233,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
       }
       const named = { ...parsed.given, clientId: parsed.given.clientId ?? randomUUID() };
       // Keycloak's client policies (REGISTER): what they auto-configure is registered, a violation refused.
-      const input = (await registerWithPolicies(ctx.storage, realm, named, new URL(base).origin)) as Partial<Client> & { clientId: string };
+      const input = (await registerWithPolicies(ctx.storage, realm, named, new URL(base).origin, { updater: updaterOf(caller), remoteAddress: request.ip })) as Partial<Client> & { clientId: string };
       clientId = input.clientId;
       if (realm.name === 'master' && input.clientId.endsWith('-realm')) {
         throw oauthError.invalid_client_metadata('Client metadata invalid: client ids ending in -realm are kept for the master realm\'s administration clients');
@@ -293,7 +298,7 @@ export function clientRegistrationRoutes(app: FastifyInstance, ctx: ProtocolCont
       // As Keycloak's update: what the request gives replaces, the rest stays (the secret too, unless given).
       const updated: Client = { ...current, ...parsed.given, id: current.id, realmId: current.realmId, clientId: current.clientId, secret: parsed.given.secret ?? current.secret };
       if (!updated.publicClient && !updated.bearerOnly && updated.secret === null) updated.secret = newSecret();
-      await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client: current, proposed: updated, given: parsed.given, origin: new URL(base).origin });
+      await enforceClientPolicies(ctx.storage, realm, { event: 'UPDATE', client: current, proposed: updated, given: parsed.given, origin: new URL(base).origin, updater: updaterOf(caller), remoteAddress: request.ip });
       const view = (await clientScopeViews(ctx.storage, realm.id, [current.id])).get(current.id);
       await runRegistrationPolicies(ctx, realm, auth, 'update', {
         ip: request.ip,

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { decodeJwt } from 'jose';
 import type { ProtocolContext } from '../context.js';
-import { corsPending, requestInfo } from '../../http/index.js';
+import { baseUrl, corsPending, requestInfo } from '../../http/index.js';
+import { enforceClientPolicies } from '../../services/index.js';
+import { issuerOf } from './tokens.js';
 import { checkAllowedOrigin } from './cors.js';
 import { oauthError, TokenVerificationError } from '../../model/errors.js';
 import { authenticateClient, formField } from './client-auth.js';
@@ -17,6 +19,7 @@ export function revokeRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     const realm = await realmOrError(ctx.storage, request.params.realm);
     const client = await authenticateClient(ctx, realm, request);
     checkAllowedOrigin(ctx, request, client);
+    await enforceClientPolicies(ctx.storage, realm, { event: 'TOKEN_REVOKE', client, form: (name) => formField(request.body, name), issuer: issuerOf(baseUrl(request, ctx.config.hostname), realm.name) });
     const token = formField(request.body, 'token');
     if (!token) throw oauthError.invalid_request('Missing parameter: token');
     // RFC 7009: a refresh token (or an offline one) ends its session, an access token is blocked until it expires.

@@ -3,7 +3,8 @@ import type { Client, Realm } from '../../../model/types.js';
 import { dpopHeader, dpopRequired, rememberTokenRequestProof, verifyDpopProof } from '../dpop.js';
 import type { ProtocolContext } from '../../context.js';
 import { oauthError } from '../../../model/errors.js';
-import { certificateThumbprint, corsPending } from '../../../http/index.js';
+import { baseUrl, certificateThumbprint, corsPending } from '../../../http/index.js';
+import { issuerOf } from '../tokens.js';
 import { certificateBound, certificateConfirmation, requestCertificateChain } from '../mtls.js';
 import { checkAllowedOrigin } from '../cors.js';
 import { authenticateClient, formField, isFormRequest } from '../client-auth.js';
@@ -71,6 +72,8 @@ export function tokenRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       scope: formField(request.body, 'scope'),
       dpopProof: dpopHeader(request) !== undefined,
       clientCertificate: requestCertificateChain(ctx, request) !== null,
+      form: (name) => formField(request.body, name),
+      issuer: issuerOf(baseUrl(request, ctx.config.hostname), realm.name),
     });
     const tokens = await grant(withCertificateBinding(await withDpopProof(ctx, realm, client, request), client, grantType, request), realm, client, request);
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
