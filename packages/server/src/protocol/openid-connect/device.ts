@@ -39,6 +39,9 @@ const positiveInt = (value: string | undefined): number | undefined => {
   return value !== undefined && value !== '' && Number.isInteger(n) && n > 0 ? n : undefined;
 };
 
+/** Keycloak's realm attribute naming the verification URI to show instead of the device page's own address. */
+export const SHORT_VERIFICATION_URI = 'shortVerificationUri';
+
 const devicePath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/device`;
 
 /**
@@ -86,7 +89,9 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       ...(codeChallenge !== undefined ? { codeChallenge } : {}),
     });
     await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH', clientId: client.clientId, request: info, details: { scope } });
-    const verificationUri = `${baseUrl(request, ctx.config.hostname)}${devicePath(realm)}`;
+    // Keycloak's realm attribute `shortVerificationUri` (the console's Tokens tab, "Short verification URI"): an
+    // address shorter to type that the operator forwards to the device page; as Keycloak, taken as given when set.
+    const verificationUri = realm.attributes[SHORT_VERIFICATION_URI] || `${baseUrl(request, ctx.config.hostname)}${devicePath(realm)}`;
     return reply.header('cache-control', 'no-store').send({
       device_code: deviceCode,
       user_code: userCode,
