@@ -11,6 +11,8 @@ import { adminToken, api, startServer, type TestServer } from './support/server.
 const REALM = 'jar';
 const PASSWORD = 'Jar-password-8';
 const callback = 'http://127.0.0.1:9/cb';
+/** A client for each of Keycloak's `request.object.required` values. */
+const REQUIRED = { 'any-object': 'request or request_uri', 'request-only': 'request only', 'uri-only': 'request_uri only', free: 'not required' } as const;
 let t: TestServer;
 let issuer: string;
 let key: CryptoKey;
@@ -29,6 +31,10 @@ beforeAll(async () => {
   ok(await api(t.url, 'POST', '/admin/realms', token, { realm: REALM, enabled: true }));
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'app', secret: 'app-secret-value-long-enough-0123456789', redirectUris: [callback], attributes: { 'use.jwks.string': 'true', 'jwks.string': jwks } }));
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'pinned', secret: 'pinned-secret', redirectUris: [callback], attributes: { 'use.jwks.string': 'true', 'jwks.string': jwks, 'request.object.signature.alg': 'ES256' } }));
+  // Keycloak's `request.object.required`, one client per value (public: PAR and the device endpoint take them by client_id).
+  for (const [clientId, required] of Object.entries(REQUIRED)) {
+    ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId, publicClient: true, redirectUris: [callback], attributes: { 'request.object.required': required, 'oauth2.device.authorization.grant.enabled': 'true' } }));
+  }
   ok(await api(t.url, 'POST', `/admin/realms/${REALM}/users`, token, { username: 'dan', email: 'dan@example.com', emailVerified: true, firstName: 'Dan', lastName: 'Doe', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }));
 });
 afterAll(() => t?.close());
@@ -108,5 +114,79 @@ describe('request objects at the PAR endpoint', () => {
   it('a bad one is 400 invalid_request_object', async () => {
     const refused = await push({ client_id: 'app', client_secret: 'app-secret-value-long-enough-0123456789', request: await signed(claims(), stranger) });
     expect(refused).toEqual({ status: 400, body: { error: 'invalid_request_object', error_description: 'failed to verify the signature of the request object' } });
+  });
+});
+
+describe("request.object.required (Keycloak's four values)", () => {
+  const push = async (form: Record<string, string>) => {
+    const response = await fetch(`${issuer}/protocol/openid-connect/ext/par/request`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+  const plain = (clientId: string) => ({ client_id: clientId, response_type: 'code', redirect_uri: callback, scope: 'openid', state: 'st', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+  const open = (query: Record<string, string>) => new FormClient(t.url).get(`/realms/${REALM}/protocol/openid-connect/auth?${new URLSearchParams(query)}`);
+  const loginPage = (page: { status: number; text: string }) => page.status === 200 && inputValue(page.text, 'session_code') !== null;
+
+  it('at the authorization endpoint: a plain request of a client that must send objects is an error page, never a redirect', async () => {
+    for (const [clientId, text] of [
+      ['any-object', "Client is required to use 'request' or 'request_uri' parameter."],
+      ['request-only', "Client is required to use 'request' parameter."],
+      ['uri-only', "Client is required to use 'request_uri' parameter."],
+    ] as const) {
+      const refused = await open(plain(clientId));
+      expect(refused.status, clientId).toBe(400);
+      expect(refused.location).toBeNull();
+      expect(refused.text).toContain(text.replace(/'/g, '&#39;'));
+    }
+    expect(loginPage(await open(plain('free')))).toBe(true);
+    // What each value takes: an object for `request or request_uri` and `request only`, not for `request_uri only`.
+    expect(loginPage(await open({ client_id: 'any-object', request: unsigned(plain('any-object')) }))).toBe(true);
+    expect(loginPage(await open({ client_id: 'request-only', request: unsigned(plain('request-only')) }))).toBe(true);
+    expect((await open({ client_id: 'uri-only', request: unsigned(plain('uri-only')) })).status).toBe(400);
+  });
+
+  it('at the PAR endpoint: a push without an object is refused where the client must send one; the request_uri then serves `request_uri only`, not `request only`', async () => {
+    for (const clientId of ['any-object', 'request-only']) {
+      expect(await push(plain(clientId)), clientId).toEqual({ status: 400, body: { error: 'invalid_request', error_description: "Client is required to use 'request' parameter." } });
+    }
+    const uriOnly = await push(plain('uri-only'));
+    expect(uriOnly.status).toBe(201);
+    expect(loginPage(await open({ client_id: 'uri-only', request_uri: uriOnly.body.request_uri }))).toBe(true);
+    const requestOnly = await push({ client_id: 'request-only', request: unsigned(plain('request-only')) });
+    expect(requestOnly.status).toBe(201);
+    // As Keycloak 26.7.3: `request only` wants the object at the authorization endpoint itself, a request_uri is not it.
+    expect((await open({ client_id: 'request-only', request_uri: requestOnly.body.request_uri })).status).toBe(400);
+    const anyObject = await push({ client_id: 'any-object', request: unsigned(plain('any-object')) });
+    expect(loginPage(await open({ client_id: 'any-object', request_uri: anyObject.body.request_uri }))).toBe(true);
+  });
+
+  it('never request and request_uri together, and no request_uri inside an object', async () => {
+    const pushed = await push(plain('free'));
+    const both = await open({ client_id: 'free', request: unsigned(plain('free')), request_uri: pushed.body.request_uri });
+    expect(both.status).toBe(400);
+    expect(both.text).toContain('Illegal to use both');
+    // The pushed request was not spent by the refused one.
+    expect(loginPage(await open({ client_id: 'free', request_uri: pushed.body.request_uri }))).toBe(true);
+    const chained = await open({ client_id: 'free', request: unsigned({ ...plain('free'), request_uri: 'https://example.test/object' }) });
+    expect(chained.status).toBe(400);
+    expect(chained.text).toContain('The request_uri claim should not be set in the request object');
+  });
+
+  it('at the device endpoint: the setting holds, and a request object is read there (its scope and PKCE challenge)', async () => {
+    const device = async (form: Record<string, string>) => {
+      const response = await fetch(`${issuer}/protocol/openid-connect/auth/device`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
+    };
+    expect(await device({ client_id: 'request-only', scope: 'openid' })).toEqual({ status: 400, body: { error: 'invalid_request', error_description: "Client is required to use 'request' parameter." } });
+    const started = await device({ client_id: 'request-only', request: unsigned({ client_id: 'request-only', scope: 'openid email', code_challenge: pkce().challenge, code_challenge_method: 'S256' }) });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    expect(started.body.user_code).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+    // The object's parameters are the request's: its PKCE method is checked (plain is refused), the form's is not read.
+    const plainMethod = await device({ client_id: 'request-only', code_challenge_method: 'S256', request: unsigned({ client_id: 'request-only', code_challenge: pkce().challenge, code_challenge_method: 'plain' }) });
+    // (Read from the form, the S256 method without a challenge would be "Invalid parameter: code_challenge".)
+    expect(plainMethod).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Invalid parameter: code challenge method is not supported (use S256)' } });
+    // A bad object is refused before anything is made.
+    expect((await device({ client_id: 'request-only', request: 'not-a-jwt' })).body).toMatchObject({ error: 'invalid_request', error_description: expect.stringContaining('Invalid parameter: request') });
+    expect(await device({ client_id: 'free', request_uri: 'urn:ietf:params:oauth:request_uri:x' })).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Invalid parameter: request_uri' } });
+    expect((await device({ client_id: 'free' })).status).toBe(200);
   });
 });

@@ -10,9 +10,37 @@ import { issuerOf } from './tokens.js';
 /** Keycloak's client attribute naming the one algorithm the client's request objects must use (`any`: none pinned). */
 export const REQUEST_OBJECT_ALG_ATTRIBUTE = 'request.object.signature.alg';
 /** What a request object may be signed with: the client's keys, its secret, or (as Keycloak, unless pinned) not at all. */
-const REQUEST_OBJECT_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS, 'none'];
+export const REQUEST_OBJECT_ALGS = [...ASYMMETRIC_ASSERTION_ALGS, ...SECRET_ASSERTION_ALGS, 'none'];
 /** A request object is a JWT in a parameter: longer than the other parameters may be, not without bound. */
 export const MAX_REQUEST_OBJECT = 16_384;
+
+/** Keycloak's client attribute saying whether (and how) the client must send its authorization request as an object. */
+export const REQUEST_OBJECT_REQUIRED_ATTRIBUTE = 'request.object.required';
+
+/**
+ * Keycloak's `request.object.required` (OIDCAdvancedConfigWrapper), checked at the authorization and device endpoints
+ * (AuthorizationEndpointRequestParserProcessor): `request or request_uri`, `request only`, `request_uri only`; unset
+ * or `not required` asks nothing. Null when the request may go on, else Keycloak's reason (the error page's event
+ * detail). Both parameters at once are refused whatever the setting.
+ */
+export function requestObjectRequiredProblem(client: Client, hasRequest: boolean, hasRequestUri: boolean): string | null {
+  if (hasRequest && hasRequestUri) return "Illegal to use both 'request' and 'request_uri' parameters together";
+  const required = client.attributes[REQUEST_OBJECT_REQUIRED_ATTRIBUTE];
+  if (required === 'request or request_uri' && !hasRequest && !hasRequestUri) return "Client is required to use 'request' or 'request_uri' parameter.";
+  if (required === 'request only' && !hasRequest) return "Client is required to use 'request' parameter.";
+  if (required === 'request_uri only' && !hasRequestUri) return "Client is required to use 'request_uri' parameter.";
+  return null;
+}
+
+/**
+ * The same setting at the PAR endpoint (Keycloak's ParEndpointRequestParserProcessor): a push must carry `request`
+ * when the client requires `request or request_uri` or `request only` (the push is what makes the request_uri);
+ * `request_uri only` asks nothing of the push.
+ */
+export function pushedRequestObjectProblem(client: Client, hasRequest: boolean): string | null {
+  const required = client.attributes[REQUEST_OBJECT_REQUIRED_ATTRIBUTE];
+  return (required === 'request or request_uri' || required === 'request only') && !hasRequest ? "Client is required to use 'request' parameter." : null;
+}
 
 const CLOCK_SKEW_SECONDS = 5;
 /** The JWT's own claims, not authorization request parameters. */
@@ -48,6 +76,8 @@ export async function readRequestObject(ctx: ProtocolContext, request: FastifyRe
   const aud = payload.aud === undefined ? [] : Array.isArray(payload.aud) ? payload.aud : [payload.aud];
   if (payload.aud !== undefined && !aud.includes(issuer)) return { ok: false, reason: 'the audience of the request object is not this realm' };
   if (typeof payload.exp === 'number' && payload.exp + CLOCK_SKEW_SECONDS < Date.now() / 1000) return { ok: false, reason: 'the request object has expired' };
+  // As Keycloak: an object must not point at another (no chains of request_uri).
+  if (payload.request_uri !== undefined) return { ok: false, reason: 'The request_uri claim should not be set in the request object' };
   const params: Record<string, string> = {};
   for (const [name, value] of Object.entries(payload)) {
     if (JWT_CLAIMS.has(name) || value === null || value === undefined) continue;
