@@ -1,4 +1,4 @@
-import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import { CompactEncrypt, SignJWT, UnsecuredJWT, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
@@ -188,5 +188,42 @@ describe("request.object.required (Keycloak's four values)", () => {
     expect((await device({ client_id: 'request-only', request: 'not-a-jwt' })).body).toMatchObject({ error: 'invalid_request', error_description: expect.stringContaining('Invalid parameter: request') });
     expect(await device({ client_id: 'free', request_uri: 'urn:ietf:params:oauth:request_uri:x' })).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Invalid parameter: request_uri' } });
     expect((await device({ client_id: 'free' })).status).toBe(200);
+  });
+});
+
+describe('encrypted request objects (a JWE to a realm rsa-enc-generated key, as Keycloak 26 takes them)', () => {
+  let encKey: { kid: string; key: CryptoKey };
+  beforeAll(async () => {
+    const token = await adminToken(t.url);
+    const made = await api(t.url, 'POST', `/admin/realms/${REALM}/components`, token, { name: 'enc', providerId: 'rsa-enc-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { algorithm: ['RSA-OAEP-256'] } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const jwk = ((await (await fetch(`${issuer}/protocol/openid-connect/certs`)).json()) as { keys: JWK[] }).keys.find((k) => k.use === 'enc')!;
+    encKey = { kid: jwk.kid!, key: (await importJWK(jwk, 'RSA-OAEP-256')) as CryptoKey };
+    const pinnedEnc = await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'pinned-enc', publicClient: true, redirectUris: [callback], attributes: { 'use.jwks.string': 'true', 'jwks.string': (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=app`, token)).body[0].attributes['jwks.string'], 'request.object.encryption.alg': 'RSA-OAEP-256', 'request.object.encryption.enc': 'A128GCM' } });
+    expect(pinnedEnc.status).toBe(201);
+  });
+  const encrypt = async (inner: string, header: { alg?: string; enc?: string; kid?: string } = {}) =>
+    new CompactEncrypt(new TextEncoder().encode(inner)).setProtectedHeader({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: encKey.kid, cty: 'JWT', ...header }).encrypt(encKey.key);
+
+  it("the signed object inside is read as any other: its parameters win, the user signs in", async () => {
+    const back = await authorize('app', await encrypt(await signed(claims())), { state: 'from-query' });
+    expect(back.status).toBe(302);
+    expect(new URL(back.location!).searchParams.get('state')).toBe('from-object');
+  });
+
+  it('refused: another kid, the client pinning other algorithms, a signature that fails inside, garbage', async () => {
+    for (const [clientId, object, reason] of [
+      ['app', await encrypt(await signed(claims()), { kid: 'not-a-realm-key' }), 'no encryption key of the realm'],
+      ['pinned-enc', await encrypt(await signed(claims('pinned-enc'))), 'content encrypted with different algorithm'],
+      ['app', await encrypt(await signed(claims(), stranger)), 'failed to verify the signature'],
+      ['app', 'a.b.c.d.e', 'not a JWE'],
+    ]) {
+      const refused = await authorize(clientId, object);
+      expect(refused.status, reason).toBe(400);
+      expect(refused.text).toContain('Invalid parameter: request');
+      expect(refused.text, reason).toContain(reason);
+    }
+    const pinned = await authorize('pinned-enc', await encrypt(await signed(claims('pinned-enc')), { enc: 'A128GCM' }));
+    expect(pinned.status).toBe(302);
   });
 });
