@@ -1,4 +1,4 @@
-import { UnsecuredJWT } from 'jose';
+import { CompactEncrypt, SignJWT, UnsecuredJWT, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { FormClient, pkce } from '../support/forms.js';
 import { addUser, CALLBACK, seen, startBoth, USER_PASSWORD, type Both, type Side } from './both.js';
@@ -43,6 +43,24 @@ async function setUp(side: Side): Promise<void> {
   });
   await kc.clients.create({ clientId: 'outsider', publicClient: false, secret: REQUESTER_SECRET, directAccessGrantsEnabled: true, standardFlowEnabled: false, attributes: { 'standard.token.exchange.enabled': 'true' } });
   await addUser(side, 'viewer');
+  // Encrypted request objects: a confidential client (HS256 inner objects with its secret), one pinning the content
+  // encryption; an RSA-OAEP-256 encryption key on both (Keycloak's realms have an RSA-OAEP one already).
+  await kc.clients.create({ clientId: 'jar', publicClient: false, secret: JAR_SECRET, redirectUris: [CALLBACK], standardFlowEnabled: true });
+  await kc.clients.create({ clientId: 'jar-a128', publicClient: false, secret: JAR_SECRET, redirectUris: [CALLBACK], standardFlowEnabled: true, attributes: { 'request.object.encryption.enc': 'A128GCM' } });
+  await side.call('POST', '/components', { name: 'enc-oaep-256', providerId: 'rsa-enc-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { algorithm: ['RSA-OAEP-256'], priority: ['500'] } });
+}
+
+const JAR_SECRET = 'jar-secret-0123456789-0123456789-0123456789';
+
+/** An HS256 request object of `clientId`, encrypted to the realm's RSA-OAEP-256 key (found in its JWKS). */
+async function encryptedObject(side: Side, clientId: string, enc: string): Promise<string> {
+  const jwks = (await (await fetch(realmPath(side, 'protocol/openid-connect/certs'))).json()) as { keys: JWK[] };
+  const jwk = jwks.keys.find((k) => k.use === 'enc' && k.alg === 'RSA-OAEP-256')!;
+  const inner = await new SignJWT({ ...plainRequest(clientId), iss: clientId, aud: realmPath(side, '').replace(/\/$/, '') })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setExpirationTime('1m')
+    .sign(new TextEncoder().encode(JAR_SECRET));
+  return new CompactEncrypt(new TextEncoder().encode(inner)).setProtectedHeader({ alg: 'RSA-OAEP-256', enc, kid: jwk.kid, cty: 'JWT' }).encrypt(await importJWK(jwk, 'RSA-OAEP-256'));
 }
 
 const realmPath = (side: Side, path: string) => `${side.url}/realms/${side.realm}/${path}`;
@@ -153,6 +171,16 @@ const rows: DiffCase[] = [
         // The pushed request's request_uri at the authorization endpoint: enough for `request_uri only`, not for `request only`.
         uriOnlyRedeemed: uriOnlyWithout.status === 201 ? await authorize(side, 'uri-only', { request_uri: uriOnlyWithout.body.request_uri }) : null,
         requestOnlyRedeemed: requestOnlyWithObject.status === 201 ? await authorize(side, 'request-only', { request_uri: requestOnlyWithObject.body.request_uri }) : null,
+      };
+    },
+  },
+  {
+    name: 'encrypted request objects at the authorization endpoint',
+    async observe(side) {
+      return {
+        encrypted: await authorize(side, 'jar', { request: await encryptedObject(side, 'jar', 'A256GCM') }),
+        pinnedEncMatches: await authorize(side, 'jar-a128', { request: await encryptedObject(side, 'jar-a128', 'A128GCM') }),
+        pinnedEncDiffers: await authorize(side, 'jar-a128', { request: await encryptedObject(side, 'jar-a128', 'A256GCM') }),
       };
     },
   },
