@@ -1,4 +1,5 @@
 import { CompactEncrypt, SignJWT, UnsecuredJWT, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
@@ -225,5 +226,28 @@ describe('encrypted request objects (a JWE to a realm rsa-enc-generated key, as 
     }
     const pinned = await authorize('pinned-enc', await encrypt(await signed(claims('pinned-enc')), { enc: 'A128GCM' }));
     expect(pinned.status).toBe(302);
+  });
+});
+
+describe('openid-client with a client that must send request objects', () => {
+  it("buildAuthorizationUrlWithJAR for `request only`: the user signs in, the code is redeemed; the plain URL is refused", async () => {
+    const token = await adminToken(t.url);
+    const jwks = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=app`, token)).body[0].attributes['jwks.string'];
+    const created = await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'jar-required', secret: 'jar-required-secret', redirectUris: [callback], attributes: { 'use.jwks.string': 'true', 'jwks.string': jwks, 'request.object.required': 'request only', 'request.object.signature.alg': 'ES256' } });
+    expect(created.status).toBe(201);
+    const config = await oidc.discovery(new URL(issuer), 'jar-required', 'jar-required-secret', oidc.ClientSecretPost('jar-required-secret'), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const params = { redirect_uri: callback, scope: 'openid', state: 'jar-state', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' };
+    const refused = await new FormClient(t.url).get(oidc.buildAuthorizationUrl(config, params).href);
+    expect(refused.status).toBe(400);
+    const url = await oidc.buildAuthorizationUrlWithJAR(config, params, { key, kid: 'k1' });
+    expect(url.searchParams.get('request')).toBeTruthy();
+    const browser = new FormClient(t.url);
+    const page = await browser.get(url.href);
+    expect(page.status).toBe(200);
+    const back = await browser.post(`/realms/${REALM}/login-actions/authenticate`, { username: 'dan', password: PASSWORD, session_code: inputValue(page.text, 'session_code')! });
+    expect(back.status).toBe(302);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(back.location!), { pkceCodeVerifier: verifier, expectedState: 'jar-state' });
+    expect(tokens.claims()?.azp).toBe('jar-required');
   });
 });
