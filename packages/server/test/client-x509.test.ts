@@ -186,7 +186,7 @@ describe('client-x509 and certificate-bound tokens behind a TLS-terminating prox
       secret: 'bound-secret-1',
       directAccessGrantsEnabled: true,
       serviceAccountsEnabled: true,
-      attributes: { 'tls.client.certificate.bound.access.tokens': 'true' },
+      attributes: { 'tls.client.certificate.bound.access.tokens': 'true', 'standard.token.exchange.enabled': 'true' },
     }));
     ok(await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'resource', publicClient: false, secret: 'resource-secret-1', attributes: { 'allow.token.introspection.without.audience.check': 'true' } }));
   }, 60_000);
@@ -300,6 +300,23 @@ describe('client-x509 and certificate-bound tokens behind a TLS-terminating prox
     const refreshed = await call(tlsFetch(other), endpoint('token'), refresh);
     expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
     expect(decodeJwt(refreshed.body!.access_token as string).cnf).toEqual({ 'x5t#S256': thumbprint(other) });
+  });
+
+  it('token exchange takes a certificate-bound subject token only over a connection with its certificate (Keycloak 26.7.3)', async () => {
+    const issued = await call(tlsFetch(other), endpoint('token'), { grant_type: 'password', client_id: 'bound', client_secret: 'bound-secret-1', username: 'mia', password: 'Mia-password-1' });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const exchange = {
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      client_id: 'bound',
+      client_secret: 'bound-secret-1',
+      subject_token: issued.body!.access_token as string,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+    };
+    const stolen = await call(tlsFetch(partner), endpoint('token'), exchange);
+    expect(stolen).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'Client certificate missing, or its thumbprint and one in the token did NOT match' } });
+    const own = await call(tlsFetch(other), endpoint('token'), exchange);
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect(decodeJwt(own.body!.access_token as string).cnf).toEqual({ 'x5t#S256': thumbprint(other) });
   });
 
   it('the admin API stores client-x509 and refuses an x509.subjectdn its comparison cannot use', async () => {

@@ -100,6 +100,23 @@ describe('the device authorization grant', () => {
     expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { oauth2DevicePollingInterval: 0 })).status).toBe(400);
   });
 
+  it("names the realm's shortVerificationUri (the console's Tokens tab) as verification_uri, the complete one built on it", async () => {
+    const token = await adminToken(t.url);
+    const realm = (await api(t.url, 'GET', `/admin/realms/${REALM}`, token)).body;
+    const short = 'https://tv.example.test/go';
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { attributes: { ...realm.attributes, shortVerificationUri: short } })).status).toBe(204);
+    const shown = await deviceAuthorization(t.url, { client_id: 'tv' });
+    expect(shown.status).toBe(200);
+    expect(shown.body.verification_uri).toBe(short);
+    expect(shown.body.verification_uri_complete).toBe(`${short}?user_code=${shown.body.user_code}`);
+    // The short address is the operator's forward to the device page, which takes the complete URI's query.
+    const typed = await new FormClient(t.url).get(`/realms/${REALM}/device?user_code=${shown.body.user_code}`);
+    expect(inputValue(typed.text, 'session_code')).not.toBeNull();
+    // Empty is unset, as Keycloak reads it: the device page's own address again.
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}`, token, { attributes: { ...realm.attributes, shortVerificationUri: '' } })).status).toBe(204);
+    expect((await deviceAuthorization(t.url, { client_id: 'tv' })).body.verification_uri).toBe(`${t.url}/realms/${REALM}/device`);
+  });
+
   it('is off unless the client switches it on: 400 unauthorized_client at the device endpoint, invalid_grant at the token endpoint', async () => {
     const refused = await deviceAuthorization(t.url, { client_id: 'plain' });
     expect(refused).toMatchObject({

@@ -1,4 +1,4 @@
-import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
+import { CompactEncrypt, SignJWT, UnsecuredJWT, createRemoteJWKSet, importJWK, type JWK, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, firstForm, inputValue, pkce } from './support/forms.js';
 import { generateKeyPairSync } from 'node:crypto';
@@ -301,6 +301,54 @@ describe('discovery advertises exactly what works', () => {
     for (const alg of Object.keys(assertionKeys)) exercisers[alg] = grant('api-pkjwt', alg);
     for (const alg of ['HS256', 'HS384', 'HS512']) exercisers[alg] = grant('api-sjwt', alg);
     await exerciseAll(meta.token_endpoint_auth_signing_alg_values_supported, exercisers);
+  });
+
+  it('every request object signing algorithm, at the PAR endpoint (the authorization endpoint reads them alike)', async () => {
+    // A client with the assertion keys (asymmetric algorithms) and a secret long enough for HS512.
+    const admin = await adminToken(t.url);
+    const jwks = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=api-pkjwt`, admin)).body[0].attributes['jwks.string'];
+    const created = await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'jar', secret: SJWT_SECRET, redirectUris: [CALLBACK], attributes: { 'use.jwks.string': 'true', 'jwks.string': jwks } });
+    expect([201, 409]).toContain(created.status);
+    const request = { client_id: 'jar', iss: 'jar', aud: meta.issuer, response_type: 'code', redirect_uri: CALLBACK, scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' };
+    const pushed = (object: string) => async () => {
+      const answer = await json(await form(meta.pushed_authorization_request_endpoint, { client_id: 'jar', client_secret: SJWT_SECRET, request: object }));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+    };
+    const signedWith = (alg: string) => async () => {
+      const jwt = () => new SignJWT(request).setExpirationTime('1m');
+      const object = alg.startsWith('HS') ? await jwt().setProtectedHeader({ alg }).sign(new TextEncoder().encode(SJWT_SECRET)) : await jwt().setProtectedHeader({ alg, kid: assertionKeys[alg].kid }).sign(assertionKeys[alg].key);
+      await pushed(object)();
+      // Signed by another key, the same algorithm is refused: the signature is what is checked.
+      const other = alg.startsWith('HS') ? await jwt().setProtectedHeader({ alg }).sign(new TextEncoder().encode(`${SJWT_SECRET}-other`)) : await jwt().setProtectedHeader({ alg, kid: assertionKeys[alg].kid }).sign((await generateKeyPair(alg)).privateKey);
+      expect((await form(meta.pushed_authorization_request_endpoint, { client_id: 'jar', client_secret: SJWT_SECRET, request: other })).status, alg).toBe(400);
+    };
+    const exercisers: Record<string, () => Promise<void>> = { none: pushed(new UnsecuredJWT(request).encode()) };
+    for (const alg of [...Object.keys(assertionKeys), 'HS256', 'HS384', 'HS512']) exercisers[alg] = signedWith(alg);
+    await exerciseAll(meta.request_object_signing_alg_values_supported, exercisers);
+  });
+
+  it('every request object encryption algorithm and content encryption (a JWE to a realm rsa-enc-generated key)', async () => {
+    const admin = await adminToken(t.url);
+    for (const algorithm of meta.request_object_encryption_alg_values_supported as string[]) {
+      const made = await api(t.url, 'POST', `/admin/realms/${REALM}/components`, admin, { name: `enc-${algorithm}`, providerId: 'rsa-enc-generated', providerType: 'org.keycloak.keys.KeyProvider', config: { algorithm: [algorithm] } });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+    }
+    const jwks = ((await (await fetch(meta.jwks_uri)).json()) as { keys: JWK[] }).keys.filter((k) => k.use === 'enc');
+    if (!(await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=jar`, admin)).body.length) {
+      expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clients`, admin, { clientId: 'jar', secret: SJWT_SECRET, redirectUris: [CALLBACK] })).status).toBe(201);
+    }
+    const request = { client_id: 'jar', iss: 'jar', aud: meta.issuer, response_type: 'code', redirect_uri: CALLBACK, scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' };
+    const inner = await new SignJWT(request).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('1m').sign(new TextEncoder().encode(SJWT_SECRET));
+    const encrypted = async (alg: string, enc: string) => {
+      const jwk = jwks.find((k) => k.alg === alg)!;
+      return new CompactEncrypt(new TextEncoder().encode(inner)).setProtectedHeader({ alg, enc, kid: jwk.kid, cty: 'JWT' }).encrypt(await importJWK(jwk, alg));
+    };
+    const pushed = (alg: string, enc: string) => async () => {
+      const answer = await json(await form(meta.pushed_authorization_request_endpoint, { client_id: 'jar', client_secret: SJWT_SECRET, request: await encrypted(alg, enc) }));
+      expect(answer.status, `${alg} ${enc}: ${JSON.stringify(answer.body)}`).toBe(201);
+    };
+    await exerciseAll(meta.request_object_encryption_alg_values_supported, Object.fromEntries(meta.request_object_encryption_alg_values_supported.map((alg: string) => [alg, pushed(alg, 'A256GCM')])));
+    await exerciseAll(meta.request_object_encryption_enc_values_supported, Object.fromEntries(meta.request_object_encryption_enc_values_supported.map((enc: string) => [enc, pushed('RSA-OAEP', enc)])));
   });
 
   it('every scope, signing algorithm, subject type and claim', async () => {

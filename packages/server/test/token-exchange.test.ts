@@ -218,6 +218,32 @@ describe('token exchange (standard V2)', () => {
     expect(decodeJwt(refreshed.body.access_token as string).azp).toBe('refresher');
   });
 
+  it('never an offline token: offline_access with a refresh token is refused (asked for, or a default scope); an access token only names it', async () => {
+    const refused = await exchange('refresher', await subjectToken(), { requested_token_type: REFRESH, scope: 'offline_access' });
+    expect(refused).toEqual({ status: 400, body: { error: 'invalid_request', error_description: 'Scope offline_access not allowed for token exchange' } });
+    const errors = await events('TOKEN_EXCHANGE_ERROR');
+    expect(errors.some((e) => e.clientId === 'refresher' && e.details.reason === 'Scope offline_access not allowed for token exchange')).toBe(true);
+    // As Keycloak 26.7.3: the access token's scope lists it, and nothing offline comes with it.
+    const access = await exchange('refresher', await subjectToken(), { scope: 'offline_access' });
+    expect(access.status, JSON.stringify(access.body)).toBe(200);
+    expect(String(access.body.scope).split(' ')).toContain('offline_access');
+    expect(access.body.refresh_token).toBeUndefined();
+    const { sub } = decodeJwt(access.body.access_token as string) as { sub: string };
+    const refresherId = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=refresher`, admin)).body[0].id as string;
+    expect((await api(t.url, 'GET', `/admin/realms/${REALM}/users/${sub}/offline-sessions/${refresherId}`, admin)).body).toEqual([]);
+    // offline_access among the requester's default scopes: every refresh token it would get is offline, so refused.
+    const offlineScope = ((await api(t.url, 'GET', `/admin/realms/${REALM}/client-scopes`, admin)).body as { id: string; name: string }[]).find((c) => c.name === 'offline_access')!;
+    expect((await api(t.url, 'DELETE', `/admin/realms/${REALM}/clients/${refresherId}/optional-client-scopes/${offlineScope.id}`, admin)).status).toBe(204);
+    expect((await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${refresherId}/default-client-scopes/${offlineScope.id}`, admin)).status).toBe(204);
+    try {
+      expect((await exchange('refresher', await subjectToken(), { requested_token_type: REFRESH })).body.error_description).toBe('Scope offline_access not allowed for token exchange');
+    } finally {
+      await api(t.url, 'DELETE', `/admin/realms/${REALM}/clients/${refresherId}/default-client-scopes/${offlineScope.id}`, admin);
+      await api(t.url, 'PUT', `/admin/realms/${REALM}/clients/${refresherId}/optional-client-scopes/${offlineScope.id}`, admin);
+    }
+    expect((await exchange('refresher', await subjectToken(), { requested_token_type: REFRESH })).status).toBe(200);
+  });
+
   it('with openid-client (genericGrantRequest) and a DPoP proof: the new token is bound to its key', async () => {
     const config = await oidc.discovery(new URL(`${t.url}/realms/${REALM}`), 'gateway', undefined, oidc.ClientSecretBasic('gateway-secret'), { execute: [oidc.allowInsecureRequests] });
     expect(config.serverMetadata().grant_types_supported).toContain(GRANT);

@@ -346,6 +346,25 @@ export class RealmKeys {
     return { kid: row.kid, algorithm: row.algorithm, key: await this.importOnce(`${row.kid}:private`, row.private_jwk, row.algorithm), keyObject };
   }
 
+  /**
+   * An encryption key of the realm by id, to decrypt what a client encrypted to its public half (a request object, a
+   * JWE to an `rsa-enc-generated` key): enabled, `enc` use, with its algorithm. Null for any other kid.
+   */
+  async decryptionKey(realmId: string, kid: string): Promise<{ key: KeyObject; algorithm: string } | null> {
+    const row = await this.storage.db
+      .selectFrom('realm_key')
+      .select(['private_jwk', 'algorithm'])
+      .where('realm_id', '=', realmId)
+      .where('kid', '=', kid)
+      .where('key_use', '=', 'enc')
+      .where((eb) => eb.or([eb('enabled', 'is', null), eb('enabled', '=', 1)]))
+      .executeTakeFirst();
+    if (!row || !row.private_jwk) return null;
+    const jwk = JSON.parse(row.private_jwk) as JsonWebKey;
+    if (jwk.kty !== 'RSA') return null;
+    return { key: createPrivateKey({ key: jwk, format: 'jwk' }), algorithm: row.algorithm };
+  }
+
   /** A key of the realm by id (found ones cached; an unknown kid is looked up each time and never kept). */
   async verificationKey(realmId: string, kid: string): Promise<{ key: CryptoKey; algorithm: string } | null> {
     return this.storage.cache.get(`verification-key\0${realmId}\0${kid}`, KEY_TABLES, () => this.loadVerificationKey(realmId, kid));

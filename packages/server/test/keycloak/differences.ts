@@ -67,4 +67,22 @@ export const differences: ListedDifference[] = [
     'deliberate',
     "Keycloak 26.7.3 fails with 500 {error, error_description} on a certificate PEM that does not parse; Realmgate answers 400 {errorMessage, field} naming the file (never a 5xx for an administrator's input); neither changes the client's key.",
   ),
+  ...each(
+    'request.object.required at the PAR endpoint, and the pushed request at the authorization endpoint',
+    ['anyWithout.error_description', 'requestOnlyWithout.error_description'],
+    'deliberate',
+    "Keycloak 26.7.3's PAR endpoint answers the error page's message key as the description (\"invalidRequestMessage\"); Realmgate says what is missing (\"Client is required to use 'request' parameter.\", Keycloak's own reason in its event). Same status and error.",
+  ),
+  ...each(
+    'discovery: the fields of the device flow, token exchange, PAR and request objects',
+    ['request_uri_parameter_supported', 'require_request_uri_registration'],
+    'deliberate',
+    'Realmgate never fetches a request object by URL (an outbound request chosen by the client), so it advertises request_uri_parameter_supported false; request_uri takes only pushed requests (PAR). server README, "Device flow, pushed authorization requests".',
+  ),
+  ...each(
+    'discovery: the fields of the device flow, token exchange, PAR and request objects',
+    ['request_object_encryption_alg_values_supported'],
+    'deliberate',
+    'Encrypted request objects to RSA-OAEP and RSA-OAEP-256 keys only: RSA1_5 is refused (PKCS#1 v1.5 decryption is open to padding oracles) and there are no ECDH-ES realm keys (no ecdh-generated key provider).',
+  ),
 ];

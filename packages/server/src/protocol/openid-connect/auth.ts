@@ -9,7 +9,7 @@ import { redirectToClient } from './authorization-response.js';
 import { issuerOf } from './tokens.js';
 import { dropPushedRequest, parRequired, peekPushedRequest, takePushedRequest } from './par.js';
 import { pkceChallengeProblem } from './pkce.js';
-import { readRequestObject } from './request-object.js';
+import { readRequestObject, requestObjectRequiredProblem } from './request-object.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { clientScopeSet, enforceClientPolicies, requiredActionMaxAuthAge } from '../../services/index.js';
 
@@ -54,6 +54,9 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
       throw error;
     }
     const requestUri = paramOf(paramsOf(request), 'request_uri');
+    // Keycloak's `request.object.required` (and never `request` with `request_uri`): an error page, as Keycloak's.
+    const objectProblem = requestObjectRequiredProblem(client, paramsOf(request)?.request !== undefined, paramsOf(request)?.request_uri !== undefined);
+    if (objectProblem) return ctx.forms.requestError(reply, realm, `Invalid request: ${objectProblem}`);
     let params = paramsOf(request);
     if (requestUri !== undefined) {
       const pushed = await takePushedRequest(ctx, realm, client, requestUri);

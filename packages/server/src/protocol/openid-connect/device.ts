@@ -15,11 +15,12 @@ import { allowCorsForAnyOrigin, baseUrl, corsPending, requestInfo } from '../../
 import { oauthError } from '../../model/errors.js';
 import type { Client, Realm } from '../../model/types.js';
 import { clientScopeSet } from '../../services/index.js';
-import { authenticateClient, formField, isFormRequest } from './client-auth.js';
+import { authenticateClient, formField, formFields, isFormRequest } from './client-auth.js';
 import { checkAllowedOrigin } from './cors.js';
 import { normalizeScope, unknownScopes } from './mappers/index.js';
 import { pkceChallengeProblem, pkceEnforced } from './pkce.js';
 import { realmOrError } from './realm-lookup.js';
+import { readRequestObject, requestObjectRequiredProblem } from './request-object.js';
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -38,6 +39,9 @@ const positiveInt = (value: string | undefined): number | undefined => {
   const n = Number(value);
   return value !== undefined && value !== '' && Number.isInteger(n) && n > 0 ? n : undefined;
 };
+
+/** Keycloak's realm attribute naming the verification URI to show instead of the device page's own address. */
+export const SHORT_VERIFICATION_URI = 'shortVerificationUri';
 
 const devicePath = (realm: Realm) => `/realms/${encodeURIComponent(realm.name)}/device`;
 
@@ -58,8 +62,26 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'not_allowed', request: info });
       throw oauthError.unauthorized_client('Client is not allowed to initiate OAuth 2.0 Device Authorization Grant. The flow is disabled for the client.');
     }
+    // Keycloak parses this request as an authorization request: `request.object.required` holds here too, and a
+    // request object's claims are the request's parameters, over the form's. A request_uri is not taken here.
+    const form = formFields(request.body);
+    const objectProblem = requestObjectRequiredProblem(client, form.request !== undefined, form.request_uri !== undefined) ?? (form.request_uri !== undefined ? 'Invalid parameter: request_uri' : null);
+    let params = form;
+    if (!objectProblem && form.request !== undefined) {
+      const read = await readRequestObject(ctx, request, realm, client, form.request);
+      params = read.ok ? { ...form, ...read.params } : form;
+      if (!read.ok) {
+        await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'invalid_request', request: info, details: { reason: read.reason } });
+        throw oauthError.invalid_request(`Invalid parameter: request (${read.reason})`);
+      }
+    }
+    if (objectProblem) {
+      await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'invalid_request', request: info, details: { reason: objectProblem } });
+      throw oauthError.invalid_request(objectProblem);
+    }
+    const param = (name: string) => params[name];
     // Keycloak does not refuse scopes here; names that are no client scope of the client are dropped.
-    const requested = formField(request.body, 'scope');
+    const requested = param('scope');
     const unknown = new Set(unknownScopes(await clientScopeSet(ctx.storage, client), requested));
     const scope = normalizeScope(requested, true)
       .split(' ')
@@ -67,11 +89,11 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       .join(' ');
     const lifespan = positiveInt(client.attributes['oauth2.device.code.lifespan']) ?? positiveInt(realm.attributes.oauth2DeviceCodeLifespan) ?? DEFAULT_LIFESPAN_S;
     const interval = positiveInt(client.attributes['oauth2.device.polling.interval']) ?? positiveInt(realm.attributes.oauth2DevicePollingInterval) ?? DEFAULT_INTERVAL_S;
-    const nonce = formField(request.body, 'nonce')?.slice(0, 2048) ?? null;
+    const nonce = param('nonce')?.slice(0, 2048) ?? null;
     // RFC 7636 here too, as Keycloak 26's device endpoint (checkPKCEParams): required only by the client's
     // `pkce.code.challenge.method`; the poll must then send the verifier (token/device-code.ts).
-    const codeChallenge = formField(request.body, 'code_challenge');
-    const pkceProblem = pkceChallengeProblem(codeChallenge, formField(request.body, 'code_challenge_method'), pkceEnforced(client));
+    const codeChallenge = param('code_challenge');
+    const pkceProblem = pkceChallengeProblem(codeChallenge, param('code_challenge_method'), pkceEnforced(client));
     if (pkceProblem) {
       await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH_ERROR', clientId: client.clientId, error: 'invalid_request', request: info, details: { reason: pkceProblem } });
       throw oauthError.invalid_request(pkceProblem);
@@ -86,7 +108,9 @@ export function deviceRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
       ...(codeChallenge !== undefined ? { codeChallenge } : {}),
     });
     await ctx.events.user(realm, { type: 'OAUTH2_DEVICE_AUTH', clientId: client.clientId, request: info, details: { scope } });
-    const verificationUri = `${baseUrl(request, ctx.config.hostname)}${devicePath(realm)}`;
+    // Keycloak's realm attribute `shortVerificationUri` (the console's Tokens tab, "Short verification URI"): an
+    // address shorter to type that the operator forwards to the device page; as Keycloak, taken as given when set.
+    const verificationUri = realm.attributes[SHORT_VERIFICATION_URI] || `${baseUrl(request, ctx.config.hostname)}${devicePath(realm)}`;
     return reply.header('cache-control', 'no-store').send({
       device_code: deviceCode,
       user_code: userCode,

@@ -8,6 +8,7 @@ import { issuerOf } from './tokens.js';
 import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from './client-assertion.js';
 import { TOKEN_SIGNATURE_ALGS } from '../../keys/index.js';
 import { DPOP_ALGS } from './dpop.js';
+import { REQUEST_OBJECT_ALGS, REQUEST_OBJECT_ENCRYPTION_ALGS, REQUEST_OBJECT_ENCRYPTION_ENCS } from './request-object.js';
 
 /** Keycloak's order: private_key_jwt (client-jwt), the secret's two, tls_client_auth (client-x509), client_secret_jwt (client-secret-jwt). */
 const CLIENT_AUTH_METHODS = ['private_key_jwt', 'client_secret_basic', 'client_secret_post', 'tls_client_auth', 'client_secret_jwt'];
@@ -58,9 +59,14 @@ export function discoveryRoutes(app: FastifyInstance, ctx: ProtocolContext): voi
       scopes_supported: ['openid', 'profile', 'email', 'roles', 'web-origins', 'basic', 'acr', 'offline_access', 'phone', 'address', 'microprofile-jwt', 'organization'],
       claims_supported: ['aud', 'sub', 'iss', 'auth_time', 'name', 'given_name', 'family_name', 'preferred_username', 'email', 'email_verified', 'acr', 'azp', 'sid'],
       claims_parameter_supported: false,
-      // Request objects (`request`, RFC 9101) at the authorization and PAR endpoints (request-object.ts, tested in
-      // test/request-object.test.ts); their algorithms are not listed, so no untested one is advertised.
+      // Request objects (`request`, RFC 9101) at the authorization, PAR and device endpoints (request-object.ts, tested
+      // in test/request-object.test.ts): signed with the client's key or secret, or unsigned (`none`), as Keycloak lists
+      // them (each exercised in test/discovery.test.ts). `request_uri` by URL is not fetched, hence false below.
       request_parameter_supported: true,
+      request_object_signing_alg_values_supported: REQUEST_OBJECT_ALGS,
+      // Encrypted request objects (a JWE to one of the realm's `rsa-enc-generated` keys, request-object.ts).
+      request_object_encryption_alg_values_supported: REQUEST_OBJECT_ENCRYPTION_ALGS,
+      request_object_encryption_enc_values_supported: REQUEST_OBJECT_ENCRYPTION_ENCS,
       request_uri_parameter_supported: false,
       require_request_uri_registration: false,
       // RFC 8705: tokens bound to the client's certificate (a trusted proxy's, http/client-certificate.ts); the

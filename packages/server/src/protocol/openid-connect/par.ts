@@ -13,7 +13,7 @@ import { checkAllowedOrigin } from './cors.js';
 import { dpopHeader, verifyDpopProof } from './dpop.js';
 import { unknownScopes } from './mappers/index.js';
 import { realmOrError } from './realm-lookup.js';
-import { readRequestObject } from './request-object.js';
+import { pushedRequestObjectProblem, readRequestObject } from './request-object.js';
 
 /** RFC 9126's URN prefix; Keycloak puts a random UUID after it. */
 export const REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
@@ -52,6 +52,9 @@ export function parRoutes(app: FastifyInstance, ctx: ProtocolContext): void {
     // RFC 9449 10.1, as Keycloak: a DPoP proof sent with the push (checked as at the token endpoint, for this URL)
     // binds the code to its key, over any `dpop_jkt` the request names (which must then be the same key).
     const proof = dpopHeader(request) !== undefined ? await verifyDpopProof(ctx, realm, request) : undefined;
+    // Keycloak's `request.object.required`: a client that must send request objects pushes one.
+    const objectProblem = pushedRequestObjectProblem(client, params.request !== undefined);
+    if (objectProblem) throw oauthError.invalid_request(objectProblem);
     // A request object's claims are the pushed parameters, over the form's (Keycloak's ParEndpointRequestObjectParser).
     if (params.request !== undefined) {
       const read = await readRequestObject(ctx, request, realm, client, params.request);

@@ -8,7 +8,12 @@ import { MissingAudience, type IssuedTokens } from '../tokens.js';
 import { formField } from '../client-auth.js';
 import { tokenRequestProof } from '../dpop.js';
 import { normalizeScope } from '../mappers/index.js';
+
+/** The names a `scope` parameter lists. */
+const names = (scope: string | undefined) => (scope ?? '').split(' ').filter(Boolean);
 import { checkedScope } from './scope.js';
+import { CERTIFICATE_MISMATCH, presentedWithItsCertificate } from '../mtls.js';
+import { clientScopeSet } from '../../../services/index.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -74,6 +79,8 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
   const jkt = (claims.cnf as { jkt?: unknown } | undefined)?.jkt;
   if (claims.cnf !== undefined) {
     if (claims.azp !== client.clientId) throw await invalidRequest('Sender-constrained token exchange rejected as the token was not issued for the requesting client');
+    // RFC 8705: a certificate-bound one only over a connection with that certificate (Keycloak's MtlsHoKTokenUtil).
+    if ((claims.cnf as Record<string, unknown>)['x5t#S256'] !== undefined && !presentedWithItsCertificate(ctx, claims, request)) throw await invalidRequest(CERTIFICATE_MISMATCH);
     if (jkt !== undefined) {
       const proof = tokenRequestProof(request);
       if (!proof) throw await invalidRequest('DPoP proof is missing');
@@ -114,7 +121,8 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
 
   // Scope: names of the requester's client scopes (as Keycloak), and beyond Keycloak none the subject token lacks.
   const requestedScope = formField(body, 'scope');
-  const scope = await checkedScope(ctx, client, requestedScope, false, refuse);
+  // offline_access stays a name in the scope, as Keycloak answers it; no offline session is ever made (below).
+  const scope = await checkedScope(ctx, client, requestedScope, true, refuse);
   const subjectScope = new Set(typeof claims.scope === 'string' ? claims.scope.split(' ') : []);
   const widened = normalizeScope(requestedScope, false).split(' ').filter((name) => name !== '' && name !== 'openid' && !subjectScope.has(name));
   if (widened.length) {
@@ -129,6 +137,12 @@ export async function tokenExchangeGrant(ctx: ProtocolContext, realm: Realm, cli
   const online = session !== null && !session.offline;
   if (requestedTokenType === REFRESH_TOKEN_TYPE && !online) {
     throw await invalidRequest('Refresh token not valid as requested_token_type because creating a new session is needed');
+  }
+  // Keycloak 26.7.3: an exchange never makes an offline token. A refresh token is refused when offline_access is among
+  // the scopes the new token would have (asked for, or a default scope of the requester); an access or ID token keeps
+  // the name in its `scope` (as Keycloak's), which gives nothing offline: no refresh token comes with it.
+  if (requestedTokenType === REFRESH_TOKEN_TYPE && (names(scope).includes('offline_access') || (await clientScopeSet(ctx.storage, client)).defaultScopes.some((s) => s.name === 'offline_access'))) {
+    throw await invalidRequest('Scope offline_access not allowed for token exchange');
   }
   // In an online session the requester gets its part of it (kept if it had one); otherwise a token without session.
   const withRefresh = requestedTokenType === REFRESH_TOKEN_TYPE;
