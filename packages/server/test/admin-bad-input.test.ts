@@ -486,6 +486,9 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/clear-realm-cache',
   'POST /admin/realms/:realm/clear-user-cache',
   'POST /admin/realms/:realm/clear-keys-cache',
+  'POST /admin/realms/:realm/clear-crl-cache',
+  'POST /admin/realms/:realm/users/:id/credentials/:credentialId/moveToFirst',
+  'POST /admin/realms/:realm/users/:id/credentials/:credentialId/moveAfter/:newPreviousCredentialId',
   'POST /admin/realms/:realm/clients/:id/push-revocation',
   'POST /admin/realms/:realm/partial-export',
   'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
@@ -550,6 +553,8 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/identity-provider/providers/:providerId',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias/reload-keys',
   'GET /admin/realms/:realm/organizations/:id/invitations/:invitationId',
   'GET /admin/realms/:realm/users/:id/configured-user-storage-credential-types',
   'GET /admin/realms/:realm/clients/:id/client-secret/rotated',

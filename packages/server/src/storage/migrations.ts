@@ -841,4 +841,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('realm_group_organization').on('realm_group').columns(['organization_id']).execute();
     },
   },
+  // Issue 41: the password credential's place among the user's credentials (Keycloak's credential priority, 10 for a
+  // password), so the console's Credentials tab can move it (moveToFirst, moveAfter) as the other credentials.
+  '0036-password-priority': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_entity').addColumn('password_priority', 'integer', (c) => c.notNull().defaultTo(10)).execute();
+    },
+  },
 };

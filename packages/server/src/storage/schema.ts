@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Booleans are stored as 0/1 and times as epoch milliseconds so SQLite and PostgreSQL read back alike. */
 type Flag = number;
 
@@ -124,6 +126,8 @@ export interface UserTable {
   password_label: string | null;
   /** The password credential's id (migration 0032), kept across resets as Keycloak's; null: derived (representations/credential.ts). */
   password_credential_id: string | null;
+  /** The password's priority among the user's credentials (migration 0036; Keycloak's 10 unless moved). */
+  password_priority: Generated<number>;
 }
 
 export interface RoleTable {
