@@ -424,6 +424,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['delete_credential'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
+  'POST /admin/realms/:realm/clients/:id/nodes': objectBody([{}, { node: 5 }, { node: '' }, { node: 'a/b' }, { node: 'x'.repeat(300) }, { node: 'a\u0000' }, { node: '${application.session.host}' }]),
   'POST /admin/realms/:realm/identity-provider/instances': objectBody([...idpFields, { alias: 'fixture-idp', providerId: 'oidc' }]),
   'PUT /admin/realms/:realm/identity-provider/instances/:alias': objectBody([...idpFields, { alias: 'other-idp', providerId: 'oidc' }, { alias: 'fixture-idp', providerId: 'oidc', internalId: randomUUID() }]),
   'POST /admin/realms/:realm/identity-provider/instances/:alias/mappers': objectBody([...idpMapperFields, { name: 'fixture-idp-mapper', identityProviderMapper: 'x' }]),
@@ -553,6 +554,7 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/clients/:id/test-nodes-available',
   'GET /admin/realms/:realm/identity-provider/providers/:providerId',
   'GET /admin/realms/:realm/identity-provider/instances/:alias/reload-keys',
   'GET /admin/realms/:realm/organizations/:id/invitations/:invitationId',

@@ -153,3 +153,65 @@ describe('credential moves (the console Credentials tab)', () => {
     expect(await order(other)).toEqual(['theirs']);
   });
 });
+
+describe('registered cluster nodes of a client', () => {
+  let t: TestServer;
+  let kc: KcAdminClient;
+  let app: Server;
+  let port: number;
+  let clientId: string;
+  const received: { path: string; action: string; resource: string }[] = [];
+
+  beforeAll(async () => {
+    app = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const claims = JSON.parse(Buffer.from(body.split('.')[1] ?? '', 'base64url').toString('utf8') || '{}') as { action: string; resource: string };
+        received.push({ path: req.url ?? '', action: claims.action, resource: claims.resource });
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((done) => app.listen(0, '127.0.0.1', done));
+    port = (app.address() as { port: number }).port;
+    t = await startServer();
+    kc = await masterAdminClient(t.url);
+    await kc.realms.create({ realm: 'nodes', enabled: true });
+    kc.setConfig({ realmName: 'nodes' });
+    ({ id: clientId } = await kc.clients.create({ clientId: 'clustered', adminUrl: 'http://${application.session.host}/app' }));
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await new Promise((done) => app?.close(done));
+  });
+
+  it('registers nodes, shows them on the client, tells each its availability check, and unregisters them', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    await kc.clients.addClusterNode({ id: clientId, node: `127.0.0.1:${port}` });
+    // Port 9: nothing listens there on loopback, so that node fails.
+    await kc.clients.addClusterNode({ id: clientId, node: '127.0.0.1:9' });
+    const nodes = (await kc.clients.findOne({ id: clientId }))!.registeredNodes as Record<string, number>;
+    expect(Object.keys(nodes).sort()).toEqual([`127.0.0.1:${port}`, '127.0.0.1:9']);
+    expect(nodes[`127.0.0.1:${port}`]).toBeGreaterThanOrEqual(before);
+    expect(await kc.clients.testNodesAvailable({ id: clientId })).toEqual({ successRequests: [`http://127.0.0.1:${port}/app`], failedRequests: ['http://127.0.0.1:9/app'] });
+    expect(received).toEqual([{ path: '/app/k_test_available', action: 'TEST_AVAILABLE', resource: 'clustered' }]);
+    await kc.clients.deleteClusterNode({ id: clientId, node: '127.0.0.1:9' });
+    await rejects(kc.clients.deleteClusterNode({ id: clientId, node: '127.0.0.1:9' }), 404);
+    expect(Object.keys((await kc.clients.findOne({ id: clientId }))!.registeredNodes as object)).toEqual([`127.0.0.1:${port}`]);
+    await kc.clients.deleteClusterNode({ id: clientId, node: `127.0.0.1:${port}` });
+    expect(await kc.clients.findOne({ id: clientId })).not.toHaveProperty('registeredNodes');
+    // No node, nothing sent.
+    expect(await kc.clients.testNodesAvailable({ id: clientId })).toEqual({});
+  });
+
+  it('refuses a node that is no host (400) and callers without manage-clients (403); nothing is stored', async () => {
+    for (const node of ['', 'a/b', 'x'.repeat(300)]) await rejects(kc.clients.addClusterNode({ id: clientId, node }), 400);
+    const viewer = await tokenOfUserWithRoles(kc, t.url, 'client-viewer', ['view-clients']);
+    expect((await api(t.url, 'POST', `/admin/realms/nodes/clients/${clientId}/nodes`, viewer, { node: '127.0.0.1' })).status).toBe(403);
+    expect((await api(t.url, 'GET', `/admin/realms/nodes/clients/${clientId}/test-nodes-available`, viewer)).status).toBe(403);
+    expect(await kc.clients.findOne({ id: clientId })).not.toHaveProperty('registeredNodes');
+    await rejects(kc.clients.addClusterNode({ id: '00000000-0000-4000-8000-000000000000', node: '127.0.0.1' }), 404);
+  });
+});

@@ -54,6 +54,7 @@ const rules: Rule[] = [
   [read, new RegExp(`${R}/clients-initial-access$`), { roles: ['view-clients'] }],
   [write, new RegExp(`${R}/clients-initial-access(/:id)?$`), { roles: ['manage-clients'], note: 'the token is answered once, by the POST' }],
   [write, new RegExp(`${R}/clients/:id/registration-access-token$`), { roles: ['manage-clients'], note: `${ADMIN_CLIENT_RULE}; ${SECRET_RULE}` }],
+  [/^(GET|POST|DELETE)$/, new RegExp(`${R}/clients/:id/(nodes(/:node)?|test-nodes-available)$`), { roles: ['manage-clients'], note: 'registered cluster nodes; the availability check sends requests, so manage as Keycloak' }],
   [read, new RegExp(`${R}/client-registration-policy/providers$`), { roles: ['view-realm'] }],
   [read, new RegExp(`${R}/client-policies/(profiles|policies)$`), { roles: ['view-realm'] }],
   [write, new RegExp(`${R}/client-policies/(profiles|policies)$`), { roles: ['manage-realm'], note: 'an executor or condition Realmgate does not run is refused by name (400)' }],

@@ -848,4 +848,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('user_entity').addColumn('password_priority', 'integer', (c) => c.notNull().defaultTo(10)).execute();
     },
   },
+  // Issue 41: Keycloak's registered cluster nodes of a client (the console's Clients → Advanced → Registered cluster
+  // nodes), JSON `{host: epoch seconds of its registration}`; null: none.
+  '0037-client-registered-nodes': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('registered_nodes', 'text').execute();
+    },
+  },
 };

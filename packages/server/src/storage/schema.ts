@@ -105,6 +105,8 @@ export interface ClientTable {
   /** Keycloak's client notBefore (seconds); null: 0. */
   not_before: number | null;
   created_at: number;
+  /** Registered cluster nodes, JSON `{host: epoch seconds}` (migration 0037); null: none. */
+  registered_nodes: Generated<string | null>;
 }
 
 export interface UserTable {
