@@ -93,6 +93,17 @@ describe('admin API breadth (issue 41)', () => {
     expect((await api(t.url, 'POST', `/admin/realms/${REALM}/clear-crl-cache`, viewer)).status).toBe(403);
   });
 
+  it('lists the key provider types as sub-component types of a component, as serverinfo does; none of other types', async () => {
+    const realmId = (await kc.realms.findOne({ realm: REALM }))!.id!;
+    const [component] = await kc.components.find({ parent: realmId, type: 'org.keycloak.keys.KeyProvider' });
+    const types = await kc.components.listSubComponents({ id: component.id!, type: 'org.keycloak.keys.KeyProvider' });
+    const info = await kc.serverInfo.find();
+    expect(types).toEqual(info.componentTypes!['org.keycloak.keys.KeyProvider']);
+    expect(types.map((t) => t.id)).toContain('rsa-generated');
+    expect(await kc.components.listSubComponents({ id: component.id!, type: 'org.keycloak.storage.ldap.mappers.LDAPStorageMapper' })).toEqual([]);
+    await rejects(kc.components.listSubComponents({ id: '00000000-0000-4000-8000-000000000000', type: 'org.keycloak.keys.KeyProvider' }), 404);
+  });
+
   it("adds the user's links to identity providers to the one-user answer when the realm has providers", async () => {
     const { id } = await kc.users.create({ username: 'linked', enabled: true });
     await kc.users.addToFederatedIdentity({ id, federatedIdentityId: 'plain', federatedIdentity: { identityProvider: 'plain', userId: 'up-1', userName: 'linked-up' } });

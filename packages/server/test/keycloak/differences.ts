@@ -76,12 +76,7 @@ export const differences: ListedDifference[] = [
     kind: 'open',
     reason: "Keycloak names a top-level organization group's parent (the organization's own group); Realmgate's organization groups have no parentId at the top.",
   },
-  {
-    case: BREADTH,
-    path: 'keys.components.listSubComponents',
-    kind: 'open',
-    reason: "Keycloak lists sub-component types under a key provider; Realmgate answers sub-component types only for user storage providers (an empty list here).",
-  },
+
   {
     case: 'the built-in browser and direct grant flows of a new realm',
     path: 'browser',
