@@ -104,6 +104,18 @@ describe('admin API breadth (issue 41)', () => {
     await rejects(kc.components.listSubComponents({ id: '00000000-0000-4000-8000-000000000000', type: 'org.keycloak.keys.KeyProvider' }), 404);
   });
 
+  it("names a top-level organization group's parent (the organization), as Keycloak names one; a subgroup's is its group", async () => {
+    await kc.realms.update({ realm: REALM }, { organizationsEnabled: true });
+    const { id: orgId } = await kc.organizations.create({ name: 'parents', alias: 'parents', domains: [{ name: 'parents.test', verified: false }] });
+    const groups = kc.organizations.groups(orgId!);
+    const { id: top } = await groups.create({ name: 'top' });
+    await api(t.url, 'POST', `/admin/realms/${REALM}/organizations/${orgId}/groups/${top}/children`, kc.accessToken!, { name: 'child' });
+    const [listed] = await groups.find();
+    expect(listed).toMatchObject({ id: top, name: 'top', parentId: orgId });
+    const children = (await api(t.url, 'GET', `/admin/realms/${REALM}/organizations/${orgId}/groups/${top}/children`, kc.accessToken!)).body as { name: string; parentId: string }[];
+    expect(children.map((c) => [c.name, c.parentId])).toEqual([['child', top]]);
+  });
+
   it("adds the user's links to identity providers to the one-user answer when the realm has providers", async () => {
     const { id } = await kc.users.create({ username: 'linked', enabled: true });
     await kc.users.addToFederatedIdentity({ id, federatedIdentityId: 'plain', federatedIdentity: { identityProvider: 'plain', userId: 'up-1', userName: 'linked-up' } });

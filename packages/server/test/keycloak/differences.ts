@@ -70,12 +70,7 @@ export const differences: ListedDifference[] = [
     kind: 'open',
     reason: 'Identity provider mapper types not implemented: hardcoded-user-session-attribute-idp-mapper, oidc-advanced-group-idp-mapper, oidc-user-session-note-idp-mapper (the mappers that run are in authentication/brokering/idp-mappers.ts).',
   },
-  {
-    case: BREADTH,
-    path: 'keys.organizations.groups.parentId',
-    kind: 'open',
-    reason: "Keycloak names a top-level organization group's parent (the organization's own group); Realmgate's organization groups have no parentId at the top.",
-  },
+
 
   {
     case: 'the built-in browser and direct grant flows of a new realm',
