@@ -62,7 +62,7 @@ export const differences: ListedDifference[] = [
     case: BREADTH,
     path: 'keys.clients.getInstallationProviders.verify-token-audience',
     kind: 'open',
-    reason: "Keycloak's keycloak-oidc-keycloak-json adapter file has verify-token-audience for a confidential client; Realmgate's installation file has not.",
+    reason: "Keycloak's keycloak-oidc-keycloak-json file has verify-token-audience: true when the client has roles of its own (or a realm client scope's audience mapper adds it); Realmgate's has not. Adding it makes keycloak-connect refuse the client's own client-credentials token (no aud of itself; test/keycloak-connect.test.ts), so it needs the audience in such tokens first.",
   },
   {
     case: BREADTH,
