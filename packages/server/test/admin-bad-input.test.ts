@@ -425,6 +425,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     shapes: { 'empty body': '', null: null, object: {}, number: 5, string: 'text', 'array of numbers': [5], 'unknown action': ['delete_credential'], 'injection': ["' OR 1=1 --"], 'NUL': ['UPDATE_PASSWORD\u0000'] },
     fields: [],
   },
+  'POST /admin/realms/:realm/clients/:id/nodes': objectBody([{}, { node: 5 }, { node: '' }, { node: 'a/b' }, { node: 'x'.repeat(300) }, { node: 'a\u0000' }, { node: '${application.session.host}' }]),
   'POST /admin/realms/:realm/identity-provider/instances': objectBody([...idpFields, { alias: 'fixture-idp', providerId: 'oidc' }]),
   'PUT /admin/realms/:realm/identity-provider/instances/:alias': objectBody([...idpFields, { alias: 'other-idp', providerId: 'oidc' }, { alias: 'fixture-idp', providerId: 'oidc', internalId: randomUUID() }]),
   'POST /admin/realms/:realm/identity-provider/instances/:alias/mappers': objectBody([...idpMapperFields, { name: 'fixture-idp-mapper', identityProviderMapper: 'x' }]),
@@ -491,6 +492,9 @@ const noBodyRoutes = [
   'POST /admin/realms/:realm/clear-realm-cache',
   'POST /admin/realms/:realm/clear-user-cache',
   'POST /admin/realms/:realm/clear-keys-cache',
+  'POST /admin/realms/:realm/clear-crl-cache',
+  'POST /admin/realms/:realm/users/:id/credentials/:credentialId/moveToFirst',
+  'POST /admin/realms/:realm/users/:id/credentials/:credentialId/moveAfter/:newPreviousCredentialId',
   'POST /admin/realms/:realm/clients/:id/push-revocation',
   'POST /admin/realms/:realm/partial-export',
   'POST /admin/realms/:realm/clients/:id/certificates/:attr/:operation',
@@ -555,6 +559,9 @@ const queryRoutes: Record<string, string[]> = {
 };
 /** GET routes that read no query parameter. */
 const noQueryRoutes = [
+  'GET /admin/realms/:realm/clients/:id/test-nodes-available',
+  'GET /admin/realms/:realm/identity-provider/providers/:providerId',
+  'GET /admin/realms/:realm/identity-provider/instances/:alias/reload-keys',
   'GET /admin/realms/:realm/organizations/:id/invitations/:invitationId',
   'GET /admin/realms/:realm/users/:id/configured-user-storage-credential-types',
   'GET /admin/realms/:realm/clients/:id/client-secret/rotated',

@@ -234,7 +234,7 @@ describe('console-only endpoints, by role', () => {
     const users = await api(t.url, 'GET', `${demo}/ui-ext/brute-force-user?first=0&max=11`, token);
     expect(users.status).toBe(200);
     expect(users.body.map((u: { username: string }) => u.username)).toContain('viewer');
-    expect(users.body[0].bruteForceStatus).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
+    expect(users.body[0].bruteForceStatus).toEqual({ numFailures: 0, numTemporaryLockouts: 0, numSecondaryAuthFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0, failedLoginNotBefore: 0 });
     expect((await api(t.url, 'GET', `${demo}/ui-ext/sessions?type=ALL`, token)).status).toBe(200);
     expect((await api(t.url, 'GET', `${demo}/ui-ext/available-event-listeners`, token)).status).toBe(200);
     // The realm picker names only the realm it administers; the flows are realm settings it may not read.

@@ -105,7 +105,7 @@ describe('signing in through an identity provider (another realm as the upstream
         { alias: 'linkonly', displayName: 'Link only', providerId: 'oidc', enabled: true, linkOnly: true, config: oidc() },
       ],
       identityProviderMappers: [
-        { name: 'role', identityProviderAlias: 'up', identityProviderMapper: 'hardcoded-role-idp-mapper', config: { role: 'brokered', syncMode: 'INHERIT' } },
+        { name: 'role', identityProviderAlias: 'up', identityProviderMapper: 'oidc-hardcoded-role-idp-mapper', config: { role: 'brokered', syncMode: 'INHERIT' } },
         { name: 'family', identityProviderAlias: 'up', identityProviderMapper: 'oidc-user-attribute-idp-mapper', config: { claim: 'family_name', 'user.attribute': 'upstreamFamily', syncMode: 'INHERIT' } },
         { name: 'group', identityProviderAlias: 'up', identityProviderMapper: 'oidc-hardcoded-group-idp-mapper', config: { group: '/partners', syncMode: 'INHERIT' } },
       ],

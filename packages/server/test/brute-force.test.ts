@@ -96,7 +96,7 @@ describe('one server, state in memory', () => {
     const user = await newUser(r);
     for (let i = 0; i < 4; i++) expect((await grant(r, user.username, WRONG)).status).toBe(400);
     expect((await grant(r, user.username, PASSWORD)).status).toBe(200);
-    expect((await status(r, user.id)).body).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
+    expect((await status(r, user.id)).body).toEqual({ numFailures: 0, numTemporaryLockouts: 0, numSecondaryAuthFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0, failedLoginNotBefore: 0 });
   });
 
   it('locks a user after failureFactor failures across both entry points; a locked user is told what a wrong password is told', async () => {
@@ -112,8 +112,11 @@ describe('one server, state in memory', () => {
     expect(page.status).toBe(401);
     expect(page.text).toContain('Invalid username or password.');
     const s = (await status(r, user.id)).body;
-    expect(s).toMatchObject({ numFailures: 3, disabled: true, lastIPFailure: '127.0.0.1' });
+    // numTemporaryLockouts counts toward maxTemporaryLockouts, so only with permanentLockout on (off here).
+    expect(s).toMatchObject({ numFailures: 3, numTemporaryLockouts: 0, disabled: true, lastIPFailure: '127.0.0.1' });
     expect(Math.abs(s.lastFailure - Date.now())).toBeLessThan(60_000);
+    // Keycloak's failedLoginNotBefore: the lockout's end, in seconds, after now.
+    expect(s.failedLoginNotBefore).toBeGreaterThan(Math.floor(Date.now() / 1000));
     expect(await loginErrors(r, user.id)).toEqual(['user_temporarily_disabled', 'user_temporarily_disabled', 'invalid_user_credentials', 'invalid_user_credentials', 'invalid_user_credentials']);
     // Attempts while locked are not counted.
     expect((await status(r, user.id)).body.numFailures).toBe(3);
@@ -140,7 +143,7 @@ describe('one server, state in memory', () => {
     advanceClock(60_000);
     // Open again; a success forgets the failures.
     expect((await grant(r, user.username, PASSWORD)).status).toBe(200);
-    expect((await status(r, user.id)).body).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
+    expect((await status(r, user.id)).body).toEqual({ numFailures: 0, numTemporaryLockouts: 0, numSecondaryAuthFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0, failedLoginNotBefore: 0 });
   });
 
   it('LINEAR locks at every failure from failureFactor on, one increment longer each time, capped by maxFailureWaitSeconds', async () => {
@@ -221,7 +224,7 @@ describe('one server, state in memory', () => {
     for (let i = 0; i < 3; i++) await grant(r, a.username, WRONG);
     expect((await api(t.url, 'DELETE', `/admin/realms/${r.realm}/attack-detection/brute-force/users`, token)).status).toBe(204);
     for (const u of [a, b]) {
-      expect((await status(r, u.id)).body).toEqual({ numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 });
+      expect((await status(r, u.id)).body).toEqual({ numFailures: 0, numTemporaryLockouts: 0, numSecondaryAuthFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0, failedLoginNotBefore: 0 });
       expect((await grant(r, u.username, PASSWORD)).status).toBe(200);
     }
     // An unknown or malformed id names nothing.

@@ -102,11 +102,11 @@ describe.each(httpDatabases)('identity providers and components through the admi
     await kc.identityProviders.create({ alias: 'types-github', providerId: 'github', enabled: true, config: { clientId: 'c', clientSecret: 's' } });
     try {
       const oidc = await kc.identityProviders.findMapperTypes({ alias: 'types-oidc' });
-      expect(Object.keys(oidc).sort()).toEqual(['hardcoded-attribute-idp-mapper', 'hardcoded-role-idp-mapper', 'oidc-advanced-role-idp-mapper', 'oidc-hardcoded-group-idp-mapper', 'oidc-role-idp-mapper', 'oidc-user-attribute-idp-mapper', 'oidc-username-idp-mapper']);
+      expect(Object.keys(oidc).sort()).toEqual(['hardcoded-attribute-idp-mapper', 'oidc-advanced-role-idp-mapper', 'oidc-hardcoded-group-idp-mapper', 'oidc-hardcoded-role-idp-mapper', 'oidc-role-idp-mapper', 'oidc-user-attribute-idp-mapper', 'oidc-username-idp-mapper']);
       expect(oidc['oidc-role-idp-mapper']).toMatchObject({ id: 'oidc-role-idp-mapper', name: 'Claim to Role', category: 'Role Importer' });
       expect((oidc['oidc-role-idp-mapper'] as { properties: { name: string; type: string }[] }).properties.map((p) => [p.name, p.type])).toEqual([['claim', 'String'], ['claim.value', 'String'], ['role', 'Role']]);
       const github = await kc.identityProviders.findMapperTypes({ alias: 'types-github' });
-      expect(Object.keys(github).sort()).toEqual(['github-user-attribute-mapper', 'hardcoded-attribute-idp-mapper', 'hardcoded-role-idp-mapper']);
+      expect(Object.keys(github).sort()).toEqual(['github-user-attribute-mapper', 'hardcoded-attribute-idp-mapper', 'oidc-hardcoded-role-idp-mapper']);
       await rejects(kc.identityProviders.findMapperTypes({ alias: 'no-such' }), 404);
     } finally {
       await kc.identityProviders.del({ alias: 'types-oidc' });

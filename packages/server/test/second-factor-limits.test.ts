@@ -123,7 +123,7 @@ describe('one server (sqlite, memory store)', () => {
     for (let i = 0; i < 2; i++) expect((await passwordGrant(r, user.username, { totp: app.wrongCode() })).status).toBe(400);
     expect((await passwordGrant(r, user.username, { password: 'not-the-password' })).status).toBe(400);
     const status = (await api(t.url, 'GET', `/admin/realms/${r.realm}/attack-detection/brute-force/users/${user.id}`, token)).body;
-    expect(status).toMatchObject({ numFailures: 6, disabled: false, lastIPFailure: '127.0.0.1' });
+    expect(status).toMatchObject({ numFailures: 6, numSecondaryAuthFailures: 5, disabled: false, lastIPFailure: '127.0.0.1' });
   });
 
   it("a username that is another user's e-mail address does not capture that user's sign-in by e-mail", async () => {

@@ -161,7 +161,10 @@ export function clientRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>) => {
     const { realm, client } = await load(request);
-    return clientRepFor(ctx, callerOf(request), client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
+    const rep = await clientRepFor(ctx, callerOf(request), client, (await clientScopeViews(ctx.storage, realm.id, [client.id])).get(client.id));
+    // Keycloak's registered cluster nodes (client-nodes.ts), when there are any.
+    const nodes = await ctx.storage.clients.registeredNodes(client.id);
+    return Object.keys(nodes).length ? { ...rep, registeredNodes: nodes } : rep;
   });
 
   app.put('/realms/:realm/clients/:id', async (request: AdminRequest<{ realm: string; id: string }>, reply) => {

@@ -4,7 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, notFound } from '../model/errors.js';
 import type { Component, Realm } from '../model/types.js';
 import { CLIENT_REGISTRATION_POLICY_TYPE } from '../model/client-registration.js';
-import { KeyProviderError } from '../keys/index.js';
+import { KEY_PROVIDER_TYPES, KeyProviderError } from '../keys/index.js';
 import { keyProviderComponents } from './keys.js';
 import { queryString } from './query.js';
 import { KEY_PROVIDER_TYPE, componentRep, parseComponent, unmaskConfig } from '../representations/federation.js';
@@ -121,7 +121,10 @@ export function componentRoutes(app: FastifyInstance, ctx: ServerContext): void 
   app.get('/realms/:realm/components/:id/sub-component-types', async (request: AdminRequest<IdParams>) => {
     const realm = await targetRealm(ctx, request);
     await find(realm, request.params.id);
-    queryString(request.query, 'type');
-    return [];
+    // Keycloak lists every provider of the asked type, whatever the parent is (the parent is only looked up): key
+    // providers are the only component types with providers here (the serverinfo's componentTypes).
+    const type = queryString(request.query, 'type');
+    if (type !== KEY_PROVIDER_TYPE) return [];
+    return KEY_PROVIDER_TYPES.map((t) => ({ id: t.id, helpText: t.helpText, properties: t.properties, metadata: {} }));
   });
 }

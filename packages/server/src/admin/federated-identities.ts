@@ -11,7 +11,7 @@ type UserParams = { realm: string; id: string };
 type LinkParams = UserParams & { provider: string };
 
 /** Keycloak's FederatedIdentityRepresentation; `userName` left out when there is none, as Keycloak's JSON leaves nulls out. */
-const linkRep = ({ userName, ...link }: FederatedIdentity) => ({ ...link, ...(userName !== null ? { userName } : {}) });
+export const linkRep = ({ userName, ...link }: FederatedIdentity) => ({ ...link, ...(userName !== null ? { userName } : {}) });
 
 /**
  * A user's links to identity providers (Keycloak 26's `users/{id}/federated-identity`, the console's "Identity

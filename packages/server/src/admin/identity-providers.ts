@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, conflict, notFound, serverFailure } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { configFromMetadata, configFromMetadataUrl, idpMapperTypes, ImportConfigError, SIGN_IN_PROVIDER_IDS } from '../authentication/index.js';
+import { configFromMetadata, configFromMetadataUrl, idpMapperTypes, ImportConfigError, reloadProviderKeys, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, UpstreamError } from '../authentication/index.js';
 import { acceptMultipart, readMultipart } from './multipart.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
@@ -18,6 +18,16 @@ import {
 import { locationOf, pathId, recordAdminEvent, targetRealm, type AdminRequest } from './routing.js';
 
 type AliasParams = { realm: string; alias: string };
+
+/**
+ * The kinds of identity provider this server signs in through, by Keycloak's provider id, with Keycloak's names:
+ * the console's Add provider cards (serverinfo) and a kind's factory (`identity-provider/providers/{id}`).
+ */
+export const IDENTITY_PROVIDER_KINDS: { id: string; name: string; groupName: 'User-defined' | 'Social' }[] = [
+  { id: 'oidc', name: 'OpenID Connect v1.0', groupName: 'User-defined' },
+  { id: 'keycloak-oidc', name: 'Keycloak OpenID Connect', groupName: 'User-defined' },
+  ...Object.entries(SOCIAL_PROVIDERS).map(([id, provider]) => ({ id, name: provider.name, groupName: 'Social' as const })),
+];
 type MapperParams = AliasParams & { id: string };
 
 const taken = (alias: string) => conflict(`Identity Provider ${alias} already exists`, 'alias');
@@ -86,6 +96,29 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     inert(realm, provider);
     await recordAdminEvent(ctx, request, realm, 'CREATE', 'IDENTITY_PROVIDER', `identity-provider/instances/${provider.alias}`, identityProviderRep(provider));
     return reply.code(201).header('location', locationOf(ctx, request, provider.alias)).send();
+  });
+
+  // Keycloak's factory of a kind (the console reads it on a provider's page for the kind's extra settings). No kind
+  // here has settings beyond the representation's and the config keys the console already shows, so none are listed.
+  app.get('/realms/:realm/identity-provider/providers/:providerId', async (request: AdminRequest<{ realm: string; providerId: string }>) => {
+    await targetRealm(ctx, request);
+    const kind = IDENTITY_PROVIDER_KINDS.find((k) => k.id === request.params.providerId);
+    // Keycloak answers 400 for a kind it does not have.
+    if (!kind) throw badRequest(`providerId: no identity provider kind "${request.params.providerId.slice(0, 64)}" on this server`, 'providerId');
+    return { name: kind.name, id: kind.id, configProperties: [], helpText: '', configMetadata: [] };
+  });
+
+  // Keycloak's reload-keys: an OpenID Connect provider's JWKS fetched again now (true); false for a provider whose
+  // signatures are not checked by its JWKS URL. The fetch goes through the outbound guard, as a sign-in's.
+  app.get('/realms/:realm/identity-provider/instances/:alias/reload-keys', async (request: AdminRequest<AliasParams>) => {
+    const { provider } = await load(request);
+    try {
+      return await reloadProviderKeys(ctx.outbound, ctx.config, provider);
+    } catch (error) {
+      // Keycloak answers 500 when the JWKS cannot be read; the reason is the upstream's, for the administrator.
+      if (error instanceof UpstreamError) throw serverFailure(`The keys of identity provider ${provider.alias} could not be reloaded: ${error.message}`);
+      throw error;
+    }
   });
 
   app.get('/realms/:realm/identity-provider/instances/:alias', async (request: AdminRequest<AliasParams>) => {

@@ -23,6 +23,7 @@ import { impersonationRoutes } from './impersonation.js';
 import { keyRoutes } from './keys.js';
 import { sessionRoutes } from './sessions.js';
 import { revocationRoutes } from './revocation.js';
+import { clientNodeRoutes } from './client-nodes.js';
 import { clientInstallationRoutes } from './client-installation.js';
 import { userActionEmailRoutes } from './user-action-emails.js';
 import { userProfileRoutes } from './user-profile.js';
@@ -114,6 +115,7 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         federatedIdentityRoutes(realms, ctx);
         sessionRoutes(realms, ctx);
         revocationRoutes(realms, ctx);
+        clientNodeRoutes(realms, ctx);
         clientInstallationRoutes(realms, ctx);
         userActionEmailRoutes(realms, ctx);
         impersonationRoutes(realms, ctx);

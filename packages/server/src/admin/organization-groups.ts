@@ -28,8 +28,10 @@ export function organizationGroupRoutes(app: FastifyInstance, ctx: ServerContext
   /** The representations of `groups` of `tree`: brief, or full (attributes and roles); subGroupCount when asked. */
   const reps = async (realm: Realm, tree: GroupTree, groups: Group[], full: boolean, counts: boolean) => {
     const roles = full ? await groupRoleNames(storage, realm.id, groups.map((g) => g.id)) : null;
+    // Keycloak names a top-level organization group's parent (the organization's own group, which no API shows);
+    // here its parent is the organization, whose id is given.
     return groups.map((g) =>
-      groupRep(g, { path: tree.path(g.id), subGroupCount: counts ? tree.childrenOf(g.id).length : undefined, roles: roles?.get(g.id) ?? (full ? { realmRoles: [], clientRoles: {} } : undefined) }),
+      groupRep(g.parentId === null && g.organizationId ? { ...g, parentId: g.organizationId } : g, { path: tree.path(g.id), subGroupCount: counts ? tree.childrenOf(g.id).length : undefined, roles: roles?.get(g.id) ?? (full ? { realmRoles: [], clientRoles: {} } : undefined) }),
     );
   };
 

@@ -16,7 +16,7 @@ import { pathId, recordAdminEvent, targetRealm, type AdminRequest } from './rout
  */
 
 /** Keycloak's GlobalRequestResult: a list appears only when it has an entry. */
-interface GlobalRequestResult {
+export interface GlobalRequestResult {
   successRequests?: string[];
   failedRequests?: string[];
 }
@@ -27,7 +27,7 @@ const ACTION_LIFETIME_SECONDS = 30;
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** The client's admin URL, relative ones resolved against its root URL (Keycloak's ResolveRelative); null: none. */
-function managementUrl(client: Client): string | null {
+export function managementUrl(client: Client): string | null {
   if (!client.adminUrl) return null;
   try {
     return new URL(client.adminUrl, client.rootUrl ?? undefined).toString();
@@ -36,17 +36,21 @@ function managementUrl(client: Client): string | null {
   }
 }
 
-async function sendAdminAction(ctx: ServerContext, realm: Realm, client: Client, action: 'LOGOUT' | 'PUSH_NOT_BEFORE', notBefore: number, result: GlobalRequestResult): Promise<void> {
-  const url = managementUrl(client);
+const ACTION_PATHS = { LOGOUT: 'k_logout', PUSH_NOT_BEFORE: 'k_push_not_before', TEST_AVAILABLE: 'k_test_available' } as const;
+
+/**
+ * Sends an admin action to the client's admin URL (or `url`, a node's): its URL lands in `result`'s successes or
+ * failures. TEST_AVAILABLE is Keycloak's cluster-node check (carries no notBefore).
+ */
+export async function sendAdminAction(ctx: ServerContext, realm: Realm, client: Client, action: keyof typeof ACTION_PATHS, notBefore: number, result: GlobalRequestResult, url = managementUrl(client)): Promise<void> {
   if (!url) return;
-  const path = action === 'LOGOUT' ? 'k_logout' : 'k_push_not_before';
-  const target = `${url.replace(/\/+$/, '')}/${path}`;
+  const target = `${url.replace(/\/+$/, '')}/${ACTION_PATHS[action]}`;
   const payload = {
     id: randomUUID(),
     expiration: nowSeconds() + ACTION_LIFETIME_SECONDS,
     resource: client.clientId,
     action,
-    notBefore,
+    ...(action !== 'TEST_AVAILABLE' ? { notBefore } : {}),
     ...(action === 'LOGOUT' ? { adapterSessionIds: null, keycloakSessionIds: null } : {}),
   };
   let ok = false;
@@ -106,10 +110,14 @@ export function revocationRoutes(app: FastifyInstance, ctx: ServerContext): void
     ['clear-user-cache', ['user_entity', 'credential', 'user_required_action']],
     ['clear-keys-cache', ['realm_key']],
   ];
+  // Keycloak's CRL cache holds the revocation lists its X.509 checks fetched; this server's mutual-TLS client
+  // authentication (protocol/openid-connect/mtls.ts) fetches none, so there is nothing to drop: the clear is answered
+  // and recorded as Keycloak's.
+  clearRoutes.push(['clear-crl-cache', []]);
   for (const [path, tables] of clearRoutes) {
     app.post(`/realms/:realm/${path}`, async (request: AdminRequest, reply) => {
       const realm = await targetRealm(ctx, request);
-      ctx.storage.cache.tablesWritten(tables);
+      if (tables.length) ctx.storage.cache.tablesWritten(tables);
       await recordAdminEvent(ctx, request, realm, 'ACTION', 'REALM', path);
       return reply.code(204).send();
     });

@@ -4,6 +4,7 @@ import { KEY_PROVIDER_TYPES, TOKEN_SIGNATURE_ALGS } from '../keys/index.js';
 import { KEYSTORE_FORMATS } from '../keys/keystore.js';
 import { ASYMMETRIC_ASSERTION_ALGS, SECRET_ASSERTION_ALGS } from '../protocol/openid-connect/client-assertion.js';
 import { SOCIAL_PROVIDERS } from '../authentication/index.js';
+import { IDENTITY_PROVIDER_KINDS } from './identity-providers.js';
 
 /**
  * The parts of Keycloak's ServerInfoRepresentation (`GET /admin/serverinfo`) the admin console reads, describing
@@ -104,11 +105,7 @@ export function consoleServerInfo(ctx: ServerContext): Record<string, unknown> {
     clientInstallations: {},
     // The console's Identity providers → Add provider cards, grouped by groupName as Keycloak's serverinfo groups
     // them: the kinds this server signs in through.
-    identityProviders: [
-      { id: 'oidc', name: 'OpenID Connect v1.0', groupName: 'User-defined' },
-      { id: 'keycloak-oidc', name: 'Keycloak OpenID Connect', groupName: 'User-defined' },
-      ...Object.entries(SOCIAL_PROVIDERS).map(([id, provider]) => ({ id, name: provider.name, groupName: 'Social' })),
-    ],
+    identityProviders: IDENTITY_PROVIDER_KINDS,
     // The social kinds this server signs in through (authentication/brokering/social-providers.ts).
     socialProviders: Object.entries(SOCIAL_PROVIDERS).map(([id, provider]) => ({ id, name: provider.name })),
     clientImporters: [],

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bruteForceStatus, clearLoginFailures, OTP_CREDENTIAL_TYPE } from '../authentication/index.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, conflict, notFound, unsupportedMediaType } from '../model/errors.js';
@@ -9,6 +9,7 @@ const CREDENTIAL_LABEL_LIMIT = 255;
 import { groupEffectiveRoles, GroupTree, heldRoleIds, insertUser, setPassword, userSnapshot } from '../services/index.js';
 import { markPasswordTemporary, removePassword } from '../services/users.js';
 import { parseFederatedIdentities, saveFederatedIdentities } from '../services/realm-import/federated-identities.js';
+import { linkRep } from './federated-identities.js';
 import { hasRole, mayChangeAccount, requireMayChangeAccount, requireMayMapRoles } from './permissions.js';
 import { roleMappingRoutes } from './role-mappings.js';
 import { queryBool, queryInt, queryString } from './query.js';
@@ -109,7 +110,10 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const rep = await fullRep(user);
     // Keycloak's access.impersonate: whether this caller may impersonate this user (the console's Impersonate action).
     const impersonate = hasRole(caller, realm, 'impersonation') && (await mayChangeAccount(ctx, caller, user.id)) && user.enabled && !user.serviceAccountClientId;
-    return { ...rep, access: { ...rep.access, impersonate } };
+    // Keycloak adds the user's links to identity providers when the realm has any (its identity federation is on).
+    const brokered = (await ctx.storage.federation.providers(realm.id, { realmOnly: false, first: 0, max: 1 })).length > 0;
+    const federatedIdentities = brokered ? { federatedIdentities: (await ctx.storage.federation.links(user.id)).map(linkRep) } : {};
+    return { ...rep, ...federatedIdentities, access: { ...rep.access, impersonate } };
   });
 
   // The attributes the user profile does not declare (its policy is ADMIN_EDIT): every stored attribute here.
@@ -178,12 +182,50 @@ export function userRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   // Credentials: the password and the OTP credentials; the secrets are never answered -----------------------
 
-  app.get('/realms/:realm/users/:id/credentials', async (request: AdminRequest<{ realm: string; id: string }>) => {
-    const { user } = await load(request);
+  /**
+   * The user's credentials in Keycloak's order: by priority (the password's 10 unless moved), then by creation. The
+   * password sorts before a stored credential of the same priority.
+   */
+  const orderedCredentials = async (user: User) => {
     const password = passwordCredentialRep(user, { withData: true });
     const stored = await ctx.storage.credentials.ofUser(user.id);
-    return [...(password ? [password] : []), ...stored.map(credentialRep)];
-  });
+    const rows = [
+      ...(password ? [{ priority: await ctx.storage.credentials.passwordPriority(user.id), created: password.createdDate, first: 0, rep: password as Record<string, unknown> & { id: string } }] : []),
+      ...stored.map((c) => ({ priority: c.priority, created: c.createdDate, first: 1, rep: credentialRep(c) as Record<string, unknown> & { id: string } })),
+    ];
+    rows.sort((a, b) => a.priority - b.priority || a.first - b.first || a.created - b.created);
+    return { password, reps: rows.map((r) => r.rep) };
+  };
+
+  app.get('/realms/:realm/users/:id/credentials', async (request: AdminRequest<{ realm: string; id: string }>) => (await orderedCredentials((await load(request)).user)).reps);
+
+  /**
+   * Keycloak's credential moves (the console's Credentials tab, dragging a row): the credential goes first, or right
+   * after another of the user's; every credential then gets the priority of its place, as Keycloak renumbers them.
+   */
+  const moveCredential = async (request: AdminRequest<{ realm: string; id: string; credentialId: string; newPreviousCredentialId?: string }>, reply: FastifyReply, after: string | null) => {
+    const { realm, user } = await load(request);
+    await requireMayChangeAccount(ctx, callerOf(request), user.id);
+    const credentialId = pathId(request.params.credentialId, 'Credential');
+    const { password, reps } = await orderedCredentials(user);
+    const ids = reps.map((r) => r.id);
+    // Keycloak 26.7.3 answers 204 and changes nothing for a previous credential the user does not have; refused
+    // here as the unknown id it is (test/keycloak/differences.ts).
+    if (!ids.includes(credentialId) || (after !== null && !ids.includes(after))) throw notFound('Credential not found');
+    // After itself: where it is already (Keycloak's 204 too).
+    if (after !== credentialId) {
+      const rest = ids.filter((id) => id !== credentialId);
+      rest.splice(after === null ? 0 : rest.indexOf(after) + 1, 0, credentialId);
+      await ctx.storage.transaction((trx) => ctx.storage.credentials.setOrder(user.id, rest, password?.id ?? null, trx));
+    }
+    const path = `users/${user.id}/credentials/${credentialId}/${after === null ? 'moveToFirst' : `moveAfter/${after}`}`;
+    await recordAdminEvent(ctx, request, realm, 'ACTION', 'USER', path);
+    return reply.code(204).send();
+  };
+  app.post('/realms/:realm/users/:id/credentials/:credentialId/moveToFirst', (request: AdminRequest<{ realm: string; id: string; credentialId: string }>, reply) => moveCredential(request, reply, null));
+  app.post('/realms/:realm/users/:id/credentials/:credentialId/moveAfter/:newPreviousCredentialId', (request: AdminRequest<{ realm: string; id: string; credentialId: string; newPreviousCredentialId: string }>, reply) =>
+    moveCredential(request, reply, pathId(request.params.newPreviousCredentialId, 'Credential')),
+  );
 
   // Keycloak's credential types a user's storage provider (LDAP, Kerberos) keeps for the user: this server has no
   // user storage federation, so none (Keycloak answers [] for a local user too).

@@ -34,9 +34,15 @@ export type Lockout = 'temporary' | 'permanent';
 /** Keycloak's answer shape for a user's brute-force status (GET …/attack-detection/brute-force/users/{id}). */
 export interface BruteForceStatus {
   numFailures: number;
+  /** Temporary lockouts since the failures were last reset. */
+  numTemporaryLockouts: number;
+  /** Wrong proofs after the password that count now (the always-on cap below, whether or not detection is on). */
+  numSecondaryAuthFailures: number;
   disabled: boolean;
   lastIPFailure: string;
   lastFailure: number;
+  /** The end of a temporary lockout, epoch seconds as Keycloak's; 0 when none. */
+  failedLoginNotBefore: number;
 }
 
 /** The clock: Date.now, so a test moves it with fake time. */
@@ -148,12 +154,16 @@ export async function recordLoginSuccess(ctx: BruteForceContext, realm: Realm, u
 /** The user's status as Keycloak's attack-detection API shows it. */
 export async function bruteForceStatus(ctx: BruteForceContext, realm: Realm, user: User): Promise<BruteForceStatus> {
   const record = realm.bruteForce.bruteForceProtected ? current(parse(await ctx.hostStore.get(await failuresKey(ctx, realm.id, user.id))), realm.bruteForce, now()) : null;
-  if (record === null) return { numFailures: 0, disabled: false, lastIPFailure: 'n/a', lastFailure: 0 };
+  const numSecondaryAuthFailures = liveProofs(await ctx.hostStore.get(await failuresKey(ctx, realm.id, user.id, 'second-factor')), now()).length;
+  if (record === null) return { numFailures: 0, numTemporaryLockouts: 0, numSecondaryAuthFailures, disabled: false, lastIPFailure: 'n/a', lastFailure: 0, failedLoginNotBefore: 0 };
   return {
     numFailures: record.numFailures,
+    numTemporaryLockouts: record.numTemporaryLockouts ?? 0,
+    numSecondaryAuthFailures,
     disabled: (await loginLockout(ctx, realm, user)) !== null,
     lastIPFailure: record.lastIPFailure,
     lastFailure: record.lastFailure,
+    failedLoginNotBefore: record.lockedUntil > 0 ? Math.floor(record.lockedUntil / 1000) : 0,
   };
 }
 

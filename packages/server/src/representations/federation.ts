@@ -79,6 +79,9 @@ export function unmaskConfig<V extends string | string[]>(config: Record<string,
 }
 
 /** Keycloak's IdentityProviderRepresentation; `secrets` false (the admin API, partial export) masks them. */
+/** The OpenID Connect kinds (authentication/brokering's OIDC_PROVIDER_IDS; representations sit below it). */
+const OIDC_KINDS = new Set(['oidc', 'keycloak-oidc']);
+
 export function identityProviderRep(provider: IdentityProvider, secrets = false) {
   return {
     alias: provider.alias,
@@ -93,6 +96,9 @@ export function identityProviderRep(provider: IdentityProvider, secrets = false)
     authenticateByDefault: false,
     linkOnly: false,
     hideOnLogin: false,
+    // Keycloak's capabilities of the provider: here an OpenID Connect provider signs users in and does nothing else
+    // (no client assertions, trust material or external token exchange); Keycloak lists none for social providers.
+    types: OIDC_KINDS.has(provider.providerId) ? ['USER_AUTHENTICATION'] : [],
     ...provider.rest,
     config: secrets ? provider.config : maskedConfig(provider.config),
   };

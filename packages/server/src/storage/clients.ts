@@ -36,7 +36,7 @@ function toClient(row: Selectable<ClientTable>): Client {
   };
 }
 
-function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at'> {
+function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at' | 'registered_nodes'> {
   return {
     id: client.id,
     realm_id: client.realmId,
@@ -133,5 +133,15 @@ export class ClientRepository {
 
   async delete(id: string, db: Db = this.db): Promise<void> {
     await db.deleteFrom('client').where('id', '=', id).execute();
+  }
+
+  /** Keycloak's registered cluster nodes of the client: host → epoch seconds of its (last) registration. */
+  async registeredNodes(id: string, db: Db = this.db): Promise<Record<string, number>> {
+    const row = await db.selectFrom('client').select('registered_nodes').where('id', '=', id).executeTakeFirst();
+    return fromJson<Record<string, number>>(row?.registered_nodes, {});
+  }
+
+  async setRegisteredNodes(id: string, nodes: Record<string, number>, db: Db = this.db): Promise<void> {
+    await db.updateTable('client').set({ registered_nodes: Object.keys(nodes).length ? toJson(nodes) : null }).where('id', '=', id).execute();
   }
 }

@@ -93,6 +93,24 @@ export class CredentialRepository {
       .execute();
   }
 
+  /** The password's priority among the user's credentials (Keycloak's 10 unless moved; migration 0036). */
+  async passwordPriority(userId: string, db: Db = this.db): Promise<number> {
+    const row = await db.selectFrom('user_entity').select('password_priority').where('id', '=', userId).executeTakeFirst();
+    return row ? Number(row.password_priority) : 10;
+  }
+
+  /**
+   * Keycloak's credential order written back: each of the user's credentials, the password among them (`passwordId`),
+   * gets the priority of its place (10, 20, …), as Keycloak's moveCredentialTo renumbers them.
+   */
+  async setOrder(userId: string, orderedIds: readonly string[], passwordId: string | null, db: Db = this.db): Promise<void> {
+    for (const [index, id] of orderedIds.entries()) {
+      const priority = (index + 1) * 10;
+      if (id === passwordId) await db.updateTable('user_entity').set({ password_priority: priority }).where('id', '=', userId).execute();
+      else await db.updateTable('credential').set({ priority }).where('user_id', '=', userId).where('id', '=', id).execute();
+    }
+  }
+
   /** Names the user's credential `id`; false when the user has none of that id. */
   async setLabel(userId: string, id: string, label: string | null, db: Db = this.db): Promise<boolean> {
     const result = await db.updateTable('credential').set({ user_label: label }).where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();

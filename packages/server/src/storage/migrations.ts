@@ -841,4 +841,18 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('realm_group_organization').on('realm_group').columns(['organization_id']).execute();
     },
   },
+  // Issue 41: the password credential's place among the user's credentials (Keycloak's credential priority, 10 for a
+  // password), so the console's Credentials tab can move it (moveToFirst, moveAfter) as the other credentials.
+  '0036-password-priority': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('user_entity').addColumn('password_priority', 'integer', (c) => c.notNull().defaultTo(10)).execute();
+    },
+  },
+  // Issue 41: Keycloak's registered cluster nodes of a client (the console's Clients → Advanced → Registered cluster
+  // nodes), JSON `{host: epoch seconds of its registration}`; null: none.
+  '0037-client-registered-nodes': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('registered_nodes', 'text').execute();
+    },
+  },
 };

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Booleans are stored as 0/1 and times as epoch milliseconds so SQLite and PostgreSQL read back alike. */
 type Flag = number;
 
@@ -103,6 +105,8 @@ export interface ClientTable {
   /** Keycloak's client notBefore (seconds); null: 0. */
   not_before: number | null;
   created_at: number;
+  /** Registered cluster nodes, JSON `{host: epoch seconds}` (migration 0037); null: none. */
+  registered_nodes: Generated<string | null>;
 }
 
 export interface UserTable {
@@ -124,6 +128,8 @@ export interface UserTable {
   password_label: string | null;
   /** The password credential's id (migration 0032), kept across resets as Keycloak's; null: derived (representations/credential.ts). */
   password_credential_id: string | null;
+  /** The password's priority among the user's credentials (migration 0036; Keycloak's 10 unless moved). */
+  password_priority: Generated<number>;
 }
 
 export interface RoleTable {

@@ -66,7 +66,7 @@ function startsWith(dialect: 'sqlite' | 'postgres', column: RawBuilder<unknown> 
 }
 
 /** Usernames and e-mail addresses are stored lower-case, so lookups and exact searches compare the indexed column. */
-function toRow(user: User): Selectable<UserTable> {
+function toRow(user: User): Omit<Selectable<UserTable>, 'password_priority'> {
   return {
     id: user.id,
     realm_id: user.realmId,

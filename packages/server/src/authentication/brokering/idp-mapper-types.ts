@@ -44,7 +44,7 @@ const jsonAttribute = (provider: string, id: MapperType['id']): MapperType => ({
 });
 
 const TYPES: readonly MapperType[] = [
-  { id: 'hardcoded-role-idp-mapper', name: 'Hardcoded Role', category: 'Role Importer', helpText: 'Gives every user who signs in through this provider a role.', providers: '*', properties: [role] },
+  { id: 'oidc-hardcoded-role-idp-mapper', name: 'Hardcoded Role', category: 'Role Importer', helpText: 'Gives every user who signs in through this provider a role.', providers: '*', properties: [role] },
   {
     id: 'hardcoded-attribute-idp-mapper',
     name: 'Hardcoded Attribute',

@@ -13,7 +13,7 @@ import type { BrokeredIdentity } from './upstream-oidc.js';
 type MapperContext = Pick<AuthenticationContext, 'storage' | 'logger'>;
 
 export const IDP_MAPPER_TYPES = [
-  'hardcoded-role-idp-mapper',
+  'oidc-hardcoded-role-idp-mapper',
   'hardcoded-attribute-idp-mapper',
   'oidc-user-attribute-idp-mapper',
   'oidc-role-idp-mapper',
@@ -173,6 +173,9 @@ export async function applyMappers(ctx: MapperContext, realm: Realm, provider: I
     const c = mapper.config;
     const type = mapper.identityProviderMapper;
     switch (type) {
+      // Keycloak's id of the hardcoded role mapper is oidc-hardcoded-role-idp-mapper, for every kind of provider;
+      // hardcoded-role-idp-mapper is the id this server used before (issue 41), still run for mappers stored with it.
+      case 'oidc-hardcoded-role-idp-mapper':
       case 'hardcoded-role-idp-mapper':
       case 'oidc-role-idp-mapper':
       case 'oidc-advanced-role-idp-mapper': {
@@ -182,7 +185,7 @@ export async function applyMappers(ctx: MapperContext, realm: Realm, provider: I
           continue;
         }
         const holds =
-          type === 'hardcoded-role-idp-mapper' ? true : type === 'oidc-role-idp-mapper' ? Boolean(c.claim) && claimHolds(identity, c.claim, c['claim.value'] ?? '') : advancedClaimsHold(identity, c);
+          type === 'oidc-hardcoded-role-idp-mapper' || type === 'hardcoded-role-idp-mapper' ? true : type === 'oidc-role-idp-mapper' ? Boolean(c.claim) && claimHolds(identity, c.claim, c['claim.value'] ?? '') : advancedClaimsHold(identity, c);
         if (holds) grant.push(role.id);
         else if (phase === 'update' && mode === 'FORCE') revoke.push(role.id);
         break;

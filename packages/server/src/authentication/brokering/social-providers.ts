@@ -2,7 +2,7 @@ import type { OutboundGuard } from '@realmgate/spi';
 import { brokerEndpointOverrides, type ServerConfig } from '../../config/index.js';
 import { outboundRequest } from '../../http/index.js';
 import type { IdentityProvider } from '../../model/types.js';
-import { authorizationRequest, completeUpstreamLogin, exchangeCode, OIDC_PROVIDER_IDS, text, UpstreamError, type BrokeredIdentity, type OidcHooks, type UpstreamRequest } from './upstream-oidc.js';
+import { authorizationRequest, completeUpstreamLogin, exchangeCode, OIDC_PROVIDER_IDS, reloadUpstreamKeys, text, UpstreamError, type BrokeredIdentity, type OidcHooks, type UpstreamRequest } from './upstream-oidc.js';
 
 /**
  * The social identity providers Keycloak 26 ships whose endpoints are fixed (Keycloak's `org.keycloak.social.*`):
@@ -281,6 +281,16 @@ export function effectiveProvider(provider: IdentityProvider, config: Pick<Serve
   if (!(merged.defaultScope ?? '').trim()) merged.defaultScope = social.scope(provider.config);
   for (const key of URL_KEYS) if (merged[key]) merged[key] = overriddenUrl(merged[key], overrides);
   return { provider: { ...provider, config: merged as Record<string, string> }, social };
+}
+
+/**
+ * Keycloak's reload-keys for any provider: an OpenID Connect one (a social one of kind `oidc` with its fixed JWKS)
+ * fetches its JWKS again; the others (OAuth 2 social providers, providers kept as data) have no keys: false.
+ */
+export async function reloadProviderKeys(guard: OutboundGuard, config: Pick<ServerConfig, 'brokerEndpointOverrides'>, stored: IdentityProvider): Promise<boolean> {
+  const { provider, social } = effectiveProvider(stored, config);
+  if (social ? social.kind !== 'oidc' : !OIDC_PROVIDER_IDS.has(stored.providerId)) return false;
+  return reloadUpstreamKeys(guard, provider);
 }
 
 /** The authorization request of any provider this server signs in through. */

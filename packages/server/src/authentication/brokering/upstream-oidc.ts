@@ -166,6 +166,21 @@ async function fetchJwks(guard: OutboundGuard, url: string, refresh: boolean): P
   return keys;
 }
 
+/**
+ * Keycloak's reload-keys of a provider: its JWKS fetched again now (the cache replaced) when its signatures are
+ * checked by its JWKS URL, true; false when they are not (nothing is kept to reload). An unreachable or broken JWKS
+ * throws the UpstreamError a sign-in would meet, and the cached keys stay.
+ */
+export async function reloadUpstreamKeys(guard: OutboundGuard, provider: IdentityProvider): Promise<boolean> {
+  const c = provider.config;
+  if (!flag(c.validateSignature) || !usesJwksUrl(c) || !c.jwksUrl) return false;
+  await fetchJwks(guard, c.jwksUrl, true);
+  return true;
+}
+
+/** Signatures checked by the JWKS URL: asked for, or a JWKS URL without a configured key (verifyUpstreamJwt's choice). */
+const usesJwksUrl = (c: Record<string, string | undefined>) => flag(c.useJwksUrl) || (!c.publicKeySignatureVerifier && !!c.jwksUrl);
+
 /** The configured key (`publicKeySignatureVerifier`): a PEM public key or certificate, or a JWK. */
 async function configuredKey(text: string, alg: string) {
   const value = text.trim();
@@ -208,7 +223,7 @@ export async function verifyUpstreamJwt(guard: OutboundGuard, provider: Identity
       checkClaims(claims, options.audience, c.issuer, skew, what, requiredClaims);
       return claims;
     }
-    if (flag(c.useJwksUrl) || (!c.publicKeySignatureVerifier && c.jwksUrl)) {
+    if (usesJwksUrl(c)) {
       if (!c.jwksUrl) throw new UpstreamError('invalid_token', 'signature validation by JWKS URL without a JWKS URL');
       const { kid } = decodeProtectedHeader(jwt);
       let keys = await fetchJwks(guard, c.jwksUrl, false);
