@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminRoutes, fillPath, paramCount, rawRequest, type PathValues, type Route } from './support/admin-routes.js';
-import { databases, httpDatabases, startServer, type TestServer } from './support/server.js';
+import { adminToken, databases, httpDatabases, startServer, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 const REALM = 'bad';
@@ -794,7 +794,10 @@ describe.each(databases)('admin API refuses bad input on every route, with a 4xx
   beforeAll(async () => {
     t = await startServer({ database });
     const kc = await masterAdminClient(t.url);
-    token = (await kc.getAccessToken())!;
+    // One token serves every sweep of the file, which runs for minutes on a busy machine: master's default 60 s
+    // lifespan ran out mid-sweep (load 30-48, 2026-11-29) and every later request was a 401 "token expired".
+    await kc.realms.update({ realm: 'master' }, { accessTokenLifespan: 3600 });
+    token = await adminToken(t.url);
     await kc.realms.create({ realm: REALM, enabled: true, organizationsEnabled: true });
     kc.setConfig({ realmName: REALM });
     const { id: client } = await kc.clients.create({ clientId: 'fixture-app', serviceAccountsEnabled: true, publicClient: false });

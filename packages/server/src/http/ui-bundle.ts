@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { brotliCompressSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { notFound } from '../model/errors.js';
 
@@ -107,10 +107,18 @@ export function scriptJson(value: unknown): string {
     .replace(/\u2029/g, '\\u2029');
 }
 
+/**
+ * Brotli's quality for the JSON made at run time, the build's for its assets (scripts/ui-build.ts): Node's default,
+ * 11, took 0.57 s of CPU for the admin console's English messages (405 KB) at each server's first console load,
+ * quality 9 takes 0.05 s for a body 10% larger (80 KB instead of 73 KB, answered 304 while unchanged).
+ */
+const BROTLI_QUALITY = 9;
+
 /** A JSON document served like a built asset: compressed once, with a validator for `no-cache` revalidation. */
 export function jsonAsset(value: unknown): Asset {
   const body = Buffer.from(JSON.stringify(value));
-  return { body, br: brotliCompressSync(body), gzip: gzipSync(body), type: 'application/json', etag: `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  const br = brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  return { body, br, gzip: gzipSync(body), type: 'application/json', etag: `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
 }
 
 const EMPTY_MESSAGES = jsonAsset([]);
