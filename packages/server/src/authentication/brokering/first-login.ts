@@ -159,13 +159,23 @@ const confirmLink: Step = {
  * is the way in) when the realm cannot send mail, the review page changed the username or e-mail, or the account has
  * no address. The page's "send again" mails a new link; a page posted again without it does not.
  */
+/** The existing account idp-email-verification can mail, or null where it passes itself over. */
+async function mailableExisting(env: BrokerEnv): Promise<User | null> {
+  const { ctx, realm, progress } = env;
+  const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
+  return !existing || !realm.smtpServer.host || progress.reviewChanged || !existing.email ? null : existing;
+}
+
 const emailVerification: Step = {
   id: 'idp-email-verification',
   requiresUser: false,
+  // "Try another way" between it and re-authentication (Keycloak's Account verification options), both directions.
+  selectable: true,
+  offered: async (env) => (await mailableExisting(env)) !== null,
   async authenticate({ env }) {
     const { ctx, realm, progress, provider } = env;
-    const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
-    if (!existing || !realm.smtpServer.host || progress.reviewChanged || !existing.email) return { status: 'attempted' };
+    const existing = await mailableExisting(env);
+    if (!existing?.email) return { status: 'attempted' };
     const { identity } = progress;
     if (await linkConfirmed(ctx, env.key, identity.id)) {
       await dropLinkProof(ctx, existing.id, provider.alias, identity.id);
@@ -190,6 +200,8 @@ const emailVerification: Step = {
 const reauthenticate: Step = {
   id: 'idp-username-password-form',
   requiresUser: false,
+  selectable: true,
+  offered: async (env) => env.progress.existingUserId !== null,
   async authenticate({ env }) {
     const existingId = env.progress.existingUserId;
     const existing = existingId ? await env.ctx.storage.users.byId(env.realm.id, existingId) : null;
@@ -228,11 +240,12 @@ export async function runFirstBrokerLogin(
   progress: BrokerProgress,
   submitted: Record<string, string> | null,
   pages: BrokerPages,
+  selected?: string,
 ): Promise<(FlowResult<BrokerChallenge, BrokerFailure> & { env: BrokerEnv }) | null> {
   const alias = typeof provider.rest.firstBrokerLoginFlowAlias === 'string' && provider.rest.firstBrokerLoginFlowAlias ? provider.rest.firstBrokerLoginFlowAlias : 'first broker login';
   const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, ...pages, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username } };
   const user = progress.userId ? await ctx.storage.users.byId(realm.id, progress.userId) : null;
-  const result = await runBrokerFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(ctx, realm, alias, env, (id) => steps[id], progress, user);
+  const result = await runBrokerFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(ctx, realm, alias, env, (id) => steps[id], progress, user, selected);
   if (!result) return null;
   progress.userId = result.user?.id ?? progress.userId;
   return { ...result, env };
