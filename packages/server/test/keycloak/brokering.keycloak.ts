@@ -6,7 +6,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser, screenshot } from '../support/browser.js';
 import { pkce } from '../support/forms.js';
-import { adminToken, api, startServer, tokenRequest, type TestServer } from '../support/server.js';
+import { adminToken, api, eventually, startServer, tokenRequest, type TestServer } from '../support/server.js';
+import { startSmtp } from '../support/smtp.js';
 
 /**
  * Issue 37's "Tests that must exist" against a running Keycloak 26.7.3 (the suite's, global-setup.ts): not a
@@ -363,5 +364,70 @@ describe('the other direction: Keycloak brokering to a Realmgate realm (a Keyclo
     expect(kcUser?.email).toBe('rguser@example.test');
     const links = await admin.users.listFederatedIdentities({ id: kcUser.id! });
     expect(links.map((l) => l.identityProvider)).toEqual(['realmgate']);
+  });
+
+  it("the username mapper names Keycloak's user; the federated link keeps the upstream's own username", async () => {
+    const admin = await keycloakAdmin();
+    await admin.identityProviders.createMapper({
+      alias: 'realmgate',
+      identityProviderMapper: { name: 'username', identityProviderAlias: 'realmgate', identityProviderMapper: 'oidc-username-idp-mapper', config: { template: 'rg.${CLAIM.preferred_username}', syncMode: 'INHERIT' } },
+    });
+    const added = await api(t.url, 'POST', '/admin/realms/source/users', token, { username: 'rgthird', enabled: true, email: 'rgthird@example.test', emailVerified: true, firstName: 'Third', lastName: 'User', credentials: [{ type: 'password', value: RG_PASSWORD, temporary: false }] });
+    expect(added.status).toBe(201);
+    const page = await browser.newPage();
+    await page.goto(`${kc.url}/realms/${kcRealm}/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'kc-app', redirect_uri: callback, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256', kc_idp_hint: 'realmgate' })}`);
+    await page.waitForSelector('#kc-login');
+    await page.fill('#username', 'rgthird');
+    await page.fill('#password', RG_PASSWORD);
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(callback)), page.click('#kc-login')]);
+    await page.close();
+    const [kcUser] = await admin.users.find({ username: 'rg.rgthird', exact: true });
+    expect(kcUser).toBeTruthy();
+    const links = await admin.users.listFederatedIdentities({ id: kcUser.id! });
+    console.log(`keycloak: the username mapper's user ${kcUser.username} is linked as ${JSON.stringify(links.map((l) => l.userName))}`);
+    expect(links.map((l) => l.userName)).toEqual(['rgthird']);
+  });
+
+  it('the reference for "try another way" in the first broker login: Keycloak\'s e-mail page offers re-authentication beside it', async () => {
+    // Keycloak's realm sends mail (a loopback SMTP server); a Keycloak user with the e-mail of a Realmgate user.
+    const smtp = await startSmtp();
+    try {
+      const admin = await keycloakAdmin();
+      await admin.realms.update({ realm: kcRealm }, { smtpServer: { host: '127.0.0.1', port: String(smtp.port), from: 'keycloak@example.test' } });
+      await admin.users.create({ username: 'kcdup', enabled: true, email: 'dup@example.test', emailVerified: true, firstName: 'Dup', lastName: 'Local', credentials: [{ type: 'password', value: KC_PASSWORD, temporary: false }] });
+      const added = await api(t.url, 'POST', '/admin/realms/source/users', token, { username: 'rgdup', enabled: true, email: 'dup@example.test', emailVerified: true, firstName: 'Dup', lastName: 'Remote', credentials: [{ type: 'password', value: RG_PASSWORD, temporary: false }] });
+      expect(added.status).toBe(201);
+
+      const page = await browser.newPage();
+      await page.goto(`${kc.url}/realms/${kcRealm}/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'kc-app', redirect_uri: callback, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256', kc_idp_hint: 'realmgate' })}`);
+      await page.waitForSelector('#kc-login');
+      await page.fill('#username', 'rgdup');
+      await page.fill('#password', RG_PASSWORD);
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(kc.url)), page.click('#kc-login')]);
+      // "Account already exists": add to the existing account, then the e-mail page.
+      await page.waitForSelector('#linkAccount');
+      await Promise.all([page.waitForNavigation(), page.click('#linkAccount')]);
+      await eventually(() => smtp.mails.some((m) => m.to.includes('dup@example.test')), 20_000);
+      await screenshot(page, 'keycloak-idp-link-email');
+      const tryAnotherWay = page.locator('#try-another-way');
+      expect(await tryAnotherWay.count()).toBe(1);
+      await Promise.all([page.waitForNavigation(), tryAnotherWay.click()]);
+      await screenshot(page, 'keycloak-idp-select-authenticator');
+      const ways = (await page.locator('.select-auth-box-headline').allTextContents()).map((w) => w.trim());
+      console.log(`keycloak: the first broker login's "try another way" lists ${JSON.stringify(ways)}`);
+      // Two ways, the e-mail (asking, first) and the re-authentication sub-flow: what Realmgate's page offers too.
+      expect(ways).toHaveLength(2);
+      expect(ways[0]).toMatch(/mail/i);
+      await Promise.all([page.waitForNavigation(), page.locator('.select-auth-box-parent').nth(1).click()]);
+      await page.waitForSelector('#password');
+      await page.fill('#password', KC_PASSWORD);
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(callback)), page.click('#kc-login')]);
+      expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+      await page.close();
+      const [kcdup] = await admin.users.find({ username: 'kcdup', exact: true });
+      expect((await admin.users.listFederatedIdentities({ id: kcdup.id! })).map((l) => l.identityProvider)).toEqual(['realmgate']);
+    } finally {
+      await smtp.close();
+    }
   });
 });
