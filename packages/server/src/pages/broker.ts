@@ -29,6 +29,7 @@ import {
   updateLinkedUser,
   UpstreamError,
   upstreamAuthorizationRequest,
+  upstreamUsername,
   type AuthSession,
   type BrokerProgress,
   type FormState,
@@ -171,7 +172,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       await brokerError(request, realm, auth, provider, error.error, { reason: error.message.slice(0, 200) });
       return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
     }
-    const details = { identity_provider: provider.alias, identity_provider_identity: identity.username };
+    const details = { identity_provider: provider.alias, identity_provider_identity: upstreamUsername(identity) };
     const link = await linkedUser(ctx, realm, provider, identity);
     if (link) {
       const linked = link.user;
@@ -244,7 +245,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
   ): Promise<FastifyReply> {
     const info = requestInfo(request);
     const mailLink = (user: User, token: string, lifetimeSeconds: number) =>
-      sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => identityProviderLinkMail(t, realm, user, providerName(provider), progress.identity.username, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
+      sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => identityProviderLinkMail(t, realm, user, providerName(provider), upstreamUsername(progress.identity), actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
     const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted, { key, mailLink }, selected);
     if (!run) {
       await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no first broker login flow' });
@@ -401,7 +402,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
         return ctx.pages.send(reply, realm, 'idp-confirm-link', { ...page, duplicateField: sameEmail ? 'e-mail' : 'username', errors }, status);
       }
       case 'email-link':
-        return ctx.pages.send(reply, realm, 'login-idp-link-email', { ...page, identityUsername: progress.identity.username, errors }, status);
+        return ctx.pages.send(reply, realm, 'login-idp-link-email', { ...page, identityUsername: upstreamUsername(progress.identity), errors }, status);
       case 'reauth-password': {
         const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
         return ctx.pages.send(reply, realm, 'idp-reauth', { ...page, username: existing?.username ?? '', errors }, status);
@@ -441,7 +442,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (auth) setPageClient(request, auth.clientId);
     const sameBrowser = auth !== null && authBindingOf(auth) === progress.auth;
     if (!sameBrowser && !confirmed) {
-      const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: progress.identity.username };
+      const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: upstreamUsername(progress.identity) };
       return ctx.pages.send(reply, realm, 'login-idp-link-confirm', page, 200);
     }
     if (!(await ctx.actionTokens.consume(claims))) return refused('invalid_token');

@@ -184,10 +184,10 @@ describe('Keycloak 26.7.3 as the upstream of a Realmgate realm (keycloak-oidc, d
     expect(user.attributes?.department).toEqual(['engineering']);
     const roles = await rg('GET', `/users/${userId}/role-mappings/realm`);
     expect((roles.body as { name: string }[]).map((r) => r.name)).toContain('staff');
-    // Linked to Keycloak's account by its subject (Keycloak's user id).
+    // Linked to Keycloak's account by its subject (Keycloak's user id), named by its own username (not the mapped one).
     const [kcUser] = await (await keycloakAdmin()).users.find({ username: 'kcuser', exact: true });
     const links = await rg('GET', `/users/${userId}/federated-identity`);
-    expect(links.body).toEqual([expect.objectContaining({ identityProvider: 'keycloak-oidc', userId: kcUser.id })]);
+    expect(links.body).toEqual([expect.objectContaining({ identityProvider: 'keycloak-oidc', userId: kcUser.id, userName: 'kcuser' })]);
     const events = await rg('GET', '/events?type=IDENTITY_PROVIDER_FIRST_LOGIN');
     expect((events.body as { details?: Record<string, string> }[]).some((e) => e.details?.identity_provider === 'keycloak-oidc')).toBe(true);
   });
