@@ -156,11 +156,13 @@ describe('Apple: the client secret made from the team key', () => {
       expect(answer.status).toBe(400);
       expect(answer.text).toContain('Sign-in with Apple failed');
       expect(secrets.slice(before).map((s) => s.verified)).toEqual([false]);
-      // Not a key at all: refused before anything is sent to Apple.
-      expect((await admin('PUT', '/identity-provider/instances/apple', { ...current, config: { ...current.config, p8Content: 'not a key' } })).status).toBe(204);
-      const garbage = await signIn();
-      expect(garbage.status).toBe(400);
-      expect(garbage.text).toContain('Sign-in with Apple failed');
+      // Not a key at all: the admin API refuses it (400 naming the field), the stored key unchanged.
+      const refused = await admin('PUT', '/identity-provider/instances/apple', { ...current, config: { ...current.config, p8Content: 'not a key' } });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body)).toContain('p8Content');
+      const created = await admin('POST', '/identity-provider/instances', { alias: 'apple-2', providerId: 'apple', config: { clientId: CLIENT_ID, teamId: TEAM_ID, keyId: KEY_ID, p8Content: pemOf(otherKey).replace('MI', 'XX') } });
+      expect(created.status).toBe(400);
+      expect((await admin('GET', '/identity-provider/instances/apple-2')).status).toBe(404);
       expect(secrets.length).toBe(before + 1);
     } finally {
       expect((await admin('PUT', '/identity-provider/instances/apple', { ...current, config: { ...current.config, p8Content: pemOf(teamKey) } })).status).toBe(204);

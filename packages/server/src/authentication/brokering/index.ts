@@ -10,3 +10,4 @@ export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './
 export { postBrokerLoginFlowOf, runPostBrokerLogin } from './post-login.js';
 export { upstreamLogoutSessions, type UpstreamLogout } from './upstream-logout.js';
 export { keepsUpstreamIdToken, logsOutThroughBrowser, sessionProvider, takeBrokerLogout, upstreamBrowserLogout, type PendingBrokerLogout } from './browser-logout.js';
+export { appleKeyOf } from './apple-client-secret.js';
