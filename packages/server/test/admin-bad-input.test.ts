@@ -274,6 +274,7 @@ const idpFields: unknown[] = [
   { alias: 'fresh', providerId: 'oidc', config: { metadata: 'a'.repeat(20_000) } },
   { alias: 'fresh', providerId: 'oidc', postBrokerLoginFlowAlias: 'no such flow' },
   { alias: 'fresh', providerId: 'oidc', firstBrokerLoginFlowAlias: 'no such flow' },
+  { alias: 'fresh', providerId: 'apple', config: { clientId: 'com.example', teamId: 'T', keyId: 'K', p8Content: 'not a key' } },
   { alias: 'fresh', providerId: 'oidc', postBrokerLoginFlowAlias: 5 },
 ];
 const idpMapperFields: unknown[] = [

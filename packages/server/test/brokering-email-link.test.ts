@@ -73,6 +73,7 @@ describe('first broker login: verifying the existing account by e-mail', () => {
             upUser('f1', 'frank@down.example'),
             upUser('g1', 'gina@down.example'),
             upUser('h1', 'hank@down.example'),
+            upUser('i1', 'ivan@down.example'),
           ],
         })
       ).status,
@@ -87,7 +88,7 @@ describe('first broker login: verifying the existing account by e-mail', () => {
           eventsEnabled: true,
           smtpServer: smtpServer(),
           clients: [{ clientId: 'app', enabled: true, publicClient: true, redirectUris: [APP_REDIRECT], standardFlowEnabled: true }],
-          users: [localUser('alice', 'alice@down.example'), localUser('bob', 'bob@down.example'), localUser('carl', 'carl@down.example'), localUser('dora', 'dora@down.example'), localUser('erin'), localUser('frank', 'frank@down.example'), localUser('gina', 'gina@down.example'), localUser('hank', 'hank@down.example')],
+          users: [localUser('alice', 'alice@down.example'), localUser('bob', 'bob@down.example'), localUser('carl', 'carl@down.example'), localUser('dora', 'dora@down.example'), localUser('erin'), localUser('frank', 'frank@down.example'), localUser('gina', 'gina@down.example'), localUser('hank', 'hank@down.example'), localUser('ivan', 'ivan@down.example')],
           identityProviders: [
             {
               alias: 'up',
@@ -268,6 +269,57 @@ describe('first broker login: verifying the existing account by e-mail', () => {
     }
   });
 
+  it('"try another way" from the e-mail page: the two ways listed, re-authentication chosen, back to the e-mail, then the password links', async () => {
+    const browser = new Browser(t.url);
+    /** The layout's "try another way" form of a page, posted. */
+    const tryAnotherWay = (html: string) => {
+      const at = html.indexOf('<form id="kc-select-try-another-way-form"');
+      expect(at).toBeGreaterThan(-1);
+      const form = firstForm(html.slice(at));
+      expect(form.hidden.tryAnotherWay).toBe('on');
+      return browser.post(form.action, form.hidden);
+    };
+    /** The ways a select page lists: their names and the executions they choose. */
+    const waysOf = (html: string) => [...html.matchAll(/name="authenticationExecution" value="([^"]+)"><strong>([^<]+)<\/strong>/g)].map((m) => ({ execution: m[1], name: m[2] }));
+    const choose = (html: string, execution: string) => browser.post(firstForm(html).action, { ...firstForm(html).hidden, authenticationExecution: execution });
+
+    const emailPage = await toEmailPage(browser, 'i1');
+    expect(emailPage.text).toContain('id="instruction1"');
+    await eventually(() => mailsTo('ivan@down.example').length === 1);
+    const select = await tryAnotherWay(emailPage.text);
+    expect(select.status).toBe(200);
+    const ways = waysOf(select.text);
+    // The asking way first (as Keycloak lists it), then re-authentication.
+    expect(ways.map((w) => w.name)).toEqual(['Verify by e-mail', 'Sign in again']);
+
+    // A way that was not offered (another execution's id, made up) is refused with the list again: nothing passes.
+    const forged = await choose(select.text, 'not-an-offered-execution');
+    expect(forged.status).toBe(400);
+    expect(forged.location).toBeNull();
+    expect(waysOf(forged.text)).toEqual(ways);
+
+    const password = await choose(select.text, ways[1].execution);
+    expect(password.status).toBe(200);
+    expect(password.text).toContain('kc-form-login');
+    expect(password.text).not.toContain('instruction1');
+    // Back to the e-mail from the password page: the page again, no second mail (the link was mailed already).
+    const back = await choose((await tryAnotherWay(password.text)).text, ways[0].execution);
+    expect(back.status).toBe(200);
+    expect(back.text).toContain('id="instruction1"');
+    const again = await choose((await tryAnotherWay(back.text)).text, ways[1].execution);
+    expect(again.text).toContain('kc-form-login');
+    const form = firstForm(again.text);
+    const wrong = await browser.post(form.action, { ...form.hidden, password: 'ivan-wrong-123' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('kc-select-try-another-way-form');
+    expect(await links('ivan')).toEqual([]);
+    const done = await browser.post(form.action, { ...form.hidden, password: 'ivan-Pass-123' });
+    expect(done.status).toBe(302);
+    expect(done.location).toMatch(/^http:\/\/app\.test\/callback\?.*code=/);
+    expect(await links('ivan')).toMatchObject([{ userName: 'i1' }]);
+    expect(mailsTo('ivan@down.example')).toHaveLength(1);
+  });
+
   it('without SMTP, or for an account without an address, re-authentication is the way (the step is attempted)', async () => {
     // erin has no e-mail here: found by username, she is asked for her password.
     const erin = await toEmailPage(new Browser(t.url), 'erin');
@@ -279,6 +331,8 @@ describe('first broker login: verifying the existing account by e-mail', () => {
       const frank = await toEmailPage(new Browser(t.url), 'f1');
       expect(frank.text).toContain('kc-form-login');
       expect(frank.text).not.toContain('instruction1');
+      // No mail to offer: the password page has no "try another way".
+      expect(frank.text).not.toContain('kc-select-try-another-way-form');
     } finally {
       expect((await admin('PUT', '/down', { smtpServer: smtpServer() })).status).toBe(204);
     }

@@ -115,7 +115,10 @@ describe('signing in through identity providers that are not Realmgate', () => {
           config: { clientId: 'realmgate', clientSecret: 'x', authorizationUrl: `${scriptedUrl}/authorize`, tokenUrl: `${scriptedUrl}/token`, jwksUrl: `${scriptedUrl}/certs`, issuer: scriptedUrl, validateSignature: 'true', useJwksUrl: 'true', disableUserInfo: 'true' },
         },
       ],
-      identityProviderMappers: [{ name: 'given', identityProviderAlias: 'panva', identityProviderMapper: 'oidc-user-attribute-idp-mapper', config: { claim: 'given_name', 'user.attribute': 'upstreamGiven', syncMode: 'INHERIT' } }],
+      identityProviderMappers: [
+        { name: 'given', identityProviderAlias: 'panva', identityProviderMapper: 'oidc-user-attribute-idp-mapper', config: { claim: 'given_name', 'user.attribute': 'upstreamGiven', syncMode: 'INHERIT' } },
+        { name: 'local name', identityProviderAlias: 'scripted', identityProviderMapper: 'oidc-username-idp-mapper', config: { template: 'scr.${CLAIM.given_name}', syncMode: 'INHERIT' } },
+      ],
     });
     expect(created.status).toBe(201);
   });
@@ -179,6 +182,13 @@ describe('signing in through identity providers that are not Realmgate', () => {
     next = { nonce: upstream.searchParams.get('nonce')!, mistake: 'none' };
     const answer = await browser.get(`/realms/brokered/broker/scripted/endpoint?code=any&state=${upstream.searchParams.get('state')}`);
     expect(answer.status).toBe(302);
-    expect((await users()).some((u) => u.email === 'scripted@example.com')).toBe(true);
+    const user = (await users()).find((u) => u.email === 'scripted@example.com') as { id: string; username: string } | undefined;
+    // The username mapper names the local user; the link keeps the upstream's own username, as Keycloak's does
+    // (test:keycloak brokering.keycloak.ts observes it on Keycloak).
+    expect(user?.username).toBe('scr.scrip');
+    const links = (await admin('GET', `/users/${user!.id}/federated-identity`)).body as { userName: string; userId: string }[];
+    expect(links).toEqual([expect.objectContaining({ identityProvider: 'scripted', userId: 'scripted-user', userName: 'scripted@example.com' })]);
+    const link = await eventually(async () => ((await admin('GET', '/events?type=FEDERATED_IDENTITY_LINK&max=100')).body as { details: Record<string, string> }[]).find((e) => e.details.identity_provider === 'scripted'));
+    expect(link.details).toMatchObject({ identity_provider_identity: 'scripted@example.com', username: 'scr.scrip' });
   });
 });

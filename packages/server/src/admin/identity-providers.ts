@@ -4,7 +4,7 @@ import { newId } from '../credentials/index.js';
 import { badRequest, conflict, notFound, serverFailure } from '../model/errors.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
-import { configFromMetadata, configFromMetadataUrl, idpMapperTypes, ImportConfigError, reloadProviderKeys, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, UpstreamError } from '../authentication/index.js';
+import { appleKeyOf, configFromMetadata, configFromMetadataUrl, idpMapperTypes, ImportConfigError, reloadProviderKeys, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, UpstreamError } from '../authentication/index.js';
 import { acceptMultipart, readMultipart } from './multipart.js';
 import { queryBool, queryInt, queryString } from './query.js';
 import {
@@ -12,6 +12,7 @@ import {
   identityProviderRep,
   parseIdentityProvider,
   parseIdentityProviderMapper,
+  SECRET_MASK,
   unmaskConfig,
   type IdentityProviderInput,
 } from '../representations/federation.js';
@@ -82,10 +83,21 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     }
   };
 
+  /**
+   * Apple's key (`p8Content`, apple-client-secret.ts) is read at every code exchange: one that is not an EC P-256
+   * private key would fail every sign-in, so it is refused when saved (the mask sent back and vault references pass).
+   */
+  const checkAppleKey = (input: IdentityProviderInput) => {
+    const key = input.config.p8Content;
+    if (input.providerId !== 'apple' || typeof key !== 'string' || !key.trim() || key === SECRET_MASK || /^\$\{vault\.[^}]+\}$/.test(key)) return;
+    if (!appleKeyOf(key)) throw badRequest("identityProvider.config.p8Content: is not an EC P-256 private key in PKCS#8 (the .p8 file's text, or its base64 body)", 'p8Content');
+  };
+
   app.post('/realms/:realm/identity-provider/instances', async (request: AdminRequest, reply) => {
     const realm = await targetRealm(ctx, request);
     const input = parseIdentityProvider(request.body);
     await checkBrokerFlows(realm, input);
+    checkAppleKey(input);
     const provider: IdentityProvider = { ...input, internalId: newId(), realmId: realm.id };
     try {
       await ctx.storage.federation.insertProvider(provider);
@@ -134,6 +146,7 @@ export function identityProviderRoutes(app: FastifyInstance, ctx: ServerContext)
     }
     const input = parseIdentityProvider(request.body);
     await checkBrokerFlows(realm, input);
+    checkAppleKey(input);
     const updated: IdentityProvider = { ...provider, ...input, config: unmaskConfig(input.config, provider.config) };
     try {
       await ctx.storage.federation.updateProvider(updated);

@@ -73,6 +73,11 @@ export interface Authenticator<Env, Challenge, Failure> {
   setupAction?: string;
   /** Offered by "try another way" when it sits beside the step asking (it has a page of its own). */
   selectable?: boolean;
+  /**
+   * For a selectable step that can pass itself over where it cannot work (e-mail verification in a realm that sends no
+   * mail): whether it can be offered now; absent: always. A way that would only be passed over is not listed.
+   */
+  offered?(env: Env): Promise<boolean>;
   authenticate(context: StepContext<Env>): Promise<StepOutcome<Challenge, Failure>>;
 }
 
@@ -251,6 +256,7 @@ export async function runFlow<Env, C, F>(run: FlowRun<Env, C, F>): Promise<FlowR
     if (!authenticator?.selectable) return null;
     if (authenticator.requiresUser && !user) return null;
     if (authenticator.configuredFor && !(user && (await authenticator.configuredFor(user, env)))) return null;
+    if (authenticator.offered && !(await authenticator.offered(env))) return null;
     return { execution: execution.id, authenticator: authenticator.id };
   };
 

@@ -35,6 +35,9 @@ export const WAYS: Record<string, { name: string; help: string }> = {
   'webauthn-authenticator-passwordless': { name: 'Passkey', help: 'A passkey on this device, or on a security key.' },
   'auth-recovery-authn-code-form': { name: 'Recovery code', help: 'One of the recovery codes you saved.' },
   'auth-password-form': { name: 'Password', help: 'The password of this account.' },
+  // The first broker login's two ways to prove an existing account is yours (Keycloak's Account verification options).
+  'idp-email-verification': { name: 'Verify by e-mail', help: 'A link sent to the e-mail address of the existing account.' },
+  'idp-username-password-form': { name: 'Sign in again', help: 'The password of the existing account.' },
 };
 
 /** The "try another way" link of a step page (the layout shows it), or null when its step has no alternative. */

@@ -13,6 +13,7 @@ import {
   updateLinkedUser,
   UpstreamError,
   upstreamAuthorizationRequest,
+  upstreamUsername,
   type AuthSession,
   type PendingUpstream,
 } from '../authentication/index.js';
@@ -158,7 +159,7 @@ async function linkUpstreamAccount(ctx: PagesContext, request: FastifyRequest, r
     ctx.logger.warn({ realm: realm.name, provider: provider.alias, reason: error.message }, 'identity provider link refused');
     return { error: error.error, reason: error.message.slice(0, 200), text: `Linking ${providerName(provider)} failed.`, status: 400 };
   }
-  const extra = { identity_provider_identity: identity.username };
+  const extra = { identity_provider_identity: upstreamUsername(identity) };
   const owner = await linkedUser(ctx, realm, provider, identity);
   if (owner && owner.user.id !== user.id) {
     return { error: 'federated_identity_account_exists', reason: 'identity provider already linked', text: `Federated identity returned by ${providerName(provider)} is already linked to another user.`, status: 400, extra };

@@ -29,6 +29,7 @@ import {
   updateLinkedUser,
   UpstreamError,
   upstreamAuthorizationRequest,
+  upstreamUsername,
   type AuthSession,
   type BrokerProgress,
   type FormState,
@@ -48,6 +49,7 @@ import { csrfRejected, loginContext } from './login-context.js';
 import { webauthnChallengePage } from './webauthn-pages.js';
 import { actionUrl, showPage } from './pages.js';
 import { formValues } from './protection.js';
+import { WAYS } from './another-way.js';
 import { aiaOutcome, nextRequiredAction } from './required-actions.js';
 import type { ShowNewPassword } from './step-pages.js';
 
@@ -170,7 +172,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
       await brokerError(request, realm, auth, provider, error.error, { reason: error.message.slice(0, 200) });
       return loginPage(request, reply, realm, auth, { message: { type: 'error', text: `Sign-in with ${providerName(provider)} failed. Please try again or sign in another way.` }, status: 400 });
     }
-    const details = { identity_provider: provider.alias, identity_provider_identity: identity.username };
+    const details = { identity_provider: provider.alias, identity_provider_identity: upstreamUsername(identity) };
     const link = await linkedUser(ctx, realm, provider, identity);
     if (link) {
       const linked = link.user;
@@ -207,13 +209,22 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     const c = await loginContext(ctx, request, reply);
     if (!('realm' in c)) return c;
     const { realm, auth } = c;
-    const form = formValues(request.body, ['key', 'session_code', 'username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp', 'emailLink']);
+    const form = formValues(request.body, ['key', 'session_code', 'username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp', 'emailLink', 'tryAnotherWay', 'authenticationExecution']);
     const rejected = csrfRejected(ctx, reply, realm, auth, form);
     if (rejected) return rejected;
     const progress = await openProgress(ctx, form.key, auth);
     const provider = progress ? await loadProvider(realm, progress.alias) : null;
     // A post broker login flow's key opens nothing here: its pages post to post-broker-login, and only its flow ends it.
     if (!progress || progress.phase === 'post' || !provider || !canSignIn(provider)) return expiredPage(request, reply, realm, auth);
+    // "Try another way" (Keycloak's select-authenticator inside the first broker login): the ways the last page
+    // offered, listed; the one chosen goes to the flow runner, which asks for it. Only a way offered can be chosen.
+    const ways = progress.ways ?? [];
+    if (ways.length > 1 && (form.tryAnotherWay === 'on' || form.authenticationExecution)) {
+      const chosen = ways.find((way) => way.execution === form.authenticationExecution);
+      if (chosen) return runAndAnswer(request, reply, realm, auth, provider, progress, form.key, null, chosen.execution);
+      const listed = ways.map((way) => ({ execution: way.execution, ...(WAYS[way.authenticator] ?? { name: way.authenticator, help: '' }) }));
+      return ctx.pages.send(reply, realm, 'select-authenticator', { action: actionUrl(realm, 'first-broker-login'), csrf: auth.csrf, key: form.key, ways: listed }, form.authenticationExecution ? 400 : 200);
+    }
     const raw = (request.body ?? {}) as Record<string, unknown>;
     // Only the fields this page sent reach the steps (a step whose field is absent asks for its page).
     const submitted = Object.fromEntries(['username', 'email', 'firstName', 'lastName', 'submitAction', 'password', 'otp', 'emailLink'].filter((name) => typeof raw[name] === 'string').map((name) => [name, form[name]]));
@@ -221,11 +232,21 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
   });
 
   /** The flow from the top with this page's fields; its answer: a page, an error, or the signed-in user. */
-  async function runAndAnswer(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, provider: IdentityProvider, progress: BrokerProgress, key: string, submitted: Record<string, string> | null): Promise<FastifyReply> {
+  async function runAndAnswer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    realm: Realm,
+    auth: AuthSession,
+    provider: IdentityProvider,
+    progress: BrokerProgress,
+    key: string,
+    submitted: Record<string, string> | null,
+    selected?: string,
+  ): Promise<FastifyReply> {
     const info = requestInfo(request);
     const mailLink = (user: User, token: string, lifetimeSeconds: number) =>
-      sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => identityProviderLinkMail(t, realm, user, providerName(provider), progress.identity.username, actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
-    const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted, { key, mailLink });
+      sendInBackground(ctx, realm, mailTranslator(ctx, realm, user, request).then((t) => identityProviderLinkMail(t, realm, user, providerName(provider), upstreamUsername(progress.identity), actionTokenUrl(request, ctx, realm, token), lifetimeSeconds)));
+    const run = await runFirstBrokerLogin(ctx, realm, provider, auth.clientId, info, progress, submitted, { key, mailLink }, selected);
     if (!run) {
       await brokerError(request, realm, auth, provider, 'identity_provider_error', { reason: 'no first broker login flow' });
       return showPage.error(ctx, reply, realm, 'Cannot sign in: the first broker login flow of this identity provider does not exist.', 400);
@@ -246,6 +267,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
         return afterUpstream(request, reply, realm, auth, provider, progress.identity, user);
       }
       case 'challenge':
+        progress.ways = run.alternatives;
         await keepProgress(ctx, progress, key);
         return challengePage(reply, realm, provider, progress, run.challenge, page, {}, 200);
       case 'failure': {
@@ -364,10 +386,13 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     provider: IdentityProvider,
     progress: BrokerProgress,
     challenge: string,
-    page: { action: string; csrf: string; key: string; providerName: string; values?: Record<string, string> },
+    asked: { action: string; csrf: string; key: string; providerName: string; values?: Record<string, string> },
     errors: Record<string, string>,
     status: number,
   ): Promise<FastifyReply> {
+    // The layout's "try another way" posts back here with the page's key (the ways are kept in the progress).
+    const anotherWay = (progress.ways?.length ?? 0) > 1 ? { action: asked.action, csrf: asked.csrf, key: asked.key } : null;
+    const page = { ...asked, anotherWay };
     switch (challenge) {
       case 'review-profile':
         return ctx.pages.send(reply, realm, 'idp-review-profile', { ...page, values: page.values ?? profileOf(progress), errors }, status);
@@ -377,7 +402,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
         return ctx.pages.send(reply, realm, 'idp-confirm-link', { ...page, duplicateField: sameEmail ? 'e-mail' : 'username', errors }, status);
       }
       case 'email-link':
-        return ctx.pages.send(reply, realm, 'login-idp-link-email', { ...page, identityUsername: progress.identity.username, errors }, status);
+        return ctx.pages.send(reply, realm, 'login-idp-link-email', { ...page, identityUsername: upstreamUsername(progress.identity), errors }, status);
       case 'reauth-password': {
         const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
         return ctx.pages.send(reply, realm, 'idp-reauth', { ...page, username: existing?.username ?? '', errors }, status);
@@ -417,7 +442,7 @@ export function brokerRoutes(app: FastifyInstance, ctx: PagesContext, newPasswor
     if (auth) setPageClient(request, auth.clientId);
     const sameBrowser = auth !== null && authBindingOf(auth) === progress.auth;
     if (!sameBrowser && !confirmed) {
-      const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: progress.identity.username };
+      const page = { action: actionUrl(realm, 'action-token'), key: token, providerName: providerName(provider), identityUsername: upstreamUsername(progress.identity) };
       return ctx.pages.send(reply, realm, 'login-idp-link-confirm', page, 200);
     }
     if (!(await ctx.actionTokens.consume(claims))) return refused('invalid_token');

@@ -14,11 +14,11 @@ export const KEY_PROVIDER_TYPE = 'org.keycloak.keys.KeyProvider';
 export const SECRET_MASK = '**********';
 
 /**
- * Config keys holding secrets: the identity providers' `clientSecret`, LDAP's `bindCredential`, key providers'
+ * Config keys holding secrets: the identity providers' `clientSecret` (and Apple's key, `p8Content`), LDAP's `bindCredential`, key providers'
  * `privateKey`/`secret`, keystore passwords. Keycloak knows them from each provider's config properties; with no
  * providers here, the names decide. A vault reference (`${vault.x}`) is not a secret and is shown, as Keycloak shows it.
  */
-const SECRET_KEY = /secret|password|credential|privatekey/i;
+const SECRET_KEY = /secret|password|credential|privatekey|p8content/i;
 const isVaultReference = (value: string) => /^\$\{vault\.[^}]+\}$/.test(value);
 export const isSecretKey = (key: string) => SECRET_KEY.test(key);
 

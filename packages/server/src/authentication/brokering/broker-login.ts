@@ -4,7 +4,7 @@ import type { IdentityProvider, Realm, User } from '../../model/types.js';
 import { userSnapshot } from '../../services/index.js';
 import { isUniqueViolation } from '../../storage/index.js';
 import { applyMappers, preprocessIdentity, syncModeOf } from './idp-mappers.js';
-import type { BrokeredIdentity } from './upstream-oidc.js';
+import { upstreamUsername, type BrokeredIdentity } from './upstream-oidc.js';
 
 /**
  * What happens around the first broker login flow, as Keycloak's IdentityBrokerService does it: the upstream's
@@ -52,7 +52,7 @@ export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, pr
   }
   current = await applyMappers(ctx, realm, provider, await ctx.storage.federation.cachedMappers(realm.id, provider.internalId), identity, current, 'update');
   const token = storedToken(provider, identity);
-  if (token !== undefined || linked.linkedName !== identity.username) await ctx.storage.federation.updateLink(current.id, provider.internalId, { token, userName: identity.username });
+  if (token !== undefined || linked.linkedName !== upstreamUsername(identity)) await ctx.storage.federation.updateLink(current.id, provider.internalId, { token, userName: upstreamUsername(identity) });
   return current;
 }
 
@@ -63,7 +63,7 @@ export async function updateLinkedUser(ctx: BrokerLoginContext, realm: Realm, pr
  */
 export async function linkFirstLogin(ctx: BrokerLoginContext, realm: Realm, provider: IdentityProvider, identity: BrokeredIdentity, user: User, event: BrokerEventBase): Promise<User | null> {
   try {
-    await ctx.storage.federation.addLink(realm.id, user.id, provider.internalId, { userId: identity.id, userName: identity.username });
+    await ctx.storage.federation.addLink(realm.id, user.id, provider.internalId, { userId: identity.id, userName: upstreamUsername(identity) });
   } catch (error) {
     if (isUniqueViolation(error)) return null;
     throw error;
@@ -79,7 +79,7 @@ export async function linkFirstLogin(ctx: BrokerLoginContext, realm: Realm, prov
     type: 'FEDERATED_IDENTITY_LINK',
     clientId: event.clientId,
     userId: mapped.id,
-    details: { identity_provider: provider.alias, identity_provider_identity: identity.username, username: mapped.username },
+    details: { identity_provider: provider.alias, identity_provider_identity: upstreamUsername(identity), username: mapped.username },
     request: event.request,
     user: () => userSnapshot(ctx.storage, mapped),
   });

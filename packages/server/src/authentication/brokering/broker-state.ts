@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { AuthenticationContext } from '../context.js';
-import type { ExecutionStatus } from '../../flows/index.js';
+import type { Alternative, ExecutionStatus } from '../../flows/index.js';
 import type { AuthSession } from '../auth-session.js';
 import type { BrokeredIdentity } from './upstream-oidc.js';
 
@@ -92,6 +92,8 @@ export interface BrokerProgress {
   reviewChanged?: boolean;
   /** idp-email-verification mailed its link to this address (Keycloak's note that keeps a refresh from mailing again). */
   linkMailedTo?: string | null;
+  /** "Try another way": the ways the page shown last offered (the asking one first); only one of these can be chosen. */
+  ways?: Alternative[];
 }
 
 /** Keeps the progress under a new id (or `id`), the page's key to it. */

@@ -1,3 +1,4 @@
+import { upstreamUsername } from './upstream-oidc.js';
 import type { RequestInfo } from '@realmgate/spi';
 import type { AuthenticationContext } from '../context.js';
 import type { Authenticator, FlowResult, StepOutcome } from '../../flows/index.js';
@@ -134,7 +135,7 @@ const createUserIfUnique: Step = {
       type: 'REGISTER',
       clientId: env.clientId,
       userId: user.id,
-      details: { identity_provider: provider.alias, identity_provider_identity: identity.username, register_method: 'broker', username: user.username, ...(user.email ? { email: user.email } : {}) },
+      details: { identity_provider: provider.alias, identity_provider_identity: upstreamUsername(identity), register_method: 'broker', username: user.username, ...(user.email ? { email: user.email } : {}) },
       request: env.request,
       user: () => userSnapshot(ctx.storage, user),
     });
@@ -159,13 +160,23 @@ const confirmLink: Step = {
  * is the way in) when the realm cannot send mail, the review page changed the username or e-mail, or the account has
  * no address. The page's "send again" mails a new link; a page posted again without it does not.
  */
+/** The existing account idp-email-verification can mail, or null where it passes itself over. */
+async function mailableExisting(env: BrokerEnv): Promise<User | null> {
+  const { ctx, realm, progress } = env;
+  const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
+  return !existing || !realm.smtpServer.host || progress.reviewChanged || !existing.email ? null : existing;
+}
+
 const emailVerification: Step = {
   id: 'idp-email-verification',
   requiresUser: false,
+  // "Try another way" between it and re-authentication (Keycloak's Account verification options), both directions.
+  selectable: true,
+  offered: async (env) => (await mailableExisting(env)) !== null,
   async authenticate({ env }) {
     const { ctx, realm, progress, provider } = env;
-    const existing = progress.existingUserId ? await ctx.storage.users.byId(realm.id, progress.existingUserId) : null;
-    if (!existing || !realm.smtpServer.host || progress.reviewChanged || !existing.email) return { status: 'attempted' };
+    const existing = await mailableExisting(env);
+    if (!existing?.email) return { status: 'attempted' };
     const { identity } = progress;
     if (await linkConfirmed(ctx, env.key, identity.id)) {
       await dropLinkProof(ctx, existing.id, provider.alias, identity.id);
@@ -175,8 +186,8 @@ const emailVerification: Step = {
     if (progress.linkMailedTo === existing.email) return { status: 'challenge', challenge: 'email-link' };
     progress.linkMailedTo = existing.email;
     const lifespan = userActionTokenLifespan(realm, 'idp-verify-account-via-email');
-    const token = await ctx.actionTokens.issue(realm, 'idp-verify-account-via-email', existing.id, { email: existing.email, azp: env.clientId, idpa: provider.alias, idpu: identity.username, xid: identity.id, bpk: env.key }, lifespan);
-    const details = { identity_provider: provider.alias, identity_provider_identity: identity.username, username: existing.username, email: existing.email };
+    const token = await ctx.actionTokens.issue(realm, 'idp-verify-account-via-email', existing.id, { email: existing.email, azp: env.clientId, idpa: provider.alias, idpu: upstreamUsername(identity), xid: identity.id, bpk: env.key }, lifespan);
+    const details = { identity_provider: provider.alias, identity_provider_identity: upstreamUsername(identity), username: existing.username, email: existing.email };
     const event = { clientId: env.clientId, userId: existing.id, details, request: env.request };
     // Recorded once SMTP took the mail or refused it; the page does not wait for it.
     void env
@@ -190,6 +201,8 @@ const emailVerification: Step = {
 const reauthenticate: Step = {
   id: 'idp-username-password-form',
   requiresUser: false,
+  selectable: true,
+  offered: async (env) => env.progress.existingUserId !== null,
   async authenticate({ env }) {
     const existingId = env.progress.existingUserId;
     const existing = existingId ? await env.ctx.storage.users.byId(env.realm.id, existingId) : null;
@@ -228,11 +241,12 @@ export async function runFirstBrokerLogin(
   progress: BrokerProgress,
   submitted: Record<string, string> | null,
   pages: BrokerPages,
+  selected?: string,
 ): Promise<(FlowResult<BrokerChallenge, BrokerFailure> & { env: BrokerEnv }) | null> {
   const alias = typeof provider.rest.firstBrokerLoginFlowAlias === 'string' && provider.rest.firstBrokerLoginFlowAlias ? provider.rest.firstBrokerLoginFlowAlias : 'first broker login';
-  const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, ...pages, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username } };
+  const env: BrokerEnv = { ctx, realm, clientId, request, provider, progress, ...pages, submitted: submitted && { ...submitted }, details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: upstreamUsername(progress.identity) } };
   const user = progress.userId ? await ctx.storage.users.byId(realm.id, progress.userId) : null;
-  const result = await runBrokerFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(ctx, realm, alias, env, (id) => steps[id], progress, user);
+  const result = await runBrokerFlow<BrokerEnv, BrokerChallenge, BrokerFailure>(ctx, realm, alias, env, (id) => steps[id], progress, user, selected);
   if (!result) return null;
   progress.userId = result.user?.id ?? progress.userId;
   return { ...result, env };

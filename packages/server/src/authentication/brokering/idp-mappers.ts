@@ -1,6 +1,6 @@
 import type { AuthenticationContext } from '../context.js';
 import type { IdentityProvider, IdentityProviderMapper, Realm, Role, User } from '../../model/types.js';
-import type { BrokeredIdentity } from './upstream-oidc.js';
+import { upstreamUsername, type BrokeredIdentity } from './upstream-oidc.js';
 
 /**
  * Keycloak's identity-provider mappers for OpenID Connect providers, run where Keycloak runs them: the username
@@ -151,7 +151,7 @@ export function preprocessIdentity(provider: IdentityProvider, mappers: readonly
   for (const mapper of mappers) {
     if (mapper.identityProviderMapper !== 'oidc-username-idp-mapper' || !mapper.config.template) continue;
     const username = renderTemplate(mapper.config.template, identity, provider.alias).trim();
-    if (username) result = { ...result, username };
+    if (username) result = { ...result, username, upstreamUsername: upstreamUsername(identity) };
   }
   return result;
 }

@@ -3,10 +3,11 @@ export { brokeredIdentityOf, linkFirstLogin, linkedUser, updateLinkedUser } from
 export { BROKER_AUTHENTICATOR_IDS, runFirstBrokerLogin, type BrokerChallenge, type BrokerPages, type BrokerFailure } from './first-login.js';
 export { IDP_MAPPER_TYPES } from './idp-mappers.js';
 export { canLink, canSignIn, identityProviderRedirector, type RedirectChallenge } from './redirector.js';
-export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, reloadUpstreamKeys, UpstreamError, type BrokeredIdentity } from './upstream-oidc.js';
+export { authorizationRequest, completeUpstreamLogin, OIDC_PROVIDER_IDS, reloadUpstreamKeys, UpstreamError, upstreamUsername, type BrokeredIdentity } from './upstream-oidc.js';
 export { completeBrokerLogin, providerDisplayName, reloadProviderKeys, SIGN_IN_PROVIDER_IDS, SOCIAL_PROVIDERS, upstreamAuthorizationRequest } from './social-providers.js';
 export { idpMapperTypes } from './idp-mapper-types.js';
 export { configFromMetadata, configFromMetadataUrl, ImportConfigError } from './import-config.js';
 export { postBrokerLoginFlowOf, runPostBrokerLogin } from './post-login.js';
 export { upstreamLogoutSessions, type UpstreamLogout } from './upstream-logout.js';
 export { keepsUpstreamIdToken, logsOutThroughBrowser, sessionProvider, takeBrokerLogout, upstreamBrowserLogout, type PendingBrokerLogout } from './browser-logout.js';
+export { appleKeyOf } from './apple-client-secret.js';

@@ -1,3 +1,4 @@
+import { upstreamUsername } from './upstream-oidc.js';
 import type { RequestInfo } from '@realmgate/spi';
 import type { AuthenticationContext } from '../context.js';
 import type { FlowResult } from '../../flows/index.js';
@@ -47,7 +48,7 @@ export async function runPostBrokerLogin(
     request,
     submitted: submitted && { ...submitted },
     login: user.username,
-    details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: progress.identity.username },
+    details: { auth_method: 'openid-connect', identity_provider: provider.alias, identity_provider_identity: upstreamUsername(progress.identity) },
   };
   const result = await runBrokerFlow<BrowserEnv, BrowserChallenge, SignInFailure>(ctx, realm, alias, env, knownUserStep, progress, user);
   if (!result) return null;

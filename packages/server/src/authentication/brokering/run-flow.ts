@@ -18,6 +18,8 @@ export async function runBrokerFlow<Env extends SignInEnv, Challenge, Failure>(
   authenticator: (id: string) => Authenticator<Env, Challenge, Failure> | undefined,
   progress: BrokerProgress,
   user: User | null,
+  /** "Try another way": the alternative execution the user chose on the page that offered it. */
+  selected?: string,
 ): Promise<FlowResult<Challenge, Failure> | null> {
   const result = await ctx.flows.runNamedFlow<Env, Challenge, Failure>(realm, alias, {
     env,
@@ -26,6 +28,7 @@ export async function runBrokerFlow<Env extends SignInEnv, Challenge, Failure>(
     done: progress.done,
     user,
     requiredActions: progress.requiredActions,
+    ...(selected ? { selected } : {}),
     actionEnabled: async (action) => (await realmRequiredActions(ctx.storage, realm.id)).some((a) => a.alias === action && a.enabled),
   });
   if (result && (result.status === 'success' || result.status === 'challenge')) {

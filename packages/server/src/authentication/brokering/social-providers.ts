@@ -2,6 +2,7 @@ import type { OutboundGuard } from '@realmgate/spi';
 import { brokerEndpointOverrides, type ServerConfig } from '../../config/index.js';
 import { outboundRequest } from '../../http/index.js';
 import type { IdentityProvider } from '../../model/types.js';
+import { appleClientSecret } from './apple-client-secret.js';
 import { authorizationRequest, completeUpstreamLogin, exchangeCode, OIDC_PROVIDER_IDS, reloadUpstreamKeys, text, UpstreamError, type BrokeredIdentity, type OidcHooks, type UpstreamRequest } from './upstream-oidc.js';
 
 /**
@@ -39,6 +40,8 @@ interface SocialProvider {
   hooks?(config: Config): OidcHooks;
   /** oauth2: the user's profile by the access token. */
   profile?(getJson: GetJson, urls: Config, config: Config): Promise<ProfileResult>;
+  /** A client secret made for each code exchange (Apple's JWT from the team's key), or null: the stored one is sent. */
+  clientSecret?(config: Config): Promise<string | null>;
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');
@@ -183,10 +186,11 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
       return { identity: { id, username: prop(profile, 'username') ?? email ?? id, email, emailVerified: false, firstName: prop(profile, 'first_name'), lastName: prop(profile, 'last_name') }, profile };
     },
   },
-  // Not a provider of Keycloak 26.7.3 (the community's `apple` extension uses this providerId): Sign in with Apple where
-  // a client secret suffices, i.e. the operator gives the signed client secret JWT Apple accepts (up to six months) as
-  // `clientSecret`; it is not made here from a private key. With any scope Apple answers by form_post (the POST route
-  // in pages/broker.ts). The identity is the ID token's (`sub`, `email`, `email_verified`); no user info endpoint.
+  // Not a provider of Keycloak 26.7.3 (the community's `apple` extension uses this providerId): Sign in with Apple. The
+  // client secret is made for each code exchange from the team's key when `teamId`, `keyId` and `p8Content` are set
+  // (apple-client-secret.ts); else the operator's `clientSecret` (a client secret JWT signed elsewhere, up to six
+  // months) is sent. With any scope Apple answers by form_post (the POST route in pages/broker.ts). The identity is
+  // the ID token's (`sub`, `email`, `email_verified`); no user info endpoint.
   apple: {
     kind: 'oidc',
     name: 'Apple',
@@ -201,6 +205,7 @@ export const SOCIAL_PROVIDERS: Readonly<Record<string, SocialProvider>> = {
       disableUserInfo: 'true',
     }),
     params: (config): Record<string, string> => (/(^|\s)(name|email)(\s|$)/.test(orDefault(config.defaultScope, 'openid name email')) ? { response_mode: 'form_post' } : {}),
+    clientSecret: (config) => appleClientSecret(config),
   },
   'linkedin-openid-connect': {
     kind: 'oidc',
@@ -316,6 +321,9 @@ export async function completeBrokerLogin(
     url.searchParams.set('userIp', clientIp);
     provider.config.userInfoUrl = url.href;
   }
+  const madeSecret = await social.clientSecret?.(stored.config);
+  // Sent in the form, as Apple wants it (a made secret is never stored or logged).
+  if (madeSecret) Object.assign(provider.config, { clientSecret: madeSecret, clientAuthMethod: 'client_secret_post' });
   if (social.kind === 'oidc') return completeUpstreamLogin(guard, provider, code, redirectUri, pending, social.hooks?.(stored.config));
   const tokens = await exchangeCode(guard, provider, code, redirectUri, pending.codeVerifier);
   const accessToken = text(tokens.access_token);

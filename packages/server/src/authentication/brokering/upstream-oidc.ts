@@ -30,7 +30,13 @@ export class UpstreamError extends Error {
 export interface BrokeredIdentity {
   /** The upstream's `sub`: the link's federated user id. */
   id: string;
+  /** The local account's username: the upstream's, or what the username mapper made of it (Keycloak's modelUsername). */
   username: string;
+  /**
+   * The upstream's own username when the username mapper renamed `username` (Keycloak keeps both: the link and the
+   * events name the upstream account by its own name); absent: `username` is it. Read through upstreamUsername().
+   */
+  upstreamUsername?: string;
   email: string | null;
   firstName: string | null;
   lastName: string | null;
@@ -322,3 +328,6 @@ export async function completeUpstreamLogin(
     tokenResponse: tokens,
   };
 }
+
+/** The name the upstream knows its account by (the federated link's userName, the events' identity_provider_identity). */
+export const upstreamUsername = (identity: Pick<BrokeredIdentity, 'username' | 'upstreamUsername'>): string => identity.upstreamUsername ?? identity.username;
