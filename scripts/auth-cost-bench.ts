@@ -575,7 +575,10 @@ export async function runBroker(): Promise<AuthBench> {
  * German with realm overrides (a realm with internationalization on, the seven locales, 20 German overrides, asked
  * for by Accept-Language) beside the English page of a realm without internationalization or overrides, same
  * server, same run (goal <= 1.05). Each page is checked: 200, `lang` and a text of its language (the German one an
- * override).
+ * override). A third kind in the same rounds, the English page of the same internationalized realm (no
+ * Accept-Language: its default locale, which has no overrides; the page has the seven-locale language menu),
+ * splits the difference: that page beside the plain one is what the menu costs, the German one beside it what the
+ * translation (locale negotiation, overrides, German texts) costs.
  */
 export async function runI18n(): Promise<AuthBench> {
   const bench = newBench('i18n', GRANT_OPS);
@@ -608,11 +611,16 @@ export async function runI18n(): Promise<AuthBench> {
     const m = await alternate(bench, {
       german: kind(page('intl', 'de-DE,de;q=0.9,en;q=0.5', 'de', 'Bei Intl anmelden (Override)')),
       english: kind(page('plain', null, 'en', 'Sign in to your account')),
+      'menu english': kind(page('intl', null, 'en', 'Sign in to your account')),
     });
     bench.values = m;
     const f = figure('login page in German with 20 realm overrides (Accept-Language de)', m['german cpu'], 'ms CPU/page', 'English page of a realm without internationalization or overrides', m['english cpu'], '<= 1.05');
     f.perRound = perRound(bench, 'german cpu', 'english cpu');
-    bench.figures.push(f, figure('  pages per second, German beside English', m['german rate'], 'pages/s', 'English', m['english rate'], null));
+    const menu = figure('  ceiling: English page of the same internationalized realm (language menu, no overrides)', m['menu english cpu'], 'ms CPU/page', 'English page of a realm without internationalization', m['english cpu'], null);
+    menu.perRound = perRound(bench, 'menu english cpu', 'english cpu');
+    const translation = figure('  German with overrides beside that English page with the menu (the translation alone)', m['german cpu'], 'ms CPU/page', 'English page with the menu', m['menu english cpu'], null);
+    translation.perRound = perRound(bench, 'german cpu', 'menu english cpu');
+    bench.figures.push(f, menu, translation, figure('  pages per second, German beside English', m['german rate'], 'pages/s', 'English', m['english rate'], null));
     bench.notes.push(`${CONCURRENCY} pages in flight; each GET is the authorization request (a new auth session and the rendered page), a fresh browser each`);
   });
   bench.loadAverage.end = loadavg()[0];

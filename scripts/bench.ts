@@ -101,7 +101,7 @@ const sections: [string, () => Promise<void>][] = [
     },
   ],
   [
-    'Issue 43 (i18n): the login page in German with realm overrides beside the English page without, same run',
+    'Issue 43 (i18n): the login page in German with realm overrides beside the English page without, and the English page of the same realm (its language menu), same run',
     async () => {
       const figures = await authCost.runI18n();
       console.log(authCost.format(figures));

@@ -303,4 +303,24 @@ describe('an override made on one node', () => {
     expect(put.status).toBe(204);
     await eventually(async () => (await onB()).includes('Hallo, wer sind Sie?'));
   });
+
+  it('a change of an override already shown is on the next page load on the same node at once, and on the other node', async () => {
+    const path = `/realms/intl2/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'web', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`;
+    const on = async (url: string) => (await fetch(`${url}${path}`, { headers: { 'accept-language': 'de' } })).text();
+    const kc = await masterAdminClient(pair.a.url);
+    const put = async (text: string) =>
+      (await fetch(`${pair.a.url}/admin/realms/intl2/localization/de/loginAccountTitle`, { method: 'PUT', headers: { authorization: `Bearer ${await kc.getAccessToken()}`, 'content-type': 'text/plain' }, body: text })).status;
+    expect(await put('Erste Fassung')).toBe(204);
+    expect(await on(pair.a.url)).toContain('Erste Fassung');
+    await eventually(async () => (await on(pair.b.url)).includes('Erste Fassung'));
+    expect(await put('Zweite Fassung')).toBe(204);
+    const sameNode = await on(pair.a.url);
+    expect(sameNode).toContain('Zweite Fassung');
+    expect(sameNode).not.toContain('Erste Fassung');
+    await eventually(async () => (await on(pair.b.url)).includes('Zweite Fassung'));
+    const removed = await fetch(`${pair.a.url}/admin/realms/intl2/localization/de/loginAccountTitle`, { method: 'DELETE', headers: { authorization: `Bearer ${await kc.getAccessToken()}` } });
+    expect(removed.status).toBe(204);
+    expect(await on(pair.a.url)).toContain('Bei Ihrem Konto anmelden');
+    await eventually(async () => (await on(pair.b.url)).includes('Bei Ihrem Konto anmelden'));
+  });
 });

@@ -75,8 +75,27 @@ export interface LocaleHints {
   acceptLanguage?: string;
 }
 
+/**
+ * Accept-Language headers already read: browsers send a handful of distinct values, each on every page, so each is
+ * parsed once (bounded: a client sending a new value each time only refills it).
+ */
+const acceptLanguageRead = new Map<string, readonly string[]>();
+
 /** Accept-Language's tags, best first (`q=0` dropped). */
-function acceptLanguageTags(header: string): string[] {
+function acceptLanguageTags(header: string): readonly string[] {
+  if (!header) return [];
+  let tags = acceptLanguageRead.get(header);
+  if (tags === undefined) {
+    tags = Object.freeze(parseAcceptLanguage(header));
+    if (header.length <= 200) {
+      if (acceptLanguageRead.size >= 200) acceptLanguageRead.clear();
+      acceptLanguageRead.set(header, tags);
+    }
+  }
+  return tags;
+}
+
+function parseAcceptLanguage(header: string): string[] {
   return header
     .split(',')
     .slice(0, 20)

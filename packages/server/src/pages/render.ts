@@ -8,6 +8,7 @@ import { CLIENT_LOGIN_THEME } from '../model/themes.js';
 import { readCookie, secureCookies, setCookie } from '../http/index.js';
 import { realmCookiePath } from '../authentication/index.js';
 import { bundles, localeLabel, matchLocale, realmLocales, selectLocale, translator, type LocaleHints, type ThemeTexts, type Translator } from './i18n.js';
+import type { RealmLocales } from '../model/locales.js';
 import { BUILTIN_THEME, templateEngine, themeMessages, themeResource, Themes, type Theme, type ThemeType } from './themes.js';
 
 const builtinStylesheet = readFileSync(fileURLToPath(new URL('./static/style.css', import.meta.url)));
@@ -169,7 +170,32 @@ export class PageRenderer {
 
   /** The texts of a locale for this realm: its overrides over the built-in bundles. */
   async translator(realm: Pick<Realm, 'id' | 'name' | 'attributes'>, locale: string, type: ThemeType = 'login'): Promise<Translator> {
-    return translator(locale, realm.id ? await this.realmTexts(realm.id) : {}, this.themeTexts(realm, type));
+    return this.textsOf(realm.id ? await this.realmTexts(realm.id) : {}, this.theme(realm, type), locale);
+  }
+
+  /**
+   * Translators made once per realm overrides version, theme and locale. The overrides object is the configuration
+   * cache's (storage/localization.ts `cachedAll`): frozen, the same on every request until an override changes, when
+   * the cache loads a new one on this node and, through its invalidation channel, on every other; the translators
+   * made for the old one are then no longer found (and are collected with it). Overrides that are not frozen (the
+   * cache bypassed) make a translator each time.
+   */
+  private readonly translators = new WeakMap<object, Map<Theme | undefined, Map<string, Translator>>>();
+
+  private textsOf(overrides: Record<string, Record<string, string>>, theme: Theme | undefined, locale: string): Translator {
+    const make = () => translator(locale, overrides, theme ? (l) => themeMessages(theme, l) : undefined);
+    if (!Object.isFrozen(overrides)) return make();
+    let byTheme = this.translators.get(overrides);
+    if (!byTheme) this.translators.set(overrides, (byTheme = new Map()));
+    let byLocale = byTheme.get(theme);
+    if (!byLocale) byTheme.set(theme, (byLocale = new Map()));
+    let t = byLocale.get(locale);
+    if (!t) {
+      t = make();
+      // Locales come from the realm's supported list (i18n.ts selectLocale), so this stays small; bounded anyway.
+      if (byLocale.size < 100) byLocale.set(locale, t);
+    }
+    return t;
   }
 
   /** The realm's theme's texts of a type, by locale (undefined without a theme). */
@@ -203,11 +229,12 @@ export class PageRenderer {
       acceptLanguage: request.headers['accept-language'],
     };
     const locale = selectLocale(realm, hints);
-    if (kcLocale && realm.id && matchLocale(kcLocale, realmLocales(realm).supported) === locale && realmLocales(realm).enabled) {
+    const { enabled, supported } = realmLocales(realm);
+    if (kcLocale && realm.id && enabled && matchLocale(kcLocale, supported) === locale) {
       setCookie(reply, LOCALE_COOKIE, locale, { path: realmCookiePath(realm), secure: secureCookies(request, this.hostname) });
     }
     const theme = await this.pageTheme(request, realm, type);
-    return translator(locale, realm.id ? await this.realmTexts(realm.id) : {}, theme ? (l) => themeMessages(theme, l) : undefined);
+    return this.textsOf(realm.id ? await this.realmTexts(realm.id) : {}, theme, locale);
   }
 
   /**
@@ -308,15 +335,31 @@ function translatedTexts(t: Translator, data: Record<string, unknown>): Record<s
   return out;
 }
 
+/** Each supported locale with its name, made once per realm version (the frozen RealmLocales model/locales.ts shares). */
+const menuLabels = new WeakMap<RealmLocales, readonly { locale: string; label: string }[]>();
+
+function menuEntries(locales: RealmLocales): readonly { locale: string; label: string }[] {
+  let entries = menuLabels.get(locales);
+  if (!entries) menuLabels.set(locales, (entries = locales.supported.map((locale) => ({ locale, label: localeLabel(locale) }))));
+  return entries;
+}
+
 /** The language menu: the realm's supported locales, each a link to this page with `kc_locale`; none when off or one. */
-function localeMenu(request: FastifyRequest, realm: Realm, current: string): { locale: string; label: string; href: string; current: boolean }[] {
-  const { enabled, supported } = realmLocales(realm);
-  if (!enabled || supported.length < 2) return [];
+export function localeMenu(request: Pick<FastifyRequest, 'url' | 'method'>, realm: Pick<Realm, 'attributes'>, current: string): { locale: string; label: string; href: string; current: boolean }[] {
+  const locales = realmLocales(realm);
+  if (!locales.enabled || locales.supported.length < 2) return [];
   const url = new URL(request.url, 'http://localhost');
   // A posted page's parameters are in its body: its menu links to the login-actions page a GET shows again.
   if (request.method !== 'GET' && !url.pathname.includes('/login-actions/')) return [];
-  return supported.map((locale) => {
-    url.searchParams.set('kc_locale', locale);
-    return { locale, label: localeLabel(locale), href: url.pathname + url.search, current: locale === current };
-  });
+  // The page's query with `kc_locale` set as URLSearchParams.set would (in the place of the first one, the others
+  // dropped, else last), serialized once for all the links rather than once per link.
+  const params = [...url.searchParams];
+  const at = params.findIndex(([name]) => name === 'kc_locale');
+  const others = params.filter(([name]) => name !== 'kc_locale');
+  const split = at < 0 ? others.length : at;
+  const before = new URLSearchParams(others.slice(0, split)).toString();
+  const after = new URLSearchParams(others.slice(split)).toString();
+  const head = `${url.pathname}?${before ? `${before}&` : ''}kc_locale=`;
+  const tail = after ? `&${after}` : '';
+  return menuEntries(locales).map(({ locale, label }) => ({ locale, label, href: head + encodeURIComponent(locale) + tail, current: locale === current }));
 }
