@@ -129,6 +129,24 @@ describe("account console: the realm's accountTheme", () => {
     expect(branded.backTo).toBe(plain.backTo);
     expect(Object.keys(branded).length).toBe(Object.keys(plain).length);
   });
+
+  it("puts the realm's own overrides (Realm settings → Localization) over the console's and the theme's texts, at once", async () => {
+    const list = async (realm: string, locale = 'en') => Object.fromEntries(((await (await fetch(`${t.url}/resources/${realm}/account/${locale}`)).json()) as { key: string; value: string }[]).map(({ key, value }) => [key, value]));
+    const kc = await masterAdminClient(t.url);
+    const before = await list('branded');
+    await kc.realms.addLocalization({ realm: 'branded', selectedLocale: 'en', key: 'personalInfo' }, 'Realm profile');
+    await kc.realms.addLocalization({ realm: 'branded', selectedLocale: 'de', key: 'backTo' }, 'Zurück zu {{app}} (Realm)');
+    expect((await list('branded')).personalInfo).toBe('Realm profile');
+    expect((await list('branded')).backTo).toBe(before.backTo);
+    expect((await list('branded', 'de')).backTo).toBe('Zurück zu {{app}} (Realm)');
+    // Another realm keeps its texts; a changed override shows on the next request.
+    expect((await list('plain')).personalInfo).toBe('Personal info');
+    await kc.realms.addLocalization({ realm: 'branded', selectedLocale: 'en', key: 'personalInfo' }, 'Realm profile, changed');
+    expect((await list('branded')).personalInfo).toBe('Realm profile, changed');
+    await kc.realms.deleteRealmLocalizationTexts({ realm: 'branded', selectedLocale: 'en', key: 'personalInfo' });
+    await kc.realms.deleteRealmLocalizationTexts({ realm: 'branded', selectedLocale: 'de', key: 'backTo' });
+    expect((await list('branded')).personalInfo).toBe('Brand profile');
+  });
 });
 
 describe("account console: the link back to the application (referrer, referrer_uri)", () => {

@@ -157,6 +157,11 @@ export function accountConsoleRoutes(app: FastifyInstance, ctx: ServerContext, d
     const language = locale.split(/[-_]/)[0];
     const themeLocale = themeMessages(theme, locale) ? locale : language;
     const texts = themeMessages(theme, themeLocale);
+    // The realm's overrides (Realm settings → Localization) over the theme's, as Keycloak's theme resource merges them:
+    // the language's, then the exact locale's. Read from the config cache, so a change shows at once on every node.
+    const overrides = await ctx.storage.localization.cachedAll(realm.id);
+    const realmTexts = { ...(language !== locale ? overrides[language] : undefined), ...overrides[locale] };
+    if (Object.keys(realmTexts).length) return ui.sendMessages(request, reply, locale, { texts: { ...texts, ...realmTexts } });
     return ui.sendMessages(request, reply, locale, theme && texts ? { name: `${theme.name}\0${themeLocale}`, texts } : undefined);
   });
 

@@ -154,7 +154,8 @@ export interface ServedUi {
    * a theme's own texts for the locale, replaces the console's of the same keys: its `name` must tell those texts
    * apart (theme and the locale they are of), the merged list being made once per name and build locale.
    */
-  sendMessages(request: FastifyRequest, reply: FastifyReply, locale: string, theme?: { name: string; texts: Record<string, string> }): FastifyReply;
+  /** `over`: texts over the build's (a theme's, named for the cache; unnamed ones, such as a realm's overrides, are merged each time). */
+  sendMessages(request: FastifyRequest, reply: FastifyReply, locale: string, over?: { name?: string; texts: Record<string, string> }): FastifyReply;
 }
 
 /** What a theme changes in a console's page head: its title, icon and description; style sheets and module scripts put last. */
@@ -223,21 +224,21 @@ export function serveUi(app: FastifyInstance, options: { dir: string; resources:
         })
         .send(page);
     },
-    sendMessages(request, reply, locale, theme) {
+    sendMessages(request, reply, locale, over) {
       const messages = current()?.messages;
       const ownLocale = messages?.has(locale) ? locale : messages?.has(locale.split(/[-_]/)[0]) ? locale.split(/[-_]/)[0] : '';
       const own = messages?.get(ownLocale) ?? EMPTY_MESSAGES;
-      if (!theme) return sendAsset(request, reply, own, 'no-cache');
+      if (!over) return sendAsset(request, reply, own, 'no-cache');
       // Kept by the theme's texts (named by the caller after the theme and the locale of its texts) and the build's
       // locale they go over: both sets are read once, so the map stays small whatever locales requests name.
-      const cacheKey = `${theme.name}\0${ownLocale}`;
-      let merged = themed.get(cacheKey);
+      const cacheKey = over.name === undefined ? undefined : `${over.name}\0${ownLocale}`;
+      let merged = cacheKey === undefined ? undefined : themed.get(cacheKey);
       if (!merged) {
         const texts: Record<string, string> = Object.create(null) as Record<string, string>;
         for (const { key, value } of JSON.parse(own.body.toString('utf8')) as { key: string; value: string }[]) texts[key] = value;
-        Object.assign(texts, theme.texts);
+        Object.assign(texts, over.texts);
         merged = jsonAsset(Object.keys(texts).sort().map((key) => ({ key, value: texts[key] })));
-        if (messages) themed.set(cacheKey, merged);
+        if (messages && cacheKey !== undefined) themed.set(cacheKey, merged);
       }
       return sendAsset(request, reply, merged, 'no-cache');
     },
