@@ -120,6 +120,11 @@ export interface Client {
    */
   frontchannelLogout: boolean;
   /**
+   * Keycloak's `consentRequired`: a browser sign-in asks the user to grant the client's scopes on a consent page
+   * (authentication/consent.ts) unless a stored consent already covers them; the password grant is refused.
+   */
+  consentRequired: boolean;
+  /**
    * Keycloak's `adminUrl` (the management URL): where the realm's admin actions reach the application (`k_logout`,
    * `k_push_not_before`, as keycloak-connect's admin middleware answers them); null: none.
    */

@@ -841,4 +841,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('realm_group_organization').on('realm_group').columns(['organization_id']).execute();
     },
   },
+  // Keycloak's consentRequired (the consent screen): before this every client was refused it. Null is false.
+  '0036-client-consent-required': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('consent_required', 'integer').execute();
+    },
+  },
 };

@@ -102,6 +102,8 @@ export interface ClientTable {
   admin_url: string | null;
   /** Keycloak's client notBefore (seconds); null: 0. */
   not_before: number | null;
+  /** Keycloak's consentRequired; null is false (clients from before migration 0036). */
+  consent_required: number | null;
   created_at: number;
 }
 
