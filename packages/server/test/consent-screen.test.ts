@@ -146,6 +146,20 @@ describe('the consent screen of a consentRequired client', () => {
     expect(errors[0].error).toBe('rejected_by_user');
   });
 
+  it('the password grant is refused for the client (400 invalid_client, LOGIN_ERROR consent_denied), even with a stored consent', async () => {
+    const { id, username } = await user();
+    const { client, page } = await signIn(username);
+    expect(pageOf(await submit(client, page, { accept: 'yes' }))).toMatch(/code=/);
+    const refused = await tokenRequest(t.url, realm, { grant_type: 'password', client_id: 'third-party', username, password: PASSWORD });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: 'invalid_client', error_description: 'Client requires user consent' });
+    const errors = await eventually(async () => {
+      const list = (await api(t.url, 'GET', `/admin/realms/${realm}/events?user=${id}&type=LOGIN_ERROR`, token)).body as { error: string }[];
+      return list.length ? list : null;
+    });
+    expect(errors[0].error).toBe('consent_denied');
+  });
+
   it('a forged or missing page key is not a consent', async () => {
     const { id, username } = await user();
     const { client, page } = await signIn(username);

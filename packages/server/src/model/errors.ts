@@ -230,6 +230,8 @@ export const EVENT_ERRORS = [
   'username_in_use',
   'invalid_registration',
   'rejected_by_user',
+  // The password grant of a consentRequired client (nobody could be asked for the consent).
+  'consent_denied',
   // delete_account refused (the user lacks the account client's delete-account role, or the deletion failed).
   'user_delete_error',
   // The device authorization grant (Keycloak's Errors): a user or device code unknown or spent, expired, polled too soon, denied.
