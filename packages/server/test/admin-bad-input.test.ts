@@ -438,7 +438,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     { profiles: [{ name: 5, executors: [] }] },
     { profiles: [{ name: 'x\u0000', executors: [] }] },
     { profiles: [{ name: 'p', executors: [{ executor: 'no-such-executor' }] }] },
-    { profiles: [{ name: 'p', executors: [{ executor: 'consent-required', configuration: {} }] }] },
+    { profiles: [{ name: 'p', executors: [{ executor: 'reject-request', configuration: {} }] }] },
     { profiles: [{ name: 'p', executors: [{ executor: 'pkce-enforcer', configuration: [] }] }] },
     { profiles: [{ name: 'p', executors: [{ executor: 'secure-signature-algorithm', configuration: { 'default-algorithm': 'RS256' } }] }] },
     { profiles: [{ name: 'p', executors: [{ executor: 'secure-signature-algorithm', configuration: { 'default-algorithm': 5 } }] }] },

@@ -160,6 +160,23 @@ describe('the consent screen of a consentRequired client', () => {
     expect(errors[0].error).toBe('consent_denied');
   });
 
+  it('client policies run consent-required: auto-configure turns it on, otherwise a client without it is refused', async () => {
+    const name = `${realm}-pol`;
+    expect((await api(t.url, 'POST', '/admin/realms', token, { realm: name, enabled: true })).status).toBe(201);
+    const put = (path: string, body: unknown) => api(t.url, 'PUT', `/admin/realms/${name}/client-policies/${path}`, token, body);
+    const any = [{ condition: 'any-client', configuration: {} }];
+    expect((await put('profiles', { profiles: [{ name: 'ask', executors: [{ executor: 'consent-required', configuration: { 'auto-configure': true } }] }] })).status).toBe(204);
+    expect((await put('policies', { policies: [{ name: 'all', enabled: true, conditions: any, profiles: ['ask'] }] })).status).toBe(204);
+    const auto = await api(t.url, 'POST', `/admin/realms/${name}/clients`, token, { clientId: 'auto', publicClient: true, consentRequired: false });
+    expect(auto.status, JSON.stringify(auto.body)).toBe(201);
+    expect((await api(t.url, 'GET', `/admin/realms/${name}/clients/${auto.headers.get('location')!.split('/').pop()}`, token)).body.consentRequired).toBe(true);
+    expect((await put('profiles', { profiles: [{ name: 'ask', executors: [{ executor: 'consent-required', configuration: { 'auto-configure': false } }] }] })).status).toBe(204);
+    const refused = await api(t.url, 'POST', `/admin/realms/${name}/clients`, token, { clientId: 'plain', publicClient: true });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('Client is required to enable consentRequired');
+    expect((await api(t.url, 'POST', `/admin/realms/${name}/clients`, token, { clientId: 'asking', publicClient: true, consentRequired: true })).status).toBe(201);
+  });
+
   it('a forged or missing page key is not a consent', async () => {
     const { id, username } = await user();
     const { client, page } = await signIn(username);
