@@ -451,7 +451,7 @@ const bodyRoutes: Record<string, { shapes: Record<string, unknown>; fields: unkn
     { policies: [{ name: 'x', enabled: 'yes', conditions: [], profiles: [] }] },
     { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'no-such-condition' }], profiles: [] }] },
     { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'any-client' }], profiles: ['no-such-profile'] }] },
-    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'any-client' }], profiles: ['fapi-2-security-profile'] }] },
+    { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'any-client' }], profiles: ['fapi-2-message-signing'] }] },
     { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'client-attributes', configuration: { attributes: 'not json' } }], profiles: [] }] },
     { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'client-updater-context', configuration: { 'update-client-source': ['ByRobot'] } }], profiles: [] }] },
     { policies: [{ name: 'x', enabled: true, conditions: [{ condition: 'client-updater-source-host', configuration: { 'trusted-hosts': ['admin.example'] } }], profiles: [] }] },

@@ -291,7 +291,7 @@ export interface IdentityProvider {
  */
 /**
  * A user's consent to a client (Keycloak's UserConsentRepresentation), kept from realm files: the client scopes it
- * granted, by name. Nobody is asked for consent here (no consent screen); the admin API lists and revokes them.
+ * granted, by name. The consent screen (pages/consent.ts) adds to it; the admin and account APIs list and revoke it.
  */
 export interface UserConsent {
   userId: string;
