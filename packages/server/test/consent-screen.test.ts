@@ -128,6 +128,25 @@ describe('the consent screen of a consentRequired client', () => {
     expect(await consents(id)).toHaveLength(1);
   });
 
+  it('revoked in the account API (the user\'s own applications page), the next sign-in asks again', async () => {
+    const { id, username } = await user();
+    const { client, page } = await signIn(username);
+    expect(pageOf(await submit(client, page, { accept: 'yes' }))).toMatch(/code=/);
+    expect(pageOf(await authorize(client))).toMatch(/code=/);
+    const own = await tokenRequest(t.url, realm, { grant_type: 'password', client_id: 'admin-cli', username, password: PASSWORD });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    const apps = await api(t.url, 'GET', `/realms/${realm}/account/applications`, own.body.access_token as string, undefined, { accept: 'application/json' });
+    const listed = (apps.body as { clientId: string; consent?: { grantedScopes: { name: string }[] } }[]).find((a) => a.clientId === 'third-party');
+    // Listed as Keycloak's account API lists a consent (a scope by its consent text), one per granted scope.
+    expect(listed?.consent?.grantedScopes).toHaveLength((await consents(id))[0].grantedClientScopes.length);
+    const revoked = await api(t.url, 'DELETE', `/realms/${realm}/account/applications/third-party/consent`, own.body.access_token as string, undefined, { accept: 'application/json' });
+    expect(revoked.status).toBe(204);
+    expect(await consents(id)).toEqual([]);
+    const asked = await authorize(client);
+    expect(asked.status).toBe(302);
+    expect(pageOf(await client.get(asked.location!))).toBe('consent');
+  });
+
   it('No sends the application access_denied, stores nothing, starts no session', async () => {
     const { id, username } = await user();
     const { client, page } = await signIn(username);
