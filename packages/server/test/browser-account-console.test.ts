@@ -389,7 +389,7 @@ describe("account console: the applications page shows a consent's scopes", () =
 
   beforeAll(async () => {
     const token = await adminToken(t.url);
-    // Consents come from realm files (no consent screen here): a realm whose user consented to `shop`.
+    // Consents from a realm file: a realm whose user consented to `shop`.
     const created = await fetch(`${t.url}/admin/realms`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

@@ -69,9 +69,9 @@ describe('client policies and profiles', () => {
 
   it('refuses, naming it, an executor or condition it does not run, and a global profile holding one', async () => {
     const put = (path: string, body: unknown) => api(t.url, 'PUT', `/admin/realms/${REALM}/client-policies/${path}`, kc.accessToken!, body);
-    const consent = await put('profiles', { profiles: [profile('p', [['consent-required', { 'auto-configure': true }]])] });
-    expect(consent.status).toBe(400);
-    expect(consent.body.errorMessage).toMatch(/consent-required/);
+    const rotation = await put('profiles', { profiles: [profile('p', [['client-secret-rotation', {}]])] });
+    expect(rotation.status).toBe(400);
+    expect(rotation.body.errorMessage).toMatch(/client-secret-rotation/);
     const unknown = await put('profiles', { profiles: [profile('p', [['no-such-executor']])] });
     expect(unknown.status).toBe(400);
     expect(unknown.body.errorMessage).toMatch(/no-such-executor/);
@@ -89,10 +89,15 @@ describe('client policies and profiles', () => {
     // Nothing of them was stored.
     expect((await kc.clientPolicies.listProfiles({})).profiles).toEqual([profile('strict', [['pkce-enforcer', { 'auto-configure': true }]])]);
     // Disabled or not, a policy naming a global profile with an executor not run here is refused, naming it.
-    const fapi2 = await put('policies', { policies: [{ ...policy('fapi2', ['fapi-2-security-profile']), enabled: false }] });
-    expect(fapi2.status).toBe(400);
-    expect(fapi2.body.errorMessage).toMatch(/consent-required/);
+    const message = await put('policies', { policies: [{ ...policy('fapi2', ['fapi-2-message-signing']), enabled: false }] });
+    expect(message.status).toBe(400);
+    expect(message.body.errorMessage).toMatch(/secure-request-object/);
     expect((await kc.clientPolicies.listPolicies({})).policies).toEqual([]);
+    // consent-required runs (the consent screen): a policy naming the FAPI 2.0 security profile is saved.
+    const fapi2 = await put('policies', { policies: [{ ...policy('fapi2', ['fapi-2-security-profile']), enabled: false }] });
+    expect(fapi2.status).toBe(204);
+    expect((await kc.clientPolicies.listPolicies({})).policies?.map((p) => p.name)).toEqual(['fapi2']);
+    expect((await put('policies', { policies: [] })).status).toBe(204);
   });
 
   it('refuses an authorization request without PKCE under pkce-enforcer, a public client and a confidential one', async () => {
@@ -363,9 +368,9 @@ describe('client policies and profiles', () => {
     await kc.realms.del({ realm: 'policies-file' });
     await kc.realms.create(exported as Parameters<typeof kc.realms.create>[0]);
     expect((await kc.clientPolicies.listPolicies({ realm: 'policies-file' })).policies).toEqual(file.clientPolicies.policies);
-    const refused = await api(t.url, 'POST', '/admin/realms', kc.accessToken!, { realm: 'policies-bad', clientProfiles: { profiles: [profile('x', [['consent-required']])] } });
+    const refused = await api(t.url, 'POST', '/admin/realms', kc.accessToken!, { realm: 'policies-bad', clientProfiles: { profiles: [profile('x', [['client-secret-rotation']])] } });
     expect(refused.status).toBe(400);
-    expect(refused.body.errorMessage).toMatch(/consent-required/);
+    expect(refused.body.errorMessage).toMatch(/client-secret-rotation/);
     expect((await api(t.url, 'GET', '/admin/realms/policies-bad', kc.accessToken!)).status).toBe(404);
   });
 });

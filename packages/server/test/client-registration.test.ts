@@ -201,17 +201,22 @@ describe.each(httpDatabases)('dynamic client registration (%s)', (database) => {
     ok(await api(t.url, 'PUT', `/admin/realms/${REALM}/components/${trusted.id}`, admin, { ...trusted, config: { ...trusted.config, 'trusted-hosts': ['127.0.0.1'] } }));
     const register = (body: Record<string, unknown>) => api(t.url, 'POST', oidcPath, null, body);
 
-    // Keycloak would make the client require consent; this server has none, so the policy refuses.
+    // As Keycloak's: the Consent Required policy makes the client ask the user's consent, and keeps it so.
     const consent = await register({ redirect_uris: ['http://127.0.0.1:9/cb'] });
-    expect(consent.status).toBe(403);
-    expect(consent.body.error_description).toMatch(/^Policy 'Consent Required' rejected request to client-registration service\. Details: /);
+    expect(consent.status, JSON.stringify(consent.body)).toBe(201);
+    const [consenting] = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=${consent.body.client_id}`, admin)).body as { consentRequired: boolean }[];
+    expect(consenting.consentRequired).toBe(true);
+    const unset = await api(t.url, 'PUT', `${defaultPath}/${consent.body.client_id}`, consent.body.registration_access_token, { clientId: consent.body.client_id, consentRequired: false });
+    expect(unset.status).toBe(403);
+    expect(unset.body.error_description).toBe("Policy 'Consent Required' rejected request to client-registration service. Details: Not permitted to update consentRequired to false");
     ok(await api(t.url, 'DELETE', `/admin/realms/${REALM}/components/${all.find((p) => p.name === 'Consent Required')!.id}`, admin));
 
     const created = await register({ redirect_uris: ['http://127.0.0.1:9/cb'], client_name: 'Anonymous app' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    // Full Scope Disabled applied.
-    const [stored] = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=${created.body.client_id}`, admin)).body as { fullScopeAllowed: boolean }[];
+    // Full Scope Disabled applied; Consent Required, removed, no longer.
+    const [stored] = (await api(t.url, 'GET', `/admin/realms/${REALM}/clients?clientId=${created.body.client_id}`, admin)).body as { fullScopeAllowed: boolean; consentRequired: boolean }[];
     expect(stored.fullScopeAllowed).toBe(false);
+    expect(stored.consentRequired).toBe(false);
     // Its registration access token is an anonymous one: the anonymous policies still apply to it.
     const read = await api(t.url, 'GET', `${oidcPath}/${created.body.client_id}`, created.body.registration_access_token);
     expect(read.status).toBe(200);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminToken, api, startServer, type TestServer } from './support/server.js';
 
 /**
- * Issue 17, point 4, for clients: `consentRequired: true` is refused (there is no consent screen), and the
+ * Issue 17, point 4, for clients: `consentRequired` is stored (the consent screen enforces it), and the
  * `pkce.code.challenge.method` attribute is enforced at the authorization endpoint or refused when it names a
  * method Realmgate does not support.
  */
@@ -29,20 +29,20 @@ describe('client security settings', () => {
     return { status: response.status, location: response.headers.get('location') };
   };
 
-  it('refuses consentRequired: true with 400 naming the field, on create and on update; false is accepted', async () => {
-    const refused = await create({ clientId: 'consenting', consentRequired: true });
-    expect(refused.status).toBe(400);
-    expect(refused.body.field).toBe('consentRequired');
-    expect(refused.body.errorMessage).toMatch(/consent/);
+  it('stores consentRequired either way, on create and on update (the consent screen enforces it)', async () => {
+    const consenting = await create({ clientId: 'consenting', consentRequired: true, secret: 'a-secret' });
+    expect(consenting.status).toBe(201);
+    const consentingId = consenting.headers.get('location')!.split('/').pop()!;
+    expect((await api(s.url, 'GET', `/admin/realms/cs/clients/${consentingId}`, token)).body.consentRequired).toBe(true);
     const created = await create({ clientId: 'plain-app', consentRequired: false, secret: 'a-secret' });
     expect(created.status).toBe(201);
     const id = created.headers.get('location')!.split('/').pop()!;
     const rep = (await api(s.url, 'GET', `/admin/realms/cs/clients/${id}`, token)).body;
     expect(rep.consentRequired).toBe(false);
-    const update = await api(s.url, 'PUT', `/admin/realms/cs/clients/${id}`, token, { ...rep, consentRequired: true });
-    expect(update.status).toBe(400);
-    expect(update.body.field).toBe('consentRequired');
+    expect((await api(s.url, 'PUT', `/admin/realms/cs/clients/${id}`, token, { ...rep, consentRequired: true })).status).toBe(204);
+    expect((await api(s.url, 'GET', `/admin/realms/cs/clients/${id}`, token)).body.consentRequired).toBe(true);
     expect((await api(s.url, 'PUT', `/admin/realms/cs/clients/${id}`, token, rep)).status).toBe(204);
+    expect((await api(s.url, 'GET', `/admin/realms/cs/clients/${id}`, token)).body.consentRequired).toBe(false);
   });
 
   it('refuses a pkce.code.challenge.method other than S256 or empty, naming the attribute', async () => {

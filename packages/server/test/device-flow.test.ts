@@ -23,6 +23,7 @@ async function setUpRealm(url: string): Promise<void> {
   ok(await api(url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'console', publicClient: true, attributes: ENABLED }));
   ok(await api(url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'box', publicClient: false, secret: 'box-secret', attributes: { ...ENABLED, 'oauth2.device.polling.interval': '2', 'oauth2.device.code.lifespan': '30' } }));
   ok(await api(url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'plain', publicClient: true }));
+  ok(await api(url, 'POST', `/admin/realms/${REALM}/clients`, token, { clientId: 'asking-tv', publicClient: true, consentRequired: true, attributes: ENABLED }));
   ok(await api(url, 'POST', `/admin/realms/${REALM}/users`, token, { username: 'alice', email: 'alice@example.com', emailVerified: true, firstName: 'Alice', lastName: 'Doe', enabled: true, credentials: [{ type: 'password', value: PASSWORD }] }));
 }
 
@@ -156,6 +157,14 @@ describe('the device authorization grant', () => {
     const again = await new FormClient(t.url).post(`/realms/${REALM}/device`, { device_user_code: body.user_code });
     expect(again.status).toBe(400);
     expect(again.text).toContain('Invalid code, please try again.');
+  });
+
+  it('a consentRequired client: its own device consent page (not the browser sign-in\'s), then tokens', async () => {
+    const { body } = await deviceAuthorization(t.url, { client_id: 'asking-tv', scope: 'openid' });
+    const { answered } = await userAnswers(t.url, body.user_code, 'accept');
+    expect(answered.location).toBe(`/realms/${REALM}/device/status`);
+    const tokens = await poll(t.url, 'asking-tv', body.device_code);
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
   });
 
   it('denied on the consent page: access_denied, for every later poll', async () => {

@@ -64,7 +64,7 @@ const client: Representation = {
   use: clientFieldUse,
   refuses: refusedBy((body) => parseClient(body)),
   // The values Keycloak means by these, which Realmgate cannot honour (clientRefusedValues says why).
-  refusedValues: { consentRequired: true, authorizationServicesEnabled: true },
+  refusedValues: { authorizationServicesEnabled: true },
 };
 
 function refusesValue(rep: Representation, field: string): boolean {
@@ -124,9 +124,9 @@ describe('no silent settings (issue 17, point 4)', () => {
 
   it('the fields refused with some values say why in the code', () => {
     expect(Object.keys(clientRefusedValues)).toEqual(expect.arrayContaining(Object.keys(client.refusedValues)));
-    // consentRequired: false (what every Keycloak export carries) is accepted.
-    expect(() => parseClient({ clientId: 'c', consentRequired: false, authorizationServicesEnabled: false })).not.toThrow();
-    expect(problems({ ...client, refusedValues: { ...client.refusedValues, consentRequired: false } }, table)).toEqual(['client.consentRequired: neither enforced, listed nor refused']);
+    // authorizationServicesEnabled: false (what every Keycloak export carries) is accepted; consentRequired either way.
+    expect(() => parseClient({ clientId: 'c', consentRequired: true, authorizationServicesEnabled: false })).not.toThrow();
+    expect(parseClient({ clientId: 'c', consentRequired: true }).consentRequired).toBe(true);
     // A realm file's client with authorization services on is imported without them (and the import names it).
     expect(() => parseClient({ clientId: 'c', authorizationServicesEnabled: true }, 'realm.clients[0]', undefined, true)).not.toThrow();
   });

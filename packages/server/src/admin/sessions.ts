@@ -151,7 +151,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return reply.code(204).send();
   });
 
-  // A user's Consents tab, as Keycloak's: the consents a realm file brought (there is no consent screen here), and
+  // A user's Consents tab, as Keycloak's: the consents a realm file or the consent screen brought, and
   // the clients holding an offline token of the user (Keycloak's other kind of grant), one entry per client.
   app.get('/realms/:realm/users/:id/consents', async (request: AdminRequest<Params>) => {
     const realm = await targetRealm(ctx, request);

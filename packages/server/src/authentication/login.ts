@@ -4,6 +4,7 @@ import { requestInfo } from '../http/index.js';
 import type { Realm, User, UserSession } from '../model/types.js';
 import { userSnapshot } from '../services/index.js';
 import type { AuthSession } from './auth-session.js';
+import type { ConsentDetail } from './consent.js';
 import { issueAuthorizationCode } from './authorization-code.js';
 import { holdDeviceConsent } from './device-code.js';
 import { recordLoginSuccess } from './brute-force.js';
@@ -21,6 +22,8 @@ export async function completeLogin(
   auth: AuthSession,
   user: User,
   existing?: UserSession,
+  /** A consentRequired client's sign-in: whether the user granted it now or had already (Keycloak's `consent` detail). */
+  consent?: ConsentDetail,
 ): Promise<FastifyReply> {
   // The whole login succeeded (password and any OTP): brute-force detection forgets the user's failures.
   await recordLoginSuccess(ctx, realm, user);
@@ -32,7 +35,7 @@ export async function completeLogin(
     clientId: auth.clientId,
     userId: user.id,
     sessionId: session.id,
-    details: { auth_method: 'openid-connect', auth_type: 'code', redirect_uri: auth.redirectUri, username: user.username, ...(existing ? { remember_me: 'false', sso: 'true' } : {}) },
+    details: { auth_method: 'openid-connect', auth_type: 'code', redirect_uri: auth.redirectUri, username: user.username, ...(existing ? { remember_me: 'false', sso: 'true' } : {}), ...(consent ? { consent } : {}) },
     request: requestInfo(request),
     user: () => userSnapshot(ctx.storage, user),
   });

@@ -40,6 +40,6 @@ export interface PageSender {
  */
 export interface LoginProtocol {
   authenticated(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, session: UserSession, code: string): Promise<FastifyReply> | FastifyReply;
-  /** The sign-in ended without signing in (the user declined the terms): an error back to the client. */
-  refused(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, error: 'access_denied', description: string): Promise<FastifyReply> | FastifyReply;
+  /** The sign-in ended without signing in (the user declined the terms or the consent): an error back to the client. */
+  refused(request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, error: 'access_denied', description?: string): Promise<FastifyReply> | FastifyReply;
 }

@@ -46,6 +46,7 @@ export const EXECUTOR = {
   clientAuthenticator: 'secure-client-authenticator',
   confidentialClient: 'confidential-client',
   fullScopeDisabled: 'full-scope-disabled',
+  consentRequired: 'consent-required',
   rejectImplicit: 'reject-implicit-grant',
   rejectRopc: 'reject-ropc-grant',
   dpopBind: 'dpop-bind-enforcer',
@@ -81,7 +82,6 @@ export const EVALUATED_CONDITIONS: readonly string[] = Object.values(CONDITION);
  * A provider id in neither list is not Keycloak's (or not 26.7.3's) and is refused as unknown.
  */
 export const UNSUPPORTED_EXECUTORS: Record<string, string> = {
-  'consent-required': 'Realmgate has no consent screen',
   'secure-request-object': 'not run here',
   'secure-response-type': 'it asks for response_type=code id_token (or JARM), and Realmgate answers only response_type=code',
   'secure-ciba-req-sig-algorithm': 'Realmgate has no CIBA',

@@ -139,6 +139,7 @@ export function defaultClient(id: string, realmId: string, clientId: string): Cl
     authorizationSettings: null,
     clientAuthenticatorType: 'client-secret',
     frontchannelLogout: false,
+    consentRequired: false,
     adminUrl: null,
     notBefore: 0,
   };

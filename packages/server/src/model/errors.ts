@@ -70,7 +70,7 @@ export const oauthError = Object.fromEntries(
  * The codes the authorization endpoint sends back to the client's redirect URI (RFC 6749 4.1.2.1, OIDC Core
  * 3.1.2.6) once the client and redirect URI are known; no HTTP status of their own (the redirect carries them).
  */
-export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required', 'invalid_scope', 'invalid_client'] as const;
+export const AUTHORIZATION_ERRORS = ['invalid_request', 'unauthorized_client', 'unsupported_response_type', 'login_required', 'consent_required', 'invalid_scope', 'invalid_client'] as const;
 
 export type AuthorizationErrorCode = (typeof AUTHORIZATION_ERRORS)[number];
 
@@ -230,6 +230,8 @@ export const EVENT_ERRORS = [
   'username_in_use',
   'invalid_registration',
   'rejected_by_user',
+  // The password grant of a consentRequired client (nobody could be asked for the consent).
+  'consent_denied',
   // delete_account refused (the user lacks the account client's delete-account role, or the deletion failed).
   'user_delete_error',
   // The device authorization grant (Keycloak's Errors): a user or device code unknown or spent, expired, polled too soon, denied.

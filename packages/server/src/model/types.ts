@@ -120,6 +120,11 @@ export interface Client {
    */
   frontchannelLogout: boolean;
   /**
+   * Keycloak's `consentRequired`: a browser sign-in asks the user to grant the client's scopes on a consent page
+   * (authentication/consent.ts) unless a stored consent already covers them; the password grant is refused.
+   */
+  consentRequired: boolean;
+  /**
    * Keycloak's `adminUrl` (the management URL): where the realm's admin actions reach the application (`k_logout`,
    * `k_push_not_before`, as keycloak-connect's admin middleware answers them); null: none.
    */
@@ -286,7 +291,7 @@ export interface IdentityProvider {
  */
 /**
  * A user's consent to a client (Keycloak's UserConsentRepresentation), kept from realm files: the client scopes it
- * granted, by name. Nobody is asked for consent here (no consent screen); the admin API lists and revokes them.
+ * granted, by name. The consent screen (pages/consent.ts) adds to it; the admin and account APIs list and revoke it.
  */
 export interface UserConsent {
   userId: string;

@@ -14,6 +14,7 @@ import type { FieldErrors } from './render.js';
 import { answerSignIn, otpRoutes } from './otp.js';
 import { brokerRoutes, type FollowLinkMail } from './broker.js';
 import { endAction, requiredActionRoutes } from './required-actions.js';
+import { consentRoutes } from './consent.js';
 import { openStepPost, stepExpired, stepState, type ShowNewPassword } from './step-pages.js';
 import { PASSWORD_PURPOSE, passwordPage } from './password-page.js';
 import { webauthnRoutes } from './webauthn.js';
@@ -123,6 +124,7 @@ export function loginRoutes(app: FastifyInstance, ctx: PagesContext): FollowLink
   otpRoutes(app, ctx, newPasswordPage);
   const followLinkMail = brokerRoutes(app, ctx, newPasswordPage);
   requiredActionRoutes(app, ctx, newPasswordPage);
+  consentRoutes(app, ctx);
   webauthnRoutes(app, ctx, newPasswordPage);
   recoveryCodeRoutes(app, ctx, newPasswordPage);
   selectAuthenticatorRoutes(app, ctx, newPasswordPage);

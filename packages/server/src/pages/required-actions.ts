@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { completeLogin, currentSsoSession, newOtpSetup, type AuthSession, type KcActionStatus } from '../authentication/index.js';
+import { currentSsoSession, newOtpSetup, type AuthSession, type KcActionStatus } from '../authentication/index.js';
 import type { PagesContext } from './context.js';
 import { userLocaleAtSignIn } from './user-locale.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
 import { requestInfo } from '../http/index.js';
-import type { Realm, User } from '../model/types.js';
+import type { Realm, User, UserSession } from '../model/types.js';
+import { completeWithConsent } from './consent.js';
 import {
   CONFIGURE_TOTP,
   DELETE_ACCOUNT,
@@ -52,6 +53,8 @@ export async function nextRequiredAction(
   auth: AuthSession,
   user: User,
   newPasswordPage: ShowNewPassword,
+  /** The SSO session of a signed-in user sent here (an AIA, or a consent to ask): the sign-in completes in it. */
+  signedIn?: UserSession,
 ): Promise<FastifyReply> {
   user = await userLocaleAtSignIn(ctx, request, realm, user);
   const done = new Set<string>();
@@ -104,8 +107,10 @@ export async function nextRequiredAction(
     return showRequiredAction(ctx, request, reply, realm, session, user, alias, aia, newPasswordPage);
   }
   // An application-initiated action of a signed-in user completes in the session it was started from.
-  const sso = session.kcAction ? await currentSsoSession(ctx, request, realm) : null;
-  return completeLogin(ctx, request, reply, realm, session, user, sso && sso.user.id === user.id ? sso.session : undefined);
+  const sso = session.kcAction && !signedIn ? await currentSsoSession(ctx, request, realm) : null;
+  const existing = signedIn && signedIn.userId === user.id ? signedIn : sso && sso.user.id === user.id ? sso.session : undefined;
+  // A consentRequired client's sign-in asks for the consent it lacks before the code (pages/consent.ts).
+  return completeWithConsent(ctx, request, reply, realm, session, user, existing);
 }
 
 /** The page of one required action (`aia`: asked by the application, so it can be cancelled). */
@@ -251,7 +256,7 @@ export function requiredActionRoutes(app: FastifyInstance, ctx: PagesContext, ne
     setPageClient(request, auth.clientId);
     const sso = await currentSsoSession(ctx, request, realm);
     if (!sso) return showPage.login(ctx, request, reply, realm, auth, {});
-    return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, newPasswordPage);
+    return nextRequiredAction(ctx, request, reply, realm, auth, sso.user, newPasswordPage, sso.session);
   });
 
   // TERMS_AND_CONDITIONS: accepting records when, on the user (Keycloak's terms_and_conditions attribute, seconds);

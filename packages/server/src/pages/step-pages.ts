@@ -66,9 +66,13 @@ export interface StepClaims {
   checked?: boolean;
   /** login-otp: the ways "try another way" offers there (pages/select-authenticator.ts). */
   ways?: Alternative[];
+  /** consent: the client scopes the page asks the user to grant, by name. */
+  scopes?: string[];
+  /** consent: the SSO session the sign-in completes in (a signed-in user asked for consent), when any. */
+  sso?: string;
 }
 
-type StepPurpose = 'login-otp' | 'login-password' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email' | 'idp-link';
+type StepPurpose = 'login-otp' | 'login-password' | 'config-totp' | 'update-profile' | 'terms' | 'delete-account' | 'delete-credential' | 'update-email' | 'idp-link' | 'consent';
 
 
 export function stepState(ctx: PagesContext) {

@@ -67,6 +67,7 @@ export const clientFieldUse: Record<string, string> = {
   frontchannelLogout: 'protocol/openid-connect/logout.ts',
   adminUrl: 'admin/revocation.ts',
   notBefore: 'protocol/openid-connect/tokens.ts',
+  consentRequired: 'authentication/consent.ts',
 };
 
 /** A client's scopes by name and its own mappers, as its representation shows them. */
@@ -94,7 +95,7 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
     webOrigins: client.webOrigins,
     notBefore: client.notBefore,
     bearerOnly: client.bearerOnly,
-    consentRequired: false,
+    consentRequired: client.consentRequired,
     standardFlowEnabled: client.standardFlowEnabled,
     implicitFlowEnabled: client.implicitFlowEnabled,
     directAccessGrantsEnabled: client.directAccessGrantsEnabled,
@@ -118,14 +119,12 @@ export function clientRep(client: Client, scopes: ClientScopeView = { defaultCli
  * than stored without effect (issue 17, point 4). Each with why.
  */
 export const clientRefusedValues: Record<string, string> = {
-  consentRequired: 'true is refused: Realmgate has no consent screen',
   authorizationServicesEnabled: 'true is refused by the admin API (a realm file names it as not imported): Realmgate has no authorization services',
   'pkce.code.challenge.method': 'only "S256" (or "" for none) is accepted: Realmgate supports no other PKCE method',
 };
 
 export function parseClient(body: unknown, path = 'client', onUnknown?: (path: string) => void, fromFile = false): Partial<Client> {
-  const { consentRequired, ...input } = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client> & { consentRequired?: boolean };
-  if (consentRequired) throw badRequest(`${path}.consentRequired: not supported, Realmgate has no consent screen`, 'consentRequired');
+  const input = parseRepresentation(body, clientSpec, clientIgnored, path, onUnknown) as Partial<Client>;
   // The console's client wizard shows its Authorization switch whatever the server has: say so rather than drop it.
   // A realm file's client is imported without it and the import names it (realm-import/parse.ts).
   if (!fromFile && (body as { authorizationServicesEnabled?: unknown }).authorizationServicesEnabled === true) {

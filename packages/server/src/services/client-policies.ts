@@ -215,6 +215,11 @@ function configureClient(executor: string, config: Record<string, unknown>, cont
       if (auto) client.attributes = { ...client.attributes, 'pkce.code.challenge.method': 'S256' };
       else if (client.attributes['pkce.code.challenge.method'] !== 'S256') throw metadata('code_challenge_method');
       return;
+    // Keycloak's ConsentRequiredExecutor: the client asks the user's consent (the consent screen, pages/consent.ts).
+    case EXECUTOR.consentRequired:
+      if (auto) client.consentRequired = true;
+      else if (!client.consentRequired) throw oauthError.invalid_registration('Client is required to enable consentRequired');
+      return;
     case EXECUTOR.fullScopeDisabled:
       if (auto) client.fullScopeAllowed = false;
       else if (client.fullScopeAllowed) throw oauthError.invalid_registration('Not permitted to enable fullScopeAllowed');
@@ -476,7 +481,7 @@ async function checkPushedRequestOnly(context: PolicyContext): Promise<void> {
 }
 
 /** The fields executors set at registration (configureClient). */
-const CONFIGURED_FIELDS = ['attributes', 'fullScopeAllowed', 'implicitFlowEnabled', 'directAccessGrantsEnabled', 'clientAuthenticatorType', 'redirectUris'] as const;
+const CONFIGURED_FIELDS = ['attributes', 'fullScopeAllowed', 'consentRequired', 'implicitFlowEnabled', 'directAccessGrantsEnabled', 'clientAuthenticatorType', 'redirectUris'] as const;
 
 /**
  * REGISTER for a client made from `input` (the admin API's and dynamic registration's create): the policies see

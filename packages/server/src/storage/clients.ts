@@ -33,6 +33,7 @@ function toClient(row: Selectable<ClientTable>): Client {
     frontchannelLogout: row.frontchannel_logout === null ? true : bool(row.frontchannel_logout),
     adminUrl: row.admin_url,
     notBefore: row.not_before ?? 0,
+    consentRequired: row.consent_required === null ? false : bool(row.consent_required),
   };
 }
 
@@ -64,6 +65,7 @@ function toRow(client: Client): Omit<Selectable<ClientTable>, 'created_at' | 're
     frontchannel_logout: client.frontchannelLogout === false ? flag(false) : null,
     admin_url: client.adminUrl,
     not_before: client.notBefore || null,
+    consent_required: client.consentRequired ? flag(true) : null,
   };
 }
 

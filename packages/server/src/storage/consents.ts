@@ -3,8 +3,8 @@ import { fromJson, toJson } from './codec.js';
 import type { Db } from './db.js';
 
 /**
- * Users' consents to clients (Keycloak's clientConsents), kept from realm files: listed and revoked through the admin
- * API, exported again. A consent goes with its user, its client and its realm (foreign keys).
+ * Users' consents to clients (Keycloak's clientConsents), from realm files and the consent screen: listed and revoked
+ * through the admin and account APIs, exported again. A consent goes with its user, its client and its realm (foreign keys).
  */
 export class ConsentRepository {
   constructor(private readonly db: Db) {}
@@ -41,6 +41,40 @@ export class ConsentRepository {
       }
     }
     return byUser;
+  }
+
+  /** The user's consent to the client (internal id), or null. */
+  async of(userId: string, clientId: string, db: Db = this.db): Promise<UserConsent | null> {
+    const row = await db.selectFrom('user_consent').selectAll().where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+    if (!row) return null;
+    return {
+      userId: row.user_id,
+      clientId: row.client_id,
+      grantedClientScopes: fromJson(row.granted_client_scopes, []),
+      createdDate: row.created_date === null ? null : Number(row.created_date),
+      lastUpdatedDate: row.last_updated_date === null ? null : Number(row.last_updated_date),
+    };
+  }
+
+  /**
+   * Adds `scopes` (names) to the user's consent to the client, creating it when there is none (Keycloak's consent
+   * screen: what was granted before stays granted). In one transaction, so two grants at once lose neither's scopes.
+   */
+  async grant(realmId: string, userId: string, clientId: string, scopes: readonly string[], now: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const existing = await this.of(userId, clientId, trx);
+      if (!existing) {
+        await this.insert(realmId, { userId, clientId, grantedClientScopes: [...new Set(scopes)], createdDate: now, lastUpdatedDate: now }, trx);
+        return;
+      }
+      const merged = [...new Set([...existing.grantedClientScopes, ...scopes])];
+      await trx
+        .updateTable('user_consent')
+        .set({ granted_client_scopes: toJson(merged), last_updated_date: now })
+        .where('user_id', '=', userId)
+        .where('client_id', '=', clientId)
+        .execute();
+    });
   }
 
   /** Whether a consent was there to delete. */

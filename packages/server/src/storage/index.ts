@@ -43,7 +43,7 @@ export class Storage {
   readonly credentials: CredentialRepository;
   /** Identity providers, their mappers and components: kept as data, not acted on. */
   readonly federation: FederationRepository;
-  /** Users' consents to clients, kept from realm files (no consent screen here). */
+  /** Users' consents to clients, from realm files and the consent screen. */
   readonly consents: ConsentRepository;
   /** A realm's localization texts: the overrides of the pages' and e-mails' texts. */
   readonly localization: LocalizationRepository;

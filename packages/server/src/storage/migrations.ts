@@ -855,4 +855,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('client').addColumn('registered_nodes', 'text').execute();
     },
   },
+  // Keycloak's consentRequired (the consent screen): before this every client was refused it. Null is false.
+  '0038-client-consent-required': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('client').addColumn('consent_required', 'integer').execute();
+    },
+  },
 };

@@ -104,6 +104,8 @@ export interface ClientTable {
   admin_url: string | null;
   /** Keycloak's client notBefore (seconds); null: 0. */
   not_before: number | null;
+  /** Keycloak's consentRequired; null is false (clients from before migration 0036). */
+  consent_required: number | null;
   created_at: number;
   /** Registered cluster nodes, JSON `{host: epoch seconds}` (migration 0037); null: none. */
   registered_nodes: Generated<string | null>;

@@ -43,7 +43,8 @@ export function openIdConnectLoginProtocol(config: Pick<ServerConfig, 'hostname'
     },
     refused(request: FastifyRequest, reply, realm, auth, error, description) {
       if (auth.device) return deviceSignInRefused(context(), reply, realm, auth);
-      const params: Record<string, string> = { error, error_description: description };
+      // A declined consent carries no description (as Keycloak's answer to CONSENT_DENIED).
+      const params: Record<string, string> = { error, ...(description ? { error_description: description } : {}) };
       if (auth.state !== null) params.state = auth.state;
       params.iss = issuerOf(baseUrl(request, config.hostname), realm.name);
       return redirectToClient(reply, auth.redirectUri, auth.responseMode, params);

@@ -110,9 +110,9 @@ async function runOne(ctx: Pick<ProtocolContext, 'storage'>, realm: Realm, polic
       else if (hook === 'update' && input.given?.enabled === true) throw new Refusal('Not permitted to enable client');
       return;
     case POLICY.consentRequired:
-      // Keycloak makes such a client ask the user's consent; this server has no consent screen, so it registers none
-      // (README: dynamic client registration).
-      if (writing) throw new Refusal('Consent is required for clients registered so, and Realmgate has no consent screen');
+      // As Keycloak's: a client registered so asks the user's consent (the consent screen), and keeps asking.
+      if (hook === 'register') input.client.consentRequired = true;
+      else if (hook === 'update' && input.given?.consentRequired === false) throw new Refusal('Not permitted to update consentRequired to false');
       return;
     case POLICY.protocolMappers: {
       if (!writing) return;

@@ -58,7 +58,7 @@ export interface RealmImport {
     serviceAccountOf?: string | null;
     /** Keycloak's `federatedIdentities`: links to identity providers of the file or the realm, kept as data. */
     federatedIdentities?: ImportedFederatedIdentity[];
-    /** Keycloak's `clientConsents`: consents to clients of the file or the realm, kept (no consent screen here). */
+    /** Keycloak's `clientConsents`: consents to clients of the file or the realm, kept (the consent screen reads them). */
     clientConsents?: ImportedConsent[];
     /** Where the entry is in the file (`realm.users[3]`): errors name it, also when a partial import skips others. */
     path?: string;

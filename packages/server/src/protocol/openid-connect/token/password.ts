@@ -51,6 +51,11 @@ export async function passwordGrant(ctx: ProtocolContext, realm: Realm, client: 
     await refuse('resolve_required_actions', user.id);
     throw oauthError.invalid_grant('Account is not fully set up');
   }
+  // Keycloak refuses the grant for a client that must ask the user's consent: there is no page to ask it on.
+  if (client.consentRequired) {
+    await ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'consent_denied', details: { ...details, username }, request: info });
+    throw oauthError.invalid_client('Client requires user consent', { status: 400 });
+  }
   const offline = await offlineRequested(ctx, realm, client, user, scope, () =>
     ctx.events.user(realm, { type: 'LOGIN_ERROR', clientId: client.clientId, userId: user.id, error: 'not_allowed', details: { ...details, username }, request: info }),
   );
