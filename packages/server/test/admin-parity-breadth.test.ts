@@ -2,6 +2,7 @@ import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masterAdminClient, rejects, tokenOfUserWithRoles } from './support/admin-client.js';
+import { realmExporter } from '../src/services/realm-export.js';
 import { api, startServer, type TestServer } from './support/server.js';
 
 /**
@@ -174,6 +175,23 @@ describe('credential moves (the console Credentials tab)', () => {
     expect((await api(t.url, 'POST', `/admin/realms/moves/users/${userId}/credentials/${phone}/moveToFirst`, viewer)).status).toBe(403);
     expect(await order()).toEqual(['tablet', 'phone', 'password']);
     expect(await order(other)).toEqual(['theirs']);
+  });
+
+  it('a realm export writes the credentials in that order, and its import keeps it', async () => {
+    await kc.users.moveCredentialPositionUp({ id: userId, credentialId: await idOf('phone') });
+    expect(await order()).toEqual(['phone', 'tablet', 'password']);
+    const realm = (await t.server.context.storage.realms.byName('moves'))!;
+    const { users } = await (await realmExporter(t.server.context, realm)).users(null, 100);
+    const mover = users.find((u) => u.username === 'mover')!;
+    expect((mover.credentials as Record<string, unknown>[]).map((c) => (c.userLabel as string | undefined) ?? c.type)).toEqual(['phone', 'tablet', 'password']);
+    await kc.realms.create({ realm: 'moves-copy', enabled: true, users: [{ ...mover, realmRoles: [] } as never] });
+    const [copy] = await kc.users.find({ realm: 'moves-copy', username: 'mover', exact: true });
+    kc.setConfig({ realmName: 'moves-copy' });
+    try {
+      expect(await order(copy.id)).toEqual(['phone', 'tablet', 'password']);
+    } finally {
+      kc.setConfig({ realmName: 'moves' });
+    }
   });
 });
 

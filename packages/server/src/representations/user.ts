@@ -46,13 +46,18 @@ export interface UserInput {
   createdTimestamp?: number;
   passwordCreated?: number;
   passwordLabel?: string;
+  /**
+   * Each credential's place in the file's `credentials` list (10, 20, …): Keycloak imports them in that order, so
+   * the first one is what a sign-in offers first; the export writes them back in that order.
+   */
+  passwordPriority?: number;
   requiredActions?: string[];
   /** Authenticator apps from a Keycloak export (credentials of type `otp`). */
-  otpCredentials?: ImportedOtpCredential[];
+  otpCredentials?: (ImportedOtpCredential & { priority: number })[];
   /** Security keys and passkeys from a Keycloak export (`webauthn`, `webauthn-passwordless`), with the file's user id as their user handle. */
-  webAuthnCredentials?: (ImportedWebAuthnCredential & { userHandle: string | null })[];
+  webAuthnCredentials?: (ImportedWebAuthnCredential & { userHandle: string | null; priority: number })[];
   /** Recovery codes (their hashes) from a Keycloak export (`recovery-authn-codes`). */
-  recoveryCodes?: { secretData: Record<string, unknown>; credentialData: Record<string, unknown>; createdDate: number | null };
+  recoveryCodes?: { secretData: Record<string, unknown>; credentialData: Record<string, unknown>; createdDate: number | null; priority: number };
 }
 
 /**
@@ -71,6 +76,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
     if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
     for (const [i, credential] of credentials.entries()) {
       const at = `${path}.credentials[${i}]`;
+      const priority = (i + 1) * 10;
       const c = credential as { type?: unknown; value?: unknown; secretData?: unknown; credentialData?: unknown; temporary?: unknown };
       // Keycloak's `temporary` is a Boolean: null or absent is false. Read by the admin API only (a realm import
       // passes it over, as Keycloak's import does).
@@ -85,6 +91,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
         const imported = importedPasswordHash(c.secretData, c.credentialData);
         if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
         input.passwordHash = imported.hash;
+        input.passwordPriority = priority;
         if (onUnknown) {
           const { createdDate, userLabel } = credential as { createdDate?: unknown; userLabel?: unknown };
           if (isTimestamp(createdDate)) input.passwordCreated = createdDate;
@@ -104,6 +111,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
           ...imported,
           userLabel: typeof userLabel === 'string' ? userLabel.slice(0, 255) : null,
           createdDate: typeof createdDate === 'number' && Number.isFinite(createdDate) ? createdDate : null,
+          priority,
         });
       } else if (typeof c?.type === 'string' && WEBAUTHN_TYPES.includes(c.type) && typeof c.credentialData === 'string') {
         // A Keycloak export's security key or passkey: it keeps signing in (credentials/webauthn.ts).
@@ -120,6 +128,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
           userLabel: typeof userLabel === 'string' ? userLabel.slice(0, 255) : null,
           createdDate: isTimestamp(createdDate) ? createdDate : null,
           userHandle: typeof fileId === 'string' && fileId.length > 0 && fileId.length <= 64 ? fileId : null,
+          priority,
         });
       } else if (c?.type === RECOVERY_CODES_TYPE && typeof c.secretData === 'string' && typeof c.credentialData === 'string') {
         // A Keycloak export's recovery codes: hashes, kept as they are, so the user's saved codes go on working.
@@ -130,7 +139,7 @@ export function parseUser(body: unknown, path = 'user', onUnknown?: (path: strin
         }
         if ('error' in imported) throw badRequest(`${at}: ${imported.error}`, 'credentials');
         const { createdDate } = credential as { createdDate?: unknown };
-        input.recoveryCodes = { ...imported, createdDate: isTimestamp(createdDate) ? createdDate : null };
+        input.recoveryCodes = { ...imported, createdDate: isTimestamp(createdDate) ? createdDate : null, priority };
       } else if (onUnknown && typeof c?.type === 'string' && c.type !== 'password') {
         onUnknown(`${at} (type "${c.type}")`);
       } else {

@@ -15,6 +15,7 @@ import { exportedOtpCredential, OTP_CREDENTIAL_TYPE } from '../credentials/otp.j
 import { exportedWebAuthnCredential, WEBAUTHN_TYPES } from '../credentials/webauthn.js';
 import { exportedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import type { Client, Component, Group, Realm, Role, UserConsent } from '../model/types.js';
+import type { StoredCredential } from '../storage/index.js';
 import { GroupTree } from './groups.js';
 import { clientScopeViews, realmDefaultScopeNames } from './client-scopes.js';
 import { realmRequiredActions } from './required-actions.js';
@@ -239,6 +240,16 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
       ...(c.createdDate !== null ? { createdDate: c.createdDate } : {}),
       ...(c.lastUpdatedDate !== null ? { lastUpdatedDate: c.lastUpdatedDate } : {}),
     });
+    // In the user's order (the password among them at its own place), as Keycloak writes them and reads them back.
+    const orderedCredentials = async (userId: string, password: Record<string, unknown> | null, webAuthn: StoredCredential[]) => {
+      const placed: [number, Record<string, unknown>][] = [
+        ...(password ? [[await storage.credentials.passwordPriority(userId), password] as [number, Record<string, unknown>]] : []),
+        ...(await storage.credentials.ofUser(userId, OTP_CREDENTIAL_TYPE)).map((c) => [c.priority, exportedOtpCredential(c)] as [number, Record<string, unknown>]),
+        ...webAuthn.map((c) => [c.priority, exportedWebAuthnCredential(c)] as [number, Record<string, unknown>]),
+        ...(await storage.credentials.ofUser(userId, RECOVERY_CODES_TYPE)).map((c) => [c.priority, exportedRecoveryCodes(c)] as [number, Record<string, unknown>]),
+      ];
+      return placed.sort((a, b) => a[0] - b[0]).map(([, rep]) => rep);
+    };
     const reps = await Promise.all(
       page.map(async (user) => {
         const direct = byContainer(await storage.roles.userRoleIds(user.id));
@@ -257,7 +268,7 @@ export async function realmExporter(ctx: Pick<ServiceContext, 'storage' | 'flows
           createdTimestamp: user.createdTimestamp,
           ...(Object.keys(user.attributes).length ? { attributes: user.attributes } : {}),
           ...(user.serviceAccountClientId ? { serviceAccountClientId: clientById.get(user.serviceAccountClientId)?.clientId } : {}),
-          credentials: [...(credential ? [credential] : []), ...(await storage.credentials.ofUser(user.id, OTP_CREDENTIAL_TYPE)).map(exportedOtpCredential), ...webAuthn.map(exportedWebAuthnCredential), ...(await storage.credentials.ofUser(user.id, RECOVERY_CODES_TYPE)).map(exportedRecoveryCodes)],
+          credentials: await orderedCredentials(user.id, credential, webAuthn),
           realmRoles: direct.realm ?? [],
           ...(direct.client ? { clientRoles: direct.client } : {}),
           requiredActions: await storage.credentials.requiredActions(user.id),

@@ -85,23 +85,24 @@ export async function insertUser(ctx: Pick<ServiceContext, 'storage' | 'config'>
     // An exported hash cannot be checked against the policy; it is replaced at the user's next sign-in.
     user = { ...user, passwordHash: input.passwordHash, passwordCreated: input.passwordCreated ?? Date.now(), passwordLabel: input.passwordLabel ?? null };
     await storage.users.update(user, db);
+    if (input.passwordPriority !== undefined) await storage.credentials.setPasswordPriority(user.id, input.passwordPriority, db);
   }
   if (input.requiredActions?.length) await storage.credentials.setRequiredActions(user.id, input.requiredActions, db);
   for (const otp of input.otpCredentials ?? []) {
     await storage.credentials.insert(
-      { id: newId(), userId: user.id, type: OTP_CREDENTIAL_TYPE, userLabel: otp.userLabel, secretData: { value: otp.secret }, credentialData: { ...otp.data }, createdDate: otp.createdDate ?? Date.now(), priority: 20 },
+      { id: newId(), userId: user.id, type: OTP_CREDENTIAL_TYPE, userLabel: otp.userLabel, secretData: { value: otp.secret }, credentialData: { ...otp.data }, createdDate: otp.createdDate ?? Date.now(), priority: otp.priority },
       db,
     );
   }
   for (const key of input.webAuthnCredentials ?? []) {
     await storage.credentials.insert(
-      { id: newId(), userId: user.id, type: key.type, userLabel: key.userLabel, secretData: key.userHandle ? { userHandle: key.userHandle } : {}, credentialData: { ...key.credentialData }, createdDate: key.createdDate ?? Date.now(), priority: 30 },
+      { id: newId(), userId: user.id, type: key.type, userLabel: key.userLabel, secretData: key.userHandle ? { userHandle: key.userHandle } : {}, credentialData: { ...key.credentialData }, createdDate: key.createdDate ?? Date.now(), priority: key.priority },
       db,
     );
   }
   if (input.recoveryCodes) {
-    const { secretData, credentialData, createdDate } = input.recoveryCodes;
-    await storage.credentials.insert({ id: newId(), userId: user.id, type: RECOVERY_CODES_TYPE, userLabel: null, secretData, credentialData, createdDate: createdDate ?? Date.now(), priority: 40 }, db);
+    const { secretData, credentialData, createdDate, priority } = input.recoveryCodes;
+    await storage.credentials.insert({ id: newId(), userId: user.id, type: RECOVERY_CODES_TYPE, userLabel: null, secretData, credentialData, createdDate: createdDate ?? Date.now(), priority }, db);
   }
   return user;
 }

@@ -99,6 +99,11 @@ export class CredentialRepository {
     return row ? Number(row.password_priority) : 10;
   }
 
+  /** The password's place among the user's credentials, as a realm file gave it. */
+  async setPasswordPriority(userId: string, priority: number, db: Db = this.db): Promise<void> {
+    await db.updateTable('user_entity').set({ password_priority: priority }).where('id', '=', userId).execute();
+  }
+
   /**
    * Keycloak's credential order written back: each of the user's credentials, the password among them (`passwordId`),
    * gets the priority of its place (10, 20, …), as Keycloak's moveCredentialTo renumbers them.
