@@ -20,6 +20,12 @@ const CONFIGS: Record<string, Record<string, string>> = {
     argon2_max_difficulty: '4',
     min_solve_time_ms: String(MIN_SOLVE_MS),
   },
+  'argon2-d1': {
+    argon2_memory_kb: '1024',
+    argon2_base_difficulty: '1',
+    argon2_max_difficulty: '1',
+    min_solve_time_ms: String(MIN_SOLVE_MS),
+  },
   sha256: {
     hash_algorithm: 'sha256',
     sha256_base_difficulty: '14',
@@ -121,6 +127,11 @@ async function open(mode: string, host = origin, before?: (page: Page) => Promis
 
 const nonceOf = (page: Page) => page.locator('input[name="pow_nonce"]').inputValue();
 
+/** pow-form.js's rule: one worker per core up to 8, and no more than 2^d / 2 of them (at least one). */
+function expectedWorkers(d: number, cores: number): number {
+  return Math.max(1, Math.min(8, cores || 2, 2 ** d / 2));
+}
+
 interface Solving {
   workers: number;
   start: number;
@@ -128,8 +139,8 @@ interface Solving {
 }
 
 /**
- * Opens a page under a Chromium trace and waits for its nonce; checks that workers solved it, one per core up to
- * 8, and that from pow-form.js's mark on reading the challenge (in the task that starts the workers) to its mark
+ * Opens a page under a Chromium trace and waits for its nonce; checks that workers solved it, as many as
+ * `expectedWorkers`, and that from pow-form.js's mark on reading the challenge (in the task that starts the workers) to its mark
  * on the answer no task of the page's main thread took 50 ms of its CPU.
  */
 async function openAndSolveQuietly(opener: () => Promise<Page>): Promise<Page> {
@@ -141,7 +152,8 @@ async function openAndSolveQuietly(opener: () => Promise<Page>): Promise<Page> {
   expect(await nonceOf(page)).toMatch(/^[0-9]+$/);
   const solving = await page.evaluate(() => (window as unknown as { solving: Solving }).solving);
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-  expect(solving.workers).toBe(Math.min(8, Math.max(1, cores || 2)));
+  const { d } = decodeChallenge(await page.inputValue('input[name="pow_challenge"]'));
+  expect(solving.workers).toBe(expectedWorkers(d, cores));
   expect(solving.found).toBeGreaterThan(solving.start);
   const whileSolving = mainThreadTasks(trace, 'rg-pow-challenge', 'rg-pow-solved');
   expect(whileSolving.length).toBeGreaterThan(0);
@@ -238,6 +250,23 @@ describe.each(['argon2', 'sha256'])('browser solver, %s', (mode) => {
     expect(outcome.verdict).toEqual({ ok: true });
     expect(outcome.ageMs).toBeGreaterThanOrEqual(MIN_SOLVE_MS);
     expect(outcome.fields.login).toBe('signin');
+    await page.close();
+  });
+});
+
+describe('browser solver, workers per difficulty', () => {
+  it.each([
+    ['argon2-d1', 1, 4, 1],
+    ['argon2', 3, 4, 4],
+    ['argon2', 3, 16, 4],
+    ['sha256', 14, 16, 8],
+  ])('%s (d = %i) with %i cores starts %i workers and solves', STARVATION_RETRIES, async (mode, d, cores, workers) => {
+    const page = await open(mode, origin, (p) =>
+      p.addInitScript(`Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get() { return ${cores}; } });`),
+    );
+    expect(decodeChallenge(await page.inputValue('input[name="pow_challenge"]')).d).toBe(d);
+    await expect.poll(() => nonceOf(page), { timeout: 20_000 }).toMatch(/^[0-9]+$/);
+    expect((await page.evaluate(() => (window as unknown as { solving: Solving }).solving)).workers).toBe(workers);
     await page.close();
   });
 });

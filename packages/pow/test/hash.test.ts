@@ -154,3 +154,45 @@ describe('hashes', () => {
     );
   });
 });
+
+describe('the worker search', () => {
+  /** The served pow-worker.js's own search (`searchArgon2id`), its WebAssembly fetched from the served SIMD build. */
+  async function servedSearch() {
+    const { files } = await loadAssets();
+    const wasm = files.get(ARGON2ID_SIMD_WASM)!.body;
+    const scope: Record<string, unknown> = {
+      WebAssembly,
+      performance,
+      TextEncoder,
+      location: { hash: '', search: '' },
+      fetch: async () => new Response(new Uint8Array(wasm), { headers: { 'content-type': 'application/wasm' } }),
+    };
+    scope.self = scope;
+    runInNewContext(files.get('pow-worker.js')!.body.toString('utf8'), scope);
+    return scope.searchArgon2id as (
+      c: { id: string; d: number; m: number; t: number },
+      start: number,
+      step: number,
+    ) => Promise<{ nonce: string; tried: number }>;
+  }
+
+  it('tries 2^d hashes per solve on average, in the nonce order it was given, and answers the first that meets d', async () => {
+    const search = await servedSearch();
+    const d = 2;
+    const ids = Array.from({ length: 200 }, (_, i) => Buffer.from(`challenge-${i}`).toString('base64url').padEnd(22, 'A'));
+    let tried = 0;
+    for (const [i, id] of ids.entries()) {
+      const c = { id, d, m: 8, t: 1 };
+      // Worker 1 of 2 (nonces 1, 3, 5, …) for odd challenges, a single worker for even ones.
+      const [start, step] = i % 2 ? [1, 2] : [0, 1];
+      const answer = await search(c, start, step);
+      expect(answer.tried).toBe((Number(answer.nonce) - start) / step + 1);
+      for (let n = start; n < Number(answer.nonce); n += step) expect(leadingZeroBits(await argon2idHash(c, String(n)))).toBeLessThan(d);
+      expect(leadingZeroBits(await argon2idHash(c, answer.nonce))).toBeGreaterThanOrEqual(d);
+      tried += answer.tried;
+    }
+    // Geometric with p = 2^-d: mean 4, standard error 0.24 over 200 (a fixed set of challenges, so a fixed figure).
+    expect(tried / ids.length).toBeGreaterThan(3.4);
+    expect(tried / ids.length).toBeLessThan(4.6);
+  });
+});
