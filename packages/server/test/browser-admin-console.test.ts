@@ -23,7 +23,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-const open = (...args: Parameters<ConsoleSession['open']>) => session.open(...args);
+// Each page in a fresh document: this file is the one whose deep links sign in again through keycloak-js.
+const open = (route: string, name: string, ready: Parameters<ConsoleSession['open']>[2], realm?: string) => session.open(route, name, ready, realm, { fresh: true });
 
 describe('the admin console in Chromium', () => {
   it('/admin/ signs the bootstrap administrator in through security-admin-console with PKCE and shows the welcome page', async () => {

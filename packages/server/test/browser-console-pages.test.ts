@@ -1,7 +1,7 @@
 /**
  * More of Keycloak's admin console in Chromium against a real server (issue 18): the realm settings tabs, realm
- * creation, clients, users, groups, sessions, events and organizations. Each page is opened by its deep link and a
- * reload and must load with no failed request and no console error (ConsoleSession records them); the actions an
+ * creation, clients, users, groups, sessions, events and organizations. Each page is opened by its route in the loaded
+ * console and must load with no failed request and no console error (ConsoleSession records them); the actions an
  * operator takes on them are done by clicks and fills, and their effect is checked over the admin REST API.
  * Screenshots: test-results/screenshots/admin-console-pages-*.png.
  */

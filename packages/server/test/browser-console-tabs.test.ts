@@ -1,7 +1,7 @@
 /**
  * The admin console's role-mapping tabs with inherited roles shown and Unassign, a user's Consents and Identity
  * provider links tabs, and a client's Keys and Advanced tabs, in Chromium against a real server (issue 18). Each
- * page is opened by its deep link and a reload and must load with no failed request and no console error; the
+ * page is opened by its route in the loaded console and must load with no failed request and no console error; the
  * actions are done by clicks and their effect checked over the admin REST API.
  * Screenshots: test-results/screenshots/admin-console-tabs-*.png.
  */

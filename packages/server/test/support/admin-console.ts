@@ -5,11 +5,14 @@
  * fails when a page breaks. Screenshots go to test-results/screenshots (git-ignored).
  */
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { buildConsole } from '../../../admin-console/build.js';
 import { masterAdminClient } from './admin-client.js';
 import { launchBrowser, screenshot } from './browser.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './server.js';
+
+/** How long no request may be in flight before a page counts as settled: Playwright's `networkidle` wait. */
+const QUIET_MS = 500;
 
 export class ConsoleSession {
   /** What went wrong since the last page began, as lines. */
@@ -18,6 +21,11 @@ export class ConsoleSession {
   requests: string[] = [];
   /** Intended 4xx answers whose console error Chromium has not logged yet. */
   private intendedLoadErrors = 0;
+  /** Requests the page has sent and not seen answered or failed, and since when none has been. */
+  private readonly inFlight = new Set<Request>();
+  private idleSince: number | undefined = performance.now();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private onIdle: (() => void) | undefined;
 
   private constructor(
     readonly t: TestServer,
@@ -38,6 +46,18 @@ export class ConsoleSession {
       // Chromium logs every 4xx as a console error too: an intended answer's is not a problem either.
       else this.intendedLoadErrors += 1;
     });
+    page.on('request', (request) => {
+      this.inFlight.add(request);
+      this.idleSince = undefined;
+      clearTimeout(this.idleTimer);
+    });
+    const done = (request: Request) => {
+      if (!this.inFlight.delete(request) || this.inFlight.size > 0) return;
+      this.idleSince = performance.now();
+      this.armIdle();
+    };
+    page.on('requestfinished', done);
+    page.on('requestfailed', done);
     page.on('requestfailed', (request) => {
       // A reload or a route change cancels requests in flight: that is the browser's doing, not the server's.
       if (request.failure()?.errorText !== 'net::ERR_ABORTED') this.problems.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText}`);
@@ -75,23 +95,82 @@ export class ConsoleSession {
     await this.settled();
   }
 
-  /** Waits until no request has been in flight for a moment (the session-status frame's checks are short). */
+  /**
+   * Waits until no request has been in flight for half a second (the session-status frame's checks are short), as
+   * Playwright's `networkidle`, which fires once per document and so says nothing about a route opened inside it.
+   */
   async settled(): Promise<void> {
     await this.page.waitForLoadState('networkidle', { timeout: 30_000 });
+    if (this.inFlight.size === 0 && this.idleSince !== undefined && performance.now() - this.idleSince >= QUIET_MS) return;
+    await new Promise<void>((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        this.onIdle = undefined;
+        reject(new Error(`requests still in flight after 30 s: ${[...this.inFlight].map((r) => r.url()).join(', ')}`));
+      }, 30_000);
+      this.onIdle = () => {
+        clearTimeout(deadline);
+        this.onIdle = undefined;
+        resolve();
+      };
+      this.armIdle();
+    });
+  }
+
+  /** Calls `onIdle` once nothing has been in flight for QUIET_MS; a request started meanwhile re-arms it. */
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    if (this.inFlight.size > 0 || !this.onIdle) return;
+    const wait = this.idleSince === undefined ? QUIET_MS : Math.max(0, QUIET_MS - (performance.now() - this.idleSince));
+    this.idleTimer = setTimeout(() => this.onIdle?.(), wait);
   }
 
   /**
-   * Opens a console route by its deep link in a fresh document, waits for `ready`, screenshots it; returns its
-   * problems. Fresh, because on the loaded console the link is only a hash change: the new route can first run with
-   * the realm of the page before (a CI run saw bob of realm acme asked of master: three 404s) until a reload.
+   * Opens a console route, waits for `ready`, screenshots it; returns its problems. On a console already loaded for
+   * `realm` the route is reached inside the page (a fresh load costs ~2 s of Chromium CPU, issue 36), through the
+   * console's own "Page Not Found" route: the page before is gone from the document before the route is asked for,
+   * so `ready` cannot match what that page left. The console points its REST client at a new realm only in an effect
+   * that runs after the new route's own (a CI run saw bob of realm acme asked of master: three 404s), so a route of
+   * another realm is reached from that realm's "Page Not Found" route, which asks nothing of the REST client, once the
+   * realm has loaded (its GET is answered and nothing is in flight). `fresh` opens the route by its deep link in a
+   * new document instead (keycloak-js signs in again), as does a page not showing the console of `realm`.
    */
-  async open(route: string, name: string, ready: (page: Page) => Promise<unknown>, realm = 'master'): Promise<string[]> {
+  async open(route: string, name: string, ready: (page: Page) => Promise<unknown>, realm = 'master', { fresh = false } = {}): Promise<string[]> {
     const { page, t } = this;
-    await page.goto('about:blank');
-    this.reset();
-    await page.goto(`${t.url}/admin/${realm}/console/#/${route}`);
+    const consoleUrl = `${t.url}/admin/${realm}/console/`;
+    const routeRealm = route.split('/')[0];
+    if (fresh || !page.url().startsWith(`${consoleUrl}#/`) || !(await page.locator('[data-testid="currentRealm"]').count())) {
+      await page.goto('about:blank');
+      // The old document's requests are gone with it (Chromium reports most, not all, as failed).
+      this.inFlight.clear();
+      this.reset();
+      await page.goto(`${consoleUrl}#/${route}`);
+    } else {
+      const shownRealm = decodeURIComponent(page.url().slice(consoleUrl.length + 2).split(/[/?]/)[0] || realm);
+      await this.settled();
+      this.reset();
+      const realmLoaded = shownRealm === routeRealm ? undefined : page.waitForResponse((r) => r.request().method() === 'GET' && new URL(r.url()).pathname === `/admin/realms/${routeRealm}`, { timeout: 30_000 });
+      await this.navigate(`${routeRealm}/realmgate-test/between-pages`);
+      await page.getByText('Page Not Found', { exact: true }).waitFor({ timeout: 30_000 });
+      if (realmLoaded) {
+        await realmLoaded;
+        await this.settled();
+      }
+      await this.navigate(route);
+    }
     await this.ready(name, ready);
     return this.problems;
+  }
+
+  /**
+   * Changes the console's route as its own links do: a history entry pushed (the console's realm follows pushState
+   * only, not the location: a hash change alone leaves it on the realm before), then the hash router told.
+   */
+  private async navigate(route: string): Promise<void> {
+    await this.page.evaluate((to) => {
+      const idx = ((history.state as { idx?: number } | null)?.idx ?? 0) + 1;
+      history.pushState({ usr: null, key: Math.random().toString(36).slice(2, 10), idx }, '', to);
+      window.dispatchEvent(new PopStateEvent('popstate', { state: history.state }));
+    }, `#/${route}`);
   }
 
   /** Waits for `ready` (a page that never gets ready is screenshot too, so the failure can be looked at), then settles and screenshots. */
