@@ -2,7 +2,7 @@ import { importedPasswordHash } from '../credentials/keycloak-hash.js';
 import { importedOtpCredential, type ImportedOtpCredential } from '../credentials/otp.js';
 import { importedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { importedWebAuthnCredential, WEBAUTHN_TYPES, type ImportedWebAuthnCredential } from '../credentials/webauthn.js';
-import { badRequest } from '../model/errors.js';
+import { badRequest, badRequestError } from '../model/errors.js';
 import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
 import { parseRepresentation, type Spec } from './fields.js';
@@ -190,6 +190,6 @@ export interface PasswordCredentialInput {
 export function parsePasswordCredential(body: unknown): PasswordCredentialInput {
   const credential = parseRepresentation(body, { type: { type: 'string' }, value: { type: 'string', max: 1024 }, temporary: { type: 'boolean' } }, ['userLabel', 'id', 'createdDate', 'priority', 'secretData', 'credentialData'], 'credential');
   if (credential.type !== undefined && credential.type !== 'password') throw badRequest('credential.type: must be "password"', 'type');
-  if (typeof credential.value !== 'string' || credential.value.length === 0) throw badRequest('credential.value: is required', 'value');
+  if (typeof credential.value !== 'string' || credential.value.length === 0) throw badRequestError('credential.value: is required');
   return { value: credential.value, temporary: credential.temporary === true };
 }
