@@ -107,16 +107,24 @@ export const UNREADABLE_BODY_ERRORS = { not_json: 'invalid_request', not_the_rep
 
 export type UnreadableBodyKind = keyof typeof UNREADABLE_BODY_ERRORS;
 
+export interface AppErrorDetail {
+  /** Why an `unreadable_body` was refused. */
+  unreadable?: UnreadableBodyKind;
+  /** A 404 Keycloak answers with its ErrorResponse (`{"errorMessage"}`) rather than a NotFoundException. */
+  asErrorResponse?: boolean;
+  /** A user profile attribute refused: Keycloak's validation answer `{"field", "errorMessage": <message key>, "params"}`. */
+  params?: string[];
+}
+
 export class AppError extends Error {
   readonly status: number;
 
   constructor(
     readonly code: AppErrorCode,
     message: string,
-    /** The field at fault: for the caller's own use (dynamic registration maps it), never sent. */
+    /** The field at fault: for the caller's own use (dynamic registration maps it); sent only with `params`. */
     readonly field?: string,
-    /** Why an `unreadable_body` was refused. */
-    readonly unreadable: UnreadableBodyKind = 'not_the_representation',
+    readonly detail: AppErrorDetail = {},
   ) {
     super(message);
     this.name = 'AppError';
@@ -126,18 +134,21 @@ export class AppError extends Error {
 
 /**
  * The body an `AppError` is answered with, as Keycloak 26.7.3 answers the same refusal (asked of it by
- * test/keycloak/admin-bad-input.keycloak.ts): JAX-RS's NotFoundException for a 404 and its BadRequestException where
+ * test/keycloak/admin-bad-input.keycloak.ts): its validation answer for a user profile attribute (`{"field",
+ * "errorMessage", "params"}`), JAX-RS's NotFoundException for a 404 and its BadRequestException where
  * Keycloak's resource throws one (`{"error"}`), its JSON reader's
  * failure for a body that does not read (`{"error", "error_description"}`), 401's `{"error", "errorMessage"}`, and
  * its ErrorResponse (`{"errorMessage"}`) for every other refusal.
  */
-export function appErrorBody(error: AppError): Record<string, string> {
+export function appErrorBody(error: AppError): Record<string, string | string[]> {
+  if (error.detail.params && error.field) return { field: error.field, errorMessage: error.message, params: error.detail.params };
+  if (error.detail.asErrorResponse) return { errorMessage: error.message };
   switch (error.code) {
     case 'not_found':
     case 'bad_request':
       return { error: error.message };
     case 'unreadable_body':
-      return { error: UNREADABLE_BODY_ERRORS[error.unreadable], error_description: error.message };
+      return { error: UNREADABLE_BODY_ERRORS[error.detail.unreadable ?? 'not_the_representation'], error_description: error.message };
     case 'unauthorized':
       return { error: UNAUTHORIZED_ERROR, errorMessage: error.message };
     default:
@@ -164,10 +175,14 @@ export const badRequest = (message: string, field?: string) => new AppError('inv
 /** Bad input Keycloak refuses with JAX-RS's BadRequestException (`{"error"}`) rather than its ErrorResponse. */
 export const badRequestError = (message: string) => new AppError('bad_request', message);
 /** A body that is not JSON, or JSON that does not read as the representation (a field of the wrong type or unknown). */
-export const unreadableBody = (message: string, field?: string, why: UnreadableBodyKind = 'not_the_representation') => new AppError('unreadable_body', message, field, why);
+export const unreadableBody = (message: string, field?: string, why: UnreadableBodyKind = 'not_the_representation') => new AppError('unreadable_body', message, field, { unreadable: why });
+/** A user profile attribute's value refused, as Keycloak's validation answers it: its message key and params. */
+export const invalidAttribute = (field: string, messageKey: string, params: string[]) => new AppError('invalid_input', messageKey, field, { params });
 export const unauthorized = (message: string) => new AppError('unauthorized', message);
 export const forbidden = (message = 'Forbidden') => new AppError('forbidden', message);
 export const notFound = (message: string) => new AppError('not_found', message);
+/** A 404 Keycloak answers with its ErrorResponse (`{"errorMessage"}`), as its organization resource does. */
+export const notFoundResponse = (message: string) => new AppError('not_found', message, undefined, { asErrorResponse: true });
 export const conflict = (message: string, field?: string) => new AppError('conflict', message, field);
 export const unsupportedMediaType = (message: string) => new AppError('unsupported_media_type', message);
 /** A failure the caller cannot mend, with Keycloak's own message for it (`Failed to send invite email`); the cause is logged where it happened. */
