@@ -68,6 +68,6 @@ describe.each(httpDatabases)('clients\' authorization settings, kept as data (%s
   it('refuses settings that are not an object, by JSON path', async () => {
     const refused = await api(server.t.url, 'POST', '/admin/realms', server.token, { realm: 'authz-bad', clients: [{ clientId: 'x', authorizationSettings: ['policy'] }] });
     expect(refused.status).toBe(400);
-    expect(refused.body).toEqual({ error: 'unknown_error', error_description: expect.stringContaining('realm.clients[0].authorizationSettings: must be an object') });
+    expect(refused.body.errorMessage).toContain('realm.clients[0].authorizationSettings: must be an object');
   });
 });

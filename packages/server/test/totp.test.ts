@@ -60,7 +60,7 @@ describe('TOTP (sqlite, memory store)', () => {
     ] as const) {
       const refused = await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { [field]: value });
       expect(refused.status, field).toBe(400);
-      expect(refused.body).toMatchObject({ field });
+      expect(String(refused.body.errorMessage ?? refused.body.error_description)).toContain(field);
     }
     ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyAlgorithm: 'HmacSHA512', otpPolicyDigits: 8, otpPolicyPeriod: 60, otpPolicyLookAheadWindow: 3 }));
     const user = await newUser(r);
