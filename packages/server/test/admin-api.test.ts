@@ -17,7 +17,8 @@ interface HttpFailure {
 
 /**
  * Awaits a call of the admin client that must fail with `status`; returns the error body. With `field`, the
- * body must name it (as `field` and in the message), which is what a caller needs to fix its input.
+ * body must name it in its message (Keycloak's `errorMessage`, or `error_description` for a body its JSON reader
+ * refuses), which is what a caller needs to fix its input.
  */
 async function rejects(call: Promise<unknown>, status: number, field?: string): Promise<Record<string, unknown>> {
   const error = (await call.then(
@@ -29,10 +30,7 @@ async function rejects(call: Promise<unknown>, status: number, field?: string): 
   expect(error.response?.status, JSON.stringify(error.responseData)).toBe(status);
   const body = error.responseData as Record<string, unknown>;
   expect(typeof body === 'object' && body !== null && (typeof body.errorMessage === 'string' || typeof body.error === 'string'), JSON.stringify(body)).toBe(true);
-  if (field) {
-    expect(body.field).toBe(field);
-    expect(String(body.errorMessage)).toContain(field);
-  }
+  if (field) expect(String(body.errorMessage ?? body.error_description ?? body.error)).toContain(field);
   return body;
 }
 
@@ -459,20 +457,21 @@ describe.each(httpDatabases)('admin REST API through the official admin client (
     await rejects(kc.organizations.findOne({ id }), 404);
   });
 
-  it('organizations: 400 naming the field, 404 for unknown ids, 409 for a taken name or domain', async () => {
+  it('organizations: 400 naming the field, 404 for unknown ids, 409 for a taken name or alias, 400 for a taken domain', async () => {
     await rejects(kc.organizations.create({ name: 5 as unknown as string, alias: 'five' }), 400, 'name');
     await rejects(kc.organizations.create({ alias: 'nameless' }), 400, 'name');
     await rejects(kc.organizations.create({ name: 'Bad', domains: [{ name: 'not a domain' }] }), 400, 'domains');
     await rejects(kc.organizations.create({ name: 'Bad', bogus: 1 } as never), 400, 'bogus');
 
     const { id } = await kc.organizations.create({ name: 'Globex', alias: 'globex', domains: [{ name: 'globex.example' }] });
-    expect(await rejects(kc.organizations.create({ name: 'Globex', alias: 'globex-2' }), 409)).toMatchObject({ field: 'name' });
-    expect(await rejects(kc.organizations.create({ name: 'Globex 2', alias: 'globex-2', domains: [{ name: 'globex.example' }] }), 409)).toMatchObject({ field: 'domains' });
-    expect(await rejects(kc.organizations.create({ name: 'Globex 3', alias: 'globex' }), 409)).toMatchObject({ field: 'alias' });
+    // Keycloak 26.7.3: a taken name or alias is 409, a taken domain 400, each {errorMessage}.
+    await rejects(kc.organizations.create({ name: 'Globex', alias: 'globex-2' }), 409, 'name');
+    await rejects(kc.organizations.create({ name: 'Globex 2', alias: 'globex-2', domains: [{ name: 'globex.example' }] }), 400, 'domains');
+    await rejects(kc.organizations.create({ name: 'Globex 3', alias: 'globex' }), 409, 'alias');
     await rejects(kc.organizations.create({ name: 'Twice', domains: [{ name: 'twice.example' }, { name: 'TWICE.example' }] }), 400, 'domains');
     const { id: initech } = await kc.organizations.create({ name: 'Initech', alias: 'initech' });
     await rejects(kc.organizations.updateById({ id: initech }, { name: 'Globex' }), 409);
-    await rejects(kc.organizations.updateById({ id: initech }, { name: 'Initech', domains: [{ name: 'globex.example' }] }), 409);
+    await rejects(kc.organizations.updateById({ id: initech }, { name: 'Initech', domains: [{ name: 'globex.example' }] }), 400, 'domains');
     expect(await kc.organizations.findOne({ id: initech })).toMatchObject({ name: 'Initech', domains: [] });
     expect((await kc.organizations.find({ search: 'Globex' })).map((o) => o.id)).toEqual([id]);
 

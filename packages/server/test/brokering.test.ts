@@ -328,7 +328,7 @@ describe('signing in through an identity provider (another realm as the upstream
       const provider = (await admin('GET', '/down/identity-provider/instances/up')).body as Record<string, unknown>;
       const refused = await admin('PUT', '/down/identity-provider/instances/up', { ...provider, postBrokerLoginFlowAlias: 'no such flow' });
       expect(refused.status).toBe(400);
-      expect(refused.body).toMatchObject({ field: 'postBrokerLoginFlowAlias' });
+      expect(refused.body.errorMessage).toContain('postBrokerLoginFlowAlias');
       // A flow deleted after the provider named it.
       expect((await admin('POST', '/down/authentication/flows', { alias: 'doomed', providerId: 'basic-flow', topLevel: true, builtIn: false, description: '' })).status).toBe(201);
       await withPostFlow('doomed', async () => {

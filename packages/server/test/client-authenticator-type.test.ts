@@ -19,7 +19,8 @@ describe('clientAuthenticatorType is kept or refused, never stored as another me
     for (const type of ['client-x509-tls', 'no-such-authenticator']) {
       const response = await api(t.url, 'POST', '/admin/realms/auth-type/clients', admin, { clientId: `c-${type}`, secret: 'plain-secret-1', clientAuthenticatorType: type, serviceAccountsEnabled: true });
       expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ field: 'clientAuthenticatorType' });
+      expect(Object.keys(response.body)).toEqual(['errorMessage']);
+      expect(response.body.errorMessage).toContain('clientAuthenticatorType');
       expect(response.body.errorMessage).toContain(type);
       const listed = await api(t.url, 'GET', `/admin/realms/auth-type/clients?clientId=c-${type}`, admin);
       expect(listed.body).toEqual([]);

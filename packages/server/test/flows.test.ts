@@ -277,17 +277,18 @@ describe.each(httpDatabases)('authentication flows through the official admin cl
 
     const token = await adminToken(t.url);
     const raw = (method: string, path: string, body?: unknown) => api(t.url, method, `/admin/realms/acme/authentication${path}`, token, body);
-    expect((await raw('POST', '/flows', { alias: 42 })).body).toMatchObject({ field: 'alias', errorMessage: 'flow.alias: must be a string' });
+    // A field of the wrong type or unknown is Keycloak's JSON reader's failure: {error: "unknown_error", error_description}.
+    expect((await raw('POST', '/flows', { alias: 42 })).body).toEqual({ error: 'unknown_error', error_description: 'flow.alias: must be a string' });
     expect((await raw('POST', '/flows', { alias: 'a<b' })).status).toBe(400);
-    expect((await raw('POST', '/flows', { alias: 'x', unknownField: 1 })).body).toMatchObject({ field: 'unknownField' });
-    expect((await raw('POST', '/flows/my%20reg/executions/execution', { provider: 'auth-cookie', priority: 2 ** 40 })).body).toMatchObject({ field: 'priority' });
-    expect((await raw('PUT', '/flows/my%20reg/executions', { id: missing, requirement: 'SOMETIMES' })).body).toMatchObject({ field: 'requirement' });
+    expect((await raw('POST', '/flows', { alias: 'x', unknownField: 1 })).body.error_description).toContain('unknownField');
+    expect((await raw('POST', '/flows/my%20reg/executions/execution', { provider: 'auth-cookie', priority: 2 ** 40 })).body.errorMessage).toContain('priority');
+    expect((await raw('PUT', '/flows/my%20reg/executions', { id: missing, requirement: 'SOMETIMES' })).body.errorMessage).toContain('requirement');
     expect((await raw('PUT', '/flows/my%20reg/executions', { id: missing, requirement: 'REQUIRED' })).status).toBe(404);
     expect((await raw('POST', '/flows/my%20reg/copy', [])).status).toBe(400);
     // The console's "Authenticator Reference" fields (ACR step-up) are refused, not stored without effect; left empty they are dropped.
     const cookie = (await executionOf('browser', 'auth-cookie')).id!;
     const reference = await raw('POST', `/executions/${cookie}/config`, { alias: 'with-reference', config: { 'default.reference.value': 'gold' } });
-    expect(reference.body).toMatchObject({ field: 'config', errorMessage: expect.stringContaining('default.reference.value') });
+    expect(reference.body).toEqual({ errorMessage: expect.stringContaining('default.reference.value') });
     expect((await raw('POST', `/executions/${cookie}/config`, { alias: 'empty-reference', config: { 'default.reference.value': '', 'default.reference.maxAge': '' } })).status).toBe(201);
     expect((await executionOf('browser', 'auth-cookie')).authenticationConfig).toBeDefined();
   });

@@ -139,7 +139,7 @@ describe.each(httpDatabases)('the password policy on the server (%s)', (database
     ]) {
       const refused = await setPolicy(policy);
       expect(refused.status).toBe(400);
-      expect(refused.body).toMatchObject({ field: 'passwordPolicy' });
+      expect(refused.body.errorMessage).toContain('passwordPolicy');
       expect(refused.body.errorMessage).toContain(rule);
     }
     expect((await setPolicy(5 as unknown as string)).status).toBe(400);
@@ -233,7 +233,7 @@ describe.each(httpDatabases)('the password policy on the server (%s)', (database
     const good = await importRealm('length(12) and specialChars(1) and notUsername(undefined)', 'long-enough-pass!');
     expect(good.status).toBe(201);
     expect((await api(t.url, 'GET', '/admin/realms/policy-import', admin)).body.passwordPolicy).toBe('length(12) and specialChars(1) and notUsername(undefined)');
-    expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: 'policy-bad', enabled: true, passwordPolicy: 'length(12) and foo(1)' })).body).toMatchObject({ field: 'passwordPolicy' });
+    expect((await api(t.url, 'POST', '/admin/realms', admin, { realm: 'policy-bad', enabled: true, passwordPolicy: 'length(12) and foo(1)' })).body.errorMessage).toContain('passwordPolicy');
   });
 
   describe('pages: the refusal inline at the password field', () => {

@@ -79,7 +79,7 @@ describe.each(httpDatabases)('realm localization texts (%s)', (database) => {
   it('refuses a realm file whose texts are not texts by locale, by JSON path', async () => {
     const bad = await api(t.url, 'POST', '/admin/realms', token, { realm: 'loc-bad', localizationTexts: { de: { loginTitle: ['x'] } } });
     expect(bad.status).toBe(400);
-    expect(bad.body.errorMessage).toContain('realm.localizationTexts.de.loginTitle');
+    expect(bad.body).toEqual({ error: 'unknown_error', error_description: expect.stringContaining('realm.localizationTexts.de.loginTitle') });
     const locale = await api(t.url, 'POST', '/admin/realms', token, { realm: 'loc-bad', localizationTexts: { '../etc': {} } });
     expect(locale.status).toBe(400);
   });

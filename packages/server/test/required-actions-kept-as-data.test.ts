@@ -115,7 +115,7 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
     await rejects(kc.authenticationManagement.updateRequiredAction({ alias: 'delete_credential' }, { ...webauthn, defaultAction: true }), 400, /requiredAction\.defaultAction: "delete_credential" is not carried out by this server/);
     const config = await api(t.url, 'PUT', `${R}/required-actions/delete_credential`, admin, { ...webauthn, config: { max_auth_age: '60' } });
     expect(config.status).toBe(400);
-    expect(config.body.field).toBe('config');
+    expect(config.body.errorMessage).toContain('requiredAction.config');
     expect(await kc.authenticationManagement.getRequiredActions()).toEqual(before);
     // What the console sends back as it read it (its name with the note included) changes nothing and is accepted.
     const listed = (await api(t.url, 'GET', `/admin/realms/${REALM}/ui-ext/authentication-management/required-actions`, admin)).body as (Action & { configurable?: boolean })[];
@@ -253,7 +253,8 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
     for (const [label, requiredActions, path] of cases) {
       const response = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'hostile', enabled: true, requiredActions, users: [{ username: 'someone', enabled: true }] });
       expect(response.status, label).toBe(400);
-      expect(response.body.errorMessage, label).toContain(path);
+      // A field of the wrong type is answered as Keycloak's JSON reader does: the path in error_description.
+      expect(response.body.errorMessage ?? response.body.error_description, label).toContain(path);
       expect((await api(t.url, 'GET', '/admin/realms/hostile', admin)).status, label).toBe(404);
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -271,7 +272,7 @@ describe.each(httpDatabases)('required actions kept as data (%s)', (database) =>
     ] as const) {
       const response = await api(t.url, 'PUT', `${R}/required-actions/delete_account`, admin, body);
       expect(response.status, JSON.stringify(body)).toBe(400);
-      expect(response.body.field, JSON.stringify(body)).toBe(field);
+      expect(String(response.body.errorMessage ?? response.body.error_description), JSON.stringify(body)).toContain(field);
     }
     expect((await api(t.url, 'PUT', `${R}/required-actions/${'x'.repeat(300)}`, admin, { enabled: false })).status).toBe(404);
     expect((await api(t.url, 'POST', `${R}/required-actions/${'x'.repeat(300)}/raise-priority`, admin)).status).toBe(404);

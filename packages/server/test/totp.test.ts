@@ -60,7 +60,7 @@ describe('TOTP (sqlite, memory store)', () => {
     ] as const) {
       const refused = await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { [field]: value });
       expect(refused.status, field).toBe(400);
-      expect(refused.body).toMatchObject({ field });
+      expect(String(refused.body.errorMessage ?? refused.body.error_description)).toContain(field);
     }
     ok(await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { otpPolicyAlgorithm: 'HmacSHA512', otpPolicyDigits: 8, otpPolicyPeriod: 60, otpPolicyLookAheadWindow: 3 }));
     const user = await newUser(r);
@@ -232,7 +232,7 @@ describe('TOTP (sqlite, memory store)', () => {
 
     const refused = await api(t.url, 'PUT', path, token, { requiredActions: ['delete_credential'] });
     expect(refused.status).toBe(400);
-    expect(refused.body).toMatchObject({ field: 'requiredActions' });
+    expect(refused.body.errorMessage).toContain('requiredActions');
     // UPDATE_PASSWORD set by an admin: the password grant refuses, the browser asks for a new password first.
     ok(await api(t.url, 'PUT', path, token, { requiredActions: ['UPDATE_PASSWORD'] }));
     expect((await api(t.url, 'GET', path, token)).body.requiredActions).toEqual(['UPDATE_PASSWORD']);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { badRequest, notFound } from '../model/errors.js';
+import { badRequest, badRequestError, notFound } from '../model/errors.js';
 import type { Component, Realm } from '../model/types.js';
 import { CLIENT_REGISTRATION_POLICY_TYPE } from '../model/client-registration.js';
 import { KEY_PROVIDER_TYPES, KeyProviderError } from '../keys/index.js';
@@ -17,7 +17,8 @@ async function keyProviderWork<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof KeyProviderError) throw badRequest(`component.${error.message}`, 'config');
+    // Keycloak refuses a provider it does not have with a BadRequestException, a config its provider refuses with an ErrorResponse.
+    if (error instanceof KeyProviderError) throw error.entry === 'providerId' ? badRequestError(`component.${error.message}`) : badRequest(`component.${error.message}`, 'config');
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, conflict, notFound, notFoundResponse } from '../model/errors.js';
 import type { IdentityProvider } from '../model/types.js';
 import { saveOrganization, userSnapshot } from '../services/index.js';
 import { queryBool, queryInt, queryString } from './query.js';
@@ -20,7 +20,7 @@ export async function organizationsRealm(ctx: ServerContext, request: AdminReque
 export async function loadOrganization(ctx: ServerContext, request: AdminRequest<{ realm: string; id: string }>) {
   const realm = await organizationsRealm(ctx, request);
   const org = await ctx.storage.organizations.byId(realm.id, pathId(request.params.id, 'Organization'));
-  if (!org) throw notFound('Organization not found');
+  if (!org) throw notFoundResponse('Organization not found');
   return { realm, org };
 }
 

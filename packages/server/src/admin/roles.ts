@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { newId } from '../credentials/index.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, badRequestError, conflict, notFound } from '../model/errors.js';
 import type { Realm, Role } from '../model/types.js';
 import { isUniqueViolation } from '../storage/index.js';
 import { requireMayAddRoleTo, requireMayChangeRole, requireMayCompose, requireRole } from './permissions.js';
@@ -47,7 +47,7 @@ export function containerRoleRoutes(
     const c = await resolve(ctx, request);
     await requireMayAddRoleTo(ctx, c.realm, c.containerId);
     const input = parseRole(request.body);
-    if (!input.name) throw badRequest('role.name: is required', 'name');
+    if (!input.name) throw badRequestError('role.name: is required');
     const role: Role = { id: newId(), realmId: c.realm.id, containerId: c.containerId, clientRole: c.clientRole, name: input.name, description: input.description ?? null };
     try {
       await ctx.storage.roles.insert(role);

@@ -1,6 +1,6 @@
 import type { Requirement } from '@realmgate/spi';
 import { newId } from '../credentials/index.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, badRequestError, conflict, notFound } from '../model/errors.js';
 import type { Realm } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
 import { subflowRequirementChoices, type ProviderCatalog } from './catalog.js';
@@ -142,7 +142,7 @@ export class FlowEditor {
       const flows = await this.load(realm.id, trx);
       const parent = this.editableParent(flows, parentAlias, 'It is illegal to add execution to a built in flow');
       const provider = this.catalog.get(providerId);
-      if (!provider) throw badRequest(`No authentication provider found for id: ${providerId}`, 'provider');
+      if (!provider) throw badRequestError(`No authentication provider found for id: ${providerId}`);
       if (!this.catalog.fits(provider, parent.providerId)) {
         throw badRequest(`provider: "${providerId}" is a ${provider.role} and cannot be added to a ${parent.providerId} ("${parent.alias}")`, 'provider');
       }
@@ -336,8 +336,8 @@ export class FlowEditor {
 
   private editableParent(flows: RealmFlows, alias: string, builtInMessage: string): AuthFlow {
     const parent = flows.flowByAlias(alias);
-    if (!parent) throw badRequest("Parent flow doesn't exist");
-    if (parent.builtIn) throw badRequest(builtInMessage);
+    if (!parent) throw badRequestError("Parent flow doesn't exist");
+    if (parent.builtIn) throw badRequestError(builtInMessage);
     return parent;
   }
 

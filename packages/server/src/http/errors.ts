@@ -1,11 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { DependencyUnavailableError, RequestAbandonedError } from '../store/index.js';
 import { JSON_BODY_LIMIT, REALM_FILE_LIMIT, REALM_IMPORT_BODY_LIMIT, sizeInWords } from './limits.js';
-import { APP_ERRORS, AppError, InvalidOriginError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, UNAUTHORIZED_ERROR, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
+import { APP_ERRORS, AppError, appErrorBody, InvalidOriginError, OAUTH_ERRORS, OAuthError, PasswordPolicyError, TokenVerificationError, unreadableBody, type AppErrorCode, type OAuthErrorCode } from '../model/errors.js';
 
 /** Fastify's own errors a request can cause, as the catalogue's codes. */
 const fastifyErrors: Record<string, { code: AppErrorCode; message: string }> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_input', message: 'Request body is not valid JSON' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'unreadable_body', message: 'Request body is not valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_input', message: 'Request body is empty' },
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'Request body is too large' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type', message: 'Unsupported content type' },
@@ -53,11 +53,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       // A page a person opened cannot be served (a sign-in flow whose step is not installed, say): say so on a page.
       return reply.code(error.status).type('text/html; charset=utf-8').send(htmlPage('Sign-in unavailable', error.message));
     }
-    if (error instanceof AppError) {
-      // Keycloak's ErrorRepresentation; 401s keep its {"error": "HTTP 401 Unauthorized"} form.
-      if (error.code === 'unauthorized') return reply.code(error.status).send({ error: UNAUTHORIZED_ERROR, errorMessage: error.message });
-      return reply.code(error.status).send({ errorMessage: error.message, ...(error.field ? { field: error.field } : {}) });
-    }
+    if (error instanceof AppError) return reply.code(error.status).send(appErrorBody(error));
     const fastifyError = error.code ? fastifyErrors[error.code] : undefined;
     const message = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? tooLarge(request.routeOptions.bodyLimit) : fastifyError?.message;
     const known = fastifyError && { status: APP_ERRORS[fastifyError.code], message: message! };
@@ -65,6 +61,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       // A person submitted a page's form: answer with a page, not JSON.
       return reply.code(known.status).type('text/html; charset=utf-8').send(htmlPage('Request refused', `${known.message}. Please go back and try again with less text.`));
     }
+    if (known && fastifyError.code === 'unreadable_body') return reply.code(known.status).send(appErrorBody(unreadableBody(known.message, undefined, 'not_json')));
     if (known) return reply.code(known.status).send({ errorMessage: known.message });
     if (error.validation) {
       return reply.code(APP_ERRORS.invalid_input).send({ errorMessage: error.message });
@@ -76,7 +73,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     return reply.code(APP_ERRORS.internal_error).send({ errorMessage: 'Internal server error' });
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.code(APP_ERRORS.not_found).send({ errorMessage: `No resource at ${request.method} ${request.url.split('?')[0]}` });
+    reply.code(APP_ERRORS.not_found).send({ error: `No resource at ${request.method} ${request.url.split('?')[0]}` });
   });
 }
 

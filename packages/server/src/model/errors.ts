@@ -5,7 +5,7 @@
  * tables and TypeScript refuses one that is not in them.
  *
  * Four kinds: OAuth error codes (`error` of a protocol endpoint's answer, or of a redirect to the client), the
- * admin API's codes (Keycloak's `errorMessage` answers), why a token failed verification (a typed `reason`),
+ * admin API's codes (Keycloak's ErrorRepresentation and JAX-RS answers), why a token failed verification (a typed `reason`),
  * and Keycloak's event error names recorded with `*_ERROR` events.
  */
 
@@ -78,11 +78,13 @@ export type AuthorizationErrorCode = (typeof AUTHORIZATION_ERRORS)[number];
 export const isAuthorizationError = (code: string): code is AuthorizationErrorCode => (AUTHORIZATION_ERRORS as readonly string[]).includes(code);
 
 // ---------------------------------------------------------------------------------------------------------
-// The admin API and the other JSON endpoints (Keycloak's ErrorRepresentation: `errorMessage`, `field`)
+// The admin API and the other JSON endpoints (Keycloak's ErrorRepresentation and JAX-RS's error bodies)
 
 /** The codes of `AppError`, each with its HTTP status. */
 export const APP_ERRORS = {
   invalid_input: 400,
+  bad_request: 400,
+  unreadable_body: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
@@ -97,17 +99,60 @@ export type AppErrorCode = keyof typeof APP_ERRORS;
 /** Keycloak's `error` of a 401 from the admin API (`{"error": "HTTP 401 Unauthorized", "errorMessage": …}`). */
 export const UNAUTHORIZED_ERROR = 'HTTP 401 Unauthorized';
 
+/**
+ * Keycloak's `error` of a body its JSON reader refuses (`error_description` says why): `invalid_request` for text
+ * that is not JSON, `unknown_error` for JSON that is not the representation (a field of the wrong type or unknown).
+ */
+export const UNREADABLE_BODY_ERRORS = { not_json: 'invalid_request', not_the_representation: 'unknown_error' } as const;
+
+export type UnreadableBodyKind = keyof typeof UNREADABLE_BODY_ERRORS;
+
+export interface AppErrorDetail {
+  /** Why an `unreadable_body` was refused. */
+  unreadable?: UnreadableBodyKind;
+  /** A 404 Keycloak answers with its ErrorResponse (`{"errorMessage"}`) rather than a NotFoundException. */
+  asErrorResponse?: boolean;
+  /** A user profile attribute refused: Keycloak's validation answer `{"field", "errorMessage": <message key>, "params"}`. */
+  params?: string[];
+}
+
 export class AppError extends Error {
   readonly status: number;
 
   constructor(
     readonly code: AppErrorCode,
     message: string,
+    /** The field at fault: for the caller's own use (dynamic registration maps it); sent only with `params`. */
     readonly field?: string,
+    readonly detail: AppErrorDetail = {},
   ) {
     super(message);
     this.name = 'AppError';
     this.status = APP_ERRORS[code];
+  }
+}
+
+/**
+ * The body an `AppError` is answered with, as Keycloak 26.7.3 answers the same refusal (asked of it by
+ * test/keycloak/admin-bad-input.keycloak.ts): its validation answer for a user profile attribute (`{"field",
+ * "errorMessage", "params"}`), JAX-RS's NotFoundException for a 404 and its BadRequestException where
+ * Keycloak's resource throws one (`{"error"}`), its JSON reader's
+ * failure for a body that does not read (`{"error", "error_description"}`), 401's `{"error", "errorMessage"}`, and
+ * its ErrorResponse (`{"errorMessage"}`) for every other refusal.
+ */
+export function appErrorBody(error: AppError): Record<string, string | string[]> {
+  if (error.detail.params && error.field) return { field: error.field, errorMessage: error.message, params: error.detail.params };
+  if (error.detail.asErrorResponse) return { errorMessage: error.message };
+  switch (error.code) {
+    case 'not_found':
+    case 'bad_request':
+      return { error: error.message };
+    case 'unreadable_body':
+      return { error: UNREADABLE_BODY_ERRORS[error.detail.unreadable ?? 'not_the_representation'], error_description: error.message };
+    case 'unauthorized':
+      return { error: UNAUTHORIZED_ERROR, errorMessage: error.message };
+    default:
+      return { errorMessage: error.message };
   }
 }
 
@@ -127,9 +172,17 @@ export class InvalidOriginError extends Error {
 }
 
 export const badRequest = (message: string, field?: string) => new AppError('invalid_input', message, field);
+/** Bad input Keycloak refuses with JAX-RS's BadRequestException (`{"error"}`) rather than its ErrorResponse. */
+export const badRequestError = (message: string) => new AppError('bad_request', message);
+/** A body that is not JSON, or JSON that does not read as the representation (a field of the wrong type or unknown). */
+export const unreadableBody = (message: string, field?: string, why: UnreadableBodyKind = 'not_the_representation') => new AppError('unreadable_body', message, field, { unreadable: why });
+/** A user profile attribute's value refused, as Keycloak's validation answers it: its message key and params. */
+export const invalidAttribute = (field: string, messageKey: string, params: string[]) => new AppError('invalid_input', messageKey, field, { params });
 export const unauthorized = (message: string) => new AppError('unauthorized', message);
 export const forbidden = (message = 'Forbidden') => new AppError('forbidden', message);
 export const notFound = (message: string) => new AppError('not_found', message);
+/** A 404 Keycloak answers with its ErrorResponse (`{"errorMessage"}`), as its organization resource does. */
+export const notFoundResponse = (message: string) => new AppError('not_found', message, undefined, { asErrorResponse: true });
 export const conflict = (message: string, field?: string) => new AppError('conflict', message, field);
 export const unsupportedMediaType = (message: string) => new AppError('unsupported_media_type', message);
 /** A failure the caller cannot mend, with Keycloak's own message for it (`Failed to send invite email`); the cause is logged where it happened. */

@@ -2,7 +2,7 @@
  * Field specs and the parser every admin representation goes through (Keycloak's JSON mapper rules). No routes
  * here: the admin API and realm import (services/realm-import) both read representations with these.
  */
-import { badRequest } from '../model/errors.js';
+import { badRequest, unreadableBody } from '../model/errors.js';
 
 const JAVA_INT_MAX = 2_147_483_647;
 
@@ -36,7 +36,7 @@ export function parseRepresentation(
   onUnknown?: (path: string) => void,
 ): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw badRequest(`${path}: must be a JSON object`);
+    throw unreadableBody(`${path}: must be a JSON object`);
   }
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(body)) {
@@ -47,7 +47,7 @@ export function parseRepresentation(
         onUnknown(`${path}.${key}`);
         continue;
       }
-      throw badRequest(`${path}.${key}: unrecognized field`, key);
+      throw unreadableBody(`${path}.${key}: unrecognized field`, key);
     }
     if (value === null) continue;
     out[key] = checkField(`${path}.${key}`, key, value, field);
@@ -58,8 +58,10 @@ export function parseRepresentation(
 function checkField(path: string, key: string, value: unknown, field: FieldSpec): unknown {
   const max = field.max ?? 255;
   const fail = (expected: string) => badRequest(`${path}: must be ${expected}`, key);
+  // What Keycloak's JSON reader cannot read as the field's type is answered as its reader's failure.
+  const wrongType = (expected: string) => unreadableBody(`${path}: must be ${expected}`, key);
   const checkString = (s: unknown, label = 'a string') => {
-    if (typeof s !== 'string') throw fail(label);
+    if (typeof s !== 'string') throw wrongType(label);
     if (s.length > max) throw fail(`at most ${max} characters`);
     // PostgreSQL cannot store NUL in text, and SQLite cuts the string there: refused, not half-stored.
     if (s.includes('\u0000')) throw fail('text without NUL characters');
@@ -73,18 +75,19 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
       return s;
     }
     case 'boolean':
-      if (typeof value !== 'boolean') throw fail('true or false');
+      if (typeof value !== 'boolean') throw wrongType('true or false');
       return value;
     case 'integer':
-      if (typeof value !== 'number' || !Number.isInteger(value)) throw fail('an integer');
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw wrongType('an integer');
       if (field.min !== undefined && value < field.min) throw fail(`at least ${field.min}`);
       if (value > (field.max ?? JAVA_INT_MAX)) throw fail(`at most ${field.max ?? JAVA_INT_MAX}`);
       return value;
     case 'stringArray':
-      if (!Array.isArray(value) || value.length > 1000) throw fail('an array of strings');
+      if (!Array.isArray(value)) throw wrongType('an array of strings');
+      if (value.length > 1000) throw fail('an array of at most 1000 strings');
       return value.map((v) => checkString(v, 'an array of strings'));
     case 'stringMap': {
-      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object of string values');
+      if (typeof value !== 'object' || Array.isArray(value)) throw wrongType('an object of string values');
       const entries = Object.entries(value as object);
       if (entries.length > 500) throw fail('an object of at most 500 entries');
       const map: Record<string, string> = {};
@@ -99,7 +102,7 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
       return map;
     }
     case 'multiMap': {
-      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object of string arrays');
+      if (typeof value !== 'object' || Array.isArray(value)) throw wrongType('an object of string arrays');
       const entries = Object.entries(value as object);
       if (entries.length > 500) throw fail('an object of at most 500 entries');
       const map: Record<string, string[]> = {};
@@ -113,10 +116,11 @@ function checkField(path: string, key: string, value: unknown, field: FieldSpec)
       return map;
     }
     case 'object':
-      if (typeof value !== 'object' || Array.isArray(value)) throw fail('an object');
+      if (typeof value !== 'object' || Array.isArray(value)) throw wrongType('an object');
       return value;
     case 'array':
-      if (!Array.isArray(value) || value.length > 1000) throw fail('an array');
+      if (!Array.isArray(value)) throw wrongType('an array');
+      if (value.length > 1000) throw fail('an array of at most 1000 items');
       return value;
   }
 }

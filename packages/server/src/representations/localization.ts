@@ -1,5 +1,5 @@
 import { LOCALE_TAG } from '../model/locales.js';
-import { badRequest } from '../model/errors.js';
+import { badRequest, unreadableBody } from '../model/errors.js';
 
 /** A realm's localization texts of one locale: key → text. */
 export type LocalizationTexts = Record<string, string>;
@@ -15,7 +15,7 @@ export const localePattern = LOCALE_TAG;
 /** A realm file's `localizationTexts`: texts by locale, then by key. */
 export function parseRealmLocalizationTexts(value: unknown, path: string): Record<string, LocalizationTexts> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw badRequest(`${path}: must be an object of texts by locale`);
+  if (typeof value !== 'object' || Array.isArray(value)) throw unreadableBody(`${path}: must be an object of texts by locale`);
   const out: Record<string, LocalizationTexts> = {};
   for (const [locale, texts] of Object.entries(value)) {
     if (!localePattern.test(locale)) throw badRequest(`${path}.${locale.slice(0, 40)}: not a locale (e.g. "en", "pt-BR")`);
@@ -31,14 +31,14 @@ export function localizationKey(key: string, path: string): string {
 }
 
 export function localizationText(text: unknown, path: string): string {
-  if (typeof text !== 'string') throw badRequest(`${path}: must be a string`);
+  if (typeof text !== 'string') throw unreadableBody(`${path}: must be a string`);
   if (text.length > TEXT_MAX || text.includes('\u0000')) throw badRequest(`${path}: a text of at most ${TEXT_MAX} characters without NUL`);
   return text;
 }
 
 /** One locale's texts (`POST …/localization/{locale}`, a locale of a realm file's `localizationTexts`). */
 export function parseLocalizationTexts(value: unknown, path: string): LocalizationTexts {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest(`${path}: must be an object of texts by key`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw unreadableBody(`${path}: must be an object of texts by key`);
   const entries = Object.entries(value);
   if (entries.length > ENTRIES_MAX) throw badRequest(`${path}: at most ${ENTRIES_MAX} texts`);
   const texts: LocalizationTexts = {};

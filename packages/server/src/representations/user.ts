@@ -2,7 +2,7 @@ import { importedPasswordHash } from '../credentials/keycloak-hash.js';
 import { importedOtpCredential, type ImportedOtpCredential } from '../credentials/otp.js';
 import { importedRecoveryCodes, RECOVERY_CODES_TYPE } from '../credentials/recovery-codes.js';
 import { importedWebAuthnCredential, WEBAUTHN_TYPES, type ImportedWebAuthnCredential } from '../credentials/webauthn.js';
-import { badRequest } from '../model/errors.js';
+import { badRequest, badRequestError, invalidAttribute } from '../model/errors.js';
 import type { User } from '../model/types.js';
 import { emailPattern, personNamePattern, usernamePattern } from '../model/user-profile.js';
 import { parseRepresentation, type Spec } from './fields.js';
@@ -11,7 +11,8 @@ import { CARRIED_OUT_ACTIONS } from '../required-actions/index.js';
 const userSpec: Spec = {
   username: { type: 'string', min: 1, pattern: usernamePattern, patternHint: 'a username without spaces or special characters' },
   // "" means no address, as Keycloak's user profile reads it (forms and scripts send it for an empty field).
-  email: { type: 'string', max: 254, pattern: new RegExp(`^$|${emailPattern.source}`), patternHint: 'a valid e-mail address' },
+  // Its form is checked by parseUser, which answers as Keycloak's user profile does.
+  email: { type: 'string', max: 254 },
   firstName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
   lastName: { type: 'string', pattern: personNamePattern, patternHint: 'a name without special characters' },
   enabled: { type: 'boolean' },
@@ -72,6 +73,11 @@ const isTimestamp = (value: unknown): value is number => typeof value === 'numbe
 export function parseUser(body: unknown, path = 'user', onUnknown?: (path: string) => void): UserInput {
   const rep = parseRepresentation(body, userSpec, userIgnored, path, onUnknown) as UserInput & { credentials?: unknown };
   const { credentials, ...input } = rep;
+  if (input.email && !emailPattern.test(input.email)) {
+    // The admin API answers as Keycloak's user profile validation (its message key and params); a realm file's user
+    // is named by its path.
+    throw path === 'user' ? invalidAttribute('email', 'error-invalid-email', ['email', input.email]) : badRequest(`${path}.email: must be a valid e-mail address`, 'email');
+  }
   if (credentials !== undefined) {
     if (!Array.isArray(credentials)) throw badRequest(`${path}.credentials: must be an array`, 'credentials');
     for (const [i, credential] of credentials.entries()) {
@@ -199,6 +205,6 @@ export interface PasswordCredentialInput {
 export function parsePasswordCredential(body: unknown): PasswordCredentialInput {
   const credential = parseRepresentation(body, { type: { type: 'string' }, value: { type: 'string', max: 1024 }, temporary: { type: 'boolean' } }, ['userLabel', 'id', 'createdDate', 'priority', 'secretData', 'credentialData'], 'credential');
   if (credential.type !== undefined && credential.type !== 'password') throw badRequest('credential.type: must be "password"', 'type');
-  if (typeof credential.value !== 'string' || credential.value.length === 0) throw badRequest('credential.value: is required', 'value');
+  if (typeof credential.value !== 'string' || credential.value.length === 0) throw badRequestError('credential.value: is required');
   return { value: credential.value, temporary: credential.temporary === true };
 }

@@ -25,7 +25,8 @@ export async function saveOrganization(storage: Storage, realm: Realm, input: Or
     if (isUniqueViolation(error)) {
       // Which constraint failed: PostgreSQL names it, SQLite lists its columns in the message.
       const where = `${(error as { constraint?: string }).constraint ?? ''} ${(error as Error).message}`;
-      if (where.includes('organization_domain')) throw conflict(`${path}.domains: a domain is already linked to another organization`, 'domains');
+      // Keycloak answers a taken domain 400 (ModelValidationException), a taken name or alias 409.
+      if (where.includes('organization_domain')) throw badRequest(`${path}.domains: a domain is already linked to another organization`, 'domains');
       if (where.includes('alias')) throw conflict(`${path}.alias: an organization with this alias already exists`, 'alias');
       throw conflict(`${path}.name: an organization with this name already exists`, 'name');
     }

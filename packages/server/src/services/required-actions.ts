@@ -1,6 +1,6 @@
 import { asArray, parseRepresentation, type Spec } from '../representations/fields.js';
 import { passwordExpired, realmPasswordPolicy } from '../credentials/password-policy.js';
-import { badRequest, conflict, notFound } from '../model/errors.js';
+import { badRequest, badRequestError, conflict, notFound } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import {
   carriedOut,
@@ -180,7 +180,7 @@ export async function unregisteredRequiredActions(storage: Storage, realmId: str
 export async function registerRequiredAction(storage: Storage, realmId: string, providerId: string | undefined, name: string | undefined): Promise<RequiredAction> {
   return storage.transaction(async (trx) => {
     const provider = providerId === undefined ? undefined : requiredActionProvider(providerId);
-    if (!provider) throw badRequest('Required Action Provider with given providerId not found');
+    if (!provider) throw badRequestError('Required Action Provider with given providerId not found');
     const actions = await realmRequiredActions(storage, realmId, trx);
     if (actions.some((a) => a.alias === provider.alias)) throw conflict('A Required Action Provider with given alias already exists.');
     const priority = Math.min(2147483647, Math.max(0, ...actions.map((a) => a.priority)) + 1);

@@ -9,9 +9,11 @@ export async function rejects(call: Promise<unknown>, status: number, message?: 
       throw new Error(`expected HTTP ${status}, the call succeeded with ${JSON.stringify(value)}`);
     },
     (e: unknown) => e,
-  )) as { response?: { status: number }; responseData?: { errorMessage?: string } };
+  )) as { response?: { status: number }; responseData?: { errorMessage?: string; error_description?: string; error?: string } };
   expect(error.response?.status, JSON.stringify(error.responseData)).toBe(status);
-  const text = String(error.responseData?.errorMessage);
+  // Whichever of Keycloak's error bodies came (its admin console reads them in this order).
+  const data = error.responseData;
+  const text = String(data?.errorMessage ?? data?.error_description ?? data?.error);
   if (message) expect(text).toMatch(message);
   return text;
 }

@@ -67,7 +67,7 @@ function eventErrorOf(error: unknown): EventError | null {
 
 /** A representation's refusal (the admin API's 400 naming a field) as registration's answer. */
 function asMetadataError(error: unknown): unknown {
-  if (error instanceof AppError && (error.code === 'invalid_input' || error.code === 'conflict')) {
+  if (error instanceof AppError && (error.code === 'invalid_input' || error.code === 'unreadable_body' || error.code === 'conflict')) {
     if (error.field === 'redirectUris') return oauthError.invalid_redirect_uri(error.message);
     return oauthError.invalid_client_metadata(error.code === 'conflict' ? `Client Identifier in use: ${error.message}` : error.message);
   }
