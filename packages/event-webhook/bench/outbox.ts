@@ -38,11 +38,15 @@ export interface OutboxThroughput {
   /** Median CPU ms per delivery of the SQLite outbox's database work alone (`storeWork`). */
   storeMs: number;
   /**
-   * Median wall ms per delivery of the PostgreSQL outbox's database work alone (`storeWork` on PostgreSQL: the round
-   * trips and the database's own work, which runs in PostgreSQL's processes and so is not in this process's CPU
-   * time); null when no database answered.
+   * Median CPU ms of this process per delivery of the PostgreSQL outbox's database work alone (`storeWork` on
+   * PostgreSQL: the driver's and the repository's work; the database's own work runs in PostgreSQL's processes, on
+   * the other core); null when no database answered. Issue 44: the ceiling was the wall time of that work, round
+   * trips included, which is not a bound (the worker overlaps its round trips with its HTTP attempts; it reached
+   * 1.2-1.4 of that "ceiling"). This process's CPU is one: its thread does the in-memory engine's work and this.
    */
   postgresStoreMs: number | null;
+  /** The same work's median wall ms per delivery, round trips included (for the record; not a bound). */
+  postgresStoreWallMs: number | null;
   /**
    * The most the SQLite ratio can be: the in-memory engine's time per delivery over the same plus the database work
    * alone (median of the rounds'). A worker that cost nothing beyond the in-memory engine would reach it, no more.
@@ -59,7 +63,7 @@ export interface OutboxThroughput {
   /** The 1-minute load average before and after the measurements. */
   load: { before: number; after: number };
   /** Each round's figures, in the order they were taken (in-memory, database work alone, SQLite, PostgreSQL). */
-  perRound: { memory: number; storeMs: number; sqlite: number; postgresStoreMs?: number | null; postgres: number | null }[];
+  perRound: { memory: number; storeMs: number; sqlite: number; postgresStoreMs?: number | null; postgresStoreWallMs?: number | null; postgres: number | null }[];
 }
 
 const WARM_UP = 500;
@@ -147,7 +151,8 @@ export async function run(count = TIMED, rounds = ROUNDS): Promise<OutboxThrough
    * worker, on `dbUrl` (SQLite when absent). A claim's whole batch is recorded at once, in larger group commits than
    * the worker makes when attempts end one by one, so this is a lower bound. SQLite runs on the server's own thread
    * (its CPU time is the figure: an outbox that sends as fast as the in-memory engine still spends this on top);
-   * PostgreSQL's work runs in its own processes, so its figure is the wall time, round trips included.
+   * PostgreSQL's own work runs in its processes, on the other core: this process's CPU time (the driver's and the
+   * repository's work) is what an outbox on PostgreSQL still spends on top of the in-memory engine on its thread.
    */
   const storeWork = (dbUrl?: string): Promise<{ cpuMs: number; wallMs: number }> =>
     withServer(dbUrl, false, async (store, items) => {
@@ -214,8 +219,8 @@ export async function run(count = TIMED, rounds = ROUNDS): Promise<OutboxThrough
       const memory = await memoryRate();
       const storeMs = (await storeWork()).cpuMs;
       const sqlite = await outboxRate();
-      const postgresStoreMs = await onPostgres(async (url) => (await storeWork(url)).wallMs);
-      perRound.push({ memory, storeMs, sqlite, postgresStoreMs, postgres: await onPostgres(outboxRate) });
+      const postgresWork = await onPostgres((url) => storeWork(url));
+      perRound.push({ memory, storeMs, sqlite, postgresStoreMs: postgresWork?.cpuMs ?? null, postgresStoreWallMs: postgresWork?.wallMs ?? null, postgres: await onPostgres(outboxRate) });
     }
     const postgres = perRound.every((r) => r.postgres !== null && r.postgresStoreMs != null);
     return {
@@ -228,6 +233,7 @@ export async function run(count = TIMED, rounds = ROUNDS): Promise<OutboxThrough
       ceiling: quantile(perRound.map((r) => ceiling(r.memory, r.storeMs)), 0.5),
       ofCeiling: quantile(perRound.map((r) => ofCeiling(r.sqlite, r.memory, r.storeMs)), 0.5),
       postgresStoreMs: postgres ? quantile(perRound.map((r) => r.postgresStoreMs!), 0.5) : null,
+      postgresStoreWallMs: postgres ? quantile(perRound.map((r) => r.postgresStoreWallMs!), 0.5) : null,
       postgresCeiling: postgres ? quantile(perRound.map((r) => ceiling(r.memory, r.postgresStoreMs!)), 0.5) : null,
       postgresOfCeiling: postgres ? quantile(perRound.map((r) => ofCeiling(r.postgres!, r.memory, r.postgresStoreMs!)), 0.5) : null,
       load: { before: loadBefore, after: loadavg()[0] },
@@ -274,7 +280,7 @@ export function entriesOf(result: OutboxThroughput) {
   });
   const entries = [entry('SQLite', result.outboxPerSecond, result.storeMs, result.ceiling, result.ofCeiling, 'CPU')];
   if (result.postgresPerSecond !== null && result.postgresStoreMs !== null && result.postgresCeiling !== null && result.postgresOfCeiling !== null)
-    entries.push(entry('PostgreSQL', result.postgresPerSecond, result.postgresStoreMs, result.postgresCeiling, result.postgresOfCeiling, 'wall'));
+    entries.push(entry('PostgreSQL', result.postgresPerSecond, result.postgresStoreMs, result.postgresCeiling, result.postgresOfCeiling, 'CPU of this process'));
   return entries;
 }
 
@@ -291,7 +297,7 @@ export function format(result: OutboxThroughput): string {
     `  SQLite's database work alone: ${(result.storeMs * 1000).toFixed(0)} µs CPU per delivery; the most the SQLite ratio can be beside the in-memory engine: ${result.ceiling.toFixed(3)}; reached ${result.ofCeiling.toFixed(3)} of it (goal >= ${CEILING_GOAL}: ${result.ofCeiling >= CEILING_GOAL ? 'met' : 'MISSED'})`,
     result.postgresStoreMs === null || result.postgresCeiling === null || result.postgresOfCeiling === null
       ? '  PostgreSQL ceiling: not measured'
-      : `  PostgreSQL's database work alone: ${(result.postgresStoreMs * 1000).toFixed(0)} µs wall per delivery; ceiling ${result.postgresCeiling.toFixed(3)}; reached ${result.postgresOfCeiling.toFixed(3)} of it (goal >= ${CEILING_GOAL}: ${result.postgresOfCeiling >= CEILING_GOAL ? 'met' : 'MISSED'})`,
+      : `  PostgreSQL's database work alone: ${(result.postgresStoreMs * 1000).toFixed(0)} µs CPU of this process per delivery (${((result.postgresStoreWallMs ?? 0) * 1000).toFixed(0)} µs wall); ceiling ${result.postgresCeiling.toFixed(3)}; reached ${result.postgresOfCeiling.toFixed(3)} of it (goal >= ${CEILING_GOAL}: ${result.postgresOfCeiling >= CEILING_GOAL ? 'met' : 'MISSED'})`,
     `  load average (1 min) ${result.load.before.toFixed(1)} before, ${result.load.after.toFixed(1)} after`,
     `  rounds (in-memory / SQLite / PostgreSQL, /s; database work alone, µs): ${result.perRound.map((r) => `${rate(r.memory)} / ${rate(r.sqlite)} / ${rate(r.postgres)}; ${(r.storeMs * 1000).toFixed(0)}`).join(' | ')}`,
   ].join('\n');

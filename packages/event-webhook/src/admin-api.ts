@@ -158,7 +158,7 @@ export function outboxAdminRoutes(worker: OutboxWorker, context: ProviderContext
       const endpoint = (await endpointOf(request.realm.name, request.params.clientId))!;
       const reason = paused ? 'paused by an administrator' : null;
       await store.setPaused(request.realm.id, endpoint, paused, reason);
-      if (!paused) worker.wake();
+      if (!paused) worker.resumed(request.realm.id, endpoint);
       return { status: 200, body: await endpointState(request) };
     });
 

@@ -48,12 +48,14 @@ export const CLAIM_AHEAD = 16;
 const PURGE_BATCH = 1000;
 const DAY_MS = 86_400_000;
 const ERROR_LOG_INTERVAL_MS = 10_000;
+/** Endpoint holds remembered at most (forgotten all at once when full: a forgotten hold only costs a claim). */
+const MAX_HOLDS = 10_000;
 /** The waits between tries of an attempt's record that failed: doubled from the first to the last, which repeats. */
 const RECORD_RETRY_FIRST_MS = 50;
 const RECORD_RETRY_MAX_MS = 500;
 
 /** An endpoint's identity across realms, for the worker's per-endpoint bookkeeping. */
-function endpointKey(item: OutboxItem): string {
+function endpointKey(item: Pick<OutboxItem, 'realmId' | 'endpoint'>): string {
   return `${item.realmId}\u0000${item.endpoint}`;
 }
 
@@ -86,6 +88,15 @@ export class OutboxWorker {
   private readonly running = new Set<Promise<void>>();
   private wakeUp: (() => void) | null = null;
   private woken = false;
+  /**
+   * Per endpoint (endpointKey), until when its last recorded failure on this node holds it (Infinity: paused): a new
+   * delivery to it is not claimable before then, so its write does not wake the worker for a claim that finds nothing.
+   * What another node or an administrator changed meanwhile is seen at the next poll.
+   */
+  private readonly holds = new Map<string, number>();
+  /** A wake-up set for when the earliest delivery written but not yet due becomes claimable. */
+  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  private wakeTimerAt = Number.POSITIVE_INFINITY;
   private closing = false;
   private loopDone: Promise<void> | null = null;
   private statsTimer: ReturnType<typeof setInterval> | null = null;
@@ -108,16 +119,46 @@ export class OutboxWorker {
     void this.updateStats();
   }
 
-  /** Writes deliveries; resolves once committed. Wakes this node's worker. */
+  /**
+   * Writes deliveries; resolves once committed. Wakes this node's worker when one of them can be claimed now, else
+   * when the earliest can: a delivery behind a user's earlier one waiting for its retry, or to an endpoint held after
+   * failures, is not claimable before then, and with a dead receiver a claim per event found nothing and took a
+   * database connection from the requests writing the events.
+   */
   async enqueue(items: OutboxItemInput[]): Promise<void> {
     if (items.length === 0) return;
-    await this.options.store.enqueue(items);
-    this.wake();
+    const dueAt = await this.options.store.enqueue(items);
+    // Nothing new (a duplicate, or a write tried again after its answer was lost): nothing known, so a claim.
+    if (dueAt == null) return this.wake();
+    let heldUntil = Number.POSITIVE_INFINITY;
+    for (const item of items) heldUntil = Math.min(heldUntil, this.holds.get(endpointKey(item)) ?? 0);
+    this.wakeAt(Math.max(dueAt, heldUntil));
   }
 
   wake(): void {
     this.woken = true;
     this.wakeUp?.();
+  }
+
+  /** An administrator resumed the endpoint: its deliveries are claimable now. */
+  resumed(realmId: string, endpoint: string): void {
+    this.holds.delete(`${realmId}\u0000${endpoint}`);
+    this.wake();
+  }
+
+  private wakeAt(time: number): void {
+    const wait = time - Date.now();
+    if (wait <= 0) return this.wake();
+    // The poll claims anyway: a time beyond it needs no timer of its own.
+    if (wait >= this.options.settings.pollMs || time >= this.wakeTimerAt) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimerAt = time;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      this.wakeTimerAt = Number.POSITIVE_INFINITY;
+      this.wake();
+    }, wait);
+    this.wakeTimer.unref?.();
   }
 
   /** Removes delivered and dead deliveries older than the retention; returns how many. */
@@ -156,6 +197,7 @@ export class OutboxWorker {
     this.wake();
     if (this.statsTimer) clearInterval(this.statsTimer);
     if (this.purgeTimer) clearInterval(this.purgeTimer);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     // Claimed but not started: back to the outbox at once, for the other nodes.
     await this.giveBack(() => true);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -338,6 +380,11 @@ export class OutboxWorker {
       }
     }
     const { recorded, endpoint } = recording;
+    if (result.ok) this.holds.delete(key);
+    else if (endpoint) {
+      if (this.holds.size >= MAX_HOLDS) this.holds.clear();
+      this.holds.set(key, endpoint.paused ? Number.POSITIVE_INFINITY : (endpoint.holdUntil ?? 0));
+    }
     if (!recorded) {
       logger.warn(`webhook delivery ${item.id}: the lease ran out during the attempt; another node owns it now`, fields);
       return;

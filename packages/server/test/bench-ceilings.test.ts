@@ -73,6 +73,7 @@ describe('outbox ceiling', () => {
     postgresRatio: postgres ? 0.3 : null,
     storeMs: 0.075,
     postgresStoreMs: postgres ? 0.125 : null,
+    postgresStoreWallMs: postgres ? 0.25 : null,
     ceiling: 0.625,
     postgresCeiling: postgres ? 0.5 : null,
     ofCeiling: 0.64,

@@ -188,7 +188,8 @@ describe.each(databases)('OutboxRepository on %s: an event\'s write', (kind) => 
       const losing: KyselyPlugin = {
         transformQuery: (args) => args.node,
         transformResult: async (args) => {
-          if (lost < 2 && (args.result.numAffectedRows ?? 0n) > 0n) {
+          // A write: rows changed, or (SQLite with RETURNING, which reports no count) rows returned.
+          if (lost < 2 && ((args.result.numAffectedRows ?? 0n) > 0n || args.result.rows.length > 0)) {
             lost++;
             throw new DependencyUnavailableError('database', 'database unavailable: Connection terminated unexpectedly');
           }

@@ -316,10 +316,13 @@ export interface OutboxStore {
   /** This server process's name in `claimedBy` and attempt records. */
   readonly nodeId: string;
   /**
-   * Writes the items (one statement per batch); returns when they are committed. While the database cannot take the
-   * write the host tries it again (up to 30 s, no longer than the current request's client waits) before rejecting.
+   * Writes the items (one statement per batch); returns when they are committed, with the earliest due time (epoch
+   * ms) of the items written, null when every id was there already. An item behind an unfinished one of its endpoint
+   * and order key that waits for a retry is due no sooner than that retry, so a worker need not claim before then.
+   * While the database cannot take the write the host tries it again (up to 30 s, no longer than the current
+   * request's client waits) before rejecting.
    */
-  enqueue(items: OutboxItemInput[]): Promise<void>;
+  enqueue(items: OutboxItemInput[]): Promise<number | null>;
   /**
    * Takes up to `limit` items that are due (pending and due, or sending with an expired lease), whose endpoint
    * is not paused and with no earlier unfinished item of the same endpoint and order key; each is leased to

@@ -203,7 +203,7 @@ export class OutboxRepository implements OutboxStore {
    * happened. A request whose client has gone, or whose time has run out, stops waiting at once (request-scope.ts:
    * it gets no new connection): nobody saw it answered.
    */
-  async enqueue(items: OutboxItemInput[]): Promise<void> {
+  async enqueue(items: OutboxItemInput[]): Promise<number | null> {
     const deadline = performance.now() + ENQUEUE_RETRY_FOR_MS;
     for (;;) {
       try {
@@ -223,9 +223,11 @@ export class OutboxRepository implements OutboxStore {
     await this.write(items, trx.withTables<OutboxTables>() as unknown as OutboxDb);
   }
 
-  private async write(items: OutboxItemInput[], db: OutboxDb = this.db): Promise<void> {
+  /** Writes the items; returns the earliest due time of those written (null when every id was there already). */
+  private async write(items: OutboxItemInput[], db: OutboxDb = this.db): Promise<number | null> {
     const now = this.clock();
     const p = this.providerId;
+    let earliest: number | null = null;
     for (let start = 0; start < items.length; start += INSERT_BATCH) {
       const batch = items.slice(start, start + INSERT_BATCH);
       const endpoints = new Map(batch.map((item) => [`${item.realmId}\u0000${item.endpoint}`, item]));
@@ -248,7 +250,7 @@ export class OutboxRepository implements OutboxStore {
         values.push(item.id, nextSeq(now), item.realmId, item.endpoint, item.endpointLabel, item.orderKey, item.type, item.label, item.payload, item.maxAttempts);
       }
       const source = this.rows(ENQUEUE_TYPES, values);
-      await this.run(
+      const { rows } = await this.run<{ due_at: number | string }>(
         db,
         `with v(id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, max_attempts) as (${source.text})
         insert into provider_outbox (provider_id, id, seq, realm_id, endpoint, endpoint_label, order_key, type, label, payload, state,
@@ -257,10 +259,16 @@ export class OutboxRepository implements OutboxStore {
           0, 0, v.max_attempts, ${DUE_BEHIND}, null, cast(? as bigint), cast(? as bigint), null, null
         from v
         where true
-        on conflict (provider_id, id) do nothing`,
+        on conflict (provider_id, id) do nothing
+        returning due_at`,
         [...source.parameters, p, now, now, p, now, now, now],
       );
+      for (const row of rows) {
+        const due = Number(row.due_at);
+        if (earliest === null || due < earliest) earliest = due;
+      }
     }
+    return earliest;
   }
 
   /**
