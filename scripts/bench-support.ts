@@ -210,6 +210,40 @@ export function treeCpuMs(pid: number, proc = '/proc'): number {
 }
 
 /**
+ * The CPU time of `pid` (all its threads) in ms with nanosecond resolution: the sum of each thread's run time in
+ * /proc/<pid>/task/<tid>/schedstat (the scheduler's own count), where /proc/<pid>/stat counts 10 ms ticks, too coarse
+ * for blocks of a few hundred sub-millisecond requests. A thread that ended takes its time with it (Node's threads
+ * live as long as the process). NaN when it cannot be read (not Linux, the process gone).
+ */
+export function threadsCpuMs(pid: number, proc = '/proc'): number {
+  let ns = 0;
+  let read = false;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`${proc}/${pid}/task`);
+  } catch {
+    return Number.NaN;
+  }
+  for (const task of tasks) {
+    try {
+      ns += Number(readFileSync(`${proc}/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      read = true;
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return read ? ns / 1e6 : Number.NaN;
+}
+
+/** The `q` quantile (0..1) of `values`, interpolated between the two nearest (q 0.5 is the median). */
+export function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  return low + 1 < sorted.length ? sorted[low] + (sorted[low + 1] - sorted[low]) * (at - low) : sorted[low];
+}
+
+/**
  * Calls `kill` (synchronous: a SIGKILL, a removal) when this process exits, and on SIGINT, SIGTERM and SIGHUP, after
  * which this process exits 130: what a bench started must not outlive it when it fails or is interrupted. Returns the
  * function that takes the hooks off again (once the bench cleaned up itself).

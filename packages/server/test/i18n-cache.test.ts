@@ -119,6 +119,23 @@ describe("the language menu's links", () => {
     expect(localeMenu({ url: '/realms/acme/login-actions/authenticate', method: 'GET' }, realm, 'de').map((m) => m.label)).toEqual(['English', 'Deutsch', 'Português (Brasil)', expect.any(String)]);
   });
 
+  it("are written on the page as the entries say: each link escaped, the page's locale marked, names as character references", async () => {
+    const realm = frozenRealm({ ...INTL, supportedLocales: 'en,de,ja,ar' });
+    const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+    for (const url of ['/realms/acme/login-actions/authenticate?a=%3Cscript%3E&b=%22x%22&kc_locale=ja&c=%26', '/realms/acme/login-actions/authenticate']) {
+      const html = await page(new PageRenderer(), realm, 'de', url);
+      const items = /<ul>\s*([\s\S]*?)\s*<\/ul>/.exec(html)![1];
+      // No name of another script in the markup: the page stays a one-byte string.
+      expect(items).toMatch(/^[\x00-\x7f]*$/);
+      const decoded = items.replace(/&#(\d+);/g, (_, code: string) => String.fromCodePoint(Number(code)));
+      const expected = localeMenu({ url, method: 'GET' }, realm, 'de')
+        .map((m) => `<li><a href="${escape(m.href)}" lang="${m.locale}" hreflang="${m.locale}" id="kc-locale-${m.locale}"${m.current ? ' aria-current="true"' : ''}>${escape(m.label)}</a></li>`)
+        .join('');
+      expect(decoded).toBe(expected);
+      expect(decoded).toContain('>日本語</a>');
+    }
+  });
+
   it('none for a realm without internationalization or with one locale, and none on a post outside login-actions', () => {
     expect(localeMenu({ url: '/x', method: 'GET' }, frozenRealm({}), 'en')).toEqual([]);
     expect(localeMenu({ url: '/x', method: 'GET' }, frozenRealm({ ...INTL, supportedLocales: 'en' }), 'en')).toEqual([]);

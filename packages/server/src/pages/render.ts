@@ -5,7 +5,7 @@ import type { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Realm } from '../model/types.js';
 import { CLIENT_LOGIN_THEME } from '../model/themes.js';
-import { readCookie, secureCookies, setCookie } from '../http/index.js';
+import { escapeHtml, readCookie, secureCookies, setCookie } from '../http/index.js';
 import { realmCookiePath } from '../authentication/index.js';
 import { bundles, localeLabel, matchLocale, realmLocales, selectLocale, translator, type LocaleHints, type ThemeTexts, type Translator } from './i18n.js';
 import type { RealmLocales } from '../model/locales.js';
@@ -133,6 +133,7 @@ export class PageRenderer {
     const type: ThemeType = ACCOUNT_TEMPLATES.has(template) ? 'account' : 'login';
     const t = await this.pageTranslator(reply, realm, type);
     const theme = await this.pageTheme(reply.request, realm, type);
+    const menu = menuLinks(reply.request, realm);
     const it = {
       realmName: realm.name,
       realmTitle: realm.displayName || realm.name,
@@ -143,7 +144,9 @@ export class PageRenderer {
       locale: t.locale,
       dir: t.dir,
       msg: t.msg,
-      localeMenu: localeMenu(reply.request, realm, t.locale),
+      // The menu as entries (a theme's templates may write their own) and as the built-in layout's markup.
+      localeMenu: localeMenuOf(menu, t.locale),
+      localeMenuHtml: localeMenuMarkup(menu, t.locale),
     };
     let html: string;
     try {
@@ -335,22 +338,63 @@ function translatedTexts(t: Translator, data: Record<string, unknown>): Record<s
   return out;
 }
 
-/** Each supported locale with its name, made once per realm version (the frozen RealmLocales model/locales.ts shares). */
-const menuLabels = new WeakMap<RealmLocales, readonly { locale: string; label: string }[]>();
+/** A language menu entry as made once per realm version: its locale, name, and markup around the page's link. */
+interface MenuEntry {
+  locale: string;
+  label: string;
+  /** `<li><a href="`, before the page's link. */
+  open: string;
+  /** The locale as the link's `kc_locale` value, escaped. */
+  value: string;
+  /** From the end of the link to `</li>`, without and with `aria-current` (the page's own locale). */
+  close: string;
+  closeCurrent: string;
+}
 
-function menuEntries(locales: RealmLocales): readonly { locale: string; label: string }[] {
-  let entries = menuLabels.get(locales);
-  if (!entries) menuLabels.set(locales, (entries = locales.supported.map((locale) => ({ locale, label: localeLabel(locale) }))));
+/**
+ * Each supported locale with its name and markup, made once per realm version (the frozen RealmLocales
+ * model/locales.ts shares, replaced on every node when the realm changes). Names are written as character
+ * references: 日本語 or العربية in the markup would make the whole page a two-byte string, transcoded on the way out.
+ */
+const menuEntriesOf = new WeakMap<RealmLocales, readonly MenuEntry[]>();
+
+const asciiHtml = (text: string) => escapeHtml(text).replace(/[^\x00-\x7f]/gu, (c) => `&#${c.codePointAt(0)};`);
+
+function menuEntries(locales: RealmLocales): readonly MenuEntry[] {
+  let entries = menuEntriesOf.get(locales);
+  if (!entries) {
+    entries = locales.supported.map((locale) => {
+      const label = localeLabel(locale);
+      // LOCALE_TAG: letters, digits, `-` and `_` only, nothing to escape in an attribute; escaped anyway.
+      const attributes = `lang="${escapeHtml(locale)}" hreflang="${escapeHtml(locale)}" id="kc-locale-${escapeHtml(locale)}"`;
+      return {
+        locale,
+        label,
+        open: '<li><a href="',
+        value: escapeHtml(encodeURIComponent(locale)),
+        close: `" ${attributes}>${asciiHtml(label)}</a></li>`,
+        closeCurrent: `" ${attributes} aria-current="true">${asciiHtml(label)}</a></li>`,
+      };
+    });
+    menuEntriesOf.set(locales, entries);
+  }
   return entries;
 }
 
-/** The language menu: the realm's supported locales, each a link to this page with `kc_locale`; none when off or one. */
-export function localeMenu(request: Pick<FastifyRequest, 'url' | 'method'>, realm: Pick<Realm, 'attributes'>, current: string): { locale: string; label: string; href: string; current: boolean }[] {
+/** The language menu's links: each the page's path and query with `kc_locale` set, `head` + locale + `tail`. */
+interface MenuLinks {
+  entries: readonly MenuEntry[];
+  head: string;
+  tail: string;
+}
+
+/** The realm's supported locales with this page's links; null when the menu is off, has one locale, or the page was posted elsewhere. */
+function menuLinks(request: Pick<FastifyRequest, 'url' | 'method'>, realm: Pick<Realm, 'attributes'>): MenuLinks | null {
   const locales = realmLocales(realm);
-  if (!locales.enabled || locales.supported.length < 2) return [];
+  if (!locales.enabled || locales.supported.length < 2) return null;
   const url = new URL(request.url, 'http://localhost');
   // A posted page's parameters are in its body: its menu links to the login-actions page a GET shows again.
-  if (request.method !== 'GET' && !url.pathname.includes('/login-actions/')) return [];
+  if (request.method !== 'GET' && !url.pathname.includes('/login-actions/')) return null;
   // The page's query with `kc_locale` set as URLSearchParams.set would (in the place of the first one, the others
   // dropped, else last), serialized once for all the links rather than once per link.
   const params = [...url.searchParams];
@@ -359,7 +403,28 @@ export function localeMenu(request: Pick<FastifyRequest, 'url' | 'method'>, real
   const split = at < 0 ? others.length : at;
   const before = new URLSearchParams(others.slice(0, split)).toString();
   const after = new URLSearchParams(others.slice(split)).toString();
-  const head = `${url.pathname}?${before ? `${before}&` : ''}kc_locale=`;
-  const tail = after ? `&${after}` : '';
-  return menuEntries(locales).map(({ locale, label }) => ({ locale, label, href: head + encodeURIComponent(locale) + tail, current: locale === current }));
+  return { entries: menuEntries(locales), head: `${url.pathname}?${before ? `${before}&` : ''}kc_locale=`, tail: after ? `&${after}` : '' };
+}
+
+/** The language menu: the realm's supported locales, each a link to this page with `kc_locale`; none when off or one. */
+export function localeMenu(request: Pick<FastifyRequest, 'url' | 'method'>, realm: Pick<Realm, 'attributes'>, current: string): { locale: string; label: string; href: string; current: boolean }[] {
+  return localeMenuOf(menuLinks(request, realm), current);
+}
+
+function localeMenuOf(links: MenuLinks | null, current: string): { locale: string; label: string; href: string; current: boolean }[] {
+  if (!links) return [];
+  return links.entries.map(({ locale, label }) => ({ locale, label, href: links.head + encodeURIComponent(locale) + links.tail, current: locale === current }));
+}
+
+/**
+ * The menu's list items as markup, what the built-in layout writes: the entries' markup is made once per realm
+ * version, so per page only the link's two halves are escaped, once for all the links.
+ */
+function localeMenuMarkup(links: MenuLinks | null, current: string): string {
+  if (!links) return '';
+  const head = escapeHtml(links.head);
+  const tail = escapeHtml(links.tail);
+  let html = '';
+  for (const entry of links.entries) html += entry.open + head + entry.value + tail + (entry.locale === current ? entry.closeCurrent : entry.close);
+  return html;
 }
