@@ -43,6 +43,9 @@ export async function accountCaller(ctx: ServerContext, request: AccountRequest)
   }
   const client = claims.azp ? await ctx.storage.clients.byClientId(realm.id, claims.azp) : null;
   if (client) allowCorsForClient(request, client, baseUrl(request, ctx.config.hostname));
+  // As Keycloak's account API: a token meant for the `account` client (its audience), else not authenticated at all.
+  const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (!audience.includes(ACCOUNT)) throw unauthorized('The token is not meant for the account API');
   const user = await ctx.storage.users.byId(realm.id, claims.sub);
   if (!user || !client) throw unauthorized('user or client not found');
   if (user.serviceAccountClientId) throw unauthorized('Service accounts cannot use the account API');

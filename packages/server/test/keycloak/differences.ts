@@ -132,4 +132,26 @@ export const differences: ListedDifference[] = [
     'deliberate',
     'Encrypted request objects to RSA-OAEP and RSA-OAEP-256 keys only: RSA1_5 is refused (PKCS#1 v1.5 decryption is open to padding oracles) and there are no ECDH-ES realm keys (no ecdh-generated key provider).',
   ),
+
+  // The account REST API (account-api.keycloak.ts)
+  ...each(
+    'account: the profile with bad input (POST)',
+    ['noEmail.keys', 'otherName.keys', 'noEmail.field', 'noEmail.errorMessage', 'otherName.field', 'otherName.errorMessage'],
+    'open',
+    'Keycloak 26.7.3 reports an empty e-mail twice (missingEmailMessage and error-user-attribute-required) and a changed username three times (read-only, length, readOnlyUsernameMessage), so its single-error fields are absent; Realmgate reports each once, with the single error also at the top level. Same status, same `errors` list shape.',
+  ),
+  ...each('account: the profile with bad input (POST)', ['notJson.keys'], 'open', 'A body that is not JSON: Keycloak 26.7.3 answers {error: invalid_request, error_description}, Realmgate {errorMessage} (the error catalogue\'s JSON shape); same status 400. Issue 41 part 3 (error shapes).'),
+  ...each('account: credentials', ['deleteUnknown.keys'], 'open', 'Keycloak 26.7.3 answers the account API\'s 404 for an unknown credential as {error}, Realmgate as {errorMessage}; same status. Issue 41 part 3 (error shapes).'),
+  ...each(
+    'account: sessions and devices, one signed out',
+    ['devices.count', 'devices.keys'],
+    'open',
+    "Keycloak 26.7.3 groups sessions by the device its user agent names (here both sessions on one 'Other' device) and leaves id, ipAddress and browser off the device; Realmgate records no user agent, so each session is its own device, described in full.",
+  ),
+  ...each(
+    'account: refusals (no token, a token without account roles, a token of another realm, not a token)',
+    ['noToken.profile.keys', 'noToken.sessions.keys', 'withoutRoles.profile.keys', 'withoutRoles.update.keys', 'withoutRoles.applications.keys', 'withoutRoles.credentials.keys', 'withoutRoles.revoke.keys', 'otherRealm.keys', 'notAToken.keys'],
+    'open',
+    'Keycloak 26.7.3 answers the account API\'s 401 as {error: "HTTP 401 Unauthorized"}; Realmgate adds errorMessage (why, for the caller). Same status. Issue 41 part 3 (error shapes).',
+  ),
 ];
