@@ -25,6 +25,12 @@ const REFUSED_BAD_INPUT =
 
 const CLIENT_AUTH_REFUSED =
   "Issue 39 (\"Bad input\", \"never saved as another method\"): Realmgate answers 400 naming the attribute and stores nothing; Keycloak 26.7.3 stores the client (201), which then never authenticates (an unknown authenticator, a certificate that does not parse) or has the server fetch a link-local address (the cloud metadata service) at its first authentication.";
+const CORS_EXPOSED =
+  "Realmgate's Access-Control-Expose-Headers also names Location and WWW-Authenticate (headers its answers may carry); Keycloak 26.7.3 exposes Access-Control-Allow-Methods only, and nothing at the account API or for public documents.";
+const CORS_PREFLIGHT_HEADERS =
+  "Preflight Access-Control-Allow-Headers: Keycloak 26.7.3 answers a fixed list (Origin, Accept, X-Requested-With, Content-Type, Access-Control-Request-Method/-Headers, Authorization, DPoP); Realmgate names the headers its endpoints read (Accept-Language and Content-Language among them, not the request-only Access-Control-Request-* names).";
+const CORS_PREFLIGHT_METHODS =
+  'Preflight Access-Control-Allow-Methods: Keycloak 26.7.3 adds HEAD (and OPTIONS, PUT at the account API; none beyond GET for certs and discovery); Realmgate names the methods the endpoint takes and OPTIONS.';
 /** The case of admin-client.keycloak.ts (its BREADTH): `works.<resource>.<method>`, `keys.<resource>.<method>[.<key>]`. */
 const BREADTH = 'admin-client breadth';
 
@@ -153,5 +159,32 @@ export const differences: ListedDifference[] = [
     ['noToken.profile.keys', 'noToken.sessions.keys', 'withoutRoles.profile.keys', 'withoutRoles.update.keys', 'withoutRoles.applications.keys', 'withoutRoles.credentials.keys', 'withoutRoles.revoke.keys', 'otherRealm.keys', 'notAToken.keys'],
     'open',
     'Keycloak 26.7.3 answers the account API\'s 401 as {error: "HTTP 401 Unauthorized"}; Realmgate adds errorMessage (why, for the caller). Same status. Issue 41 part 3 (error shapes).',
+  ),
+
+  // CORS (cors.keycloak.ts)
+  ...['listing the origin', '"+"', '"*"'].flatMap((which) => [
+    ...each(
+      `CORS: a client with web origins ${which}`,
+      ['token.own.exposeHeaders', 'userinfo.own.exposeHeaders', 'account.own.exposeHeaders', ...(which === '"*"' ? ['token.other.exposeHeaders', 'userinfo.other.exposeHeaders', 'account.other.exposeHeaders'] : [])],
+      'open',
+      CORS_EXPOSED,
+    ),
+    ...each(`CORS: a client with web origins ${which}`, ['token.preflight.allowHeaders', 'userinfo.preflight.allowHeaders', 'account.preflight.allowHeaders'], 'open', CORS_PREFLIGHT_HEADERS),
+    ...each(`CORS: a client with web origins ${which}`, ['userinfo.preflight.allowMethods', 'account.preflight.allowMethods'], 'open', CORS_PREFLIGHT_METHODS),
+    ...each(
+      `CORS: a client with web origins ${which}`,
+      ['userinfo.badToken.allowCredentials', 'userinfo.badToken.allowOrigin', 'userinfo.badToken.exposeHeaders'],
+      'open',
+      "userinfo's 401 for a token that cannot be read: Keycloak 26.7.3 grants the request's origin (with credentials) and exposes WWW-Authenticate; Realmgate grants nothing, as no client is known whose web origins could allow it.",
+    ),
+  ]),
+  ...each('CORS: certs and discovery, from any origin', ['certs.get.exposeHeaders', 'discovery.get.exposeHeaders'], 'open', CORS_EXPOSED),
+  ...each('CORS: certs and discovery, from any origin', ['certs.preflight.allowHeaders', 'discovery.preflight.allowHeaders'], 'open', CORS_PREFLIGHT_HEADERS),
+  ...each('CORS: certs and discovery, from any origin', ['certs.preflight.allowMethods', 'discovery.preflight.allowMethods'], 'open', CORS_PREFLIGHT_METHODS),
+  ...each(
+    'CORS: the admin API, from an origin no admin console allows',
+    ['get.status', 'preflight.allowCredentials', 'preflight.allowHeaders', 'preflight.allowMethods', 'preflight.allowOrigin', 'preflight.maxAge', 'preflight.status'],
+    'open',
+    "Keycloak 26.7.3's admin API answers any origin's preflight with a grant (200, its fixed headers and methods, max-age 3600) and refuses the actual request from an origin the token's client does not allow (403); Realmgate has no preflight route there (404) and answers the request (200) without CORS headers, so a browser on another origin reads nothing either way.",
   ),
 ];
