@@ -3,6 +3,7 @@ import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
 import { notFound } from '../model/errors.js';
 import type { Client, ClientScope, UserConsent } from '../model/types.js';
+import { clientConsentText } from '../authentication/index.js';
 import { revokeClientGrants } from '../services/index.js';
 import { accountCallerWith, type AccountRequest } from './caller.js';
 import { liveSessions } from './sessions.js';
@@ -21,20 +22,33 @@ const CONSENT_TEXTS: Record<string, string> = {
   organizationScopeConsentText: 'Organization',
 };
 
+/** A granted consent line's text: a `${key}` of the built-in scopes resolved to its English text, else as it is. */
+function displayTextOf(text: string): string {
+  const key = text.match(/^\$\{(.+)\}$/)?.[1];
+  return key !== undefined ? (CONSENT_TEXTS[key] ?? key) : text;
+}
+
 /**
  * Keycloak's account ConsentRepresentation: `grantedScopes` as ConsentScopeRepresentation (`id`, `name`: the scope's
- * consent text or its name, `displayText`: that text resolved), the dates. A granted scope the realm no longer has is
- * left out, as Keycloak's consent holds scope models.
+ * consent text or its name, `displayText`: that text resolved, and `displayTest`, the same under the misspelt name
+ * Keycloak 26.7.3 answers too), the dates. A granted name is a client scope's, else the client's own line (its
+ * clientId: Keycloak's consent lists the client itself when it is shown on the consent screen). A granted scope the
+ * realm no longer has is left out, as Keycloak's consent holds scope models.
  */
-function consentRepresentation(consent: UserConsent, scopes: Map<string, ClientScope>) {
+function consentRepresentation(consent: UserConsent, scopes: Map<string, ClientScope>, client: Client) {
   const grantedScopes = consent.grantedClientScopes.flatMap((name) => {
     const scope = scopes.get(name);
+    if (!scope && name === client.clientId) {
+      const text = clientConsentText(client);
+      return [{ id: client.id, name: text, displayText: displayTextOf(text), displayTest: displayTextOf(text) }];
+    }
     if (!scope) return [];
     const text = scope.attributes['consent.screen.text'] || null;
-    const key = text?.match(/^\$\{(.+)\}$/)?.[1];
-    const displayText = text === null ? null : key !== undefined ? (CONSENT_TEXTS[key] ?? key) : text;
-    return [{ id: scope.id, name: text ?? scope.name, ...(displayText !== null ? { displayText } : {}) }];
+    const displayText = text === null ? null : displayTextOf(text);
+    return [{ id: scope.id, name: text ?? scope.name, ...(displayText !== null ? { displayText, displayTest: displayText } : {}) }];
   });
+  // The client's own line first, as on the consent screen.
+  grantedScopes.sort((a, b) => Number(b.id === client.id) - Number(a.id === client.id));
   return {
     grantedScopes,
     ...(consent.createdDate !== null ? { createdDate: consent.createdDate } : {}),
@@ -68,15 +82,15 @@ export function applicationsRoute(app: FastifyInstance, ctx: ServerContext): voi
       .sort((a, b) => a.clientId.localeCompare(b.clientId))
       .map((client) => ({
         clientId: client.clientId,
-        clientName: client.name ?? client.clientId,
+        ...(client.name ? { clientName: client.name } : {}),
         ...(client.description ? { description: client.description } : {}),
-        userConsentRequired: false,
+        userConsentRequired: client.consentRequired,
         inUse: inUse.has(client.id),
         offlineAccess: offline.has(client.id),
         ...(client.rootUrl ? { rootUrl: client.rootUrl } : {}),
         ...(client.baseUrl ? { baseUrl: client.baseUrl } : {}),
         ...(client.baseUrl || client.rootUrl ? { effectiveUrl: `${client.baseUrl?.startsWith('/') || !client.baseUrl ? (client.rootUrl ?? '') : ''}${client.baseUrl ?? ''}` } : {}),
-        ...(consents.has(client.id) ? { consent: consentRepresentation(consents.get(client.id)!, scopes) } : {}),
+        ...(consents.has(client.id) ? { consent: consentRepresentation(consents.get(client.id)!, scopes, client) } : {}),
       }));
   });
 

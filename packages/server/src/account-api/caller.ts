@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { AccessTokenClaims } from '@realmgate/spi';
 import type { ServerContext } from '../context.js';
-import { allowCorsForClient, baseUrl, corsPending } from '../http/index.js';
+import { allowCorsForClient, baseUrl, corsPending, originRefused } from '../http/index.js';
 import { ACCOUNT } from '../model/defaults.js';
-import { forbidden, notFound, TokenVerificationError, unauthorized } from '../model/errors.js';
+import { forbidden, InvalidOriginError, notFound, TokenVerificationError, unauthorized } from '../model/errors.js';
 import type { Realm, User } from '../model/types.js';
 import { bearerToken } from '../protocol/openid-connect/index.js';
 import { rolesStillHeld } from '../services/index.js';
@@ -43,6 +43,11 @@ export async function accountCaller(ctx: ServerContext, request: AccountRequest)
   }
   const client = claims.azp ? await ctx.storage.clients.byClientId(realm.id, claims.azp) : null;
   if (client) allowCorsForClient(request, client, baseUrl(request, ctx.config.hostname));
+  // As Keycloak 26.7.3's account API (Cors.checkAllowedOrigins): an Origin the token's client does not allow is refused.
+  if (client && originRefused(request, client, baseUrl(request, ctx.config.hostname))) throw new InvalidOriginError();
+  // As Keycloak's account API: a token meant for the `account` client (its audience), else not authenticated at all.
+  const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (!audience.includes(ACCOUNT)) throw unauthorized('The token is not meant for the account API');
   const user = await ctx.storage.users.byId(realm.id, claims.sub);
   if (!user || !client) throw unauthorized('user or client not found');
   if (user.serviceAccountClientId) throw unauthorized('Service accounts cannot use the account API');

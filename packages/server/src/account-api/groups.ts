@@ -13,7 +13,8 @@ export function groupsRoute(app: FastifyInstance, ctx: ServerContext): void {
     return ids
       .map((id) => tree.get(id))
       .filter((g) => g !== undefined)
-      .map((g) => ({ id: g.id, name: g.name, path: tree.path(g.id) }))
+      // Keycloak's account GroupRepresentation has `subGroups`, always empty here (only the groups joined directly).
+      .map((g) => ({ id: g.id, name: g.name, path: tree.path(g.id), subGroups: [] }))
       .sort((a, b) => a.path.localeCompare(b.path));
   });
 }

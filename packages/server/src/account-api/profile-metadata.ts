@@ -19,7 +19,10 @@ export function accountProfileMetadata(user: User, updateEmail: boolean) {
   };
 }
 
-/** Keycloak's account UserRepresentation: fields without a value are left out, as Keycloak's JSON leaves nulls out. */
+/**
+ * Keycloak's account UserRepresentation: fields without a value are left out, as Keycloak's JSON leaves nulls out;
+ * no `attributes` (the profile has no custom attributes, which Keycloak 26.7.3 leaves out when there are none).
+ */
 export function profileRepresentation(user: User, withMetadata: boolean, updateEmail = false) {
   return {
     id: user.id,
@@ -29,6 +32,5 @@ export function profileRepresentation(user: User, withMetadata: boolean, updateE
     ...(user.email !== null ? { email: user.email } : {}),
     emailVerified: user.emailVerified,
     ...(withMetadata ? { userProfileMetadata: accountProfileMetadata(user, updateEmail) } : {}),
-    attributes: {},
   };
 }

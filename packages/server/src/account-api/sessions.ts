@@ -32,7 +32,8 @@ function sessionRepresentation(caller: AccountCaller, session: UserSession, clie
     expires: seconds(sessionExpiresAt(realm, session)),
     browser: 'Other/Unknown',
     current: session.id === caller.sessionId,
-    clients: clients.map((c) => ({ clientId: c.clientId, clientName: c.name ?? c.clientId })),
+    // Keycloak's account ClientRepresentation: a client without a name has no clientName.
+    clients: clients.map((c) => ({ clientId: c.clientId, ...(c.name ? { clientName: c.name } : {}), userConsentRequired: c.consentRequired, inUse: true, offlineAccess: session.offline })),
   };
 }
 

@@ -86,10 +86,10 @@ async function ruleErrors(ctx: ServerContext, caller: AccountCaller, next: { fir
 }
 
 /**
- * Keycloak's account API answer for validation errors: always under `errors`, one or several (its
- * ErrorResponse.errors without shrinking a single error, which the account console reads as `errors`).
+ * Keycloak's account API answer for validation errors (its ErrorResponse): always the list under `errors`, which the
+ * account console reads; a single error is also given at the top level (`field`, `errorMessage`, `params`).
  */
-const validationAnswer = (errors: FieldError[]) => ({ errors });
+const validationAnswer = (errors: FieldError[]) => (errors.length === 1 ? { ...errors[0], errors } : { errors });
 
 /**
  * POST /realms/{realm}/account: the caller changes their names and e-mail address (manage-account). The realm's

@@ -9,7 +9,7 @@ export { issueAuthorizationCode, pkceRefusal, redeemAuthorizationCode, type Code
 export { answerDeviceConsent, denyDeviceGrant, deviceGrantByUserCode, normalizeUserCode, pollDeviceGrant, startDeviceGrant, type DeviceGrant, type DevicePoll } from './device-code.js';
 export { completeDirectLogin, type DirectSession } from './direct-login.js';
 export { completeLogin } from './login.js';
-export { consentToAsk, consentText, grantConsent, type ConsentDetail, type ConsentScope } from './consent.js';
+export { clientConsentText, consentToAsk, consentText, grantConsent, type ConsentDetail, type ConsentScope } from './consent.js';
 export { authenticatePassword, answeredAsBadCredentials, findLoginUser, verifyCurrentPassword, type PasswordAttempt, type PasswordError, type PasswordResult, type PendingAction } from './password.js';
 export { configureOtp, hasOtpCredential, newOtpSetup, OTP_CREDENTIAL_TYPE, verifyOtp, type OtpAttempt, type OtpResult } from './otp.js';
 export { bruteForceStatus, clearLoginFailures, clearRealmLoginFailures, loginLockout, recordLoginFailure, recordLoginSuccess, type BruteForceStatus } from './brute-force.js';

@@ -25,7 +25,7 @@ export async function completeWithConsent(
   existing?: UserSession,
 ): Promise<FastifyReply> {
   const consent = await consentToAsk(ctx.storage, realm, auth, user.id);
-  if (consent.persisted !== undefined) return completeLogin(ctx, request, reply, realm, auth, user, existing, consent.persisted ? 'persistent_consent' : undefined);
+  if (consent.detail !== undefined) return completeLogin(ctx, request, reply, realm, auth, user, existing, consent.detail ?? undefined);
   return consentPage(ctx, reply, realm, auth, user, consent.client, consent.ask, existing);
 }
 
@@ -70,7 +70,7 @@ export function consentRoutes(app: FastifyInstance, ctx: PagesContext): void {
       await grantConsent(ctx.storage, realm, client, user.id, claims.scopes ?? []);
       // Scopes may have been added to the client since the page was shown: asked again for those, else completed.
       const again = await consentToAsk(ctx.storage, realm, auth, user.id);
-      if (again.persisted === undefined) return consentPage(ctx, reply, realm, auth, user, again.client, again.ask, sso?.session);
+      if (again.detail === undefined) return consentPage(ctx, reply, realm, auth, user, again.client, again.ask, sso?.session);
       return completeLogin(ctx, request, reply, realm, auth, user, sso?.session, 'consent_granted');
     },
   });

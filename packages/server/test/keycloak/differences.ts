@@ -25,6 +25,12 @@ const CLIENT_AUTH_REFUSED =
 /** The prefix of admin-bad-input.keycloak.ts's cases (`admin bad input: <resource>: <what>`). */
 const ADMIN_BAD_INPUT = 'admin bad input: ';
 
+const CORS_EXPOSED =
+  "Realmgate's Access-Control-Expose-Headers also names Location and WWW-Authenticate (headers its answers may carry); Keycloak 26.7.3 exposes Access-Control-Allow-Methods only, and nothing at the account API or for public documents.";
+const CORS_PREFLIGHT_HEADERS =
+  "Preflight Access-Control-Allow-Headers: Keycloak 26.7.3 answers a fixed list (Origin, Accept, X-Requested-With, Content-Type, Access-Control-Request-Method/-Headers, Authorization, DPoP); Realmgate names the headers its endpoints read (Accept-Language and Content-Language among them, not the request-only Access-Control-Request-* names).";
+const CORS_PREFLIGHT_METHODS =
+  'Preflight Access-Control-Allow-Methods: Keycloak 26.7.3 adds HEAD (and OPTIONS, PUT at the account API; none beyond GET for certs and discovery); Realmgate names the methods the endpoint takes and OPTIONS.';
 /** The case of admin-client.keycloak.ts (its BREADTH): `works.<resource>.<method>`, `keys.<resource>.<method>[.<key>]`. */
 const BREADTH = 'admin-client breadth';
 
@@ -168,5 +174,54 @@ export const differences: ListedDifference[] = [
     ['status', 'keys', 'written'],
     'open',
     "Realmgate keeps an identity provider of a kind it does not sign in with as data (SAML, OpenShift … from Keycloak exports round-trip; logged as not run), so it cannot tell a kind Keycloak has from none at all; Keycloak 26.7.3 refuses a providerId it has no factory for with 400 {errorMessage}. Closing it needs Keycloak's list of identity provider kinds.",
+  ),
+
+  // The account REST API (account-api.keycloak.ts)
+  ...each(
+    'account: the profile with bad input (POST)',
+    ['noEmail.keys', 'otherName.keys', 'noEmail.field', 'noEmail.errorMessage', 'otherName.field', 'otherName.errorMessage'],
+    'open',
+    'Keycloak 26.7.3 reports an empty e-mail twice (missingEmailMessage and error-user-attribute-required) and a changed username three times (read-only, length, readOnlyUsernameMessage), so its single-error fields are absent; Realmgate reports each once, with the single error also at the top level. Same status, same `errors` list shape.',
+  ),
+  ...each('account: the profile with bad input (POST)', ['notJson.keys'], 'open', 'A body that is not JSON: Keycloak 26.7.3 answers {error: invalid_request, error_description}, Realmgate {errorMessage} (the error catalogue\'s JSON shape); same status 400. Issue 41 part 3 (error shapes).'),
+  ...each('account: credentials', ['deleteUnknown.keys'], 'open', 'Keycloak 26.7.3 answers the account API\'s 404 for an unknown credential as {error}, Realmgate as {errorMessage}; same status. Issue 41 part 3 (error shapes).'),
+  ...each(
+    'account: sessions and devices, one signed out',
+    ['devices.count', 'devices.keys'],
+    'open',
+    "Keycloak 26.7.3 groups sessions by the device its user agent names (here both sessions on one 'Other' device) and leaves id, ipAddress and browser off the device; Realmgate records no user agent, so each session is its own device, described in full.",
+  ),
+  ...each(
+    'account: refusals (no token, a token without account roles, a token of another realm, not a token)',
+    ['noToken.profile.keys', 'noToken.sessions.keys', 'withoutRoles.profile.keys', 'withoutRoles.update.keys', 'withoutRoles.applications.keys', 'withoutRoles.credentials.keys', 'withoutRoles.revoke.keys', 'otherRealm.keys', 'notAToken.keys'],
+    'open',
+    'Keycloak 26.7.3 answers the account API\'s 401 as {error: "HTTP 401 Unauthorized"}; Realmgate adds errorMessage (why, for the caller). Same status. Issue 41 part 3 (error shapes).',
+  ),
+
+  // CORS (cors.keycloak.ts)
+  ...['listing the origin', '"+"', '"*"'].flatMap((which) => [
+    ...each(
+      `CORS: a client with web origins ${which}`,
+      ['token.own.exposeHeaders', 'userinfo.own.exposeHeaders', 'account.own.exposeHeaders', ...(which === '"*"' ? ['token.other.exposeHeaders', 'userinfo.other.exposeHeaders', 'account.other.exposeHeaders'] : [])],
+      'open',
+      CORS_EXPOSED,
+    ),
+    ...each(`CORS: a client with web origins ${which}`, ['token.preflight.allowHeaders', 'userinfo.preflight.allowHeaders', 'account.preflight.allowHeaders'], 'open', CORS_PREFLIGHT_HEADERS),
+    ...each(`CORS: a client with web origins ${which}`, ['userinfo.preflight.allowMethods', 'account.preflight.allowMethods'], 'open', CORS_PREFLIGHT_METHODS),
+    ...each(
+      `CORS: a client with web origins ${which}`,
+      ['userinfo.badToken.allowCredentials', 'userinfo.badToken.allowOrigin', 'userinfo.badToken.exposeHeaders'],
+      'open',
+      "userinfo's 401 for a token that cannot be read: Keycloak 26.7.3 grants the request's origin (with credentials) and exposes WWW-Authenticate; Realmgate grants nothing, as no client is known whose web origins could allow it.",
+    ),
+  ]),
+  ...each('CORS: certs and discovery, from any origin', ['certs.get.exposeHeaders', 'discovery.get.exposeHeaders'], 'open', CORS_EXPOSED),
+  ...each('CORS: certs and discovery, from any origin', ['certs.preflight.allowHeaders', 'discovery.preflight.allowHeaders'], 'open', CORS_PREFLIGHT_HEADERS),
+  ...each('CORS: certs and discovery, from any origin', ['certs.preflight.allowMethods', 'discovery.preflight.allowMethods'], 'open', CORS_PREFLIGHT_METHODS),
+  ...each(
+    'CORS: the admin API, from an origin no admin console allows',
+    ['get.status', 'preflight.allowCredentials', 'preflight.allowHeaders', 'preflight.allowMethods', 'preflight.allowOrigin', 'preflight.maxAge', 'preflight.status'],
+    'open',
+    "Keycloak 26.7.3's admin API answers any origin's preflight with a grant (200, its fixed headers and methods, max-age 3600) and refuses the actual request from an origin the token's client does not allow (403); Realmgate has no preflight route there (404) and answers the request (200) without CORS headers, so a browser on another origin reads nothing either way.",
   ),
 ];

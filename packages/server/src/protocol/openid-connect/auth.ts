@@ -150,14 +150,14 @@ export function authorizationRoutes(app: FastifyInstance, ctx: ProtocolContext):
     // A consentRequired client the signed-in user has not consented to (enough) asks first, on the sign-in's pages.
     const consent = sso ? await consentToAsk(ctx.storage, realm, auth, sso.user.id) : null;
     // prompt=none shows no page: OIDC Core's consent_required, as Keycloak answers.
-    if (consent && consent.persisted === undefined && prompt.split(' ').includes('none')) return fail('consent_required', 'Consent required');
-    if (sso && (kcAction || consent?.persisted === undefined)) {
+    if (consent && consent.detail === undefined && prompt.split(' ').includes('none')) return fail('consent_required', 'Consent required');
+    if (sso && (kcAction || consent?.detail === undefined)) {
       const session = await ctx.authSessions.start(reply, request, realm, auth);
       if (!session) return ctx.forms.requestError(reply, realm, 'Invalid request: its parameters (state, nonce, redirect_uri, scope) are too long together.');
       return reply.code(302).header('location', `/realms/${encodeURIComponent(realm.name)}/login-actions/required-action`).header('cache-control', 'no-store').send();
     }
     // Signed in already: the login completes in this request, and nothing about it is kept anywhere.
-    if (sso) return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session, consent?.persisted ? 'persistent_consent' : undefined);
+    if (sso) return completeLogin(ctx, request, reply, realm, ctx.authSessions.create(realm, auth), sso.user, sso.session, consent?.detail ?? undefined);
     if (prompt.split(' ').includes('none')) return fail('login_required', 'Login required');
     // The request waits for the user in a signed cookie, not in the shared store: an anonymous GET writes nothing.
     const session = await ctx.authSessions.start(reply, request, realm, auth);
