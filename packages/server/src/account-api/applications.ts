@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { requestInfo } from '../http/index.js';
-import { notFound } from '../model/errors.js';
+import { notFoundResponse } from '../model/errors.js';
 import type { Client, ClientScope, UserConsent } from '../model/types.js';
 import { clientConsentText } from '../authentication/index.js';
 import { revokeClientGrants } from '../services/index.js';
@@ -97,7 +97,7 @@ export function applicationsRoute(app: FastifyInstance, ctx: ServerContext): voi
   app.delete('/realms/:realm/account/applications/:clientId/consent', async (request: FastifyRequest<{ Params: { realm: string; clientId: string } }>, reply) => {
     const caller = await accountCallerWith(ctx, request, 'manage-account', 'manage-consent');
     const client = await ctx.storage.clients.byClientId(caller.realm.id, request.params.clientId.slice(0, 255));
-    if (!client) throw notFound(`No client with clientId: ${request.params.clientId.slice(0, 255)} found.`);
+    if (!client) throw notFoundResponse(`No client with clientId: ${request.params.clientId.slice(0, 255)} found.`);
     await revokeClientGrants(ctx.storage, caller.realm.id, caller.user.id, client.id);
     await ctx.events.user(caller.realm, { type: 'REVOKE_GRANT', clientId: caller.clientId, userId: caller.user.id, sessionId: caller.sessionId, details: { revoked_client: client.clientId }, request: requestInfo(request) });
     return reply.code(204).send();

@@ -183,8 +183,6 @@ export const differences: ListedDifference[] = [
     'open',
     'Keycloak 26.7.3 reports an empty e-mail twice (missingEmailMessage and error-user-attribute-required) and a changed username three times (read-only, length, readOnlyUsernameMessage), so its single-error fields are absent; Realmgate reports each once, with the single error also at the top level. Same status, same `errors` list shape.',
   ),
-  ...each('account: the profile with bad input (POST)', ['notJson.keys'], 'open', 'A body that is not JSON: Keycloak 26.7.3 answers {error: invalid_request, error_description}, Realmgate {errorMessage} (the error catalogue\'s JSON shape); same status 400. Issue 41 part 3 (error shapes).'),
-  ...each('account: credentials', ['deleteUnknown.keys'], 'open', 'Keycloak 26.7.3 answers the account API\'s 404 for an unknown credential as {error}, Realmgate as {errorMessage}; same status. Issue 41 part 3 (error shapes).'),
   ...each(
     'account: sessions and devices, one signed out',
     ['devices.count', 'devices.keys'],
