@@ -1,4 +1,6 @@
 import { defaultBruteForce } from './brute-force.js';
+import { defaultBrowserSecurityHeaders } from './browser-security-headers.js';
+import { defaultLifespans } from './lifespans.js';
 import { defaultOtpPolicy } from './otp-policy.js';
 import { defaultWebAuthnPolicies } from './webauthn-policy.js';
 import type { Client, Realm } from './types.js';
@@ -101,6 +103,8 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     offlineSessionIdleTimeout: 2592000,
     offlineSessionMaxLifespanEnabled: false,
     offlineSessionMaxLifespan: 5184000,
+    lifespans: defaultLifespans(),
+    browserSecurityHeaders: defaultBrowserSecurityHeaders(),
     attributes: {},
     bruteForce: defaultBruteForce(),
     otpPolicy: defaultOtpPolicy(),
