@@ -38,12 +38,6 @@ export const differences: ListedDifference[] = [
   },
   {
     case: BREADTH,
-    path: 'keys.clients.find.rootUrl',
-    kind: 'open',
-    reason: "Keycloak's built-in clients (account, account-console, security-admin-console…) have rootUrl ${authBaseUrl}; Realmgate's have none.",
-  },
-  {
-    case: BREADTH,
     path: 'keys.clients.evaluateGenerateAccessToken.allowed-origins',
     kind: 'open',
     reason: "Keycloak's example access token of a client with redirect URIs and no web origins carries allowed-origins (its web-origins scope); Realmgate's leaves it out.",
