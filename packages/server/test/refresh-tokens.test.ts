@@ -282,4 +282,115 @@ describe.each(httpDatabases)('refresh and offline tokens (%s)', (database) => {
       }
     });
   });
+
+  describe("the realm's client session lifespans (issue 41)", () => {
+    /** Moves a client's part of a session into the past: its start, as if it had begun that long ago. */
+    const ageClientSession = async (sessionId: string, seconds: number) => {
+      const row = await t.server.context.storage.db.selectFrom('client_session').select(['id', 'started']).where('session_id', '=', sessionId).where('client_id', '=', appUuid).executeTakeFirstOrThrow();
+      await t.server.context.storage.db.updateTable('client_session').set({ started: row.started - seconds * 1000 }).where('id', '=', row.id).execute();
+    };
+
+    it("Keycloak's defaults (0: the user session's own) are answered, and a refresh token lives by the SSO session", async () => {
+      const realm = (await api(t.url, 'GET', `/admin/realms/${REALM}`, admin)).body;
+      expect(realm).toMatchObject({ clientSessionIdleTimeout: 0, clientSessionMaxLifespan: 0, clientOfflineSessionIdleTimeout: 0, clientOfflineSessionMaxLifespan: 0 });
+      expect((await password()).body.refresh_expires_in).toBe(1800);
+    });
+
+    it('clientSessionIdleTimeout shortens the refresh token', async () => {
+      await setRealm({ clientSessionIdleTimeout: 300 });
+      try {
+        const tokens = await password();
+        expect(tokens.body.refresh_expires_in).toBe(300);
+        const claims = decodeJwt(tokens.body.refresh_token as string);
+        expect(claims.exp! - claims.iat!).toBe(300);
+      } finally {
+        await setRealm({ clientSessionIdleTimeout: 0 });
+      }
+    });
+
+    it('a refresh token whose client session is past clientSessionMaxLifespan is refused, though its own exp and the user session are not past', async () => {
+      await setRealm({ clientSessionMaxLifespan: 600 });
+      try {
+        const tokens = await password();
+        expect(tokens.body.refresh_expires_in).toBe(600);
+        const sid = decodeJwt(tokens.body.refresh_token as string).sid as string;
+        expect((await refresh(tokens.body.refresh_token as string)).status).toBe(200);
+        await ageClientSession(sid, 601);
+        expect((await refresh(tokens.body.refresh_token as string)).body.error_description).toBe('Session not active');
+        // The user session itself is alive: another client's part of it is not ended by this one's lifespan.
+        expect(await t.server.context.storage.sessions.byId(sid)).not.toBeNull();
+      } finally {
+        await setRealm({ clientSessionMaxLifespan: 0 });
+      }
+      // Without the lifespan the same aged client session refreshes again (the check is the setting's).
+    });
+
+    it('clientOfflineSessionMaxLifespan gives offline tokens an expiry and ends them', async () => {
+      await setRealm({ clientOfflineSessionMaxLifespan: 1000 });
+      try {
+        const tokens = await password('offline_access');
+        expect(decodeJwt(tokens.body.refresh_token as string).typ).toBe('Offline');
+        expect(tokens.body.refresh_expires_in).toBe(1000);
+        await ageClientSession(decodeJwt(tokens.body.refresh_token as string).sid as string, 1001);
+        expect((await refresh(tokens.body.refresh_token as string)).body.error_description).toBe('Session not active');
+      } finally {
+        await setRealm({ clientOfflineSessionMaxLifespan: 0 });
+      }
+    });
+
+    it('the other lifespans are kept, answered and round-trip through export and import; a negative one is a 400', async () => {
+      const kept = { ssoSessionIdleTimeoutRememberMe: 120, ssoSessionMaxLifespanRememberMe: 240, accessTokenLifespanForImplicitFlow: 600, accessCodeLifespanUserAction: 400, accessCodeLifespanLogin: 900, clientSessionMaxLifespan: 7200, displayNameHtml: '<b>Refresh</b>' };
+      await setRealm(kept);
+      try {
+        expect((await api(t.url, 'GET', `/admin/realms/${REALM}`, admin)).body).toMatchObject(kept);
+        const exported = (await api(t.url, 'POST', `/admin/realms/${REALM}/partial-export`, admin)).body;
+        expect(exported).toMatchObject(kept);
+        const copy = `${REALM}-copy-${database}`;
+        expect((await api(t.url, 'POST', '/admin/realms', admin, { ...exported, id: undefined, realm: copy, clients: [], users: [], roles: undefined, groups: undefined })).status).toBe(201);
+        expect((await api(t.url, 'GET', `/admin/realms/${copy}`, admin)).body).toMatchObject(kept);
+        expect((await api(t.url, 'DELETE', `/admin/realms/${copy}`, admin)).status).toBe(204);
+        const refused = await api(t.url, 'PUT', `/admin/realms/${REALM}`, admin, { clientSessionIdleTimeout: -1 });
+        expect(refused.status).toBe(400);
+        expect(refused.body.field).toBe('clientSessionIdleTimeout');
+      } finally {
+        await setRealm({ ssoSessionIdleTimeoutRememberMe: 0, ssoSessionMaxLifespanRememberMe: 0, accessTokenLifespanForImplicitFlow: 900, accessCodeLifespanUserAction: 300, accessCodeLifespanLogin: 1800, clientSessionMaxLifespan: 0, displayNameHtml: '' });
+      }
+    });
+  });
+
+  describe("the realm's browserSecurityHeaders (issue 41)", () => {
+    const loginPage = async () => {
+      const response = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: CALLBACK, response_type: 'code', scope: 'openid', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`, { redirect: 'manual' });
+      expect(response.status).toBe(200);
+      return response;
+    };
+
+    it("are answered in Keycloak's names with the headers the pages send, and a realm's value replaces one", async () => {
+      const realm = (await api(t.url, 'GET', `/admin/realms/${REALM}`, admin)).body;
+      expect(realm.browserSecurityHeaders).toMatchObject({ xFrameOptions: 'DENY', xContentTypeOptions: 'nosniff', referrerPolicy: 'no-referrer', xRobotsTag: 'none', contentSecurityPolicyReportOnly: '' });
+      const before = await loginPage();
+      expect(before.headers.get('x-frame-options')).toBe('DENY');
+      expect(before.headers.get('content-security-policy')).toBe(realm.browserSecurityHeaders.contentSecurityPolicy);
+      await setRealm({ browserSecurityHeaders: { xFrameOptions: 'SAMEORIGIN', xRobotsTag: '', contentSecurityPolicyReportOnly: "default-src 'self'" } });
+      try {
+        const after = await loginPage();
+        expect(after.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+        expect(after.headers.get('x-robots-tag')).toBeNull();
+        expect(after.headers.get('content-security-policy-report-only')).toBe("default-src 'self'");
+        // The others are kept.
+        expect(after.headers.get('x-content-type-options')).toBe('nosniff');
+      } finally {
+        await setRealm({ browserSecurityHeaders: { xFrameOptions: 'DENY', xRobotsTag: 'none', contentSecurityPolicyReportOnly: '' } });
+      }
+    });
+
+    it('an unknown header name, or a value that would start another header, is a 400 and changes nothing', async () => {
+      for (const headers of [{ xFrameOption: 'DENY' }, { xFrameOptions: 'DENY\r\nSet-Cookie: a=b' }]) {
+        const refused = await api(t.url, 'PUT', `/admin/realms/${REALM}`, admin, { browserSecurityHeaders: headers });
+        expect(refused.status).toBe(400);
+        expect(refused.body.field).toBe('browserSecurityHeaders');
+      }
+      expect((await loginPage()).headers.get('set-cookie') ?? '').not.toContain('a=b');
+    });
+  });
 });

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { mapperServerInfo } from '../model/protocol-mapper-types.js';
 import type { ServerContext } from '../context.js';
@@ -87,6 +88,8 @@ export async function adminApi(app: FastifyInstance, ctx: ServerContext): Promis
         return {
           systemInfo: { version: ctx.version, serverTime: new Date().toISOString(), uptime: `${Math.round(process.uptime())} seconds`, javaVersion: process.version, osName: process.platform },
           memoryInfo: { used: process.memoryUsage().heapUsed, total: process.memoryUsage().heapTotal },
+          // Keycloak's cpuInfo: the processors this process may use.
+          cpuInfo: { processorCount: availableParallelism() },
           providers,
           ...mapperServerInfo(),
           realmgateProviders: ctx.providers.list().map((e) => ({ id: e.factory.id, kind: e.factory.kind, package: e.packageName, version: e.version, builtin: e.builtin })),

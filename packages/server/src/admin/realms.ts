@@ -25,7 +25,8 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const realms = await visibleRealms(ctx, callerOf(request));
     // Keycloak answers 403, not an empty list, to a caller who may see no realm at all.
     if (realms.length === 0) throw forbidden('No realm is visible to this caller');
-    return realms.map(realmRep);
+    // Each with its defaultRole, as Keycloak's list.
+    return Promise.all(realms.map(async (realm) => ({ ...realmRep(realm), ...(await defaultRoleField(ctx, realm)) })));
   });
 
   app.post('/realms', { bodyLimit: REALM_IMPORT_BODY_LIMIT }, async (request: AdminRequest, reply) => {
@@ -93,12 +94,10 @@ export function realmRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/realms/:realm', async (request: AdminRequest) => {
     const realm = await targetRealm(ctx, request);
-    // Keycloak's brief role representation of default-roles-<realm>: the console's "User registration" tab edits it.
-    const defaultRole = await ctx.storage.roles.byName(realm.id, defaultRolesName(realm.name));
     return {
       ...realmRep(realm),
       ...(await realmDefaultScopeNames(ctx.storage, realm.id)),
-      ...(defaultRole ? { defaultRole: roleRep(defaultRole, true) } : {}),
+      ...(await defaultRoleField(ctx, realm)),
     };
   });
 
@@ -169,4 +168,10 @@ function checkThemes(ctx: ServerContext, realm: Realm, rep: Record<string, unkno
     const known = ctx.pages.themes.names(type);
     throw badRequest(`realm.${field}: no ${type} theme "${name}" (the server has the built-in theme${known.length ? ` and ${known.map((n) => `"${n}"`).join(', ')}` : ''})`, field);
   }
+}
+
+/** Keycloak's brief role representation of default-roles-<realm> (the console's "User registration" tab edits it). */
+async function defaultRoleField(ctx: ServerContext, realm: Realm) {
+  const defaultRole = await ctx.storage.roles.byName(realm.id, defaultRolesName(realm.name));
+  return defaultRole ? { defaultRole: roleRep(defaultRole, true) } : {};
 }

@@ -109,5 +109,7 @@ export function consoleServerInfo(ctx: ServerContext): Record<string, unknown> {
     // The social kinds this server signs in through (authentication/brokering/social-providers.ts).
     socialProviders: Object.entries(SOCIAL_PROVIDERS).map(([id, provider]) => ({ id, name: provider.name })),
     clientImporters: [],
+    // Keycloak's value types of dynamic (parameterized) client scopes: none, dynamic scopes are not supported.
+    parameterizedScopeTypes: [],
   };
 }

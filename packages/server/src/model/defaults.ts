@@ -1,4 +1,6 @@
 import { defaultBruteForce } from './brute-force.js';
+import { defaultBrowserSecurityHeaders } from './browser-security-headers.js';
+import { defaultLifespans } from './lifespans.js';
 import { defaultOtpPolicy } from './otp-policy.js';
 import { defaultWebAuthnPolicies } from './webauthn-policy.js';
 import type { Client, Realm } from './types.js';
@@ -11,6 +13,14 @@ export const ACCOUNT = 'account';
 export const SECURITY_ADMIN_CONSOLE = 'security-admin-console';
 /** The account console's client (Keycloak's Constants.ACCOUNT_CONSOLE_CLIENT_ID): public, PKCE S256, every realm has it. */
 export const ACCOUNT_CONSOLE = 'account-console';
+
+/**
+ * Keycloak's rootUrl of the built-in clients a realm is made with (account and account-console `${authBaseUrl}`,
+ * security-admin-console `${authAdminUrl}`), answered for one that has none: this server stores none, and an empty
+ * rootUrl means this server's base just as those do (model/redirect-uri.ts), so realms made before need no migration.
+ */
+export const BUILTIN_ROOT_URLS: Readonly<Record<string, string>> = { [ACCOUNT]: '${authBaseUrl}', [ACCOUNT_CONSOLE]: '${authBaseUrl}', [SECURITY_ADMIN_CONSOLE]: '${authAdminUrl}' };
+
 
 /** The master realm's roles that act on every realm: `admin` (all of them) and `create-realm`. */
 export const MASTER_ADMIN_ROLES = ['admin', 'create-realm'] as const;
@@ -101,6 +111,8 @@ export function defaultRealm(id: string, name: string, now: number): Realm {
     offlineSessionIdleTimeout: 2592000,
     offlineSessionMaxLifespanEnabled: false,
     offlineSessionMaxLifespan: 5184000,
+    lifespans: defaultLifespans(),
+    browserSecurityHeaders: defaultBrowserSecurityHeaders(),
     attributes: {},
     bruteForce: defaultBruteForce(),
     otpPolicy: defaultOtpPolicy(),

@@ -1,3 +1,5 @@
+import type { RealmLifespans } from './lifespans.js';
+import type { BrowserSecurityHeaders } from './browser-security-headers.js';
 import type { BruteForceSettings } from './brute-force.js';
 import type { OtpPolicy } from './otp-policy.js';
 import type { WebAuthnPolicies } from './webauthn-policy.js';
@@ -59,6 +61,10 @@ export interface Realm {
   offlineSessionIdleTimeout: number;
   offlineSessionMaxLifespanEnabled: boolean;
   offlineSessionMaxLifespan: number;
+  /** Keycloak's client session, remember-me, implicit-flow and login lifespans (model/lifespans.ts). */
+  lifespans: RealmLifespans;
+  /** Keycloak's browserSecurityHeaders: the headers of the realm's pages (model/browser-security-headers.ts). */
+  browserSecurityHeaders: BrowserSecurityHeaders;
   attributes: Record<string, string>;
   /** Keycloak's brute-force detection fields (bruteForceProtected …). */
   bruteForce: BruteForceSettings;

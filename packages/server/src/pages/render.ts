@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Eta } from 'eta';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Realm } from '../model/types.js';
+import { BROWSER_SECURITY_HEADERS } from '../model/browser-security-headers.js';
 import { CLIENT_LOGIN_THEME } from '../model/themes.js';
 import { escapeHtml, readCookie, secureCookies, setCookie } from '../http/index.js';
 import { realmCookiePath } from '../authentication/index.js';
@@ -13,24 +14,29 @@ import { BUILTIN_THEME, templateEngine, themeMessages, themeResource, Themes, ty
 
 const builtinStylesheet = readFileSync(fileURLToPath(new URL('./static/style.css', import.meta.url)));
 
-// Scripts only from this origin: protector and form-action assets are served by their realm resources.
-const contentSecurityPolicy = [
-  "default-src 'self'",
-  "script-src 'self' 'wasm-unsafe-eval'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "worker-src 'self' blob:",
-  "connect-src 'self'",
-  "form-action 'self' http: https:",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
-
 /** An http(s) origin as URL.origin writes it: nothing that could end or extend a CSP directive. */
 const isOrigin = (origin: string) => /^https?:\/\/[a-z0-9.\-[\]:]+$/i.test(origin);
 
 export interface FieldErrors {
   [field: string]: string;
+}
+
+/**
+ * The realm's browserSecurityHeaders as response headers ("" leaves one out); `frameSrc` adds the origins a page may
+ * frame to its Content-Security-Policy.
+ */
+export function pageSecurityHeaders(realm: Pick<Realm, 'browserSecurityHeaders'>, frameSrc?: string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [field, name] of Object.entries(BROWSER_SECURITY_HEADERS)) {
+    const value = realm.browserSecurityHeaders[field as keyof typeof BROWSER_SECURITY_HEADERS];
+    if (value) headers[name] = value;
+  }
+  if (frameSrc?.length) {
+    const policy = headers['content-security-policy'];
+    const framed = `frame-src 'self' ${frameSrc.filter(isOrigin).join(' ')}`;
+    headers['content-security-policy'] = policy ? `${policy.replace(/;\s*$/, '')}; ${framed}` : framed;
+  }
+  return headers;
 }
 
 /** Keycloak's cookie remembering the language menu's choice for the browser. */
@@ -161,13 +167,7 @@ export class PageRenderer {
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .headers({
-        'cache-control': 'no-store',
-        'content-security-policy': options.frameSrc?.length ? `${contentSecurityPolicy}; frame-src 'self' ${options.frameSrc.filter(isOrigin).join(' ')}` : contentSecurityPolicy,
-        'x-frame-options': 'DENY',
-        'x-content-type-options': 'nosniff',
-        'referrer-policy': 'no-referrer',
-      })
+      .headers({ 'cache-control': 'no-store', ...pageSecurityHeaders(realm, options.frameSrc) })
       .send(html);
   }
 

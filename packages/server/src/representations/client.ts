@@ -1,4 +1,5 @@
 import { badRequest } from '../model/errors.js';
+import { BUILTIN_ROOT_URLS } from '../model/defaults.js';
 import { isOverrideBinding } from '../flows/index.js';
 import { CLIENT_AUTHENTICATOR_TYPES, type Client, type ProtocolMapper } from '../model/types.js';
 import { X509_CA_SUBJECT_DN, X509_REGEX_COMPARISON, X509_SUBJECT_DN, normalizeDn, subjectDnPattern } from '../keys/distinguished-name.js';
@@ -77,13 +78,18 @@ export interface ClientScopeView {
   protocolMappers: ProtocolMapper[];
 }
 
+function rootUrlOf(client: Pick<Client, 'rootUrl' | 'clientId'>): { rootUrl?: string } {
+  const rootUrl = client.rootUrl ?? BUILTIN_ROOT_URLS[client.clientId];
+  return rootUrl !== undefined ? { rootUrl } : {};
+}
+
 export function clientRep(client: Client, scopes: ClientScopeView = { defaultClientScopes: [], optionalClientScopes: [], protocolMappers: [] }) {
   return {
     id: client.id,
     clientId: client.clientId,
     ...(client.name !== null ? { name: client.name } : {}),
     ...(client.description !== null ? { description: client.description } : {}),
-    ...(client.rootUrl !== null ? { rootUrl: client.rootUrl } : {}),
+    ...rootUrlOf(client),
     ...(client.adminUrl ? { adminUrl: client.adminUrl } : {}),
     ...(client.baseUrl !== null ? { baseUrl: client.baseUrl } : {}),
     surrogateAuthRequired: false,

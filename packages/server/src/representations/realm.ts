@@ -17,6 +17,8 @@ import {
   webAuthnPolicyRep,
 } from '../model/webauthn-policy.js';
 import type { Realm } from '../model/types.js';
+import { LIFESPAN_FIELDS } from '../model/lifespans.js';
+import { BROWSER_SECURITY_HEADERS, HEADER_VALUE, type BrowserSecurityHeaders } from '../model/browser-security-headers.js';
 import { LOCALE_TAG, realmLocales } from '../model/locales.js';
 import { THEME_FIELDS, THEME_NAME } from '../model/themes.js';
 import type { Spec } from './fields.js';
@@ -62,6 +64,9 @@ export const realmSpec: Spec = {
   offlineSessionIdleTimeout: { type: 'integer', min: 1 },
   offlineSessionMaxLifespanEnabled: { type: 'boolean' },
   offlineSessionMaxLifespan: { type: 'integer', min: 1 },
+  ...Object.fromEntries(LIFESPAN_FIELDS.map((field) => [field, { type: 'integer', min: 0, max: 2_147_483_647 }])),
+  // Checked key by key in applyRealmSettings (Keycloak's seven names, one-line printable values).
+  browserSecurityHeaders: { type: 'stringMap', max: 2048 },
   attributes: { type: 'stringMap', max: 4096 },
   // The device grant's defaults, kept as Keycloak keeps them: realm attributes of the same names (DEVICE_FIELDS).
   oauth2DeviceCodeLifespan: { type: 'integer', min: 1, max: 2_147_483_647 },
@@ -153,9 +158,8 @@ function bruteForceSpec(): Spec {
 
 /** Keycloak RealmRepresentation fields this server accepts and does not use. */
 export const realmIgnored = [
-  'id', 'accessCodeLifespanLogin', 'accessCodeLifespanUserAction', 'accessTokenLifespanForImplicitFlow',
-  'adminPermissionsClient',
-  'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 'browserSecurityHeaders',
+  'id', 'adminPermissionsClient',
+  'adminPermissionsEnabled', 'adminTheme', 'authenticationFlows', 'authenticatorConfig', 
   'bruteForceProtected', 'clientAuthenticationFlow', 'clientScopeMappings', 'clientScopes',
   'components', 'defaultDefaultClientScopes', 'defaultGroups', 'defaultOptionalClientScopes', 'defaultRoles',
   'defaultRole', 'directGrantFlow', 'dockerAuthenticationFlow', 'editUsernameAllowed',
@@ -164,8 +168,7 @@ export const realmIgnored = [
   'maxTemporaryLockouts', 'bruteForceStrategy', 'minimumQuickLoginWaitSeconds', 'verifiableCredentialsEnabled',
   'otpSupportedApplications', 'permanentLockout', 'protocolMappers',
   'quickLoginCheckMilliSeconds', 'registrationEmailAsUsername', 'rememberMe', 'requiredActions',
-  'scopeMappings', 'ssoSessionIdleTimeoutRememberMe', 'ssoSessionMaxLifespanRememberMe',
-  'clientSessionIdleTimeout', 'clientSessionMaxLifespan', 'clientOfflineSessionIdleTimeout', 'clientOfflineSessionMaxLifespan',
+  'scopeMappings',
   'userFederationMappers', 'userFederationProviders', 'userManagedAccessAllowed', 'waitIncrementSeconds',
   'scimApiEnabled', 'firstBrokerLoginFlow', 'localizationTexts', 'organizations', 'roles', 'clients', 'users',
   // In every Keycloak export (not in the admin client's RealmRepresentation): the credential types a realm asks for.
@@ -218,6 +221,11 @@ export const realmFieldUse: Record<string, string> = {
   offlineSessionIdleTimeout: 'model/sessions.ts',
   offlineSessionMaxLifespanEnabled: 'model/sessions.ts',
   offlineSessionMaxLifespan: 'model/sessions.ts',
+  clientSessionIdleTimeout: 'model/sessions.ts',
+  clientSessionMaxLifespan: 'model/sessions.ts',
+  clientOfflineSessionIdleTimeout: 'model/sessions.ts',
+  clientOfflineSessionMaxLifespan: 'model/sessions.ts',
+  browserSecurityHeaders: 'pages/render.ts',
   ...Object.fromEntries(BRUTE_FORCE_FIELDS.map((f) => [f, 'model/brute-force.ts'])),
   otpPolicyType: 'representations/realm.ts',
   otpPolicyAlgorithm: 'credentials/otp.ts',
@@ -245,6 +253,8 @@ export function realmRep(realm: Realm) {
     id: realm.id,
     realm: realm.name,
     ...(realm.displayName !== null ? { displayName: realm.displayName } : {}),
+    // Kept as Keycloak keeps it (a realm attribute of that name); the pages show displayName, never this HTML.
+    ...(realm.attributes.displayNameHtml ? { displayNameHtml: realm.attributes.displayNameHtml } : {}),
     notBefore: realm.notBefore,
     defaultSignatureAlgorithm: realm.defaultSignatureAlgorithm ?? 'RS256',
     revokeRefreshToken: realm.revokeRefreshToken,
@@ -258,6 +268,7 @@ export function realmRep(realm: Realm) {
     offlineSessionIdleTimeout: realm.offlineSessionIdleTimeout,
     offlineSessionMaxLifespanEnabled: realm.offlineSessionMaxLifespanEnabled,
     offlineSessionMaxLifespan: realm.offlineSessionMaxLifespan,
+    ...realm.lifespans,
     enabled: realm.enabled,
     sslRequired: realm.sslRequired,
     registrationAllowed: realm.registrationAllowed,
@@ -269,11 +280,15 @@ export function realmRep(realm: Realm) {
     resetPasswordAllowed: realm.resetPasswordAllowed,
     editUsernameAllowed: false,
     ...realm.bruteForce,
+    // Wrong OTP codes count with wrong passwords (failureFactor): no second counter.
+    maxSecondaryAuthFailures: 0,
+    requiredCredentials: ['password'],
     ...realm.otpPolicy,
     ...webAuthnPolicyRep(realm.webAuthnPolicies),
     otpSupportedApplications: ['totpAppFreeOTPName', 'totpAppGoogleName', 'totpAppMicrosoftAuthenticatorName'],
     organizationsEnabled: realm.organizationsEnabled,
     ...eventsConfigRep(realm),
+    browserSecurityHeaders: { ...realm.browserSecurityHeaders },
     smtpServer: smtp,
     browserFlow: realm.browserFlow,
     registrationFlow: realm.registrationFlow,
@@ -282,6 +297,12 @@ export function realmRep(realm: Realm) {
     clientAuthenticationFlow: 'clients',
     // Not a setting here yet: the built-in flow, until identity brokering binds its own.
     firstBrokerLoginFlow: 'first broker login',
+    dockerAuthenticationFlow: 'docker auth',
+    // Features this server does not have, answered as Keycloak answers them when off.
+    userManagedAccessAllowed: false,
+    verifiableCredentialsEnabled: false,
+    adminPermissionsEnabled: false,
+    scimApiEnabled: false,
     attributes: Object.fromEntries(Object.entries(realm.attributes).filter(([key]) => !(FIELD_ATTRIBUTES as readonly string[]).includes(key))),
     ...deviceFields(realm),
     ...localeFields(realm),
@@ -356,6 +377,11 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
   for (const key of OTP_POLICY_FIELDS) if (rep[key] !== undefined) Object.assign(otpPolicy, { [key]: rep[key] });
   realm.otpPolicy = otpPolicy;
   realm.webAuthnPolicies = applyWebAuthnPolicyRep(realm.webAuthnPolicies, rep);
+  const lifespans = { ...realm.lifespans };
+  for (const key of LIFESPAN_FIELDS) if (rep[key] !== undefined) lifespans[key] = rep[key] as number;
+  realm.lifespans = lifespans;
+  const headers = rep.browserSecurityHeaders as Record<string, string> | undefined;
+  if (headers !== undefined) realm.browserSecurityHeaders = applyBrowserSecurityHeaders(realm.browserSecurityHeaders, headers, path);
   // Keycloak's OAuth2DeviceConfig writes these two as realm attributes; the device grant reads them there.
   // A value that is already in effect (the default, say) writes nothing, so an export imported again is the same realm.
   const effective = deviceFields(realm);
@@ -372,13 +398,26 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
     if (name) themed[field] = name;
     else if (name === '') delete themed[field];
   }
+  if (rep.displayNameHtml) themed.displayNameHtml = rep.displayNameHtml as string;
+  else if (rep.displayNameHtml === '') delete themed.displayNameHtml;
   realm.attributes = themed;
+}
+
+/** A realm's browserSecurityHeaders after a representation's: given names replaced, others kept (as Keycloak's update). */
+function applyBrowserSecurityHeaders(current: BrowserSecurityHeaders, given: Record<string, string>, path: string): BrowserSecurityHeaders {
+  const headers = { ...current };
+  for (const [key, value] of Object.entries(given)) {
+    if (!(key in BROWSER_SECURITY_HEADERS)) throw badRequest(`${path}.browserSecurityHeaders.${key}: not a header Keycloak names (${Object.keys(BROWSER_SECURITY_HEADERS).join(', ')})`, 'browserSecurityHeaders');
+    if (!HEADER_VALUE.test(value)) throw badRequest(`${path}.browserSecurityHeaders.${key}: must be one line of printable characters (at most 2048)`, 'browserSecurityHeaders');
+    headers[key as keyof BrowserSecurityHeaders] = value;
+  }
+  return headers;
 }
 
 /** Keycloak's internationalization fields, kept as realm attributes of the same names (model/locales.ts). */
 const LOCALE_FIELDS = ['internationalizationEnabled', 'supportedLocales', 'defaultLocale'] as const;
 /** Representation fields kept as realm attributes: not in the representation's `attributes`, kept by a PUT of them. */
-const FIELD_ATTRIBUTES = [...LOCALE_FIELDS, ...(Object.keys(THEME_FIELDS) as (keyof typeof THEME_FIELDS)[])];
+const FIELD_ATTRIBUTES = [...LOCALE_FIELDS, ...(Object.keys(THEME_FIELDS) as (keyof typeof THEME_FIELDS)[]), 'displayNameHtml'];
 
 /** Keycloak's internationalization fields as its representation answers them (the realm's attributes of those names). */
 function localeFields(realm: Realm): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { newId, newSecret } from '../credentials/index.js';
-import { defaultClient } from '../model/defaults.js';
+import { BUILTIN_ROOT_URLS, defaultClient } from '../model/defaults.js';
 import { badRequest, conflict } from '../model/errors.js';
 import type { Client, ProtocolMapper, Realm } from '../model/types.js';
 import { isUniqueViolation, type Db, type Storage } from '../storage/index.js';
@@ -22,6 +22,8 @@ export function clientFrom(input: Partial<Client>, base: Client): Client {
   // As Keycloak's client update: a body without them leaves the management URL and the not-before time.
   client.adminUrl = input.adminUrl ?? base.adminUrl;
   client.notBefore = input.notBefore ?? base.notBefore;
+  // A built-in client's representation answers its default rootUrl (BUILTIN_ROOT_URLS); given back, nothing changed.
+  if (base.rootUrl === null && client.rootUrl === BUILTIN_ROOT_URLS[client.clientId]) client.rootUrl = null;
   return client;
 }
 

@@ -2,6 +2,8 @@ import type { Selectable } from 'kysely';
 import { BRUTE_FORCE_FIELDS, defaultBruteForce, type BruteForceSettings } from '../model/brute-force.js';
 import { OTP_ALGORITHMS, OTP_POLICY_FIELDS, defaultOtpPolicy, type OtpPolicy } from '../model/otp-policy.js';
 import { readWebAuthnPolicies } from '../model/webauthn-policy.js';
+import { browserSecurityHeaderOverrides, readBrowserSecurityHeaders } from '../model/browser-security-headers.js';
+import { defaultLifespans, LIFESPAN_FIELDS, type RealmLifespans } from '../model/lifespans.js';
 import { SSL_REQUIRED, type Realm, type SslRequired } from '../model/types.js';
 import type { Db } from './db.js';
 import type { ConfigCache } from './config-cache.js';
@@ -31,6 +33,21 @@ const lifespan = (text: string | undefined, fallback: number) => (text && /^[1-9
 /** The client profiles and policies (model/client-policies.ts), kept the same way: absent or empty is not stored. */
 const CLIENT_PROFILES_KEY = 'realmgate.clientProfiles';
 const CLIENT_POLICIES_KEY = 'realmgate.clientPolicies';
+/** The other lifespans (model/lifespans.ts) and the browser security headers, kept the same way: only what differs from the defaults. */
+const LIFESPANS_KEY = 'realmgate.lifespans';
+const BROWSER_HEADERS_KEY = 'realmgate.browserSecurityHeaders';
+
+function readLifespans(text: string | undefined): RealmLifespans {
+  const stored = fromJson<Record<string, unknown>>(text, {});
+  const lifespans = defaultLifespans();
+  for (const field of LIFESPAN_FIELDS) if (Number.isSafeInteger(stored[field]) && (stored[field] as number) >= 0) lifespans[field] = stored[field] as number;
+  return lifespans;
+}
+
+const lifespanOverrides = (lifespans: RealmLifespans) => {
+  const defaults = defaultLifespans();
+  return Object.fromEntries(LIFESPAN_FIELDS.filter((field) => lifespans[field] !== defaults[field]).map((field) => [field, lifespans[field]]));
+};
 
 const readSslRequired = (text: string | undefined): SslRequired => (SSL_REQUIRED as readonly string[]).includes(text ?? '') ? (text as SslRequired) : 'external';
 
@@ -55,7 +72,7 @@ function readOtpPolicy(text: string | undefined): OtpPolicy {
 }
 
 function toRealm(row: Selectable<RealmTable>): Realm {
-  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, [CLIENT_PROFILES_KEY]: clientProfiles, [CLIENT_POLICIES_KEY]: clientPolicies, [ACTION_TOKEN_USER_KEY]: userLifespan, [ACTION_TOKEN_ADMIN_KEY]: adminLifespan, [ACCESS_CODE_KEY]: codeLifespan, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
+  const { [BRUTE_FORCE_KEY]: bruteForce, [SSL_REQUIRED_KEY]: sslRequired, [OTP_POLICY_KEY]: otpPolicy, [WEBAUTHN_POLICIES_KEY]: webAuthnPolicies, [SIGNATURE_ALGORITHM_KEY]: signatureAlgorithm, [NOT_BEFORE_KEY]: notBefore, [CLIENT_PROFILES_KEY]: clientProfiles, [CLIENT_POLICIES_KEY]: clientPolicies, [ACTION_TOKEN_USER_KEY]: userLifespan, [ACTION_TOKEN_ADMIN_KEY]: adminLifespan, [ACCESS_CODE_KEY]: codeLifespan, [LIFESPANS_KEY]: lifespans, [BROWSER_HEADERS_KEY]: browserHeaders, ...attributes } = fromJson<Record<string, string>>(row.attributes, {});
   return {
     id: row.id,
     name: row.name,
@@ -89,6 +106,8 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     offlineSessionIdleTimeout: row.offline_session_idle_timeout,
     offlineSessionMaxLifespanEnabled: bool(row.offline_session_max_lifespan_enabled),
     offlineSessionMaxLifespan: row.offline_session_max_lifespan,
+    lifespans: readLifespans(lifespans),
+    browserSecurityHeaders: readBrowserSecurityHeaders(fromJson(browserHeaders, {})),
     attributes,
     bruteForce: readBruteForce(bruteForce),
     otpPolicy: readOtpPolicy(otpPolicy),
@@ -102,6 +121,9 @@ function toRealm(row: Selectable<RealmTable>): Realm {
     ...(clientPolicies ? { clientPolicies: fromJson(clientPolicies, []) } : {}),
   };
 }
+
+/** A JSON object under a reserved key, absent when empty. */
+const storedJson = (key: string, value: Record<string, unknown>) => (Object.keys(value).length ? { [key]: toJson(value) } : {});
 
 function toRow(realm: Realm): Selectable<RealmTable> {
   return {
@@ -134,7 +156,7 @@ function toRow(realm: Realm): Selectable<RealmTable> {
     offline_session_idle_timeout: realm.offlineSessionIdleTimeout,
     offline_session_max_lifespan_enabled: flag(realm.offlineSessionMaxLifespanEnabled),
     offline_session_max_lifespan: realm.offlineSessionMaxLifespan,
-    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}), ...(realm.clientProfiles?.length ? { [CLIENT_PROFILES_KEY]: toJson(realm.clientProfiles) } : {}), ...(realm.clientPolicies?.length ? { [CLIENT_POLICIES_KEY]: toJson(realm.clientPolicies) } : {}), ...(realm.actionTokenGeneratedByUserLifespan !== 300 ? { [ACTION_TOKEN_USER_KEY]: String(realm.actionTokenGeneratedByUserLifespan) } : {}), ...(realm.actionTokenGeneratedByAdminLifespan !== 43200 ? { [ACTION_TOKEN_ADMIN_KEY]: String(realm.actionTokenGeneratedByAdminLifespan) } : {}), ...(realm.accessCodeLifespan !== 60 ? { [ACCESS_CODE_KEY]: String(realm.accessCodeLifespan) } : {}) }),
+    attributes: toJson({ ...realm.attributes, [BRUTE_FORCE_KEY]: toJson(realm.bruteForce), [SSL_REQUIRED_KEY]: realm.sslRequired, [OTP_POLICY_KEY]: toJson(realm.otpPolicy), [WEBAUTHN_POLICIES_KEY]: toJson(realm.webAuthnPolicies), ...(realm.defaultSignatureAlgorithm ? { [SIGNATURE_ALGORITHM_KEY]: realm.defaultSignatureAlgorithm } : {}), ...(realm.notBefore ? { [NOT_BEFORE_KEY]: String(realm.notBefore) } : {}), ...(realm.clientProfiles?.length ? { [CLIENT_PROFILES_KEY]: toJson(realm.clientProfiles) } : {}), ...(realm.clientPolicies?.length ? { [CLIENT_POLICIES_KEY]: toJson(realm.clientPolicies) } : {}), ...(realm.actionTokenGeneratedByUserLifespan !== 300 ? { [ACTION_TOKEN_USER_KEY]: String(realm.actionTokenGeneratedByUserLifespan) } : {}), ...(realm.actionTokenGeneratedByAdminLifespan !== 43200 ? { [ACTION_TOKEN_ADMIN_KEY]: String(realm.actionTokenGeneratedByAdminLifespan) } : {}), ...(realm.accessCodeLifespan !== 60 ? { [ACCESS_CODE_KEY]: String(realm.accessCodeLifespan) } : {}), ...storedJson(LIFESPANS_KEY, lifespanOverrides(realm.lifespans)), ...storedJson(BROWSER_HEADERS_KEY, browserSecurityHeaderOverrides(realm.browserSecurityHeaders)) }),
     created_at: realm.createdAt,
     password_policy: realm.passwordPolicy,
   };

@@ -5,7 +5,7 @@ import { newId } from '../../credentials/index.js';
 import { TOKEN_SIGNATURE_ALGS, type RealmKeys } from '../../keys/index.js';
 import { SIGNATURE_HASH, signatureKeyOptions } from '../../keys/jws.js';
 import { TokenVerificationError } from '../../model/errors.js';
-import { sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
+import { clientSessionExpiresAt, clientSessionsLimited, sessionAlive, sessionExpiresAt } from '../../model/sessions.js';
 import type { Client, Realm, User } from '../../model/types.js';
 import { clientScopeSet } from '../../services/client-scope-set.js';
 import type { Storage } from '../../storage/index.js';
@@ -143,8 +143,13 @@ export class TokenService {
       // The refresh token lives as long as its session would if it were not refreshed again. As Keycloak, an
       // Offline token carries an expiry only when the realm limits offline sessions (offlineSessionMaxLifespanEnabled);
       // otherwise it has none (refresh_expires_in 0) and lives while its offline session does.
-      const expires = !ctx.offline || realm.offlineSessionMaxLifespanEnabled;
-      const refreshExp = expires ? Math.floor(sessionExpiresAt(realm, { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline }) / 1000) : undefined;
+      // The realm's client session lifespans shorten it further (the client session's start read only then).
+      const limited = clientSessionsLimited(realm, ctx.offline);
+      const expires = !ctx.offline || realm.offlineSessionMaxLifespanEnabled || limited;
+      const userSession = { started: ctx.sessionStarted ?? Date.now(), lastRefresh: now * 1000, offline: ctx.offline };
+      const clientStarted = limited ? ((await this.storage.sessions.clientSession(ctx.sessionId, client.id))?.started ?? Date.now()) : 0;
+      const expiresAt = limited ? clientSessionExpiresAt(realm, userSession, { started: clientStarted, lastRefresh: now * 1000 }) : sessionExpiresAt(realm, userSession);
+      const refreshExp = expires ? Math.floor(expiresAt / 1000) : undefined;
       result.refresh_expires_in = refreshExp === undefined ? 0 : Math.max(0, refreshExp - now);
       // As Keycloak's: MACed with the realm's HS512 key, which only this server holds and reads.
       const key = await this.keys.refreshTokenKey(realm.id);
@@ -296,7 +301,12 @@ export class TokenService {
       if (!session || session.realmId !== realm.id || !sessionAlive(realm, session)) throw new TokenVerificationError('session_ended', 'session ended');
       // The client's part of the session too: it ends alone when its refresh token is reused beyond the realm's rule.
       const client = typeof payload.azp === 'string' ? await this.storage.clients.cachedByClientId(realm.id, payload.azp) : null;
-      if (client && !(await this.storage.sessions.clientSession(session.id, client.id))) throw new TokenVerificationError('session_ended', 'session ended');
+      const clientSession = client ? await this.storage.sessions.clientSession(session.id, client.id) : null;
+      if (client && !clientSession) throw new TokenVerificationError('session_ended', 'session ended');
+      // Past the realm's client session lifespans: idle since the token was issued, or past the client session's maximum.
+      if (clientSession && clientSessionsLimited(realm, session.offline) && Date.now() > clientSessionExpiresAt(realm, session, { started: clientSession.started, lastRefresh: (payload.iat ?? 0) * 1000 })) {
+        throw new TokenVerificationError('session_ended', 'client session ended');
+      }
     }
     if (!options.hint) {
       // Service-account tokens have no session: without these checks they would outlive a disabled or
