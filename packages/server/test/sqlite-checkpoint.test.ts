@@ -1,6 +1,8 @@
 import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../src/storage/db.js';
@@ -25,6 +27,27 @@ const size = (file: string) => {
     return 0;
   }
 };
+
+/**
+ * Runs `write` while another thread holds the file's write lock as the checkpoint thread's RESTART does, for a
+ * moment. The server's statements run synchronously on its thread, so only its busy timeout can make `write` wait.
+ */
+async function holdWriteLock(file: string, write: () => Promise<unknown>): Promise<void> {
+  const holder = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     const database = new (require(workerData.module))(workerData.file, { timeout: 0 });
+     database.exec('begin immediate');
+     parentPort.postMessage('held');
+     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+     database.exec('commit');
+     database.close();`,
+    { eval: true, workerData: { file, module: createRequire(import.meta.url).resolve('better-sqlite3') } },
+  );
+  const exited = new Promise((done) => holder.once('exit', done));
+  await new Promise((held) => holder.once('message', held));
+  await write();
+  await exited;
+}
 
 describe('SQLite write-ahead log checkpointed off the server thread', () => {
   const opened: { handle: DatabaseHandle; dir: string }[] = [];
@@ -154,5 +177,13 @@ describe('SQLite write-ahead log checkpointed off the server thread', () => {
       process.off('unhandledRejection', record);
     }
     expect(surfaced).toEqual([]);
+  });
+
+  it("a write that meets another connection's write lock (a RESTART copying pages) waits for it, no SQLITE_BUSY", async () => {
+    const { db, file } = await open();
+    await holdWriteLock(file, () => sql`insert into probe (id, body) values (1, 'autocommit')`.execute(db));
+    await holdWriteLock(file, () => db.transaction().execute((trx) => sql`insert into probe (id, body) values (2, 'transaction')`.execute(trx)));
+    const rows = await sql<{ id: number }>`select id from probe order by id`.execute(db);
+    expect(rows.rows.map((r) => Number(r.id))).toEqual([1, 2]);
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { ClientSession, UserSession } from '../src/model/types.js';
 import { isUniqueViolation } from '../src/storage/index.js';
@@ -166,5 +167,36 @@ describe.each(databases)('sessions storage on %s', (kind) => {
     await s.sessions.create(x);
     const again = await s.sessions.create({ ...x, started: 2 }).then(() => null, (e: unknown) => e);
     expect(isUniqueViolation(again)).toBe(true);
+  });
+
+  it("the broker indexes hold brokered sessions only, and byBroker's queries still take them", async () => {
+    const s = storage();
+    const seed = await seedRealm(s);
+    const ann = await seed.user('ann');
+    const plain = session(seed.realm.id, ann.id, 1);
+    const brokered = { ...session(seed.realm.id, ann.id, 2), brokerSessionId: 'up.sid-1', brokerUserId: 'up.sub-1' };
+    for (const x of [plain, brokered]) await s.sessions.create(x);
+    expect((await s.sessions.byBroker(seed.realm.id, { sessionId: 'up.sid-1' })).map((x) => x.id)).toEqual([brokered.id]);
+    expect((await s.sessions.byBroker(seed.realm.id, { userId: 'up.sub-1' })).map((x) => x.id)).toEqual([brokered.id]);
+
+    for (const [index, by] of [['user_session_broker_session', { sessionId: 'up.sid-1' }], ['user_session_broker_user', { userId: 'up.sub-1' }]] as const) {
+      const query = s.sessions.byBrokerQuery(seed.realm.id, by).compile();
+      if (kind === 'sqlite') {
+        const definition = await s.db.executeQuery<{ sql: string }>(CompiledQuery.raw('select sql from sqlite_master where name = ?', [index]));
+        expect(definition.rows[0]?.sql.toLowerCase()).toMatch(/ where .* is not null$/);
+        const plan = await s.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+        expect(plan.rows.map((r) => r.detail).join('\n')).toContain(`USING INDEX ${index} `);
+      } else {
+        const definition = await s.db.executeQuery<{ indexdef: string }>(CompiledQuery.raw('select indexdef from pg_indexes where indexname = $1', [index]));
+        expect(definition.rows[0]?.indexdef).toMatch(/ WHERE \(.* IS NOT NULL\)$/);
+        // A table this small is read whole unless sequential scans are priced out, so only an index this query can
+        // use shows up in the plan.
+        const plan = await s.db.transaction().execute(async (trx) => {
+          await trx.executeQuery(CompiledQuery.raw('set local enable_seqscan = off'));
+          return trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]));
+        });
+        expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain(`using ${index} on user_session`);
+      }
+    }
   });
 });

@@ -861,4 +861,24 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('client').addColumn('consent_required', 'integer').execute();
     },
   },
+  // Issue 44: only a brokered sign-in's session has an upstream session or user, yet the two indexes of 0031 took a
+  // (realm, NULL) entry for every other session too (every password grant's), each a B-tree page written per
+  // commit. Partial now: `byBroker` compares the column with `=`, which implies IS NOT NULL, so both databases
+  // still use them (test/storage-sessions.test.ts asks each planner).
+  '0042-user-session-broker-partial-indexes': {
+    async up(db: Kysely<any>) {
+      for (const [index, column] of [
+        ['user_session_broker_session', 'broker_session_id'],
+        ['user_session_broker_user', 'broker_user_id'],
+      ] as const) {
+        await db.schema.dropIndex(index).execute();
+        await db.schema
+          .createIndex(index)
+          .on('user_session')
+          .columns(['realm_id', column])
+          .where(sql.ref(column), 'is not', null)
+          .execute();
+      }
+    },
+  },
 };
