@@ -865,7 +865,7 @@ export const migrations: Record<string, Migration> = {
   // (realm, NULL) entry for every other session too (every password grant's), each a B-tree page written per
   // commit. Partial now: `byBroker` compares the column with `=`, which implies IS NOT NULL, so both databases
   // still use them (test/storage-sessions.test.ts asks each planner).
-  '0042-user-session-broker-partial-indexes': {
+  '0039-user-session-broker-partial-indexes': {
     async up(db: Kysely<any>) {
       for (const [index, column] of [
         ['user_session_broker_session', 'broker_session_id'],
