@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Realm, User } from '../src/model/types.js';
 import { bundles, englishKey, translator } from '../src/pages/i18n.js';
 import { PageRenderer } from '../src/pages/render.js';
+import { defaultBrowserSecurityHeaders } from '../src/model/browser-security-headers.js';
 import { executeActionsMail, identityProviderLinkMail, orgInviteMail, resetPasswordMail, verifyEmailMail } from '../src/pages/emails.js';
 
 /**
@@ -24,6 +25,7 @@ const realm = {
   name: 'acme',
   displayName: 'Acme',
   attributes: { internationalizationEnabled: 'true', supportedLocales: 'en,de', defaultLocale: 'en' },
+  browserSecurityHeaders: defaultBrowserSecurityHeaders(),
 } as unknown as Realm;
 
 /** Data every template may read: values that are data (names, codes) are listed so the comparison leaves them out. */

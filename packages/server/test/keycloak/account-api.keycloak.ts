@@ -124,12 +124,16 @@ const rows: Row[] = [
       const noEmail = await account(side, '', web(side), { method: 'POST', body: { ...current, email: '' } });
       const otherName = await account(side, '', web(side), { method: 'POST', body: { ...current, username: 'someone-else' } });
       const notJson = await account(side, '', web(side), { method: 'POST', raw: '{not json' });
+      const numberName = await account(side, '', web(side), { method: 'POST', body: { ...current, firstName: 5 } });
+      const listName = await account(side, '', web(side), { method: 'POST', body: { ...current, firstName: ['a', 'b'] } });
       const after = (await account(side, '', web(side))).body;
       return {
         badEmail: { ...errorShape(badEmail), field: badEmail.body?.field ?? null, errorMessage: badEmail.body?.errorMessage ?? null },
         noEmail: { ...errorShape(noEmail), field: noEmail.body?.field ?? null, errorMessage: noEmail.body?.errorMessage ?? null },
         otherName: { ...errorShape(otherName), field: otherName.body?.field ?? null, errorMessage: otherName.body?.errorMessage ?? null },
         notJson: errorShape(notJson),
+        numberName: errorShape(numberName),
+        listName: errorShape(listName),
         kept: { username: after.username, email: after.email },
       };
     },

@@ -172,6 +172,18 @@ export const differences: ListedDifference[] = [
     'Keycloak 26.7.3 reports an empty e-mail twice (missingEmailMessage and error-user-attribute-required) and a changed username three times (read-only, length, readOnlyUsernameMessage), so its single-error fields are absent; Realmgate reports each once, with the single error also at the top level. Same status, same `errors` list shape.',
   ),
   ...each(
+    'account: the profile with bad input (POST)',
+    ['numberName.status', 'numberName.keys'],
+    'deliberate',
+    'A number where the profile takes text (firstName: 5): Keycloak 26.7.3 coerces it to "5" and saves it (204); Realmgate answers 400 {errorMessage} naming firstName and saves nothing (issue 35\'s "Bad input": a value of the wrong type is refused, never silently converted).',
+  ),
+  ...each(
+    'account: the profile with bad input (POST)',
+    ['listName.keys'],
+    'open',
+    'A list where the profile takes text: Keycloak 26.7.3 answers its unreadable-body shape {error, error_description}; Realmgate {errorMessage} naming the field (the account API\'s own body reader, not the admin API\'s shared field parser). Same status 400. Issue 41 part 3.',
+  ),
+  ...each(
     'account: sessions and devices, one signed out',
     ['devices.count', 'devices.keys'],
     'open',
