@@ -3,13 +3,15 @@ import { describe, expect, it } from 'vitest';
 import type { Realm } from '../src/model/types.js';
 import { realmLocales, selectLocale } from '../src/pages/i18n.js';
 import { localeMenu, PageRenderer } from '../src/pages/render.js';
+import { defaultBrowserSecurityHeaders } from '../src/model/browser-security-headers.js';
 
 /**
  * What the pages read once per realm version (pages/render.ts, model/locales.ts, pages/i18n.ts): a change of the
  * realm's overrides or locale settings is on the next page all the same. The other node: i18n.test.ts.
  */
 
-const frozenRealm = (attributes: Record<string, string>, id = 'r1') => Object.freeze({ id, name: 'acme', attributes: Object.freeze({ ...attributes }) }) as unknown as Realm;
+const frozenRealm = (attributes: Record<string, string>, id = 'r1') =>
+  Object.freeze({ id, name: 'acme', attributes: Object.freeze({ ...attributes }), browserSecurityHeaders: defaultBrowserSecurityHeaders() }) as unknown as Realm;
 const INTL = { internationalizationEnabled: 'true', supportedLocales: 'en,de,fr', defaultLocale: 'en' };
 
 /** The login page's HTML as a request with this Accept-Language and URL sees it. */

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PagesContext } from './context.js';
 import { requestInfo } from '../http/index.js';
 import type { Realm } from '../model/types.js';
+import { defaultBrowserSecurityHeaders } from '../model/browser-security-headers.js';
 import type { AuthSession, FormState, LoginForms } from '../authentication/index.js';
 import type { ProtectedForm } from '@realmgate/spi';
 import { protectorMarkup, type ProtectorStep } from './protection.js';
@@ -22,7 +23,8 @@ export function keepValues(form: Record<string, string>, names: readonly string[
   return Object.fromEntries(names.map((n) => [n, (form[n] ?? '').slice(0, 255)]));
 }
 
-const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate' } as Realm;
+/** The realm of a page shown where there is none (an unknown realm's error page): the default headers, no overrides. */
+const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate', browserSecurityHeaders: defaultBrowserSecurityHeaders() } as unknown as Realm;
 
 const templateOf = { login: 'login', registration: 'register', 'reset-credentials': 'reset' } as const;
 
