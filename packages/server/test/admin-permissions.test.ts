@@ -10,7 +10,7 @@ import { permissionTable } from '../src/admin/index.js';
 import { requireRoutePermission, routePermission } from '../src/admin/route-permissions.js';
 import type { ServerContext } from '../src/context.js';
 import { adminRoutes, fillPath, type PathValues } from './support/admin-routes.js';
-import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer } from './support/server.js';
+import { api, startServer, tokenRequest, ADMIN_PASSWORD, ADMIN_USERNAME, type TestServer, errorText } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
 
 /**
@@ -149,7 +149,7 @@ describe('admin permissions: nobody promotes themselves', () => {
     expect((await api(t.url, 'DELETE', `/admin/realms/demo/clients/${management}`, ra)).status).toBe(403);
     const rename = await api(t.url, 'PUT', `/admin/realms/demo/clients/${management}`, mc, { clientId: 'renamed-management' });
     expect(rename.status).toBe(400);
-    expect(rename.body.field).toBe('clientId');
+    expect(errorText(rename.body)).toContain('clientId');
     kc.setConfig({ realmName: 'demo' });
     expect((await kc.roles.getCompositeRoles({ id: ownRole.id })).map((r) => r.name)).toEqual([]);
     expect((await kc.clients.findRole({ id: management, roleName: 'realm-admin' }))?.name).toBe('realm-admin');

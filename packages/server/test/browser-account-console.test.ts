@@ -93,7 +93,9 @@ describe('account console', () => {
       body: JSON.stringify({ username: 'dana', email: 'dana@elsewhere.example', firstName: 'Dana', lastName: 'Mulder' }),
     });
     expect(direct.status).toBe(400);
-    expect(await direct.json()).toEqual({ errors: [{ field: 'email', errorMessage: 'updateReadOnlyAttributesRejectedMessage', params: ['email'] }] });
+    // One error: Keycloak's answer has it at the top level as well as in `errors` (account-api.keycloak.ts).
+    const refusal = { field: 'email', errorMessage: 'updateReadOnlyAttributesRejectedMessage', params: ['email'] };
+    expect(await direct.json()).toEqual({ ...refusal, errors: [refusal] });
     s.reset();
     // The console's button is an application-initiated UPDATE_EMAIL through the account-console client.
     await Promise.all([s.page.waitForSelector('#kc-update-email-form', { timeout: 30_000 }), s.page.click('#update-email-btn')]);
@@ -276,7 +278,8 @@ describe('account console: tokens of others', () => {
     const narrow = (await (
       await fetch(`${t.url}/realms/acme/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'narrow', username: 'eve', password: 'eve-pass-1' }) })
     ).json()) as { access_token: string };
-    for (const path of ['/', '/credentials', '/sessions/devices', '/groups', '/organizations', '/supportedLocales']) expect((await account(narrow.access_token, 'GET', path)).status, path).toBe(403);
+    // Without the account audience, Keycloak 26.7.3's 401 (account-api.keycloak.ts compares it).
+    for (const path of ['/', '/credentials', '/sessions/devices', '/groups', '/organizations', '/supportedLocales']) expect((await account(narrow.access_token, 'GET', path)).status, path).toBe(401);
   });
 
   it("the console's sign-in is refused for a redirect URI outside the realm's account console", async () => {

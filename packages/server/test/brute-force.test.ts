@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, startServer, startServerPair, tokenRequest, type TestServer, errorText } from './support/server.js';
 
 /**
  * Issue 17, point 1: brute-force detection as Keycloak 26, once in the sign-in core, for the form login and the
@@ -83,7 +83,7 @@ describe('one server, state in memory', () => {
       waitIncrementSeconds: 60, maxFailureWaitSeconds: 900, maxDeltaTimeSeconds: 43200, quickLoginCheckMilliSeconds: 1000, minimumQuickLoginWaitSeconds: 60,
     });
     expect(rep.attributes).toEqual({});
-    expect((await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { bruteForceStrategy: 'EXPONENTIAL' })).body.field).toBe('bruteForceStrategy');
+    expect(errorText((await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { bruteForceStrategy: 'EXPONENTIAL' })).body)).toContain('bruteForceStrategy');
     expect((await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { failureFactor: 0 })).status).toBe(400);
     expect((await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { waitIncrementSeconds: 'x' })).status).toBe(400);
     expect((await api(t.url, 'PUT', `/admin/realms/${r.realm}`, token, { bruteForceProtected: true, bruteForceStrategy: 'LINEAR', failureFactor: 5, attributes: { a: 'b' } })).status).toBe(204);

@@ -5,7 +5,7 @@ import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../src/keys/certificate.js';
 import { masterAdminClient, realmManagement, rejects } from './support/admin-client.js';
-import { api, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, errorText, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 39, point 4: a client's Keys tab as the console and the official admin client use it. Generate new keys
@@ -80,7 +80,7 @@ describe("a client's Keys tab: generate-and-download, upload, upload-certificate
     ] as const) {
       const answer = await api(t.url, 'POST', `/admin/realms/${REALM}/clients/${id}/certificates/jwt.credential/generate-and-download`, (await kc.getAccessToken())!, config);
       expect(answer.status, JSON.stringify(config)).toBe(400);
-      expect(answer.body.field, JSON.stringify(config)).toBe(field);
+      expect(errorText(answer.body), JSON.stringify(config)).toContain(field);
     }
     expect(await kc.clients.getKeyInfo({ id, attr: 'jwt.credential' })).toEqual({});
   });

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FormClient, inputValue, pkce } from './support/forms.js';
-import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer, errorText } from './support/server.js';
 
 /**
  * Issue 14, point 5: refresh tokens as Keycloak 26. Reuse is allowed unless the realm's revokeRefreshToken is on;
@@ -130,7 +130,7 @@ describe.each(httpDatabases)('refresh and offline tokens (%s)', (database) => {
       for (const [field, value] of [['refreshTokenMaxReuse', -1], ['refreshTokenMaxReuse', 'x'], ['revokeRefreshToken', 'yes'], ['offlineSessionIdleTimeout', 0]] as const) {
         const response = await api(t.url, 'PUT', `/admin/realms/${REALM}`, admin, { [field]: value });
         expect(response.status, field).toBe(400);
-        expect(response.body.field).toBe(field);
+        expect(errorText(response.body)).toContain(field);
       }
     });
   });
@@ -351,7 +351,7 @@ describe.each(httpDatabases)('refresh and offline tokens (%s)', (database) => {
         expect((await api(t.url, 'DELETE', `/admin/realms/${copy}`, admin)).status).toBe(204);
         const refused = await api(t.url, 'PUT', `/admin/realms/${REALM}`, admin, { clientSessionIdleTimeout: -1 });
         expect(refused.status).toBe(400);
-        expect(refused.body.field).toBe('clientSessionIdleTimeout');
+        expect(errorText(refused.body)).toContain('clientSessionIdleTimeout');
       } finally {
         await setRealm({ ssoSessionIdleTimeoutRememberMe: 0, ssoSessionMaxLifespanRememberMe: 0, accessTokenLifespanForImplicitFlow: 900, accessCodeLifespanUserAction: 300, accessCodeLifespanLogin: 1800, clientSessionMaxLifespan: 0, displayNameHtml: '' });
       }
@@ -388,7 +388,7 @@ describe.each(httpDatabases)('refresh and offline tokens (%s)', (database) => {
       for (const headers of [{ xFrameOption: 'DENY' }, { xFrameOptions: 'DENY\r\nSet-Cookie: a=b' }]) {
         const refused = await api(t.url, 'PUT', `/admin/realms/${REALM}`, admin, { browserSecurityHeaders: headers });
         expect(refused.status).toBe(400);
-        expect(refused.body.field).toBe('browserSecurityHeaders');
+        expect(errorText(refused.body)).toContain('browserSecurityHeaders');
       }
       expect((await loginPage()).headers.get('set-cookie') ?? '').not.toContain('a=b');
     });

@@ -8,7 +8,7 @@ import KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRealmImport } from '../src/services/realm-import/index.js';
 import { masterAdminClient, realmManagement } from './support/admin-client.js';
-import { api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { api, httpDatabases, startServer, tokenRequest, type TestServer, errorText } from './support/server.js';
 
 const PASSWORD = 'Secret-pass-1';
 const R = '/admin/realms/demo/authentication';
@@ -129,7 +129,7 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
     expect(parsed.keptAsData).toEqual(['realm.requiredActions[0] ("VERIFY_PROFILE" is not carried out here)', 'realm.requiredActions[1] ("delete_credential" is not carried out here)']);
     const bad = await api(t.url, 'POST', '/admin/realms', admin, { realm: 'bad-copy', requiredActions: [{ alias: 'UPDATE_PROFILE', enabled: 'yes' }] });
     expect(bad.status).toBe(400);
-    expect(bad.body.errorMessage).toContain('realm.requiredActions[0].enabled');
+    expect(errorText(bad.body)).toContain('realm.requiredActions[0].enabled');
   });
 
   it('settings, unknown fields and unknown actions are refused, naming the field; nothing is written', async () => {
@@ -137,9 +137,9 @@ describe.each(httpDatabases)('required actions (%s)', (database) => {
     const before = await kc.authenticationManagement.getRequiredActions();
     const withConfig = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: '60', foo: '1' } });
     expect(withConfig.status).toBe(400);
-    expect(withConfig.body.field).toBe('foo');
+    expect(errorText(withConfig.body)).toContain('foo');
     const badAge = await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: false, config: { max_auth_age: 'soon' } });
-    expect([badAge.status, badAge.body.field]).toEqual([400, 'max_auth_age']);
+    expect([badAge.status, errorText(badAge.body).includes('max_auth_age')]).toEqual([400, true]);
     expect((await api(t.url, 'PUT', `${R}/required-actions/UPDATE_PROFILE`, admin, { enabled: 'no' })).status).toBe(400);
     expect((await api(t.url, 'PUT', `${R}/required-actions/NO_SUCH_ACTION`, admin, { enabled: false })).status).toBe(404);
     expect((await api(t.url, 'POST', `${R}/required-actions/NO_SUCH_ACTION/raise-priority`, admin)).status).toBe(404);

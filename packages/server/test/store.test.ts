@@ -160,19 +160,26 @@ describe.each(implementations)('$name shared store', ({ open }) => {
   });
 
   it('counts hits in a sliding window', async () => {
-    expect(await store.countHits('ip', 300)).toBe(0);
-    expect(await store.recordHit('ip', 300)).toBe(1);
-    expect(await harness.peer.recordHit('ip', 300)).toBe(2);
-    await sleep(180);
-    expect(await store.recordHit('ip', 300)).toBe(3);
-    expect(await store.countHits('ip', 300)).toBe(3);
-    // The first two are now older than the window, the third is not.
-    await sleep(180);
-    expect(await store.countHits('ip', 300)).toBe(1);
-    expect(await store.countHits('ip', 300)).toBe(1);
-    expect(await store.recordHit('ip', 300)).toBe(2);
-    await sleep(350);
-    expect(await store.countHits('ip', 300)).toBe(0);
+    // Real time (Redis counts by its own clock), so a run is judged only when its steps kept to their slack: one that a
+    // loaded machine stretched past it is run again with a fresh key (at most five times), never passed unjudged.
+    for (let attempt = 1; ; attempt++) {
+      const key = `ip-${attempt}`;
+      const start = performance.now();
+      const seen = [await store.countHits(key, 300), await store.recordHit(key, 300), await harness.peer.recordHit(key, 300)];
+      await sleep(180);
+      const third = performance.now();
+      seen.push(await store.recordHit(key, 300), await store.countHits(key, 300));
+      const thirdCounted = performance.now();
+      // The first two are now older than the window, the third is not.
+      await sleep(180);
+      seen.push(await store.countHits(key, 300), await store.countHits(key, 300), await store.recordHit(key, 300));
+      const kept = thirdCounted - start < 280 && performance.now() - third < 280;
+      if (!kept && attempt < 5) continue;
+      expect(seen).toEqual([0, 1, 2, 3, 3, 1, 1, 2]);
+      await sleep(350);
+      expect(await store.countHits(key, 300)).toBe(0);
+      return;
+    }
   });
 
   it('counts concurrent hits exactly', async () => {

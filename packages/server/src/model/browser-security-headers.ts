@@ -16,6 +16,12 @@ export const BROWSER_SECURITY_HEADERS = {
 
 export type BrowserSecurityHeaders = Record<keyof typeof BROWSER_SECURITY_HEADERS, string>;
 
+/**
+ * Names earlier Keycloaks wrote (exports up to 26.0 carry `xXSSProtection`; browsers dropped the header) that
+ * Keycloak 26.7.3 neither lists nor sends: taken from a realm file or a PUT and dropped, as there.
+ */
+export const RETIRED_BROWSER_SECURITY_HEADERS: readonly string[] = ['xXSSProtection'];
+
 // Scripts only from this origin: protector and form-action assets are served by their realm resources.
 export const PAGE_CONTENT_SECURITY_POLICY = [
   "default-src 'self'",

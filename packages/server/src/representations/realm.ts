@@ -18,7 +18,7 @@ import {
 } from '../model/webauthn-policy.js';
 import type { Realm } from '../model/types.js';
 import { LIFESPAN_FIELDS } from '../model/lifespans.js';
-import { BROWSER_SECURITY_HEADERS, HEADER_VALUE, type BrowserSecurityHeaders } from '../model/browser-security-headers.js';
+import { BROWSER_SECURITY_HEADERS, HEADER_VALUE, RETIRED_BROWSER_SECURITY_HEADERS, type BrowserSecurityHeaders } from '../model/browser-security-headers.js';
 import { LOCALE_TAG, realmLocales } from '../model/locales.js';
 import { THEME_FIELDS, THEME_NAME } from '../model/themes.js';
 import type { Spec } from './fields.js';
@@ -407,6 +407,7 @@ export function applyRealmSettings(realm: Realm, rep: Record<string, unknown>, p
 function applyBrowserSecurityHeaders(current: BrowserSecurityHeaders, given: Record<string, string>, path: string): BrowserSecurityHeaders {
   const headers = { ...current };
   for (const [key, value] of Object.entries(given)) {
+    if (RETIRED_BROWSER_SECURITY_HEADERS.includes(key)) continue;
     if (!(key in BROWSER_SECURITY_HEADERS)) throw badRequest(`${path}.browserSecurityHeaders.${key}: not a header Keycloak names (${Object.keys(BROWSER_SECURITY_HEADERS).join(', ')})`, 'browserSecurityHeaders');
     if (!HEADER_VALUE.test(value)) throw badRequest(`${path}.browserSecurityHeaders.${key}: must be one line of printable characters (at most 2048)`, 'browserSecurityHeaders');
     headers[key as keyof BrowserSecurityHeaders] = value;

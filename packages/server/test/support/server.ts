@@ -192,6 +192,15 @@ export async function tokenRequest(url: string, realm: string, form: Record<stri
 }
 
 /** JSON request helper for raw HTTP tests (status and parsed body). */
+/**
+ * The text of an admin error body in whichever of Keycloak's shapes the case has ({errorMessage}, {error,
+ * error_description}, {error}): what a test reads to see the field named, as `field` is sent only with `params`.
+ */
+export const errorText = (body: unknown): string => {
+  const b = (body ?? {}) as { errorMessage?: string; error_description?: string; error?: string };
+  return b.errorMessage ?? b.error_description ?? b.error ?? '';
+};
+
 export async function api(url: string, method: string, path: string, token: string | null, body?: unknown, headers: Record<string, string> = {}) {
   const response = await fetch(`${url}${path}`, {
     method,
