@@ -193,8 +193,8 @@ describe.each(httpDatabases)('groups through the official admin client (%s)', (d
     expect(await kc.users.countGroups({ id: ann })).toEqual({ count: 2 });
     const accountToken = await fetch(`${t.url}/realms/${REALM}/protocol/openid-connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', username: 'ann', password: PASSWORD }) }).then((r) => r.json() as Promise<{ access_token: string }>);
     expect((await api(t.url, 'GET', `/realms/${REALM}/account/groups`, accountToken.access_token)).body).toEqual([
-      { id: id('db'), name: 'db', path: '/eng/backend/db' },
-      { id: id('ops'), name: 'ops', path: '/ops' },
+      { id: id('db'), name: 'db', path: '/eng/backend/db', subGroups: [] },
+      { id: id('ops'), name: 'ops', path: '/ops', subGroups: [] },
     ]);
     expect(await kc.users.countGroups({ id: ann, search: 'db' })).toEqual({ count: 1 });
 

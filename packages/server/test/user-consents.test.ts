@@ -2,7 +2,7 @@ import type KcAdminClient from '@keycloak/keycloak-admin-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realmExporter } from '../src/services/realm-export.js';
 import { masterAdminClient, rejects, tokenOfUserWithRoles } from './support/admin-client.js';
-import { adminToken, api, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
+import { adminToken, api, errorText, httpDatabases, startServer, tokenRequest, type TestServer } from './support/server.js';
 
 /**
  * Issue 16: users' `clientConsents` of a realm file are kept: `GET …/users/{id}/consents` lists them beside the
@@ -110,7 +110,7 @@ describe.each(httpDatabases)('users\' client consents (%s)', (database) => {
       const answer = await api(t.url, 'POST', '/admin/realms', token, realmFile('consent-bad', [user('gina', consents)]));
       expect(answer.status).toBe(400);
       expect(await kc.realms.findOne({ realm: 'consent-bad' })).toBeFalsy();
-      return (answer.body as { errorMessage: string }).errorMessage;
+      return errorText(answer.body);
     };
     expect(await refused([{ clientId: 'nowhere' }])).toContain('realm.users[0].clientConsents[0].clientId: client "nowhere" does not exist');
     expect(await refused([{ clientId: 'shop', grantedClientScopes: ['no-such-scope'] }])).toContain('realm.users[0].clientConsents[0].grantedClientScopes[0]: client scope "no-such-scope" does not exist');
