@@ -92,20 +92,24 @@ describe('configuration cache across two processes (one PostgreSQL database, one
     // Counted on a login during which B trusted its memory throughout and dropped nothing: a Redis hiccup on a loaded
     // machine sends B to the database until its subscription is back, then drops all it held (both by design), and a
     // count taken across that said 17 (a CI run, 2026-11-28). Such a login is taken again (a warm one first).
+    // The counter is the process's: B's background workers (the back-channel logout outbox polls each second, its
+    // purge, the checkpointer) add their statements whenever they fall inside a login, which a loaded CI machine made
+    // happen (3, 2026-11-29). A login's own count is the least of several such counts; a statement added to every
+    // login raises that least count too, so the assertion still fails on a regression.
     const cache = b.server.context.storage.cache;
     const counts: number[] = [];
     expect(
-      await within(10_000, async () => {
+      await within(20_000, async () => {
         const dropped = cache.snapshot().invalidations;
         expect((await login(b, 'carol-password-1')).status).toBe(200);
         const before = b.server.context.storage.queryCount;
         expect((await login(b, 'carol-password-1')).status).toBe(200);
         if (cache.bypass || cache.snapshot().invalidations !== dropped) return false;
         counts.push(b.server.context.storage.queryCount - before);
-        return true;
+        return counts.length === 5;
       }),
     ).toBe(true);
-    expect(counts).toEqual([QUERIES_PER_PASSWORD_GRANT]);
+    expect(Math.min(...counts)).toBe(QUERIES_PER_PASSWORD_GRANT);
 
     await kcA.users.resetPassword({ id: userId, credential: { type: 'password', value: 'carol-password-2', temporary: false } });
     expect(await within(1000, async () => (await login(b, 'carol-password-1')).status === 400)).toBe(true);

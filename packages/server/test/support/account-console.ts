@@ -6,7 +6,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { buildAccountConsole } from '../../../account-console/build.js';
-import { launchBrowser, screenshot } from './browser.js';
+import { closeContext, launchBrowser, screenshot } from './browser.js';
 import type { TestServer } from './server.js';
 
 export class AccountConsoleSession {
@@ -105,6 +105,6 @@ export class AccountConsoleSession {
 
   async close(): Promise<void> {
     if (this.ownsBrowser) await this.browser.close();
-    else await this.page.context().close();
+    else await closeContext(this.page.context());
   }
 }

@@ -61,13 +61,36 @@ function fileBrowser(browser: Browser): Browser {
         return async () => {
           const open = [...contexts];
           contexts.clear();
-          await Promise.all(open.map((context) => context.close().catch(() => {})));
+          await Promise.all(open.map((context) => closeContext(context)));
         };
       }
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/** How long a context's close may take before the Chromium it belongs to is taken as stuck. */
+const CONTEXT_CLOSE_MS = 15_000;
+
+/**
+ * Closes a context of the shared Chromium. A close once hung for a whole minute on a loaded CI machine (2026-11-29,
+ * browser-account-console's afterAll): after CONTEXT_CLOSE_MS the Chromium is closed instead and forgotten, so the
+ * file ends and the next one starts a Chromium of its own rather than inheriting a stuck one.
+ */
+export async function closeContext(context: BrowserContext): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const closed = context.close().then(
+    () => true,
+    () => true,
+  );
+  const inTime = await Promise.race([closed, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CONTEXT_CLOSE_MS)))]);
+  clearTimeout(timer);
+  if (inTime) return;
+  process.stderr.write(`a Chromium context did not close within ${CONTEXT_CLOSE_MS} ms: that Chromium is closed and a new one started for the next file\n`);
+  const browser = context.browser();
+  if (holder[SHARED] && browser && (await holder[SHARED].catch(() => null)) === browser) delete holder[SHARED];
+  await browser?.close().catch(() => {});
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
