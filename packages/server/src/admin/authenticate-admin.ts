@@ -32,7 +32,8 @@ export async function authenticateAdmin(ctx: ServerContext, request: FastifyRequ
   } catch {
     realmName = null;
   }
-  const realm = realmName ? await ctx.storage.realms.byName(realmName) : null;
+  // Every admin request names its issuer: read through the configuration cache (frozen, never changed here).
+  const realm = realmName ? await ctx.storage.realms.cachedByName(realmName) : null;
   if (!realm || !realm.enabled) throw unauthorized('Token issued by an unknown realm');
   try {
     const claims = await ctx.tokens.verify(realm, token, 'Bearer', ctx.config.hostname);
