@@ -3,7 +3,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundles, formatMessage, selectLocale, translator } from '../src/pages/i18n.js';
 import { launchBrowser, screenshot } from './support/browser.js';
-import { firstForm, FormClient, pkce } from './support/forms.js';
+import { decodeEntities, firstForm, FormClient, pkce } from './support/forms.js';
 import { decodeMail, startSmtp } from './support/smtp.js';
 import { eventually, startServer, startServerPair, tokenRequest, type TestServer } from './support/server.js';
 import { masterAdminClient } from './support/admin-client.js';
@@ -152,6 +152,32 @@ describe('pages and e-mails in the user language', () => {
     expect(ar).toContain('<html lang="ar" dir="rtl">');
     expect(ar).toContain('سجّل الدخول إلى حسابك');
     expect(fr).not.toContain('dir="rtl"');
+  });
+
+  it("the menu links as Keycloak's: to the sign-in's login-actions page with the client and kc_locale, not the authorization request's query", async () => {
+    const menuLinks = (html: string) => [...html.matchAll(/<a href="([^"]*)" lang="[^"]*" hreflang="[^"]*" id="kc-locale-([^"]+)"/g)].map(([, href, locale]) => ({ locale, href: decodeEntities(href) }));
+    const browserLike = new FormClient(t.url);
+    const login = await browserLike.get(authPath('intl', { state: 'state-of-the-application' }));
+    expect(menuLinks(login.text)).toEqual(SUPPORTED.map((locale) => ({ locale, href: `/realms/intl/login-actions/authenticate?client_id=web&kc_locale=${locale}` })));
+    // The authorization request is the auth session's (the cookie), nowhere on the page.
+    expect(login.text).not.toContain('state-of-the-application');
+    expect(login.text).not.toContain('code_challenge');
+    const ja = await browserLike.get(menuLinks(login.text).find((l) => l.locale === 'ja')!.href);
+    expect(ja.status).toBe(200);
+    expect(ja.text).toContain('<html lang="ja">');
+    expect(ja.text).toContain('アカウントにサインイン');
+    expect(browserLike.cookies.get('KEYCLOAK_LOCALE')).toBe('ja');
+    // A posted page links to the same page as a shown one.
+    const { action, hidden } = firstForm(ja.text);
+    const wrong = await browserLike.post(action, { ...hidden, username: 'max', password: 'nope' });
+    expect(wrong.status).toBe(401);
+    expect(menuLinks(wrong.text).map((l) => l.href)).toEqual(SUPPORTED.map((locale) => `/realms/intl/login-actions/authenticate?client_id=web&kc_locale=${locale}`));
+    // The reset page's menu links to the reset page, which the language switches.
+    const reset = await browserLike.get('/realms/intl/login-actions/reset-credentials');
+    expect(menuLinks(reset.text).map((l) => l.href)).toEqual(SUPPORTED.map((locale) => `/realms/intl/login-actions/reset-credentials?client_id=web&kc_locale=${locale}`));
+    const resetFr = await browserLike.get(menuLinks(reset.text).find((l) => l.locale === 'fr')!.href);
+    expect(resetFr.text).toContain('<html lang="fr">');
+    expect(firstForm(resetFr.text).action).toBe('/realms/intl/login-actions/reset-credentials');
   });
 
   it('a hostile kc_locale (markup, path characters) or an unsupported one is ignored: no cookie, nothing reflected', async () => {

@@ -27,6 +27,8 @@ export function keepValues(form: Record<string, string>, names: readonly string[
 const placeholderRealm = { name: 'realmgate', displayName: 'Realmgate', browserSecurityHeaders: defaultBrowserSecurityHeaders() } as unknown as Realm;
 
 const templateOf = { login: 'login', registration: 'register', 'reset-credentials': 'reset' } as const;
+/** The login-actions path whose GET shows a form's page again (in the browser's auth session). */
+const actionOf = { login: 'authenticate', registration: 'registration', 'reset-credentials': 'reset-credentials' } as const;
 
 /** A form of the login pages: its own fields, the CSRF token, the protectors' markup, what was typed, errors. */
 async function formPage(ctx: PageContext, request: FastifyRequest, reply: FastifyReply, realm: Realm, auth: AuthSession, form: ProtectedForm, protectors: ProtectorStep[], fields: object, state: FormState) {
@@ -40,7 +42,10 @@ async function formPage(ctx: PageContext, request: FastifyRequest, reply: Fastif
     message: state.message,
     title: state.title,
   };
-  return ctx.pages.send(reply, realm, templateOf[form], page, state.status ?? 200);
+  // The language menu links to the form's login-actions page with the client, as Keycloak's do, wherever the page
+  // was answered (the authorization request, a post): the auth session is the cookie, not the request's query.
+  const menuTarget = `${actionUrl(realm, actionOf[form])}?client_id=${encodeURIComponent(auth.clientId)}`;
+  return ctx.pages.send(reply, realm, templateOf[form], page, state.status ?? 200, { menuTarget });
 }
 
 export const showPage = {

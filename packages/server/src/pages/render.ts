@@ -134,12 +134,16 @@ export class PageRenderer {
     return theme !== this.theme(realm, 'login') ? `${base}/themes/${encodeURIComponent(theme?.name ?? BUILTIN_THEME.login)}` : base;
   }
 
-  /** `frameSrc`: origins the page may frame (the front-channel logout page's clients), besides its own. */
-  async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200, options: { frameSrc?: string[] } = {}): Promise<FastifyReply> {
+  /**
+   * `frameSrc`: origins the page may frame (the front-channel logout page's clients), besides its own.
+   * `menuTarget`: where the language menu's links go, a login-actions URL whose GET shows this page again in the
+   * browser's auth session (Keycloak's shape, pages.ts formPage); without it, the request's own URL.
+   */
+  async send(reply: FastifyReply, realm: Realm, template: string, data: Record<string, unknown>, status = 200, options: PageOptions = {}): Promise<FastifyReply> {
     const type: ThemeType = ACCOUNT_TEMPLATES.has(template) ? 'account' : 'login';
     const t = await this.pageTranslator(reply, realm, type);
     const theme = await this.pageTheme(reply.request, realm, type);
-    const menu = menuLinks(reply.request, realm);
+    const menu = options.menuTarget === undefined ? menuLinks(reply.request, realm) : menuLinksTo(options.menuTarget, realm);
     const it = {
       realmName: realm.name,
       realmTitle: realm.displayName || realm.name,
@@ -319,6 +323,12 @@ export class PageRenderer {
   }
 }
 
+/** How a page is sent besides its template and data (PageRenderer.send). */
+export interface PageOptions {
+  frameSrc?: string[];
+  menuTarget?: string;
+}
+
 /** An e-mail theme's bodies (pages/emails.ts): the body of one kind of one e-mail, or null for the built-in one. */
 export interface MailTemplates {
   render(kind: 'html' | 'text', name: string, data: Record<string, unknown>): string | null;
@@ -381,14 +391,28 @@ function menuEntries(locales: RealmLocales): readonly MenuEntry[] {
   return entries;
 }
 
-/** The language menu's links: each the page's path and query with `kc_locale` set, `head` + locale + `tail`. */
+/**
+ * The language menu's links to a page's login-actions URL (`/realms/r/login-actions/authenticate?client_id=web`)
+ * with `kc_locale` added: Keycloak's shape. The auth session is the browser's cookie, so the URL need not carry the
+ * authorization request's query, which made each of the links several times as long as the rest of its entry.
+ */
+function menuLinksTo(target: string, realm: Pick<Realm, 'attributes'>): MenuLinks | null {
+  const locales = realmLocales(realm);
+  if (!locales.enabled || locales.supported.length < 2) return null;
+  return { entries: menuEntries(locales), head: `${target}${target.includes('?') ? '&' : '?'}kc_locale=`, tail: '' };
+}
+
+/** The language menu's links, each `head` + locale + `tail`. */
 interface MenuLinks {
   entries: readonly MenuEntry[];
   head: string;
   tail: string;
 }
 
-/** The realm's supported locales with this page's links; null when the menu is off, has one locale, or the page was posted elsewhere. */
+/**
+ * The realm's supported locales with links to this page's own path and query with `kc_locale` set (a page without a
+ * login-actions URL of its own); null when the menu is off, has one locale, or the page was posted elsewhere.
+ */
 function menuLinks(request: Pick<FastifyRequest, 'url' | 'method'>, realm: Pick<Realm, 'attributes'>): MenuLinks | null {
   const locales = realmLocales(realm);
   if (!locales.enabled || locales.supported.length < 2) return null;
