@@ -7,9 +7,10 @@ import SlowestFilesReporter from './scripts/slowest-files-reporter.js';
  * Files run with `isolate: false` (issue 36): a worker imports the server's modules once for all of them instead of
  * once per file. Only server files that launch no browser, patch no global (Date, timers, mocks, process.env), load
  * no extension package (whose module state, such as disposable-email's process-wide blocklist, would carry from one
- * file to the next) and start no second node; each passed three runs in a row in this project before it was added
+ * file to the next); each passed three runs in a row in this project before it was added
  * (21 files, then 67, then the three storage contract files of 2026-11-29 (sessions, flows, admin records), then 28
- * more of the evening of 2026-11-29 that met the same rules: packages/server/README.md, "One import of the server per worker").
+ * more of the evening of 2026-11-29 that met the same rules, then 19 that start a second node or an upstream in the
+ * same process, which isolation does not separate either: packages/server/README.md, "One import of the server per worker").
  */
 const SHARED_MODULES = [
   'account-anonymous.test.ts',
@@ -24,6 +25,7 @@ const SHARED_MODULES = [
   'admin-console-mappings.test.ts',
   'admin-console.test.ts',
   'admin-parity-breadth.test.ts',
+  'admin-parity-caches.test.ts',
   'admin-parity-evaluate.test.ts',
   'admin-parity-impersonation.test.ts',
   'admin-parity.test.ts',
@@ -33,11 +35,22 @@ const SHARED_MODULES = [
   'admin-user-emails.test.ts',
   'admin-user-profile.test.ts',
   'anonymous-state.test.ts',
+  'bench-ceilings.test.ts',
+  'brokering-apple-key.test.ts',
+  'brokering-browser-logout.test.ts',
+  'brokering-link.test.ts',
+  'brokering-social.test.ts',
+  'brokering-upstream-logout.test.ts',
+  'brokering-upstreams.test.ts',
+  'brokering.test.ts',
   'client-authenticator-type.test.ts',
   'client-authorization-settings.test.ts',
   'client-jwt-auth.test.ts',
+  'client-keys-cache.test.ts',
   'client-keys-tab.test.ts',
   'client-policies-fapi.test.ts',
+  'client-policies.test.ts',
+  'client-registration.test.ts',
   'client-scope-tokens.test.ts',
   'client-scopes-admin.test.ts',
   'client-security-settings.test.ts',
@@ -46,8 +59,11 @@ const SHARED_MODULES = [
   'consent-screen.test.ts',
   'cors.test.ts',
   'credential-labels.test.ts',
+  'device-flow.test.ts',
   'device-pkce.test.ts',
   'discovery.test.ts',
+  'dpop-code-binding.test.ts',
+  'dpop.test.ts',
   'error-catalogue.test.ts',
   'federated-identities.test.ts',
   'federation-admin.test.ts',
@@ -63,11 +79,13 @@ const SHARED_MODULES = [
   'keycloak-full-export.test.ts',
   'layers.test.ts',
   'legacy-user-federation.test.ts',
+  'mappers-e2e.test.ts',
   'metrics-access.test.ts',
   'organization-group-mapper.test.ts',
   'organization-groups.test.ts',
   'organization-invitations.test.ts',
   'otp.test.ts',
+  'par.test.ts',
   'password-policy.test.ts',
   'protocol-mappers.test.ts',
   'protocol.test.ts',
@@ -76,6 +94,7 @@ const SHARED_MODULES = [
   'realm-import-keys.test.ts',
   'realm-import-size.test.ts',
   'realm-key-export.test.ts',
+  'realm-key-providers.test.ts',
   'realm-keys.test.ts',
   'realm-localization.test.ts',
   'realm-partial-import.test.ts',
@@ -91,6 +110,7 @@ const SHARED_MODULES = [
   'sign-in.test.ts',
   'silent-settings.test.ts',
   'ssl-required.test.ts',
+  'sso-cookie-attack.test.ts',
   'storage-admin-records.test.ts',
   'storage-client-registration.test.ts',
   'storage-client-scopes.test.ts',
