@@ -1274,8 +1274,13 @@ describe('a person notices nothing (headless Chromium, real server)', () => {
   const probeOf = (page: Page) => page.evaluate(() => (window as unknown as { __pow: Probe }).__pow);
   const nonceOf = (page: Page) => page.inputValue('input[name="pow_nonce"]');
 
-  /** Waits for the page's own solution; asserts it came from workers and the main thread never blocked. */
+  /**
+   * Waits for the page's own solution; asserts it came from workers and the main thread never blocked. The page is
+   * at a page of the server's (its liveness answer) before the trace starts, so that the form loads in a renderer
+   * process that is already up (see `traced`).
+   */
   async function expectSolvedQuietly(page: Page, url: string): Promise<Challenge> {
+    await page.goto(new URL('/health/live', url).href);
     const trace = await traced(browser, async () => {
       await page.goto(url);
       await expect.poll(() => nonceOf(page), { timeout: 20_000 }).toMatch(/^[0-9]+$/);

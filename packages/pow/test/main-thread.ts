@@ -18,7 +18,13 @@ interface TraceEvent {
   args?: { name?: string };
 }
 
-/** Runs `action` under a trace of the whole browser and returns the trace's events. */
+/**
+ * Runs `action` under a trace of the whole browser and returns the trace's events. A page traced while it loads
+ * should already be at a page of the same site, so that it loads in a renderer process that is up before the trace
+ * starts: a process started during the trace made the trace larger and its stop slower, and the next trace's start
+ * often waited 10 s (issue 36, the development machine under load: start 0.1-0.4 s, stop 1-4 s and traces of 2-5 MB
+ * with the process up; start up to 10.3 s, stop 7-9 s and 4-8 MB with it started in the trace).
+ */
 export async function traced(browser: Browser, action: () => Promise<unknown>): Promise<TraceEvent[]> {
   await browser.startTracing(undefined, { categories: ['__metadata', 'blink.user_timing', 'toplevel'] });
   let events: TraceEvent[] = [];
