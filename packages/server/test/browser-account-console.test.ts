@@ -83,7 +83,8 @@ describe('account console', () => {
   it('changes the e-mail address through UPDATE_EMAIL when the realm enables it (read-only in the form, "Update email" beside it)', async () => {
     const action = await kc.authenticationManagement.getRequiredActionForAlias({ alias: 'UPDATE_EMAIL' });
     await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: true });
-    const problems = await s.open('', 'personal-info-update-email', (p) => p.waitForSelector('#update-email-btn', { timeout: 30_000 }));
+    // A new document: the console reads whether the realm enables UPDATE_EMAIL from its page when it loads.
+    const problems = await s.open('', 'personal-info-update-email', (p) => p.waitForSelector('#update-email-btn', { timeout: 30_000 }), { fresh: true });
     expect(problems).toEqual([]);
     expect(await s.page.isEditable('#email')).toBe(false);
     // The account API keeps the address read-only too: a change is refused, naming the field, nothing saved.
@@ -111,7 +112,7 @@ describe('account console', () => {
     expect(s.problems).toEqual([]);
     // Switched off again: the address is a plain field and no button is offered.
     await kc.authenticationManagement.updateRequiredAction({ alias: 'UPDATE_EMAIL' }, { ...action, enabled: false });
-    await s.open('', 'personal-info-email-editable', (p) => p.waitForSelector('#email', { timeout: 30_000 }));
+    await s.open('', 'personal-info-email-editable', (p) => p.waitForSelector('#email', { timeout: 30_000 }), { fresh: true });
     expect(await s.page.isEditable('#email')).toBe(true);
     expect(await s.page.locator('#update-email-btn').count()).toBe(0);
   });
@@ -367,7 +368,8 @@ describe('account console: device activity and deleting the account', () => {
     const [accountClient] = await kc.clients.find({ clientId: 'account' });
     const role = await kc.clients.findRole({ id: accountClient.id!, roleName: 'delete-account' });
     await kc.users.addClientRoleMappings({ id: user.id!, clientUniqueId: accountClient.id!, roles: [{ id: role!.id!, name: role!.name! }] });
-    let problems = await fox.open('', 'personal-info-delete', (p) => p.waitForSelector('button:has-text("Delete account")', { timeout: 30_000 }));
+    // A new document: the console reads whether the realm enables delete_account from its page when it loads.
+    let problems = await fox.open('', 'personal-info-delete', (p) => p.waitForSelector('button:has-text("Delete account")', { timeout: 30_000 }), { fresh: true });
     expect(problems).toEqual([]);
     fox.reset();
     await fox.page.click('button:has-text("Delete account")');

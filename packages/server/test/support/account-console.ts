@@ -6,7 +6,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { buildAccountConsole } from '../../../account-console/build.js';
-import { closeContext, launchBrowser, screenshot } from './browser.js';
+import { closeContext, launchBrowser, pushRoute, RequestsInFlight, screenshot } from './browser.js';
 import type { TestServer } from './server.js';
 
 export class AccountConsoleSession {
@@ -20,6 +20,7 @@ export class AccountConsoleSession {
   intended: string[] = [];
   /** Intended 4xx answers whose console error Chromium has not logged yet. */
   private intendedLoadErrors = 0;
+  private readonly network: RequestsInFlight;
 
   private constructor(
     readonly t: TestServer,
@@ -39,6 +40,7 @@ export class AccountConsoleSession {
         response.json().then((body: { access_token?: string }) => (this.accessToken = body.access_token ?? null), () => {});
       }
     });
+    this.network = new RequestsInFlight(page);
     page.on('requestfailed', (request) => {
       // A navigation cancels requests in flight: that is the browser's doing, not the server's.
       if (request.failure()?.errorText !== 'net::ERR_ABORTED') this.problems.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText}`);
@@ -80,16 +82,36 @@ export class AccountConsoleSession {
     await this.ready('personal-info', (p) => p.waitForSelector('[data-testid="page-heading"], h1', { timeout: 30_000 }));
   }
 
+  /** Waits until the page has settled: nothing in flight for a while (RequestsInFlight), after a click as after a load. */
   async settled(): Promise<void> {
-    await this.page.waitForLoadState('networkidle', { timeout: 30_000 });
+    await this.network.settled();
   }
 
-  /** Opens a console route (below /account/) in a fresh document, waits for `ready`, screenshots it; returns its problems. */
-  async open(route: string, name: string, ready: (page: Page) => Promise<unknown>): Promise<string[]> {
+  /**
+   * Opens a console route (below /account/), waits for `ready`, screenshots it; returns its problems. On the console
+   * already loaded and signed in the route is reached inside the page, as the console's menu does (a fresh load costs
+   * the whole bundle and keycloak-js's sign-in check again, issue 36), through a route that shows no page (the
+   * console's `content/` route for a component its menu does not have, which asks for the menu and renders nothing):
+   * the page before is gone from the document before the route is asked for, so `ready` cannot match what it left.
+   * `fresh` opens the route in a new document instead, as does a page not showing the console: what the server
+   * writes into the page (the realm's features, such as whether UPDATE_EMAIL or delete_account is enabled) is read
+   * by the console only when it loads.
+   */
+  async open(route: string, name: string, ready: (page: Page) => Promise<unknown>, { fresh = false } = {}): Promise<string[]> {
     const { page } = this;
-    await page.goto('about:blank');
-    this.reset();
-    await page.goto(`${this.base}${route}`);
+    if (fresh || !page.url().startsWith(this.base) || !(await page.locator('[data-testid="page-header"]').count())) {
+      await page.goto('about:blank');
+      this.reset();
+      await page.goto(`${this.base}${route}`);
+    } else {
+      await this.settled();
+      this.reset();
+      // The content route's own request, sent once it has replaced the page before (the menu's is sent at load only).
+      const betweenPages = page.waitForResponse((r) => r.request().method() === 'GET' && new URL(r.url()).pathname.endsWith('/content.json'), { timeout: 30_000 });
+      await pushRoute(page, `${this.base}content/realmgate-test-between-pages`);
+      await betweenPages;
+      await pushRoute(page, `${this.base}${route}`);
+    }
     await this.ready(name, ready);
     return this.problems;
   }

@@ -5,14 +5,11 @@
  * fails when a page breaks. Screenshots go to test-results/screenshots (git-ignored).
  */
 import type KcAdminClient from '@keycloak/keycloak-admin-client';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildConsole } from '../../../admin-console/build.js';
 import { masterAdminClient } from './admin-client.js';
-import { launchBrowser, screenshot } from './browser.js';
+import { launchBrowser, pushRoute, RequestsInFlight, screenshot } from './browser.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './server.js';
-
-/** How long no request may be in flight before a page counts as settled: Playwright's `networkidle` wait. */
-const QUIET_MS = 500;
 
 export class ConsoleSession {
   /** What went wrong since the last page began, as lines. */
@@ -21,11 +18,7 @@ export class ConsoleSession {
   requests: string[] = [];
   /** Intended 4xx answers whose console error Chromium has not logged yet. */
   private intendedLoadErrors = 0;
-  /** Requests the page has sent and not seen answered or failed, and since when none has been. */
-  private readonly inFlight = new Set<Request>();
-  private idleSince: number | undefined = performance.now();
-  private idleTimer: NodeJS.Timeout | undefined;
-  private onIdle: (() => void) | undefined;
+  private readonly network: RequestsInFlight;
 
   private constructor(
     readonly t: TestServer,
@@ -46,18 +39,7 @@ export class ConsoleSession {
       // Chromium logs every 4xx as a console error too: an intended answer's is not a problem either.
       else this.intendedLoadErrors += 1;
     });
-    page.on('request', (request) => {
-      this.inFlight.add(request);
-      this.idleSince = undefined;
-      clearTimeout(this.idleTimer);
-    });
-    const done = (request: Request) => {
-      if (!this.inFlight.delete(request) || this.inFlight.size > 0) return;
-      this.idleSince = performance.now();
-      this.armIdle();
-    };
-    page.on('requestfinished', done);
-    page.on('requestfailed', done);
+    this.network = new RequestsInFlight(page);
     page.on('requestfailed', (request) => {
       // A reload or a route change cancels requests in flight: that is the browser's doing, not the server's.
       if (request.failure()?.errorText !== 'net::ERR_ABORTED') this.problems.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText}`);
@@ -95,33 +77,9 @@ export class ConsoleSession {
     await this.settled();
   }
 
-  /**
-   * Waits until no request has been in flight for half a second (the session-status frame's checks are short), as
-   * Playwright's `networkidle`, which fires once per document and so says nothing about a route opened inside it.
-   */
+  /** Waits until the page has settled: nothing in flight for a while (RequestsInFlight). */
   async settled(): Promise<void> {
-    await this.page.waitForLoadState('networkidle', { timeout: 30_000 });
-    if (this.inFlight.size === 0 && this.idleSince !== undefined && performance.now() - this.idleSince >= QUIET_MS) return;
-    await new Promise<void>((resolve, reject) => {
-      const deadline = setTimeout(() => {
-        this.onIdle = undefined;
-        reject(new Error(`requests still in flight after 30 s: ${[...this.inFlight].map((r) => r.url()).join(', ')}`));
-      }, 30_000);
-      this.onIdle = () => {
-        clearTimeout(deadline);
-        this.onIdle = undefined;
-        resolve();
-      };
-      this.armIdle();
-    });
-  }
-
-  /** Calls `onIdle` once nothing has been in flight for QUIET_MS; a request started meanwhile re-arms it. */
-  private armIdle(): void {
-    clearTimeout(this.idleTimer);
-    if (this.inFlight.size > 0 || !this.onIdle) return;
-    const wait = this.idleSince === undefined ? QUIET_MS : Math.max(0, QUIET_MS - (performance.now() - this.idleSince));
-    this.idleTimer = setTimeout(() => this.onIdle?.(), wait);
+    await this.network.settled();
   }
 
   /**
@@ -140,8 +98,6 @@ export class ConsoleSession {
     const routeRealm = route.split('/')[0];
     if (fresh || !page.url().startsWith(`${consoleUrl}#/`) || !(await page.locator('[data-testid="currentRealm"]').count())) {
       await page.goto('about:blank');
-      // The old document's requests are gone with it (Chromium reports most, not all, as failed).
-      this.inFlight.clear();
       this.reset();
       await page.goto(`${consoleUrl}#/${route}`);
     } else {
@@ -166,11 +122,7 @@ export class ConsoleSession {
    * only, not the location: a hash change alone leaves it on the realm before), then the hash router told.
    */
   private async navigate(route: string): Promise<void> {
-    await this.page.evaluate((to) => {
-      const idx = ((history.state as { idx?: number } | null)?.idx ?? 0) + 1;
-      history.pushState({ usr: null, key: Math.random().toString(36).slice(2, 10), idx }, '', to);
-      window.dispatchEvent(new PopStateEvent('popstate', { state: history.state }));
-    }, `#/${route}`);
+    await pushRoute(this.page, `#/${route}`);
   }
 
   /** Waits for `ready` (a page that never gets ready is screenshot too, so the failure can be looked at), then settles and screenshots. */

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Frame, type Page, type Request } from 'playwright-core';
 import { REPO_ROOT } from './server.js';
 
 const CHROMIUM = process.env.REALMGATE_CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -91,6 +91,90 @@ export async function closeContext(context: BrowserContext): Promise<void> {
   const browser = context.browser();
   if (holder[SHARED] && browser && (await holder[SHARED].catch(() => null)) === browser) delete holder[SHARED];
   await browser?.close().catch(() => {});
+}
+
+/** How long no request may be in flight before a page counts as settled: Playwright's `networkidle` wait. */
+const QUIET_MS = 500;
+
+/**
+ * The requests a page has in flight, for a console session's wait until its page has settled. Playwright's
+ * `networkidle` fires once per document, and so says nothing about a route a console opens inside the document it
+ * has loaded, nor about what a click on a loaded page sends.
+ */
+export class RequestsInFlight {
+  private readonly inFlight = new Set<Request>();
+  private idleSince: number | undefined = performance.now();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private onIdle: (() => void) | undefined;
+
+  constructor(private readonly page: Page) {
+    page.on('request', (request) => {
+      // A new document: what the one it replaces has in flight goes with it, and Chromium reports most, not all, of
+      // those requests as failed.
+      if (request.isNavigationRequest() && frameOf(request) === page.mainFrame()) this.inFlight.clear();
+      this.inFlight.add(request);
+      this.idleSince = undefined;
+      clearTimeout(this.idleTimer);
+    });
+    const done = (request: Request) => {
+      if (!this.inFlight.delete(request) || this.inFlight.size > 0) return;
+      this.idleSince = performance.now();
+      this.armIdle();
+    };
+    page.on('requestfinished', done);
+    page.on('requestfailed', done);
+  }
+
+  /**
+   * Waits until the document has reached `networkidle` and no request has been in flight for half a second, as
+   * `networkidle` does for a document (the admin console's session-status frame's checks are short, and a request a
+   * console sends on another's answer follows it by less).
+   */
+  async settled(): Promise<void> {
+    await this.page.waitForLoadState('networkidle', { timeout: 30_000 });
+    if (this.inFlight.size === 0 && this.idleSince !== undefined && performance.now() - this.idleSince >= QUIET_MS) return;
+    await new Promise<void>((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        this.onIdle = undefined;
+        reject(new Error(`requests still in flight after 30 s: ${[...this.inFlight].map((r) => r.url()).join(', ')}`));
+      }, 30_000);
+      this.onIdle = () => {
+        clearTimeout(deadline);
+        this.onIdle = undefined;
+        resolve();
+      };
+      this.armIdle();
+    });
+  }
+
+  /** Calls `onIdle` once nothing has been in flight for QUIET_MS; a request started meanwhile re-arms it. */
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    if (this.inFlight.size > 0 || !this.onIdle) return;
+    const wait = this.idleSince === undefined ? QUIET_MS : Math.max(0, QUIET_MS - (performance.now() - this.idleSince));
+    this.idleTimer = setTimeout(() => this.onIdle?.(), wait);
+  }
+}
+
+/** The frame a request is for; null for a navigation request of a frame not made yet (a popup's). */
+function frameOf(request: Request): Frame | null {
+  try {
+    return request.frame();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Changes the route of a console (React Router, browser or hash history) as its own links do: a history entry pushed,
+ * then the router told, as it learns of the back button. `to` is a URL or a part of one (`#/realm/route`).
+ */
+export async function pushRoute(page: Page, to: string): Promise<void> {
+  await page.evaluate((url) => {
+    const idx = ((history.state as { idx?: number } | null)?.idx ?? 0) + 1;
+    history.pushState({ usr: null, key: Math.random().toString(36).slice(2, 10), idx }, '', url);
+    window.dispatchEvent(new PopStateEvent('popstate', { state: history.state }));
+  }, to);
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
