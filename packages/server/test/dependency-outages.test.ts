@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Storage } from '../src/storage/index.js';
 import { DependencyUnavailableError, RedisStore } from '../src/store/index.js';
 import { FaultProxy } from './support/fault-proxy.js';
@@ -24,6 +24,10 @@ function capturingLogger() {
   const at = (level: string) => (message: string, fields?: Record<string, unknown>) => void lines.push({ level, message, fields });
   return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
 }
+
+/** A RedisStore reaching the shared Redis through `proxy`, under keys of its own, giving up on a command after 300 ms. */
+const storeThrough = (proxy: FaultProxy, logger: ReturnType<typeof capturingLogger>['logger'], name: string) =>
+  new RedisStore({ url: proxy.url(redisUrl), logger, keyPrefix: `${name}:${process.pid}:${Date.now()}:`, commandTimeoutMs: 300 });
 
 const password = (username: string, secret: string) => ({ grant_type: 'password', client_id: 'admin-cli', username, password: secret });
 
@@ -115,7 +119,7 @@ describe('RedisStore while Redis is down', () => {
 
   beforeAll(async () => {
     proxy = await FaultProxy.start(port(redisUrl));
-    store = new RedisStore({ url: proxy.url(redisUrl), logger: log.logger, keyPrefix: `outage-test:${process.pid}:${Date.now()}:`, commandTimeoutMs: 300 });
+    store = storeThrough(proxy, log.logger, 'outage-test');
     await store.set('warm', '1', 60_000);
   });
   afterEach(() => proxy.restore());
@@ -150,6 +154,102 @@ describe('RedisStore while Redis is down', () => {
       stop();
     });
   }
+});
+
+describe('RedisStore whose Redis does not answer at first', () => {
+  let proxy: FaultProxy;
+  let store: RedisStore;
+  const log = capturingLogger();
+
+  beforeEach(async () => {
+    proxy = await FaultProxy.start(port(redisUrl));
+    // Silent from the first byte: connections are accepted and nothing comes back (a Redis still loading, a busy
+    // machine), so the store's first operation times out before either connection was ever ready.
+    proxy.hang();
+    store = storeThrough(proxy, log.logger, 'first-answer-test');
+  });
+  afterEach(async () => {
+    await store?.close();
+    await proxy?.close();
+  });
+
+  /** Up again by itself once Redis answers; then a subscription is made and hears what is published. */
+  async function recoversAndSubscribes(changes: boolean[]): Promise<void> {
+    expect(store.state.up).toBe(false);
+    proxy.restore();
+    // A precondition's bound, not a measure: the first connection through the proxy can take seconds on a loaded machine.
+    await eventually(() => store.state.up, 30_000);
+    expect(changes).toEqual([false, true]);
+    const heard: string[] = [];
+    await store.subscribe('after-return', (message) => heard.push(message));
+    await store.publish('after-return', 'hello');
+    await eventually(() => heard.length > 0);
+    expect(heard).toEqual(['hello']);
+    await store.ping();
+  }
+
+  it('recovers when its first operation is a SUBSCRIBE that times out (the commands connection never opened)', async () => {
+    const changes: boolean[] = [];
+    store.onAvailabilityChange((up) => changes.push(up));
+    await expect(store.subscribe('first', () => {})).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await recoversAndSubscribes(changes);
+  });
+
+  it('recovers when its first command times out and a subscription is asked for while it is down (the subscriber never opened)', async () => {
+    const changes: boolean[] = [];
+    store.onAvailabilityChange((up) => changes.push(up));
+    await expect(store.get('first')).rejects.toBeInstanceOf(DependencyUnavailableError);
+    // Refused at once while down, before the subscriber connection has sent anything.
+    await expect(store.subscribe('first', () => {})).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await recoversAndSubscribes(changes);
+  });
+
+  it('recovers when the commands connection answers and only the subscriber\'s first SUBSCRIBE times out', async () => {
+    proxy.restore();
+    await store.set('warm', '1', 60_000);
+    const changes: boolean[] = [];
+    store.onAvailabilityChange((up) => changes.push(up));
+    // The subscriber connection is opened by this SUBSCRIBE, while Redis is silent.
+    proxy.hang();
+    await expect(store.subscribe('first', () => {})).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await recoversAndSubscribes(changes);
+    expect(await store.get('warm')).toBe('1');
+  });
+});
+
+describe('a node whose Redis does not answer at start', () => {
+  let proxy: FaultProxy;
+  let t: TestServer;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start(port(redisUrl));
+    proxy.hang();
+    t = await startServer({ config: { REALMGATE_REDIS_URL: proxy.url(redisUrl) } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+  });
+
+  it('reports the shared store DOWN while Redis is silent, then UP once it answers, with the configuration cache subscribed', async () => {
+    const cache = t.server.context.storage.cache;
+    // The configuration cache's first SUBSCRIBE timed out: it reads from the database until subscribed.
+    await eventually(() => t.logs.some((l) => l.msg === 'configuration cache: no subscription to invalidations yet; reading configuration from the database'), 30_000);
+    expect(cache.bypass).toBe(true);
+    const down = await api(t.url, 'GET', '/health/ready', null);
+    expect(down.status).toBe(503);
+    expect(down.body.checks).toContainEqual({ name: 'sharedStore', status: 'DOWN' });
+    const invalidationsBefore = cache.snapshot().invalidations;
+
+    proxy.restore();
+    // A precondition's bound, not a measure (see above).
+    await eventually(async () => (await api(t.url, 'GET', '/health/ready', null)).status === 200, 30_000);
+    await eventually(() => !cache.bypass, 30_000);
+    // Subscribing dropped whatever was read before the subscription (an invalidate-all).
+    expect(cache.snapshot().invalidations).toBeGreaterThan(invalidationsBefore);
+    expect((await tokenRequest(t.url, 'master', password('admin', 'admin-test-password'))).status).toBe(200);
+    expect(t.logs.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+  });
 });
 
 describe('a node whose Redis goes away (killed, then hung)', () => {

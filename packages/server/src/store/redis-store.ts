@@ -249,6 +249,7 @@ export class RedisStore implements HostStore {
 
   private open(role: 'commands' | 'subscriber'): Connection {
     const client = new Redis(this.url, {
+      // Opened by its first command (a store never used opens nothing); recover() opens one an outage kept from it.
       lazyConnect: true,
       // Fail commands at the first failed (re)connection attempt rather than queueing them through many.
       maxRetriesPerRequest: 0,
@@ -359,12 +360,11 @@ export class RedisStore implements HostStore {
   private recover(): void {
     if (this.state.up || this.recovering || this.closing) return;
     this.recovering = (async () => {
-      const { client } = this.commands;
-      if (client.status !== 'ready') return;
-      await client.ping();
+      if (!this.readyOpeningIfIdle(this.commands)) return;
+      await this.commands.client.ping();
       if (this.subscriber) {
         const names = [...this.channels.keys()];
-        if (this.subscriber.client.status !== 'ready') return;
+        if (!this.readyOpeningIfIdle(this.subscriber)) return;
         if (names.length) await this.subscriber.client.subscribe(...names);
       }
       if (this.closing || this.state.up) return;
@@ -380,6 +380,21 @@ export class RedisStore implements HostStore {
       .finally(() => {
         this.recovering = undefined;
       });
+  }
+
+  /**
+   * Whether the connection is ready. One that ioredis is not connecting is opened now, and its 'ready' event
+   * tries recovery again: a lazy connection never used yet stays unopened while the store is down, since every
+   * operation is refused before reaching it (the first operation timed out on the other connection, or a
+   * subscriber was opened during the outage), and without this the store stayed down for good (issue 36). Never
+   * after close() began (a probe's PING may still be under way then): a closed connection stays closed.
+   */
+  private readyOpeningIfIdle({ client }: Connection): boolean {
+    if (!this.closing && (client.status === 'wait' || client.status === 'end')) {
+      // A failure is the connection's 'error' event too, which the store already hears.
+      client.connect().catch(() => {});
+    }
+    return client.status === 'ready';
   }
 
   private evaluate(operation: string, { lua, sha }: Script, key: string, args: (string | number)[]): Promise<unknown> {
