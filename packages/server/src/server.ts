@@ -88,7 +88,7 @@ function shareConfigCache(storage: Storage, store: HostStore, metrics: MetricsRe
   metrics.readAtScrape('realmgate_config_cache_misses_total', 'Configuration cache reads that went to the database', 'counter', () => cache.snapshot().misses);
   metrics.readAtScrape('realmgate_config_cache_hit_ratio', 'Configuration cache hits / reads since start', 'gauge', () => cache.hitRatio());
   metrics.readAtScrape('realmgate_config_cache_entries', 'Configuration cache entries held', 'gauge', () => cache.snapshot().entries);
-  metrics.readAtScrape('realmgate_db_queries_total', 'Statements sent to the database (transaction control excluded)', 'counter', () => storage.queryCount);
+  metrics.readAtScrape('realmgate_db_queries_total', 'Statements sent to the database (transaction control excluded)', 'counter', () => storage.queryCount + storage.backgroundQueryCount);
   if (storage.statements) {
     const statements = storage.statements;
     metrics.readAtScrape('realmgate_sqlite_statements_prepared_total', 'SQLite statements prepared (reuses are not counted)', 'counter', () => statements.prepared);

@@ -10,6 +10,7 @@ import type {
   AdminResource,
 } from '@realmgate/spi';
 import { ProviderLoadError } from '../model/errors.js';
+import { inBackground } from '../storage/index.js';
 import type { LoadedPackage } from './loader.js';
 
 export interface ProviderEntry {
@@ -73,7 +74,8 @@ export class ProviderRegistry {
   async init(contextFor: (factory: ProviderFactory) => ProviderContext): Promise<void> {
     for (const { factory, packageName } of this.entries.values()) {
       try {
-        await factory.init?.(contextFor(factory));
+        // What init starts (the webhook's outbox worker) runs as a background worker: its statements are not a request's.
+        await inBackground(() => factory.init?.(contextFor(factory)));
       } catch (error) {
         throw new ProviderLoadError(`provider ${factory.id} (${packageName}) failed to initialize: ${(error as Error).message}`);
       }

@@ -25,7 +25,7 @@ export interface DatabaseHandle {
   /** Configuration the hot paths read, invalidated by every committed write (write-tracking.ts). */
   cache: ConfigCache;
   /** Statements sent to the database since open (transaction control excluded). */
-  counts: { queries: number };
+  counts: { queries: number; background: number };
   /** Up or down as the last statement found it; a lost connection is logged once per outage, here. */
   state: DependencyState;
   close(): Promise<void>;

@@ -19,6 +19,7 @@ import { UserRepository } from './users.js';
 
 export type { Db, OpenDatabaseOptions } from './db.js';
 export { ConfigCache, type ConfigCacheStats, type InvalidationChannel } from './config-cache.js';
+export { inBackground } from './write-tracking.js';
 export type { UserQuery } from './users.js';
 export type { MapperOwner, ScopeLink } from './client-scopes.js';
 export type { IdentityProviderQuery } from './federation.js';
@@ -78,9 +79,14 @@ export class Storage {
     return this.handle.cache;
   }
 
-  /** Statements sent to the database since open (transaction control excluded). */
+  /** Statements sent to the database since open by requests (transaction control and background workers excluded). */
   get queryCount(): number {
     return this.handle.counts.queries;
+  }
+
+  /** Statements sent since open by background workers (storage/write-tracking.ts inBackground). */
+  get backgroundQueryCount(): number {
+    return this.handle.counts.background;
   }
 
   /** SQLite: the driver's prepared-statement cache (how many were prepared, reused); absent for PostgreSQL. */

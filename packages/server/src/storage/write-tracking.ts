@@ -8,7 +8,20 @@ import type {
   QueryResult,
   TransactionSettings,
 } from 'kysely';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { WrappedDialect } from './wrapped-dialect.js';
+
+/** Set while a background worker (not a request) runs: its statements are counted apart. */
+const backgroundWork = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `work` (and everything it awaits or schedules) as a background worker's: its statements count in
+ * `counts.background`, not `counts.queries`. What a request costs the database is then read from `queries` alone,
+ * whatever a worker polling beside it sends (a test counting one login's statements once counted a poll in it).
+ */
+export function inBackground<T>(work: () => T): T {
+  return backgroundWork.run(true, work);
+}
 
 /**
  * A Kysely dialect around another that reports which tables every committed write touched: at once for a
@@ -16,8 +29,11 @@ import { WrappedDialect } from './wrapped-dialect.js';
  * the configuration cache (config-cache.ts) learns of changes, whichever repository or module wrote them.
  */
 export class WriteTrackingDialect extends WrappedDialect {
-  /** Statements run through this dialect (transaction control excluded): what a request costs the database. */
-  readonly counts = { queries: 0 };
+  /**
+   * Statements run through this dialect (transaction control excluded): `queries` outside background workers (what
+   * requests cost the database), `background` inside them (inBackground).
+   */
+  readonly counts = { queries: 0, background: 0 };
 
   constructor(
     inner: Dialect,
@@ -38,11 +54,12 @@ class TrackedConnection implements DatabaseConnection {
   constructor(
     readonly inner: DatabaseConnection,
     private readonly onCommitted: (tables: Set<string>) => void,
-    private readonly counts: { queries: number },
+    private readonly counts: { queries: number; background: number },
   ) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    this.counts.queries++;
+    if (backgroundWork.getStore()) this.counts.background++;
+    else this.counts.queries++;
     const tables = writtenTables(compiledQuery);
     const result = await this.inner.executeQuery<R>(compiledQuery);
     if (tables) {
@@ -63,7 +80,7 @@ class WriteTrackingDriver implements Driver {
   constructor(
     private readonly inner: Driver,
     private readonly onCommitted: (tables: Set<string>) => void,
-    private readonly counts: { queries: number },
+    private readonly counts: { queries: number; background: number },
   ) {}
 
   init(): Promise<void> {

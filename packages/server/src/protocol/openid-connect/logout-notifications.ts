@@ -14,7 +14,7 @@ import { isTargetRefusal, outboundRequest } from '../../http/index.js';
 import type { Client, Realm, UserSession } from '../../model/types.js';
 import type { OutboundGuard } from '@realmgate/spi';
 import type { ServerLogger } from '../../observability/index.js';
-import type { Storage } from '../../storage/index.js';
+import { inBackground, type Storage } from '../../storage/index.js';
 import type { TokenService } from './tokens.js';
 import { outboxNodeId } from '../../providers/outbox.js';
 import type { Db } from '../../storage/db.js';
@@ -136,8 +136,9 @@ export class BackchannelLogout {
   start(): void {
     if (this.loopDone && !this.closing) return;
     this.closing = false;
-    this.loopDone = this.loop();
-    this.purgeTimer = setInterval(() => void this.purge(), PURGE_EVERY_MS);
+    // The worker's statements, and its purge's, are a background worker's, not a request's (inBackground).
+    this.loopDone = inBackground(() => this.loop());
+    this.purgeTimer = setInterval(() => void inBackground(() => this.purge()), PURGE_EVERY_MS);
     this.purgeTimer.unref?.();
   }
 
